@@ -1,0 +1,33 @@
+# Fresh-machine set-up lives here: `make test` and `make run` create .venv,
+# install the package with its dev extras, then test or start the dashboard.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: test run lint bench clean setup
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install -e ".[dev]"
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+run: $(STAMP)
+	$(BIN)/streamlit run dashboard/app.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	$(BIN)/python -m pbo_core.bench --functions all --methods dt --seeds 5 --iters 200 --json -
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Streamlit dashboard of DT-PBO Explorer."""

@@ -1,0 +1,1 @@
+"""Loaders that turn case-study files into :class:`pbo_core.data.Study` objects."""

@@ -1,0 +1,1 @@
+"""LLM-based feature extraction (OpenAI-compatible endpoints) for patient message ranking."""
