@@ -1,0 +1,785 @@
+"""The data model shared by every part of DT-PBO Explorer.
+
+One data model crosses every boundary: loaders produce it, surrogates consume it and
+the dashboard displays it. Nothing downstream knows which loader produced the data.
+
+``Feature``
+    One attribute of an item: numeric, ordinal, categorical, binary or multi-hot, with
+    levels, bounds and a human label/unit for display.
+``Schema``
+    Ordered features. Encodes a table of items to the float matrix the surrogates use
+    (one column per numeric/ordinal/categorical/binary feature, one binary column per
+    value of a multi-hot feature) and decodes split rules back to readable text
+    ("test sensitivity >= 80%", "party in {Democrat}").
+``PreferenceData``
+    Items (encoded matrix ``X`` plus an optional display table) and pairwise
+    comparisons ``pairs`` (winner index, loser index), optionally with the respondent
+    of every pair and a table of user features. Validated on construction.
+``Study``
+    A named case study: schema, pooled preference data (per-respondent views), and the
+    provenance shown in the dashboard (description, source, citation, licence).
+
+Encoding conventions
+--------------------
+* numeric: the value itself (float).
+* ordinal: the level's integer code ``0 .. L-1`` in the given level order; trees split
+  it by thresholds like a number and rules print level labels.
+* categorical: the level's integer code; trees split it by category subsets.
+* binary: 0 or 1 (``levels`` may label them, e.g. ``("no", "yes")``).
+* multi_hot: one 0/1 column per value, named ``"<feature>=<value>"``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+FeatureKind = Literal["numeric", "ordinal", "categorical", "binary", "multi_hot"]
+FEATURE_KINDS: tuple[str, ...] = ("numeric", "ordinal", "categorical", "binary", "multi_hot")
+
+#: Separator accepted for multi-hot values given as one string ("a;b;c").
+MULTI_HOT_SEPARATOR = ";"
+
+
+class DataValidationError(ValueError):
+    """Raised when items, pairs or a schema are malformed; the message names the place."""
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One attribute of the items.
+
+    Parameters
+    ----------
+    name
+        Column name in item tables (unique within a schema).
+    kind
+        ``"numeric"``, ``"ordinal"``, ``"categorical"``, ``"binary"`` or ``"multi_hot"``.
+    levels
+        Ordered level labels (ordinal, categorical), the value list (multi-hot), or
+        optional labels of 0 and 1 (binary). Unused for numeric features.
+    bounds
+        ``(low, high)`` of a numeric feature. Used to sample points inside tree leaves
+        and to format thresholds. ``None`` lets :meth:`Schema.infer_bounds` fill it in.
+    label
+        Human-readable name for display (defaults to ``name``).
+    unit
+        Unit appended to numeric thresholds ("%", "min", "BRB").
+    description
+        Longer explanation shown in attribute tables.
+    """
+
+    name: str
+    kind: FeatureKind
+    levels: tuple[str, ...] = ()
+    bounds: tuple[float, float] | None = None
+    label: str = ""
+    unit: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise DataValidationError(f"feature name must be a non-empty string, got {self.name!r}")
+        if self.kind not in FEATURE_KINDS:
+            raise DataValidationError(
+                f"feature {self.name!r}: kind {self.kind!r} is not one of {FEATURE_KINDS}"
+            )
+        object.__setattr__(self, "levels", tuple(str(v) for v in self.levels))
+        if len(set(self.levels)) != len(self.levels):
+            raise DataValidationError(f"feature {self.name!r}: levels are not unique")
+        if self.kind in ("ordinal", "categorical", "multi_hot") and len(self.levels) < 1:
+            raise DataValidationError(f"feature {self.name!r}: kind {self.kind} needs levels")
+        if self.kind == "binary" and len(self.levels) not in (0, 2):
+            raise DataValidationError(
+                f"feature {self.name!r}: a binary feature takes 0 or 2 level labels"
+            )
+        if self.bounds is not None:
+            lo, hi = (float(b) for b in self.bounds)
+            if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+                raise DataValidationError(f"feature {self.name!r}: invalid bounds {self.bounds}")
+            object.__setattr__(self, "bounds", (lo, hi))
+
+    @property
+    def display(self) -> str:
+        """The label shown to people."""
+        return self.label or self.name
+
+    @property
+    def n_columns(self) -> int:
+        """Number of encoded columns this feature occupies."""
+        return len(self.levels) if self.kind == "multi_hot" else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready representation."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "levels": list(self.levels),
+            "bounds": list(self.bounds) if self.bounds is not None else None,
+            "label": self.label,
+            "unit": self.unit,
+            "description": self.description,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Feature:
+        """Inverse of :meth:`to_dict`."""
+        bounds = d.get("bounds")
+        return cls(
+            name=d["name"],
+            kind=d["kind"],
+            levels=tuple(d.get("levels") or ()),
+            bounds=tuple(bounds) if bounds is not None else None,
+            label=d.get("label", ""),
+            unit=d.get("unit", ""),
+            description=d.get("description", ""),
+        )
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the encoded item matrix.
+
+    Attributes
+    ----------
+    name
+        ``feature.name`` or ``"<feature>=<value>"`` for multi-hot columns.
+    feature
+        Index of the owning feature in the schema.
+    categorical
+        True when trees split this column by category subsets (categorical features);
+        False when they split it by a threshold (everything else).
+    n_categories
+        Number of codes of a categorical column (0 otherwise).
+    bounds
+        ``(low, high)`` range of the encoded values.
+    value
+        The multi-hot value this column stands for (``None`` otherwise).
+    """
+
+    name: str
+    feature: int
+    categorical: bool
+    n_categories: int
+    bounds: tuple[float, float]
+    value: str | None = None
+
+
+def _fmt_number(x: float) -> str:
+    """Compact number for rules: 3 significant digits, no trailing zeros."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
+    s = f"{x:.{digits}f}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+def _with_unit(value: str, unit: str) -> str:
+    if not unit:
+        return value
+    return f"{value}{unit}" if unit in ("%", "°") else f"{value} {unit}"
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Ordered features and the encoding between item tables and the float matrix.
+
+    Parameters
+    ----------
+    features
+        The features, in column order.
+    """
+
+    features: tuple[Feature, ...]
+    columns: tuple[Column, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        feats = tuple(self.features)
+        object.__setattr__(self, "features", feats)
+        names = [f.name for f in feats]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise DataValidationError(f"schema: duplicate feature names {sorted(dup)}")
+        cols: list[Column] = []
+        for j, f in enumerate(feats):
+            if f.kind == "numeric":
+                b = f.bounds if f.bounds is not None else (0.0, 1.0)
+                cols.append(Column(f.name, j, False, 0, b))
+            elif f.kind == "ordinal":
+                cols.append(Column(f.name, j, False, 0, (0.0, float(len(f.levels) - 1))))
+            elif f.kind == "categorical":
+                n = len(f.levels)
+                cols.append(Column(f.name, j, True, n, (0.0, float(n - 1))))
+            elif f.kind == "binary":
+                cols.append(Column(f.name, j, False, 0, (0.0, 1.0)))
+            else:  # multi_hot
+                for v in f.levels:
+                    cols.append(Column(f"{f.name}={v}", j, False, 0, (0.0, 1.0), value=v))
+        object.__setattr__(self, "columns", tuple(cols))
+
+    # ------------------------------------------------------------------ basic views
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __getitem__(self, name: str) -> Feature:
+        for f in self.features:
+            if f.name == name:
+                return f
+        raise KeyError(f"no feature {name!r} in schema; features are {self.names}")
+
+    @property
+    def names(self) -> list[str]:
+        """Feature names in order."""
+        return [f.name for f in self.features]
+
+    @property
+    def n_columns(self) -> int:
+        """Width of the encoded matrix."""
+        return len(self.columns)
+
+    @property
+    def column_names(self) -> list[str]:
+        """Names of the encoded columns."""
+        return [c.name for c in self.columns]
+
+    @property
+    def is_categorical(self) -> np.ndarray:
+        """Boolean mask over encoded columns: split by category subsets."""
+        return np.array([c.categorical for c in self.columns], dtype=bool)
+
+    @property
+    def is_integer(self) -> np.ndarray:
+        """Boolean mask over encoded columns holding integer codes (all but numeric)."""
+        kinds = [self.features[c.feature].kind for c in self.columns]
+        return np.array([k != "numeric" for k in kinds], dtype=bool)
+
+    @property
+    def n_categories(self) -> np.ndarray:
+        """Number of categories per encoded column (0 for threshold columns)."""
+        return np.array([c.n_categories for c in self.columns], dtype=np.int64)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """``(n_columns, 2)`` array of encoded column ranges."""
+        return np.array([c.bounds for c in self.columns], dtype=float).reshape(-1, 2)
+
+    @property
+    def column_feature(self) -> np.ndarray:
+        """Index of the owning feature for every encoded column."""
+        return np.array([c.feature for c in self.columns], dtype=np.int64)
+
+    def without(self, names: Iterable[str]) -> Schema:
+        """Schema without the named features (for leave-one-out analyses)."""
+        drop = set(names)
+        unknown = drop - set(self.names)
+        if unknown:
+            raise KeyError(f"no features {sorted(unknown)} in schema; features are {self.names}")
+        return Schema(tuple(f for f in self.features if f.name not in drop))
+
+    def column_indices(self, names: Iterable[str]) -> np.ndarray:
+        """Encoded column indices that belong to the named features."""
+        wanted = {self.names.index(n) for n in names}
+        return np.array([i for i, c in enumerate(self.columns) if c.feature in wanted], dtype=int)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def numeric(
+        cls, bounds: np.ndarray | Sequence[Sequence[float]], names: Sequence[str] | None = None
+    ) -> Schema:
+        """All-numeric schema for a box-bounded continuous space (benchmarks)."""
+        b = np.asarray(bounds, dtype=float).reshape(-1, 2)
+        names = list(names) if names is not None else [f"x{i + 1}" for i in range(len(b))]
+        return cls(tuple(Feature(n, "numeric", bounds=(lo, hi)) for n, (lo, hi) in zip(names, b)))
+
+    @classmethod
+    def infer(cls, items: pd.DataFrame, max_categories: int = 50) -> Schema:
+        """Guess a schema from a table: numbers are numeric, booleans binary, text categorical.
+
+        Numeric columns with only the values 0 and 1 become binary. Bounds are the observed
+        ranges. Text columns with more than ``max_categories`` distinct values are rejected.
+        """
+        feats: list[Feature] = []
+        for name in items.columns:
+            s = items[name]
+            if pd.api.types.is_bool_dtype(s):
+                feats.append(Feature(str(name), "binary"))
+            elif pd.api.types.is_numeric_dtype(s):
+                vals = pd.unique(s.dropna())
+                if len(vals) and set(np.asarray(vals, dtype=float)) <= {0.0, 1.0}:
+                    feats.append(Feature(str(name), "binary"))
+                else:
+                    lo, hi = float(s.min()), float(s.max())
+                    feats.append(Feature(str(name), "numeric", bounds=(lo, hi)))
+            else:
+                levels = sorted(str(v) for v in pd.unique(s.dropna()))
+                if len(levels) > max_categories:
+                    raise DataValidationError(
+                        f"column {name!r}: {len(levels)} distinct text values; give a schema"
+                    )
+                feats.append(Feature(str(name), "categorical", levels=tuple(levels)))
+        return cls(tuple(feats))
+
+    def infer_bounds(self, items: pd.DataFrame) -> Schema:
+        """Fill in missing numeric bounds from the observed range of ``items``."""
+        feats = []
+        for f in self.features:
+            if f.kind == "numeric" and f.bounds is None and f.name in items:
+                col = pd.to_numeric(items[f.name], errors="coerce")
+                lo, hi = float(col.min()), float(col.max())
+                f = replace(f, bounds=(lo, hi))
+            feats.append(f)
+        return Schema(tuple(feats))
+
+    # ------------------------------------------------------------------ encoding
+    def encode(self, items: pd.DataFrame, *, source: str = "items") -> np.ndarray:
+        """Encode an item table to the ``(n_items, n_columns)`` float matrix.
+
+        Ordinal, categorical and binary values may be given as level labels or as integer
+        codes. Multi-hot values may be lists/sets/tuples of values or one string with the
+        values separated by ``;`` (empty string or NaN = none).
+
+        Raises
+        ------
+        DataValidationError
+            Naming ``source``, the row label and the field of the first bad value.
+        """
+        missing = [f.name for f in self.features if f.name not in items.columns]
+        if missing:
+            raise DataValidationError(
+                f"{source}: missing field(s) {missing}; columns present: {list(items.columns)}"
+            )
+        out = np.empty((len(items), self.n_columns), dtype=float)
+        col = 0
+        index = list(items.index)
+        for f in self.features:
+            values = items[f.name].to_numpy(dtype=object)
+            if f.kind == "multi_hot":
+                out[:, col : col + len(f.levels)] = self._encode_multi_hot(f, values, index, source)
+                col += len(f.levels)
+                continue
+            out[:, col] = self._encode_scalar(f, values, index, source)
+            col += 1
+        return out
+
+    @staticmethod
+    def _bad(source: str, row: Any, f: Feature, value: Any, why: str) -> DataValidationError:
+        return DataValidationError(f"{source}: row {row!r}, field {f.name!r}: {value!r} {why}")
+
+    def _encode_scalar(
+        self, f: Feature, values: np.ndarray, index: list[Any], source: str
+    ) -> np.ndarray:
+        res = np.empty(len(values), dtype=float)
+        if f.kind == "numeric":
+            for i, v in enumerate(values):
+                try:
+                    x = float(v)
+                except (TypeError, ValueError):
+                    raise self._bad(source, index[i], f, v, "is not a number") from None
+                if not math.isfinite(x):
+                    raise self._bad(source, index[i], f, v, "is not a finite number")
+                res[i] = x
+            return res
+        labels = f.levels if f.kind != "binary" else (f.levels or ("0", "1"))
+        lookup = {lab: k for k, lab in enumerate(labels)}
+        n = len(labels)
+        for i, v in enumerate(values):
+            code = self._to_code(v, lookup, n, f.kind == "binary")
+            if code is None:
+                raise self._bad(
+                    source, index[i], f, v, f"is not one of the levels {list(labels)} (or 0..{n - 1})"
+                )
+            res[i] = code
+        return res
+
+    @staticmethod
+    def _to_code(v: Any, lookup: dict[str, int], n: int, binary: bool) -> int | None:
+        if isinstance(v, (bool, np.bool_)):
+            return int(v) if binary else None
+        if isinstance(v, str):
+            if v in lookup:
+                return lookup[v]
+            try:
+                v = float(v)
+            except ValueError:
+                return None
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            x = float(v)
+            if math.isfinite(x) and x == int(x) and 0 <= int(x) < n:
+                return int(x)
+        return None
+
+    def _encode_multi_hot(
+        self, f: Feature, values: np.ndarray, index: list[Any], source: str
+    ) -> np.ndarray:
+        lookup = {lab: k for k, lab in enumerate(f.levels)}
+        res = np.zeros((len(values), len(f.levels)), dtype=float)
+        for i, v in enumerate(values):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                continue
+            if isinstance(v, str):
+                parts = [p.strip() for p in v.split(MULTI_HOT_SEPARATOR) if p.strip()]
+            elif isinstance(v, (list, tuple, set, frozenset, np.ndarray)):
+                parts = [str(p) for p in v]
+            else:
+                raise self._bad(source, index[i], f, v, "is not a list of values")
+            for p in parts:
+                if p not in lookup:
+                    raise self._bad(
+                        source, index[i], f, p, f"is not one of the values {list(f.levels)}"
+                    )
+                res[i, lookup[p]] = 1.0
+        return res
+
+    def decode(self, X: np.ndarray) -> pd.DataFrame:
+        """Readable item table from an encoded matrix (labels for coded features)."""
+        X = np.asarray(X, dtype=float).reshape(-1, self.n_columns)
+        data: dict[str, list[Any]] = {}
+        col = 0
+        for f in self.features:
+            if f.kind == "multi_hot":
+                block = X[:, col : col + len(f.levels)] > 0.5
+                data[f.name] = [
+                    [f.levels[k] for k in np.flatnonzero(row)] for row in block
+                ]
+                col += len(f.levels)
+                continue
+            x = X[:, col]
+            if f.kind == "numeric":
+                data[f.name] = list(x)
+            else:
+                labels = f.levels if f.kind != "binary" else (f.levels or ("0", "1"))
+                data[f.name] = [labels[int(round(v))] for v in x]
+            col += 1
+        return pd.DataFrame(data)
+
+    # ------------------------------------------------------------------ rules
+    def describe_threshold(self, column: int, threshold: float, right: bool) -> str:
+        """Readable condition ``x[column] >= threshold`` (``right``) or ``< threshold``.
+
+        Ordinal thresholds print level labels ("sensitivity >= 80%"), binary ones print the
+        chosen value ("invitation = telephone call"), multi-hot ones membership
+        ("red flags include chest pain").
+        """
+        c = self.columns[column]
+        f = self.features[c.feature]
+        if f.kind == "numeric":
+            op = ">=" if right else "<"
+            return f"{f.display} {op} {_with_unit(_fmt_number(threshold), f.unit)}"
+        if f.kind == "ordinal":
+            k = int(math.floor(threshold)) + 1  # first code on the right side
+            k = min(max(k, 1), len(f.levels) - 1)
+            if right:
+                if k == len(f.levels) - 1:
+                    return f"{f.display} = {_with_unit(f.levels[k], f.unit)}"
+                return f"{f.display} >= {_with_unit(f.levels[k], f.unit)}"
+            if k == 1:
+                return f"{f.display} = {_with_unit(f.levels[0], f.unit)}"
+            return f"{f.display} <= {_with_unit(f.levels[k - 1], f.unit)}"
+        if f.kind == "binary":
+            labels = f.levels or ("no", "yes")
+            return f"{f.display} = {labels[1] if right else labels[0]}"
+        # multi-hot column
+        verb = "includes" if right else "does not include"
+        return f"{f.display} {verb} {c.value}"
+
+    def describe_categories(self, column: int, codes: Iterable[int]) -> str:
+        """Readable condition "feature in {levels}" for a categorical column."""
+        c = self.columns[column]
+        f = self.features[c.feature]
+        labels = [f.levels[int(k)] for k in sorted(set(int(k) for k in codes))]
+        if len(labels) == 1:
+            return f"{f.display} = {labels[0]}"
+        return f"{f.display} in {{{', '.join(labels)}}}"
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready representation."""
+        return {"features": [f.to_dict() for f in self.features]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Schema:
+        """Inverse of :meth:`to_dict`."""
+        return cls(tuple(Feature.from_dict(f) for f in d["features"]))
+
+    def attribute_table(self) -> pd.DataFrame:
+        """One row per feature: name, label, kind, levels or range, unit, description."""
+        rows = []
+        for f in self.features:
+            if f.kind == "numeric":
+                rng = (
+                    f"{_fmt_number(f.bounds[0])} – {_fmt_number(f.bounds[1])}" if f.bounds else ""
+                )
+            elif f.kind == "binary":
+                rng = " / ".join(f.levels or ("0", "1"))
+            else:
+                rng = " / ".join(f.levels)
+            rows.append(
+                {
+                    "feature": f.name,
+                    "label": f.display,
+                    "kind": f.kind,
+                    "levels or range": rng,
+                    "unit": f.unit,
+                    "description": f.description,
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+def _check_matrix(X: np.ndarray, source: str) -> np.ndarray:
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise DataValidationError(f"{source}: expected a 2-D item matrix, got shape {X.shape}")
+    if not np.isfinite(X).all():
+        r, c = np.argwhere(~np.isfinite(X))[0]
+        raise DataValidationError(f"{source}: row {r}, column {c}: value {X[r, c]} is not finite")
+    return X
+
+
+@dataclass
+class PreferenceData:
+    """Items and pairwise comparisons between them.
+
+    Parameters
+    ----------
+    X
+        ``(n_items, n_columns)`` encoded item matrix (one row per item).
+    pairs
+        ``(n_pairs, 2)`` integer array; row ``(w, l)`` says item ``w`` was preferred to
+        item ``l``.
+    schema
+        Schema of the columns of ``X``. ``None`` means all-numeric with bounds taken from
+        the data.
+    items
+        Optional display table of the items (same row order as ``X``).
+    item_ids
+        Optional labels of the items (e.g. profile ids); defaults to ``0..n_items-1``.
+    respondent
+        Optional respondent id of every pair (pooled multi-respondent data).
+    users
+        Optional table of respondent features indexed by respondent id.
+    source
+        Name used in error messages (file name or study name).
+
+    Raises
+    ------
+    DataValidationError
+        If indices are out of range, a pair compares an item with itself, values are not
+        finite, or shapes disagree. The message names the offending row.
+    """
+
+    X: np.ndarray
+    pairs: np.ndarray
+    schema: Schema | None = None
+    items: pd.DataFrame | None = None
+    item_ids: np.ndarray | None = None
+    respondent: np.ndarray | None = None
+    users: pd.DataFrame | None = None
+    source: str = "data"
+
+    def __post_init__(self) -> None:
+        self.X = _check_matrix(self.X, f"{self.source} items")
+        n = self.X.shape[0]
+        p = np.asarray(self.pairs)
+        if p.size == 0:
+            p = np.zeros((0, 2), dtype=np.int64)
+        if p.ndim != 2 or p.shape[1] != 2:
+            raise DataValidationError(
+                f"{self.source} pairs: expected shape (n_pairs, 2), got {p.shape}"
+            )
+        if not np.issubdtype(p.dtype, np.integer):
+            if not np.all(np.isfinite(p)) or not np.all(p == np.round(p)):
+                bad = int(np.argwhere(~(np.isfinite(p) & (p == np.round(p))))[0, 0])
+                raise DataValidationError(
+                    f"{self.source} pairs: row {bad}: {p[bad].tolist()} are not integer indices"
+                )
+            p = p.astype(np.int64)
+        p = p.astype(np.int64, copy=False)
+        out = (p < 0) | (p >= n)
+        if out.any():
+            r, c = np.argwhere(out)[0]
+            who = "winner" if c == 0 else "loser"
+            raise DataValidationError(
+                f"{self.source} pairs: row {r}: {who} index {p[r, c]} out of range [0, {n})"
+            )
+        same = p[:, 0] == p[:, 1]
+        if same.any():
+            r = int(np.flatnonzero(same)[0])
+            raise DataValidationError(
+                f"{self.source} pairs: row {r}: item {p[r, 0]} is compared with itself"
+            )
+        self.pairs = p
+        if self.schema is not None and self.schema.n_columns != self.X.shape[1]:
+            raise DataValidationError(
+                f"{self.source}: item matrix has {self.X.shape[1]} columns but the schema "
+                f"encodes {self.schema.n_columns} ({self.schema.column_names})"
+            )
+        if self.items is not None and len(self.items) != n:
+            raise DataValidationError(
+                f"{self.source}: items table has {len(self.items)} rows but X has {n}"
+            )
+        if self.item_ids is not None:
+            self.item_ids = np.asarray(self.item_ids)
+            if len(self.item_ids) != n:
+                raise DataValidationError(
+                    f"{self.source}: {len(self.item_ids)} item ids for {n} items"
+                )
+        if self.respondent is not None:
+            self.respondent = np.asarray(self.respondent)
+            if len(self.respondent) != len(p):
+                raise DataValidationError(
+                    f"{self.source}: {len(self.respondent)} respondent ids for {len(p)} pairs"
+                )
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_items(self) -> int:
+        """Number of items."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of comparisons."""
+        return int(self.pairs.shape[0])
+
+    @property
+    def winners(self) -> np.ndarray:
+        """Winner item index of every pair."""
+        return self.pairs[:, 0]
+
+    @property
+    def losers(self) -> np.ndarray:
+        """Loser item index of every pair."""
+        return self.pairs[:, 1]
+
+    def get_schema(self) -> Schema:
+        """The schema, or an all-numeric one bounded by the data when none was given."""
+        if self.schema is not None:
+            return self.schema
+        if self.n_items:
+            lo, hi = self.X.min(axis=0), self.X.max(axis=0)
+        else:
+            lo = hi = np.zeros(self.X.shape[1])
+        return Schema.numeric(np.column_stack([lo, hi]))
+
+    def ids(self) -> np.ndarray:
+        """Item labels (``item_ids`` or ``0..n_items-1``)."""
+        return self.item_ids if self.item_ids is not None else np.arange(self.n_items)
+
+    def respondents(self) -> np.ndarray:
+        """Distinct respondent ids in order of first appearance."""
+        if self.respondent is None:
+            return np.array([0])
+        _, first = np.unique(self.respondent, return_index=True)
+        return self.respondent[np.sort(first)]
+
+    def select_pairs(self, mask_or_index: np.ndarray, *, drop_unused_items: bool = False) -> PreferenceData:
+        """A view with a subset of the pairs (boolean mask or integer index).
+
+        With ``drop_unused_items`` only items that appear in the kept pairs remain (and
+        indices are renumbered).
+        """
+        sel = np.asarray(mask_or_index)
+        pairs = self.pairs[sel]
+        resp = self.respondent[sel] if self.respondent is not None else None
+        if not drop_unused_items:
+            return replace(self, pairs=pairs, respondent=resp)
+        used = np.unique(pairs)
+        remap = np.full(self.n_items, -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        return replace(
+            self,
+            X=self.X[used],
+            pairs=remap[pairs] if len(pairs) else pairs.reshape(0, 2),
+            items=self.items.iloc[used].reset_index(drop=True) if self.items is not None else None,
+            item_ids=self.ids()[used],
+            respondent=resp,
+        )
+
+    def for_respondent(self, respondent: Any) -> PreferenceData:
+        """Pairs of one respondent, keeping only the items they saw."""
+        if self.respondent is None:
+            raise DataValidationError(f"{self.source}: no respondent ids, data are pooled")
+        mask = self.respondent == respondent
+        if not mask.any():
+            raise KeyError(f"{self.source}: no pairs for respondent {respondent!r}")
+        return self.select_pairs(mask, drop_unused_items=True)
+
+    @classmethod
+    def from_frame(
+        cls,
+        items: pd.DataFrame,
+        pairs: np.ndarray | Sequence[Sequence[int]],
+        schema: Schema | None = None,
+        **kwargs: Any,
+    ) -> PreferenceData:
+        """Encode an item table with ``schema`` (inferred if ``None``) and attach pairs."""
+        if schema is None:
+            schema = Schema.infer(items)
+        source = kwargs.get("source", "data")
+        X = schema.encode(items, source=f"{source} items")
+        return cls(X=X, pairs=np.asarray(pairs), schema=schema, items=items, **kwargs)
+
+
+@dataclass
+class Study:
+    """A named case study with provenance, as listed by the registry and the dashboard.
+
+    Attributes
+    ----------
+    key
+        Registry key (``"train"``, ``"sushi-a"``...).
+    title
+        Display title.
+    schema
+        Item schema.
+    data
+        Pooled preference data; ``data.respondent`` identifies respondents.
+    description, source, citation, license
+        Provenance shown with every view of the study.
+    users
+        Optional respondent feature table (index = respondent id).
+    user_schema
+        Optional schema of ``users``.
+    extras
+        Loader-specific extras (e.g. the true ranking of each Sushi user).
+    """
+
+    key: str
+    title: str
+    schema: Schema
+    data: PreferenceData
+    description: str = ""
+    source: str = ""
+    citation: str = ""
+    license: str = ""
+    users: pd.DataFrame | None = None
+    user_schema: Schema | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def respondents(self) -> np.ndarray:
+        """Respondent ids in order of appearance."""
+        return self.data.respondents()
+
+    def for_respondent(self, respondent: Any) -> PreferenceData:
+        """The preference data of one respondent."""
+        return self.data.for_respondent(respondent)
+
+    def counts(self) -> dict[str, int]:
+        """Numbers of respondents, items and comparisons."""
+        return {
+            "respondents": len(self.respondents()),
+            "items": self.data.n_items,
+            "comparisons": self.data.n_pairs,
+        }
+
+    def attribute_table(self) -> pd.DataFrame:
+        """The attribute table shown in the dashboard."""
+        return self.schema.attribute_table()

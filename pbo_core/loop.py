@@ -1,0 +1,383 @@
+"""The PBO loop: problems, the preference oracle, ``run_pbo`` and ``RunResult``.
+
+A run starts with ``n_init`` comparisons (a Latin hypercube design of ``2 n_init``
+points paired in order for continuous problems; random distinct item pairs for finite
+item sets), then asks ``n_iter`` queries chosen by a :class:`~pbo_core.strategies.Strategy`.
+After every refit it records the recommendation (the asked item with the highest
+predicted utility; ties go to the item that won most recently), its regret and the wall
+time of the step (fit + recommendation + choosing the next query).
+
+Randomness is split into independent streams derived from ``seed``: the initial design,
+the oracle's noise and the strategy's own draws. So every method sees the same initial
+comparisons for a given seed (common random numbers across methods).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr
+from scipy.stats import qmc
+
+from pbo_core.data import PreferenceData, Schema
+
+if TYPE_CHECKING:
+    from pbo_core.benchmarks import BenchmarkFunction
+    from pbo_core.strategies import Strategy
+
+
+@dataclass
+class Problem:
+    """What the decision maker optimises.
+
+    Attributes
+    ----------
+    name
+        Identifier used in results.
+    schema
+        Schema of the encoded items (for continuous problems: numeric, bounded by the domain).
+    utility
+        True (noiseless) utility of encoded rows, ``(n, d) -> (n,)``.
+    optimum_value
+        Maximum utility (of the domain, or of the item set).
+    items
+        ``(n_items, d)`` finite item set, or ``None`` for a continuous box.
+    """
+
+    name: str
+    schema: Schema
+    utility: Callable[[np.ndarray], np.ndarray]
+    optimum_value: float
+    items: np.ndarray | None = None
+    _scale: float | None = field(default=None, repr=False)
+
+    @property
+    def finite(self) -> bool:
+        """True for a finite item set."""
+        return self.items is not None
+
+    @property
+    def dim(self) -> int:
+        """Number of encoded columns."""
+        return self.schema.n_columns
+
+    @classmethod
+    def from_benchmark(cls, f: BenchmarkFunction) -> Problem:
+        """Continuous problem over a benchmark function's box domain."""
+        names = [f"x{i + 1}" for i in range(f.dim)]
+        return cls(
+            name=f.name,
+            schema=Schema.numeric(f.bounds, names),
+            utility=lambda X: np.asarray(f.fn(np.atleast_2d(X)), dtype=float),
+            optimum_value=float(f.optimum_value),
+        )
+
+    @classmethod
+    def from_items(
+        cls, name: str, X: np.ndarray, utilities: np.ndarray, schema: Schema
+    ) -> Problem:
+        """Finite problem: items ``X`` with known true utilities."""
+        X = np.asarray(X, dtype=float)
+        u = np.asarray(utilities, dtype=float).ravel()
+        if len(u) != len(X):
+            raise ValueError(f"{len(u)} utilities for {len(X)} items")
+        index = {row.tobytes(): i for i, row in enumerate(X)}
+
+        def utility(Q: np.ndarray) -> np.ndarray:
+            Q = np.atleast_2d(np.asarray(Q, dtype=float))
+            return u[[index[row.tobytes()] for row in Q]]
+
+        return cls(name=name, schema=schema, utility=utility, optimum_value=float(u.max()), items=X)
+
+    def noise_scale(self, n_pairs: int = 10_000, seed: int = 0) -> float:
+        """Median ``|u(x) - u(x')|`` over random pairs (DT-PBO App. F.6)."""
+        if self._scale is None:
+            rng = np.random.default_rng(seed)
+            if self.finite:
+                assert self.items is not None
+                u = self.utility(self.items)
+                i, j = np.triu_indices(len(u), k=1)
+                diffs = np.abs(u[i] - u[j])
+            else:
+                b = self.schema.bounds
+                A = b[:, 0] + (b[:, 1] - b[:, 0]) * rng.random((n_pairs, len(b)))
+                B = b[:, 0] + (b[:, 1] - b[:, 0]) * rng.random((n_pairs, len(b)))
+                diffs = np.abs(self.utility(A) - self.utility(B))
+            self._scale = float(np.median(diffs))
+        return self._scale
+
+
+class PreferenceOracle:
+    """Answers "a or b?" from a utility function, optionally with probit noise.
+
+    With ``noise_r > 0``: ``P(a > b) = Phi((u(a) - u(b)) / (noise_r * scale))`` where
+    ``scale`` is the problem's :meth:`Problem.noise_scale` (App. F.6). Noiseless exact ties
+    are broken by a fair coin.
+    """
+
+    def __init__(self, problem: Problem, noise_r: float, rng: np.random.Generator) -> None:
+        if noise_r < 0:
+            raise ValueError(f"noise_r must be >= 0, got {noise_r}")
+        self.problem = problem
+        self.noise_r = float(noise_r)
+        self.rng = rng
+        self.sigma = noise_r * problem.noise_scale() if noise_r > 0 else 0.0
+
+    def prefers_first(self, ua: np.ndarray, ub: np.ndarray) -> np.ndarray:
+        """Boolean array: is ``a`` preferred for each (ua, ub)?"""
+        ua = np.asarray(ua, dtype=float)
+        ub = np.asarray(ub, dtype=float)
+        u = self.rng.random(ua.shape)
+        if self.sigma > 0:
+            return u < ndtr((ua - ub) / self.sigma)
+        return np.where(ua == ub, u < 0.5, ua > ub)
+
+
+@dataclass
+class LoopState:
+    """What a strategy may look at when choosing the next query.
+
+    Attributes
+    ----------
+    problem
+        The problem (schema, finite items or box).
+    data
+        Current items and comparisons.
+    step
+        Number of queries asked so far (the next query is number ``step + 1``).
+    last_win
+        ``(n_items,)`` step at which each item last won a comparison (-1 if never).
+    recommendation
+        Index of the current recommendation in ``data.X``.
+    asked_pairs
+        Unordered item pairs already compared (as ``(min, max)`` tuples).
+    """
+
+    problem: Problem
+    data: PreferenceData
+    step: int
+    last_win: np.ndarray
+    recommendation: int
+    asked_pairs: set[tuple[int, int]]
+
+
+#: A side of a query: an existing item index or a new point (encoded row).
+QuerySide = int | np.ndarray
+
+
+@dataclass
+class RunResult:
+    """Trace of one PBO run.
+
+    Attributes
+    ----------
+    method, problem, seed
+        Identification.
+    regret
+        ``(n_iter + 1,)`` regret of the recommendation after the initial design (index 0)
+        and after each query.
+    recommendation
+        ``(n_iter + 1,)`` index into ``X`` of the recommended item.
+    time
+        ``(n_iter + 1,)`` wall seconds of each step (fit, recommend, choose next query).
+    n_leaves
+        ``(n_iter + 1,)`` leaves of the surrogate's tree (0 for non-tree surrogates).
+    X, pairs
+        All items and comparisons (winner, loser) of the run.
+    scores
+        For finite problems, ``(n_iter + 1, n_items)`` predicted utilities of all items.
+    """
+
+    method: str
+    problem: str
+    seed: int
+    regret: np.ndarray
+    recommendation: np.ndarray
+    time: np.ndarray
+    n_leaves: np.ndarray
+    X: np.ndarray
+    pairs: np.ndarray
+    scores: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final_regret(self) -> float:
+        """Regret after the last query."""
+        return float(self.regret[-1])
+
+    @property
+    def total_time(self) -> float:
+        """Total wall time of the run's steps."""
+        return float(self.time.sum())
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row per step."""
+        n = len(self.regret)
+        return pd.DataFrame(
+            {
+                "method": self.method,
+                "problem": self.problem,
+                "seed": self.seed,
+                "step": np.arange(n),
+                "regret": self.regret,
+                "time_s": self.time,
+                "cum_time_s": np.cumsum(self.time),
+                "n_leaves": self.n_leaves,
+            }
+        )
+
+
+def _initial_design(
+    problem: Problem, n_init: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Items and unordered index pairs of the initial comparisons."""
+    if problem.finite:
+        assert problem.items is not None
+        n = len(problem.items)
+        i, j = np.triu_indices(n, k=1)
+        k = min(n_init, len(i))
+        pick = rng.choice(len(i), size=k, replace=False)
+        return problem.items.copy(), np.column_stack([i[pick], j[pick]])
+    b = problem.schema.bounds
+    if n_init == 0:
+        return np.zeros((0, problem.dim)), np.zeros((0, 2), dtype=np.int64)
+    U = qmc.LatinHypercube(d=problem.dim, seed=rng).random(2 * n_init)
+    X = b[:, 0] + U * (b[:, 1] - b[:, 0])
+    idx = np.arange(2 * n_init).reshape(-1, 2)
+    return X, idx
+
+
+def recommend(pred: np.ndarray, candidates: np.ndarray, last_win: np.ndarray) -> int:
+    """Candidate with the highest prediction; ties go to the latest winner, then the newest."""
+    c = np.asarray(candidates)
+    p = pred[c]
+    tied = c[p >= p.max()]
+    if len(tied) == 1:
+        return int(tied[0])
+    key = last_win[tied].astype(float) * (len(last_win) + 1) + tied
+    return int(tied[np.argmax(key)])
+
+
+def run_pbo(
+    problem: Problem,
+    strategy: Strategy,
+    *,
+    n_init: int = 20,
+    n_iter: int = 200,
+    seed: int = 0,
+    noise_r: float = 0.0,
+    method: str | None = None,
+    callback: Callable[[int, RunResult], None] | None = None,
+) -> RunResult:
+    """Run preferential BO on ``problem`` with ``strategy``.
+
+    Parameters
+    ----------
+    problem
+        Continuous box (:meth:`Problem.from_benchmark`) or finite item set.
+    strategy
+        Surrogate plus query rule (see :mod:`pbo_core.strategies`).
+    n_init
+        Initial comparisons (Latin hypercube pairs; random item pairs for finite sets).
+    n_iter
+        Queries after the initial design.
+    seed
+        Seeds the initial design, the oracle and the strategy (independent streams).
+    noise_r
+        Probit noise level relative to the median utility difference (App. F.6).
+    method
+        Name stored in the result (defaults to ``strategy.name``).
+    callback
+        Called as ``callback(step, partial_result)`` after every step (progress bars).
+
+    Returns
+    -------
+    RunResult
+    """
+    ss = np.random.SeedSequence(seed)
+    rng_init, rng_oracle, rng_strategy = (np.random.default_rng(s) for s in ss.spawn(3))
+    oracle = PreferenceOracle(problem, noise_r, rng_oracle)
+
+    X0, idx0 = _initial_design(problem, n_init, rng_init)
+    n_cap = len(X0) + (0 if problem.finite else 2 * n_iter)
+    X = np.empty((n_cap, problem.dim))
+    X[: len(X0)] = X0
+    n_items = len(X0)
+    u_items = np.empty(n_cap)
+    u_items[:n_items] = problem.utility(X0) if n_items else []
+    last_win = np.full(n_cap, -1, dtype=np.int64)
+    asked = np.zeros(n_cap, dtype=bool)
+    pairs = np.empty((len(idx0) + n_iter, 2), dtype=np.int64)
+    asked_pairs: set[tuple[int, int]] = set()
+    n_pairs = 0
+
+    def add_pair(a: int, b: int, step: int) -> None:
+        nonlocal n_pairs
+        a_wins = bool(oracle.prefers_first(u_items[a], u_items[b]))
+        w, lo = (a, b) if a_wins else (b, a)
+        pairs[n_pairs] = (w, lo)
+        n_pairs += 1
+        last_win[w] = step
+        asked[[a, b]] = True
+        asked_pairs.add((min(a, b), max(a, b)))
+
+    for a, b in idx0:
+        add_pair(int(a), int(b), 0)
+
+    regret = np.empty(n_iter + 1)
+    rec_idx = np.empty(n_iter + 1, dtype=np.int64)
+    times = np.zeros(n_iter + 1)
+    leaves = np.zeros(n_iter + 1, dtype=np.int64)
+    scores = np.empty((n_iter + 1, n_items)) if problem.finite else None
+    name = method or getattr(strategy, "name", type(strategy).__name__)
+
+    def partial(t: int) -> RunResult:
+        return RunResult(
+            method=name,
+            problem=problem.name,
+            seed=seed,
+            regret=regret[: t + 1],
+            recommendation=rec_idx[: t + 1],
+            time=times[: t + 1],
+            n_leaves=leaves[: t + 1],
+            X=X[:n_items],
+            pairs=pairs[:n_pairs],
+            scores=scores[: t + 1] if scores is not None else None,
+        )
+
+    for t in range(n_iter + 1):
+        t0 = time.perf_counter()
+        data = PreferenceData(X[:n_items], pairs[:n_pairs], schema=problem.schema)
+        strategy.fit(data)
+        pred = strategy.predict(data.X)
+        cand = np.flatnonzero(asked[:n_items])
+        if cand.size == 0:
+            cand = np.arange(n_items)
+        rec = recommend(pred, cand, last_win[:n_items])
+        state = LoopState(problem, data, t, last_win[:n_items], rec, asked_pairs)
+        query = strategy.propose(state, rng_strategy) if t < n_iter else None
+        times[t] = time.perf_counter() - t0
+        regret[t] = problem.optimum_value - u_items[rec]
+        rec_idx[t] = rec
+        leaves[t] = getattr(strategy, "n_leaves", 0)
+        if scores is not None:
+            scores[t] = pred
+        if query is not None:
+            sides = []
+            for q in query:
+                if isinstance(q, (int, np.integer)):
+                    sides.append(int(q))
+                else:
+                    X[n_items] = np.asarray(q, dtype=float)
+                    u_items[n_items] = problem.utility(X[n_items : n_items + 1])[0]
+                    sides.append(n_items)
+                    n_items += 1
+            add_pair(sides[0], sides[1], t + 1)
+        if callback is not None:
+            callback(t, partial(t))
+    return partial(n_iter)

@@ -1,0 +1,275 @@
+"""Query strategies: a surrogate plus the rule that picks the next comparison.
+
+Every strategy has ``fit(data)``, ``predict(X)`` and ``propose(state, rng)``; the loop
+(:func:`pbo_core.loop.run_pbo`) calls them in that order. ``propose`` returns two query
+sides, each an existing item index or a new point.
+
+DT strategies
+-------------
+``DTStrategy(within=...)`` always uses qEUBO over ordered leaf pairs for between-leaf
+questions (one point sampled uniformly inside each chosen leaf, or one item of each
+chosen leaf for finite item sets). The ``within`` option decides when a question is asked
+*inside* a leaf instead, which the tree needs to keep growing (qEUBO alone never asks
+within-leaf pairs, so the tree stalls; see README "Choosing the query rule"):
+
+``"none"``
+    Literal Algorithm 1 of the paper: qEUBO only (method ``dt-literal``).
+``"incumbent"``
+    Every ``within_every``-th query compares the incumbent (the recommendation: the
+    top-leaf item that won most recently) with a new point drawn uniformly in the top
+    leaf (a new item of the top leaf for finite sets).
+``"top-leaf"``
+    The top-leaf prioritisation rule of Sec. 3.3 / App. C.3: every ``within_every``-th
+    query compares two points drawn uniformly in the top leaf (two items of the top leaf).
+``"lambda"``
+    App. C.3 with finite ``lam``: ``alpha = qEUBO + lam * I_struct`` over between-leaf
+    pairs and one within-leaf candidate pair per leaf.
+``"auto"``
+    ``"incumbent"`` every 2nd query on continuous problems; ``"top-leaf"`` on every query
+    for finite item sets (the paper's Sushi rule). This is the ``dt`` method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal, Protocol
+
+import numpy as np
+
+from pbo_core.acquisition import best_leaf_pair, eubo_matrix, structural_gain
+from pbo_core.data import PreferenceData
+from pbo_core.dt import DTSurrogate
+from pbo_core.loop import LoopState, QuerySide
+
+WithinRule = Literal["auto", "none", "incumbent", "top-leaf", "lambda"]
+
+
+class Strategy(Protocol):
+    """What :func:`pbo_core.loop.run_pbo` needs from a method."""
+
+    name: str
+
+    def fit(self, data: PreferenceData) -> None:
+        """Refit the surrogate."""
+        ...
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Predicted utilities of rows of ``X``."""
+        ...
+
+    def propose(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
+        """The next comparison."""
+        ...
+
+
+def _pick_item_pair(
+    left: np.ndarray,
+    right: np.ndarray,
+    asked: set[tuple[int, int]],
+    rng: np.random.Generator,
+) -> tuple[int, int] | None:
+    """Uniform pair (i from ``left``, j from ``right``, i != j), preferring unasked pairs."""
+    ii, jj = np.meshgrid(left, right, indexing="ij")
+    ii, jj = ii.ravel(), jj.ravel()
+    ok = ii != jj
+    ii, jj = ii[ok], jj[ok]
+    if ii.size == 0:
+        return None
+    fresh = np.array([(min(a, b), max(a, b)) not in asked for a, b in zip(ii, jj)], dtype=bool)
+    if fresh.any():
+        ii, jj = ii[fresh], jj[fresh]
+    k = int(rng.integers(ii.size))
+    return int(ii[k]), int(jj[k])
+
+
+class DTStrategy:
+    """DT-PBO: DT surrogate + qEUBO over leaf pairs + a within-leaf rule.
+
+    Parameters
+    ----------
+    within
+        Within-leaf rule (see module docstring).
+    within_every
+        Period of the within-leaf question for ``"incumbent"`` and ``"top-leaf"``
+        (``None``: 2 on continuous problems, 1 on finite item sets).
+    lam
+        Weight of ``I_struct`` for ``within="lambda"`` (utility units of ``sigma_noise``).
+    name
+        Method name stored in results.
+    **surrogate_kwargs
+        Passed to :class:`~pbo_core.dt.DTSurrogate` (``ratio``, ``max_depth``,
+        ``straddlers``...).
+    """
+
+    def __init__(
+        self,
+        within: WithinRule = "auto",
+        within_every: int | None = None,
+        lam: float = 1.0,
+        name: str = "dt",
+        **surrogate_kwargs: object,
+    ) -> None:
+        if within not in ("auto", "none", "incumbent", "top-leaf", "lambda"):
+            raise ValueError(f"unknown within-leaf rule {within!r}")
+        self.within = within
+        self.within_every = within_every
+        self.lam = lam
+        self.name = name
+        self.model = DTSurrogate(**surrogate_kwargs)  # type: ignore[arg-type]
+
+    @property
+    def n_leaves(self) -> int:
+        """Leaves of the current tree."""
+        return int(getattr(self.model, "n_leaves_", 0))
+
+    def fit(self, data: PreferenceData) -> None:
+        """Refit the DT surrogate."""
+        self.model.fit(data)
+        self._data = data
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Leaf means of the rows of ``X``."""
+        return self.model.predict(X)
+
+    # ------------------------------------------------------------------ helpers
+    def _rule(self, finite: bool) -> tuple[str, int]:
+        rule = self.within
+        if rule == "auto":
+            rule = "top-leaf" if finite else "incumbent"
+        every = self.within_every if self.within_every is not None else (1 if finite else 2)
+        return rule, max(1, int(every))
+
+    def _sample(self, leaf: int, n: int, state: LoopState, rng: np.random.Generator) -> np.ndarray:
+        return self.model.tree_.sample_in_leaf(leaf, n, rng, state.problem.schema.is_integer)
+
+    def _items_in(self, leaf: int) -> np.ndarray:
+        return np.flatnonzero(self.model.item_leaf_ == leaf)
+
+    def _between(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
+        m = self.model
+        if m.n_leaves_ < 2:
+            return self._within_pair(0, state, rng) or self._random(state, rng)
+        a, b, _ = best_leaf_pair(m.leaf_mean_, m.leaf_cov_, rng)
+        if not state.problem.finite:
+            return self._sample(a, 1, state, rng)[0], self._sample(b, 1, state, rng)[0]
+        pick = _pick_item_pair(self._items_in(a), self._items_in(b), state.asked_pairs, rng)
+        return pick if pick is not None else self._random(state, rng)
+
+    def _random(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
+        return _random_query(state, rng)
+
+    def _within_pair(
+        self, leaf: int, state: LoopState, rng: np.random.Generator, incumbent: int | None = None
+    ) -> tuple[QuerySide, QuerySide] | None:
+        """A comparison inside ``leaf`` (``None`` if the leaf has no usable pair)."""
+        if not state.problem.finite:
+            if incumbent is not None:
+                return incumbent, self._sample(leaf, 1, state, rng)[0]
+            pts = self._sample(leaf, 2, state, rng)
+            return pts[0], pts[1]
+        items = self._items_in(leaf)
+        X = state.data.X
+        if incumbent is not None:
+            others = items[np.any(X[items] != X[incumbent], axis=1)]
+            pick = _pick_item_pair(np.array([incumbent]), others, state.asked_pairs, rng)
+        else:
+            pick = _pick_item_pair(items, items, state.asked_pairs, rng)
+            if pick is not None and np.array_equal(X[pick[0]], X[pick[1]]):
+                pick = None
+        if pick is None:
+            return None
+        a, b = pick
+        if (min(a, b), max(a, b)) in state.asked_pairs:
+            return None  # every within-leaf pair was asked already: let qEUBO choose
+        return pick
+
+    def _lambda(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
+        m = self.model
+        tree = m.tree_
+        schema = state.problem.schema
+        is_cat, n_cat = schema.is_categorical, schema.n_categories
+        b = schema.bounds
+        span = np.where(is_cat, np.maximum(n_cat - 1, 1), b[:, 1] - b[:, 0])
+        span = np.where(span > 0, span, 1.0)
+        best_val, best_q = -np.inf, None
+        if m.n_leaves_ >= 2:
+            E = eubo_matrix(m.leaf_mean_, m.leaf_cov_)
+            np.fill_diagonal(E, -np.inf)
+            best_val = float(E.max())
+        pairs = state.data.pairs
+        X = state.data.X
+        for leaf in range(m.n_leaves_):
+            cand = self._within_pair(leaf, state, rng)
+            if cand is None:
+                continue
+            xa = cand[0] if not isinstance(cand[0], (int, np.integer)) else X[cand[0]]
+            xb = cand[1] if not isinstance(cand[1], (int, np.integer)) else X[cand[1]]
+            idx = tree.leaf_pairs[leaf]
+            gain = structural_gain(
+                X[pairs[idx, 0]], X[pairs[idx, 1]], xa, xb, is_cat, n_cat, span
+            )
+            val = float(m.leaf_mean_[leaf]) + self.lam * gain
+            if val > best_val:
+                best_val, best_q = val, cand
+        return best_q if best_q is not None else self._between(state, rng)
+
+    # ------------------------------------------------------------------ propose
+    def propose(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
+        """Next comparison according to the configured rule."""
+        rule, every = self._rule(state.problem.finite)
+        if rule == "lambda":
+            return self._lambda(state, rng)
+        if rule in ("incumbent", "top-leaf") and (state.step + 1) % every == 0:
+            top = int(self.model.item_leaf_[state.recommendation])
+            inc = state.recommendation if rule == "incumbent" else None
+            q = self._within_pair(top, state, rng, incumbent=inc)
+            if q is not None:
+                return q
+        return self._between(state, rng)
+
+
+def _random_query(state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
+    """Uniformly random comparison (new points, or an unasked item pair)."""
+    if state.problem.finite:
+        n = state.data.n_items
+        pick = _pick_item_pair(np.arange(n), np.arange(n), state.asked_pairs, rng)
+        assert pick is not None, "a finite problem needs at least two items"
+        return pick
+    b = state.problem.schema.bounds
+    pts = b[:, 0] + (b[:, 1] - b[:, 0]) * rng.random((2, len(b)))
+    isint = state.problem.schema.is_integer
+    pts[:, isint] = np.round(pts[:, isint])
+    return pts[0], pts[1]
+
+
+class RandomStrategy(DTStrategy):
+    """Uniformly random comparisons; the DT surrogate only makes the recommendation."""
+
+    def __init__(self, name: str = "dt-random", **surrogate_kwargs: object) -> None:
+        super().__init__(within="none", name=name, **surrogate_kwargs)
+
+    def propose(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
+        """A random comparison."""
+        return _random_query(state, rng)
+
+
+#: Named methods for benchmarks and experiments: name -> factory.
+METHODS: dict[str, Callable[[], Strategy]] = {
+    "dt": lambda: DTStrategy(within="auto", name="dt"),
+    "dt-literal": lambda: DTStrategy(within="none", name="dt-literal"),
+    "dt-incumbent": lambda: DTStrategy(within="incumbent", within_every=2, name="dt-incumbent"),
+    "dt-topleaf": lambda: DTStrategy(within="top-leaf", within_every=2, name="dt-topleaf"),
+    "dt-lambda": lambda: DTStrategy(within="lambda", lam=1.0, name="dt-lambda"),
+    "dt-keep": lambda: DTStrategy(
+        within="none", straddlers="keep", max_depth=6, name="dt-keep"
+    ),
+    "dt-random": lambda: RandomStrategy(),
+}
+
+
+def make_strategy(name: str) -> Strategy:
+    """A fresh strategy for a named method (see :data:`METHODS`)."""
+    try:
+        return METHODS[name]()
+    except KeyError:
+        raise KeyError(f"unknown method {name!r}; known methods: {sorted(METHODS)}") from None
