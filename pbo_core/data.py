@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -170,6 +171,11 @@ class Column:
     value: str | None = None
 
 
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
 def _fmt_number(x: float) -> str:
     """Compact number for rules: 3 significant digits, no trailing zeros."""
     if x == 0 or not math.isfinite(x):
@@ -249,31 +255,31 @@ class Schema:
         """Names of the encoded columns."""
         return [c.name for c in self.columns]
 
-    @property
+    @cached_property
     def is_categorical(self) -> np.ndarray:
         """Boolean mask over encoded columns: split by category subsets."""
-        return np.array([c.categorical for c in self.columns], dtype=bool)
+        return _frozen(np.array([c.categorical for c in self.columns], dtype=bool))
 
-    @property
+    @cached_property
     def is_integer(self) -> np.ndarray:
         """Boolean mask over encoded columns holding integer codes (all but numeric)."""
         kinds = [self.features[c.feature].kind for c in self.columns]
-        return np.array([k != "numeric" for k in kinds], dtype=bool)
+        return _frozen(np.array([k != "numeric" for k in kinds], dtype=bool))
 
-    @property
+    @cached_property
     def n_categories(self) -> np.ndarray:
         """Number of categories per encoded column (0 for threshold columns)."""
-        return np.array([c.n_categories for c in self.columns], dtype=np.int64)
+        return _frozen(np.array([c.n_categories for c in self.columns], dtype=np.int64))
 
-    @property
+    @cached_property
     def bounds(self) -> np.ndarray:
         """``(n_columns, 2)`` array of encoded column ranges."""
-        return np.array([c.bounds for c in self.columns], dtype=float).reshape(-1, 2)
+        return _frozen(np.array([c.bounds for c in self.columns], dtype=float).reshape(-1, 2))
 
-    @property
+    @cached_property
     def column_feature(self) -> np.ndarray:
         """Index of the owning feature for every encoded column."""
-        return np.array([c.feature for c in self.columns], dtype=np.int64)
+        return _frozen(np.array([c.feature for c in self.columns], dtype=np.int64))
 
     def without(self, names: Iterable[str]) -> Schema:
         """Schema without the named features (for leave-one-out analyses)."""

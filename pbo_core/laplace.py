@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import lapack
 from scipy.special import log_ndtr
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
-_SQRT2 = np.sqrt(2.0)
+_INV_SQRT2 = 1.0 / np.sqrt(2.0)
 
 
 def mills_ratio(z: np.ndarray) -> np.ndarray:
@@ -45,7 +45,9 @@ def probit_curvature(z: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
     """Second derivative of ``-log Phi(z)``: ``r (z + r)`` with ``r = phi/Phi``, in (0, 1)."""
     if r is None:
         r = mills_ratio(z)
-    return np.clip(r * (z + r), 0.0, 1.0)
+    h = r * (z + r)
+    np.minimum(h, 1.0, out=h)
+    return np.maximum(h, 0.0, out=h)
 
 
 @dataclass
@@ -88,40 +90,85 @@ def aggregate_pairs(
     loser = np.asarray(loser, dtype=np.int64).ravel()
     keep = winner != loser
     code = winner[keep] * n + loser[keep]
-    uniq, counts = np.unique(code, return_counts=True)
+    if n * n <= 4 * code.size + 4096:
+        counts = np.bincount(code, minlength=n * n)
+        uniq = counts.nonzero()[0]
+        counts = counts[uniq]
+    else:
+        uniq, counts = np.unique(code, return_counts=True)
     return uniq // n, uniq % n, counts.astype(float)
+
+
+def incidence_matrix(w: np.ndarray, lo: np.ndarray, m: int) -> np.ndarray:
+    """``(K, m)`` matrix ``D`` with ``D[k, w_k] = 1`` and ``D[k, l_k] = -1``."""
+    D = np.zeros((w.size, m))
+    rows = np.arange(w.size)
+    D[rows, w] = 1.0
+    D[rows, lo] = -1.0
+    return D
 
 
 def neg_log_posterior(
     f: np.ndarray,
-    w: np.ndarray,
-    lo: np.ndarray,
+    D: np.ndarray,
     c: np.ndarray,
     prior_precision: np.ndarray,
     prior_mean: np.ndarray,
 ) -> tuple[float, np.ndarray, np.ndarray]:
-    """Objective, gradient and likelihood-curvature weights at ``f``.
+    """Objective, gradient and pair curvatures at ``f``.
 
-    Returns ``(L, grad, h)`` where ``h[k]`` is the curvature of pair ``k`` with respect to
-    ``f[w_k] - f[l_k]`` (so ``Lambda = sum_k h_k (e_w - e_l)(e_w - e_l)^T``).
+    Parameters
+    ----------
+    f
+        Leaf utilities ``(m,)``.
+    D
+        ``(K, m)`` incidence matrix of the distinct comparisons (see
+        :func:`incidence_matrix`).
+    c
+        ``(K,)`` multiplicity of each distinct comparison.
+    prior_precision, prior_mean
+        ``(m,)`` Gaussian prior.
+
+    Returns
+    -------
+    obj, grad, h
+        ``L(f)``, its gradient, and the curvature ``h_k`` of each comparison with respect
+        to ``f[w_k] - f[l_k]``, so that ``Lambda = D^T diag(h) D``.
     """
-    z = (f[w] - f[lo]) / _SQRT2
+    z = (D @ f) * _INV_SQRT2
     lp = log_ndtr(z)
-    r = mills_ratio(z)
+    r = np.exp(-0.5 * z * z - _LOG_SQRT_2PI - lp)  # phi(z) / Phi(z)
     dev = f - prior_mean
-    obj = float(-np.dot(c, lp) + 0.5 * np.dot(prior_precision * dev, dev))
-    m = f.shape[0]
-    g_pair = -c * r / _SQRT2
-    grad = prior_precision * dev + np.bincount(w, g_pair, m) - np.bincount(lo, g_pair, m)
-    h = c * probit_curvature(z, r) / 2.0
+    pdev = prior_precision * dev
+    obj = float(0.5 * (pdev @ dev) - c @ lp)
+    grad = pdev - D.T @ (c * r) * _INV_SQRT2
+    h = c * probit_curvature(z, r) * 0.5
     return obj, grad, h
 
 
-def likelihood_hessian(w: np.ndarray, lo: np.ndarray, h: np.ndarray, m: int) -> np.ndarray:
-    """Weighted graph Laplacian ``sum_k h_k (e_w - e_l)(e_w - e_l)^T`` as a dense matrix."""
-    idx = np.concatenate([w * m + w, lo * m + lo, w * m + lo, lo * m + w])
-    val = np.concatenate([h, h, -h, -h])
-    return np.bincount(idx, val, m * m).reshape(m, m)
+def likelihood_hessian(D: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """``Lambda = D^T diag(h) D``: a weighted graph Laplacian over the leaves."""
+    return (D.T * h) @ D
+
+
+def spd_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``A x = b`` for symmetric positive definite ``A`` (LAPACK ``posv``)."""
+    _, x, info = lapack.dposv(A, b, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"matrix is not positive definite (LAPACK info {info})")
+    return x
+
+
+def spd_inverse(A: np.ndarray) -> np.ndarray:
+    """Inverse of a symmetric positive definite matrix (Cholesky; exactly symmetric)."""
+    c, info = lapack.dpotrf(A, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"matrix is not positive definite (LAPACK info {info})")
+    inv, info = lapack.dpotri(c, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"Cholesky inverse failed (LAPACK info {info})")
+    low = np.tril(inv)
+    return low + np.tril(inv, -1).T
 
 
 def condition_sum_to_zero(
@@ -148,7 +195,7 @@ def laplace_fit(
     prior_precision: ArrayLike | None = None,
     init: ArrayLike | None = None,
     max_iter: int = 100,
-    tol: float = 1e-9,
+    tol: float = 1e-7,
 ) -> LaplaceResult:
     """Laplace approximation of the leaf-utility posterior.
 
@@ -176,7 +223,7 @@ def laplace_fit(
     if not ratio > 0:
         raise ValueError(f"ratio must be positive, got {ratio}")
     w, lo, c = aggregate_pairs(np.asarray(leaf_winner), np.asarray(leaf_loser), m)
-    if w.size and (w.max() >= m or min(w.min(), lo.min()) < 0 or lo.max() >= m):
+    if w.size and (max(w.max(), lo.max()) >= m or min(w.min(), lo.min()) < 0):
         raise ValueError(f"leaf indices must lie in [0, {m})")
     p = (
         np.full(m, float(ratio))
@@ -187,33 +234,32 @@ def laplace_fit(
         raise ValueError("prior precision must be positive")
     m0 = np.zeros(m) if prior_mean is None else np.asarray(prior_mean, dtype=float).reshape(m)
     f = m0.copy() if init is None else np.asarray(init, dtype=float).reshape(m).copy()
+    D = incidence_matrix(w, lo, m)
+    P = np.diag(p)
 
-    obj, grad, h = neg_log_posterior(f, w, lo, c, p, m0)
+    obj, grad, h = neg_log_posterior(f, D, c, p, m0)
     it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 - reported in the result
-        if np.max(np.abs(grad)) < tol:
-            it -= 1
-            break
-        H = likelihood_hessian(w, lo, h, m)
-        H[np.diag_indices(m)] += p
-        step = cho_solve(cho_factor(H, lower=True, check_finite=False), grad, check_finite=False)
-        decrement = float(np.dot(grad, step))
+    while it < max_iter and np.abs(grad).max() >= tol:
+        it += 1
+        step = spd_solve(P + likelihood_hessian(D, h), grad)
+        decrement = float(grad @ step)  # Newton decrement squared
+        if decrement < 1e-15 * (1.0 + abs(obj)):
+            break  # converged to machine precision of the objective
         t = 1.0
         while True:
             f_new = f - t * step
-            obj_new, grad_new, h_new = neg_log_posterior(f_new, w, lo, c, p, m0)
-            if obj_new <= obj - 0.25 * t * decrement or t < 1e-10:
+            obj_new, grad_new, h_new = neg_log_posterior(f_new, D, c, p, m0)
+            if obj_new <= obj - 0.25 * t * decrement:
                 break
             t *= 0.5
+            if t < 1e-8:
+                break
+        if not obj_new < obj:
+            break  # no further decrease is representable
         f, obj, grad, h = f_new, obj_new, grad_new, h_new
-        if decrement < 1e-20:
-            break
-    lam = likelihood_hessian(w, lo, h, m)
-    H = lam.copy()
-    H[np.diag_indices(m)] += p
-    cf = cho_factor(H, lower=True, check_finite=False)
-    cov = cho_solve(cf, np.eye(m), check_finite=False)
-    cov = 0.5 * (cov + cov.T)
+    lam = likelihood_hessian(D, h)
+    H = P + lam
+    cov = spd_inverse(H)
     mean_c, cov_c = condition_sum_to_zero(f, cov)
     return LaplaceResult(
         map=f,
@@ -223,7 +269,7 @@ def laplace_fit(
         mean_c=mean_c,
         cov_c=cov_c,
         n_iter=it,
-        grad_norm=float(np.max(np.abs(grad))) if m else 0.0,
+        grad_norm=float(np.abs(grad).max()),
     )
 
 

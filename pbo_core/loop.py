@@ -252,12 +252,19 @@ def _initial_design(
     return X, idx
 
 
-def recommend(pred: np.ndarray, candidates: np.ndarray, last_win: np.ndarray) -> int:
-    """Candidate with the highest prediction; ties go to the latest winner, then the newest."""
+def recommend(
+    pred: np.ndarray, candidates: np.ndarray, last_win: np.ndarray, ties: str = "latest-winner"
+) -> int:
+    """Candidate with the highest prediction.
+
+    ``ties="latest-winner"`` gives ties to the item that won most recently (then the
+    newest item); ``ties="first"`` to the first candidate, as a plain argmax does (the
+    literal behaviour, which keeps recommending an old point inside the top leaf).
+    """
     c = np.asarray(candidates)
     p = pred[c]
     tied = c[p >= p.max()]
-    if len(tied) == 1:
+    if len(tied) == 1 or ties == "first":
         return int(tied[0])
     key = last_win[tied].astype(float) * (len(last_win) + 1) + tied
     return int(tied[np.argmax(key)])
@@ -358,7 +365,7 @@ def run_pbo(
         cand = np.flatnonzero(asked[:n_items])
         if cand.size == 0:
             cand = np.arange(n_items)
-        rec = recommend(pred, cand, last_win[:n_items])
+        rec = recommend(pred, cand, last_win[:n_items], getattr(strategy, "ties", "latest-winner"))
         state = LoopState(problem, data, t, last_win[:n_items], rec, asked_pairs)
         query = strategy.propose(state, rng_strategy) if t < n_iter else None
         times[t] = time.perf_counter() - t0

@@ -96,6 +96,9 @@ class DTStrategy:
         Weight of ``I_struct`` for ``within="lambda"`` (utility units of ``sigma_noise``).
     name
         Method name stored in results.
+    ties
+        How the loop breaks ties in the recommendation: ``"latest-winner"`` (default) or
+        ``"first"`` (plain argmax, the literal behaviour).
     **surrogate_kwargs
         Passed to :class:`~pbo_core.dt.DTSurrogate` (``ratio``, ``max_depth``,
         ``straddlers``...).
@@ -107,6 +110,7 @@ class DTStrategy:
         within_every: int | None = None,
         lam: float = 1.0,
         name: str = "dt",
+        ties: str = "latest-winner",
         **surrogate_kwargs: object,
     ) -> None:
         if within not in ("auto", "none", "incumbent", "top-leaf", "lambda"):
@@ -115,6 +119,7 @@ class DTStrategy:
         self.within_every = within_every
         self.lam = lam
         self.name = name
+        self.ties = ties
         self.model = DTSurrogate(**surrogate_kwargs)  # type: ignore[arg-type]
 
     @property
@@ -256,7 +261,7 @@ class RandomStrategy(DTStrategy):
 #: Named methods for benchmarks and experiments: name -> factory.
 METHODS: dict[str, Callable[[], Strategy]] = {
     "dt": lambda: DTStrategy(within="auto", name="dt"),
-    "dt-literal": lambda: DTStrategy(within="none", name="dt-literal"),
+    "dt-literal": lambda: DTStrategy(within="none", name="dt-literal", ties="first"),
     "dt-incumbent": lambda: DTStrategy(within="incumbent", within_every=2, name="dt-incumbent"),
     "dt-topleaf": lambda: DTStrategy(within="top-leaf", within_every=2, name="dt-topleaf"),
     "dt-lambda": lambda: DTStrategy(within="lambda", lam=1.0, name="dt-lambda"),

@@ -44,7 +44,9 @@ Eq. 11-13): a masked pair contributes ``Z = 0`` on that column below the split.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Literal
 
 import numpy as np
@@ -154,58 +156,95 @@ def best_split(
     n, d = Xw.shape
     if n == 0:
         return None
-    weights = np.ones((n, d))
-    if masked is not None:
-        weights[masked] = 0.0
-    best: tuple[float, float, int] | None = None  # (|sum_z|, gap, -column)
+    best: tuple[float, float, int] | None = None  # (|sum_z|, normalised gap, -column)
     result: Split | None = None
 
-    num = np.flatnonzero(~is_categorical)
-    if num.size:
-        V = np.concatenate([Xw[:, num], Xl[:, num]], axis=0)
-        W = np.concatenate([weights[:, num], -weights[:, num]], axis=0)
-        order = np.argsort(V, axis=0, kind="stable")
-        Vs = np.take_along_axis(V, order, axis=0)
-        Ws = np.take_along_axis(W, order, axis=0)
-        # sum of Z at the threshold between sorted positions j and j+1 = weight above j
-        above = Ws.sum(axis=0)[None, :] - np.cumsum(Ws, axis=0)[:-1]
-        gaps = np.diff(Vs, axis=0)
-        valid = gaps > 0
-        absz = np.where(valid, np.abs(above), -1.0)
-        top = absz.max(axis=0)  # per column
-        j_best = int(np.argmax(top))
-        if top[j_best] > 0:
-            # among positions with the maximal |sum Z| (over all columns), widest gap wins
-            smax = top.max()
-            cand = absz == smax
-            ngap = np.where(cand, gaps / span[num][None, :], -1.0)
-            col_gap = ngap.max(axis=0)
-            c_local = int(np.argmax(col_gap))  # lowest column among ties of the gap
-            pos = int(np.argmax(ngap[:, c_local]))
-            col = int(num[c_local])
-            thr = 0.5 * (Vs[pos, c_local] + Vs[pos + 1, c_local])
-            sz = float(above[pos, c_local])
-            best = (float(smax), float(col_gap[c_local]), -col)
-            result = Split(col, thr, 0, sz, float(smax) / n)
+    num = _threshold_columns(is_categorical.tobytes())
+    k = num.size
+    if k:
+        # All threshold columns in one sort: row c of the (k, 2N) matrix holds column c's
+        # winner then loser endpoint values; flattened, row c is the block [2Nc, 2N(c+1)).
+        two_n = 2 * n
+        if k == d:
+            VT = np.concatenate((Xw.T, Xl.T), axis=1)
+        else:
+            VT = np.concatenate((Xw[:, num].T, Xl[:, num].T), axis=1)
+        if masked is None:
+            w = _endpoint_weights(n, k)
+        else:
+            keep = (~masked[:, num]).astype(float)
+            w = np.concatenate((keep, -keep)).T.ravel()
+        order = (VT.argsort(axis=1) + _block_offsets(two_n, k)).ravel()
+        vs = VT.ravel()[order]
+        # every block's weights sum to zero, so the running sum restarts at 0 per block
+        # and the weight strictly above sorted position j is -cs[j]
+        cs = w[order].cumsum()
+        gaps = vs[1:] - vs[:-1]
+        absz = np.abs(cs[:-1])
+        absz[gaps <= 0] = -1.0
+        absz[two_n - 1 :: two_n] = -1.0  # block boundaries are not thresholds
+        # |sum Z| is an integer; adding half the normalised gap (<= 1/2) breaks ties by
+        # the wider gap, and argmax then takes the lowest column and threshold
+        key = absz + 0.5 * gaps / _block_span(span[num].tobytes(), two_n)
+        j = int(key.argmax())
+        smax = float(absz[j])
+        if smax > 0:
+            col = int(num[j // two_n])
+            best = (smax, float(gaps[j] / span[col]), -col)
+            result = Split(col, 0.5 * (vs[j] + vs[j + 1]), 0, float(-cs[j]), smax / n)
 
-    for col in np.flatnonzero(is_categorical):
+    for col in _categorical_columns(is_categorical.tobytes()):
         ncat = int(n_categories[col])
         cw = Xw[:, col].astype(np.int64)
         cl = Xl[:, col].astype(np.int64)
-        wt = weights[:, col]
+        wt = None if masked is None else (~masked[:, col]).astype(float)
         net = np.bincount(cw, weights=wt, minlength=ncat) - np.bincount(
             cl, weights=wt, minlength=ncat
         )
         pos_net = net > 0
-        s = float(net[pos_net].sum())
-        if s <= 0:
+        sz = float(net[pos_net].sum())
+        if sz <= 0:
             continue
-        key = (s, 1.0 / max(ncat - 1, 1), -int(col))
+        key = (sz, 1.0 / max(ncat - 1, 1), -int(col))
         if best is None or key > best:
             best = key
             mask = int(np.sum(np.left_shift(1, np.flatnonzero(pos_net).astype(np.int64))))
-            result = Split(int(col), float("nan"), mask, s, s / n)
+            result = Split(int(col), float("nan"), mask, sz, sz / n)
     return result
+
+
+@lru_cache(maxsize=64)
+def _threshold_columns(is_categorical: bytes) -> np.ndarray:
+    return np.flatnonzero(~np.frombuffer(is_categorical, dtype=bool))
+
+
+@lru_cache(maxsize=64)
+def _categorical_columns(is_categorical: bytes) -> tuple[int, ...]:
+    return tuple(int(c) for c in np.flatnonzero(np.frombuffer(is_categorical, dtype=bool)))
+
+
+@lru_cache(maxsize=256)
+def _endpoint_weights(n: int, k: int) -> np.ndarray:
+    """+1 for the n winner endpoints then -1 for the n loser endpoints, for k columns."""
+    w = np.tile(np.concatenate([np.ones(n), -np.ones(n)]), k)
+    w.setflags(write=False)
+    return w
+
+
+@lru_cache(maxsize=256)
+def _block_span(span: bytes, block: int) -> np.ndarray:
+    """Column ranges repeated per sorted position (length ``k * block - 1``)."""
+    rep = np.repeat(np.frombuffer(span, dtype=float), block)[:-1]
+    rep.setflags(write=False)
+    return rep
+
+
+@lru_cache(maxsize=256)
+def _block_offsets(block: int, k: int) -> np.ndarray:
+    """Column vector ``[0, block, 2 block, ...]`` that turns row positions into flat ones."""
+    off = (np.arange(k) * block)[:, None]
+    off.setflags(write=False)
+    return off
 
 
 def _goes_right(values: np.ndarray, threshold: float, right_mask: int, categorical: bool) -> np.ndarray:
@@ -220,7 +259,8 @@ class Tree:
 
     Node ``i`` is a leaf when ``children_left[i] == -1``. Internal nodes send an item
     right when ``x[feature] >= threshold`` (threshold columns) or when its category is in
-    ``right_mask`` (categorical columns).
+    ``right_mask`` (categorical columns). Nodes are stored in pre-order (a node, then its
+    left subtree, then its right subtree); leaves are numbered in that order.
 
     Attributes
     ----------
@@ -240,21 +280,15 @@ class Tree:
         ``(n_nodes,)`` consistency score of the chosen split (0 for leaves).
     depth
         ``(n_nodes,)`` depth (root = 0).
-    parent
-        ``(n_nodes,)`` parent node (-1 for the root).
-    leaf_id
-        ``(n_nodes,)`` leaf index of leaf nodes (-1 for internal nodes).
-    lower, upper
-        ``(n_nodes, d)`` box of each node for threshold columns (``lower <= x``;
-        ``x < upper`` below a split, ``x <= upper`` at the domain bound).
-    allowed
-        ``(n_nodes, d)`` bit masks of the categories allowed in each node (categorical
-        columns; 0 for threshold columns).
+    root_lower, root_upper
+        ``(d,)`` box of the root for threshold columns.
+    root_allowed
+        ``(d,)`` category bit masks of the root (categorical columns; 0 otherwise).
     is_categorical, n_categories
         Column metadata the tree was grown with.
     leaf_pairs
-        For every leaf (in leaf-index order), the indices of the comparisons left in its
-        split-search set ``D_A`` (used by the structural-refinement term of App. C.3).
+        For every leaf, the indices of the comparisons left in its split-search set
+        ``D_A`` (used by the structural-refinement term of App. C.3).
     """
 
     children_left: np.ndarray
@@ -266,11 +300,9 @@ class Tree:
     sum_z: np.ndarray
     score: np.ndarray
     depth: np.ndarray
-    parent: np.ndarray
-    leaf_id: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    allowed: np.ndarray
+    root_lower: np.ndarray
+    root_upper: np.ndarray
+    root_allowed: np.ndarray
     is_categorical: np.ndarray
     n_categories: np.ndarray
     leaf_pairs: list[np.ndarray]
@@ -280,40 +312,103 @@ class Tree:
         """Number of nodes."""
         return int(self.children_left.shape[0])
 
-    @property
+    @cached_property
     def leaf_nodes(self) -> np.ndarray:
         """Node id of every leaf, in leaf-index order."""
-        nodes = np.flatnonzero(self.children_left == -1)
-        return nodes[np.argsort(self.leaf_id[nodes])]
+        return np.flatnonzero(self.children_left == -1)
+
+    @cached_property
+    def leaf_id(self) -> np.ndarray:
+        """``(n_nodes,)`` leaf index of leaf nodes (-1 for internal nodes)."""
+        out = np.full(self.n_nodes, -1, dtype=np.int64)
+        out[self.leaf_nodes] = np.arange(self.leaf_nodes.size)
+        return out
+
+    @cached_property
+    def parent(self) -> np.ndarray:
+        """``(n_nodes,)`` parent node id (-1 for the root)."""
+        out = np.full(self.n_nodes, -1, dtype=np.int64)
+        internal = np.flatnonzero(self.children_left != -1)
+        out[self.children_left[internal]] = internal
+        out[self.children_right[internal]] = internal
+        return out
 
     @property
     def n_leaves(self) -> int:
         """Number of leaves."""
-        return int(np.sum(self.children_left == -1))
+        return int(self.leaf_nodes.size)
 
     @property
     def max_depth(self) -> int:
         """Depth of the deepest leaf."""
         return int(self.depth.max()) if self.n_nodes else 0
 
+    def node_box(self, node: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(lower, upper, allowed)`` of one node, by walking up to the root.
+
+        ``lower <= x < upper`` below a split (``x <= upper`` at the domain bound) for
+        threshold columns; ``allowed`` holds category bit masks for categorical columns.
+        """
+        lo, hi, al = self.root_lower.copy(), self.root_upper.copy(), self.root_allowed.copy()
+        path = []
+        while node > 0:
+            par = int(self.parent[node])
+            path.append((par, node == self.children_right[par]))
+            node = par
+        for par, is_right in reversed(path):
+            c = int(self.feature[par])
+            if self.is_categorical[c]:
+                m = np.int64(self.right_mask[par])
+                al[c] = al[c] & (m if is_right else ~m)
+            elif is_right:
+                lo[c] = max(lo[c], self.threshold[par])
+            else:
+                hi[c] = min(hi[c], self.threshold[par])
+        return lo, hi, al
+
+    @cached_property
+    def boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(lower, upper, allowed)`` arrays of shape ``(n_nodes, d)`` for every node."""
+        n, d = self.n_nodes, self.root_lower.shape[0]
+        lower, upper = np.empty((n, d)), np.empty((n, d))
+        allowed = np.empty((n, d), dtype=np.int64)
+        lower[0], upper[0], allowed[0] = self.root_lower, self.root_upper, self.root_allowed
+        for node in range(n):  # pre-order: parents come before children
+            nl, nr = int(self.children_left[node]), int(self.children_right[node])
+            if nl == -1:
+                continue
+            c = int(self.feature[node])
+            for child in (nl, nr):
+                lower[child], upper[child], allowed[child] = lower[node], upper[node], allowed[node]
+            if self.is_categorical[c]:
+                m = np.int64(self.right_mask[node])
+                allowed[nr, c] &= m
+                allowed[nl, c] &= ~m
+            else:
+                upper[nl, c] = self.threshold[node]
+                lower[nr, c] = self.threshold[node]
+        return lower, upper, allowed
+
     def apply_nodes(self, X: np.ndarray) -> np.ndarray:
         """Leaf node id of every row of ``X`` (vectorised, one pass per tree level)."""
         X = np.asarray(X, dtype=float)
         node = np.zeros(X.shape[0], dtype=np.int64)
-        active = self.children_left[node] != -1
-        while active.any():
-            idx = np.flatnonzero(active)
+        if self.children_left[0] == -1:
+            return node
+        idx = np.arange(X.shape[0])
+        while idx.size:
             nd = node[idx]
             col = self.feature[nd]
             vals = X[idx, col]
             cat = self.is_categorical[col]
-            right = np.where(
-                cat,
-                (self.right_mask[nd] >> np.where(cat, vals, 0).astype(np.int64)) & 1,
-                vals >= self.threshold[nd],
-            ).astype(bool)
-            node[idx] = np.where(right, self.children_right[nd], self.children_left[nd])
-            active = self.children_left[node] != -1
+            if cat.any():
+                bit = (self.right_mask[nd] >> np.where(cat, vals, 0).astype(np.int64)) & 1
+                right = np.where(cat, bit.astype(bool), vals >= self.threshold[nd])
+            else:
+                right = vals >= self.threshold[nd]
+            nxt = np.where(right, self.children_right[nd], self.children_left[nd])
+            node[idx] = nxt
+            idx = idx[self.children_left[nxt] != -1]
         return node
 
     def apply(self, X: np.ndarray) -> np.ndarray:
@@ -350,9 +445,8 @@ class Tree:
         given by ``is_integer``, uniform over the allowed integer codes); categorical
         columns are uniform over the allowed categories.
         """
-        node = int(self.leaf_nodes[leaf])
-        d = self.lower.shape[1]
-        lo, hi = self.lower[node], self.upper[node]
+        lo, hi, allowed = self.node_box(int(self.leaf_nodes[leaf]))
+        d = lo.shape[0]
         out = lo + (hi - lo) * rng.random((n, d))
         if is_integer is not None and np.any(is_integer & ~self.is_categorical):
             # thresholds of integer-coded columns are midpoints (k + 0.5), so the codes
@@ -361,9 +455,93 @@ class Tree:
                 a, b = int(np.ceil(lo[c])), int(np.floor(hi[c]))
                 out[:, c] = rng.integers(a, max(a, b) + 1, size=n)
         for c in np.flatnonzero(self.is_categorical):
-            cats = np.flatnonzero((int(self.allowed[node, c]) >> np.arange(self.n_categories[c])) & 1)
+            cats = np.flatnonzero((int(allowed[c]) >> np.arange(self.n_categories[c])) & 1)
             out[:, c] = rng.choice(cats, size=n) if cats.size else 0
         return out
+
+
+@dataclass
+class _Subtree:
+    """A grown subtree in pre-order (for caching across refits).
+
+    Children are stored as offsets relative to their parent (0 for leaves), so joining two
+    cached subtrees under a new root is plain list concatenation.
+    """
+
+    left: list[int]
+    right: list[int]
+    splits: list[Split | None]
+    n_pairs: list[int]
+    leaf_pairs: list[np.ndarray]
+
+    @classmethod
+    def leaf(cls, idx: np.ndarray) -> _Subtree:
+        return cls([0], [0], [None], [idx.size], [idx])
+
+    @classmethod
+    def join(cls, split: Split, n: int, a: _Subtree, b: _Subtree) -> _Subtree:
+        return cls(
+            left=[1, *a.left, *b.left],
+            right=[1 + len(a.left), *a.right, *b.right],
+            splits=[split, *a.splits, *b.splits],
+            n_pairs=[n, *a.n_pairs, *b.n_pairs],
+            leaf_pairs=[*a.leaf_pairs, *b.leaf_pairs],
+        )
+
+
+class SplitCache:
+    """Memo of grown subtrees across refits of the same growing data set.
+
+    A subtree is determined by its node's split-search set: the same comparisons (and
+    masks) give the same splits below. When the PBO loop adds one comparison between
+    refits, only the nodes on its path see a different set, so a refit re-grows a handful
+    of nodes and reuses every other subtree. Entries are keyed by pair indices and stay
+    valid only while earlier items and pairs are unchanged; :meth:`validate` checks that
+    (and the growth settings) at the start of every fit and clears the memo otherwise.
+    """
+
+    def __init__(self) -> None:
+        self._old: dict[bytes, _Subtree] = {}
+        self._new: dict[bytes, _Subtree] = {}
+        self._X: np.ndarray | None = None
+        self._pairs: np.ndarray | None = None
+        self._config: tuple[object, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+    def validate(self, X: np.ndarray, pairs: np.ndarray, config: tuple[object, ...]) -> None:
+        """Clear the memo unless ``X``/``pairs`` extend the previous ones with the same config."""
+        ok = (
+            self._X is not None
+            and self._pairs is not None
+            and self._config == config
+            and X.shape[1] == self._X.shape[1]
+            and len(X) >= len(self._X)
+            and len(pairs) >= len(self._pairs)
+            and np.array_equal(X[: len(self._X)], self._X)
+            and np.array_equal(pairs[: len(self._pairs)], self._pairs)
+        )
+        if not ok:
+            self._old, self._new = {}, {}
+        self._X, self._pairs, self._config = X.copy(), pairs.copy(), config
+
+    def get(self, key: bytes) -> _Subtree | None:
+        """The cached subtree for ``key`` (or ``None``)."""
+        hit = self._new.get(key)
+        if hit is None:
+            hit = self._old.get(key)
+            if hit is not None:
+                self._new[key] = hit
+        return hit
+
+    def put(self, key: bytes, value: _Subtree) -> None:
+        """Store a subtree."""
+        self._new[key] = value
+
+    def rotate(self) -> None:
+        """Forget entries that the latest fit did not use."""
+        self._old, self._new = self._new, {}
 
 
 def build_tree(
@@ -375,6 +553,7 @@ def build_tree(
     min_samples_split: int = 1,
     min_split_score: float = 0.0,
     straddlers: StraddlerMode = "discard",
+    cache: SplitCache | None = None,
 ) -> Tree:
     """Grow a preference tree on comparisons between the rows of ``X``.
 
@@ -394,6 +573,8 @@ def build_tree(
         A node splits only if its best consistency score exceeds this value.
     straddlers
         ``"discard"`` (Eq. 8, default) or ``"keep"`` with masked columns (App. C.2).
+    cache
+        Optional :class:`SplitCache` reused across refits (speed only; same result).
 
     Returns
     -------
@@ -417,120 +598,97 @@ def build_tree(
         )
     span = np.where(is_cat, np.maximum(n_cat - 1, 1), bounds[:, 1] - bounds[:, 0])
     span = np.where(span > 0, span, 1.0)
-    full_mask = np.where(is_cat, (np.int64(1) << n_cat.astype(np.int64)) - 1, 0)
+    keep = straddlers == "keep"
+    if cache is not None:
+        config = (
+            max_depth, min_samples_split, min_split_score, straddlers,
+            span.tobytes(), is_cat.tobytes(), n_cat.tobytes(),
+        )
+        cache.validate(X, pairs, config)
 
     Xw_all = X[pairs[:, 0]]
     Xl_all = X[pairs[:, 1]]
 
-    # node storage (lists, converted to arrays at the end)
-    left: list[int] = []
-    right: list[int] = []
-    feat: list[int] = []
-    thr: list[float] = []
-    rmask: list[int] = []
-    npairs: list[int] = []
-    sumz: list[float] = []
-    score: list[float] = []
-    depth: list[int] = []
-    parent: list[int] = []
-    lower: list[np.ndarray] = []
-    upper: list[np.ndarray] = []
-    allowed: list[np.ndarray] = []
-
-    def new_node(dep: int, par: int, lo: np.ndarray, hi: np.ndarray, al: np.ndarray, n: int) -> int:
-        left.append(-1)
-        right.append(-1)
-        feat.append(-1)
-        thr.append(float("nan"))
-        rmask.append(0)
-        npairs.append(n)
-        sumz.append(0.0)
-        score.append(0.0)
-        depth.append(dep)
-        parent.append(par)
-        lower.append(lo)
-        upper.append(hi)
-        allowed.append(al)
-        return len(left) - 1
-
-    root_idx = np.arange(len(pairs))
-    root_mask = np.zeros((len(pairs), d), dtype=bool) if straddlers == "keep" else None
-    root = new_node(0, -1, bounds[:, 0].copy(), bounds[:, 1].copy(), full_mask.copy(), len(pairs))
-    stack: list[tuple[int, np.ndarray, np.ndarray | None]] = [(root, root_idx, root_mask)]
-    node_pairs: dict[int, np.ndarray] = {}
-    while stack:
-        node, idx, msk = stack.pop()
-        node_pairs[node] = idx
+    def grow(idx: np.ndarray, msk: np.ndarray | None, dep: int) -> _Subtree:
+        key = b""
+        if cache is not None:
+            key = idx.tobytes() + (msk.tobytes() if keep else b"")
+            if max_depth is not None:
+                key += dep.to_bytes(4, "little")
+            hit = cache.get(key)
+            if hit is not None:
+                return hit
         n = idx.size
-        if n == 0 or n < min_samples_split or (max_depth is not None and depth[node] >= max_depth):
-            continue
-        Xw = Xw_all[idx]
-        Xl = Xl_all[idx]
-        split = best_split(Xw, Xl, is_cat, n_cat, span, msk)
+        split = None
+        if n > 0 and n >= min_samples_split and (max_depth is None or dep < max_depth):
+            Xw, Xl = Xw_all[idx], Xl_all[idx]
+            split = best_split(Xw, Xl, is_cat, n_cat, span, msk)
         if split is None or split.score <= min_split_score:
-            continue
-        c = split.column
-        cat = bool(is_cat[c])
-        w_right = _goes_right(Xw[:, c], split.threshold, split.right_mask, cat)
-        l_right = _goes_right(Xl[:, c], split.threshold, split.right_mask, cat)
-        both_left = ~w_right & ~l_right
-        both_right = w_right & l_right
-        lo_l, hi_l, al_l = lower[node].copy(), upper[node].copy(), allowed[node].copy()
-        lo_r, hi_r, al_r = lower[node].copy(), upper[node].copy(), allowed[node].copy()
-        if cat:
-            al_r[c] = allowed[node][c] & split.right_mask
-            al_l[c] = allowed[node][c] & ~np.int64(split.right_mask)
+            sub = _Subtree.leaf(idx)
         else:
-            hi_l[c] = split.threshold
-            lo_r[c] = split.threshold
-        if straddlers == "keep":
-            assert msk is not None
-            strad_to_left = ~w_right & l_right  # winner left
-            strad_to_right = w_right & ~l_right
-            sel_l = both_left | strad_to_left
-            sel_r = both_right | strad_to_right
-            m_l = msk[sel_l].copy()
-            m_l[strad_to_left[sel_l], c] = True
-            m_r = msk[sel_r].copy()
-            m_r[strad_to_right[sel_r], c] = True
-            idx_l, idx_r = idx[sel_l], idx[sel_r]
-        else:
-            idx_l, idx_r = idx[both_left], idx[both_right]
-            m_l = m_r = None
-        nl = new_node(depth[node] + 1, node, lo_l, hi_l, al_l, idx_l.size)
-        nr = new_node(depth[node] + 1, node, lo_r, hi_r, al_r, idx_r.size)
-        left[node], right[node] = nl, nr
-        feat[node] = c
-        thr[node] = split.threshold
-        rmask[node] = split.right_mask
-        sumz[node] = split.sum_z
-        score[node] = split.score
-        # right pushed last so it is expanded first; order does not affect the result
-        stack.append((nl, idx_l, m_l))
-        stack.append((nr, idx_r, m_r))
-        del node_pairs[node]
+            c = split.column
+            cat = bool(is_cat[c])
+            w_right = _goes_right(Xw[:, c], split.threshold, split.right_mask, cat)
+            l_right = _goes_right(Xl[:, c], split.threshold, split.right_mask, cat)
+            if keep:
+                assert msk is not None
+                to_left = ~w_right  # both left, or a straddler whose winner is left
+                m_l = msk[to_left].copy()
+                m_l[l_right[to_left], c] = True  # straddlers retained across this split
+                m_r = msk[w_right].copy()
+                m_r[~l_right[w_right], c] = True
+                a = grow(idx[to_left], m_l, dep + 1)
+                b = grow(idx[w_right], m_r, dep + 1)
+            else:
+                a = grow(idx[~w_right & ~l_right], None, dep + 1)
+                b = grow(idx[w_right & l_right], None, dep + 1)
+            sub = _Subtree.join(split, n, a, b)
+        if cache is not None:
+            cache.put(key, sub)
+        return sub
 
-    children_left = np.array(left, dtype=np.int64)
-    is_leaf = children_left == -1
-    leaf_id = np.full(len(left), -1, dtype=np.int64)
-    leaf_nodes = np.flatnonzero(is_leaf)
-    leaf_id[leaf_nodes] = np.arange(leaf_nodes.size)
+    root_mask = np.zeros((len(pairs), d), dtype=bool) if keep else None
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * len(pairs) + 100))
+    try:
+        sub = grow(np.arange(len(pairs)), root_mask, 0)
+    finally:
+        sys.setrecursionlimit(limit)
+    if cache is not None:
+        cache.rotate()
+
+    n_nodes = len(sub.left)
+    ids = np.arange(n_nodes)
+    lrel = np.array(sub.left, dtype=np.int64)
+    children_left = np.where(lrel > 0, ids + lrel, -1)
+    children_right = np.where(lrel > 0, ids + np.array(sub.right, dtype=np.int64), -1)
+    feature = np.full(n_nodes, -1, dtype=np.int64)
+    threshold = np.full(n_nodes, np.nan)
+    rmask = np.zeros(n_nodes, dtype=np.int64)
+    sum_z = np.zeros(n_nodes)
+    score = np.zeros(n_nodes)
+    depth = [0] * n_nodes
+    for node, sp in enumerate(sub.splits):
+        if sp is not None:
+            feature[node], threshold[node], rmask[node] = sp.column, sp.threshold, sp.right_mask
+            sum_z[node], score[node] = sp.sum_z, sp.score
+            dep = depth[node] + 1
+            depth[node + sub.left[node]] = dep
+            depth[node + sub.right[node]] = dep
     return Tree(
         children_left=children_left,
-        children_right=np.array(right, dtype=np.int64),
-        feature=np.array(feat, dtype=np.int64),
-        threshold=np.array(thr, dtype=float),
-        right_mask=np.array(rmask, dtype=np.int64),
-        n_pairs=np.array(npairs, dtype=np.int64),
-        sum_z=np.array(sumz, dtype=float),
-        score=np.array(score, dtype=float),
+        children_right=children_right,
+        feature=feature,
+        threshold=threshold,
+        right_mask=rmask,
+        n_pairs=np.array(sub.n_pairs, dtype=np.int64),
+        sum_z=sum_z,
+        score=score,
         depth=np.array(depth, dtype=np.int64),
-        parent=np.array(parent, dtype=np.int64),
-        leaf_id=leaf_id,
-        lower=np.array(lower, dtype=float).reshape(-1, d),
-        upper=np.array(upper, dtype=float).reshape(-1, d),
-        allowed=np.array(allowed, dtype=np.int64).reshape(-1, d),
+        root_lower=bounds[:, 0].copy(),
+        root_upper=bounds[:, 1].copy(),
+        root_allowed=np.where(is_cat, (np.int64(1) << n_cat.astype(np.int64)) - 1, 0),
         is_categorical=is_cat,
         n_categories=n_cat,
-        leaf_pairs=[node_pairs[int(nd)] for nd in leaf_nodes],
+        leaf_pairs=sub.leaf_pairs,
     )

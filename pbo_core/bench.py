@@ -1,0 +1,173 @@
+"""Benchmark grids on the command line: ``python -m pbo_core.bench``.
+
+Runs every (function, method, seed) cell of a grid with :func:`pbo_core.loop.run_pbo`,
+in parallel with joblib, and prints a summary per (function, method). With ``--out`` the
+per-step rows go to Parquet files in that folder and finished cells are skipped when the
+command is run again (see :mod:`pbo_core.runner`).
+
+Example::
+
+    python -m pbo_core.bench --functions all --methods dt,dt-literal --seeds 5 \\
+        --iters 200 --out results/bench --json -
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pbo_core import __version__
+from pbo_core.benchmarks import PAPER_FUNCTIONS, available_benchmarks, get_benchmark
+from pbo_core.loop import Problem, run_pbo
+from pbo_core.runner import Cell, run_grid
+from pbo_core.strategies import METHODS, make_strategy
+
+
+def run_cell(cell: Cell) -> pd.DataFrame:
+    """One benchmark run as tidy per-step rows."""
+    f = get_benchmark(cell["function"])
+    problem = Problem.from_benchmark(f)
+    res = run_pbo(
+        problem,
+        make_strategy(cell["method"]),
+        n_init=int(cell["n_init"]),
+        n_iter=int(cell["iters"]),
+        seed=int(cell["seed"]),
+        noise_r=float(cell["noise"]),
+        method=cell["method"],
+    )
+    df = res.to_frame().rename(columns={"problem": "function"})
+    df.insert(2, "dim", f.dim)
+    df["noise"] = float(cell["noise"])
+    df["iters"] = int(cell["iters"])
+    df["n_init"] = int(cell["n_init"])
+    return df
+
+
+def summarize(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per (function, method): final-regret statistics and median wall time per run."""
+    out: list[dict[str, Any]] = []
+    if rows.empty:
+        return out
+    last = rows.loc[rows.groupby(["function", "method", "seed"])["step"].idxmax()]
+    per_run_time = rows.groupby(["function", "method", "seed"])["time_s"].sum()
+    order = {name: i for i, name in enumerate(dict.fromkeys(rows["function"]))}
+    m_order = {name: i for i, name in enumerate(dict.fromkeys(rows["method"]))}
+    for (fn, method), g in sorted(
+        last.groupby(["function", "method"]), key=lambda kv: (order[kv[0][0]], m_order[kv[0][1]])
+    ):
+        times = per_run_time.loc[fn, method]
+        out.append(
+            {
+                "function": fn,
+                "method": method,
+                "dim": int(g["dim"].iloc[0]),
+                "seeds": int(g["seed"].nunique()),
+                "iters": int(g["iters"].iloc[0]),
+                "final_regret_mean": float(g["regret"].mean()),
+                "final_regret_median": float(g["regret"].median()),
+                "final_regret_std": float(g["regret"].std(ddof=1)) if len(g) > 1 else 0.0,
+                "time_per_run_median_s": float(np.median(times.to_numpy())),
+            }
+        )
+    return out
+
+
+def _parse_list(text: str, known: Sequence[str], what: str, all_value: Sequence[str]) -> list[str]:
+    items = [t.strip().lower() for t in text.split(",") if t.strip()]
+    if items == ["all"]:
+        return list(all_value)
+    bad = [t for t in items if t not in known]
+    if bad:
+        raise SystemExit(f"unknown {what}: {', '.join(bad)}; choose from {', '.join(known)}")
+    return items
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = argparse.ArgumentParser(
+        prog="python -m pbo_core.bench",
+        description="Run preferential-BO benchmark grids and summarise final regret and time.",
+    )
+    p.add_argument(
+        "--functions",
+        default="all",
+        help="comma-separated benchmark names, or 'all' for the eight DT-PBO paper functions "
+        f"({', '.join(PAPER_FUNCTIONS)}); known: {', '.join(available_benchmarks())}",
+    )
+    p.add_argument(
+        "--methods", default="dt", help=f"comma-separated methods; known: {', '.join(METHODS)}"
+    )
+    p.add_argument("--seeds", type=int, default=5, help="number of seeds (0..N-1)")
+    p.add_argument("--iters", type=int, default=200, help="queries after the initial design")
+    p.add_argument("--n-init", type=int, default=20, help="initial Latin-hypercube pairs")
+    p.add_argument(
+        "--noise", type=float, default=0.0, help="probit noise r (App. F.6); 0 = noiseless"
+    )
+    p.add_argument("--jobs", type=int, default=1, help="parallel workers (-1 = all cores)")
+    p.add_argument("--dask-scheduler", default=None, help="run cells on this Dask scheduler")
+    p.add_argument("--out", default=None, help="folder for per-step Parquet results (resumable)")
+    p.add_argument("--fresh", action="store_true", help="recompute cells already in --out")
+    p.add_argument("--json", default=None, metavar="PATH|-", help="write the JSON summary")
+    p.add_argument("--quiet", action="store_true", help="no progress or table on stderr")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m pbo_core.bench``."""
+    args = build_parser().parse_args(argv)
+    functions = _parse_list(args.functions, available_benchmarks(), "function", PAPER_FUNCTIONS)
+    methods = _parse_list(args.methods, list(METHODS), "method", list(METHODS))
+    if args.seeds < 1 or args.iters < 0 or args.n_init < 1:
+        raise SystemExit("--seeds must be >= 1, --iters >= 0 and --n-init >= 1")
+    cells = [
+        {
+            "function": fn,
+            "method": m,
+            "seed": s,
+            "iters": args.iters,
+            "n_init": args.n_init,
+            "noise": args.noise,
+            "version": __version__,
+        }
+        for fn in functions
+        for m in methods
+        for s in range(args.seeds)
+    ]
+
+    def progress(done: int, total: int) -> None:
+        if not args.quiet:
+            print(f"\r{done}/{total} runs", end="" if done < total else "\n", file=sys.stderr)
+
+    rows = run_grid(
+        cells,
+        run_cell,
+        out_dir=args.out,
+        jobs=args.jobs,
+        dask_scheduler=args.dask_scheduler,
+        fresh=args.fresh,
+        progress=progress,
+    )
+    summary = summarize(rows)
+    if not args.quiet:
+        table = pd.DataFrame(summary)
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=sys.stderr)
+    if args.json is not None:
+        text = json.dumps({"summary": summary}, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

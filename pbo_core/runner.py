@@ -1,0 +1,142 @@
+"""Resumable grids of independent runs (joblib; optionally on a Dask cluster).
+
+A grid is a list of *cells* (hashable dictionaries such as ``{"function": "branin",
+"method": "dt", "seed": 3, ...}``). Each cell is computed by a picklable function that
+returns a tidy :class:`pandas.DataFrame` (one row per step). With an output folder, every
+finished cell is written atomically to its own Parquet file named after a hash of the
+cell, so an interrupted grid resumes where it stopped: cells whose file exists are read
+back instead of recomputed. :func:`read_results` loads a folder as one table.
+
+Parallelism uses joblib's process backend by default; ``dask_scheduler="tcp://..."``
+sends the cells to a Dask cluster through joblib's ``dask`` backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from joblib import Parallel, delayed, parallel_config
+
+Cell = Mapping[str, Any]
+
+
+def cell_key(cell: Cell) -> str:
+    """Stable short hash of a cell (its JSON with sorted keys)."""
+    blob = json.dumps(dict(cell), sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def cell_path(out_dir: Path, cell: Cell) -> Path:
+    """Parquet file of a cell inside ``out_dir``."""
+    return out_dir / f"cell-{cell_key(cell)}.parquet"
+
+
+def _write_atomic(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _run_and_store(
+    fn: Callable[[Cell], pd.DataFrame], cell: Cell, out_dir: str | None
+) -> pd.DataFrame:
+    df = fn(cell)
+    if out_dir is not None:
+        _write_atomic(df, cell_path(Path(out_dir), cell))
+    return df
+
+
+@contextmanager
+def _backend(jobs: int, dask_scheduler: str | None) -> Iterator[None]:
+    if dask_scheduler is None:
+        with parallel_config(backend="loky", n_jobs=jobs):
+            yield
+        return
+    try:
+        from distributed import Client
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError(
+            "--dask-scheduler needs the 'distributed' package: pip install 'dt-pbo-explorer[dask]'"
+        ) from exc
+    with Client(dask_scheduler), parallel_config(backend="dask"):
+        yield
+
+
+def run_grid(
+    cells: Sequence[Cell],
+    fn: Callable[[Cell], pd.DataFrame],
+    *,
+    out_dir: str | Path | None = None,
+    jobs: int = 1,
+    dask_scheduler: str | None = None,
+    fresh: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Compute every cell (skipping finished ones) and return all rows.
+
+    Parameters
+    ----------
+    cells
+        The grid.
+    fn
+        Picklable function computing one cell's rows.
+    out_dir
+        Folder for per-cell Parquet files (created if missing). ``None`` keeps results in
+        memory only.
+    jobs
+        Parallel workers (joblib ``n_jobs``; -1 = all cores).
+    dask_scheduler
+        Address of a Dask scheduler; when given, cells run on that cluster.
+    fresh
+        Recompute cells even when their file exists.
+    progress
+        Called as ``progress(done, total)`` as cells finish.
+
+    Returns
+    -------
+    DataFrame
+        Rows of all cells, in cell order.
+    """
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    frames: list[pd.DataFrame | None] = [None] * len(cells)
+    todo: list[int] = []
+    for i, cell in enumerate(cells):
+        path = cell_path(out, cell) if out is not None else None
+        if path is not None and path.exists() and not fresh:
+            frames[i] = pd.read_parquet(path)
+        else:
+            todo.append(i)
+    total = len(cells)
+    done = total - len(todo)
+    if progress is not None:
+        progress(done, total)
+    if todo:
+        out_s = str(out) if out is not None else None
+        with _backend(jobs, dask_scheduler):
+            results = Parallel(return_as="generator")(
+                delayed(_run_and_store)(fn, cells[i], out_s) for i in todo
+            )
+            for i, df in zip(todo, results):
+                frames[i] = df
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    parts = [f for f in frames if f is not None and len(f)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def read_results(out_dir: str | Path) -> pd.DataFrame:
+    """All finished cells of a results folder as one table (empty if none)."""
+    files = sorted(Path(out_dir).glob("cell-*.parquet"))
+    if not files:
+        return pd.DataFrame()
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
