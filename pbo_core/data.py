@@ -180,7 +180,7 @@ def _fmt_number(x: float) -> str:
     """Compact number for rules: 3 significant digits, no trailing zeros."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
-    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
+    digits = max(0, 2 - math.floor(math.log10(abs(x))))
     s = f"{x:.{digits}f}"
     if "." in s:
         s = s.rstrip("0").rstrip(".")
@@ -302,7 +302,11 @@ class Schema:
         """All-numeric schema for a box-bounded continuous space (benchmarks)."""
         b = np.asarray(bounds, dtype=float).reshape(-1, 2)
         names = list(names) if names is not None else [f"x{i + 1}" for i in range(len(b))]
-        return cls(tuple(Feature(n, "numeric", bounds=(lo, hi)) for n, (lo, hi) in zip(names, b)))
+        return cls(
+            tuple(
+                Feature(n, "numeric", bounds=(lo, hi)) for n, (lo, hi) in zip(names, b, strict=True)
+            )
+        )
 
     @classmethod
     def infer(cls, items: pd.DataFrame, max_categories: int = 50) -> Schema:
@@ -399,7 +403,11 @@ class Schema:
             code = self._to_code(v, lookup, n, f.kind == "binary")
             if code is None:
                 raise self._bad(
-                    source, index[i], f, v, f"is not one of the levels {list(labels)} (or 0..{n - 1})"
+                    source,
+                    index[i],
+                    f,
+                    v,
+                    f"is not one of the levels {list(labels)} (or 0..{n - 1})",
                 )
             res[i] = code
         return res
@@ -451,9 +459,7 @@ class Schema:
         for f in self.features:
             if f.kind == "multi_hot":
                 block = X[:, col : col + len(f.levels)] > 0.5
-                data[f.name] = [
-                    [f.levels[k] for k in np.flatnonzero(row)] for row in block
-                ]
+                data[f.name] = [[f.levels[k] for k in np.flatnonzero(row)] for row in block]
                 col += len(f.levels)
                 continue
             x = X[:, col]
@@ -461,7 +467,7 @@ class Schema:
                 data[f.name] = list(x)
             else:
                 labels = f.levels if f.kind != "binary" else (f.levels or ("0", "1"))
-                data[f.name] = [labels[int(round(v))] for v in x]
+                data[f.name] = [labels[round(v)] for v in x]
             col += 1
         return pd.DataFrame(data)
 
@@ -479,7 +485,7 @@ class Schema:
             op = ">=" if right else "<"
             return f"{f.display} {op} {_with_unit(_fmt_number(threshold), f.unit)}"
         if f.kind == "ordinal":
-            k = int(math.floor(threshold)) + 1  # first code on the right side
+            k = math.floor(threshold) + 1  # first code on the right side
             k = min(max(k, 1), len(f.levels) - 1)
             if right:
                 if k == len(f.levels) - 1:
@@ -519,9 +525,7 @@ class Schema:
         rows = []
         for f in self.features:
             if f.kind == "numeric":
-                rng = (
-                    f"{_fmt_number(f.bounds[0])} – {_fmt_number(f.bounds[1])}" if f.bounds else ""
-                )
+                rng = f"{_fmt_number(f.bounds[0])} – {_fmt_number(f.bounds[1])}" if f.bounds else ""
             elif f.kind == "binary":
                 rng = " / ".join(f.levels or ("0", "1"))
             else:
@@ -686,7 +690,9 @@ class PreferenceData:
         _, first = np.unique(self.respondent, return_index=True)
         return self.respondent[np.sort(first)]
 
-    def select_pairs(self, mask_or_index: np.ndarray, *, drop_unused_items: bool = False) -> PreferenceData:
+    def select_pairs(
+        self, mask_or_index: np.ndarray, *, drop_unused_items: bool = False
+    ) -> PreferenceData:
         """A view with a subset of the pairs (boolean mask or integer index).
 
         With ``drop_unused_items`` only items that appear in the kept pairs remain (and

@@ -137,18 +137,22 @@ class DTSurrogate:
         if X.ndim == 1:
             X = X[None, :]
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} columns, the model was fitted on {self.n_features_in_}")
+            raise ValueError(
+                f"X has {X.shape[1]} columns, the model was fitted on {self.n_features_in_}"
+            )
         return X
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf index of every row of ``X``."""
         if X is getattr(self, "_X_fit", None):
             return self.item_leaf_
-        return self.tree_.apply(self._check(X))
+        X = self._check(X)
+        return self.tree_.apply(X)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Posterior mean utility of every row of ``X`` (its leaf's mean)."""
-        return self.leaf_mean_[self.apply(X)]
+        leaf = self.apply(X)
+        return self.leaf_mean_[leaf]
 
     def posterior(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean ``(n,)`` and covariance ``(n, n)`` of the utilities of ``X``."""

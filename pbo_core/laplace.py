@@ -171,9 +171,7 @@ def spd_inverse(A: np.ndarray) -> np.ndarray:
     return low + np.tril(inv, -1).T
 
 
-def condition_sum_to_zero(
-    mean: np.ndarray, cov: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def condition_sum_to_zero(mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Condition ``N(mean, cov)`` on ``1^T f = 0`` (Eaton's formula, App. E)."""
     s = cov.sum(axis=1)
     tot = float(s.sum())
@@ -222,9 +220,13 @@ def laplace_fit(
         raise ValueError(f"n_leaves must be >= 1, got {n_leaves}")
     if not ratio > 0:
         raise ValueError(f"ratio must be positive, got {ratio}")
-    w, lo, c = aggregate_pairs(np.asarray(leaf_winner), np.asarray(leaf_loser), m)
-    if w.size and (max(w.max(), lo.max()) >= m or min(w.min(), lo.min()) < 0):
+    lw = np.asarray(leaf_winner, dtype=np.int64).ravel()
+    ll = np.asarray(leaf_loser, dtype=np.int64).ravel()
+    if lw.shape != ll.shape:
+        raise ValueError(f"{lw.size} winners but {ll.size} losers")
+    if lw.size and (max(lw.max(), ll.max()) >= m or min(lw.min(), ll.min()) < 0):
         raise ValueError(f"leaf indices must lie in [0, {m})")
+    w, lo, c = aggregate_pairs(lw, ll, m)
     p = (
         np.full(m, float(ratio))
         if prior_precision is None

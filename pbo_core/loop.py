@@ -78,9 +78,7 @@ class Problem:
         )
 
     @classmethod
-    def from_items(
-        cls, name: str, X: np.ndarray, utilities: np.ndarray, schema: Schema
-    ) -> Problem:
+    def from_items(cls, name: str, X: np.ndarray, utilities: np.ndarray, schema: Schema) -> Problem:
         """Finite problem: items ``X`` with known true utilities."""
         X = np.asarray(X, dtype=float)
         u = np.asarray(utilities, dtype=float).ravel()

@@ -125,7 +125,7 @@ def run_grid(
             results = Parallel(return_as="generator")(
                 delayed(_run_and_store)(fn, cells[i], out_s) for i in todo
             )
-            for i, df in zip(todo, results):
+            for i, df in zip(todo, results, strict=False):
                 frames[i] = df
                 done += 1
                 if progress is not None:

@@ -75,7 +75,9 @@ def _pick_item_pair(
     ii, jj = ii[ok], jj[ok]
     if ii.size == 0:
         return None
-    fresh = np.array([(min(a, b), max(a, b)) not in asked for a, b in zip(ii, jj)], dtype=bool)
+    fresh = np.array(
+        [(min(a, b), max(a, b)) not in asked for a, b in zip(ii, jj, strict=True)], dtype=bool
+    )
     if fresh.any():
         ii, jj = ii[fresh], jj[fresh]
     k = int(rng.integers(ii.size))
@@ -210,9 +212,7 @@ class DTStrategy:
             xa = cand[0] if not isinstance(cand[0], (int, np.integer)) else X[cand[0]]
             xb = cand[1] if not isinstance(cand[1], (int, np.integer)) else X[cand[1]]
             idx = tree.leaf_pairs[leaf]
-            gain = structural_gain(
-                X[pairs[idx, 0]], X[pairs[idx, 1]], xa, xb, is_cat, n_cat, span
-            )
+            gain = structural_gain(X[pairs[idx, 0]], X[pairs[idx, 1]], xa, xb, is_cat, n_cat, span)
             val = float(m.leaf_mean_[leaf]) + self.lam * gain
             if val > best_val:
                 best_val, best_q = val, cand
@@ -265,9 +265,7 @@ METHODS: dict[str, Callable[[], Strategy]] = {
     "dt-incumbent": lambda: DTStrategy(within="incumbent", within_every=2, name="dt-incumbent"),
     "dt-topleaf": lambda: DTStrategy(within="top-leaf", within_every=2, name="dt-topleaf"),
     "dt-lambda": lambda: DTStrategy(within="lambda", lam=1.0, name="dt-lambda"),
-    "dt-keep": lambda: DTStrategy(
-        within="none", straddlers="keep", max_depth=6, name="dt-keep"
-    ),
+    "dt-keep": lambda: DTStrategy(within="none", straddlers="keep", max_depth=6, name="dt-keep"),
     "dt-random": lambda: RandomStrategy(),
 }
 

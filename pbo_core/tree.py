@@ -247,7 +247,9 @@ def _block_offsets(block: int, k: int) -> np.ndarray:
     return off
 
 
-def _goes_right(values: np.ndarray, threshold: float, right_mask: int, categorical: bool) -> np.ndarray:
+def _goes_right(
+    values: np.ndarray, threshold: float, right_mask: int, categorical: bool
+) -> np.ndarray:
     if categorical:
         return ((np.int64(right_mask) >> values.astype(np.int64)) & 1).astype(bool)
     return values >= threshold
@@ -601,8 +603,13 @@ def build_tree(
     keep = straddlers == "keep"
     if cache is not None:
         config = (
-            max_depth, min_samples_split, min_split_score, straddlers,
-            span.tobytes(), is_cat.tobytes(), n_cat.tobytes(),
+            max_depth,
+            min_samples_split,
+            min_split_score,
+            straddlers,
+            span.tobytes(),
+            is_cat.tobytes(),
+            n_cat.tobytes(),
         )
         cache.validate(X, pairs, config)
 
