@@ -21,6 +21,8 @@ within-leaf comparisons by the expected change of the leaf's best consistency sc
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtr
@@ -69,6 +71,14 @@ def eubo_matrix(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     return eubo(mean[:, None], mean[None, :], v[:, None], v[None, :], cov)
 
 
+@lru_cache(maxsize=128)
+def _upper_pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
+    iu = np.triu_indices(m, k=1)
+    for a in iu:
+        a.setflags(write=False)
+    return iu
+
+
 def best_leaf_pair(
     mean: np.ndarray,
     cov: np.ndarray,
@@ -94,18 +104,21 @@ def best_leaf_pair(
     m = len(mean)
     if m < 2:
         return 0, 0, float(mean[0]) if m else 0.0
-    E = eubo_matrix(mean, cov)
-    mask = np.triu(np.ones((m, m), dtype=bool), k=1)
+    ia, ib = _upper_pairs(m)
     if allowed is not None:
-        mask &= allowed | allowed.T
-    if not mask.any():
-        return 0, 0, float(np.max(mean))
-    vals = np.where(mask, E, -np.inf)
-    best = vals.max()
-    ties = np.argwhere(vals >= best - 1e-12 * max(1.0, abs(best)))
-    k = 0 if rng is None or len(ties) == 1 else int(rng.integers(len(ties)))
-    a, b = ties[k]
-    return int(a), int(b), float(best)
+        ok = allowed[ia, ib] | allowed[ib, ia]
+        if not ok.any():
+            return 0, 0, float(np.max(mean))
+        ia, ib = ia[ok], ib[ok]
+    v = np.diagonal(cov)
+    vals = eubo(mean[ia], mean[ib], v[ia], v[ib], cov[ia, ib])
+    k = int(vals.argmax())
+    best = float(vals[k])
+    if rng is not None:
+        ties = (vals >= best - 1e-12 * max(1.0, abs(best))).nonzero()[0]
+        if ties.size > 1:
+            k = int(ties[rng.integers(ties.size)])
+    return int(ia[k]), int(ib[k]), best
 
 
 def structural_gain(

@@ -141,9 +141,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in range(args.seeds)
     ]
 
+    tty = sys.stderr.isatty()
+
     def progress(done: int, total: int) -> None:
-        if not args.quiet:
+        if args.quiet:
+            return
+        if tty:
             print(f"\r{done}/{total} runs", end="" if done < total else "\n", file=sys.stderr)
+        elif done == total or done % max(1, total // 10) == 0:
+            print(f"{done}/{total} runs", file=sys.stderr)
 
     rows = run_grid(
         cells,

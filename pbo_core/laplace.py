@@ -161,14 +161,10 @@ def spd_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def spd_inverse(A: np.ndarray) -> np.ndarray:
     """Inverse of a symmetric positive definite matrix (Cholesky; exactly symmetric)."""
-    c, info = lapack.dpotrf(A, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"matrix is not positive definite (LAPACK info {info})")
-    inv, info = lapack.dpotri(c, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"Cholesky inverse failed (LAPACK info {info})")
-    low = np.tril(inv)
-    return low + np.tril(inv, -1).T
+    inv = spd_solve(A, np.eye(A.shape[0]))
+    inv += inv.T
+    inv *= 0.5
+    return inv
 
 
 def condition_sum_to_zero(mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -178,8 +174,9 @@ def condition_sum_to_zero(mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray
     if tot <= 0:
         return mean - mean.mean(), np.zeros_like(cov)
     mean_c = mean - (mean.sum() / tot) * s
-    cov_c = cov - np.outer(s, s) / tot
-    cov_c = 0.5 * (cov_c + cov_c.T)
+    cov_c = cov - np.outer(s, s / tot)
+    cov_c += cov_c.T  # exact symmetry (rounding in the outer product is not symmetric)
+    cov_c *= 0.5
     return mean_c, cov_c
 
 
@@ -193,7 +190,7 @@ def laplace_fit(
     prior_precision: ArrayLike | None = None,
     init: ArrayLike | None = None,
     max_iter: int = 100,
-    tol: float = 1e-7,
+    tol: float = 1e-6,
 ) -> LaplaceResult:
     """Laplace approximation of the leaf-utility posterior.
 
@@ -213,7 +210,8 @@ def laplace_fit(
     init
         Optional starting point for Newton (warm start).
     max_iter, tol
-        Newton iteration cap and gradient max-norm tolerance.
+        Newton iteration cap, and the tolerance on the Newton decrement
+        ``sqrt(g^T H^-1 g)`` (the distance to the MAP in the posterior-precision norm).
     """
     m = int(n_leaves)
     if m < 1:
@@ -227,40 +225,42 @@ def laplace_fit(
     if lw.size and (max(lw.max(), ll.max()) >= m or min(lw.min(), ll.min()) < 0):
         raise ValueError(f"leaf indices must lie in [0, {m})")
     w, lo, c = aggregate_pairs(lw, ll, m)
-    p = (
-        np.full(m, float(ratio))
-        if prior_precision is None
-        else np.broadcast_to(np.asarray(prior_precision, dtype=float), (m,)).copy()
-    )
-    if np.any(p <= 0):
-        raise ValueError("prior precision must be positive")
+    if prior_precision is None:
+        p = np.full(m, float(ratio))
+    else:
+        p = np.broadcast_to(np.asarray(prior_precision, dtype=float), (m,)).copy()
+        if np.any(p <= 0):
+            raise ValueError("prior precision must be positive")
     m0 = np.zeros(m) if prior_mean is None else np.asarray(prior_mean, dtype=float).reshape(m)
     f = m0.copy() if init is None else np.asarray(init, dtype=float).reshape(m).copy()
     D = incidence_matrix(w, lo, m)
     P = np.diag(p)
 
+    # Newton with backtracking; stops when the Newton decrement g^T H^-1 g (twice the
+    # predicted decrease of L) falls below tol^2, i.e. f is within ~tol of the MAP in
+    # the posterior-precision norm. H at the returned point is reused for the covariance.
     obj, grad, h = neg_log_posterior(f, D, c, p, m0)
     it = 0
-    while it < max_iter and np.abs(grad).max() >= tol:
+    while True:
+        lam = likelihood_hessian(D, h)
+        H = P + lam
+        if it >= max_iter:
+            break
+        step = spd_solve(H, grad)
+        decrement = float(grad @ step)
+        if decrement <= tol * tol:
+            break
         it += 1
-        step = spd_solve(P + likelihood_hessian(D, h), grad)
-        decrement = float(grad @ step)  # Newton decrement squared
-        if decrement < 1e-15 * (1.0 + abs(obj)):
-            break  # converged to machine precision of the objective
         t = 1.0
         while True:
             f_new = f - t * step
             obj_new, grad_new, h_new = neg_log_posterior(f_new, D, c, p, m0)
-            if obj_new <= obj - 0.25 * t * decrement:
+            if obj_new <= obj - 0.25 * t * decrement or t < 1e-8:
                 break
             t *= 0.5
-            if t < 1e-8:
-                break
         if not obj_new < obj:
-            break  # no further decrease is representable
+            break  # no further decrease is representable in floating point
         f, obj, grad, h = f_new, obj_new, grad_new, h_new
-    lam = likelihood_hessian(D, h)
-    H = P + lam
     cov = spd_inverse(H)
     mean_c, cov_c = condition_sum_to_zero(f, cov)
     return LaplaceResult(

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 from scipy.stats import qmc
+from threadpoolctl import threadpool_limits
 
 from pbo_core.data import PreferenceData, Schema
 
@@ -304,6 +305,21 @@ def run_pbo(
     -------
     RunResult
     """
+    # the surrogates work on small matrices: BLAS threads only add overhead and contention
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run_pbo(problem, strategy, n_init, n_iter, seed, noise_r, method, callback)
+
+
+def _run_pbo(
+    problem: Problem,
+    strategy: Strategy,
+    n_init: int,
+    n_iter: int,
+    seed: int,
+    noise_r: float,
+    method: str | None,
+    callback: Callable[[int, RunResult], None] | None,
+) -> RunResult:
     ss = np.random.SeedSequence(seed)
     rng_init, rng_oracle, rng_strategy = (np.random.default_rng(s) for s in ss.spawn(3))
     oracle = PreferenceOracle(problem, noise_r, rng_oracle)

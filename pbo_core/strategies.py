@@ -263,6 +263,7 @@ METHODS: dict[str, Callable[[], Strategy]] = {
     "dt": lambda: DTStrategy(within="auto", name="dt"),
     "dt-literal": lambda: DTStrategy(within="none", name="dt-literal", ties="first"),
     "dt-incumbent": lambda: DTStrategy(within="incumbent", within_every=2, name="dt-incumbent"),
+    "dt-local": lambda: DTStrategy(within="incumbent", within_every=1, name="dt-local"),
     "dt-topleaf": lambda: DTStrategy(within="top-leaf", within_every=2, name="dt-topleaf"),
     "dt-lambda": lambda: DTStrategy(within="lambda", lam=1.0, name="dt-lambda"),
     "dt-keep": lambda: DTStrategy(within="none", straddlers="keep", max_depth=6, name="dt-keep"),

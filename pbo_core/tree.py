@@ -191,7 +191,10 @@ def best_split(
         if smax > 0:
             col = int(num[j // two_n])
             best = (smax, float(gaps[j] / span[col]), -col)
-            result = Split(col, 0.5 * (vs[j] + vs[j + 1]), 0, float(-cs[j]), smax / n)
+            thr = 0.5 * (vs[j] + vs[j + 1])
+            if not vs[j] < thr <= vs[j + 1]:  # adjacent floats: the midpoint rounds down
+                thr = float(vs[j + 1])
+            result = Split(col, float(thr), 0, float(-cs[j]), smax / n)
 
     for col in _categorical_columns(is_categorical.tobytes()):
         ncat = int(n_categories[col])
@@ -633,10 +636,16 @@ def build_tree(
         if split is None or split.score <= min_split_score:
             sub = _Subtree.leaf(idx)
         else:
+            # best_split guarantees that the threshold separates at least one pair, so
+            # every child holds fewer comparisons (or, keeping straddlers, fewer
+            # unmasked columns) and the recursion ends
             c = split.column
-            cat = bool(is_cat[c])
-            w_right = _goes_right(Xw[:, c], split.threshold, split.right_mask, cat)
-            l_right = _goes_right(Xl[:, c], split.threshold, split.right_mask, cat)
+            if is_cat[c]:
+                w_right = _goes_right(Xw[:, c], split.threshold, split.right_mask, True)
+                l_right = _goes_right(Xl[:, c], split.threshold, split.right_mask, True)
+            else:
+                w_right = Xw[:, c] >= split.threshold
+                l_right = Xl[:, c] >= split.threshold
             if keep:
                 assert msk is not None
                 to_left = ~w_right  # both left, or a straddler whose winner is left
@@ -655,8 +664,10 @@ def build_tree(
         return sub
 
     root_mask = np.zeros((len(pairs), d), dtype=bool) if keep else None
+    # every split separates at least one pair, so the depth is at most the number of
+    # pairs (keep mode: pairs times columns); leave room for the caller's frames
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 4 * len(pairs) + 100))
+    sys.setrecursionlimit(max(limit, len(pairs) * (d if keep else 1) + 2000))
     try:
         sub = grow(np.arange(len(pairs)), root_mask, 0)
     finally:

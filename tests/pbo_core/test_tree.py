@@ -254,3 +254,14 @@ def test_decision_path_ends_in_the_applied_leaf() -> None:
         path = tree.decision_path(x)
         assert path[0] == 0 and path[-1] == node
         assert all(tree.parent[b] == a for a, b in itertools.pairwise(path))
+
+
+def test_adjacent_float_values_still_split() -> None:
+    # the midpoint of two adjacent doubles rounds onto one of them; the split must still
+    # separate the pair (regression: this used to recurse forever)
+    a = 0.3
+    b = np.nextafter(a, 1.0)
+    X = np.array([[a], [b]])
+    tree = build_tree(X, np.array([[1, 0]]), numeric_schema(1))
+    assert tree.n_leaves == 2
+    assert tree.apply(X).tolist() == [0, 1]
