@@ -57,5 +57,5 @@ def test_refit_on_unrelated_data_is_not_polluted_by_the_cache() -> None:
     flipped.pairs = flipped.pairs[:, ::-1].copy()
     fresh = DTSurrogate().fit(flipped)
     model.fit(flipped)
-    np.testing.assert_allclose(model.leaf_mean_, fresh.leaf_mean_, atol=1e-9)
+    np.testing.assert_allclose(model.leaf_mean_, fresh.leaf_mean_, atol=1e-5)
     np.testing.assert_array_equal(model.tree_.threshold, fresh.tree_.threshold)
