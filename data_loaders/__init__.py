@@ -1,1 +1,33 @@
-"""Loaders that turn case-study files into :class:`pbo_core.data.Study` objects."""
+"""Loaders that turn case-study files into :class:`pbo_core.data.Study` objects.
+
+Start with the registry::
+
+    from data_loaders.registry import list_studies, load_study
+
+    for info in list_studies():          # key, title, kind, available, reason, license
+        print(info.key, info.available, info.reason)
+    study = load_study("train")
+
+Modules
+-------
+``registry``
+    Every study with its availability; ``load_study(key, **options)``.
+``conjoint``
+    Generic choice-based conjoint loader (long or wide format, attribute tables,
+    opt-outs, per-respondent exclusion rules) and the presets below.
+``stated_preference``
+    The vendored real studies ``train`` and ``electricity`` (MIT, ``data/``).
+``bela``, ``presidential``
+    Published formats of the BELA DCE and the presidential-candidate conjoint; the data
+    are not included (point the loaders at your copy or set ``DTPBO_BELA_PATH`` /
+    ``DTPBO_PRESIDENTIAL_PATH``).
+``sushi``
+    Kamishima's SUSHI sets A and B from a local copy (``DTPBO_SUSHI_DIR``), with an
+    opt-in download of the official archive.
+``pmr``
+    Patient-message triage studies (maintained separately).
+
+Every loader names the file and line of malformed input
+(:class:`pbo_core.data.DataValidationError`) and says how to obtain data that are absent
+(:class:`data_loaders._common.DataNotAvailableError`).
+"""

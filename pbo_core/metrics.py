@@ -1,0 +1,237 @@
+"""Evaluation metrics: rho-regret, top-1 rank error, pairwise accuracy, summaries.
+
+Rho-regret (DT-PBO App. G.1, after Husslage et al. 2015)
+--------------------------------------------------------
+Every item gets a value from its position ``j`` (1-based) in the *true* ranking of ``n``
+items with a top ``k``:
+
+* positions ``1..k``:   ``(k - j + 1) / k``   (Table 8, ``k = 3``: 1, 2/3, 1/3)
+* positions ``k+1..n``: ``(j - k) / (n - k)`` (Table 8, ``n = 10``: 1/7, 2/7, ..., 1)
+
+Predicted utilities are ranked by *competition ranking* ("1224"): an item's rank is one
+plus the number of items predicted strictly better, so tied items share the best rank of
+their group. An item is in the predicted top ``k`` when its rank is ``<= k``; with ties
+more than ``k`` items can be in it. The regret is the sum of the values of
+
+* true top-``k`` items that are *not* in the predicted top ``k`` (they "leave"), and
+* other items that *are* in the predicted top ``k`` (they "enter").
+
+Anchor values (``n = 10``, ``k = 3``): perfect prediction -> 0; the true top three tied
+in one leaf above the rest -> 0; all ten tied -> every item has rank 1, the seven others
+enter: ``(1 + ... + 7) / 7 = 4.0``; the reversed ranking -> ``(1 + 2/3 + 1/3) +
+(5 + 6 + 7) / 7 = 2 + 18/7 ~ 4.571``, the maximum over rankings without ties
+(:func:`rho_regret_max`). With ties the regret can exceed that: if the seven other items
+tie above the true top three, all seven enter and all three leave, ``2 + 4 = 6``; the
+bound over all predictions is the sum of all values, ``(n + 2) / 2``
+(``rho_regret_max(..., ties=True)``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "MeanSD",
+    "MeanSE",
+    "competition_rank",
+    "mean_sd",
+    "mean_se",
+    "pairwise_accuracy",
+    "rho_regret",
+    "rho_regret_max",
+    "rho_values",
+    "top1_rank_error",
+]
+
+
+def _scores(predicted_scores: Sequence[float] | np.ndarray) -> np.ndarray:
+    s = np.asarray(predicted_scores, dtype=float).reshape(-1)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("predicted_scores must be finite (no NaN or inf)")
+    return s
+
+
+def competition_rank(scores: Sequence[float] | np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """Competition ranks ("1224") of ``scores``, higher score = better = rank 1.
+
+    The rank of item ``i`` is ``1 + #{j : scores[j] > scores[i] + tol}``, so tied items
+    (within ``tol``) share the best rank of their group.
+    """
+    s = _scores(scores)
+    if tol < 0:
+        raise ValueError(f"tol must be >= 0, got {tol}")
+    srt = np.sort(s)
+    # number of items strictly above s[i] + tol
+    above = len(s) - np.searchsorted(srt, s + tol, side="right")
+    return above.astype(np.int64) + 1
+
+
+def rho_values(n: int, k: int = 3) -> np.ndarray:
+    """Value of each true position ``1..n`` (index 0 = position 1).
+
+    Positions ``1..k`` get ``(k - j + 1) / k``; positions ``k+1..n`` get
+    ``(j - k) / (n - k)``. For ``n = 10, k = 3`` this is Table 8 of DT-PBO.
+    """
+    if k < 1 or n < 1:
+        raise ValueError(f"need n >= 1 and k >= 1, got n={n}, k={k}")
+    j = np.arange(1, n + 1, dtype=float)
+    top = (k - j + 1) / k
+    rest = (j - k) / (n - k) if n > k else j * 0.0
+    return np.where(j <= k, top, rest)
+
+
+def rho_regret_max(n: int = 10, k: int = 3, *, ties: bool = False) -> float:
+    """Largest rho-regret for ``n`` items and top ``k``.
+
+    ``ties=False``: over strict predicted rankings (the DT-PBO value, ``2 + 18/7`` for
+    ``n = 10, k = 3``). Exactly ``k`` items are in the predicted top, so as many items
+    enter as leave; at most ``m = min(k, n - k)`` can, and the worst case is the ``m``
+    best items leaving and the ``m`` worst entering. ``ties=True``: over all predictions,
+    the sum of all values, ``(k + 1) / 2 + (n - k + 1) / 2 = (n + 2) / 2`` for ``k < n``
+    (6.0 for ``n = 10, k = 3``).
+    """
+    if k >= n:
+        return 0.0
+    v = rho_values(n, k)
+    if ties:
+        return float(v.sum())
+    m = min(k, n - k)
+    return float(v[:m].sum() + np.sort(v[k:])[::-1][:m].sum())
+
+
+def rho_regret(
+    true_order: Sequence[int] | np.ndarray,
+    predicted_scores: Sequence[float] | np.ndarray,
+    k: int = 3,
+    *,
+    tol: float = 0.0,
+) -> float:
+    """Top-``k`` rho-regret of predicted utilities against a true ranking.
+
+    Parameters
+    ----------
+    true_order
+        Item indices, best first. The items ranked are exactly these (``n =
+        len(true_order)``); predicted scores of other items are ignored, so for a user
+        who ranked 10 of 100 items pass their 10 indices and the scores of all 100.
+    predicted_scores
+        ``predicted_scores[i]`` is the predicted utility of item ``i`` (higher = better).
+    k
+        Size of the top set (3 in DT-PBO).
+    tol
+        Scores within ``tol`` of each other count as tied (see :func:`competition_rank`).
+
+    Returns
+    -------
+    float
+        The regret, ``0 <= regret <= rho_regret_max(n, k, ties=True)``; at most
+        ``rho_regret_max(n, k)`` when the predicted scores of the ranked items are
+        distinct.
+
+    Raises
+    ------
+    ValueError
+        If ``true_order`` repeats an item or names one outside ``predicted_scores``, or
+        a score is not finite.
+    """
+    order = np.asarray(true_order).reshape(-1)
+    if order.size and not np.issubdtype(order.dtype, np.integer):
+        if not np.all(order == np.round(order)):
+            raise ValueError("true_order must hold integer item indices")
+        order = order.astype(np.int64)
+    s = _scores(predicted_scores)
+    if np.any((order < 0) | (order >= len(s))):
+        raise ValueError(f"true_order names items outside 0..{len(s) - 1}")
+    if len(np.unique(order)) != len(order):
+        raise ValueError("true_order repeats an item")
+    n = len(order)
+    if n == 0:
+        return 0.0
+    values = rho_values(n, k)
+    rank = competition_rank(s[order], tol=tol)  # rank among the ranked items only
+    in_pred_top = rank <= k
+    in_true_top = np.arange(n) < k
+    leave = in_true_top & ~in_pred_top
+    enter = ~in_true_top & in_pred_top
+    return float(values[leave].sum() + values[enter].sum())
+
+
+def top1_rank_error(
+    true_best: int,
+    predicted_scores: Sequence[float] | np.ndarray,
+    candidates: Sequence[int] | np.ndarray | None = None,
+) -> int:
+    """Number of items predicted strictly better than the true best item.
+
+    0 means the true favourite is (possibly jointly) ranked first. ``candidates`` limits
+    the count to those item indices (e.g. the 10 items a sushi set-B user ranked); by
+    default all items of ``predicted_scores`` count.
+    """
+    s = _scores(predicted_scores)
+    if not 0 <= int(true_best) < len(s):
+        raise ValueError(f"true_best {true_best} outside 0..{len(s) - 1}")
+    pool = s if candidates is None else s[np.asarray(candidates, dtype=np.int64)]
+    return int(np.sum(pool > s[int(true_best)]))
+
+
+def pairwise_accuracy(
+    scores: Sequence[float] | np.ndarray, pairs: Sequence[Sequence[int]] | np.ndarray
+) -> float:
+    """Share of comparisons ``(winner, loser)`` the scores order correctly.
+
+    A pair counts 1 if ``scores[winner] > scores[loser]``, 0.5 if the two scores are equal
+    (a tie is a coin flip: a constant model scores 0.5, not 0 or 1), and 0 otherwise.
+    Returns NaN when there are no pairs.
+    """
+    s = _scores(scores)
+    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if len(p) == 0:
+        return math.nan
+    if np.any((p < 0) | (p >= len(s))):
+        raise ValueError(f"pairs name items outside 0..{len(s) - 1}")
+    w, lo = s[p[:, 0]], s[p[:, 1]]
+    return float(np.mean(np.where(w > lo, 1.0, np.where(w == lo, 0.5, 0.0))))
+
+
+class MeanSD(NamedTuple):
+    """Mean, sample standard deviation (ddof=1) and number of values."""
+
+    mean: float
+    sd: float
+    n: int
+
+
+class MeanSE(NamedTuple):
+    """Mean, standard error of the mean (sd / sqrt(n)) and number of values."""
+
+    mean: float
+    se: float
+    n: int
+
+
+def _finite(values: Iterable[float] | np.ndarray) -> np.ndarray:
+    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=float)
+    x = x.reshape(-1)
+    return x[~np.isnan(x)]
+
+
+def mean_sd(values: Iterable[float] | np.ndarray) -> MeanSD:
+    """Mean, sample standard deviation and count; NaN values are left out.
+
+    With no values the mean is NaN; with fewer than two the sd is NaN.
+    """
+    x = _finite(values)
+    n = len(x)
+    mean = float(x.mean()) if n else math.nan
+    sd = float(x.std(ddof=1)) if n > 1 else math.nan
+    return MeanSD(mean, sd, n)
+
+
+def mean_se(values: Iterable[float] | np.ndarray) -> MeanSE:
+    """Mean, standard error of the mean and count; NaN values are left out."""
+    m, sd, n = mean_sd(values)
+    return MeanSE(m, sd / math.sqrt(n) if n > 1 else math.nan, n)
