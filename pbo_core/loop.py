@@ -14,6 +14,7 @@ comparisons for a given seed (common random numbers across methods).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -115,17 +116,31 @@ class PreferenceOracle:
     """Answers "a or b?" from a utility function, optionally with probit noise.
 
     With ``noise_r > 0``: ``P(a > b) = Phi((u(a) - u(b)) / (noise_r * scale))`` where
-    ``scale`` is the problem's :meth:`Problem.noise_scale` (App. F.6). Noiseless exact ties
-    are broken by a fair coin.
+    ``scale`` is the problem's :meth:`Problem.noise_scale` (DT-PBO App. F.6). With an
+    absolute ``noise_sigma`` (KappaSharp Eq. 1, each option's utility perturbed by
+    ``N(0, sigma^2)``): ``P(a > b) = Phi((u(a) - u(b)) / (sqrt(2) sigma))``. Noiseless
+    exact ties are broken by a fair coin.
     """
 
-    def __init__(self, problem: Problem, noise_r: float, rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        noise_r: float,
+        rng: np.random.Generator,
+        noise_sigma: float | None = None,
+    ) -> None:
         if noise_r < 0:
             raise ValueError(f"noise_r must be >= 0, got {noise_r}")
+        if noise_sigma is not None and noise_sigma < 0:
+            raise ValueError(f"noise_sigma must be >= 0, got {noise_sigma}")
         self.problem = problem
         self.noise_r = float(noise_r)
         self.rng = rng
-        self.sigma = noise_r * problem.noise_scale() if noise_r > 0 else 0.0
+        if noise_sigma is not None:
+            # KappaSharp convention: y = f + eps, eps ~ N(0, sigma^2) per option
+            self.sigma = float(np.sqrt(2.0) * noise_sigma)
+        else:
+            self.sigma = noise_r * problem.noise_scale() if noise_r > 0 else 0.0
 
     def prefers_first(self, ua: np.ndarray, ub: np.ndarray) -> np.ndarray:
         """Boolean array: is ``a`` preferred for each (ua, ub)?"""
@@ -180,6 +195,9 @@ class RunResult:
     regret
         ``(n_iter + 1,)`` regret of the recommendation after the initial design (index 0)
         and after each query.
+    best_value
+        ``(n_iter + 1,)`` best true utility among the items compared so far (the "final
+        best utility" of KappaSharp's tables at the last step).
     recommendation
         ``(n_iter + 1,)`` index into ``X`` of the recommended item.
     time
@@ -196,6 +214,7 @@ class RunResult:
     problem: str
     seed: int
     regret: np.ndarray
+    best_value: np.ndarray
     recommendation: np.ndarray
     time: np.ndarray
     n_leaves: np.ndarray
@@ -224,6 +243,7 @@ class RunResult:
                 "seed": self.seed,
                 "step": np.arange(n),
                 "regret": self.regret,
+                "best_value": self.best_value,
                 "time_s": self.time,
                 "cum_time_s": np.cumsum(self.time),
                 "n_leaves": self.n_leaves,
@@ -231,10 +251,42 @@ class RunResult:
         )
 
 
+INIT_DESIGNS = ("lhs", "pool_n6_k15", "pool_n8_k15", "pure_k3", "pure_k5", "pure_k15")
+
+
+def _parse_init(init: str, n_init: int) -> tuple[int, int | None]:
+    """``(n_points, n_pairs)`` of an initial design name (``None`` pairs = pure matching)."""
+    if init == "lhs":
+        return 2 * n_init, None
+    m = re.fullmatch(r"pool_n(\d+)_k(\d+)", init)
+    if m:
+        n, k = int(m.group(1)), int(m.group(2))
+        if not 2 <= n or not 1 <= k <= n * (n - 1) // 2:
+            raise ValueError(f"{init}: need 2 <= n and 1 <= k <= n(n-1)/2")
+        return n, k
+    m = re.fullmatch(r"pure_k(\d+)", init)
+    if m:
+        return 2 * int(m.group(1)), None
+    raise ValueError(f"unknown initial design {init!r}; use lhs, pool_n<N>_k<K> or pure_k<K>")
+
+
 def _initial_design(
-    problem: Problem, n_init: int, rng: np.random.Generator
+    problem: Problem, n_init: int, rng: np.random.Generator, init: str = "lhs"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Items and unordered index pairs of the initial comparisons."""
+    """Items and unordered index pairs of the initial comparisons.
+
+    ``init``:
+
+    ``"lhs"``
+        ``n_init`` pairs of a Latin hypercube of ``2 n_init`` points, paired in order
+        (DT-PBO; random distinct item pairs for finite item sets).
+    ``"pool_n<N>_k<K>"``
+        ``N`` Latin-hypercube candidates and ``K`` of their ``N(N-1)/2`` pairs drawn
+        without replacement (all of them when ``K`` is the maximum), as KappaSharp's
+        ``pool_n6_k15`` / ``pool_n8_k15``.
+    ``"pure_k<K>"``
+        ``K`` disjoint pairs among ``2K`` Latin-hypercube candidates (pure matching).
+    """
     if problem.finite:
         assert problem.items is not None
         n = len(problem.items)
@@ -242,13 +294,20 @@ def _initial_design(
         k = min(n_init, len(i))
         pick = rng.choice(len(i), size=k, replace=False)
         return problem.items.copy(), np.column_stack([i[pick], j[pick]])
-    b = problem.schema.bounds
-    if n_init == 0:
+    n_points, n_pairs = _parse_init(init, n_init)
+    if n_points == 0:
         return np.zeros((0, problem.dim)), np.zeros((0, 2), dtype=np.int64)
-    U = qmc.LatinHypercube(d=problem.dim, seed=rng).random(2 * n_init)
+    b = problem.schema.bounds
+    U = qmc.LatinHypercube(d=problem.dim, seed=rng).random(n_points)
     X = b[:, 0] + U * (b[:, 1] - b[:, 0])
-    idx = np.arange(2 * n_init).reshape(-1, 2)
-    return X, idx
+    isint = problem.schema.is_integer
+    if isint.any():
+        X[:, isint] = np.round(X[:, isint])
+    if n_pairs is None:
+        return X, np.arange(n_points).reshape(-1, 2)
+    i, j = np.triu_indices(n_points, k=1)
+    pick = np.sort(rng.choice(len(i), size=n_pairs, replace=False))
+    return X, np.column_stack([i[pick], j[pick]])
 
 
 def recommend(
@@ -277,6 +336,8 @@ def run_pbo(
     n_iter: int = 200,
     seed: int = 0,
     noise_r: float = 0.0,
+    noise_sigma: float | None = None,
+    init: str = "lhs",
     method: str | None = None,
     callback: Callable[[int, RunResult], None] | None = None,
 ) -> RunResult:
@@ -296,6 +357,10 @@ def run_pbo(
         Seeds the initial design, the oracle and the strategy (independent streams).
     noise_r
         Probit noise level relative to the median utility difference (App. F.6).
+    noise_sigma
+        Absolute noise on each option's utility (KappaSharp); overrides ``noise_r``.
+    init
+        Initial design: ``"lhs"`` (default), ``"pool_n<N>_k<K>"`` or ``"pure_k<K>"``.
     method
         Name stored in the result (defaults to ``strategy.name``).
     callback
@@ -307,7 +372,9 @@ def run_pbo(
     """
     # the surrogates work on small matrices: BLAS threads only add overhead and contention
     with threadpool_limits(limits=1, user_api="blas"):
-        return _run_pbo(problem, strategy, n_init, n_iter, seed, noise_r, method, callback)
+        return _run_pbo(
+            problem, strategy, n_init, n_iter, seed, noise_r, noise_sigma, init, method, callback
+        )
 
 
 def _run_pbo(
@@ -317,14 +384,16 @@ def _run_pbo(
     n_iter: int,
     seed: int,
     noise_r: float,
+    noise_sigma: float | None,
+    init: str,
     method: str | None,
     callback: Callable[[int, RunResult], None] | None,
 ) -> RunResult:
     ss = np.random.SeedSequence(seed)
     rng_init, rng_oracle, rng_strategy = (np.random.default_rng(s) for s in ss.spawn(3))
-    oracle = PreferenceOracle(problem, noise_r, rng_oracle)
+    oracle = PreferenceOracle(problem, noise_r, rng_oracle, noise_sigma)
 
-    X0, idx0 = _initial_design(problem, n_init, rng_init)
+    X0, idx0 = _initial_design(problem, n_init, rng_init, init)
     n_cap = len(X0) + (0 if problem.finite else 2 * n_iter)
     X = np.empty((n_cap, problem.dim))
     X[: len(X0)] = X0
@@ -351,6 +420,7 @@ def _run_pbo(
         add_pair(int(a), int(b), 0)
 
     regret = np.empty(n_iter + 1)
+    best_value = np.empty(n_iter + 1)
     rec_idx = np.empty(n_iter + 1, dtype=np.int64)
     times = np.zeros(n_iter + 1)
     leaves = np.zeros(n_iter + 1, dtype=np.int64)
@@ -363,6 +433,7 @@ def _run_pbo(
             problem=problem.name,
             seed=seed,
             regret=regret[: t + 1],
+            best_value=best_value[: t + 1],
             recommendation=rec_idx[: t + 1],
             time=times[: t + 1],
             n_leaves=leaves[: t + 1],
@@ -384,6 +455,7 @@ def _run_pbo(
         query = strategy.propose(state, rng_strategy) if t < n_iter else None
         times[t] = time.perf_counter() - t0
         regret[t] = problem.optimum_value - u_items[rec]
+        best_value[t] = u_items[cand].max()
         rec_idx[t] = rec
         leaves[t] = getattr(strategy, "n_leaves", 0)
         if scores is not None:

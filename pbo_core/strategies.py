@@ -25,8 +25,15 @@ within-leaf pairs, so the tree stalls; see README "Choosing the query rule"):
     App. C.3 with finite ``lam``: ``alpha = qEUBO + lam * I_struct`` over between-leaf
     pairs and one within-leaf candidate pair per leaf.
 ``"auto"``
-    ``"incumbent"`` every 2nd query on continuous problems; ``"top-leaf"`` on every query
-    for finite item sets (the paper's Sushi rule). This is the ``dt`` method.
+    ``"incumbent"`` every 2nd query with ``persist=True, persist_max=2`` on continuous
+    problems; ``"top-leaf"`` on every query for finite item sets (the paper's Sushi rule).
+    This is the ``dt`` method.
+
+With ``persist=True`` a challenger that beats the incumbent earns another challenge on the
+next query (at most ``persist_max`` in a row): a success rule in the spirit of the
+(1+1)-evolution strategy, which keeps refining while local moves pay off and returns to
+qEUBO exploration as soon as they stop. See README "Choosing the query rule" for the
+measured comparison of all rules.
 """
 
 from __future__ import annotations
@@ -36,9 +43,17 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from pbo_core.acquisition import best_leaf_pair, eubo_matrix, structural_gain
+from pbo_core.acquisition import (
+    best_leaf_pair,
+    eubo,
+    eubo_matrix,
+    gp_pair_eubo,
+    maximize_gp_eubo,
+    structural_gain,
+)
 from pbo_core.data import PreferenceData
 from pbo_core.dt import DTSurrogate
+from pbo_core.gp import GPSurrogate, KappaSharpMode
 from pbo_core.loop import LoopState, QuerySide
 
 WithinRule = Literal["auto", "none", "incumbent", "top-leaf", "lambda"]
@@ -101,6 +116,9 @@ class DTStrategy:
     ties
         How the loop breaks ties in the recommendation: ``"latest-winner"`` (default) or
         ``"first"`` (plain argmax, the literal behaviour).
+    persist, persist_max
+        ``within="incumbent"`` only: after a challenger wins, challenge again on the next
+        query, at most ``persist_max`` times in a row.
     **surrogate_kwargs
         Passed to :class:`~pbo_core.dt.DTSurrogate` (``ratio``, ``max_depth``,
         ``straddlers``...).
@@ -113,6 +131,8 @@ class DTStrategy:
         lam: float = 1.0,
         name: str = "dt",
         ties: str = "latest-winner",
+        persist: bool = False,
+        persist_max: int = 2,
         **surrogate_kwargs: object,
     ) -> None:
         if within not in ("auto", "none", "incumbent", "top-leaf", "lambda"):
@@ -122,6 +142,9 @@ class DTStrategy:
         self.lam = lam
         self.name = name
         self.ties = ties
+        self.persist = persist
+        self.persist_max = persist_max
+        self._auto_persist = within == "auto" and not persist
         self.model = DTSurrogate(**surrogate_kwargs)  # type: ignore[arg-type]
 
     @property
@@ -143,6 +166,8 @@ class DTStrategy:
         rule = self.within
         if rule == "auto":
             rule = "top-leaf" if finite else "incumbent"
+            if not finite and self._auto_persist:
+                self.persist, self.persist_max = True, 2
         every = self.within_every if self.within_every is not None else (1 if finite else 2)
         return rule, max(1, int(every))
 
@@ -224,11 +249,28 @@ class DTStrategy:
         rule, every = self._rule(state.problem.finite)
         if rule == "lambda":
             return self._lambda(state, rng)
-        if rule in ("incumbent", "top-leaf") and (state.step + 1) % every == 0:
+        pending, self._challenge = getattr(self, "_challenge", None), None
+        due = (state.step + 1) % every == 0
+        if rule == "incumbent" and self.persist and pending is not None:
+            # the last query challenged the incumbent: keep refining while challengers win
+            w = state.data.pairs[-1, 0] if state.data.n_pairs else -1
+            streak = getattr(self, "_streak", 0)
+            if w == pending and streak < self.persist_max:
+                due, self._streak = True, streak + 1
+            elif not due:
+                self._streak = 0
+        else:
+            self._streak = 0
+        if rule in ("incumbent", "top-leaf") and due:
             top = int(self.model.item_leaf_[state.recommendation])
             inc = state.recommendation if rule == "incumbent" else None
             q = self._within_pair(top, state, rng, incumbent=inc)
             if q is not None:
+                if inc is not None:
+                    other = q[1]
+                    self._challenge = (
+                        int(other) if isinstance(other, (int, np.integer)) else (state.data.n_items)
+                    )
                 return q
         return self._between(state, rng)
 
@@ -258,6 +300,93 @@ class RandomStrategy(DTStrategy):
         return _random_query(state, rng)
 
 
+class GPStrategy:
+    """GP-Laplace surrogate with EUBO acquisition (optionally with KappaSharp).
+
+    Finite item sets: the item pair with the largest EUBO. Continuous boxes: EUBO is
+    maximised over pairs of points (random candidate pairs, half of them anchored at the
+    current recommendation, then L-BFGS-B with the analytic gradient). Schemas with
+    integer-coded or categorical columns use candidate search only, in the schema space.
+
+    Parameters
+    ----------
+    kappasharp
+        ``"off"``, ``"static"`` or ``"adaptive"``.
+    n_raw, n_restarts
+        Candidate pairs scored, and how many of the best are polished.
+    name
+        Method name stored in results.
+    **gp_kwargs
+        Passed to :class:`~pbo_core.gp.GPSurrogate`.
+    """
+
+    ties = "latest-winner"
+
+    def __init__(
+        self,
+        kappasharp: KappaSharpMode = "off",
+        n_raw: int = 1024,
+        n_restarts: int = 8,
+        name: str = "gp",
+        **gp_kwargs: object,
+    ) -> None:
+        self.model = GPSurrogate(kappasharp=kappasharp, **gp_kwargs)  # type: ignore[arg-type]
+        self.n_raw = n_raw
+        self.n_restarts = n_restarts
+        self.name = name
+        self.n_leaves = 0
+
+    def fit(self, data: PreferenceData) -> None:
+        """Refit the GP (hyperparameters warm-started from the previous fit)."""
+        self.model.fit(data)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Posterior mean utilities."""
+        return self.model.predict(X)
+
+    def propose(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
+        """The EUBO-maximising comparison."""
+        m = self.model
+        if state.problem.finite:
+            X = state.data.X
+            mean, cov = m.posterior(X)
+            v = np.diag(cov)
+            ia, ib = np.triu_indices(len(X), k=1)
+            vals = eubo(mean[ia], mean[ib], v[ia], v[ib], cov[ia, ib])
+            same = np.all(X[ia] == X[ib], axis=1)
+            vals[same] = -np.inf
+            k = int(np.argmax(vals))
+            return int(ia[k]), int(ib[k])
+        schema = state.problem.schema
+        enc = m.encoder_
+        if schema.is_integer.any() or schema.is_categorical.any():
+            b = schema.bounds
+            cand = b[:, 0] + (b[:, 1] - b[:, 0]) * rng.random((2 * self.n_raw, len(b)))
+            isint = schema.is_integer
+            cand[:, isint] = np.round(cand[:, isint])
+            A, B = cand[: self.n_raw], cand[self.n_raw :]
+            vals = gp_pair_eubo(m, enc(A), enc(B))
+            k = int(np.argmax(vals))
+            return A[k], B[k]
+        anchors = enc(state.data.X[[state.recommendation]])
+        P = state.data.pairs
+        asked = np.stack([enc(state.data.X[P[:, 0]]), enc(state.data.X[P[:, 1]])], axis=1)
+        za, zb, _ = maximize_gp_eubo(
+            m,
+            rng,
+            n_raw=self.n_raw,
+            n_restarts=self.n_restarts,
+            anchors=anchors,
+            asked=asked,
+        )
+        xa, xb = enc.from_unit(za), enc.from_unit(zb)
+        if np.allclose(za, anchors[0], atol=1e-9):
+            return state.recommendation, xb
+        if np.allclose(zb, anchors[0], atol=1e-9):
+            return xa, state.recommendation
+        return xa, xb
+
+
 #: Named methods for benchmarks and experiments: name -> factory.
 METHODS: dict[str, Callable[[], Strategy]] = {
     "dt": lambda: DTStrategy(within="auto", name="dt"),
@@ -268,7 +397,17 @@ METHODS: dict[str, Callable[[], Strategy]] = {
     "dt-lambda": lambda: DTStrategy(within="lambda", lam=1.0, name="dt-lambda"),
     "dt-keep": lambda: DTStrategy(within="none", straddlers="keep", max_depth=6, name="dt-keep"),
     "dt-random": lambda: RandomStrategy(),
+    "gp": lambda: GPStrategy(name="gp"),
+    "gp-ks-static": lambda: GPStrategy(kappasharp="static", name="gp-ks-static"),
+    "gp-ks-adaptive": lambda: GPStrategy(kappasharp="adaptive", name="gp-ks-adaptive"),
+    "botorch-gp": lambda: _botorch_strategy(),
 }
+
+
+def _botorch_strategy() -> Strategy:
+    from pbo_core.botorch_baseline import BotorchStrategy
+
+    return BotorchStrategy()
 
 
 def make_strategy(name: str) -> Strategy:
