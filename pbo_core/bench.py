@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import ttest_rel
 
 from pbo_core import __version__
 from pbo_core.benchmarks import PAPER_FUNCTIONS, available_benchmarks, get_benchmark
-from pbo_core.loop import Problem, run_pbo
+from pbo_core.loop import INIT_DESIGNS, Problem, _parse_init, run_pbo
 from pbo_core.runner import Cell, run_grid
 from pbo_core.strategies import METHODS, make_strategy
 
@@ -33,6 +34,7 @@ def run_cell(cell: Cell) -> pd.DataFrame:
     """One benchmark run as tidy per-step rows."""
     f = get_benchmark(cell["function"])
     problem = Problem.from_benchmark(f)
+    sigma = cell.get("noise_sigma")
     res = run_pbo(
         problem,
         make_strategy(cell["method"]),
@@ -40,42 +42,70 @@ def run_cell(cell: Cell) -> pd.DataFrame:
         n_iter=int(cell["iters"]),
         seed=int(cell["seed"]),
         noise_r=float(cell["noise"]),
+        noise_sigma=None if sigma is None else float(sigma),
+        init=str(cell.get("init", "lhs")),
         method=cell["method"],
     )
     df = res.to_frame().rename(columns={"problem": "function"})
     df.insert(2, "dim", f.dim)
     df["noise"] = float(cell["noise"])
+    df["noise_sigma"] = np.nan if sigma is None else float(sigma)
+    df["init"] = str(cell.get("init", "lhs"))
     df["iters"] = int(cell["iters"])
     df["n_init"] = int(cell["n_init"])
     return df
 
 
-def summarize(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per (function, method): final-regret statistics and median wall time per run."""
+def summarize(rows: pd.DataFrame, baseline: str | None = None) -> list[dict[str, Any]]:
+    """Per (function, method): final-regret statistics and median wall time per run.
+
+    With ``baseline``, every other method also gets ``gain_pct_vs`` (percentage
+    improvement of the mean final best utility over the baseline's, KappaSharp's "Gain")
+    and ``p_value_vs`` (paired t-test over the seeds both ran, common random numbers).
+    """
     out: list[dict[str, Any]] = []
     if rows.empty:
         return out
-    last = rows.loc[rows.groupby(["function", "method", "seed"])["step"].idxmax()]
-    per_run_time = rows.groupby(["function", "method", "seed"])["time_s"].sum()
+    keys = ["function", "method", "seed"]
+    last = rows.loc[rows.groupby(keys)["step"].idxmax()]
+    per_run_time = rows.groupby(keys)["time_s"].sum()
     order = {name: i for i, name in enumerate(dict.fromkeys(rows["function"]))}
     m_order = {name: i for i, name in enumerate(dict.fromkeys(rows["method"]))}
+    best = last.set_index(keys)["best_value"] if "best_value" in last else None
     for (fn, method), g in sorted(
         last.groupby(["function", "method"]), key=lambda kv: (order[kv[0][0]], m_order[kv[0][1]])
     ):
         times = per_run_time.loc[fn, method]
-        out.append(
-            {
-                "function": fn,
-                "method": method,
-                "dim": int(g["dim"].iloc[0]),
-                "seeds": int(g["seed"].nunique()),
-                "iters": int(g["iters"].iloc[0]),
-                "final_regret_mean": float(g["regret"].mean()),
-                "final_regret_median": float(g["regret"].median()),
-                "final_regret_std": float(g["regret"].std(ddof=1)) if len(g) > 1 else 0.0,
-                "time_per_run_median_s": float(np.median(times.to_numpy())),
-            }
-        )
+        row: dict[str, Any] = {
+            "function": fn,
+            "method": method,
+            "dim": int(g["dim"].iloc[0]),
+            "seeds": int(g["seed"].nunique()),
+            "iters": int(g["iters"].iloc[0]),
+            "final_regret_mean": float(g["regret"].mean()),
+            "final_regret_median": float(g["regret"].median()),
+            "final_regret_std": float(g["regret"].std(ddof=1)) if len(g) > 1 else 0.0,
+            "time_per_run_median_s": float(np.median(times.to_numpy())),
+        }
+        if best is not None:
+            row["final_best_utility_mean"] = float(g["best_value"].mean())
+        if baseline is not None and best is not None and method != baseline:
+            try:
+                b = best.loc[fn, baseline]
+            except KeyError:
+                b = None
+            if b is not None:
+                mine = best.loc[fn, method]
+                common = mine.index.intersection(b.index)
+                x, y = mine.loc[common].to_numpy(), b.loc[common].to_numpy()
+                row["baseline"] = baseline
+                row["gain_pct_vs"] = float(100.0 * (x.mean() - y.mean()) / abs(y.mean()))
+                diff = x - y
+                row["p_value_vs"] = (
+                    float(ttest_rel(x, y).pvalue) if len(common) > 1 and np.any(diff != 0)
+                    else 1.0
+                )
+        out.append(row)
     return out
 
 
@@ -110,6 +140,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--noise", type=float, default=0.0, help="probit noise r (App. F.6); 0 = noiseless"
     )
+    p.add_argument(
+        "--init",
+        default="lhs",
+        help="initial design: lhs (--n-init Latin-hypercube pairs; DT-PBO) or the KappaSharp "
+        f"conditions {', '.join(INIT_DESIGNS[1:])} (any pool_n<N>_k<K> / pure_k<K>)",
+    )
+    p.add_argument(
+        "--noise-sigma",
+        type=float,
+        default=None,
+        help="absolute comparison noise sigma (KappaSharp Eq. 1); default 0.1 with a "
+        "KappaSharp --init, none with lhs",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="method to compare the others against (gain_pct_vs, p_value_vs); default: "
+        "'gp' when it is among the methods and others are too",
+    )
     p.add_argument("--jobs", type=int, default=1, help="parallel workers (-1 = all cores)")
     p.add_argument("--dask-scheduler", default=None, help="run cells on this Dask scheduler")
     p.add_argument("--out", default=None, help="folder for per-step Parquet results (resumable)")
@@ -126,6 +175,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     methods = _parse_list(args.methods, list(METHODS), "method", list(METHODS))
     if args.seeds < 1 or args.iters < 0 or args.n_init < 1:
         raise SystemExit("--seeds must be >= 1, --iters >= 0 and --n-init >= 1")
+    try:
+        _parse_init(args.init, args.n_init)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    sigma = args.noise_sigma
+    if sigma is None and args.init != "lhs":
+        sigma = 0.1
+    baseline = args.baseline
+    if baseline is None and "gp" in methods and len(methods) > 1:
+        baseline = "gp"
+    if baseline is not None and baseline not in methods:
+        raise SystemExit(f"--baseline {baseline} is not among --methods")
     cells = [
         {
             "function": fn,
@@ -135,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "n_init": args.n_init,
             "noise": args.noise,
             "version": __version__,
+            **({"init": args.init} if args.init != "lhs" else {}),
+            **({"noise_sigma": sigma} if sigma is not None else {}),
         }
         for fn in functions
         for m in methods
@@ -160,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fresh=args.fresh,
         progress=progress,
     )
-    summary = summarize(rows)
+    summary = summarize(rows, baseline)
     if not args.quiet:
         table = pd.DataFrame(summary)
         with pd.option_context("display.width", 200, "display.max_columns", 20):
