@@ -214,9 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif done == total or done % max(1, total // 10) == 0:
             print(f"{done}/{total} runs", file=sys.stderr)
 
+    import pbo_core.bench as module  # by reference: under ``python -m`` this is __main__
+
     rows = run_grid(
         cells,
-        run_cell,
+        module.run_cell,
         out_dir=args.out,
         jobs=args.jobs,
         dask_scheduler=args.dask_scheduler,

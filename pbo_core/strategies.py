@@ -26,8 +26,13 @@ within-leaf pairs, so the tree stalls; see README "Choosing the query rule"):
     pairs and one within-leaf candidate pair per leaf.
 ``"auto"``
     ``"incumbent"`` every 2nd query with ``persist=True, persist_max=2`` on continuous
-    problems; ``"top-leaf"`` on every query for finite item sets (the paper's Sushi rule).
-    This is the ``dt`` method.
+    problems; on finite item sets the paper's top-leaf rule on every query with
+    ``cascade=True``. This is the ``dt`` method.
+
+With ``cascade=True`` (finite sets), once the top leaf holds no unasked pair of distinct
+items the within-leaf question moves to the best-ranked leaf that still does, so the
+ranking is refined from the top down (the top three matter for rho-regret); qEUBO takes
+over when every leaf is resolved.
 
 With ``persist=True`` a challenger that beats the incumbent earns another challenge on the
 next query (at most ``persist_max`` in a row): a success rule in the spirit of the
@@ -119,6 +124,9 @@ class DTStrategy:
     persist, persist_max
         ``within="incumbent"`` only: after a challenger wins, challenge again on the next
         query, at most ``persist_max`` times in a row.
+    cascade
+        ``within="top-leaf"`` on finite item sets: when the top leaf is resolved, refine
+        the best-ranked unresolved leaf instead.
     **surrogate_kwargs
         Passed to :class:`~pbo_core.dt.DTSurrogate` (``ratio``, ``max_depth``,
         ``straddlers``...).
@@ -133,6 +141,7 @@ class DTStrategy:
         ties: str = "latest-winner",
         persist: bool = False,
         persist_max: int = 2,
+        cascade: bool = False,
         **surrogate_kwargs: object,
     ) -> None:
         if within not in ("auto", "none", "incumbent", "top-leaf", "lambda"):
@@ -144,6 +153,7 @@ class DTStrategy:
         self.ties = ties
         self.persist = persist
         self.persist_max = persist_max
+        self.cascade = cascade
         self._auto_persist = within == "auto" and not persist
         self.model = DTSurrogate(**surrogate_kwargs)  # type: ignore[arg-type]
 
@@ -168,6 +178,8 @@ class DTStrategy:
             rule = "top-leaf" if finite else "incumbent"
             if not finite and self._auto_persist:
                 self.persist, self.persist_max = True, 2
+            if finite:
+                self.cascade = True
         every = self.within_every if self.within_every is not None else (1 if finite else 2)
         return rule, max(1, int(every))
 
@@ -265,6 +277,13 @@ class DTStrategy:
             top = int(self.model.item_leaf_[state.recommendation])
             inc = state.recommendation if rule == "incumbent" else None
             q = self._within_pair(top, state, rng, incumbent=inc)
+            if q is None and rule == "top-leaf" and self.cascade and state.problem.finite:
+                # the top leaf is resolved: refine the best-ranked leaf that is not
+                for leaf in np.argsort(-self.model.leaf_mean_, kind="stable"):
+                    if leaf != top:
+                        q = self._within_pair(int(leaf), state, rng)
+                        if q is not None:
+                            break
             if q is not None:
                 if inc is not None:
                     other = q[1]

@@ -1,0 +1,433 @@
+"""SQLite cache of LLM extractions and per-call statistics.
+
+One row per extraction, keyed by ``(message id, hash of text, hash of spec, model,
+prompt version)``: a rerun only asks for what is missing, a changed text, spec, model or
+prompt template asks again. Every row is committed as soon as it is written (WAL
+journal), so results survive a crash or a killed run.
+
+Tables
+------
+``extractions``
+    key columns, ``status`` (``ok`` | ``invalid`` | ``error``), ``values_json``, ``error``
+    (reason of a failure), ``raw`` (last answer text), ``attempts``, total ``latency_s``
+    and token counts, ``response_format``, ``created_at``.
+``calls``
+    every HTTP request: ``kind`` (``extract``, ``reason``, ``propose``), key of the item
+    or request, latency, outcome, tokens. :meth:`ExtractionCache.stats` summarises it in
+    the style of DT-PBO Table 4 (mean ± sd latency, tokens).
+``completions``
+    free-text answers of the feature-proposal steps, keyed by a request hash.
+``meta``
+    small key/value facts (e.g. the structured-output mode a server supports).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from feature_extraction.client import CallRecord
+
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS extractions (
+    message_id TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_version TEXT NOT NULL,
+    status TEXT NOT NULL,
+    values_json TEXT,
+    error TEXT,
+    raw TEXT,
+    attempts INTEGER,
+    latency_s REAL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    response_format TEXT,
+    created_at TEXT,
+    PRIMARY KEY (message_id, text_hash, spec_hash, model, prompt_version)
+);
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    key TEXT,
+    model TEXT,
+    latency_s REAL,
+    outcome TEXT,
+    status_code INTEGER,
+    response_format TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    created_at TEXT
+);
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    kind TEXT,
+    model TEXT,
+    content TEXT,
+    latency_s REAL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    created_at TEXT
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+
+def default_cache_path() -> Path:
+    """Default cache file.
+
+    ``$DTPBO_LLM_CACHE`` if set, else ``$XDG_CACHE_HOME/dtpbo/llm_cache.sqlite``
+    (``~/.cache/dtpbo/llm_cache.sqlite`` when ``XDG_CACHE_HOME`` is unset).
+    """
+    env = os.environ.get("DTPBO_LLM_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "dtpbo" / "llm_cache.sqlite"
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Key of one cached extraction."""
+
+    message_id: str
+    text_hash: str
+    spec_hash: str
+    model: str
+    prompt_version: str
+
+    def as_tuple(self) -> tuple[str, str, str, str, str]:
+        """Values in column order."""
+        return (self.message_id, self.text_hash, self.spec_hash, self.model, self.prompt_version)
+
+    def __str__(self) -> str:
+        return "|".join(self.as_tuple())
+
+
+@dataclass
+class CachedExtraction:
+    """One row of the ``extractions`` table."""
+
+    key: CacheKey
+    status: str
+    values: dict[str, Any] | None
+    error: str | None
+    raw: str | None
+    attempts: int
+    latency_s: float
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    response_format: str | None
+    created_at: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class ExtractionCache:
+    """SQLite cache (WAL journal, one commit per write).
+
+    Parameters
+    ----------
+    path
+        Database file (parent folders are created); ``":memory:"`` for a throw-away cache.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._con = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
+        with self._lock:
+            if self.path != ":memory:":
+                self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute("PRAGMA synchronous=NORMAL")
+            self._con.executescript(_SCHEMA_SQL)
+            self._con.commit()
+
+    def __repr__(self) -> str:
+        return f"ExtractionCache({self.path!r})"
+
+    def __enter__(self) -> ExtractionCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._con.close()
+
+    # ------------------------------------------------------------------ extractions
+    def get(self, key: CacheKey) -> CachedExtraction | None:
+        """The cached row for ``key`` or ``None``."""
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Iterable[CacheKey]) -> dict[CacheKey, CachedExtraction]:
+        """Cached rows for the keys that have one."""
+        keys = list(keys)
+        out: dict[CacheKey, CachedExtraction] = {}
+        with self._lock:
+            for k in keys:
+                row = self._con.execute(
+                    "SELECT status, values_json, error, raw, attempts, latency_s, prompt_tokens,"
+                    " completion_tokens, response_format, created_at FROM extractions WHERE"
+                    " message_id=? AND text_hash=? AND spec_hash=? AND model=? AND"
+                    " prompt_version=?",
+                    k.as_tuple(),
+                ).fetchone()
+                if row is None:
+                    continue
+                out[k] = CachedExtraction(
+                    key=k,
+                    status=row[0],
+                    values=json.loads(row[1]) if row[1] is not None else None,
+                    error=row[2],
+                    raw=row[3],
+                    attempts=int(row[4] or 0),
+                    latency_s=float(row[5] or 0.0),
+                    prompt_tokens=row[6],
+                    completion_tokens=row[7],
+                    response_format=row[8],
+                    created_at=row[9],
+                )
+        return out
+
+    def put(
+        self,
+        key: CacheKey,
+        *,
+        status: str,
+        values: dict[str, Any] | None = None,
+        error: str | None = None,
+        raw: str | None = None,
+        attempts: int = 0,
+        latency_s: float = 0.0,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        response_format: str | None = None,
+        calls: Sequence[CallRecord] = (),
+    ) -> None:
+        """Insert or replace the row for ``key`` and log its calls; commits at once."""
+        if status not in ("ok", "invalid", "error"):
+            raise ValueError(f"status must be ok, invalid or error, got {status!r}")
+        with self._lock:
+            self._con.execute(
+                "INSERT OR REPLACE INTO extractions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    *key.as_tuple(),
+                    status,
+                    json.dumps(values) if values is not None else None,
+                    error,
+                    raw,
+                    attempts,
+                    latency_s,
+                    prompt_tokens,
+                    completion_tokens,
+                    response_format,
+                    _now(),
+                ),
+            )
+            self._insert_calls(calls, str(key), key.model)
+            self._con.commit()
+
+    def _insert_calls(self, calls: Sequence[CallRecord], key: str, model: str) -> None:
+        now = _now()
+        self._con.executemany(
+            "INSERT INTO calls (kind, key, model, latency_s, outcome, status_code,"
+            " response_format, prompt_tokens, completion_tokens, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    c.kind,
+                    key,
+                    model,
+                    c.latency_s,
+                    c.outcome,
+                    c.status_code,
+                    c.response_format,
+                    c.prompt_tokens,
+                    c.completion_tokens,
+                    now,
+                )
+                for c in calls
+            ],
+        )
+
+    def log_calls(self, calls: Sequence[CallRecord], *, key: str, model: str) -> None:
+        """Record HTTP calls that belong to no extraction row (e.g. proposal steps)."""
+        with self._lock:
+            self._insert_calls(calls, key, model)
+            self._con.commit()
+
+    def extractions(
+        self, *, model: str | None = None, spec_hash: str | None = None
+    ) -> pd.DataFrame:
+        """All extraction rows (optionally of one model/spec) as a table."""
+        q = "SELECT * FROM extractions"
+        cond, args = [], []
+        if model is not None:
+            cond.append("model=?")
+            args.append(model)
+        if spec_hash is not None:
+            cond.append("spec_hash=?")
+            args.append(spec_hash)
+        if cond:
+            q += " WHERE " + " AND ".join(cond)
+        with self._lock:
+            return pd.read_sql_query(q, self._con, params=args)
+
+    def calls(self, *, kind: str | None = None, model: str | None = None) -> pd.DataFrame:
+        """Logged HTTP calls as a table."""
+        q = "SELECT * FROM calls"
+        cond, args = [], []
+        if kind is not None:
+            cond.append("kind=?")
+            args.append(kind)
+        if model is not None:
+            cond.append("model=?")
+            args.append(model)
+        if cond:
+            q += " WHERE " + " AND ".join(cond)
+        with self._lock:
+            return pd.read_sql_query(q + " ORDER BY id", self._con, params=args)
+
+    # ------------------------------------------------------------------ completions
+    def get_completion(self, key: str) -> str | None:
+        """Cached free-text answer for a request hash."""
+        with self._lock:
+            row = self._con.execute(
+                "SELECT content FROM completions WHERE key=?", (key,)
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def put_completion(
+        self, key: str, *, kind: str, model: str, content: str, calls: Sequence[CallRecord] = ()
+    ) -> None:
+        """Store a free-text answer (and log its calls)."""
+        last = calls[-1] if calls else None
+        with self._lock:
+            self._con.execute(
+                "INSERT OR REPLACE INTO completions VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    key,
+                    kind,
+                    model,
+                    content,
+                    last.latency_s if last else None,
+                    last.prompt_tokens if last else None,
+                    last.completion_tokens if last else None,
+                    _now(),
+                ),
+            )
+            self._insert_calls(calls, key, model)
+            self._con.commit()
+
+    # ------------------------------------------------------------------ meta
+    def get_meta(self, key: str) -> str | None:
+        """A stored fact or ``None``."""
+        with self._lock:
+            row = self._con.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a fact."""
+        with self._lock:
+            self._con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            self._con.commit()
+
+    # ------------------------------------------------------------------ statistics
+    def stats(self, *, model: str | None = None) -> pd.DataFrame:
+        """Table 4-style running-time statistics.
+
+        One row per (model, kind) of successful calls, plus one ``extraction (per item)``
+        row per model summing all calls of an item (validation retries included).
+
+        Columns: ``model``, ``kind``, ``n``, ``latency_mean_s``, ``latency_sd_s``,
+        ``prompt_tokens_mean``, ``completion_tokens_mean``, ``tokens_total``,
+        ``failed_calls``.
+        """
+        calls = self.calls(model=model)
+        rows: list[dict[str, Any]] = []
+        if calls.empty:
+            return pd.DataFrame(
+                columns=[
+                    "model",
+                    "kind",
+                    "n",
+                    "latency_mean_s",
+                    "latency_sd_s",
+                    "prompt_tokens_mean",
+                    "completion_tokens_mean",
+                    "tokens_total",
+                    "failed_calls",
+                ]
+            )
+        for (m, kind), g in calls.groupby(["model", "kind"], sort=True):
+            ok = g[g["outcome"] == "ok"]
+            rows.append(_summary(m, f"{kind} call", ok, n_failed=int((g["outcome"] != "ok").sum())))
+        ext = calls[(calls["kind"] == "extract") & (calls["outcome"] == "ok")]
+        if not ext.empty:
+            per_item = ext.groupby(["model", "key"], sort=True).agg(
+                latency_s=("latency_s", "sum"),
+                prompt_tokens=("prompt_tokens", "sum"),
+                completion_tokens=("completion_tokens", "sum"),
+            )
+            for m, g in per_item.groupby(level="model"):
+                rows.append(_summary(m, "extraction (per item)", g.reset_index(), n_failed=0))
+        return pd.DataFrame(rows)
+
+
+def _summary(model: str, kind: str, g: pd.DataFrame, *, n_failed: int) -> dict[str, Any]:
+    lat = g["latency_s"].to_numpy(dtype=float)
+    pt = pd.to_numeric(g["prompt_tokens"], errors="coerce").to_numpy(dtype=float)
+    ct = pd.to_numeric(g["completion_tokens"], errors="coerce").to_numpy(dtype=float)
+
+    def _mean(a: np.ndarray) -> float:
+        a = a[np.isfinite(a)]
+        return float(a.mean()) if len(a) else float("nan")
+
+    return {
+        "model": model,
+        "kind": kind,
+        "n": len(g),
+        "latency_mean_s": float(lat.mean()) if len(lat) else float("nan"),
+        "latency_sd_s": float(lat.std(ddof=1)) if len(lat) > 1 else float("nan"),
+        "prompt_tokens_mean": _mean(pt),
+        "completion_tokens_mean": _mean(ct),
+        "tokens_total": int(np.nansum(pt) + np.nansum(ct)),
+        "failed_calls": n_failed,
+    }
+
+
+def format_stats(stats: pd.DataFrame) -> str:
+    """Plain-text rendering of :meth:`ExtractionCache.stats` ("0.323 ± 0.050 s")."""
+    if stats.empty:
+        return "no calls recorded"
+    lines = []
+    for r in stats.itertuples(index=False):
+        sd = "" if np.isnan(r.latency_sd_s) else f" ± {r.latency_sd_s:.3f}"
+        tok = (
+            ""
+            if np.isnan(r.prompt_tokens_mean)
+            else f", tokens/call {r.prompt_tokens_mean:.0f} in + {r.completion_tokens_mean:.0f} out"
+        )
+        lines.append(
+            f"{r.model:<24} {r.kind:<24} n={r.n:<5} latency {r.latency_mean_s:.3f}{sd} s"
+            f"{tok}, total tokens {r.tokens_total}, failed calls {r.failed_calls}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,283 @@
+"""Command line: ``python -m feature_extraction {extract,stats,score,propose} ...``.
+
+Examples
+--------
+Extract the Table 9 features of the demo inbox with a local llama.cpp server::
+
+    python -m feature_extraction extract --study pmr-demo \\
+        --base-url http://127.0.0.1:8080/v1 --model smollm2 --out results/demo_features.csv
+
+Running-time statistics (DT-PBO Table 4 style) of everything in the cache::
+
+    python -m feature_extraction stats
+
+The API key is read from ``DTPBO_LLM_API_KEY`` or ``OPENAI_API_KEY`` (never from the
+command line, so it does not end up in shell history or process lists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from feature_extraction.cache import ExtractionCache, default_cache_path, format_stats
+from feature_extraction.client import RESPONSE_FORMATS, LLMConfig
+from feature_extraction.extract import extract_features, records_to_jsonl, save_table
+from feature_extraction.spec import PROMPT_VERSION, default_spec_path, load_spec
+
+STUDIES = ("pmr-demo", "pmr")
+
+
+def _study_items(study: str, pmr_dir: str | None) -> tuple[pd.DataFrame, object]:
+    from data_loaders import pmr
+
+    s = pmr.load_pmr_demo() if study == "pmr-demo" else pmr.load_pmr_synth(pmr_dir)
+    return pmr.pmr_texts(s), s
+
+
+def _add_llm_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("LLM endpoint (defaults from DTPBO_LLM_* / OPENAI_* variables)")
+    g.add_argument("--base-url", help="server URL incl. /v1, e.g. http://127.0.0.1:8080/v1")
+    g.add_argument("--model", help="model name as the server knows it")
+    g.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    g.add_argument("--concurrency", type=int, help="max requests in flight (default 4)")
+    g.add_argument("--timeout", type=float, help="per-request timeout in seconds (default 60)")
+    g.add_argument("--max-retries", type=int, help="transport retries per request (default 4)")
+    g.add_argument(
+        "--response-format",
+        choices=RESPONSE_FORMATS,
+        help="structured output: auto (probe json_schema, fall back to json_object), "
+        "json_schema or json_object (default auto)",
+    )
+    g.add_argument("--max-tokens", type=int, help="cap on generated tokens per answer")
+
+
+def _config(args: argparse.Namespace) -> LLMConfig:
+    cfg = LLMConfig.from_env(
+        base_url=args.base_url,
+        model=args.model,
+        temperature=args.temperature,
+        max_concurrency=args.concurrency,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        response_format=args.response_format,
+        max_tokens=args.max_tokens,
+    )
+    if not cfg.model:
+        raise SystemExit("error: no model given (--model or DTPBO_LLM_MODEL)")
+    return cfg
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m feature_extraction",
+        description="LLM feature extraction for patient message ranking (OpenAI-compatible "
+        "servers: vLLM, llama.cpp server, OpenAI).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("Examples\n--------\n", 1)[1],
+    )
+    ap.add_argument("-v", "--verbose", action="store_true", help="log progress and retries")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    cache_help = f"SQLite cache file (default {default_cache_path()}; env DTPBO_LLM_CACHE)"
+
+    ex = sub.add_parser(
+        "extract",
+        help="extract spec features from the messages of a study",
+        description="Extract the spec's features from every message of a study. Results are "
+        "cached as they arrive; a rerun only asks for what is missing.",
+    )
+    ex.add_argument("--study", choices=STUDIES, required=True, help="pmr-demo or pmr")
+    ex.add_argument("--pmr-dir", help="PMR-Synth-Inboxes folder (default $DTPBO_PMR_DIR)")
+    ex.add_argument(
+        "--spec", default=None, help=f"feature spec YAML/JSON (default {default_spec_path()})"
+    )
+    ex.add_argument("--out", required=True, help="extracted table (.csv, .json or .parquet)")
+    ex.add_argument("--records", help="also write per-message records (JSON lines)")
+    ex.add_argument("--cache", default=None, help=cache_help)
+    ex.add_argument("--limit", type=int, help="only the first N messages")
+    ex.add_argument("--retry-failed", action="store_true", help="re-ask invalid cached rows")
+    ex.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_llm_args(ex)
+
+    st = sub.add_parser(
+        "stats",
+        help="running-time statistics of the cached calls (Table 4 style)",
+        description="Mean ± sd latency and tokens per call kind and per extracted item.",
+    )
+    st.add_argument("--cache", default=None, help=cache_help)
+    st.add_argument("--model", help="only this model")
+    st.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    sc = sub.add_parser(
+        "score",
+        help="score an extracted demo table against the ground truth",
+        description="Per-feature agreement of an extracted table with the demo inbox's "
+        "ground-truth features.",
+    )
+    sc.add_argument("extracted", help="table written by 'extract --study pmr-demo'")
+    sc.add_argument("--spec", default=None, help="feature spec (default Table 9)")
+
+    pr = sub.add_parser(
+        "propose",
+        help="propose new features from badly explained comparisons (App. G.2)",
+        description="Fit the DT on the training pairs, ask the LLM why the preferred message "
+        "won in comparisons the tree explains worst, let it propose one feature, extract it "
+        "and keep it if validation accuracy improves. Records are written for review.",
+    )
+    pr.add_argument("--study", choices=STUDIES, required=True)
+    pr.add_argument("--pmr-dir", help="PMR-Synth-Inboxes folder (default $DTPBO_PMR_DIR)")
+    pr.add_argument("--spec", default=None, help="feature spec (default Table 9)")
+    pr.add_argument(
+        "--features",
+        default="truth",
+        help="current feature table: 'truth' (demo only) or an extracted table",
+    )
+    pr.add_argument("--rounds", type=int, default=1, help="proposal rounds (default 1)")
+    pr.add_argument("--pairs", type=int, default=8, help="comparisons explained per round")
+    pr.add_argument("--seed", type=int, default=0)
+    pr.add_argument("--out", required=True, help="proposal records (JSON)")
+    pr.add_argument("--cache", default=None, help=cache_help)
+    _add_llm_args(pr)
+    return ap
+
+
+def _cmd_extract(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    cfg = _config(args)
+    items, _ = _study_items(args.study, args.pmr_dir)
+    if args.limit is not None:
+        items = items.head(args.limit)
+    cache_path = Path(args.cache) if args.cache else default_cache_path()
+    print(
+        f"extracting {len(spec)} feature(s) of spec {spec.name!r} from {len(items)} message(s) "
+        f"with {cfg.model} at {cfg.base_url or 'the OpenAI API'} (prompt {PROMPT_VERSION}); "
+        f"cache {cache_path}",
+        file=sys.stderr,
+    )
+    bar = None
+    progress = None
+    if not args.no_progress:
+        try:
+            from tqdm import tqdm
+        except ImportError:  # pragma: no cover - tqdm is optional
+            tqdm = None
+        if tqdm is not None:
+
+            def progress(done: int, total: int, rec: object) -> None:
+                nonlocal bar
+                if bar is None:
+                    bar = tqdm(total=total, unit="msg", desc="extract", file=sys.stderr)
+                bar.update(1)
+
+    with ExtractionCache(cache_path) as cache:
+        result = extract_features(items, spec, cfg, cache=cache, progress=progress)
+    if bar is not None:
+        bar.close()
+    out = save_table(result.table(), args.out)
+    if args.records:
+        records_to_jsonl(result.records, args.records)
+    c = result.counts()
+    print(
+        f"{c['ok']} ok, {c['invalid']} invalid, {c['error']} error "
+        f"({c['requested']} requested, {c['cached']} from cache) -> {out}",
+        file=sys.stderr,
+    )
+    for r in result.records:
+        if not r.ok:
+            print(f"  {r.message_id}: {r.status}: {r.error}", file=sys.stderr)
+    if args.study == "pmr-demo" and c["ok"]:
+        from data_loaders.pmr import DEMO_DIR, score_against_truth
+
+        score = score_against_truth(result.table(), DEMO_DIR / "truth.csv", spec)
+        cols = ["type", "n", "accuracy", "hamming_accuracy", "f1", "within_one"]
+        print("agreement with the demo ground truth:", file=sys.stderr)
+        print(score[cols].round(3).to_string(), file=sys.stderr)
+    return 0 if c["error"] == 0 else 2
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    path = Path(args.cache) if args.cache else default_cache_path()
+    if not path.is_file():
+        print(f"no cache at {path}", file=sys.stderr)
+        return 1
+    with ExtractionCache(path) as cache:
+        stats = cache.stats(model=args.model)
+        n = cache.extractions(model=args.model)
+    if args.json:
+        print(stats.to_json(orient="records", indent=1))
+        return 0
+    print(f"cache {path}: {len(n)} extraction row(s)")
+    if len(n):
+        print("  " + ", ".join(f"{k}: {v}" for k, v in n["status"].value_counts().items()))
+    print(format_stats(stats))
+    return 0
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from data_loaders.pmr import DEMO_DIR, score_against_truth
+
+    spec = load_spec(args.spec)
+    score = score_against_truth(args.extracted, DEMO_DIR / "truth.csv", spec)
+    print(score.round(3).to_string())
+    return 0
+
+
+def _cmd_propose(args: argparse.Namespace) -> int:
+    from feature_extraction.extract import load_table
+    from feature_extraction.propose import FeatureProposer, save_records
+
+    spec = load_spec(args.spec)
+    cfg = _config(args)
+    items, study = _study_items(args.study, args.pmr_dir)
+    if args.features == "truth":
+        if args.study != "pmr-demo":
+            raise SystemExit("error: --features truth exists only for the demo inbox")
+        table = study.extras["truth"][["message_id", *spec.names]]
+    else:
+        table = load_table(args.features, spec)
+    pair_ids = study.extras["pair_ids"]
+    train = pair_ids[pair_ids["split"] == "train"]
+    cache_path = Path(args.cache) if args.cache else default_cache_path()
+    with ExtractionCache(cache_path) as cache:
+        proposer = FeatureProposer(spec, cfg, cache=cache, n_pairs=args.pairs, seed=args.seed)
+
+        def show(rec: object) -> None:
+            r = rec  # ProposalRecord
+            name = (r.proposal or {}).get("name")
+            print(
+                f"round {r.round}: {r.status} {name or ''} "
+                f"(val {r.baseline_val_accuracy} -> {r.new_val_accuracy}) {r.error or ''}",
+                file=sys.stderr,
+            )
+
+        records, final, _ = proposer.run(items, table, train, rounds=args.rounds, on_record=show)
+    save_records(records, args.out)
+    print(f"{len(records)} record(s) -> {args.out}; final spec has {len(final)} features")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m feature_extraction``."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    cmd = {
+        "extract": _cmd_extract,
+        "stats": _cmd_stats,
+        "score": _cmd_score,
+        "propose": _cmd_propose,
+    }[args.command]
+    return cmd(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,596 @@
+"""A small async client for OpenAI-compatible chat servers (vLLM, llama.cpp server, OpenAI).
+
+:class:`LLMConfig` gathers the connection settings (from arguments or the environment);
+:class:`LLMClient` sends chat requests through the ``openai`` package's ``AsyncOpenAI``
+with
+
+* a bounded number of requests in flight (``asyncio.Semaphore``),
+* retries with exponential backoff and seeded jitter on timeouts, connection errors, 429
+  and 5xx answers (the ``openai`` client's own retries are switched off),
+* structured output that works across servers: ``response_format={"type": "json_schema"}``
+  where the server supports it (vLLM, OpenAI) and ``{"type": "json_object"}`` plus a schema
+  hint in the prompt otherwise (llama.cpp's server answers HTTP 500 to ``json_schema``).
+  A ``json_object`` request also carries the schema as ``response_format["schema"]``,
+  which llama.cpp (and llama-cpp-python) turn into a grammar that constrains decoding;
+  a server that rejects the extra key gets plain ``json_object``.
+  In ``"auto"`` mode the first request negotiates, in this order: ``json_schema``,
+  ``json_object`` with schema, plain ``json_object``, moving on only when the server
+  rejects a format (HTTP 400/422/500/501); the accepted format is remembered for later
+  requests (:attr:`LLMClient.negotiated`).
+
+The API key is never logged, never part of a record and masked in ``repr``/``str``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal
+
+import openai
+
+from feature_extraction.spec import schema_hint
+
+log = logging.getLogger(__name__)
+
+ResponseFormat = Literal["auto", "json_schema", "json_object"]
+RESPONSE_FORMATS: tuple[str, ...] = ("auto", "json_schema", "json_object")
+#: Structured-output formats a request can use (``CallRecord.response_format``).
+STRUCTURED_FORMATS: tuple[str, ...] = ("json_schema", "json_object+schema", "json_object")
+
+#: Placeholder key sent to local servers that need none (the ``openai`` client needs one).
+NO_KEY = "not-needed"
+
+_MASK = "***"
+
+#: Environment variables read by :meth:`LLMConfig.from_env` (``DTPBO_LLM_*`` first).
+ENV_VARS: dict[str, tuple[str, ...]] = {
+    "base_url": ("DTPBO_LLM_BASE_URL", "OPENAI_BASE_URL"),
+    "model": ("DTPBO_LLM_MODEL",),
+    "api_key": ("DTPBO_LLM_API_KEY", "OPENAI_API_KEY"),
+    "temperature": ("DTPBO_LLM_TEMPERATURE",),
+    "max_concurrency": ("DTPBO_LLM_MAX_CONCURRENCY",),
+    "timeout": ("DTPBO_LLM_TIMEOUT",),
+    "max_retries": ("DTPBO_LLM_MAX_RETRIES",),
+    "response_format": ("DTPBO_LLM_RESPONSE_FORMAT",),
+    "max_tokens": ("DTPBO_LLM_MAX_TOKENS",),
+}
+
+
+@dataclass
+class LLMConfig:
+    """Connection and retry settings.
+
+    Parameters
+    ----------
+    base_url
+        Server URL including ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``); ``None`` uses
+        the ``openai`` default (OpenAI's API).
+    model
+        Model name as the server knows it.
+    api_key
+        Secret key; ``None`` sends a placeholder (local servers need none). Masked in
+        ``repr``/``str`` and never logged.
+    temperature
+        Sampling temperature (0 = as deterministic as the server allows).
+    max_concurrency
+        Maximum number of requests in flight.
+    timeout
+        Per-request timeout in seconds.
+    max_retries
+        Transport retries per request (timeouts, connection errors, 408/409/429/5xx).
+    max_validation_retries
+        How often an invalid answer is re-asked with the validation error fed back.
+    backoff_base, backoff_max
+        Backoff before retry ``k`` (0-based) is ``min(backoff_max, backoff_base * 2**k)``
+        times a jitter factor in ``[0.5, 1.5)`` drawn from a generator seeded by ``seed``.
+    seed
+        Seed of the jitter generator (and sent to the server as ``seed``).
+    response_format
+        ``"auto"`` (probe ``json_schema``, fall back to ``json_object`` and remember),
+        ``"json_schema"`` or ``"json_object"``.
+    max_tokens
+        Cap on generated tokens per answer (``None`` = server default).
+    """
+
+    base_url: str | None = None
+    model: str = ""
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float = 0.0
+    max_concurrency: int = 4
+    timeout: float = 60.0
+    max_retries: int = 4
+    max_validation_retries: int = 2
+    backoff_base: float = 1.0
+    backoff_max: float = 30.0
+    seed: int = 0
+    response_format: ResponseFormat = "auto"
+    max_tokens: int | None = 1024
+
+    def __post_init__(self) -> None:
+        if self.response_format not in RESPONSE_FORMATS:
+            raise ValueError(
+                f"response_format {self.response_format!r} is not one of {RESPONSE_FORMATS}"
+            )
+        if int(self.max_concurrency) < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        if float(self.timeout) <= 0:
+            raise ValueError("timeout must be positive")
+        if int(self.max_retries) < 0 or int(self.max_validation_retries) < 0:
+            raise ValueError("retry counts must be >= 0")
+        if self.api_key is not None and not str(self.api_key):
+            self.api_key = None
+
+    def __repr__(self) -> str:
+        parts = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "api_key":
+                v = _MASK if v else None
+            parts.append(f"{f.name}={v!r}")
+        return f"LLMConfig({', '.join(parts)})"
+
+    __str__ = __repr__
+
+    def to_dict(self) -> dict[str, Any]:
+        """Settings for records and logs, with the API key masked."""
+        d = asdict(self)
+        d["api_key"] = _MASK if self.api_key else None
+        return d
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
+        """Settings from the environment, overridden by non-``None`` keyword arguments.
+
+        Reads ``DTPBO_LLM_BASE_URL`` (or ``OPENAI_BASE_URL``), ``DTPBO_LLM_MODEL``,
+        ``DTPBO_LLM_API_KEY`` (or ``OPENAI_API_KEY``), ``DTPBO_LLM_TEMPERATURE``,
+        ``DTPBO_LLM_MAX_CONCURRENCY``, ``DTPBO_LLM_TIMEOUT``, ``DTPBO_LLM_MAX_RETRIES``,
+        ``DTPBO_LLM_RESPONSE_FORMAT`` and ``DTPBO_LLM_MAX_TOKENS``.
+        """
+        env = os.environ if env is None else env
+        types = {f.name: f.type for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for name, names in ENV_VARS.items():
+            raw = next((env[n] for n in names if env.get(n)), None)
+            if raw is None:
+                continue
+            t = str(types[name])
+            try:
+                if "float" in t:
+                    kwargs[name] = float(raw)
+                elif t.startswith("int"):
+                    kwargs[name] = int(raw)
+                else:
+                    kwargs[name] = raw
+            except ValueError:
+                raise ValueError(f"environment variable {names[0]}: cannot parse {raw!r}") from None
+        kwargs.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kwargs)
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key (if any) replaced by ``***``."""
+        if self.api_key and text:
+            return text.replace(self.api_key, _MASK)
+        return text
+
+
+@dataclass
+class CallRecord:
+    """One HTTP request to the server (successful or not).
+
+    Attributes
+    ----------
+    kind
+        What the call was for (``"extract"``, ``"reason"``, ``"propose"``...).
+    latency_s
+        Wall time of the request in seconds.
+    outcome
+        ``"ok"`` or the error class (``"RateLimitError"``, ``"APITimeoutError"``...).
+    status_code
+        HTTP status of a failed request (``None`` for timeouts/connection errors).
+    response_format
+        ``"json_schema"``, ``"json_object+schema"``, ``"json_object"`` or ``"text"``.
+    prompt_tokens, completion_tokens
+        Token usage reported by the server (``None`` if not reported).
+    """
+
+    kind: str
+    latency_s: float
+    outcome: str
+    status_code: int | None = None
+    response_format: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready representation."""
+        return asdict(self)
+
+
+@dataclass
+class ChatResult:
+    """The answer to one chat request after transport retries.
+
+    Attributes
+    ----------
+    content
+        Text of the first choice (``None`` if the server sent none).
+    calls
+        Every HTTP request made for this answer (failed attempts included).
+    response_format
+        Structured-output mode of the successful request.
+    """
+
+    content: str | None
+    calls: list[CallRecord]
+    response_format: str
+
+    @property
+    def latency_s(self) -> float:
+        """Latency of the successful request."""
+        return self.calls[-1].latency_s
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """Prompt tokens of the successful request."""
+        return self.calls[-1].prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int | None:
+        """Completion tokens of the successful request."""
+        return self.calls[-1].completion_tokens
+
+
+class LLMRequestError(RuntimeError):
+    """A request that failed for good (non-retryable error or retries exhausted).
+
+    Attributes
+    ----------
+    reason
+        Human-readable reason (API key redacted).
+    calls
+        Every HTTP request made.
+    """
+
+    def __init__(self, reason: str, calls: Sequence[CallRecord]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.calls = list(calls)
+
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: Answers to a ``json_schema`` request that mean "structured output unsupported".
+_SCHEMA_REJECT_STATUS = frozenset({400, 422, 500, 501})
+
+
+def _status(exc: BaseException) -> int | None:
+    return getattr(exc, "status_code", None)
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    code = _status(exc)
+    return code is not None and (code in _RETRYABLE_STATUS or code >= 500)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class LLMClient:
+    """Async chat client with bounded concurrency, backoff and structured-output fallback.
+
+    Parameters
+    ----------
+    config
+        Connection settings.
+    response_mode
+        Known structured-output format of the server (``"json_schema"``,
+        ``"json_object+schema"`` or ``"json_object"``, see :attr:`negotiated`), e.g.
+        remembered from an earlier run; overrides ``config.response_format``.
+
+    Use as ``async with LLMClient(config) as client: ...`` or call :meth:`aclose`.
+    """
+
+    def __init__(self, config: LLMConfig, *, response_mode: str | None = None) -> None:
+        self.config = config
+        #: "auto", "json_schema" or "json_object" (see also ``object_schema``).
+        self.response_mode: str = config.response_format
+        #: Whether the server accepts ``response_format["schema"]`` with ``json_object``
+        #: (``None`` = not known yet).
+        self.object_schema: bool | None = None
+        if response_mode in STRUCTURED_FORMATS:
+            self.response_mode = "json_schema" if response_mode == "json_schema" else "json_object"
+            if response_mode != "json_schema":
+                self.object_schema = response_mode == "json_object+schema"
+        self._client = openai.AsyncOpenAI(
+            api_key=config.api_key or NO_KEY,
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=0,
+        )
+        self._rng = random.Random(config.seed)
+        self._sem: asyncio.Semaphore | None = None
+        self._probe_lock: asyncio.Lock | None = None
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def __repr__(self) -> str:
+        return f"LLMClient(config={self.config!r}, response_mode={self.response_mode!r})"
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the underlying HTTP client."""
+        await self._client.close()
+
+    # ------------------------------------------------------------------ formats
+    @property
+    def negotiated(self) -> str:
+        """The structured-output format in use: ``"json_schema"``, ``"json_object+schema"``,
+        ``"json_object"`` or ``"auto"`` (not settled yet)."""
+        if self.response_mode == "json_schema":
+            return "json_schema"
+        if self.response_mode == "json_object" and self.object_schema is not None:
+            return "json_object+schema" if self.object_schema else "json_object"
+        return "auto"
+
+    def _candidates(self) -> list[str]:
+        """Formats to try, in order, for a request with a JSON schema."""
+        obj = {
+            None: ["json_object+schema", "json_object"],
+            True: ["json_object+schema"],
+            False: ["json_object"],
+        }[self.object_schema]
+        if self.response_mode == "json_schema":
+            return ["json_schema"]
+        if self.response_mode == "json_object":
+            return obj
+        return ["json_schema", *obj]
+
+    def _settle(self, fmt: str, rejected: Sequence[str] = ()) -> None:
+        if fmt == "json_schema":
+            self.response_mode = "json_schema"
+        elif fmt == "json_object+schema":
+            self.response_mode, self.object_schema = "json_object", True
+        elif fmt == "json_object":
+            self.response_mode = "json_object"
+            if "json_object+schema" in rejected:
+                self.object_schema = False
+
+    # ------------------------------------------------------------------ helpers
+    def _primitives(self) -> tuple[asyncio.Semaphore, asyncio.Lock]:
+        if self._sem is None or self._probe_lock is None:
+            self._sem = asyncio.Semaphore(int(self.config.max_concurrency))
+            self._probe_lock = asyncio.Lock()
+        return self._sem, self._probe_lock
+
+    def backoff_delay(self, attempt: int, exc: BaseException | None = None) -> float:
+        """Seconds to wait before retry ``attempt`` (0-based); honours ``Retry-After``."""
+        cfg = self.config
+        delay = min(cfg.backoff_max, cfg.backoff_base * 2.0**attempt)
+        delay *= 0.5 + self._rng.random()
+        hint = _retry_after(exc) if exc is not None else None
+        if hint is not None and math.isfinite(hint):
+            delay = max(delay, min(hint, cfg.backoff_max))
+        return delay
+
+    async def _call(
+        self,
+        kind: str,
+        messages: list[dict[str, str]],
+        mode: str,
+        json_schema: Mapping[str, Any] | None,
+        name: str,
+        max_tokens: int | None,
+    ) -> tuple[Any, CallRecord]:
+        """One HTTP request inside the semaphore. Raises the ``openai`` error on failure."""
+        cfg = self.config
+        kwargs: dict[str, Any] = {
+            "model": cfg.model,
+            "messages": messages,
+            "temperature": cfg.temperature,
+            "seed": cfg.seed,
+        }
+        mt = max_tokens if max_tokens is not None else cfg.max_tokens
+        if mt is not None:
+            kwargs["max_tokens"] = mt
+        if mode == "json_schema":
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": dict(json_schema or {}), "strict": True},
+            }
+        elif mode in ("json_object", "json_object+schema"):
+            kwargs["response_format"] = {"type": "json_object"}
+            if mode == "json_object+schema":
+                kwargs["response_format"]["schema"] = dict(json_schema or {})
+            if json_schema is not None:
+                kwargs["messages"] = _with_hint(messages, json_schema)
+        sem, _ = self._primitives()
+        async with sem:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            t0 = time.perf_counter()
+            try:
+                resp = await self._client.chat.completions.create(**kwargs)
+            except openai.OpenAIError as e:
+                rec = CallRecord(kind, time.perf_counter() - t0, type(e).__name__, _status(e), mode)
+                e.call_record = rec  # type: ignore[attr-defined]
+                raise
+            finally:
+                self.in_flight -= 1
+        usage = getattr(resp, "usage", None)
+        rec = CallRecord(
+            kind,
+            time.perf_counter() - t0,
+            "ok",
+            None,
+            mode,
+            getattr(usage, "prompt_tokens", None),
+            getattr(usage, "completion_tokens", None),
+        )
+        return resp, rec
+
+    def _describe(self, exc: BaseException) -> str:
+        code = _status(exc)
+        head = f"{type(exc).__name__}" + (f" (HTTP {code})" if code else "")
+        msg = str(exc).strip()
+        if len(msg) > 300:
+            msg = msg[:300] + "..."
+        return self.config.redact(f"{head}: {msg}" if msg else head)
+
+    # ------------------------------------------------------------------ requests
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        name: str = "answer",
+        kind: str = "extract",
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        """Send one chat request; structured JSON output when ``json_schema`` is given.
+
+        Parameters
+        ----------
+        messages
+            Chat messages (``role``/``content``).
+        json_schema
+            JSON schema of the answer; ``None`` asks for free text.
+        name
+            Schema name sent with ``json_schema`` requests.
+        kind
+            Label of the call in :class:`CallRecord`.
+        max_tokens
+            Overrides ``config.max_tokens`` for this request.
+
+        Raises
+        ------
+        LLMRequestError
+            On a non-retryable error or when the transport retries are exhausted.
+        """
+        _, probe_lock = self._primitives()
+        if json_schema is not None and len(self._candidates()) > 1:
+            async with probe_lock:  # negotiate the format once, not in every request
+                return await self._with_retries(messages, json_schema, name, kind, max_tokens)
+        return await self._with_retries(messages, json_schema, name, kind, max_tokens)
+
+    async def _negotiate(
+        self,
+        calls: list[CallRecord],
+        messages: list[dict[str, str]],
+        json_schema: Mapping[str, Any] | None,
+        name: str,
+        kind: str,
+        max_tokens: int | None,
+    ) -> tuple[Any, str]:
+        """One attempt: try the candidate formats in order, moving on only when the
+        server rejects a format. Raises the last ``openai`` error."""
+        cands = self._candidates() if json_schema is not None else ["text"]
+        for i, fmt in enumerate(cands):
+            try:
+                resp, rec = await self._call(kind, messages, fmt, json_schema, name, max_tokens)
+            except openai.OpenAIError as exc:
+                calls.append(_record_of(exc, kind, fmt))
+                if i + 1 < len(cands) and _status(exc) in _SCHEMA_REJECT_STATUS:
+                    log.warning(
+                        "server rejected response_format %s (%s); trying %s",
+                        fmt,
+                        self._describe(exc),
+                        cands[i + 1],
+                    )
+                    continue
+                raise
+            calls.append(rec)
+            if json_schema is not None and len(cands) > 1:
+                self._settle(fmt, rejected=cands[:i])
+                log.info("structured output: using response_format %s from now on", fmt)
+            return resp, fmt
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _with_retries(
+        self,
+        messages: list[dict[str, str]],
+        json_schema: Mapping[str, Any] | None,
+        name: str,
+        kind: str,
+        max_tokens: int | None,
+    ) -> ChatResult:
+        calls: list[CallRecord] = []
+        attempt = 0
+        while True:
+            try:
+                resp, fmt = await self._negotiate(
+                    calls, messages, json_schema, name, kind, max_tokens
+                )
+            except openai.OpenAIError as err:
+                if not _retryable(err):
+                    raise LLMRequestError(f"request failed: {self._describe(err)}", calls) from None
+                if attempt >= self.config.max_retries:
+                    raise LLMRequestError(
+                        f"request failed after {attempt + 1} attempt(s): {self._describe(err)}",
+                        calls,
+                    ) from None
+                delay = self.backoff_delay(attempt, err)
+                log.warning(
+                    "%s; retry %d/%d in %.2fs",
+                    self._describe(err),
+                    attempt + 1,
+                    self.config.max_retries,
+                    delay,
+                )
+                attempt += 1
+                await asyncio.sleep(delay)
+                continue
+            return ChatResult(_content(resp), calls, fmt)
+
+
+def _record_of(exc: BaseException, kind: str, mode: str) -> CallRecord:
+    rec = getattr(exc, "call_record", None)
+    if isinstance(rec, CallRecord):
+        return rec
+    return CallRecord(kind, 0.0, type(exc).__name__, _status(exc), mode)
+
+
+def _content(resp: Any) -> str | None:
+    choices = getattr(resp, "choices", None) or []
+    if not choices:
+        return None
+    message = getattr(choices[0], "message", None)
+    return getattr(message, "content", None)
+
+
+def _with_hint(
+    messages: list[dict[str, str]], json_schema: Mapping[str, Any]
+) -> list[dict[str, str]]:
+    """Messages with the schema hint appended to the system message (or prepended as one)."""
+    out = [dict(m) for m in messages]
+    hint = schema_hint(json_schema)
+    for m in out:
+        if m.get("role") == "system":
+            m["content"] = m["content"] + hint
+            return out
+    return [{"role": "system", "content": hint.strip()}, *out]
+
+
+def with_overrides(config: LLMConfig, **overrides: Any) -> LLMConfig:
+    """Copy of ``config`` with non-``None`` overrides applied."""
+    return replace(config, **{k: v for k, v in overrides.items() if v is not None})

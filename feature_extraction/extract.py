@@ -1,0 +1,500 @@
+"""Extract spec features from item texts with an OpenAI-compatible LLM.
+
+For every item the LLM gets the spec's prompt (:func:`feature_extraction.spec.build_messages`)
+and answers one JSON object. The answer is parsed and validated against the spec; an
+invalid answer is re-asked with the validation errors fed back
+(``config.max_validation_retries`` times) and then recorded as ``invalid`` with the
+reason. Transport failures that outlast the retries are recorded as ``error``. Nothing
+is coerced: a row is either spec-valid or a failure with a reason.
+
+With a cache (:class:`feature_extraction.cache.ExtractionCache`) every result is
+committed as soon as it arrives; a rerun asks only for items without a row (and, by
+default, re-asks transport ``error`` rows; ``retry_failed=True`` re-asks ``invalid`` rows
+too).
+
+The extracted table (:meth:`ExtractionResult.table`, :func:`save_table`) has one row per
+item: ``message_id``, ``status``, ``error`` and one column per feature (multi-hot values
+as lists in memory and ``;``-joined strings in CSV files).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from feature_extraction.cache import CacheKey, ExtractionCache
+from feature_extraction.client import CallRecord, LLMClient, LLMConfig, LLMRequestError
+from feature_extraction.spec import (
+    PROMPT_VERSION,
+    AnswerValidationError,
+    Spec,
+    build_messages,
+    feedback_message,
+    text_hash,
+)
+
+log = logging.getLogger(__name__)
+
+Status = Literal["ok", "invalid", "error"]
+
+#: ``progress(done, total, record)``: called after every requested item.
+ProgressCallback = Callable[[int, int, "ExtractionRecord"], None]
+
+
+@dataclass
+class ExtractionRecord:
+    """Outcome of the extraction of one item.
+
+    Attributes
+    ----------
+    message_id
+        Item id.
+    status
+        ``"ok"`` (``values`` is spec-valid), ``"invalid"`` (the model kept answering
+        invalid JSON/values) or ``"error"`` (the request failed).
+    values
+        ``{feature: value}`` when ``status == "ok"``, else ``None``.
+    error
+        Reason of a failure (validation errors or the request error).
+    raw
+        Text of the last answer.
+    attempts
+        Answers requested (1 + validation retries used).
+    latency_s, prompt_tokens, completion_tokens
+        Totals over the successful HTTP calls of this item.
+    response_format
+        Structured-output mode of the last answer.
+    cached
+        True when the record came from the cache.
+    calls
+        The HTTP calls made for this item in this run.
+    """
+
+    message_id: str
+    status: Status
+    values: dict[str, Any] | None = None
+    error: str | None = None
+    raw: str | None = None
+    attempts: int = 0
+    latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    response_format: str | None = None
+    cached: bool = False
+    calls: list[CallRecord] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True for a spec-valid row."""
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready representation."""
+        d = asdict(self)
+        d["calls"] = [c.to_dict() for c in self.calls]
+        return d
+
+
+@dataclass
+class ExtractionResult:
+    """All records of one extraction run.
+
+    Attributes
+    ----------
+    spec
+        The spec the features were extracted with.
+    records
+        One record per item, in input order.
+    n_requested
+        Items sent to the LLM in this run (the rest came from the cache).
+    model
+        Model name.
+    """
+
+    spec: Spec
+    records: list[ExtractionRecord]
+    n_requested: int
+    model: str
+
+    @property
+    def n_cached(self) -> int:
+        """Items answered from the cache."""
+        return sum(r.cached for r in self.records)
+
+    @property
+    def n_ok(self) -> int:
+        """Items with a spec-valid row."""
+        return sum(r.ok for r in self.records)
+
+    def counts(self) -> dict[str, int]:
+        """Numbers of ok / invalid / error records, requested and cached items."""
+        out = {"ok": 0, "invalid": 0, "error": 0}
+        for r in self.records:
+            out[r.status] += 1
+        out["requested"] = self.n_requested
+        out["cached"] = self.n_cached
+        return out
+
+    def table(self, *, include_failed: bool = True) -> pd.DataFrame:
+        """The extracted table: ``message_id``, ``status``, ``error`` and the features."""
+        rows = []
+        for r in self.records:
+            if not include_failed and not r.ok:
+                continue
+            row: dict[str, Any] = {"message_id": r.message_id, "status": r.status, "error": r.error}
+            for name in self.spec.names:
+                row[name] = (r.values or {}).get(name) if r.ok else None
+            rows.append(row)
+        return pd.DataFrame(rows, columns=["message_id", "status", "error", *self.spec.names])
+
+    def failures(self) -> pd.DataFrame:
+        """Failed items with their status and reason."""
+        t = self.table()
+        return t.loc[t["status"] != "ok", ["message_id", "status", "error"]].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------- items
+def as_items(
+    items: pd.DataFrame | Mapping[str, str] | Iterable[tuple[str, str]],
+) -> list[tuple[str, str]]:
+    """``[(message_id, text), ...]`` from a table (columns ``message_id``, ``text``), a
+    mapping or pairs. Ids must be unique and texts non-empty strings."""
+    if isinstance(items, pd.DataFrame):
+        missing = {"message_id", "text"} - set(items.columns)
+        if missing:
+            raise ValueError(f"items table lacks column(s) {sorted(missing)}")
+        pairs = list(zip(items["message_id"].astype(str), items["text"], strict=True))
+    elif isinstance(items, Mapping):
+        pairs = [(str(k), v) for k, v in items.items()]
+    else:
+        pairs = [(str(k), v) for k, v in items]
+    seen: set[str] = set()
+    for mid, text in pairs:
+        if mid in seen:
+            raise ValueError(f"duplicate message id {mid!r}")
+        seen.add(mid)
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"message {mid!r}: text must be a non-empty string")
+    return pairs
+
+
+# ---------------------------------------------------------------------- extraction
+class Extractor:
+    """Extract a spec's features from texts (async; see :func:`extract_features`).
+
+    Parameters
+    ----------
+    spec
+        Features to extract.
+    config
+        LLM settings.
+    cache
+        Optional cache; results are written to it as they arrive.
+    client
+        Optional client to reuse (e.g. across proposal rounds); created otherwise.
+    """
+
+    def __init__(
+        self,
+        spec: Spec,
+        config: LLMConfig,
+        *,
+        cache: ExtractionCache | None = None,
+        client: LLMClient | None = None,
+    ) -> None:
+        self.spec = spec
+        self.config = config
+        self.cache = cache
+        self._client = client
+        self.spec_hash = spec.spec_hash()
+        self.json_schema = spec.answer_json_schema()
+
+    def key(self, message_id: str, text: str) -> CacheKey:
+        """Cache key of one item."""
+        return CacheKey(
+            message_id, text_hash(text), self.spec_hash, self.config.model, PROMPT_VERSION
+        )
+
+    def _mode_key(self) -> str:
+        return f"response_format|{self.config.base_url}|{self.config.model}"
+
+    async def run(
+        self,
+        items: pd.DataFrame | Mapping[str, str] | Iterable[tuple[str, str]],
+        *,
+        progress: ProgressCallback | None = None,
+        retry_failed: bool = False,
+    ) -> ExtractionResult:
+        """Extract all items; return records in input order."""
+        pairs = as_items(items)
+        keys = [self.key(mid, text) for mid, text in pairs]
+        cached = self.cache.get_many(keys) if self.cache is not None else {}
+        records: dict[str, ExtractionRecord] = {}
+        todo: list[tuple[str, str, CacheKey]] = []
+        for (mid, text), k in zip(pairs, keys, strict=True):
+            c = cached.get(k)
+            if c is not None and (c.status == "ok" or (c.status == "invalid" and not retry_failed)):
+                records[mid] = ExtractionRecord(
+                    mid,
+                    c.status,  # type: ignore[arg-type]
+                    c.values,
+                    c.error,
+                    c.raw,
+                    c.attempts,
+                    c.latency_s,
+                    c.prompt_tokens,
+                    c.completion_tokens,
+                    c.response_format,
+                    cached=True,
+                )
+            else:
+                todo.append((mid, text, k))
+        if todo:
+            log.info(
+                "extracting %d item(s) with %s (%d from cache)",
+                len(todo),
+                self.config.model,
+                len(pairs) - len(todo),
+            )
+            client = self._client
+            own = client is None
+            if client is None:
+                mode = None
+                if self.cache is not None and self.config.response_format == "auto":
+                    mode = self.cache.get_meta(self._mode_key())
+                client = LLMClient(self.config, response_mode=mode)
+            try:
+                done = 0
+                tasks = [asyncio.ensure_future(self._one(client, *t)) for t in todo]
+                try:
+                    for fut in asyncio.as_completed(tasks):
+                        rec = await fut
+                        records[rec.message_id] = rec
+                        done += 1
+                        if progress is not None:
+                            progress(done, len(todo), rec)
+                finally:
+                    for t in tasks:
+                        t.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                if (
+                    self.cache is not None
+                    and self.config.response_format == "auto"
+                    and client.negotiated != "auto"
+                ):
+                    self.cache.set_meta(self._mode_key(), client.negotiated)
+            finally:
+                if own:
+                    await client.aclose()
+        return ExtractionResult(
+            self.spec, [records[mid] for mid, _ in pairs], len(todo), self.config.model
+        )
+
+    async def _one(self, client: LLMClient, mid: str, text: str, key: CacheKey) -> ExtractionRecord:
+        messages = build_messages(self.spec, text)
+        calls: list[CallRecord] = []
+        rec = ExtractionRecord(mid, "error")
+        n_answers = 1 + int(self.config.max_validation_retries)
+        for attempt in range(n_answers):
+            try:
+                res = await client.chat(
+                    messages, json_schema=self.json_schema, name="features", kind="extract"
+                )
+            except LLMRequestError as e:
+                calls.extend(e.calls)
+                rec.status, rec.error = "error", e.reason
+                break
+            calls.extend(res.calls)
+            rec.attempts = attempt + 1
+            rec.raw = res.content
+            rec.response_format = res.response_format
+            try:
+                rec.values = self.spec.parse_answer(res.content)
+            except AnswerValidationError as e:
+                rec.status = "invalid"
+                rec.error = f"invalid answer after {attempt + 1} attempt(s): " + "; ".join(e.errors)
+                log.info("message %s: invalid answer (%s)", mid, "; ".join(e.errors))
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": res.content or ""},
+                    {"role": "user", "content": feedback_message(e.errors)},
+                ]
+                continue
+            rec.status, rec.error = "ok", None
+            break
+        ok_calls = [c for c in calls if c.outcome == "ok"]
+        rec.calls = calls
+        rec.latency_s = sum(c.latency_s for c in ok_calls)
+        rec.prompt_tokens = _sum_or_none(c.prompt_tokens for c in ok_calls)
+        rec.completion_tokens = _sum_or_none(c.completion_tokens for c in ok_calls)
+        if self.cache is not None:
+            self.cache.put(
+                key,
+                status=rec.status,
+                values=rec.values,
+                error=rec.error,
+                raw=rec.raw,
+                attempts=rec.attempts,
+                latency_s=rec.latency_s,
+                prompt_tokens=rec.prompt_tokens,
+                completion_tokens=rec.completion_tokens,
+                response_format=rec.response_format,
+                calls=calls,
+            )
+        return rec
+
+
+def _sum_or_none(values: Iterable[int | None]) -> int | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) if vals else None
+
+
+async def extract_features_async(
+    items: pd.DataFrame | Mapping[str, str] | Iterable[tuple[str, str]],
+    spec: Spec,
+    config: LLMConfig,
+    *,
+    cache: ExtractionCache | None = None,
+    client: LLMClient | None = None,
+    progress: ProgressCallback | None = None,
+    retry_failed: bool = False,
+) -> ExtractionResult:
+    """Async version of :func:`extract_features`."""
+    ex = Extractor(spec, config, cache=cache, client=client)
+    return await ex.run(items, progress=progress, retry_failed=retry_failed)
+
+
+def extract_features(
+    items: pd.DataFrame | Mapping[str, str] | Iterable[tuple[str, str]],
+    spec: Spec,
+    config: LLMConfig,
+    *,
+    cache: ExtractionCache | None = None,
+    progress: ProgressCallback | None = None,
+    retry_failed: bool = False,
+) -> ExtractionResult:
+    """Extract ``spec``'s features from every item's text.
+
+    Parameters
+    ----------
+    items
+        Table with columns ``message_id`` and ``text``, a ``{id: text}`` mapping or
+        ``(id, text)`` pairs.
+    spec
+        Features to extract.
+    config
+        LLM settings (:meth:`LLMConfig.from_env` reads them from the environment).
+    cache
+        Optional SQLite cache: results are committed as they arrive and reused.
+    progress
+        ``progress(done, total, record)`` after each requested item (drives a progress
+        bar in the CLI or the dashboard).
+    retry_failed
+        Re-ask items cached as ``invalid`` (transport ``error`` rows are always re-asked).
+
+    Returns
+    -------
+    ExtractionResult
+        One record per item; failures carry their reason.
+
+    Notes
+    -----
+    Runs its own event loop; inside a running loop (e.g. Jupyter) it runs in a worker
+    thread. Use :func:`extract_features_async` from async code.
+    """
+    coro_args = (items, spec, config)
+    kwargs = {"cache": cache, "progress": progress, "retry_failed": retry_failed}
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(extract_features_async(*coro_args, **kwargs))
+    box: dict[str, Any] = {}
+
+    def _target() -> None:
+        try:
+            box["result"] = asyncio.run(extract_features_async(*coro_args, **kwargs))
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=_target, name="feature-extraction")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+# ---------------------------------------------------------------------- tables on disk
+def _cell_out(v: Any) -> Any:
+    if isinstance(v, list | tuple):
+        return ";".join(str(x) for x in v)
+    return v
+
+
+def save_table(table: pd.DataFrame, path: str | Path) -> Path:
+    """Write an extracted table as CSV, JSON (records) or Parquet, by suffix.
+
+    Multi-hot lists become ``;``-joined strings in CSV/Parquet and stay lists in JSON.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        recs = json.loads(table.to_json(orient="records"))
+        path.write_text(json.dumps(recs, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    elif suffix in (".parquet", ".pq"):
+        table.map(_cell_out).to_parquet(path, index=False)
+    else:
+        table.map(_cell_out).to_csv(path, index=False)
+    return path
+
+
+def load_table(path: str | Path, spec: Spec | None = None) -> pd.DataFrame:
+    """Read an extracted (or ground-truth) table written by :func:`save_table`.
+
+    Multi-hot columns of ``spec`` (if given) are turned back into lists; empty cells of
+    multi-hot columns become empty lists. ``message_id`` is read as a string.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"feature table {str(path)!r} does not exist")
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        table = pd.DataFrame(json.loads(path.read_text(encoding="utf-8")))
+    elif suffix in (".parquet", ".pq"):
+        table = pd.read_parquet(path)
+    else:
+        table = pd.read_csv(path, dtype={"message_id": str}, keep_default_na=False, na_values=[""])
+    if "message_id" not in table.columns:
+        raise ValueError(f"{path}: feature table has no 'message_id' column")
+    table["message_id"] = table["message_id"].astype(str)
+    if spec is not None:
+        for f in spec.features:
+            if f.name in table.columns and f.type == "multi_hot":
+                table[f.name] = [_as_list(v) for v in table[f.name]]
+    return table
+
+
+def _as_list(v: Any) -> list[str]:
+    if v is None or (isinstance(v, float) and v != v):
+        return []
+    if isinstance(v, str):
+        return [p.strip() for p in v.split(";") if p.strip()]
+    return [str(x) for x in v]
+
+
+def records_to_jsonl(records: Sequence[ExtractionRecord], path: str | Path) -> Path:
+    """Write records (with reasons of failures) as JSON lines."""
+    path = Path(path)
+    with path.open("w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+    return path
