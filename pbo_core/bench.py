@@ -102,8 +102,7 @@ def summarize(rows: pd.DataFrame, baseline: str | None = None) -> list[dict[str,
                 row["gain_pct_vs"] = float(100.0 * (x.mean() - y.mean()) / abs(y.mean()))
                 diff = x - y
                 row["p_value_vs"] = (
-                    float(ttest_rel(x, y).pvalue) if len(common) > 1 and np.any(diff != 0)
-                    else 1.0
+                    float(ttest_rel(x, y).pvalue) if len(common) > 1 and np.any(diff != 0) else 1.0
                 )
         out.append(row)
     return out

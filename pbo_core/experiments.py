@@ -160,7 +160,7 @@ def sushi_generalization_cell(cell: Cell) -> pd.DataFrame:
         unseen = rng.choice(data.n_items, size=int(cell["holdout"]), replace=False)
         test_mask = np.isin(data.pairs, unseen).any(axis=1)
     else:  # pairs: a random 20 % of the user's comparisons
-        n_test = int(round(0.2 * data.n_pairs))
+        n_test = round(0.2 * data.n_pairs)
         test_mask = np.zeros(data.n_pairs, dtype=bool)
         test_mask[rng.choice(data.n_pairs, size=n_test, replace=False)] = True
     train, test = _train_test(data, test_mask)
@@ -232,7 +232,7 @@ def summarize_accuracy(rows: pd.DataFrame, extra: Sequence[str] = ()) -> dict[st
     """Mean +- sd of train/test accuracy (and ``extra`` columns) per model."""
     out: dict[str, Any] = {}
     for model, g in rows.groupby("model", sort=False):
-        d: dict[str, Any] = {"n": int(len(g))}
+        d: dict[str, Any] = {"n": len(g)}
         for col in ("train_acc", "test_acc", *extra):
             ms = mean_sd(g[col].to_numpy(dtype=float))
             d[f"{col}_mean"] = float(ms.mean)

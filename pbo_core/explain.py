@@ -98,8 +98,8 @@ def _colour(value: float, lo: float, hi: float) -> str:
     """Red (low) - yellow - green (high) fill for a utility."""
     t = 0.5 if hi <= lo else (value - lo) / (hi - lo)
     t = min(max(t, 0.0), 1.0)
-    r = int(round(255 * min(1.0, 2 * (1 - t)) * 0.85 + 38))
-    g = int(round(255 * min(1.0, 2 * t) * 0.75 + 60))
+    r = round(255 * min(1.0, 2 * (1 - t)) * 0.85 + 38)
+    g = round(255 * min(1.0, 2 * t) * 0.75 + 60)
     return f"#{min(r, 255):02x}{min(g, 255):02x}70"
 
 

@@ -83,9 +83,23 @@ def test_summarize_statistics() -> None:
 
 
 def test_paired_gain_and_p_value_against_a_baseline(capsys) -> None:
-    args = ["--functions", "branin", "--methods", "dt-literal,dt", "--seeds", "3",
-            "--iters", "4", "--init", "pure_k3", "--baseline", "dt-literal", "--json", "-",
-            "--quiet"]
+    args = [
+        "--functions",
+        "branin",
+        "--methods",
+        "dt-literal,dt",
+        "--seeds",
+        "3",
+        "--iters",
+        "4",
+        "--init",
+        "pure_k3",
+        "--baseline",
+        "dt-literal",
+        "--json",
+        "-",
+        "--quiet",
+    ]
     assert bench.main(args) == 0
     rows = {r["method"]: r for r in json.loads(capsys.readouterr().out)["summary"]}
     assert "gain_pct_vs" not in rows["dt-literal"]
@@ -97,8 +111,14 @@ def test_paired_gain_and_p_value_against_a_baseline(capsys) -> None:
 def test_summary_gain_matches_hand_computation() -> None:
     rows = pd.DataFrame(
         {
-            "function": "f", "dim": 2, "iters": 1, "step": 1, "time_s": 0.1, "regret": 0.0,
-            "method": ["B", "B", "B", "M", "M", "M"], "seed": [0, 1, 2, 0, 1, 2],
+            "function": "f",
+            "dim": 2,
+            "iters": 1,
+            "step": 1,
+            "time_s": 0.1,
+            "regret": 0.0,
+            "method": ["B", "B", "B", "M", "M", "M"],
+            "seed": [0, 1, 2, 0, 1, 2],
             "best_value": [-2.0, -1.0, -3.0, -1.0, -1.0, -1.0],
         }
     )

@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pytest
 from scipy.special import log_ndtr
@@ -39,8 +41,11 @@ def test_evidence_gradient_matches_finite_differences(seed) -> None:
     eps = 1e-5
     num = np.array(
         [
-            (evidence_and_gradient(theta + eps * e, Z, C, c)[0]
-             - evidence_and_gradient(theta - eps * e, Z, C, c)[0]) / (2 * eps)
+            (
+                evidence_and_gradient(theta + eps * e, Z, C, c)[0]
+                - evidence_and_gradient(theta - eps * e, Z, C, c)[0]
+            )
+            / (2 * eps)
             for e in np.eye(len(theta))
         ]
     )
@@ -62,8 +67,10 @@ def test_map_is_stationary_and_hessian_matches_finite_differences() -> None:
 
     eps = 1e-6
     num = np.array(
-        [(loglik_grad(st.f + eps * e) - loglik_grad(st.f - eps * e)) / (2 * eps)
-         for e in np.eye(len(st.f))]
+        [
+            (loglik_grad(st.f + eps * e) - loglik_grad(st.f - eps * e)) / (2 * eps)
+            for e in np.eye(len(st.f))
+        ]
     )
     W = C.T @ (st.omega[:, None] * C)
     np.testing.assert_allclose(-num, W, atol=1e-6)
@@ -79,7 +86,7 @@ def test_likelihood_hessian_is_a_laplacian_with_rank_n_minus_components(seed) ->
     pairs = []
     for g in np.unique(groups):
         members = np.flatnonzero(groups == g)
-        for a, b in zip(members[:-1], members[1:], strict=True):  # a spanning path
+        for a, b in itertools.pairwise(members):  # a spanning path
             pairs.append([a, b] if rng.random() < 0.5 else [b, a])
     model = GPSurrogate(lengthscale=0.3, outputscale=1.0).fit(
         PreferenceData(X, np.array(pairs).reshape(-1, 2), schema=unit_schema(2))
@@ -106,7 +113,7 @@ def test_duplicates_are_merged_and_contradictions_stay_finite() -> None:
 
 
 def test_fitted_hyperparameters_respect_bounds_and_improve_the_evidence() -> None:
-    Z, C, pairs = random_problem(5, n=20, m=40, flips=2)
+    Z, _C, pairs = random_problem(5, n=20, m=40, flips=2)
     data = PreferenceData(Z, pairs, schema=unit_schema(3))
     fitted = GPSurrogate().fit(data)
     fixed = GPSurrogate(lengthscale=(2.4 - 1) / 2.7, outputscale=1.0).fit(data)
@@ -129,9 +136,14 @@ def test_gp_eubo_gradient_and_maximiser() -> None:
     x = np.r_[za, zb]
     eps = 1e-6
     num = np.array(
-        [(_eubo_value_and_grad(model, *np.split(x + eps * e, 2))[0]
-          - _eubo_value_and_grad(model, *np.split(x - eps * e, 2))[0]) / (2 * eps)
-         for e in np.eye(4)]
+        [
+            (
+                _eubo_value_and_grad(model, *np.split(x + eps * e, 2))[0]
+                - _eubo_value_and_grad(model, *np.split(x - eps * e, 2))[0]
+            )
+            / (2 * eps)
+            for e in np.eye(4)
+        ]
     )
     np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-7)
     a, b, best = maximize_gp_eubo(model, rng, n_raw=256, n_restarts=4)
@@ -143,8 +155,9 @@ def test_gp_eubo_gradient_and_maximiser() -> None:
 @pytest.mark.parametrize("method", ["gp", "gp-ks-static", "gp-ks-adaptive"])
 def test_gp_methods_run_in_the_loop(method) -> None:
     prob = Problem.from_benchmark(get_benchmark("branin"))
-    res = run_pbo(prob, make_strategy(method), n_init=6, n_iter=8, seed=0, init="pool_n6_k15",
-                  noise_sigma=0.1)
+    res = run_pbo(
+        prob, make_strategy(method), n_init=6, n_iter=8, seed=0, init="pool_n6_k15", noise_sigma=0.1
+    )
     assert np.all(np.isfinite(res.regret))
     assert np.all(np.diff(res.best_value) >= 0)
     assert len(res.X) > 6  # new points were queried

@@ -45,7 +45,7 @@ def test_eta_calibration_meets_its_target_with_the_smallest_grid_value(seed) -> 
     H, a = disconnected_hessian(seed)
     eta, k0, k1 = calibrate_eta(H, a)
     assert eta is not None
-    target = k0 ** 0.9
+    target = k0**0.9
     assert k1 <= target
     assert condition_number(H + np.diag(correction(a, eta))) == pytest.approx(k1)
     i = int(np.flatnonzero(ETA_GRID == eta)[0])
@@ -87,7 +87,7 @@ def test_static_kappasharp_shifts_the_map_but_not_the_covariance_formula() -> No
     assert ks.kappasharp_active_ and ks.eta_ is not None
     assert not np.allclose(ks.f_map_, plain.f_map_)
     # MAP-only: the covariance is the unaugmented Hessian at the shifted MAP
-    W, H = ks.hessians()
+    _W, H = ks.hessians()
     _, cov = ks.posterior(X)
     np.testing.assert_allclose(cov, np.linalg.inv(H), rtol=1e-5, atol=1e-8)
     rec = ks.kappasharp_history_[-1]

@@ -40,12 +40,17 @@ def test_parallel_joblib_matches_serial() -> None:
 def test_grid_runs_on_a_dask_cluster(tmp_path) -> None:
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-        host="127.0.0.1", dashboard_address=None,
+        n_workers=1,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
     ) as cluster:
         address = cluster.scheduler_address
         assert address.startswith("tcp://127.0.0.1")
-        out = run_grid([{"x": i} for i in range(4)], square, out_dir=tmp_path,
-                       dask_scheduler=address)
+        out = run_grid(
+            [{"x": i} for i in range(4)], square, out_dir=tmp_path, dask_scheduler=address
+        )
     assert out["y"].tolist() == [0, 1, 4, 9]
     assert len(read_results(tmp_path)) == 4
