@@ -22,6 +22,10 @@ Commands
     Discard vs keep straddlers (max depth 4): accuracy and tree size (paper Table 2).
 ``sensitivity``
     Leave-one-out feature sensitivity (Table 10 layout) for any study.
+``hierarchy``
+    Users of Sushi set A or B in cohorts of ``--refit-every`` (default 50): each user is
+    elicited with a plain DT and with the user/item hierarchy refitted on all earlier
+    users (:mod:`pbo_core.hierarchy`); regret per question per cohort (App. G.1, Fig. 17).
 
 Every command computes independent cells (users, respondents) through
 :func:`pbo_core.runner.run_grid`: ``--jobs`` parallelises, ``--out DIR`` stores one
@@ -272,6 +276,86 @@ def summarize_sensitivity(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([base, body], ignore_index=True)
 
 
+# ----------------------------------------------------------------------------- hierarchy
+@lru_cache(maxsize=4)
+def _hierarchy(dataset: str, n_prev: int, data_dir: str | None, max_depth: int) -> Any:
+    from pbo_core.hierarchy import UserItemHierarchy
+
+    study = _study(f"sushi-{dataset.lower()}", data_dir)
+    return UserItemHierarchy(max_depth=max_depth, item_max_depth=max_depth).fit(
+        study, users=np.arange(n_prev)
+    )
+
+
+def hierarchy_cell(cell: Cell) -> pd.DataFrame:
+    """One user of a cohort, with or without the user/item hierarchy (App. G.1, Fig. 17)."""
+    dataset = cell["dataset"]
+    study = _study(f"sushi-{dataset.lower()}", cell.get("data_dir"))
+    user = int(cell["user"])
+    depth = int(cell["max_depth"])
+    order = np.asarray(study.extras["true_order"][user])  # item indices, best first
+    items = order if dataset.upper() == "B" else np.arange(study.data.n_items)
+    n = len(order)
+    utility_all = np.zeros(study.data.n_items)
+    utility_all[order] = np.arange(n, 0, -1, dtype=float)
+    X = study.data.X[items]
+    problem = Problem.from_items(f"sushi-{dataset}/{user}", X, utility_all[items], study.schema)
+    n_prev = int(cell["cohort"]) * int(cell["refit_every"])
+    if cell["variant"] == "hierarchy" and n_prev > 0:
+        h = _hierarchy(dataset, n_prev, cell.get("data_dir"), depth)
+        resp = study.respondents()[user]
+        leaf = int(h.assign(study.users.loc[[resp]])[0])
+        strategy: Any = DTStrategy(
+            within="auto", model=h.warm_start_surrogate(leaf, X), name="hierarchy"
+        )
+    else:
+        leaf = -1
+        strategy = DTStrategy(within="auto", max_depth=depth, name="plain")
+    res = run_pbo(
+        problem,
+        strategy,
+        n_init=1,
+        n_iter=int(cell["iters"]),
+        seed=int(cell["seed"]) * 100_003 + user,
+    )
+    assert res.scores is not None
+    local_order = np.searchsorted(items, order) if dataset.upper() == "B" else order
+    return pd.DataFrame(
+        {
+            "user": user,
+            "cohort": int(cell["cohort"]),
+            "variant": cell["variant"],
+            "user_leaf": leaf,
+            "question": 1 + np.arange(len(res.regret)),
+            "regret": res.regret,
+            "rho_regret": [rho_regret(local_order, s) for s in res.scores],
+        }
+    )
+
+
+def summarize_hierarchy(rows: pd.DataFrame, early: int = 5) -> dict[str, Any]:
+    """Mean regret per question for every cohort and variant, plus early-regret totals."""
+    out: dict[str, Any] = {"cohorts": [], "early_questions": early}
+    for (cohort, variant), g in rows.groupby(["cohort", "variant"], sort=True):
+        per_q = g.groupby("question")
+        out["cohorts"].append(
+            {
+                "cohort": int(cohort),
+                "variant": variant,
+                "users": int(g["user"].nunique()),
+                "regret_mean": [float(v) for v in per_q["regret"].mean()],
+                "regret_sd": [float(v) for v in per_q["regret"].std(ddof=1).fillna(0)],
+                "rho_regret_mean": [float(v) for v in per_q["rho_regret"].mean()],
+            }
+        )
+    later = rows[rows["cohort"] > 0]
+    for variant, g in later.groupby("variant"):
+        e = g[g["question"] <= early]
+        out[f"{variant}_mean_regret_first_{early}_questions"] = float(e["regret"].mean())
+        out[f"{variant}_mean_regret_all_questions"] = float(g["regret"].mean())
+    return out
+
+
 # ----------------------------------------------------------------------------- CLI
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=1, help="parallel workers (-1 = all cores)")
@@ -306,6 +390,13 @@ def build_parser() -> argparse.ArgumentParser:
         "items: hold out --holdout sushi and test on the pairs involving them",
     )
     s.add_argument("--holdout", type=int, default=2, help="unseen sushi per user (of 10)")
+    _common(s)
+    s = sub.add_parser("hierarchy", help="user/item tree hierarchy cohorts (Fig. 17)")
+    s.add_argument("--dataset", choices=("A", "B", "a", "b"), default="A")
+    s.add_argument("--users", type=int, default=900)
+    s.add_argument("--refit-every", type=int, default=50, help="users per cohort")
+    s.add_argument("--iters", type=int, default=20, help="queries after the first question")
+    s.add_argument("--max-depth", type=int, default=5, help="depth of user and item trees")
     _common(s)
     for name, helptext in (
         ("conjoint-accuracy", "DT vs GP per respondent (Table 12)"),
@@ -360,6 +451,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             for m in methods
         ]
         fn = sushi_pbo_cell
+    elif cmd == "hierarchy":
+        k = args.refit_every
+        cells = [
+            dict(
+                base,
+                dataset=args.dataset.upper(),
+                user=u,
+                cohort=u // k,
+                refit_every=k,
+                iters=args.iters,
+                max_depth=args.max_depth,
+                variant=v,
+            )
+            for u in range(args.users)
+            for v in ("plain", "hierarchy")
+        ]
+        fn = hierarchy_cell
     elif cmd == "sushi-generalization":
         cells = [
             dict(base, user=u, split=args.split, holdout=args.holdout) for u in range(args.users)
@@ -390,6 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if cmd == "sushi-pbo":
         summary: Any = summarize_sushi_pbo(rows)
+    elif cmd == "hierarchy":
+        summary = summarize_hierarchy(rows)
     elif cmd == "sensitivity":
         table = summarize_sensitivity(rows)
         summary = {"study": args.study, "table": table.to_dict(orient="records")}

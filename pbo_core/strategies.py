@@ -127,6 +127,9 @@ class DTStrategy:
     cascade
         ``within="top-leaf"`` on finite item sets: when the top leaf is resolved, refine
         the best-ranked unresolved leaf instead.
+    model
+        A ready surrogate to use instead of a new ``DTSurrogate(**surrogate_kwargs)``
+        (e.g. a warm-started one from :mod:`pbo_core.hierarchy`).
     **surrogate_kwargs
         Passed to :class:`~pbo_core.dt.DTSurrogate` (``ratio``, ``max_depth``,
         ``straddlers``...).
@@ -142,6 +145,7 @@ class DTStrategy:
         persist: bool = False,
         persist_max: int = 2,
         cascade: bool = False,
+        model: DTSurrogate | None = None,
         **surrogate_kwargs: object,
     ) -> None:
         if within not in ("auto", "none", "incumbent", "top-leaf", "lambda"):
@@ -155,7 +159,7 @@ class DTStrategy:
         self.persist_max = persist_max
         self.cascade = cascade
         self._auto_persist = within == "auto" and not persist
-        self.model = DTSurrogate(**surrogate_kwargs)  # type: ignore[arg-type]
+        self.model = model if model is not None else DTSurrogate(**surrogate_kwargs)  # type: ignore[arg-type]
 
     @property
     def n_leaves(self) -> int:

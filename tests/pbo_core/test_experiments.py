@@ -74,3 +74,24 @@ def test_sushi_commands_on_real_data(capsys, monkeypatch) -> None:
 def test_unknown_method_is_rejected() -> None:
     with pytest.raises(SystemExit, match="unknown methods"):
         experiments.main(["sushi-pbo", "--methods", "magic", "--quiet"])
+
+
+@pytest.mark.skipif(not os.path.isdir(SUSHI), reason="Sushi data not present")
+def test_hierarchy_command_produces_cohort_curves(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DTPBO_SUSHI_DIR", SUSHI)
+    s = run(
+        capsys,
+        "hierarchy",
+        "--dataset",
+        "A",
+        "--users",
+        "24",
+        "--refit-every",
+        "12",
+        "--iters",
+        "4",
+    )
+    cohorts = {(c["cohort"], c["variant"]) for c in s["cohorts"]}
+    assert cohorts == {(0, "plain"), (0, "hierarchy"), (1, "plain"), (1, "hierarchy")}
+    assert all(len(c["regret_mean"]) == 5 for c in s["cohorts"])
+    assert "hierarchy_mean_regret_first_5_questions" in s

@@ -1,0 +1,508 @@
+"""User/item tree hierarchies: learning from earlier users (DT-PBO App. G.1, Eq. 15).
+
+A **user tree** partitions users by their features (gender, age, region, ...) into groups
+whose preferences agree; every user-tree leaf holds an ordinary **item tree** (a
+:class:`~pbo_core.dt.DTSurrogate`) trained on that group's comparisons.
+
+User consistency (Eq. 15)
+-------------------------
+For a set of users ``U`` and items ``i < j`` let ``C_U(i > j)`` count the comparisons in
+which users of ``U`` preferred ``i`` to ``j``. A group is consistent when its users agree
+on the direction of each pair::
+
+    S(U) = sum_{i<j} | C_U(i > j) - C_U(j > i) |
+
+and a split of ``U`` into ``L`` and ``R`` has gain ``G = S(L) + S(R)``. Each user is a row
+``d_u`` of net counts over item pairs, so ``S`` of any group is the L1 norm of a sum of rows
+and every threshold of a feature is scored from prefix sums over users sorted by it
+(numeric features with more than 64 distinct values are binned at quantiles). A split is
+made when it beats the parent's own ``S`` (by the triangle inequality ``G >= S(parent)``;
+equality means the split separates nothing). Categorical user features with at most
+``max_exhaustive`` categories try every binary partition; larger ones (Sushi's 48
+prefectures) order the categories by their agreement with the parent's majority direction
+and scan that order like an ordinal feature (a Breiman-style heuristic, exact for two
+categories).
+
+Warm start
+----------
+A new user is assigned to a user-tree leaf. Their item tree is grown on the group's
+comparisons plus their own (so it starts as the group's tree and sharpens where they
+disagree), while its leaf utilities are fitted on *their* comparisons only, with the prior
+mean set to the group's posterior mean (the group item tree's prediction, averaged over
+the items in each leaf) and the prior variance inflated by ``prior_inflation``
+(default 4: prior sd twice the plain DT's), so the user's own answers dominate quickly.
+The user tree is refitted every ``refit_every`` users (default 50).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pbo_core.data import PreferenceData, Schema, Study
+from pbo_core.dt import DTSurrogate
+
+MAX_BINS = 64
+
+
+# ----------------------------------------------------------------------------- counts
+def pair_index(n_items: int) -> np.ndarray:
+    """``(n, n)`` map from an unordered item pair to its column (``-1`` on the diagonal)."""
+    idx = -np.ones((n_items, n_items), dtype=np.int64)
+    iu = np.triu_indices(n_items, k=1)
+    idx[iu] = np.arange(len(iu[0]))
+    idx[iu[1], iu[0]] = idx[iu]
+    return idx
+
+
+def net_counts(pairs: np.ndarray, users: np.ndarray, n_users: int, n_items: int) -> np.ndarray:
+    """``(n_users, n_pairs)`` rows ``C_u(i > j) - C_u(j > i)`` for ``i < j``.
+
+    ``users[k]`` is the (0-based) user of comparison ``k``; ``pairs[k]`` its winner/loser.
+    """
+    w, lo = pairs[:, 0], pairs[:, 1]
+    col = pair_index(n_items)[w, lo]
+    sign = np.where(w < lo, 1.0, -1.0)
+    out = np.zeros((n_users, n_items * (n_items - 1) // 2), dtype=float)
+    np.add.at(out, (users, col), sign)
+    return out
+
+
+def consistency(D: np.ndarray) -> float:
+    """``S`` of the group whose net-count rows are ``D``: ``|sum of rows|_1``."""
+    return float(np.abs(D.sum(axis=0)).sum())
+
+
+# ----------------------------------------------------------------------------- user tree
+@dataclass
+class UserSplit:
+    """A split of users: column, threshold (threshold columns) or right category set."""
+
+    column: int
+    threshold: float
+    right: frozenset[int]
+    gain: float
+
+
+def _best_threshold(values: np.ndarray, D: np.ndarray, min_leaf: int) -> tuple[float, float]:
+    """Best ``x >= t`` split of users by one threshold column: ``(gain, t)``."""
+    uniq = np.unique(values)
+    if len(uniq) < 2:
+        return -np.inf, np.nan
+    if len(uniq) > MAX_BINS:
+        qs = np.unique(np.quantile(values, np.linspace(0, 1, MAX_BINS + 1)[1:-1]))
+        cuts = qs[(qs > uniq[0]) & (qs <= uniq[-1])]
+    else:
+        cuts = (uniq[1:] + uniq[:-1]) / 2.0
+    if len(cuts) == 0:
+        return -np.inf, np.nan
+    # group users by cut interval, then prefix sums over intervals
+    bins = np.searchsorted(cuts, values, side="right")  # 0 .. len(cuts)
+    G = np.zeros((len(cuts) + 1, D.shape[1]))
+    np.add.at(G, bins, D)
+    counts = np.bincount(bins, minlength=len(cuts) + 1)
+    left = np.cumsum(G, axis=0)[:-1]
+    n_left = np.cumsum(counts)[:-1]
+    total = G.sum(axis=0)
+    gain = np.abs(left).sum(1) + np.abs(total - left).sum(1)
+    ok = (n_left >= min_leaf) & (len(values) - n_left >= min_leaf)
+    if not ok.any():
+        return -np.inf, np.nan
+    gain = np.where(ok, gain, -np.inf)
+    k = int(np.argmax(gain))
+    return float(gain[k]), float(cuts[k])
+
+
+def _best_categories(
+    codes: np.ndarray, D: np.ndarray, min_leaf: int, max_exhaustive: int
+) -> tuple[float, frozenset[int]]:
+    """Best binary partition of the categories present: ``(gain, right set)``."""
+    cats = np.unique(codes)
+    if len(cats) < 2:
+        return -np.inf, frozenset()
+    G = np.stack([D[codes == c].sum(axis=0) for c in cats])
+    n = np.array([(codes == c).sum() for c in cats])
+    total = G.sum(axis=0)
+    best = (-np.inf, frozenset())
+    if len(cats) <= max_exhaustive:
+        first, rest = cats[0], list(range(1, len(cats)))
+        for r in range(0, len(rest) + 1):
+            for combo in combinations(rest, r):
+                left_idx = [0, *combo]
+                if len(left_idx) == len(cats):
+                    continue
+                nl = n[left_idx].sum()
+                if nl < min_leaf or n.sum() - nl < min_leaf:
+                    continue
+                L = G[left_idx].sum(axis=0)
+                g = float(np.abs(L).sum() + np.abs(total - L).sum())
+                if g > best[0]:
+                    right = frozenset(int(c) for k, c in enumerate(cats) if k not in left_idx)
+                    best = (g, right)
+        del first
+        return best
+    # order categories by agreement with the majority direction, then scan
+    direction = np.sign(total)
+    agree = (G @ direction) / np.maximum(n, 1)
+    order = np.argsort(agree, kind="stable")
+    Gs, ns = G[order], n[order]
+    left = np.cumsum(Gs, axis=0)[:-1]
+    nl = np.cumsum(ns)[:-1]
+    gain = np.abs(left).sum(1) + np.abs(total - left).sum(1)
+    ok = (nl >= min_leaf) & (n.sum() - nl >= min_leaf)
+    if not ok.any():
+        return best
+    gain = np.where(ok, gain, -np.inf)
+    k = int(np.argmax(gain))
+    return float(gain[k]), frozenset(int(c) for c in cats[order[k + 1 :]])
+
+
+@dataclass
+class UserTree:
+    """Binary tree over user features (node arrays; ``left[i] == -1`` for leaves)."""
+
+    left: list[int]
+    right: list[int]
+    split: list[UserSplit | None]
+    n_users: list[int]
+    score: list[float]
+    depth: list[int]
+    leaf_of_node: dict[int, int]
+
+    @property
+    def n_leaves(self) -> int:
+        """Number of user groups."""
+        return len(self.leaf_of_node)
+
+    def apply(self, U: np.ndarray, is_categorical: np.ndarray) -> np.ndarray:
+        """User-leaf index of every row of the encoded user matrix ``U``."""
+        U = np.atleast_2d(U)
+        out = np.empty(len(U), dtype=np.int64)
+        for r, row in enumerate(U):
+            node = 0
+            while self.left[node] != -1:
+                sp = self.split[node]
+                assert sp is not None
+                v = row[sp.column]
+                go_right = int(v) in sp.right if is_categorical[sp.column] else v >= sp.threshold
+                node = self.right[node] if go_right else self.left[node]
+            out[r] = self.leaf_of_node[node]
+        return out
+
+
+def grow_user_tree(
+    U: np.ndarray,
+    D: np.ndarray,
+    is_categorical: np.ndarray,
+    *,
+    max_depth: int = 5,
+    min_users_leaf: int = 20,
+    max_exhaustive: int = 8,
+) -> UserTree:
+    """Greedy user tree on encoded user features ``U`` and net-count rows ``D`` (Eq. 15)."""
+    tree = UserTree([], [], [], [], [], [], {})
+
+    def new(n: int, s: float, dep: int) -> int:
+        tree.left.append(-1)
+        tree.right.append(-1)
+        tree.split.append(None)
+        tree.n_users.append(n)
+        tree.score.append(s)
+        tree.depth.append(dep)
+        return len(tree.left) - 1
+
+    root = new(len(U), consistency(D), 0)
+    stack = [(root, np.arange(len(U)))]
+    while stack:
+        node, idx = stack.pop()
+        best: UserSplit | None = None
+        parent_s = tree.score[node]
+        if tree.depth[node] < max_depth and len(idx) >= 2 * min_users_leaf:
+            Dn = D[idx]
+            for c in range(U.shape[1]):
+                if is_categorical[c]:
+                    g, right = _best_categories(
+                        U[idx, c].astype(int), Dn, min_users_leaf, max_exhaustive
+                    )
+                    cand = UserSplit(c, np.nan, right, g)
+                else:
+                    g, t = _best_threshold(U[idx, c], Dn, min_users_leaf)
+                    cand = UserSplit(c, t, frozenset(), g)
+                if cand.gain > parent_s + 1e-9 and (best is None or cand.gain > best.gain):
+                    best = cand
+        if best is None:
+            tree.leaf_of_node[node] = len(tree.leaf_of_node)
+            continue
+        col = U[idx, best.column]
+        go_right = (
+            np.isin(col.astype(int), list(best.right))
+            if is_categorical[best.column]
+            else col >= best.threshold
+        )
+        li, ri = idx[~go_right], idx[go_right]
+        tree.split[node] = best
+        a = new(len(li), consistency(D[li]), tree.depth[node] + 1)
+        b = new(len(ri), consistency(D[ri]), tree.depth[node] + 1)
+        tree.left[node], tree.right[node] = a, b
+        stack += [(b, ri), (a, li)]
+    # number leaves in node order
+    leaves = sorted(tree.leaf_of_node)
+    tree.leaf_of_node = {n: k for k, n in enumerate(leaves)}
+    return tree
+
+
+# ----------------------------------------------------------------------------- hierarchy
+class UserItemHierarchy:
+    """A user tree whose leaves hold item trees.
+
+    Parameters
+    ----------
+    max_depth, min_users_leaf
+        Growth controls of the user tree (paper Fig. 17: depth 5).
+    item_max_depth
+        Max depth of each item tree (paper: 5).
+    ratio
+        Leaf prior ratio of the item trees.
+    prior_inflation
+        Warm start: the group posterior becomes a new user's prior mean with prior
+        variance multiplied by this factor.
+
+    Attributes
+    ----------
+    user_tree_ : UserTree
+    item_trees_ : dict[int, DTSurrogate]
+    user_leaf_ : ndarray, user-leaf of every training user
+    """
+
+    def __init__(
+        self,
+        *,
+        max_depth: int = 5,
+        min_users_leaf: int = 20,
+        item_max_depth: int | None = 5,
+        ratio: float = 0.25,
+        prior_inflation: float = 4.0,
+    ) -> None:
+        self.max_depth = max_depth
+        self.min_users_leaf = min_users_leaf
+        self.item_max_depth = item_max_depth
+        self.ratio = ratio
+        self.prior_inflation = prior_inflation
+
+    def fit(self, study: Study, users: np.ndarray | None = None) -> UserItemHierarchy:
+        """Grow the user tree on ``users`` (positions in ``study.respondents()``)."""
+        if study.users is None or study.user_schema is None:
+            raise ValueError(f"study {study.key!r} has no user features")
+        resp = study.respondents()
+        sel = np.arange(len(resp)) if users is None else np.asarray(users)
+        self.study_ = study
+        self.user_schema_: Schema = study.user_schema
+        U_all = self.user_schema_.encode(study.users.loc[resp], source=f"{study.key} users")
+        pos = {r: k for k, r in enumerate(resp)}
+        pair_user = np.array([pos[r] for r in study.data.respondent])
+        keep = np.isin(pair_user, sel)
+        local = {u: k for k, u in enumerate(sel)}
+        users_local = np.array([local[u] for u in pair_user[keep]])
+        n_items = study.data.n_items
+        D = net_counts(study.data.pairs[keep], users_local, len(sel), n_items)
+        self.U_ = U_all[sel]
+        self.users_ = sel
+        self.user_tree_ = grow_user_tree(
+            self.U_,
+            D,
+            self.user_schema_.is_categorical,
+            max_depth=self.max_depth,
+            min_users_leaf=self.min_users_leaf,
+        )
+        self.user_leaf_ = self.user_tree_.apply(self.U_, self.user_schema_.is_categorical)
+        self.item_trees_: dict[int, DTSurrogate] = {}
+        self.group_pairs_: dict[int, np.ndarray] = {}
+        for leaf in range(self.user_tree_.n_leaves):
+            members = sel[self.user_leaf_ == leaf]
+            mask = np.isin(pair_user, members)
+            gp = study.data.pairs[mask]
+            self.group_pairs_[leaf] = gp
+            self.item_trees_[leaf] = DTSurrogate(self.ratio, max_depth=self.item_max_depth).fit(
+                PreferenceData(study.data.X, gp, schema=study.schema)
+            )
+        return self
+
+    def assign(self, user_features: pd.DataFrame | pd.Series) -> np.ndarray:
+        """User-tree leaf of users given by their feature table (labels or codes)."""
+        df = user_features.to_frame().T if isinstance(user_features, pd.Series) else user_features
+        U = self.user_schema_.encode(df, source="user features")
+        return self.user_tree_.apply(U, self.user_schema_.is_categorical)
+
+    def item_tree(self, leaf: int) -> DTSurrogate:
+        """The item tree of a user-tree leaf."""
+        return self.item_trees_[int(leaf)]
+
+    # ------------------------------------------------------------------ description
+    def _rule(self, node: int, right: bool) -> str:
+        sp = self.user_tree_.split[node]
+        assert sp is not None
+        if self.user_schema_.is_categorical[sp.column]:
+            f = self.user_schema_.features[self.user_schema_.columns[sp.column].feature]
+            codes = sp.right if right else frozenset(range(len(f.levels))) - sp.right
+            return self.user_schema_.describe_categories(sp.column, codes)
+        return self.user_schema_.describe_threshold(sp.column, sp.threshold, right)
+
+    def describe(self) -> str:
+        """Both levels as indented text."""
+        from pbo_core.explain import leaf_summaries
+
+        t = self.user_tree_
+        lines: list[str] = []
+
+        def walk(node: int, indent: str) -> None:
+            if t.left[node] == -1:
+                leaf = t.leaf_of_node[node]
+                model = self.item_trees_[leaf]
+                lines.append(
+                    f"{indent}users group {leaf} ({t.n_users[node]} users): "
+                    f"item tree with {model.n_leaves_} leaves"
+                )
+                for s in sorted(leaf_summaries(model), key=lambda s: s.rank)[:3]:
+                    cond = " and ".join(s.conditions) or "all items"
+                    lines.append(f"{indent}    rank {s.rank}: {cond} (utility {s.mean:+.2f})")
+                return
+            for child, right in ((t.right[node], True), (t.left[node], False)):
+                lines.append(f"{indent}if {self._rule(node, right)}:")
+                walk(child, indent + "    ")
+
+        walk(0, "")
+        return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        """DOT with each user leaf as a cluster holding its item tree."""
+        from pbo_core.explain import to_dot
+
+        t = self.user_tree_
+        out = [
+            "digraph hierarchy {",
+            '  compound=true; graph [fontname="Helvetica"];',
+            '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+        ]
+        anchors: dict[int, str] = {}
+        for node in range(len(t.left)):
+            if t.left[node] == -1:
+                leaf = t.leaf_of_node[node]
+                body = to_dot(self.item_trees_[leaf]).splitlines()[4:-1]
+                body = [
+                    ln.replace("  n", f"  g{leaf}n", 1).replace("-> n", f"-> g{leaf}n")
+                    for ln in body
+                ]
+                out.append(f"  subgraph cluster_{leaf} {{")
+                out.append(
+                    f'    label="user group {leaf}: {t.n_users[node]} users"; '
+                    'style="rounded"; color="#1f4e79";'
+                )
+                out += ["  " + ln for ln in body]
+                out.append("  }")
+                anchors[node] = f"g{leaf}n0"
+            else:
+                sp = self.user_tree_.split[node]
+                label = (
+                    f"<b>{html.escape(self._rule(node, True))}?</b><br/>"
+                    f"{t.n_users[node]} users &middot; gain {sp.gain:.0f}"
+                )
+                out.append(f'  u{node} [label=<{label}>, fillcolor="#dde8f5"];')
+                anchors[node] = f"u{node}"
+        for node in range(len(t.left)):
+            if t.left[node] != -1:
+                for child, text in ((t.right[node], "yes"), (t.left[node], "no")):
+                    extra = (
+                        f', lhead="cluster_{t.leaf_of_node[child]}"' if t.left[child] == -1 else ""
+                    )
+                    out.append(f'  u{node} -> {anchors[child]} [label="{text}"{extra}];')
+        out.append("}")
+        return "\n".join(out)
+
+    # ------------------------------------------------------------------ warm start
+    def warm_start_surrogate(self, leaf: int, user_items: np.ndarray) -> WarmStartDT:
+        """Surrogate for a new user of group ``leaf`` whose item set is ``user_items``."""
+        return WarmStartDT(
+            group=self.item_trees_[int(leaf)],
+            group_X=self.study_.data.X,
+            group_pairs=self.group_pairs_[int(leaf)],
+            schema=self.study_.schema,
+            ratio=self.ratio,
+            max_depth=self.item_max_depth,
+            prior_inflation=self.prior_inflation,
+        )
+
+
+class WarmStartDT(DTSurrogate):
+    """DT surrogate warm-started from a user group (see module docstring).
+
+    ``fit(data)`` grows the tree on the group's comparisons plus the user's (user items
+    are matched to the group's item rows) and fits the leaves on the user's comparisons
+    only, with prior mean = group posterior mean per leaf and prior precision
+    ``ratio / prior_inflation``.
+    """
+
+    def __init__(
+        self,
+        group: DTSurrogate,
+        group_X: np.ndarray,
+        group_pairs: np.ndarray,
+        schema: Schema,
+        ratio: float = 0.25,
+        max_depth: int | None = 5,
+        prior_inflation: float = 4.0,
+    ) -> None:
+        super().__init__(ratio, max_depth=max_depth)
+        self.group = group
+        self.group_X = np.asarray(group_X, dtype=float)
+        self.group_pairs = np.asarray(group_pairs, dtype=np.int64).reshape(-1, 2)
+        self.schema = schema
+        self.prior_inflation = prior_inflation
+        self._row = {r.tobytes(): k for k, r in enumerate(self.group_X)}
+
+    def fit(self, data: PreferenceData) -> WarmStartDT:
+        """Grow on group + user comparisons; fit leaves on the user's with the group prior."""
+        idx = np.array([self._row.get(r.tobytes(), -1) for r in data.X])
+        if np.any(idx < 0):
+            raise ValueError("every user item must be one of the group's items")
+        user_pairs = idx[data.pairs] if data.n_pairs else np.zeros((0, 2), dtype=np.int64)
+        all_pairs = np.vstack([self.group_pairs, user_pairs])
+        group_mean = self.group.predict(self.group_X)  # group posterior, per item
+        prec = self.ratio / self.prior_inflation
+
+        def prior_mean(tree: Any, X: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+            leaf = tree.apply(self.group_X)
+            tot = np.bincount(leaf, group_mean, minlength=tree.n_leaves)
+            cnt = np.bincount(leaf, minlength=tree.n_leaves)
+            return tot / np.maximum(cnt, 1)
+
+        self.prior_mean = prior_mean
+        self.prior_precision = lambda tree, X, pairs: np.full(tree.n_leaves, prec)
+        # tree on the union, on the group's item rows
+        union = PreferenceData(self.group_X, all_pairs, schema=self.schema)
+        super().fit(union)
+        # leaves: the user's comparisons only, with the group prior
+        from pbo_core.laplace import laplace_fit
+
+        leaf = self.item_leaf_
+        pm = prior_mean(self.tree_, None, None)
+        res = laplace_fit(
+            leaf[user_pairs[:, 0]],
+            leaf[user_pairs[:, 1]],
+            self.n_leaves_,
+            self.ratio,
+            prior_mean=pm,
+            prior_precision=np.full(self.n_leaves_, prec),
+        )
+        self.laplace_ = res
+        self.leaf_map_ = res.map
+        self.leaf_mean_ = res.mean_c
+        self.leaf_cov_ = res.cov_c
+        self.item_leaf_ = self.tree_.apply(data.X)  # leaves of the user's own items
+        self._X_fit = data.X
+        self.n_features_in_ = data.X.shape[1]
+        return self

@@ -1,0 +1,95 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from pbo_core.data import Feature, PreferenceData, Schema, Study
+from pbo_core.hierarchy import (
+    UserItemHierarchy,
+    consistency,
+    grow_user_tree,
+    net_counts,
+)
+
+
+def test_eq15_on_a_hand_computed_case() -> None:
+    # 3 items -> pairs (0,1), (0,2), (1,2); two users
+    # user 0: 0>1, 0>2, 1>2 ; user 1: 1>0, 2>0, 1>2
+    pairs = np.array([[0, 1], [0, 2], [1, 2], [1, 0], [2, 0], [1, 2]])
+    users = np.array([0, 0, 0, 1, 1, 1])
+    D = net_counts(pairs, users, 2, 3)
+    np.testing.assert_array_equal(D, [[1, 1, 1], [-1, -1, 1]])
+    # together: |1-1| + |1-1| + |1+1| = 2 ; apart: 3 + 3 = 6
+    assert consistency(D) == 2.0
+    assert consistency(D[:1]) + consistency(D[1:]) == 6.0
+    U = np.array([[0.0], [1.0]])
+    tree = grow_user_tree(U, D, np.array([False]), min_users_leaf=1)
+    assert tree.n_leaves == 2
+    assert tree.split[0].gain == 6.0 and tree.split[0].threshold == 0.5
+
+
+def population(n_users: int = 120, seed: int = 0) -> Study:
+    """Two groups with opposite tastes, told apart by 'diet' (not by 'age')."""
+    rng = np.random.default_rng(seed)
+    item_schema = Schema((Feature("spicy", "numeric", bounds=(0, 1)),))
+    X = np.linspace(0, 1, 6)[:, None]
+    diet = rng.integers(0, 2, n_users)  # 0 = mild lovers, 1 = spice lovers
+    age = rng.uniform(18, 80, n_users)
+    pairs, resp = [], []
+    for u in range(n_users):
+        util = X[:, 0] if diet[u] == 1 else -X[:, 0]
+        for a, b in rng.integers(0, 6, (20, 2)):
+            if a != b:
+                pairs.append([a, b] if util[a] > util[b] else [b, a])
+                resp.append(u)
+    users = pd.DataFrame(
+        {"diet": np.where(diet == 1, "spicy", "mild"), "age": age},
+        index=pd.Index(np.arange(n_users), name="respondent"),
+    )
+    user_schema = Schema(
+        (
+            Feature("diet", "categorical", levels=("mild", "spicy")),
+            Feature("age", "numeric", bounds=(18, 80)),
+        )
+    )
+    data = PreferenceData(X, np.array(pairs), schema=item_schema, respondent=np.array(resp))
+    return Study("food", "Food", item_schema, data, users=users, user_schema=user_schema)
+
+
+def test_opposite_groups_are_split_on_the_right_user_feature() -> None:
+    study = population()
+    h = UserItemHierarchy(max_depth=3, min_users_leaf=10).fit(study)
+    first = h.user_tree_.split[0]
+    assert h.user_schema_.names[first.column] == "diet"
+    spicy = h.assign(pd.DataFrame({"diet": ["spicy"], "age": [40.0]}))[0]
+    mild = h.assign(pd.DataFrame({"diet": ["mild"], "age": [40.0]}))[0]
+    assert spicy != mild
+    X = study.data.X
+    assert h.item_tree(spicy).predict(X[[5]])[0] > h.item_tree(spicy).predict(X[[0]])[0]
+    assert h.item_tree(mild).predict(X[[0]])[0] > h.item_tree(mild).predict(X[[5]])[0]
+    text = h.describe()
+    assert "diet" in text and "users group" in text
+    dot = h.to_dot()
+    assert dot.count("subgraph cluster_") == h.user_tree_.n_leaves
+
+
+def test_warm_start_moves_a_new_users_prior_toward_the_group() -> None:
+    study = population()
+    h = UserItemHierarchy(max_depth=2, min_users_leaf=10).fit(study)
+    leaf = h.assign(pd.DataFrame({"diet": ["spicy"], "age": [30.0]}))[0]
+    X = study.data.X
+    model = h.warm_start_surrogate(leaf, X)
+    # a new user with a single uninformative comparison: the group's taste dominates
+    model.fit(PreferenceData(X, np.array([[2, 3]]), schema=study.schema))
+    pred = model.predict(X)
+    assert pred[5] > pred[0]
+    # ... and the user's own answers pull the other way as they accumulate
+    against = np.array([[0, 5], [0, 4], [1, 5], [0, 3], [1, 4]] * 6)
+    model.fit(PreferenceData(X, against, schema=study.schema))
+    assert model.predict(X)[0] > model.predict(X)[5]
+
+
+def test_needs_user_features() -> None:
+    study = population()
+    study.users = None
+    with pytest.raises(ValueError, match="no user features"):
+        UserItemHierarchy().fit(study)
