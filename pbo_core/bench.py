@@ -14,7 +14,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -26,7 +25,7 @@ from scipy.stats import ttest_rel
 from pbo_core import __version__
 from pbo_core.benchmarks import PAPER_FUNCTIONS, available_benchmarks, get_benchmark
 from pbo_core.loop import INIT_DESIGNS, Problem, _parse_init, run_pbo
-from pbo_core.runner import Cell, run_grid
+from pbo_core.runner import Cell, progress_printer, run_grid, write_json
 from pbo_core.strategies import METHODS, make_strategy
 
 
@@ -203,15 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in range(args.seeds)
     ]
 
-    tty = sys.stderr.isatty()
-
-    def progress(done: int, total: int) -> None:
-        if args.quiet:
-            return
-        if tty:
-            print(f"\r{done}/{total} runs", end="" if done < total else "\n", file=sys.stderr)
-        elif done == total or done % max(1, total // 10) == 0:
-            print(f"{done}/{total} runs", file=sys.stderr)
+    progress = progress_printer(args.quiet, "runs")
 
     import pbo_core.bench as module  # by reference: under ``python -m`` this is __main__
 
@@ -229,13 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = pd.DataFrame(summary)
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=sys.stderr)
-    if args.json is not None:
-        text = json.dumps({"summary": summary}, indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+    write_json({"summary": summary}, args.json)
     return 0
 
 

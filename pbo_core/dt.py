@@ -11,7 +11,7 @@ import numpy as np
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.laplace import laplace_fit
-from pbo_core.surrogate import competition_rank, probit_preference
+from pbo_core.surrogate import check_input, competition_rank, probit_preference
 from pbo_core.tree import SplitCache, StraddlerMode, Tree, build_tree
 
 
@@ -131,16 +131,8 @@ class DTSurrogate:
 
     # ------------------------------------------------------------------ prediction
     def _check(self, X: np.ndarray) -> np.ndarray:
-        if not hasattr(self, "tree_"):
-            raise RuntimeError("DTSurrogate is not fitted; call fit(data) first")
-        X = np.asarray(X, dtype=float)
-        if X.ndim == 1:
-            X = X[None, :]
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} columns, the model was fitted on {self.n_features_in_}"
-            )
-        return X
+        fitted = getattr(self, "n_features_in_", None) if hasattr(self, "tree_") else None
+        return check_input(X, fitted, type(self).__name__)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf index of every row of ``X``."""

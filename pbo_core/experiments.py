@@ -36,7 +36,6 @@ Accuracies count a predicted tie as one half.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -52,7 +51,7 @@ from pbo_core.explain import accuracy, leave_one_out
 from pbo_core.gp import GPSurrogate
 from pbo_core.loop import Problem, run_pbo
 from pbo_core.metrics import mean_sd, rho_regret, top1_rank_error
-from pbo_core.runner import Cell, run_grid
+from pbo_core.runner import Cell, progress_printer, run_grid, write_json
 from pbo_core.strategies import DTStrategy, GPStrategy, RandomStrategy
 
 #: Default test tasks per respondent for conjoint studies.
@@ -425,15 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     args = build_parser().parse_args(argv)
-    tty = sys.stderr.isatty()
-
-    def progress(done: int, total: int) -> None:
-        if args.quiet:
-            return
-        if tty:
-            print(f"\r{done}/{total} cells", end="" if done < total else "\n", file=sys.stderr)
-        elif done == total or done % max(1, total // 10) == 0:
-            print(f"{done}/{total} cells", file=sys.stderr)
+    progress = progress_printer(args.quiet, "cells")
 
     base = {"version": __version__, "seed": args.seed}
     if args.data_dir:
@@ -510,13 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = summarize_accuracy(rows, extra)
         if cmd != "sushi-generalization":
             summary = {"study": args.study, "models": summary}
-    if args.json is not None:
-        text = json.dumps({"command": cmd, "summary": summary}, indent=2, default=float)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+    write_json({"command": cmd, "summary": summary}, args.json)
     return 0
 
 

@@ -55,7 +55,7 @@ from scipy.special import gammaln, log_ndtr
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.laplace import aggregate_pairs
-from pbo_core.surrogate import competition_rank, probit_preference
+from pbo_core.surrogate import check_input, competition_rank, probit_preference
 
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
@@ -554,16 +554,8 @@ class GPSurrogate:
 
     # ------------------------------------------------------------------ prediction
     def _check(self, X: np.ndarray) -> np.ndarray:
-        if not hasattr(self, "laplace_"):
-            raise RuntimeError("GPSurrogate is not fitted; call fit(data) first")
-        X = np.asarray(X, dtype=float)
-        if X.ndim == 1:
-            X = X[None, :]
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} columns, the model was fitted on {self.n_features_in_}"
-            )
-        return X
+        fitted = getattr(self, "n_features_in_", None) if hasattr(self, "laplace_") else None
+        return check_input(X, fitted, "GPSurrogate")
 
     def posterior_unit(
         self, Zq: np.ndarray, full_cov: bool = True

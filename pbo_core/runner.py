@@ -134,6 +134,35 @@ def run_grid(
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def progress_printer(quiet: bool, unit: str = "cells") -> Callable[[int, int], None]:
+    """Progress callback for :func:`run_grid` on stderr (a counter on a terminal)."""
+    import sys
+
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if quiet:
+            return
+        if tty:
+            print(f"\r{done}/{total} {unit}", end="" if done < total else "\n", file=sys.stderr)
+        elif done == total or done % max(1, total // 10) == 0:
+            print(f"{done}/{total} {unit}", file=sys.stderr)
+
+    return progress
+
+
+def write_json(obj: Any, target: str | None) -> None:
+    """Write ``obj`` as JSON to a path, or to stdout when ``target`` is ``"-"``."""
+    if target is None:
+        return
+    text = json.dumps(obj, indent=2, default=float)
+    if target == "-":
+        print(text)
+    else:
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+
+
 def read_results(out_dir: str | Path) -> pd.DataFrame:
     """All finished cells of a results folder as one table (empty if none)."""
     files = sorted(Path(out_dir).glob("cell-*.parquet"))

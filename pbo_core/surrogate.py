@@ -17,9 +17,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 from scipy.special import ndtr
-from scipy.stats import rankdata
 
 from pbo_core.data import PreferenceData
+from pbo_core.metrics import competition_rank
+
+__all__ = ["Surrogate", "check_input", "competition_rank", "probit_preference"]
 
 
 @runtime_checkable
@@ -47,15 +49,16 @@ class Surrogate(Protocol):
         ...
 
 
-def competition_rank(scores: np.ndarray) -> np.ndarray:
-    """Standard competition ranking ("1224"): higher score = better, ties share the best rank.
-
-    Examples
-    --------
-    >>> competition_rank(np.array([0.5, 2.0, 0.5, -1.0])).tolist()
-    [2, 1, 2, 4]
-    """
-    return rankdata(-np.asarray(scores, dtype=float), method="min").astype(np.int64)
+def check_input(X: np.ndarray, n_features: int | None, name: str) -> np.ndarray:
+    """``X`` as a 2-D float array with ``n_features`` columns (``None``: not fitted)."""
+    if n_features is None:
+        raise RuntimeError(f"{name} is not fitted; call fit(data) first")
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[None, :]
+    if X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} columns, the model was fitted on {n_features}")
+    return X
 
 
 def probit_preference(mean_diff: np.ndarray, var_diff: np.ndarray) -> np.ndarray:
