@@ -318,7 +318,7 @@ def hierarchy_cell(cell: Cell) -> pd.DataFrame:
         seed=int(cell["seed"]) * 100_003 + user,
     )
     assert res.scores is not None
-    local_order = np.searchsorted(items, order) if dataset.upper() == "B" else order
+    local_order = np.arange(n) if dataset.upper() == "B" else order  # B: items = order
     return pd.DataFrame(
         {
             "user": user,

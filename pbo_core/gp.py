@@ -207,16 +207,18 @@ def laplace_map(
         Optional ``(n,)`` diagonal added to the prior precision (KappaSharp ``R``); the
         Newton iterations then run with the prior covariance ``(K^-1 + R)^-1``.
     K_inv
-        ``K^-1`` (needed with ``extra_precision`` to form the covariance above).
+        Unused (kept for callers that have ``K^-1``); the corrected prior covariance is
+        formed by the Woodbury identity from ``K``.
     tol
         Stop when a Newton step changes no utility by more than ``tol``.
     """
     n = K.shape[0]
     Kp = K
     if extra_precision is not None:
-        if K_inv is None:
-            raise ValueError("extra_precision needs K_inv")
-        Kp = np.linalg.inv(K_inv + np.diag(extra_precision))
+        # (K^-1 + R)^-1 = K - K (K + R^-1)^-1 K: no inverse of the ill-conditioned K
+        M = K + np.diag(1.0 / np.asarray(extra_precision, dtype=float))
+        Mc = cholesky_jitter(M)
+        Kp = K - K @ linalg.cho_solve((Mc, True), K, check_finite=False)
         Kp = 0.5 * (Kp + Kp.T)
     alpha = np.zeros(n) if alpha0 is None else np.asarray(alpha0, dtype=float).copy()
     f = Kp @ alpha
@@ -233,7 +235,7 @@ def laplace_map(
         omega = counts * h * 0.5
         L = np.sqrt(omega)[:, None] * C
         B = eye_m + (L @ Kp) @ L.T
-        B_chol = linalg.cholesky(B, lower=True, check_finite=False)
+        B_chol = cholesky_jitter(0.5 * (B + B.T))
         grad_ll = C.T @ (counts * r) * _INV_SQRT2
         if it >= max_iter:
             break

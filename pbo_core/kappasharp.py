@@ -28,7 +28,7 @@ import numpy as np
 from scipy import linalg
 from scipy.special import log_ndtr, ndtr
 
-from pbo_core.gp import LaplaceState, _probit_terms
+from pbo_core.gp import LaplaceState, _probit_terms, cholesky_jitter
 
 if TYPE_CHECKING:
     from pbo_core.data import PreferenceData
@@ -117,7 +117,7 @@ def state_at(K: np.ndarray, C: np.ndarray, counts: np.ndarray, f: np.ndarray) ->
     omega = counts * h * 0.5
     L = np.sqrt(omega)[:, None] * C
     B = np.eye(C.shape[0]) + (L @ K) @ L.T
-    B_chol = linalg.cholesky(B, lower=True, check_finite=False)
+    B_chol = cholesky_jitter(0.5 * (B + B.T))
     grad_ll = C.T @ (counts * r) * _INV_SQRT2
     loglik = float(counts @ lp)
     return LaplaceState(
@@ -140,7 +140,7 @@ def apply_kappasharp(model: GPSurrogate, data: PreferenceData) -> None:
     active, replaces ``model.laplace_`` by the state at the shifted MAP (its covariance is
     the unaugmented Hessian there). Appends a record to ``model.kappasharp_history_``.
     """
-    from pbo_core.gp import cholesky_jitter, laplace_map
+    from pbo_core.gp import laplace_map
 
     ctl: AdaptiveActivation = getattr(model, "_ks_ctl", None) or AdaptiveActivation()
     model._ks_ctl = ctl
@@ -173,18 +173,18 @@ def apply_kappasharp(model: GPSurrogate, data: PreferenceData) -> None:
         record.update(kappa_before=k0, kappa_after=k1, eta=eta)
         if eta is not None:
             R = correction(a, eta)
-            shifted = laplace_map(
-                K,
-                model.C_,
-                model.counts_,
-                model.laplace_.alpha,
-                extra_precision=R,
-                K_inv=K_inv,
-            )
-            model.laplace_ = state_at(K, model.C_, model.counts_, shifted.f)
-            model.kappasharp_active_ = True
-            model.eta_ = eta
-            record["active"] = True
+            try:
+                shifted = laplace_map(
+                    K, model.C_, model.counts_, model.laplace_.alpha, extra_precision=R
+                )
+                state = state_at(K, model.C_, model.counts_, shifted.f)
+            except np.linalg.LinAlgError as exc:  # keep the plain MAP, say why
+                record["error"] = str(exc)
+            else:
+                model.laplace_ = state
+                model.kappasharp_active_ = True
+                model.eta_ = eta
+                record["active"] = True
     history = getattr(model, "kappasharp_history_", [])
     history.append(record)
     model.kappasharp_history_ = history

@@ -44,10 +44,25 @@ def _write_atomic(df: pd.DataFrame, path: Path) -> None:
     os.replace(tmp, path)
 
 
+class GridError(RuntimeError):
+    """Some cells of a grid failed; every other cell was computed (and stored)."""
+
+    def __init__(self, failures: list[tuple[Cell, str]]) -> None:
+        self.failures = failures
+        lines = [f"{len(failures)} cell(s) failed:"]
+        lines += [f"  {dict(c)}: {msg}" for c, msg in failures[:10]]
+        if len(failures) > 10:
+            lines.append(f"  ... and {len(failures) - 10} more")
+        super().__init__("\n".join(lines))
+
+
 def _run_and_store(
     fn: Callable[[Cell], pd.DataFrame], cell: Cell, out_dir: str | None
-) -> pd.DataFrame:
-    df = fn(cell)
+) -> pd.DataFrame | str:
+    try:
+        df = fn(cell)
+    except Exception as exc:  # reported with the cell by run_grid; other cells go on
+        return f"{type(exc).__name__}: {exc}"
     if out_dir is not None:
         _write_atomic(df, cell_path(Path(out_dir), cell))
     return df
@@ -103,6 +118,12 @@ def run_grid(
     -------
     DataFrame
         Rows of all cells, in cell order.
+
+    Raises
+    ------
+    GridError
+        After all other cells ran, when some cells raised (each failure is listed with its
+        cell; finished cells are already stored, so a rerun computes only the failures).
     """
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
@@ -125,11 +146,17 @@ def run_grid(
             results = Parallel(return_as="generator")(
                 delayed(_run_and_store)(fn, cells[i], out_s) for i in todo
             )
+            failures: list[tuple[Cell, str]] = []
             for i, df in zip(todo, results, strict=False):
-                frames[i] = df
+                if isinstance(df, str):
+                    failures.append((cells[i], df))
+                else:
+                    frames[i] = df
                 done += 1
                 if progress is not None:
                     progress(done, total)
+        if failures:
+            raise GridError(failures)
     parts = [f for f in frames if f is not None and len(f)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 

@@ -54,3 +54,24 @@ def test_grid_runs_on_a_dask_cluster(tmp_path) -> None:
         )
     assert out["y"].tolist() == [0, 1, 4, 9]
     assert len(read_results(tmp_path)) == 4
+
+
+def flaky(cell) -> pd.DataFrame:
+    if cell["x"] == 2:
+        raise ValueError("boom")
+    return square(cell)
+
+
+def test_a_failing_cell_does_not_lose_the_others(tmp_path) -> None:
+    from pbo_core.runner import GridError
+
+    with pytest.raises(GridError, match=r"(?s)1 cell\(s\) failed:.*'x': 2.*ValueError: boom"):
+        run_grid([{"x": i} for i in range(4)], flaky, out_dir=tmp_path)
+    assert sorted(read_results(tmp_path)["x"]) == [0, 1, 3]
+    # the rerun computes only the failed cell
+    assert run_grid([{"x": i} for i in range(4)], square, out_dir=tmp_path)["y"].tolist() == [
+        0,
+        1,
+        4,
+        9,
+    ]
