@@ -385,6 +385,10 @@ class Schema:
     def _encode_scalar(
         self, f: Feature, values: np.ndarray, index: list[Any], source: str
     ) -> np.ndarray:
+        fast = self._encode_scalar_fast(f, values)
+        if fast is not None:
+            return fast
+        # slow path: find and name the first bad value
         res = np.empty(len(values), dtype=float)
         if f.kind == "numeric":
             for i, v in enumerate(values):
@@ -411,6 +415,32 @@ class Schema:
                 )
             res[i] = code
         return res
+
+    @staticmethod
+    def _encode_scalar_fast(f: Feature, values: np.ndarray) -> np.ndarray | None:
+        """Vectorised encoding; ``None`` when any value needs the checked slow path."""
+        if any(isinstance(v, (bool, np.bool_)) for v in values[:1]):
+            return None
+        if f.kind == "numeric":
+            try:
+                x = values.astype(float)
+            except (TypeError, ValueError):
+                return None
+            return x if np.isfinite(x).all() else None
+        labels = f.levels if f.kind != "binary" else (f.levels or ("0", "1"))
+        series = pd.Series(values, dtype=object)
+        codes = series.map({lab: k for k, lab in enumerate(labels)})
+        missing = codes.isna().to_numpy()
+        if missing.any():
+            try:
+                num = series[missing].astype(float).to_numpy()
+            except (TypeError, ValueError):
+                return None
+            ok = np.isfinite(num) & (num == np.round(num)) & (num >= 0) & (num < len(labels))
+            if not ok.all():
+                return None
+            codes[missing] = num
+        return codes.to_numpy(dtype=float)
 
     @staticmethod
     def _to_code(v: Any, lookup: dict[str, int], n: int, binary: bool) -> int | None:
