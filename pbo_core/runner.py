@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -182,7 +183,17 @@ def write_json(obj: Any, target: str | None) -> None:
     """Write ``obj`` as JSON to a path, or to stdout when ``target`` is ``"-"``."""
     if target is None:
         return
-    text = json.dumps(obj, indent=2, default=float)
+
+    def clean(o: Any) -> Any:  # NaN/inf are not JSON: write null
+        if isinstance(o, float) and not math.isfinite(o):
+            return None
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [clean(v) for v in o]
+        return o
+
+    text = json.dumps(clean(obj), indent=2, default=float, allow_nan=False)
     if target == "-":
         print(text)
     else:

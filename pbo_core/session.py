@@ -566,20 +566,45 @@ class ElicitationSession:
         st = self._st
         st.init_queue.clear()
         st.pending = None
-        if not self.problem.finite and not st.history:
+        rows: dict[str, int] = {}
+        if not self.problem.finite and has_ids and wx is not None and lx is not None:
+            # points keep their numbering: row k of X is the k-th smallest point id
+            if not st.history:
+                st.X, st.last_win = st.X[:0], st.last_win[:0]
+            labels = [str(v) for v in df["winner_id"]] + [str(v) for v in df["loser_id"]]
+            feats = np.vstack([wx, lx])
+            first: dict[str, np.ndarray] = {}
+            for lab, x in zip(labels, feats, strict=True):
+                first.setdefault(lab, x)
+
+            def order(lab: str) -> tuple[int, float, str]:
+                try:
+                    return (0, float(lab), lab)
+                except ValueError:
+                    return (1, 0.0, lab)
+
+            for lab in sorted(first, key=order):
+                rows[lab] = len(st.X)
+                st.X = np.vstack([st.X, first[lab][None, :]])
+                st.last_win = np.append(st.last_win, -1)
+        elif not self.problem.finite and not st.history:
             # drop the unasked initial-design points: the table brings its own
-            st.X = st.X[:0]
-            st.last_win = st.last_win[:0]
+            st.X, st.last_win = st.X[:0], st.last_win[:0]
         for r in range(len(df)):
             where = f"comparison table, row {r + 1}"
             w_id = df["winner_id"].iloc[r] if has_ids else None
             l_id = df["loser_id"].iloc[r] if has_ids else None
-            xw, iw = self._match(None if wx is None else wx[r], w_id, where)
-            xl, il = self._match(None if lx is None else lx[r], l_id, where)
+            if rows:
+                iw, il = rows[str(w_id)], rows[str(l_id)]
+                xw, xl = st.X[iw].copy(), st.X[il].copy()
+            else:
+                xw, iw = self._match(None if wx is None else wx[r], w_id, where)
+                xl, il = self._match(None if lx is None else lx[r], l_id, where)
             if iw is not None and iw == il:
                 raise ValueError(f"{where}: winner and loser are the same item")
-            self._st.pending = Query(xw, xl, iw, il, "loaded")
+            st.pending = Query(xw, xl, iw, il, "loaded")
             self.answer(0)
+            st = self._st
 
 
 # ----------------------------------------------------------------------------- item sets

@@ -1,0 +1,231 @@
+"""Altair chart builders (pure functions of tables; every dashboard chart is Altair)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+alt.data_transformers.disable_max_rows()
+
+
+def band_chart(
+    summary: pd.DataFrame,
+    *,
+    x: str,
+    color: str,
+    x_title: str,
+    y_title: str,
+    log_y: bool = False,
+    title: str = "",
+    height: int = 320,
+) -> alt.LayerChart:
+    """Mean line with a mean +- s.e. band per ``color`` group.
+
+    ``summary`` has columns ``x``, ``color``, ``mean``, ``lo``, ``hi`` (see
+    :func:`dashboard._services.mean_se`).
+    """
+    data = summary.copy()
+    if log_y:
+        floor = float(data.loc[data["mean"] > 0, "mean"].min()) if (data["mean"] > 0).any() else 1e-9
+        for c in ("mean", "lo", "hi"):
+            data[c] = data[c].clip(lower=floor / 10)
+    scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
+    base = alt.Chart(data).encode(
+        x=alt.X(f"{x}:Q", title=x_title),
+        color=alt.Color(f"{color}:N", title=color),
+    )
+    band = base.mark_area(opacity=0.2).encode(
+        y=alt.Y("lo:Q", title=y_title, scale=scale), y2="hi:Q"
+    )
+    line = base.mark_line(point=len(data) <= 60).encode(
+        y=alt.Y("mean:Q", title=y_title, scale=scale),
+        tooltip=[
+            alt.Tooltip(f"{color}:N"),
+            alt.Tooltip(f"{x}:Q"),
+            alt.Tooltip("mean:Q", format=".4g"),
+            alt.Tooltip("lo:Q", title="mean - s.e.", format=".4g"),
+            alt.Tooltip("hi:Q", title="mean + s.e.", format=".4g"),
+            alt.Tooltip("n:Q", title="runs"),
+        ],
+    )
+    return (band + line).properties(title=title, height=height)
+
+
+def line_chart(
+    data: pd.DataFrame, *, x: str, y: str, color: str, x_title: str, y_title: str, title: str = ""
+) -> alt.Chart:
+    """Plain lines per group."""
+    return (
+        alt.Chart(data)
+        .mark_line()
+        .encode(
+            x=alt.X(f"{x}:Q", title=x_title),
+            y=alt.Y(f"{y}:Q", title=y_title),
+            color=alt.Color(f"{color}:N", title=color),
+            tooltip=[f"{color}:N", f"{x}:Q", alt.Tooltip(f"{y}:Q", format=".4g")],
+        )
+        .properties(title=title, height=260)
+    )
+
+
+def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
+    """Bars of the test-accuracy change when each feature is removed (Table 10)."""
+    body = table[table["feature removed"] != "None (baseline)"].copy()
+    body["effect"] = np.where(body["delta test (pp)"] < 0, "accuracy drops", "no drop")
+    order = body.sort_values("delta test (pp)")["feature removed"].tolist()
+    return (
+        alt.Chart(body)
+        .mark_bar()
+        .encode(
+            x=alt.X("delta test (pp):Q", title="change in test accuracy (percentage points)"),
+            y=alt.Y("feature removed:N", sort=order, title="feature removed"),
+            color=alt.Color(
+                "effect:N",
+                scale=alt.Scale(domain=["accuracy drops", "no drop"], range=["#c0392b", "#7f8c8d"]),
+                legend=None,
+            ),
+            tooltip=[
+                "feature removed:N",
+                alt.Tooltip("test acc (%):Q", format=".1f"),
+                alt.Tooltip("delta test (pp):Q", format="+.1f"),
+                alt.Tooltip("train acc (%):Q", format=".1f"),
+                alt.Tooltip("delta train (pp):Q", format="+.1f"),
+            ],
+        )
+        .properties(height=max(120, 26 * len(body)))
+    )
+
+
+def surface_grid(
+    utility: Any, bounds: np.ndarray, n: int = 60
+) -> pd.DataFrame:
+    """Cells of a 2-D grid over ``bounds`` with the utility at each cell centre."""
+    (a0, a1), (b0, b1) = np.asarray(bounds, dtype=float)[:2]
+    ex, ey = np.linspace(a0, a1, n + 1), np.linspace(b0, b1, n + 1)
+    cx, cy = (ex[:-1] + ex[1:]) / 2, (ey[:-1] + ey[1:]) / 2
+    gx, gy = np.meshgrid(cx, cy, indexing="ij")
+    z = np.asarray(utility(np.column_stack([gx.ravel(), gy.ravel()])), dtype=float)
+    ix, iy = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    return pd.DataFrame(
+        {
+            "x1": ex[ix.ravel()],
+            "x1_end": ex[ix.ravel() + 1],
+            "x2": ey[iy.ravel()],
+            "x2_end": ey[iy.ravel() + 1],
+            "utility": z,
+        }
+    )
+
+
+def partition_chart(
+    grid: pd.DataFrame,
+    boxes: pd.DataFrame | None,
+    points: pd.DataFrame,
+    *,
+    value_title: str = "true utility",
+    title: str = "",
+    size: int = 420,
+) -> alt.LayerChart:
+    """Heatmap of a 2-D surface, leaf boxes of the tree and the asked points (Fig. 8).
+
+    ``boxes``: columns ``x1, x1_end, x2, x2_end, leaf, utility, sd, rank``; ``points``:
+    columns ``x1, x2, role`` (``asked`` / ``favourite`` / ``pending``).
+    """
+    heat = (
+        alt.Chart(grid)
+        .mark_rect()
+        .encode(
+            x=alt.X("x1:Q", title="x1", scale=alt.Scale(nice=False, zero=False)),
+            x2="x1_end:Q",
+            y=alt.Y("x2:Q", title="x2", scale=alt.Scale(nice=False, zero=False)),
+            y2="x2_end:Q",
+            color=alt.Color("utility:Q", title=value_title, scale=alt.Scale(scheme="viridis")),
+        )
+    )
+    layers: list[Any] = [heat]
+    if boxes is not None and len(boxes):
+        layers.append(
+            alt.Chart(boxes)
+            .mark_rect(fillOpacity=0, stroke="white", strokeWidth=1.5)
+            .encode(
+                x="x1:Q",
+                x2="x1_end:Q",
+                y="x2:Q",
+                y2="x2_end:Q",
+                tooltip=[
+                    "leaf:Q",
+                    "rank:Q",
+                    alt.Tooltip("utility:Q", title="leaf mean", format="+.2f"),
+                    alt.Tooltip("sd:Q", format=".2f"),
+                ],
+            )
+        )
+    if len(points):
+        layers.append(
+            alt.Chart(points)
+            .mark_point(filled=True, size=70, stroke="black", strokeWidth=0.7)
+            .encode(
+                x="x1:Q",
+                y="x2:Q",
+                shape=alt.Shape(
+                    "role:N",
+                    scale=alt.Scale(
+                        domain=["asked", "favourite", "question"],
+                        range=["circle", "diamond", "triangle-up"],
+                    ),
+                ),
+                color=alt.Color(
+                    "role:N",
+                    scale=alt.Scale(
+                        domain=["asked", "favourite", "question"],
+                        range=["#ffffff", "#e74c3c", "#f1c40f"],
+                    ),
+                    legend=alt.Legend(title="points"),
+                ),
+                tooltip=["role:N", alt.Tooltip("x1:Q", format=".3g"), alt.Tooltip("x2:Q", format=".3g")],
+            )
+        )
+    return alt.layer(*layers).resolve_scale(color="independent").properties(
+        title=title, width=size, height=size
+    )
+
+
+def leaf_utility_chart(boxes: pd.DataFrame, *, size: int = 420) -> alt.Chart:
+    """The learned partition filled by each leaf's posterior mean."""
+    return (
+        alt.Chart(boxes)
+        .mark_rect(stroke="white", strokeWidth=1)
+        .encode(
+            x=alt.X("x1:Q", title="x1", scale=alt.Scale(nice=False, zero=False)),
+            x2="x1_end:Q",
+            y=alt.Y("x2:Q", title="x2", scale=alt.Scale(nice=False, zero=False)),
+            y2="x2_end:Q",
+            color=alt.Color("utility:Q", title="leaf mean", scale=alt.Scale(scheme="viridis")),
+            tooltip=[
+                "leaf:Q",
+                "rank:Q",
+                alt.Tooltip("utility:Q", format="+.2f"),
+                alt.Tooltip("sd:Q", format=".2f"),
+            ],
+        )
+        .properties(title="learned utility (leaf means)", width=size, height=size)
+    )
+
+
+def utility_bars(table: pd.DataFrame, *, label: str, value: str = "utility") -> alt.Chart:
+    """Horizontal bars of predicted utilities (items ranked)."""
+    order = table.sort_values(value, ascending=False)[label].tolist()
+    return (
+        alt.Chart(table)
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{value}:Q", title="predicted utility"),
+            y=alt.Y(f"{label}:N", sort=order, title=None),
+            color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="redyellowgreen"), legend=None),
+            tooltip=[f"{label}:N", alt.Tooltip(f"{value}:Q", format="+.2f")],
+        )
+        .properties(height=max(120, 18 * len(table)))
+    )

@@ -1,0 +1,139 @@
+"""Small widget helpers shared by the pages (no modelling here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import streamlit as st
+
+from dashboard import _services as svc
+
+
+def synced_selectbox(
+    label: str,
+    options: Sequence[Any],
+    state_key: str,
+    *,
+    key: str,
+    format_func: Callable[[Any], str] = str,
+    container: Any = None,
+    help: str | None = None,
+) -> Any:
+    """A selectbox whose choice lives in ``st.session_state[state_key]``.
+
+    Widget state is per page; ``state_key`` is shared, so every page that shows a picker
+    for the same thing starts from the last choice made anywhere. A page whose options do
+    not include the shared choice shows its first option without changing the choice.
+    """
+    opts = list(options)
+    if not opts:
+        return None
+    cur = st.session_state.get(state_key)
+    index = opts.index(cur) if cur in opts else 0
+
+    def sync() -> None:
+        st.session_state[state_key] = st.session_state[key]
+
+    where = container if container is not None else st
+    value = where.selectbox(
+        label,
+        opts,
+        index=index,
+        key=key,
+        format_func=format_func,
+        on_change=sync,
+        help=help,
+    )
+    if cur is None:  # first choice anywhere; a page with fewer options never overrides
+        st.session_state[state_key] = value
+    return value
+
+
+def study_picker(
+    *,
+    key: str,
+    predicate: Callable[[svc.StudyStatus], bool] | None = None,
+    include_unusable: bool = False,
+    container: Any = None,
+    label: str = "Study",
+) -> str | None:
+    """Pick a study (shared choice across pages)."""
+    statuses = [s for s in svc.study_statuses() if predicate is None or predicate(s)]
+    if not include_unusable:
+        statuses = [s for s in statuses if s.usable]
+    titles = {s.key: s.title + ("" if s.usable else "  (not available)") for s in statuses}
+    return synced_selectbox(
+        label,
+        list(titles),
+        svc.STUDY_KEY,
+        key=key,
+        format_func=lambda k: titles.get(k, k),
+        container=container,
+    )
+
+
+def respondent_picker(study: Any, *, key: str, container: Any = None) -> Any:
+    """Pick a respondent of a per-respondent study (shared choice); ``None`` if pooled."""
+    if not svc.is_per_respondent(study):
+        return None
+    resp = list(study.respondents())
+    return synced_selectbox(
+        f"Respondent ({len(resp)})",
+        resp,
+        svc.respondent_key(study.key),
+        key=f"{key}::{study.key}",
+        container=container,
+    )
+
+
+def tree_with_downloads(
+    dot: str,
+    *,
+    name: str,
+    key: str,
+    json_text: str | None = None,
+    height: int | None = None,
+) -> None:
+    """A Graphviz tree with DOT / SVG / JSON download buttons."""
+    st.graphviz_chart(dot, width="stretch", height=height if height is not None else "content")
+    cols = st.columns(3)
+    cols[0].download_button(
+        "Download DOT",
+        dot,
+        file_name=f"{name}.dot",
+        mime="text/vnd.graphviz",
+        key=f"{key}_dot",
+        on_click="ignore",
+    )
+    svg = svc.dot_to_svg(dot)
+    if svg is None:
+        cols[1].caption(
+            "SVG download needs Graphviz's `dot` program, which is not installed "
+            "(`apt-get install graphviz`)."
+        )
+    else:
+        cols[1].download_button(
+            "Download SVG",
+            svg,
+            file_name=f"{name}.svg",
+            mime="image/svg+xml",
+            key=f"{key}_svg",
+            on_click="ignore",
+        )
+    if json_text is not None:
+        cols[2].download_button(
+            "Download JSON",
+            json_text,
+            file_name=f"{name}.json",
+            mime="application/json",
+            key=f"{key}_json",
+            on_click="ignore",
+        )
+
+
+def unavailable(key: str, what: str = "This page") -> None:
+    """Warning with the registry's reason and how to obtain the data."""
+    status = svc.study_status(key)
+    st.warning(f"**{status.title}** is not available here. {what} needs it.")
+    st.markdown(svc.how_to_get(key))

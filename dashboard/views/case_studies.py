@@ -1,0 +1,90 @@
+"""Case studies: every study of the registry, its provenance, counts and attributes."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import _services as svc
+from dashboard import _ui as ui
+
+st.title("Case studies")
+st.caption(
+    "Every study of the registry. Bundled studies load at once; the others appear when "
+    "their data location is set (sidebar **Data locations** or environment). The study "
+    "and respondent picked here are used by the other pages."
+)
+
+statuses = svc.study_statuses()
+overview = pd.DataFrame(
+    [
+        {
+            "study": s.key,
+            "title": s.title,
+            "kind": s.info.kind,
+            "available": "yes" if s.usable else "no",
+            "licence": s.info.license,
+        }
+        for s in statuses
+    ]
+)
+st.dataframe(overview, hide_index=True, width="stretch")
+
+key = ui.study_picker(key="cs_study", include_unusable=True)
+if key is None:
+    st.stop()
+status = svc.study_status(key)
+study, error = svc.get_study(key)
+
+if study is None:
+    st.subheader(status.title)
+    st.warning(f"**{status.title}** is not available here.")
+    st.markdown(error or status.note)
+    st.markdown(f"**Licence:** {status.info.license}")
+    st.stop()
+
+st.subheader(study.title)
+st.write(study.description)
+counts = study.counts()
+c1, c2, c3 = st.columns(3)
+c1.metric("Respondents", f"{counts['respondents']:,}")
+c2.metric("Items", f"{counts['items']:,}")
+c3.metric("Comparisons", f"{counts['comparisons']:,}")
+
+st.markdown(
+    "\n".join(
+        [
+            f"- **Source:** {study.source or '—'}",
+            f"- **Citation:** {study.citation or '—'}",
+            f"- **Licence:** {study.license or status.info.license}",
+            f"- **Data:** {status.note}",
+        ]
+    )
+)
+
+st.markdown("#### Attributes")
+st.dataframe(study.attribute_table(), hide_index=True, width="stretch")
+
+if svc.is_per_respondent(study):
+    st.markdown("#### Respondent")
+    resp = ui.respondent_picker(study, key="cs_resp")
+    data = svc.respondent_data(study, resp)
+    st.caption(
+        f"Respondent {resp}: {data.n_items} items, {data.n_pairs} comparisons. The tree "
+        "explorer and the live pages use this respondent."
+    )
+else:
+    st.caption("One pooled set of comparisons: the pages fit one tree on all of them.")
+
+with st.expander(f"Items ({study.data.n_items:,})"):
+    items = study.data.items
+    shown = items if items is not None else study.schema.decode(study.data.X)
+    st.dataframe(shown.head(500), width="stretch")
+    if len(shown) > 500:
+        st.caption(f"First 500 of {len(shown):,} items.")
+
+if study.users is not None:
+    with st.expander(f"Respondent features ({len(study.users):,} respondents)"):
+        st.dataframe(study.users.head(500), width="stretch")
+        if study.user_schema is not None:
+            st.dataframe(study.user_schema.attribute_table(), hide_index=True, width="stretch")

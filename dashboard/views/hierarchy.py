@@ -1,0 +1,113 @@
+"""User/item hierarchy: a tree over respondents whose leaves hold item trees (App. G.1)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import _charts as charts
+from dashboard import _services as svc
+from dashboard import _ui as ui
+from pbo_core import explain
+
+st.title("User/item hierarchy")
+st.caption(
+    "A **user tree** splits respondents by their own features (age, gender, region, ...) "
+    "into groups that agree on the direction of their comparisons (Eq. 15); each group gets "
+    "an **item tree** trained on its comparisons. New users start from their group's tree."
+)
+
+
+def _with_users(s: svc.StudyStatus) -> bool:
+    if s.info.kind != "ranking" and s.key not in ("sushi-a", "sushi-b"):
+        study, _ = svc.get_study(s.key)
+        return study is not None and study.users is not None
+    return True
+
+
+keys = svc.usable_study_keys(_with_users)
+if not keys:
+    ui.unavailable("sushi-a", "The user/item hierarchy needs a study with respondent features")
+    st.caption("None of the bundled studies records respondent features.")
+else:
+    key = ui.synced_selectbox(
+        "Study",
+        keys,
+        svc.STUDY_KEY,
+        key="hi_study",
+        format_func=svc.study_titles().get,
+    )
+    study, error = svc.get_study(key)
+    if study is None or study.users is None:
+        st.error(error or f"{key} has no respondent features.")
+        st.stop()
+    n_total = len(study.respondents())
+    c1, c2, c3, c4 = st.columns(4)
+    n_users = c1.number_input(
+        "Users (first N)", 20, n_total, min(500, n_total), step=50, key=f"hi_n::{key}"
+    )
+    depth = c2.slider("User-tree depth", 1, 6, 3, key="hi_depth")
+    min_leaf = c3.slider("Min. users per group", 5, 200, 20, step=5, key="hi_min")
+    item_depth = c4.slider("Item-tree depth", 1, 6, 3, key="hi_idepth")
+
+    h = svc.hierarchy(study, n_users, depth, min_leaf, item_depth)
+    groups = svc.user_groups(h)
+    m1, m2 = st.columns(2)
+    m1.metric("User groups", len(groups))
+    m2.metric("Users", int(groups["users"].sum()))
+
+    tab_all, tab_group = st.tabs(["Whole hierarchy", "One user group"])
+    with tab_all:
+        st.caption("User splits in blue; each boxed cluster is one group's item tree.")
+        ui.tree_with_downloads(h.to_dot(), name=f"hierarchy-{key}", key="hi_all")
+        st.dataframe(groups, hide_index=True, width="stretch")
+    with tab_group:
+        g = st.selectbox(
+            "User group",
+            groups["group"].tolist(),
+            format_func=lambda k: f"group {k}: {int(groups.loc[groups['group'] == k, 'users'].iloc[0])} users",
+            key=f"hi_group::{key}",
+        )
+        row = groups[groups["group"] == g].iloc[0]
+        st.info(f"**Who:** {row['who']}")
+        model = h.item_tree(g)
+        ui.tree_with_downloads(
+            explain.to_dot(model, title=f"item tree of user group {g}"),
+            name=f"hierarchy-{key}-group{g}",
+            key="hi_group_tree",
+            json_text=explain.to_json(model),
+        )
+        st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
+
+st.markdown("#### Cohort regret curves")
+root = st.session_state.get("cv_root_value", "results")
+folders = svc.folders_of_kind(root, "hierarchy")
+if not folders:
+    st.info(
+        f"No hierarchy results under `{root}` (folder set on the Convergence page). Create "
+        "them with `python -m pbo_core.experiments hierarchy --dataset A --users 900 "
+        "--refit-every 50 --out results/hierarchy`."
+    )
+else:
+    folder = st.selectbox("Result folder", folders, key="hi_folder", format_func=str)
+    rows = svc.read_results(folder)
+    cohorts = sorted(rows["cohort"].unique().tolist())
+    chosen = st.multiselect(
+        "Cohorts", cohorts, default=cohorts[-1:] if len(cohorts) > 1 else cohorts, key="hi_coh"
+    )
+    metric = st.radio("Metric", ["regret", "rho_regret"], horizontal=True, key="hi_metric")
+    sub = rows[rows["cohort"].isin(chosen)].copy()
+    sub["curve"] = "cohort " + sub["cohort"].astype(str) + " · " + sub["variant"].astype(str)
+    if sub.empty:
+        st.info("Choose at least one cohort.")
+    else:
+        st.altair_chart(
+            charts.band_chart(
+                svc.mean_se(sub, ["curve", "question"], metric),
+                x="question",
+                color="curve",
+                x_title="question",
+                y_title=metric.replace("_", " "),
+                title="plain DT vs warm start from the hierarchy",
+            ),
+            width="stretch",
+        )

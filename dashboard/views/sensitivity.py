@@ -1,0 +1,100 @@
+"""Feature sensitivity: leave-one-out accuracy changes (DT-PBO Table 10 layout)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import _charts as charts
+from dashboard import _services as svc
+from dashboard import _ui as ui
+
+st.title("Feature sensitivity")
+st.caption(
+    "Refit the tree without each feature in turn and measure pairwise accuracy on held-out "
+    "comparisons. A large drop means the preferences depend on that feature. Per-respondent "
+    "studies average the per-respondent tables."
+)
+
+key = ui.study_picker(key="fs_study")
+if key is None:
+    st.info("No study is available.")
+    st.stop()
+study, error = svc.get_study(key)
+if study is None:
+    ui.unavailable(key, "Feature sensitivity")
+    st.stop()
+
+per_resp = svc.is_per_respondent(study)
+has_split = study.extras.get("split") is not None and not per_resp
+has_tasks = study.extras.get("pair_task") is not None
+
+c1, c2, c3 = st.columns(3)
+use_split = False
+if has_split:
+    use_split = c1.toggle(
+        "Use the study's own train/test split",
+        value=True,
+        key="fs_use_split",
+        help="E.g. the PMR inboxes: inbox A trains, inbox B tests.",
+    )
+frac = c1.slider(
+    "Held-out fraction of " + ("choice tasks" if has_tasks else "comparisons"),
+    0.1,
+    0.5,
+    0.2,
+    step=0.05,
+    key="fs_frac",
+    disabled=use_split,
+)
+seed = int(c2.number_input("Seed", min_value=0, value=0, step=1, key="fs_seed"))
+n_resp = 1
+if per_resp:
+    total = len(study.respondents())
+    n_resp = c3.slider(
+        "Respondents averaged (first N)",
+        1,
+        min(200, total),
+        min(20, total),
+        key=f"fs_n::{key}",
+        help="Each respondent gets their own tree and hold-out; results are cached.",
+    )
+
+with st.spinner("Refitting without each feature..."):
+    table = svc.sensitivity(study, frac, seed, n_resp, use_split)
+
+if table.empty:
+    st.warning(
+        "No respondent has enough comparisons for a hold-out split (at least two choice "
+        "tasks are needed). Choose other settings."
+    )
+    st.stop()
+
+base = table.iloc[0]
+b1, b2, b3 = st.columns(3)
+b1.metric("Baseline train accuracy", f"{base['train acc (%)']:.1f}%")
+b2.metric("Baseline test accuracy", f"{base['test acc (%)']:.1f}%")
+b3.metric("Respondents", int(table["respondents"].iloc[0]))
+
+left, right = st.columns([3, 2])
+with left:
+    st.markdown("#### Leave-one-out table")
+    st.dataframe(
+        table.drop(columns=["respondents"]),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.1f")
+            for c in ("train acc (%)", "delta train (pp)", "test acc (%)", "delta test (pp)")
+        },
+    )
+    st.download_button(
+        "Download CSV",
+        table.to_csv(index=False),
+        file_name=f"sensitivity-{key}.csv",
+        mime="text/csv",
+        key="fs_download",
+        on_click="ignore",
+    )
+with right:
+    st.markdown("#### Test-accuracy change per removed feature")
+    st.altair_chart(charts.sensitivity_bars(table), width="stretch")
