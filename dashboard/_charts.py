@@ -29,7 +29,9 @@ def band_chart(
     """
     data = summary.copy()
     if log_y:
-        floor = float(data.loc[data["mean"] > 0, "mean"].min()) if (data["mean"] > 0).any() else 1e-9
+        floor = (
+            float(data.loc[data["mean"] > 0, "mean"].min()) if (data["mean"] > 0).any() else 1e-9
+        )
         for c in ("mean", "lo", "hi"):
             data[c] = data[c].clip(lower=floor / 10)
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
@@ -95,13 +97,11 @@ def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
                 alt.Tooltip("delta train (pp):Q", format="+.1f"),
             ],
         )
-        .properties(height=max(120, 26 * len(body)))
+        .properties(height=80 + 28 * len(body))
     )
 
 
-def surface_grid(
-    utility: Any, bounds: np.ndarray, n: int = 60
-) -> pd.DataFrame:
+def surface_grid(utility: Any, bounds: np.ndarray, n: int = 60) -> pd.DataFrame:
     """Cells of a 2-D grid over ``bounds`` with the utility at each cell centre."""
     (a0, a1), (b0, b1) = np.asarray(bounds, dtype=float)[:2]
     ex, ey = np.linspace(a0, a1, n + 1), np.linspace(b0, b1, n + 1)
@@ -185,11 +185,17 @@ def partition_chart(
                     ),
                     legend=alt.Legend(title="points"),
                 ),
-                tooltip=["role:N", alt.Tooltip("x1:Q", format=".3g"), alt.Tooltip("x2:Q", format=".3g")],
+                tooltip=[
+                    "role:N",
+                    alt.Tooltip("x1:Q", format=".3g"),
+                    alt.Tooltip("x2:Q", format=".3g"),
+                ],
             )
         )
-    return alt.layer(*layers).resolve_scale(color="independent").properties(
-        title=title, width=size, height=size
+    return (
+        alt.layer(*layers)
+        .resolve_scale(color="independent")
+        .properties(title=title, width=size, height=size)
     )
 
 
@@ -227,5 +233,5 @@ def utility_bars(table: pd.DataFrame, *, label: str, value: str = "utility") -> 
             color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="redyellowgreen"), legend=None),
             tooltip=[f"{label}:N", alt.Tooltip(f"{value}:Q", format="+.2f")],
         )
-        .properties(height=max(120, 18 * len(table)))
+        .properties(height=80 + 22 * len(table))
     )

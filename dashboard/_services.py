@@ -91,7 +91,8 @@ def loader_options(study_key: str, infos: dict[str, StudyInfo] | None = None) ->
 
 
 @st.cache_data(ttl=5, show_spinner=False)
-def _list_studies(_env: tuple[tuple[str, str], ...]) -> list[StudyInfo]:
+def _list_studies(env: tuple[tuple[str, str], ...]) -> list[StudyInfo]:
+    # ``env`` is only part of the cache key (a name starting with "_" would not be)
     return list_studies()
 
 
@@ -162,7 +163,8 @@ def how_to_get(key: str) -> str:
 
 
 @st.cache_resource(show_spinner="Loading study...", max_entries=16)
-def _load_study(key: str, options: tuple[tuple[str, str], ...], _env: Any) -> Study:
+def _load_study(key: str, options: tuple[tuple[str, str], ...], env: Any) -> Study:
+    del env  # cache key only
     return load_study(key, **dict(options))
 
 
@@ -516,9 +518,7 @@ def two_d_benchmarks() -> list[str]:
     return [f for f in available_benchmarks() if get_benchmark(f).dim == 2]
 
 
-def new_elicitation(
-    kind: str, source: str, method: str, seed: int, max_items: int | None
-) -> Any:
+def new_elicitation(kind: str, source: str, method: str, seed: int, max_items: int | None) -> Any:
     """A fresh :class:`~pbo_core.session.ElicitationSession` on a study or a benchmark."""
     from pbo_core.session import ElicitationSession, study_item_set
 
@@ -635,15 +635,15 @@ def pmr_study(key: str, table: pd.DataFrame | None) -> Study:
 
 
 @st.cache_resource(show_spinner="Fitting the urgency tree...", max_entries=16)
-def _urgency_tree(key: str, token: str, min_samples_split: int, _study: Study) -> DTSurrogate:
+def _urgency_tree(
+    study_token: Any, token: str, min_samples_split: int, _study: Study
+) -> DTSurrogate:
     return DTSurrogate(min_samples_split=min_samples_split).fit(_study.extras["train"])
 
 
-def urgency_tree(
-    study: Study, features_token: str, min_samples_split: int = 1
-) -> DTSurrogate:
+def urgency_tree(study: Study, features_token: str, min_samples_split: int = 1) -> DTSurrogate:
     """The DT on the training inbox (inbox A) of a PMR study (cached)."""
-    return _urgency_tree(study.key, features_token, int(min_samples_split), study)
+    return _urgency_tree(_study_token(study), features_token, int(min_samples_split), study)
 
 
 def cached_extractions(

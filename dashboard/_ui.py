@@ -96,7 +96,7 @@ def tree_with_downloads(
     height: int | None = None,
 ) -> None:
     """A Graphviz tree with DOT / SVG / JSON download buttons."""
-    st.graphviz_chart(dot, width="stretch", height=height if height is not None else "content")
+    st.graphviz_chart(dot, width="content", height=height if height is not None else "content")
     cols = st.columns(3)
     cols[0].download_button(
         "Download DOT",
@@ -137,3 +137,9 @@ def unavailable(key: str, what: str = "This page") -> None:
     status = svc.study_status(key)
     st.warning(f"**{status.title}** is not available here. {what} needs it.")
     st.markdown(svc.how_to_get(key))
+
+
+def full_table(df: Any, *, max_rows: int = 25, **kwargs: Any) -> None:
+    """A dataframe tall enough to show up to ``max_rows`` rows without scrolling."""
+    n = min(len(df), max_rows)
+    st.dataframe(df, height=35 * (n + 1) + 3, **kwargs)

@@ -18,13 +18,14 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 from scipy.stats import qmc
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from pbo_core.data import PreferenceData, Schema
 
@@ -371,10 +372,16 @@ def run_pbo(
     RunResult
     """
     # the surrogates work on small matrices: BLAS threads only add overhead and contention
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _threadpools().limit(limits=1, user_api="blas"):
         return _run_pbo(
             problem, strategy, n_init, n_iter, seed, noise_r, noise_sigma, init, method, callback
         )
+
+
+@lru_cache(maxsize=1)
+def _threadpools() -> ThreadpoolController:
+    """One controller per process (inspecting the loaded libraries is the slow part)."""
+    return ThreadpoolController()
 
 
 def _run_pbo(

@@ -115,6 +115,11 @@ def _parse_side(winner_side: int | str) -> int:
     return k
 
 
+def _py(v: Any) -> Any:
+    """A NumPy scalar as the Python value (for messages)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
 def _unknown_utility(X: np.ndarray) -> np.ndarray:
     return np.full(np.atleast_2d(X).shape[0], np.nan)
 
@@ -191,8 +196,10 @@ class ElicitationSession:
                 assert problem.items is not None
                 has_truth = bool(np.all(np.isfinite(problem.utility(problem.items[:1]))))
         self.has_truth = bool(has_truth)
+        # the streams of run_pbo (initial design, oracle, strategy): with truthful answers
+        # a session asks exactly the questions run_pbo asks for the same seed
         ss = np.random.SeedSequence(self.seed)
-        rng_init, rng_strategy = (np.random.default_rng(s) for s in ss.spawn(2))
+        rng_init, _, rng_strategy = (np.random.default_rng(s) for s in ss.spawn(3))
         X0, idx0 = _initial_design(problem, self.n_init, rng_init, "lhs")
         self._st = _State(
             strategy=make_strategy(strategy),
@@ -433,10 +440,11 @@ class ElicitationSession:
             rows.append(int(idx))
         w, lo = rows[k], rows[1 - k]
         st.pairs = np.vstack([st.pairs, [[w, lo]]]).astype(np.int64)
-        st.last_win[w] = len(st.history) + 1
-        st.asked_pairs.add((min(w, lo), max(w, lo)))
         if query.source != "initial":
             st.n_strategy_queries += 1
+        # as in run_pbo: initial-design winners won at step 0, later ones at their query
+        st.last_win[w] = st.n_strategy_queries
+        st.asked_pairs.add((min(w, lo), max(w, lo)))
         ans = Answer(query, k, w, lo)
         st.history.append(ans)
         st.pending = None
@@ -510,7 +518,10 @@ class ElicitationSession:
         )
         wx = self._st.X[w] if len(w) else np.zeros((0, d))
         lx = self._st.X[lo] if len(lo) else np.zeros((0, d))
-        for k, v in {**self._feature_columns("winner", wx), **self._feature_columns("loser", lx)}.items():
+        for k, v in {
+            **self._feature_columns("winner", wx),
+            **self._feature_columns("loser", lx),
+        }.items():
             df[k] = v
         return df
 
@@ -541,7 +552,7 @@ class ElicitationSession:
                 hit = np.flatnonzero(np.all(np.isclose(st.X, x[None, :]), axis=1))
                 if hit.size:
                     return st.X[int(hit[0])].copy(), int(hit[0])
-            raise ValueError(f"{where}: item {label!r} is not one of this session's items")
+            raise ValueError(f"{where}: item {_py(label)!r} is not one of this session's items")
         if x is None:
             raise ValueError(f"{where}: the table has no feature columns for this problem")
         if len(st.X):
@@ -608,9 +619,7 @@ class ElicitationSession:
 
 
 # ----------------------------------------------------------------------------- item sets
-def study_item_set(
-    study: Study, *, max_items: int | None = None, seed: int = 0
-) -> dict[str, Any]:
+def study_item_set(study: Study, *, max_items: int | None = None, seed: int = 0) -> dict[str, Any]:
     """Distinct items of a study for a session: ``X``, ``schema``, ``item_ids``, ``items``
     and ``utilities`` (ground truth when the study has one, e.g. the PMR demo's urgency).
 

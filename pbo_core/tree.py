@@ -304,7 +304,6 @@ class Tree:
     n_pairs: np.ndarray
     sum_z: np.ndarray
     score: np.ndarray
-    depth: np.ndarray
     root_lower: np.ndarray
     root_upper: np.ndarray
     root_allowed: np.ndarray
@@ -336,6 +335,14 @@ class Tree:
         internal = np.flatnonzero(self.children_left != -1)
         out[self.children_left[internal]] = internal
         out[self.children_right[internal]] = internal
+        return out
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """``(n_nodes,)`` depth of every node (root = 0)."""
+        out = np.zeros(self.n_nodes, dtype=np.int64)
+        for node in np.flatnonzero(self.children_left != -1):  # pre-order: parents first
+            out[self.children_left[node]] = out[self.children_right[node]] = out[node] + 1
         return out
 
     @property
@@ -465,33 +472,51 @@ class Tree:
         return out
 
 
+#: Row layout of one node while a tree is assembled: child offsets relative to the node
+#: (0 for leaves), split column, threshold, category mask, sum of Z, score, pair count.
+_NODE_DTYPE = np.dtype(
+    [
+        ("left", "i8"),
+        ("right", "i8"),
+        ("feature", "i8"),
+        ("threshold", "f8"),
+        ("right_mask", "i8"),
+        ("sum_z", "f8"),
+        ("score", "f8"),
+        ("n_pairs", "i8"),
+    ]
+)
+
+
 @dataclass
 class _Subtree:
     """A grown subtree in pre-order (for caching across refits).
 
-    Children are stored as offsets relative to their parent (0 for leaves), so joining two
-    cached subtrees under a new root is plain list concatenation.
+    Nodes are tuples in :data:`_NODE_DTYPE` order with children stored as offsets relative
+    to their parent, so joining two cached subtrees under a new root is one list
+    concatenation and the final arrays come from one ``np.array`` call.
     """
 
-    left: list[int]
-    right: list[int]
-    splits: list[Split | None]
-    n_pairs: list[int]
+    nodes: list[tuple]
     leaf_pairs: list[np.ndarray]
 
     @classmethod
     def leaf(cls, idx: np.ndarray) -> _Subtree:
-        return cls([0], [0], [None], [idx.size], [idx])
+        return cls([(0, 0, -1, np.nan, 0, 0.0, 0.0, idx.size)], [idx])
 
     @classmethod
     def join(cls, split: Split, n: int, a: _Subtree, b: _Subtree) -> _Subtree:
-        return cls(
-            left=[1, *a.left, *b.left],
-            right=[1 + len(a.left), *a.right, *b.right],
-            splits=[split, *a.splits, *b.splits],
-            n_pairs=[n, *a.n_pairs, *b.n_pairs],
-            leaf_pairs=[*a.leaf_pairs, *b.leaf_pairs],
+        root = (
+            1,
+            1 + len(a.nodes),
+            split.column,
+            split.threshold,
+            split.right_mask,
+            split.sum_z,
+            split.score,
+            n,
         )
+        return cls([root, *a.nodes, *b.nodes], [*a.leaf_pairs, *b.leaf_pairs])
 
 
 class SplitCache:
@@ -675,34 +700,18 @@ def build_tree(
     if cache is not None:
         cache.rotate()
 
-    n_nodes = len(sub.left)
-    ids = np.arange(n_nodes)
-    lrel = np.array(sub.left, dtype=np.int64)
-    children_left = np.where(lrel > 0, ids + lrel, -1)
-    children_right = np.where(lrel > 0, ids + np.array(sub.right, dtype=np.int64), -1)
-    feature = np.full(n_nodes, -1, dtype=np.int64)
-    threshold = np.full(n_nodes, np.nan)
-    rmask = np.zeros(n_nodes, dtype=np.int64)
-    sum_z = np.zeros(n_nodes)
-    score = np.zeros(n_nodes)
-    depth = [0] * n_nodes
-    for node, sp in enumerate(sub.splits):
-        if sp is not None:
-            feature[node], threshold[node], rmask[node] = sp.column, sp.threshold, sp.right_mask
-            sum_z[node], score[node] = sp.sum_z, sp.score
-            dep = depth[node] + 1
-            depth[node + sub.left[node]] = dep
-            depth[node + sub.right[node]] = dep
+    arr = np.array(sub.nodes, dtype=_NODE_DTYPE)
+    ids = np.arange(len(arr))
+    internal = arr["left"] > 0
     return Tree(
-        children_left=children_left,
-        children_right=children_right,
-        feature=feature,
-        threshold=threshold,
-        right_mask=rmask,
-        n_pairs=np.array(sub.n_pairs, dtype=np.int64),
-        sum_z=sum_z,
-        score=score,
-        depth=np.array(depth, dtype=np.int64),
+        children_left=np.where(internal, ids + arr["left"], -1),
+        children_right=np.where(internal, ids + arr["right"], -1),
+        feature=arr["feature"].copy(),
+        threshold=arr["threshold"].copy(),
+        right_mask=arr["right_mask"].copy(),
+        n_pairs=arr["n_pairs"].copy(),
+        sum_z=arr["sum_z"].copy(),
+        score=arr["score"].copy(),
         root_lower=bounds[:, 0].copy(),
         root_upper=bounds[:, 1].copy(),
         root_allowed=np.where(is_cat, (np.int64(1) << n_cat.astype(np.int64)) - 1, 0),

@@ -169,9 +169,7 @@ with tab_sushi:
                         {
                             "method": m,
                             "users": d["users"],
-                            "favourite found by question 9": d.get(
-                                "share_found_by_question_9"
-                            ),
+                            "favourite found by question 9": d.get("share_found_by_question_9"),
                             "final rho-regret": d["rho_regret_mean"][-1],
                         }
                         for m, d in summ.items()

@@ -104,7 +104,7 @@ for col, side, x, idx in ((cols[0], "A", q.a, q.index_a), (cols[1], "B", q.b, q.
             st.write(str(sess.items["message"].iloc[idx]))
         elif sess.items is not None and idx is not None and "name_en" in sess.items.columns:
             st.write(str(sess.items["name_en"].iloc[idx]))
-        st.dataframe(svc.option_table(sess, x), hide_index=True, width="stretch")
+        ui.full_table(svc.option_table(sess, x), hide_index=True, width="stretch")
         if mode == "benchmark":
             u = float(sess.problem.utility(x[None, :])[0])
             st.caption(f"True utility f(x) = {u:.4g} (shown so you can play the decision maker).")
@@ -147,7 +147,12 @@ with st.container(border=True):
             f"{s.sd:.2f}). **Why:** "
             + (" AND ".join(why) if why else "no split yet: every option is in one leaf.")
         )
-    st.dataframe(svc.option_table(sess, fav).T, width="stretch")
+    fav_table = svc.option_table(sess, fav)
+    st.dataframe(
+        pd.DataFrame([fav_table["value"].tolist()], columns=fav_table["attribute"].tolist()),
+        hide_index=True,
+        width="stretch",
+    )
 
 if mode == "benchmark":
     f = get_benchmark(source)

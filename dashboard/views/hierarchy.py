@@ -25,6 +25,7 @@ def _with_users(s: svc.StudyStatus) -> bool:
 
 
 keys = svc.usable_study_keys(_with_users)
+
 if not keys:
     ui.unavailable("sushi-a", "The user/item hierarchy needs a study with respondent features")
     st.caption("None of the bundled studies records respondent features.")
@@ -64,7 +65,9 @@ else:
         g = st.selectbox(
             "User group",
             groups["group"].tolist(),
-            format_func=lambda k: f"group {k}: {int(groups.loc[groups['group'] == k, 'users'].iloc[0])} users",
+            format_func=lambda k: (
+                f"group {k}: {int(groups.loc[groups['group'] == k, 'users'].iloc[0])} users"
+            ),
             key=f"hi_group::{key}",
         )
         row = groups[groups["group"] == g].iloc[0]

@@ -70,21 +70,27 @@ tab_msg, tab_ext, tab_cmp, tab_prop, tab_tree = st.tabs(
 # --------------------------------------------------------------------------- messages
 with tab_msg:
     items = study.data.items
-    cols = [c for c in ("message_id", "inbox", "patient_id", "age", "gender", "message") if c in items]
+    cols = [
+        c for c in ("message_id", "inbox", "patient_id", "age", "gender", "message") if c in items
+    ]
     st.dataframe(items[cols], hide_index=True, width="stretch")
     ids = texts["message_id"].tolist()
     mid = st.selectbox("Read a message", ids, key=f"pmr_msg::{key}")
-    st.code(texts.set_index("message_id").loc[mid, "text"], language=None, wrap_lines=True)
+    left, right = st.columns([3, 2])
+    left.code(texts.set_index("message_id").loc[mid, "text"], language=None, wrap_lines=True)
     rows = {}
     if truth is not None:
         rows["ground truth"] = truth.set_index("message_id").loc[mid, spec.names]
     if extracted is not None and mid in set(extracted["message_id"].astype(str)):
         rows["extracted"] = extracted.set_index("message_id").loc[mid, spec.names]
-    if rows:
-        st.dataframe(
-            pd.DataFrame(rows).map(lambda v: "; ".join(v) if isinstance(v, list) else v),
-            width="stretch",
-        )
+    with right:
+        if rows:
+            ui.full_table(
+                pd.DataFrame(rows).map(lambda v: "; ".join(v) if isinstance(v, list) else v),
+                width="stretch",
+            )
+        else:
+            st.caption("No features for this message yet (see the Extraction tab).")
 
 # --------------------------------------------------------------------------- extraction
 with tab_ext:
@@ -200,9 +206,7 @@ with tab_ext:
         )
         st.download_button(
             "Download extracted table (CSV)",
-            extracted.map(lambda v: ";".join(v) if isinstance(v, list) else v).to_csv(
-                index=False
-            ),
+            extracted.map(lambda v: ";".join(v) if isinstance(v, list) else v).to_csv(index=False),
             file_name=f"features-{key}.csv",
             mime="text/csv",
             key="pmr_ext_download",
@@ -222,7 +226,18 @@ with tab_cmp:
         score = score_against_truth(extracted, truth[["message_id", *spec.names]], spec)
         show = score.reset_index()
         st.dataframe(
-            show[["feature", "type", "n", "coverage", "accuracy", "hamming_accuracy", "f1", "within_one"]],
+            show[
+                [
+                    "feature",
+                    "type",
+                    "n",
+                    "coverage",
+                    "accuracy",
+                    "hamming_accuracy",
+                    "f1",
+                    "within_one",
+                ]
+            ],
             hide_index=True,
             width="stretch",
         )
@@ -230,12 +245,16 @@ with tab_cmp:
             alt.Chart(show)
             .mark_bar()
             .encode(
-                x=alt.X("accuracy:Q", title="exact agreement with the truth", scale=alt.Scale(domain=[0, 1])),
+                x=alt.X(
+                    "accuracy:Q",
+                    title="exact agreement with the truth",
+                    scale=alt.Scale(domain=[0, 1]),
+                ),
                 y=alt.Y("feature:N", sort="-x", title=None),
                 color=alt.Color("type:N"),
                 tooltip=["feature", "type", alt.Tooltip("accuracy:Q", format=".2f"), "n"],
             )
-            .properties(height=26 * len(show)),
+            .properties(height=80 + 26 * len(show)),
             width="stretch",
         )
 
@@ -280,9 +299,10 @@ with tab_prop:
                 st.error("Extract the features first.")
             else:
                 pairs = study.extras["pair_ids"]
-                with st.spinner("Asking the LLM..."), ExtractionCache(
-                    Path(cache_path).expanduser()
-                ) as cache:
+                with (
+                    st.spinner("Asking the LLM..."),
+                    ExtractionCache(Path(cache_path).expanduser()) as cache,
+                ):
                     recs, _, _ = FeatureProposer(spec, cfg, cache=cache).run(
                         texts, features, pairs[pairs["split"] == "train"], rounds=1
                     )
@@ -332,15 +352,19 @@ with tab_prop:
             key="pmr_prop_dl",
             on_click="ignore",
         )
-        new_spec = apply_decisions(spec, records)
-        c2.download_button(
-            f"Download the spec with accepted features ({len(new_spec)} features)",
-            json.dumps(new_spec.to_dict(), indent=1, ensure_ascii=False),
-            file_name="spec-accepted.json",
-            mime="application/json",
-            key="pmr_spec_dl",
-            on_click="ignore",
-        )
+        try:
+            new_spec = apply_decisions(spec, records)
+        except ValueError as exc:  # SpecError: an accepted proposal is not a valid entry
+            c2.error(f"An accepted proposal is not a valid spec entry: {exc}")
+        else:
+            c2.download_button(
+                f"Download the spec with accepted features ({len(new_spec)} features)",
+                json.dumps(new_spec.to_dict(), indent=1, ensure_ascii=False),
+                file_name="spec-accepted.json",
+                mime="application/json",
+                key="pmr_spec_dl",
+                on_click="ignore",
+            )
 
 # --------------------------------------------------------------------------- urgency tree
 with tab_tree:

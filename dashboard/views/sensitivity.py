@@ -79,7 +79,9 @@ left, right = st.columns([3, 2])
 with left:
     st.markdown("#### Leave-one-out table")
     st.dataframe(
-        table.drop(columns=["respondents"]),
+        table.drop(columns=["respondents"]).fillna(
+            {"delta train (pp)": 0.0, "delta test (pp)": 0.0}
+        ),
         hide_index=True,
         width="stretch",
         column_config={

@@ -44,17 +44,17 @@ prune = c2.slider(
 )
 model = svc.fit_tree(study, resp, min_samples_split=prune)
 tree_depth = int(model.tree_.max_depth)
-if tree_depth >= 1:
+if tree_depth >= 2:
     depth = c1.slider(
         "Max depth shown (deeper subtrees collapse)",
         1,
-        max(tree_depth, 1),
+        tree_depth,
         tree_depth,
         key=f"te_depth::{tree_depth}",
     )
 else:
-    depth = 0
-    c1.caption("The tree is a single leaf.")
+    depth = tree_depth
+    c1.caption("The tree is a single leaf." if tree_depth == 0 else "The tree has a single split.")
 features = study.schema.names
 sensitive = c3.multiselect(
     "Flag splits on sensitive attributes",
@@ -158,5 +158,5 @@ with tab_strad:
                 f"{100 * explain.accuracy(m, data):.1f}%"
             )
             st.graphviz_chart(
-                explain.to_dot(m, highlight=highlight, sensitive=sensitive), width="stretch"
+                explain.to_dot(m, highlight=highlight, sensitive=sensitive), width="content"
             )

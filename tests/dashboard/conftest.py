@@ -1,0 +1,58 @@
+"""Fixtures of the dashboard tests: an isolated data environment and an AppTest factory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+
+#: Environment variables that point the loaders at user data.
+DATA_ENV = ("DTPBO_SUSHI_DIR", "DTPBO_BELA_PATH", "DTPBO_PRESIDENTIAL_PATH", "DTPBO_PMR_DIR")
+LLM_ENV = (
+    "DTPBO_LLM_BASE_URL",
+    "OPENAI_BASE_URL",
+    "DTPBO_LLM_MODEL",
+    "DTPBO_LLM_API_KEY",
+    "OPENAI_API_KEY",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``e2e`` marker (real browser; skipped without Playwright/Chromium)."""
+    config.addinivalue_line(
+        "markers",
+        "e2e: end-to-end test in a real browser (Playwright + /usr/bin/chromium); skipped "
+        "when either is missing",
+    )
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No user data, no LLM settings, caches and ``results/`` inside ``tmp_path``."""
+    for name in (*DATA_ENV, *LLM_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DTPBO_DATA_HOME", str(tmp_path / "data_home"))
+    monkeypatch.setenv("DTPBO_LLM_CACHE", str(tmp_path / "llm_cache.sqlite"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def app() -> Callable[..., object]:
+    """``app(page=None, **state)``: an AppTest of the dashboard, run once (on ``page``)."""
+    from streamlit.testing.v1 import AppTest
+
+    def make(page: str | None = None, **state: object) -> AppTest:
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        for k, v in state.items():
+            at.session_state[k] = v
+        at.run()
+        if page is not None:
+            at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return make

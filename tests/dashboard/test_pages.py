@@ -1,0 +1,531 @@
+"""AppTest tests of every dashboard page: it loads, its widgets change what is shown, and
+missing data give the help text instead of a traceback."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.fixtures.synthetic import write_sushi_tiny
+
+PAGES = (
+    "case_studies",
+    "tree_explorer",
+    "sensitivity",
+    "convergence",
+    "hierarchy",
+    "elicitation",
+    "pmr",
+)
+
+
+# ----------------------------------------------------------------------------- helpers
+def dots(at: Any) -> list[str]:
+    """DOT sources of the Graphviz charts on the page."""
+    return [g.proto.spec for g in at.get("graphviz_chart")]
+
+
+def charts(at: Any) -> list[dict]:
+    """Vega-Lite specs of the Altair charts on the page, with their data sets attached
+    (Streamlit ships them as Arrow tables next to the spec) under ``"_rows"``."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    out = []
+    for c in at.get("vega_lite_chart"):
+        spec = json.loads(c.proto.spec)
+        rows: list[dict] = []
+        for ds in c.proto.datasets:
+            rows += convert_arrow_bytes_to_pandas_df(ds.data.data).to_dict("records")
+        spec["_rows"] = rows
+        out.append(spec)
+    return out
+
+
+def chart_data(spec: dict) -> list[dict]:
+    """All rows of the data sets of a chart (see :func:`charts`)."""
+    return spec["_rows"]
+
+
+def metrics(at: Any) -> dict[str, str]:
+    """Metric label -> displayed value."""
+    return {m.label: m.value for m in at.metric}
+
+
+def texts(at: Any) -> str:
+    """Every message-like text on the page, joined."""
+    parts = []
+    for kind in ("markdown", "caption", "info", "warning", "error", "success"):
+        parts += [str(e.value) for e in getattr(at, kind)]
+    return "\n".join(parts)
+
+
+def no_exception(at: Any) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def sushi_dir(tmp_path: Path, n_users: int = 60) -> Path:
+    folder = tmp_path / "sushi3-2016"
+    write_sushi_tiny(folder, n_users=n_users, seed=3)
+    return folder
+
+
+# ----------------------------------------------------------------------------- all pages
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_loads_on_bundled_data(app, page: str) -> None:
+    at = app(page)
+    no_exception(at)
+    assert at.title[0].value
+
+
+def test_warm_page_switches_are_fast(app) -> None:
+    at = app()
+    for page in PAGES:  # warm every cache
+        at.switch_page(f"views/{page}.py").run()
+    timings = {}
+    for page in PAGES:
+        t0 = time.perf_counter()
+        at.switch_page(f"views/{page}.py").run()
+        timings[page] = time.perf_counter() - t0
+        no_exception(at)
+    # well under a second in practice (~0.05-0.2 s); generous for loaded CI machines
+    assert max(timings.values()) < 2.0, timings
+
+
+# ----------------------------------------------------------------------------- case studies
+def test_case_studies_lists_the_registry_and_counts_change(app) -> None:
+    from data_loaders.registry import list_studies
+
+    at = app("case_studies", sel_study="train")
+    listed = set(at.dataframe[0].value["study"])
+    assert listed == {s.key for s in list_studies()}
+    assert metrics(at) == {"Respondents": "235", "Items": "1,785", "Comparisons": "2,929"}
+    at.selectbox(key="cs_study").select("electricity").run()
+    no_exception(at)
+    assert metrics(at)["Items"] == "35"
+    assert "Revelt" in texts(at)  # citation shown
+    at.selectbox(key="cs_study").select("pmr-demo").run()
+    assert metrics(at)["Respondents"] == "1"
+
+
+def test_respondent_choice_is_shared_with_the_tree_explorer(app) -> None:
+    at = app("case_studies", sel_study="electricity")
+    at.selectbox(key="cs_resp::electricity").select(5).run()
+    no_exception(at)
+    assert "Respondent 5:" in texts(at)
+    at.switch_page("views/tree_explorer.py").run()
+    assert at.selectbox(key="te_resp::electricity").value == 5
+    assert "respondent 5" in dots(at)[0]
+
+
+def test_missing_sushi_shows_how_to_get_it(app, tmp_path, monkeypatch) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("DTPBO_SUSHI_DIR", str(empty))
+    at = app("case_studies", sel_study="sushi-a")
+    no_exception(at)
+    assert "not available" in texts(at)
+    assert "kamishima.net/sushi" in texts(at)
+    assert not at.metric  # no counts for a study that did not load
+
+
+def test_sidebar_path_makes_sushi_available(app, tmp_path) -> None:
+    folder = sushi_dir(tmp_path, n_users=30)
+    at = app("case_studies", sel_study="sushi-a")
+    assert "not available" in texts(at)
+    at.text_input(key="path_sushi").input(str(folder)).run()
+    no_exception(at)
+    assert metrics(at)["Respondents"] == "30"
+    assert "configured in the sidebar" in texts(at)
+
+
+def test_wrong_sidebar_path_is_reported(app, tmp_path) -> None:
+    at = app("case_studies", sel_study="bela")
+    at.text_input(key="path_bela").input(str(tmp_path / "nope.csv")).run()
+    no_exception(at)
+    assert "does not exist" in texts(at)
+
+
+# ----------------------------------------------------------------------------- tree explorer
+def test_tree_explorer_controls_change_the_dot(app) -> None:
+    at = app("tree_explorer", sel_study="electricity")
+    full = dots(at)[0]
+    assert "comparisons" in full and "utility" in full
+    depth = next(s for s in at.slider if s.label.startswith("Max depth"))
+    assert depth.value >= 2
+    depth.set_value(1).run()
+    no_exception(at)
+    collapsed = dots(at)[0]
+    assert collapsed != full and "leaves</b>" in collapsed  # deeper subtrees collapsed
+    leaves_before = int(metrics(at)["Leaves"])
+    at.slider(key="te_prune").set_value(12).run()
+    assert int(metrics(at)["Leaves"]) < leaves_before  # pruned refit
+    # follow an item: its path is bold and its leaf is explained
+    at.selectbox(key="te_item::electricity::1").select(0).run()
+    assert "penwidth=3" in dots(at)[0]
+    assert "is in leaf" in texts(at)
+    labels = [b.label for b in at.get("download_button")]
+    assert "Download DOT" in labels and "Download JSON" in labels
+
+
+def test_tree_explorer_flags_sensitive_splits(app) -> None:
+    at = app("tree_explorer", sel_study="electricity")
+    assert "sensitive attribute" not in dots(at)[0]
+    root = dots(at)[0].split("\n")[5]  # the root node's label names its feature
+    feature = next(
+        f
+        for f in ("price", "contract", "local", "known", "time_of_day", "seasonal")
+        if at.multiselect[0].format_func(f).split()[0] in root
+    )
+    at.multiselect[0].set_value([feature]).run()
+    no_exception(at)
+    assert "sensitive attribute" in dots(at)[0]
+    assert "splits on sensitive attribute" in texts(at)
+
+
+def test_tree_explorer_straddler_variants_side_by_side(app) -> None:
+    at = app("tree_explorer", sel_study="train")
+    # main tree, discard and keep variants
+    assert len(dots(at)) == 3
+    assert "discard" in texts(at) and "keep" in texts(at)
+
+
+def test_tree_explorer_pooled_study_and_svg(app) -> None:
+    at = app("tree_explorer", sel_study="pmr-demo")
+    assert "Pooled data" in texts(at)
+    assert int(metrics(at)["Comparisons"]) == 870
+    from dashboard._services import dot_available
+
+    labels = [b.label for b in at.get("download_button")]
+    if dot_available():
+        assert "Download SVG" in labels
+    else:
+        assert "`dot` program" in texts(at)
+
+
+def test_svg_download_degrades_without_dot(app, monkeypatch) -> None:
+    import graphviz
+
+    def missing(*a, **k):
+        raise graphviz.ExecutableNotFound(("dot",))
+
+    monkeypatch.setattr(graphviz.Source, "pipe", missing)
+    from dashboard import _services as svc
+
+    assert svc.dot_to_svg.__wrapped__("digraph { a -> b }") is None
+
+
+# ----------------------------------------------------------------------------- sensitivity
+def test_sensitivity_table_and_bars(app) -> None:
+    at = app("sensitivity", sel_study="electricity")
+    at.slider(key="fs_n::electricity").set_value(3).run()
+    no_exception(at)
+    table = at.dataframe[0].value
+    assert table["feature removed"].iloc[0] == "None (baseline)"
+    assert len(table) == 7  # baseline + 6 features
+    spec = charts(at)[0]
+    assert spec["encoding"]["x"]["field"] == "delta test (pp)"
+    assert {r["feature removed"] for r in chart_data(spec)} == set(table["feature removed"][1:])
+    before = table.copy()
+    at.slider(key="fs_frac").set_value(0.4).run()
+    assert not at.dataframe[0].value.equals(before)
+    assert metrics(at)["Respondents"] == "3"
+
+
+def test_sensitivity_pmr_uses_its_inbox_split(app) -> None:
+    at = app("sensitivity", sel_study="pmr-demo")
+    no_exception(at)
+    assert metrics(at)["Respondents"] == "1"
+    assert at.toggle(key="fs_use_split").value is True
+
+
+# ----------------------------------------------------------------------------- convergence
+def _bench_results(folder: Path, methods=("dt", "dt-literal"), seeds=2) -> None:
+    from pbo_core.runner import cell_path
+    from pbo_core.session import run_benchmark_cell
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for m in methods:
+        for s in range(seeds):
+            cell = {"function": "branin", "method": m, "seed": s, "iters": 6, "n_init": 3}
+            run_benchmark_cell({**cell, "noise": 0.0}).to_parquet(cell_path(folder, cell))
+
+
+def test_convergence_reads_result_folders(app, tmp_path) -> None:
+    _bench_results(tmp_path / "results" / "bench")
+    at = app("convergence")
+    no_exception(at)
+    specs = charts(at)
+    assert len(specs) == 2  # regret, cumulative time
+    methods = {r["method"] for r in chart_data(specs[0])}
+    assert methods == {"dt", "dt-literal"}
+    at.multiselect(key="cv_b_methods::branin").set_value(["dt"]).run()
+    assert {r["method"] for r in chart_data(charts(at)[0])} == {"dt"}
+    # mean +- s.e. band over the two seeds
+    rows = chart_data(charts(at)[0])
+    assert all(r["lo"] <= r["mean"] <= r["hi"] for r in rows)
+
+
+def test_convergence_runs_a_small_benchmark(app, tmp_path) -> None:
+    at = app("convergence")
+    assert "No benchmark results" in texts(at)
+    at.multiselect(key="cv_r_methods").set_value(["dt"]).run()
+    at.slider(key="cv_r_seeds").set_value(1).run()
+    at.slider(key="cv_r_iters").set_value(5).run()
+    at.slider(key="cv_r_ninit").set_value(3).run()
+    at.button(key="cv_r_run").click().run()
+    no_exception(at)
+    assert "1 run(s) written" in texts(at)
+    assert len(list((tmp_path / "results" / "dashboard-bench").glob("cell-*.parquet"))) == 1
+    assert at.get("progress")
+    assert charts(at)  # curves of the new run
+    at.run()
+    assert "No benchmark results" not in texts(at)  # the Benchmarks tab finds it
+
+
+def test_convergence_without_sushi_explains(app) -> None:
+    at = app("convergence")
+    assert "No Sushi results" in texts(at)
+    assert "kamishima.net/sushi" in texts(at)
+
+
+def test_convergence_sushi_results(app, tmp_path) -> None:
+    rows = []
+    for user in range(4):
+        for method in ("dt", "gp"):
+            for q in range(1, 6):
+                rows.append(
+                    {
+                        "user": user,
+                        "method": method,
+                        "question": q,
+                        "rho_regret": 1.0 / q + 0.1 * user,
+                        "top1_error": max(0, 3 - q),
+                        "time_s": 0.01,
+                    }
+                )
+    folder = tmp_path / "results" / "sushi-pbo"
+    folder.mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(folder / "cell-0000.parquet")
+    at = app("convergence")
+    no_exception(at)
+    titles = [str(s.get("title", "")) for s in charts(at)]
+    assert any("Sushi set A" in t for t in titles)
+    at.radio(key="cv_smetric").set_value("top1_error").run()
+    assert any("top1 error" in str(s.get("title", "")) for s in charts(at))
+
+
+# ----------------------------------------------------------------------------- hierarchy
+def test_hierarchy_without_user_features_explains(app) -> None:
+    at = app("hierarchy")
+    no_exception(at)
+    assert "not available" in texts(at)
+    assert "DTPBO_SUSHI_DIR" in texts(at)
+    assert not dots(at)
+
+
+def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DTPBO_SUSHI_DIR", str(sushi_dir(tmp_path, n_users=80)))
+    folder = tmp_path / "results" / "hierarchy"
+    folder.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "user": np.repeat(np.arange(4), 3),
+            "cohort": [0] * 6 + [1] * 6,
+            "variant": ["plain", "hierarchy"] * 6,
+            "user_leaf": 0,
+            "question": np.tile([1, 2, 3], 4),
+            "regret": np.linspace(3, 0, 12),
+            "rho_regret": np.linspace(1, 0, 12),
+        }
+    ).to_parquet(folder / "cell-0000.parquet")
+    at = app("hierarchy")
+    no_exception(at)
+    whole, group = dots(at)[:2]
+    assert "cluster_0" in whole and "user group" in whole
+    assert "item tree of user group" in group
+    n_groups = int(metrics(at)["User groups"])
+    at.slider(key="hi_min").set_value(5).run()
+    assert int(metrics(at)["User groups"]) >= n_groups
+    at.selectbox(key="hi_group::sushi-a").select(at.selectbox(key="hi_group::sushi-a").options[-1])
+    at.run()
+    no_exception(at)
+    assert charts(at)  # cohort regret curves from the results folder
+
+
+# ----------------------------------------------------------------------------- elicitation
+def test_elicitation_answers_update_the_tree(app) -> None:
+    at = app("elicitation")
+    assert metrics(at)["Answers"] == "0"
+    first = dots(at)[0]
+    for side in "ABA":
+        at.button(key=f"el_pick_{side}").click().run()
+        no_exception(at)
+    assert metrics(at)["Answers"] == "3"
+    assert dots(at)[0] != first
+    assert "after 3 answers" in dots(at)[0]
+    at.button(key="el_undo").click().run()
+    assert metrics(at)["Answers"] == "2"
+    assert len(at.dataframe[-1].value) == 2  # answers table
+
+
+def test_elicitation_loads_a_comparison_file(app) -> None:
+    at = app("elicitation")
+    for side in "AB":
+        at.button(key=f"el_pick_{side}").click().run()
+    sess = next(iter(at.session_state["el_sessions"].values()))
+    csv = sess.to_frame().to_csv(index=False).encode()
+    at.button(key="el_restart").click().run()
+    assert metrics(at)["Answers"] == "0"
+    at.file_uploader(key="el_upload").upload("answers.csv", csv, "text/csv").run()
+    no_exception(at)
+    assert metrics(at)["Answers"] == "2"
+    at.file_uploader(key="el_upload").set_value(("bad.csv", b"x,y\n1,2\n", "text/csv")).run()
+    assert "Could not load bad.csv" in texts(at)
+
+
+def test_elicitation_on_a_benchmark_shows_the_partition(app) -> None:
+    at = app("elicitation")
+    at.radio(key="el_mode").set_value("benchmark").run()
+    no_exception(at)
+    at.button(key="el_oracle10").click().run()
+    no_exception(at)
+    assert metrics(at)["Answers"] == "10"
+    specs = charts(at)
+    layered = specs[0]
+    assert len(layered["layer"]) == 3  # true surface, leaf boxes, points
+    roles = {r.get("role") for r in chart_data(layered) if "role" in r}
+    assert roles == {"asked", "favourite", "question"}
+    leaves = int(metrics(at)["Leaves"])
+    assert len([r for r in chart_data(layered) if "leaf" in r]) == leaves  # leaf outlines
+    assert len(chart_data(specs[1])) == leaves  # leaves filled by their posterior mean
+    assert float(metrics(at)["Regret of the favourite"]) >= 0
+
+
+def test_elicitation_with_gp_and_pmr_items(app) -> None:
+    at = app("elicitation")
+    at.selectbox(key="el_method").set_value("gp").run()
+    no_exception(at)
+    at.button(key="el_pick_A").click().run()
+    no_exception(at)
+    assert "Leaves" not in metrics(at) and not dots(at)
+    assert charts(at)  # predicted utilities of the items
+    at.selectbox(key="el_method").set_value("dt").run()
+    at.selectbox(key="el_study").set_value("pmr-demo").run()
+    no_exception(at)
+    at.button(key="el_oracle").click().run()  # the demo inbox has a true urgency
+    assert metrics(at)["Answers"] == "1"
+
+
+# ----------------------------------------------------------------------------- PMR
+def test_pmr_page_messages_and_urgency_tree(app) -> None:
+    at = app("pmr")
+    no_exception(at)
+    assert len(at.dataframe[0].value) == 60
+    assert any("### Patient Message" in c.value for c in at.code)
+    m = metrics(at)
+    assert float(m["Test accuracy (inbox B)"].rstrip("%")) > 60
+    assert any("urgency tree" in d for d in dots(at))
+
+
+def test_pmr_extraction_without_endpoint_says_so(app) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends
+    at = app("pmr")
+    at.text_input(key="pmr_base_url").input(f"http://127.0.0.1:{port}/v1").run()
+    at.text_input(key="pmr_model").input("some-model").run()
+    secret = "sk-test-DO-NOT-SHOW-123"
+    next(t for t in at.text_input if t.label == "API key").input(secret).run()
+    at.button(key="pmr_run").click().run()
+    no_exception(at)
+    assert "No LLM endpoint reachable" in texts(at)
+    assert secret not in texts(at)
+    assert all(secret not in str(v) for v in at.session_state.values())
+
+
+def test_pmr_extraction_from_the_cache_scores_against_truth(app, tmp_path) -> None:
+    from data_loaders.registry import load_study
+    from feature_extraction import ExtractionCache, LLMConfig
+    from feature_extraction.extract import Extractor
+
+    study = load_study("pmr-demo")
+    spec = study.extras["spec"]
+    truth = study.extras["truth"].set_index("message_id")
+    texts_ = study.extras["texts"]
+    cfg = LLMConfig(model="cached-model")
+    with ExtractionCache(tmp_path / "llm_cache.sqlite") as cache:
+        ex = Extractor(spec, cfg, cache=cache)
+        for mid, text in zip(texts_["message_id"], texts_["text"], strict=True):
+            values = {n: truth.loc[mid, n] for n in spec.names}
+            values = {k: list(v) if isinstance(v, list | tuple) else v for k, v in values.items()}
+            cache.put(ex.key(mid, text), status="ok", values=values)
+    at = app("pmr")
+    at.text_input(key="pmr_model").input("cached-model").run()
+    assert "60 of 60 messages are in the cache" in texts(at)
+    at.button(key="pmr_run").click().run()  # no endpoint needed: everything is cached
+    no_exception(at)
+    assert "60 ok" in texts(at) and "60 from the cache" in texts(at)
+    score = next(d.value for d in at.dataframe if "accuracy" in d.value.columns)
+    assert (score["accuracy"] == 1.0).all()
+    # the urgency tree can now use the extracted table
+    at.radio(key="pmr_src::pmr-demo").set_value("extracted").run()
+    no_exception(at)
+    assert any("extracted features" in d for d in dots(at))
+
+
+def test_pmr_feature_proposals_review(app) -> None:
+    from feature_extraction.propose import ProposalRecord
+
+    recs = [
+        ProposalRecord(
+            round=0,
+            status="kept",
+            decision="keep",
+            proposal={
+                "name": "mentions_blood",
+                "type": "ordinal",
+                "values": ["no", "yes"],
+                "description": "The message mentions bleeding.",
+                "instruction": "Does the message mention bleeding?",
+                "rationale": "Bleeding made messages urgent.",
+            },
+            baseline_val_accuracy=0.7,
+            new_val_accuracy=0.75,
+            gain=0.05,
+        ),
+        ProposalRecord(round=1, status="failed", error="endpoint went away"),
+    ]
+    blob = json.dumps([r.to_dict() for r in recs]).encode()
+    at = app("pmr")
+    at.file_uploader(key="pmr_prop_upload").upload("props.json", blob, "application/json").run()
+    no_exception(at)
+    assert "mentions_blood" in texts(at)
+    assert "endpoint went away" in texts(at)
+    at.radio(key="pmr_decision::pmr-demo::0").set_value("accept").run()
+    no_exception(at)
+    labels = [b.label for b in at.get("download_button")]
+    n = len(at.session_state["pmr_proposals::pmr-demo"])
+    assert n == 2
+    assert any("12 features" in label for label in labels)  # 11 + the accepted one
+    # a malformed accepted proposal is reported, not raised
+    bad = [{**recs[0].to_dict(), "proposal": {"name": "x", "type": "boolean"}}]
+    at.file_uploader(key="pmr_prop_upload").set_value(
+        ("bad.json", json.dumps(bad).encode(), "application/json")
+    ).run()
+    at.radio(key="pmr_decision::pmr-demo::0").set_value("accept").run()
+    no_exception(at)
+    assert "not a valid spec entry" in texts(at)
+
+
+def test_pmr_synth_absent_says_how_to_get_it(app) -> None:
+    at = app("pmr")
+    assert "PMR-Synth-Inboxes is not configured" in [e.label for e in at.expander]
+    assert "huggingface.co/datasets/PortalPal-AI/PMR-Synth-Inboxes" in texts(at)

@@ -1,0 +1,340 @@
+"""Tests of pbo_core.session: live elicitation sessions and the dashboard's analyses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pbo_core.data import Feature, PreferenceData, Schema, Study
+from pbo_core.dt import DTSurrogate
+from pbo_core.loop import Problem, run_pbo
+from pbo_core.session import (
+    ElicitationSession,
+    holdout_split,
+    leave_one_out_study,
+    run_benchmark_cell,
+    study_item_set,
+)
+from pbo_core.strategies import make_strategy
+
+
+def small_items() -> tuple[np.ndarray, Schema, np.ndarray]:
+    """12 items over a numeric, an ordinal and a categorical feature; known utilities."""
+    schema = Schema(
+        (
+            Feature("price", "numeric", bounds=(0.0, 10.0), unit="EUR"),
+            Feature("size", "ordinal", levels=("S", "M", "L")),
+            Feature("colour", "categorical", levels=("red", "green", "blue")),
+        )
+    )
+    rng = np.random.default_rng(4)
+    X = np.column_stack(
+        [rng.uniform(0, 10, 12).round(1), rng.integers(0, 3, 12), rng.integers(0, 3, 12)]
+    ).astype(float)
+    u = -X[:, 0] + 2.0 * X[:, 1] + 3.0 * (X[:, 2] == 1)
+    return X, schema, u
+
+
+def answer_truthfully(s: ElicitationSession, n: int) -> None:
+    for _ in range(n):
+        s.answer(s.oracle_winner())
+
+
+# ----------------------------------------------------------------------------- basics
+def test_finite_session_finds_the_best_item() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=0)
+    assert s.n_answers == 0 and not s.can_undo
+    answer_truthfully(s, 25)
+    assert s.n_answers == 25
+    assert s.recommendation == int(np.argmax(u))
+    assert s.regret() == 0.0
+    # the model is the strategy's fitted DT over all items
+    assert isinstance(s.model, DTSurrogate) and s.is_tree
+    assert s.model.item_leaf_.shape == (12,)
+    assert len(s.explanation()) >= 1  # the favourite's leaf has conditions
+
+
+def test_pairs_record_winner_then_loser_and_query_sides() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=1)
+    q = s.next_query()
+    assert q.index_a is not None and q.index_b is not None and q.index_a != q.index_b
+    assert s.next_query() is q  # pending until answered
+    ans = s.answer("B")
+    assert (ans.winner, ans.loser) == (q.index_b, q.index_a)
+    assert s.pairs.tolist() == [[q.index_b, q.index_a]]
+    assert s.history[0].winner_side == 1
+    with pytest.raises(ValueError, match="'A' or 'B'"):
+        s.answer("C")
+    with pytest.raises(ValueError, match="0 \\(A\\) or 1 \\(B\\)"):
+        s.answer(2)
+
+
+def test_same_seed_and_answers_give_the_same_questions() -> None:
+    X, schema, u = small_items()
+    runs = []
+    for _ in range(2):
+        s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=7)
+        asked = []
+        for k in range(10):
+            q = s.next_query()
+            asked.append((q.index_a, q.index_b))
+            s.answer(k % 2)  # answers independent of the truth
+        runs.append(asked)
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("kind", ["items", "branin"])
+def test_session_asks_what_run_pbo_asks(kind: str) -> None:
+    """With truthful answers a session is the PBO loop: same questions, same favourites."""
+    if kind == "items":
+        X, schema, u = small_items()
+        problem = Problem.from_items("toy", X, u, schema)
+        n_init = 2
+    else:
+        from pbo_core.benchmarks import get_benchmark
+
+        problem = Problem.from_benchmark(get_benchmark("branin"))
+        n_init = 3
+    res = run_pbo(problem, make_strategy("dt"), n_init=n_init, n_iter=15, seed=3)
+    s = ElicitationSession(problem, "dt", seed=3, n_init=n_init)
+    recs = []
+    for _ in range(n_init):
+        s.answer(s.oracle_winner())
+    recs.append(s.recommendation)
+    for _ in range(15):
+        s.answer(s.oracle_winner())
+        recs.append(s.recommendation)
+    np.testing.assert_array_equal(s.pairs, res.pairs)
+    np.testing.assert_allclose(s.X, res.X)
+    assert recs == res.recommendation.tolist()
+
+
+def test_undo_restores_the_question_and_the_model() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=2)
+    answer_truthfully(s, 6)
+    before_pred = s.predict().copy()
+    before_leaves = s.model.n_leaves_
+    q = s.next_query()
+    s.answer(1 - s.oracle_winner(q))  # a "wrong" answer
+    assert s.n_answers == 7
+    undone = s.undo()
+    assert undone.query is q
+    assert s.n_answers == 6
+    assert s.next_query() is not None
+    np.testing.assert_array_equal(s.next_query().a, q.a)
+    np.testing.assert_array_equal(s.next_query().b, q.b)
+    np.testing.assert_allclose(s.predict(), before_pred)
+    assert s.model.n_leaves_ == before_leaves
+    # answering again continues exactly as a session that never had the wrong answer
+    ref = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=2)
+    answer_truthfully(ref, 6)
+    answer_truthfully(ref, 3)
+    answer_truthfully(s, 3)
+    np.testing.assert_array_equal(ref.pairs, s.pairs)
+
+
+def test_undo_at_the_start_raises() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u)
+    with pytest.raises(IndexError, match="nothing to undo"):
+        s.undo()
+
+
+def test_unknown_truth_refuses_simulated_answers() -> None:
+    X, schema, _ = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt")
+    assert not s.has_truth
+    assert np.isnan(s.regret())
+    with pytest.raises(RuntimeError, match="unknown"):
+        s.oracle_winner()
+    s.answer("A")
+    assert s.n_answers == 1
+
+
+def test_unknown_method_and_bad_inputs() -> None:
+    X, schema, u = small_items()
+    with pytest.raises(KeyError, match="unknown method"):
+        ElicitationSession.for_items(X, schema, "nope", utilities=u)
+    with pytest.raises(ValueError, match="item ids"):
+        ElicitationSession.for_items(X, schema, "dt", item_ids=["a"])
+
+
+# ----------------------------------------------------------------------------- continuous
+def test_benchmark_session_adds_points_inside_the_box() -> None:
+    s = ElicitationSession.for_benchmark("branin", "dt", seed=0)
+    assert len(s.X) == 4  # initial design: 2 pairs of a Latin hypercube
+    answer_truthfully(s, 20)
+    b = s.schema.bounds
+    assert np.all(s.X >= b[:, 0] - 1e-12) and np.all(s.X <= b[:, 1] + 1e-12)
+    assert len(s.pairs) == 20
+    assert s.regret() < 30.0
+    assert s.model.n_leaves_ >= 2
+    # leaf boxes partition the domain
+    lower, upper, _ = s.model.tree_.boxes
+    leaves = s.model.tree_.leaf_nodes
+    area = np.prod(upper[leaves] - lower[leaves], axis=1).sum()
+    assert area == pytest.approx(np.prod(b[:, 1] - b[:, 0]))
+
+
+def test_gp_session_runs_on_items_and_box() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "gp", utilities=u, seed=0)
+    answer_truthfully(s, 5)
+    assert not s.is_tree and s.explanation() == ()
+    assert s.predict().shape == (12,)
+    c = ElicitationSession.for_benchmark("branin", "gp", seed=0)
+    answer_truthfully(c, 3)
+    assert len(c.pairs) == 3
+
+
+# ----------------------------------------------------------------------------- tables
+def test_to_frame_has_ids_and_readable_features() -> None:
+    X, schema, u = small_items()
+    ids = np.array([f"item{i}" for i in range(12)])
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, item_ids=ids, seed=5)
+    answer_truthfully(s, 4)
+    df = s.to_frame()
+    assert list(df.columns[:4]) == ["step", "winner_side", "winner_id", "loser_id"]
+    assert {"winner_price", "winner_size", "winner_colour", "loser_colour"} <= set(df.columns)
+    assert len(df) == 4
+    w = s.pairs[:, 0]
+    assert df["winner_id"].tolist() == ids[w].tolist()
+    assert set(df["winner_size"]) <= {"S", "M", "L"}  # labels, not codes
+
+
+@pytest.mark.parametrize("drop_ids", [False, True])
+def test_from_frame_round_trip_on_items(drop_ids: bool) -> None:
+    X, schema, u = small_items()
+    ids = np.arange(100, 112)
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, item_ids=ids, seed=5)
+    answer_truthfully(s, 9)
+    df = pd.read_csv(pd.io.common.StringIO(s.to_frame().to_csv(index=False)))
+    if drop_ids:
+        df = df.drop(columns=["winner_id", "loser_id"])
+    t = ElicitationSession.from_frame(df, **s.config())
+    np.testing.assert_array_equal(t.pairs, s.pairs)
+    np.testing.assert_allclose(t.predict(), s.predict())
+    assert t.recommendation == s.recommendation
+    # undo works through loaded answers; the last loaded question is asked again
+    t.undo()
+    assert t.n_answers == 8
+    q = t.next_query()
+    assert {q.index_a, q.index_b} == set(s.pairs[-1].tolist())
+
+
+def test_from_frame_round_trip_on_a_benchmark() -> None:
+    s = ElicitationSession.for_benchmark("levy", "dt", seed=2)
+    answer_truthfully(s, 12)
+    text = s.to_frame().to_csv(index=False)
+    t = ElicitationSession.from_frame(pd.read_csv(pd.io.common.StringIO(text)), **s.config())
+    np.testing.assert_array_equal(t.pairs, s.pairs)
+    np.testing.assert_allclose(t.X, s.X, rtol=1e-12)
+    np.testing.assert_allclose(t.predict(), s.predict())
+
+
+def test_from_frame_rejects_foreign_tables() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u)
+    with pytest.raises(ValueError, match="winner_id/loser_id or the feature columns"):
+        ElicitationSession.from_frame(pd.DataFrame({"a": [1]}), **s.config())
+    bad = pd.DataFrame({"winner_id": [0], "loser_id": [99]})
+    with pytest.raises(ValueError, match="row 1: item 99 is not one of"):
+        ElicitationSession.from_frame(bad, **s.config())
+    same = pd.DataFrame({"winner_id": [3], "loser_id": [3]})
+    with pytest.raises(ValueError, match="same item"):
+        ElicitationSession.from_frame(same, **s.config())
+
+
+def test_multi_hot_features_survive_the_csv() -> None:
+    schema = Schema(
+        (
+            Feature("flags", "multi_hot", levels=("a", "b", "c")),
+            Feature("n", "numeric", bounds=(0.0, 3.0)),
+        )
+    )
+    X = np.array([[1, 0, 0, 0], [1, 1, 0, 1], [0, 0, 1, 2], [0, 1, 1, 3]], dtype=float)
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=X.sum(1), seed=0)
+    answer_truthfully(s, 4)
+    df = s.to_frame()
+    assert all(isinstance(v, str) for v in df["winner_flags"])
+    t = ElicitationSession.from_frame(
+        pd.read_csv(pd.io.common.StringIO(df.drop(columns=["winner_id", "loser_id"]).to_csv())),
+        **s.config(),
+    )
+    np.testing.assert_array_equal(t.pairs, s.pairs)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _toy_study(n_resp: int = 4) -> Study:
+    X, schema, u = small_items()
+    rng = np.random.default_rng(0)
+    pairs, resp, task = [], [], []
+    for r in range(n_resp):
+        for t in range(6):
+            i, j = rng.choice(12, size=2, replace=False)
+            w, lo = (i, j) if u[i] > u[j] else (j, i)
+            pairs.append((w, lo))
+            resp.append(r)
+            task.append(t)
+    data = PreferenceData(X, np.array(pairs), schema=schema, respondent=np.array(resp))
+    return Study("toy", "Toy", schema, data, extras={"pair_task": np.array(task)})
+
+
+def test_holdout_split_keeps_groups_together() -> None:
+    study = _toy_study()
+    d = study.data
+    groups = np.repeat(np.arange(12), 2)
+    train, test = holdout_split(d, 0.25, np.random.default_rng(0), groups)
+    assert train.n_pairs + test.n_pairs == d.n_pairs
+    assert test.n_pairs == 6  # 3 of 12 groups, 2 pairs each
+    assert holdout_split(d.select_pairs(np.array([0])), 0.5, np.random.default_rng(0)) is None
+    with pytest.raises(ValueError, match="test_fraction"):
+        holdout_split(d, 1.0, np.random.default_rng(0))
+
+
+def test_leave_one_out_study_averages_respondents() -> None:
+    study = _toy_study(n_resp=4)
+    table = leave_one_out_study(study, test_fraction=0.34, seed=0, n_respondents=3)
+    assert table["feature removed"].iloc[0] == "None (baseline)"
+    assert set(table["feature removed"].iloc[1:]) == {"price", "size", "colour"}
+    assert int(table["respondents"].iloc[0]) == 3
+    again = leave_one_out_study(study, test_fraction=0.34, seed=0, n_respondents=3)
+    pd.testing.assert_frame_equal(table, again)
+
+
+def test_leave_one_out_study_uses_a_pooled_split() -> None:
+    X, schema, u = small_items()
+    i, j = np.triu_indices(12, k=1)
+    w = np.where(u[i] > u[j], i, j)
+    lo = np.where(u[i] > u[j], j, i)
+    data = PreferenceData(X, np.column_stack([w, lo]), schema=schema)
+    split = np.where(np.arange(len(w)) % 3 == 0, "test", "train")
+    study = Study("pooled", "Pooled", schema, data, extras={"split": split})
+    table = leave_one_out_study(study)
+    assert int(table["respondents"].iloc[0]) == 1
+    assert table["test acc (%)"].iloc[0] > 60
+
+
+def test_study_item_set_dedupes_and_samples() -> None:
+    study = _toy_study()
+    full = study_item_set(study)
+    assert full["X"].shape == (12, 3) and full["utilities"] is None
+    part = study_item_set(study, max_items=5, seed=1)
+    assert part["X"].shape == (5, 3)
+    assert list(part["item_ids"]) == sorted(part["item_ids"])  # original order kept
+
+
+def test_run_benchmark_cell_matches_the_bench_format_and_calls_back() -> None:
+    from pbo_core.bench import run_cell
+
+    cell = {"function": "branin", "method": "dt", "seed": 0, "iters": 5, "n_init": 3, "noise": 0.0}
+    steps: list[int] = []
+    mine = run_benchmark_cell(cell, lambda t, res: steps.append(t))
+    ref = run_cell(cell)
+    assert steps == list(range(6))
+    assert list(mine.columns) == list(ref.columns)
+    np.testing.assert_allclose(mine["regret"], ref["regret"])
