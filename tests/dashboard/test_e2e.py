@@ -1,0 +1,257 @@
+"""End-to-end test in a real browser: ``streamlit run`` + Playwright driving Chromium.
+
+Skipped unless the ``playwright`` package and ``/usr/bin/chromium`` are installed (the
+browser comes from the system, e.g. Debian's ``chromium`` package; never from
+``playwright install``). Screenshots go to ``tests/artifacts/``; with
+``DTPBO_UPDATE_SCREENSHOTS=1`` the main pages are also written to ``docs/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "dashboard" / "app.py"
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "tests" / "artifacts"
+DOCS = ROOT / "docs" / "screenshots"
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+UPDATE_DOCS = os.environ.get("DTPBO_UPDATE_SCREENSHOTS") == "1"
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
+)
+if not CHROMIUM.exists():
+    pytest.skip(
+        f"{CHROMIUM} is missing (install the system browser: apt-get install chromium)",
+        allow_module_level=True,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bench_results(folder: Path) -> None:
+    """A small results folder so the convergence page has curves to show."""
+    from pbo_core.runner import cell_path
+    from pbo_core.session import run_benchmark_cell
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for method in ("dt", "dt-literal"):
+        for seed in range(3):
+            cell = {"function": "branin", "method": method, "seed": seed, "iters": 40}
+            cell.update(n_init=10, noise=0.0)
+            run_benchmark_cell(cell).to_parquet(cell_path(folder, cell))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``streamlit run dashboard/app.py`` on a free port; yields its base URL."""
+    work = tmp_path_factory.mktemp("e2e")
+    _bench_results(work / "results" / "bench")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DTPBO_", "OPENAI_")) or k == "DTPBO_UPDATE_SCREENSHOTS"
+    }
+    env.update(
+        DTPBO_DATA_HOME=str(work / "data_home"),
+        DTPBO_LLM_CACHE=str(work / "llm_cache.sqlite"),
+        PYTHONPATH=str(ROOT),
+    )
+    port = _free_port()
+    streamlit = Path(sys.executable).with_name("streamlit")
+    cmd = [
+        str(streamlit) if streamlit.exists() else shutil.which("streamlit") or "streamlit",
+        "run",
+        str(APP),
+        "--server.headless=true",
+        f"--server.port={port}",
+        "--server.address=127.0.0.1",
+        "--browser.gatherUsageStats=false",
+        "--server.fileWatcherType=none",
+    ]
+    log = (work / "streamlit.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                pytest.fail(
+                    "streamlit did not become healthy:\n"
+                    + (work / "streamlit.log").read_text()[-3000:]
+                )
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator[object]:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1700})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
+def settle(pg, timeout: float = 60_000) -> None:
+    """Wait until the app has finished running (no 'Running...' status widget)."""
+    pg.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout)
+    pg.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout
+    )
+    pg.wait_for_timeout(300)
+
+
+def snap(pg, name: str, docs: bool = False) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    if docs and UPDATE_DOCS:
+        DOCS.mkdir(parents=True, exist_ok=True)
+        target = DOCS / f"{name}.png"
+        pg.screenshot(path=str(target))
+        assert target.stat().st_size < 500_000, f"{target} is larger than 500 KB"
+
+
+def metric(pg, label: str):
+    return pg.locator('[data-testid="stMetric"]', has_text=label).locator(
+        '[data-testid="stMetricValue"]'
+    )
+
+
+def test_tree_explorer_renders_the_svg_tree(server, page) -> None:
+    page.goto(f"{server}/tree_explorer")
+    settle(page)
+    svg = page.locator('[data-testid="stGraphVizChart"] svg').first
+    svg.wait_for(state="visible")
+    text = svg.inner_text()
+    assert "comparisons" in text and "leaf" in text
+    assert svg.locator("g.node").count() >= 3
+    snap(page, "tree_explorer", docs=True)
+
+
+def test_live_elicitation_three_answers_change_the_tree(server, page) -> None:
+    expect = sync_api.expect
+    page.goto(f"{server}/elicitation")
+    settle(page)
+    tree = page.locator('[data-testid="stGraphVizChart"] svg').first
+    tree.wait_for(state="visible")
+    before = tree.inner_html()
+    for k, side in enumerate("ABA", start=1):
+        page.get_by_role("button", name=f"I prefer {side}").click()
+        expect(metric(page, "Answers")).to_have_text(str(k), timeout=60_000)
+        settle(page)
+    tree = page.locator('[data-testid="stGraphVizChart"] svg').first
+    expect(tree).to_contain_text("after 3 answers")
+    assert tree.inner_html() != before
+    assert int(metric(page, "Leaves").inner_text()) >= 2
+    snap(page, "elicitation_items")
+    # the 2-D benchmark: the learned partition over the true surface
+    page.get_by_text("2-D benchmark function").click()
+    settle(page)
+    page.get_by_role("button", name="Answer 10 by the true utility").click()
+    expect(metric(page, "Answers")).to_have_text("10", timeout=60_000)
+    settle(page)
+    page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
+    page.wait_for_timeout(1000)
+    snap(page, "elicitation", docs=True)
+
+
+def test_page_switches_and_screenshots(server, page) -> None:
+    """Every page renders without an exception; warm page switches are timed."""
+    pages = [
+        ("", "case_studies"),
+        ("tree_explorer", "tree_explorer"),
+        ("sensitivity", "sensitivity"),
+        ("convergence", "convergence"),
+        ("hierarchy", "hierarchy"),
+        ("elicitation", "elicitation"),
+        ("pmr", "pmr"),
+    ]
+    page.goto(server)
+    settle(page)
+    for path, _ in pages:  # warm every page's caches
+        page.goto(f"{server}/{path}")
+        settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0, path
+    timings = {}
+    titles = {
+        "case_studies": "Case studies",
+        "tree_explorer": "Tree explorer",
+        "sensitivity": "Feature sensitivity",
+        "convergence": "Convergence",
+        "hierarchy": "User/item hierarchy",
+        "elicitation": "Live elicitation",
+        "pmr": "PMR features",
+    }
+    for _, name in [*pages[1:], pages[0]]:
+        t0 = time.perf_counter()
+        page.locator('[data-testid="stSidebarNav"]').get_by_text(titles[name], exact=True).click()
+        page.locator("h1", has_text=titles[name]).wait_for()
+        settle(page)
+        timings[name] = round(time.perf_counter() - t0 - 0.3, 3)  # minus settle's pause
+        assert page.locator('[data-testid="stException"]').count() == 0, name
+        if name in ("case_studies", "sensitivity", "convergence"):
+            page.wait_for_timeout(800)  # let charts and tables paint
+            snap(page, name, docs=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "page_switch_timings.json").write_text(json.dumps(timings, indent=1))
+    print("page switch timings (s):", timings)
+    assert max(timings.values()) < 5.0, timings
+    # the PMR page: its urgency tree
+    page.get_by_role("tab", name="Urgency tree").click()
+    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(state="visible")
+    page.wait_for_timeout(500)
+    snap(page, "pmr", docs=True)
