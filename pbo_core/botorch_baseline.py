@@ -7,6 +7,8 @@ method is requested.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from pbo_core.data import PreferenceData
@@ -60,10 +62,14 @@ class BotorchStrategy:
         comp = torch.tensor(data.pairs, dtype=torch.long)
         model = PairwiseGP(X, comp, input_transform=Normalize(d=X.shape[-1], bounds=self._bounds))
         mll = PairwiseLaplaceMarginalLogLikelihood(model.likelihood, model)
-        try:
-            fit_gpytorch_mll(mll)
-        except Exception:  # a failed fit keeps the initial hyperparameters, as BoTorch does
-            pass
+        with warnings.catch_warnings():
+            # BoTorch reports every jitter it adds and every ABNORMAL L-BFGS exit; in a
+            # benchmark loop those thousands of lines hide everything else
+            warnings.simplefilter("ignore")
+            try:
+                fit_gpytorch_mll(mll)
+            except Exception:  # a failed fit keeps the initial hyperparameters, as BoTorch does
+                pass
         self.model = model
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -89,12 +95,14 @@ class BotorchStrategy:
                 vals = acq(torch.stack([X[ia], X[ib]], dim=1)).numpy()
             k = int(np.argmax(vals))
             return int(ia[k]), int(ib[k])
-        cand, _ = optimize_acqf(
-            acq,
-            bounds=self._bounds,
-            q=2,
-            num_restarts=self.num_restarts,
-            raw_samples=self.raw_samples,
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cand, _ = optimize_acqf(
+                acq,
+                bounds=self._bounds,
+                q=2,
+                num_restarts=self.num_restarts,
+                raw_samples=self.raw_samples,
+            )
         c = cand.detach().numpy()
         return c[0], c[1]
