@@ -20,7 +20,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 run: $(STAMP)
-	$(BIN)/streamlit run dashboard/app.py
+	$(BIN)/streamlit run dashboard/app.py --server.showEmailPrompt=false --browser.gatherUsageStats=false
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

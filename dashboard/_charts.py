@@ -37,7 +37,7 @@ def band_chart(
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     base = alt.Chart(data).encode(
         x=alt.X(f"{x}:Q", title=x_title),
-        color=alt.Color(f"{color}:N", title=color),
+        color=alt.Color(f"{color}:N", title=color, scale=alt.Scale(scheme="tableau10")),
     )
     band = base.mark_area(opacity=0.2).encode(
         y=alt.Y("lo:Q", title=y_title, scale=scale), y2="hi:Q"
@@ -66,7 +66,7 @@ def line_chart(
         .encode(
             x=alt.X(f"{x}:Q", title=x_title),
             y=alt.Y(f"{y}:Q", title=y_title),
-            color=alt.Color(f"{color}:N", title=color),
+            color=alt.Color(f"{color}:N", title=color, scale=alt.Scale(scheme="tableau10")),
             tooltip=[f"{color}:N", f"{x}:Q", alt.Tooltip(f"{y}:Q", format=".4g")],
         )
         .properties(title=title, height=260)
@@ -83,7 +83,12 @@ def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
         .mark_bar()
         .encode(
             x=alt.X("delta test (pp):Q", title="change in test accuracy (percentage points)"),
-            y=alt.Y("feature removed:N", sort=order, title="feature removed"),
+            y=alt.Y(
+                "feature removed:N",
+                sort=order,
+                title="feature removed",
+                axis=alt.Axis(labelLimit=320),
+            ),
             color=alt.Color(
                 "effect:N",
                 scale=alt.Scale(domain=["accuracy drops", "no drop"], range=["#c0392b", "#7f8c8d"]),
@@ -109,12 +114,14 @@ def surface_grid(utility: Any, bounds: np.ndarray, n: int = 60) -> pd.DataFrame:
     gx, gy = np.meshgrid(cx, cy, indexing="ij")
     z = np.asarray(utility(np.column_stack([gx.ravel(), gy.ravel()])), dtype=float)
     ix, iy = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    # cells overlap their neighbours by half a cell so anti-aliasing leaves no seams
+    ox, oy = 0.5 * (ex[1] - ex[0]), 0.5 * (ey[1] - ey[0])
     return pd.DataFrame(
         {
             "x1": ex[ix.ravel()],
-            "x1_end": ex[ix.ravel() + 1],
+            "x1_end": np.minimum(ex[ix.ravel() + 1] + ox, a1),
             "x2": ey[iy.ravel()],
-            "x2_end": ey[iy.ravel() + 1],
+            "x2_end": np.minimum(ey[iy.ravel() + 1] + oy, b1),
             "utility": z,
         }
     )
@@ -142,7 +149,12 @@ def partition_chart(
             x2="x1_end:Q",
             y=alt.Y("x2:Q", title="x2", scale=alt.Scale(nice=False, zero=False)),
             y2="x2_end:Q",
-            color=alt.Color("utility:Q", title=value_title, scale=alt.Scale(scheme="viridis")),
+            color=alt.Color(
+                "utility:Q",
+                title=value_title,
+                # symmetric log: steep benchmark surfaces keep contrast near the optimum
+                scale=alt.Scale(scheme="viridis", type="symlog"),
+            ),
         )
     )
     layers: list[Any] = [heat]
@@ -172,6 +184,7 @@ def partition_chart(
                 y="x2:Q",
                 shape=alt.Shape(
                     "role:N",
+                    title="points",
                     scale=alt.Scale(
                         domain=["asked", "favourite", "question"],
                         range=["circle", "diamond", "triangle-up"],

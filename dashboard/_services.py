@@ -254,9 +254,14 @@ def fit_tree(
 
 
 def default_sensitive(study: Study) -> list[str]:
-    """Features flagged as sensitive by default (gender, race, religion, ...)."""
+    """Features flagged as sensitive by default (gender, race, religion, ...).
+
+    Matches whole words of the feature name (``"age"`` flags ``age`` but not
+    ``gay_marriage`` or ``message_actionability``); longer keys match word prefixes
+    (``"religio"`` flags ``religion`` and ``religious_activity``).
+    """
     keys = explain.SENSITIVE_DEFAULT
-    return [f.name for f in study.schema.features if any(k in f.name.lower() for k in keys)]
+    return [f.name for f in study.schema.features if explain.is_sensitive(f.name, keys)]
 
 
 def item_labels(data: PreferenceData, max_len: int = 70) -> list[str]:

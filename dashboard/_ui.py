@@ -143,3 +143,13 @@ def full_table(df: Any, *, max_rows: int = 25, **kwargs: Any) -> None:
     """A dataframe tall enough to show up to ``max_rows`` rows without scrolling."""
     n = min(len(df), max_rows)
     st.dataframe(df, height=35 * (n + 1) + 3, **kwargs)
+
+
+def lazy_tabs(labels: Sequence[str], *, key: str) -> Sequence[Any]:
+    """Tabs whose ``.open`` says which one is shown; pages render only that one.
+
+    Switching tabs reruns the page (fast: everything is cached), so hidden tabs cost
+    nothing in the browser (no Graphviz layout or chart rendering for unseen content).
+    The open tab is ``st.session_state[key]`` (its label).
+    """
+    return st.tabs(list(labels), key=key, on_change="rerun")

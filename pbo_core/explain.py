@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +21,30 @@ from pbo_core.dt import DTSurrogate
 from pbo_core.metrics import pairwise_accuracy
 from pbo_core.surrogate import competition_rank
 
-#: Attributes flagged as sensitive in rules (case-insensitive substrings of feature names).
+#: Attributes commonly flagged as sensitive: whole words of feature names, or word
+#: prefixes for keys longer than three letters ("religio" -> religion, religious_activity).
 SENSITIVE_DEFAULT = ("gender", "race", "ethnic", "religio", "sex", "age")
+
+
+def is_sensitive(feature_name: str, sensitive: Sequence[str]) -> bool:
+    """Does a feature name match one of ``sensitive``?
+
+    Words are the name's alphanumeric runs, case-insensitive. A key matches a word that
+    equals it, or that starts with it when the key is longer than three letters; so
+    ``"age"`` flags ``age`` and ``r_age`` but not ``gay_marriage`` or
+    ``message_actionability``. A key of several words (``"race/ethnicity"``) matches when
+    every one of its words matches.
+    """
+    words = re.findall(r"[a-z0-9]+", feature_name.lower())
+
+    def hit(k: str) -> bool:
+        return any(w == k or (len(k) > 3 and w.startswith(k)) for w in words)
+
+    for s in sensitive:
+        want = re.findall(r"[a-z0-9]+", s.lower())
+        if want and all(hit(k) for k in want):
+            return True
+    return False
 
 
 def split_rules(tree_model: DTSurrogate, schema: Schema | None = None) -> list[tuple[str, str]]:
@@ -171,8 +194,7 @@ def to_dot(
             continue
         right_rule = rules[node][0]
         c = int(tree.feature[node])
-        fname = schema.features[schema.columns[c].feature].name.lower()
-        flag = any(k in fname for k in sens)
+        flag = is_sensitive(schema.features[schema.columns[c].feature].name, sens)
         warn = "<br/><font color='#b00020'>&#9888; sensitive attribute</font>" if flag else ""
         label = (
             f"<b>{html.escape(right_rule)}?</b><br/>{int(tree.n_pairs[node])} comparisons"

@@ -172,6 +172,7 @@ class ElicitationSession:
         item_ids: Sequence[Any] | np.ndarray | None = None,
         items: pd.DataFrame | None = None,
         has_truth: bool | None = None,
+        item_utilities: np.ndarray | None = None,
     ) -> None:
         if strategy not in METHODS:
             raise KeyError(f"unknown method {strategy!r}; known methods: {sorted(METHODS)}")
@@ -190,12 +191,21 @@ class ElicitationSession:
             raise ValueError(f"items table has {len(items)} rows for {n} items")
         self.item_ids = np.asarray(item_ids) if item_ids is not None else None
         self.items = items.reset_index(drop=True) if items is not None else None
+        if item_utilities is not None:
+            item_utilities = np.asarray(item_utilities, dtype=float).ravel()
+            if not problem.finite or len(item_utilities) != n:
+                raise ValueError(f"{len(item_utilities)} item utilities for {n} items")
         if has_truth is None:
             has_truth = True
-            if problem.finite:
+            if problem.finite and item_utilities is None:
                 assert problem.items is not None
                 has_truth = bool(np.all(np.isfinite(problem.utility(problem.items[:1]))))
         self.has_truth = bool(has_truth)
+        if self.has_truth and problem.finite and item_utilities is None:
+            assert problem.items is not None
+            item_utilities = np.asarray(problem.utility(problem.items), dtype=float)
+        # true utility per item row (finite problems): items with equal features may differ
+        self.item_utilities = item_utilities
         # the streams of run_pbo (initial design, oracle, strategy): with truthful answers
         # a session asks exactly the questions run_pbo asks for the same seed
         ss = np.random.SeedSequence(self.seed)
@@ -252,6 +262,7 @@ class ElicitationSession:
             item_ids=item_ids,
             items=items,
             has_truth=utilities is not None,
+            item_utilities=utilities,
         )
 
     @classmethod
@@ -279,6 +290,7 @@ class ElicitationSession:
             "item_ids": self.item_ids,
             "items": self.items,
             "has_truth": self.has_truth,
+            "item_utilities": self.item_utilities,
         }
 
     # ------------------------------------------------------------------ views
@@ -476,14 +488,20 @@ class ElicitationSession:
         if not self.has_truth:
             raise RuntimeError(f"{self.problem.name}: the true utility is unknown")
         q = query if query is not None else self.next_query()
-        u = np.asarray(self.problem.utility(np.vstack([q.a, q.b])), dtype=float)
+        u = self._true_utility([(q.index_a, q.a), (q.index_b, q.b)])
         return 0 if u[0] >= u[1] else 1
+
+    def _true_utility(self, sides: list[tuple[int | None, np.ndarray]]) -> np.ndarray:
+        if self.item_utilities is not None and all(i is not None for i, _ in sides):
+            return self.item_utilities[[int(i) for i, _ in sides]]  # type: ignore[arg-type]
+        return np.asarray(self.problem.utility(np.vstack([x for _, x in sides])), dtype=float)
 
     def regret(self) -> float:
         """Optimum minus the true utility of the favourite (NaN when unknown)."""
         if not self.has_truth or len(self._st.X) == 0:
             return float("nan")
-        u = self.problem.utility(self._st.X[[self.recommendation]])[0]
+        r = self.recommendation
+        u = self._true_utility([(r if self.problem.finite else None, self._st.X[r])])[0]
         return float(self.problem.optimum_value - u)
 
     # ------------------------------------------------------------------ tables

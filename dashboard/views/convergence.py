@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -96,206 +97,216 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
 
 folders = svc.result_folders(root)
 kinds = {f: svc.result_kind(svc.read_results(f)) for f in folders}
-tab_bench, tab_sushi, tab_run = st.tabs(["Benchmarks", "Sushi", "Run a small benchmark"])
+tab_bench, tab_sushi, tab_run = ui.lazy_tabs(
+    ["Benchmarks", "Sushi", "Run a small benchmark"], key="cv_view"
+)
 
-with tab_bench:
-    bench_folders = [f for f in folders if kinds[f] == "bench"]
-    if not bench_folders:
-        st.info(
-            f"No benchmark results under `{root}`. Create some with\n\n"
-            "`python -m pbo_core.bench --functions branin,levy --methods dt,gp --seeds 5 "
-            "--iters 100 --out results/bench`\n\n"
-            "(KappaSharp grids: `--functions levy10,ackley8 --init pool_n6_k15`), or use "
-            "the **Run a small benchmark** tab."
-        )
-    else:
-        folder = st.selectbox("Result folder", bench_folders, format_func=_rel, key="cv_folder")
-        rows = svc.read_results(folder)
-        st.caption(
-            f"{len(rows):,} rows; {rows.groupby(['function', 'method', 'seed']).ngroups} runs."
-        )
-        bench_curves(rows, "cv_b")
-
-with tab_sushi:
-    sushi_folders = [f for f in folders if kinds[f] == "sushi-pbo"]
-    if sushi_folders:
-        folder = st.selectbox("Result folder", sushi_folders, format_func=_rel, key="cv_sfolder")
-        rows = svc.read_results(folder)
-        c1, c2 = st.columns([1, 3])
-        metric = c1.radio(
-            "Metric",
-            ["rho_regret", "top1_error"],
-            format_func={"rho_regret": "rho-regret", "top1_error": "top-1 rank error"}.get,
-            key="cv_smetric",
-        )
-        methods = list(dict.fromkeys(rows["method"]))
-        chosen = c2.multiselect("Methods", methods, default=methods, key="cv_smethods")
-        sub = rows[rows["method"].isin(chosen)]
-        if sub.empty:
-            st.info("Choose at least one method.")
+if tab_bench.open:
+    with tab_bench:
+        bench_folders = [f for f in folders if kinds[f] == "bench"]
+        if not bench_folders:
+            st.info(
+                f"No benchmark results under `{root}`. Create some with\n\n"
+                "`python -m pbo_core.bench --functions branin,levy --methods dt,gp --seeds 5 "
+                "--iters 100 --out results/bench`\n\n"
+                "(KappaSharp grids: `--functions levy10,ackley8 --init pool_n6_k15`), or use "
+                "the **Run a small benchmark** tab."
+            )
         else:
-            st.caption(f"{sub['user'].nunique():,} users.")
-            st.altair_chart(
-                charts.band_chart(
-                    svc.mean_se(sub, ["method", "question"], metric),
-                    x="question",
-                    color="method",
-                    x_title="question",
-                    y_title=metric.replace("_", " "),
-                    title=f"Sushi set A: {metric.replace('_', ' ')} per question",
-                ),
-                width="stretch",
+            folder = st.selectbox("Result folder", bench_folders, format_func=_rel, key="cv_folder")
+            rows = svc.read_results(folder)
+            st.caption(
+                f"{len(rows):,} rows; {rows.groupby(['function', 'method', 'seed']).ngroups} runs."
             )
-            t = sub.sort_values("question").copy()
-            t["cum_time_s"] = t.groupby(["user", "method"])["time_s"].cumsum()
-            st.altair_chart(
-                charts.band_chart(
-                    svc.mean_se(t, ["method", "question"], "cum_time_s"),
-                    x="question",
-                    color="method",
-                    x_title="question",
-                    y_title="cumulative run time (s)",
-                    title="cumulative run time",
-                    height=220,
-                ),
-                width="stretch",
+            bench_curves(rows, "cv_b")
+
+if tab_sushi.open:
+    with tab_sushi:
+        sushi_folders = [f for f in folders if kinds[f] == "sushi-pbo"]
+        if sushi_folders:
+            folder = st.selectbox(
+                "Result folder", sushi_folders, format_func=_rel, key="cv_sfolder"
             )
-            from pbo_core.experiments import summarize_sushi_pbo
-
-            summ = summarize_sushi_pbo(sub)["methods"]
-            st.dataframe(
-                pd.DataFrame(
-                    [
-                        {
-                            "method": m,
-                            "users": d["users"],
-                            "favourite found by question 9": d.get("share_found_by_question_9"),
-                            "final rho-regret": d["rho_regret_mean"][-1],
-                        }
-                        for m, d in summ.items()
-                    ]
-                ),
-                hide_index=True,
+            rows = svc.read_results(folder)
+            c1, c2 = st.columns([1, 3])
+            metric = c1.radio(
+                "Metric",
+                ["rho_regret", "top1_error"],
+                format_func={"rho_regret": "rho-regret", "top1_error": "top-1 rank error"}.get,
+                key="cv_smetric",
             )
-    else:
-        st.info(f"No Sushi results (`experiments sushi-pbo --out`) under `{root}`.")
-        status = svc.study_status("sushi-a")
-        if not status.usable:
-            ui.unavailable("sushi-a", "The Sushi convergence curves")
-        else:
-            st.markdown(
-                "Sushi is configured: run the experiment here on a few users (or on the "
-                "command line: `python -m pbo_core.experiments sushi-pbo --users 500 --jobs 4 "
-                "--out results/sushi-pbo`)."
-            )
-            c1, c2, c3 = st.columns(3)
-            n_users = c1.number_input("Users", 5, 5000, 30, step=5, key="cv_s_users")
-            iters = c2.number_input("Questions after the first", 1, 44, 20, key="cv_s_iters")
-            from pbo_core.experiments import SUSHI_METHODS
-
-            meths = c3.multiselect(
-                "Methods", list(SUSHI_METHODS), default=["dt", "dt-random"], key="cv_s_methods"
-            )
-            if st.button("Run sushi-pbo", key="cv_s_run", disabled=not meths):
-                from pbo_core.experiments import sushi_pbo_cell
-                from pbo_core.runner import run_grid
-
-                opts = dict(status.options)
-                base = {"version": __version__, "seed": 0}
-                if opts.get("data_dir"):
-                    base["data_dir"] = opts["data_dir"]
-                cells = [
-                    dict(base, user=u, method=m, iters=int(iters), n_init=1)
-                    for u in range(int(n_users))
-                    for m in meths
-                ]
-                bar = st.progress(0.0, text="running...")
-
-                def _progress(done: int, total: int) -> None:
-                    bar.progress(done / max(total, 1), text=f"{done}/{total} runs")
-
-                out = Path(root).expanduser() / "sushi-pbo"
-                run_grid(cells, sushi_pbo_cell, out_dir=out, progress=_progress)
-                st.success(f"Wrote {len(cells)} runs to `{out}`.")
-                st.rerun()
-
-with tab_run:
-    st.markdown(
-        "Run DT-PBO and baselines on a bundled benchmark function. Each run is stored in "
-        "the chosen folder in the format of `python -m pbo_core.bench --out` (finished runs "
-        "are skipped when you run again)."
-    )
-    functions = available_benchmarks()
-    c1, c2 = st.columns(2)
-    fn = c1.selectbox(
-        "Function",
-        functions,
-        index=functions.index("branin"),
-        format_func=_function_label,
-        key="cv_r_fn",
-    )
-    methods = [m for m in METHODS if m != "botorch-gp"]
-    chosen = c2.multiselect("Methods", methods, default=["dt", "gp"], key="cv_r_methods")
-    c1, c2, c3 = st.columns(3)
-    seeds = c1.slider("Seeds", 1, 10, 3, key="cv_r_seeds")
-    iters = c2.slider("Queries", 5, 200, 50, step=5, key="cv_r_iters")
-    n_init = c3.slider("Initial pairs", 1, 40, 20, key="cv_r_ninit")
-    out_dir = st.text_input(
-        "Write to",
-        value=str(Path(root) / "dashboard-bench"),
-        key=f"cv_r_out::{root}",
-    )
-    if st.button("Run", key="cv_r_run", type="primary", disabled=not chosen):
-        from pbo_core.runner import cell_path
-        from pbo_core.session import run_benchmark_cell
-
-        out = Path(out_dir).expanduser()
-        out.mkdir(parents=True, exist_ok=True)
-        cells = [
-            {
-                "function": fn,
-                "method": m,
-                "seed": s,
-                "iters": int(iters),
-                "n_init": int(n_init),
-                "noise": 0.0,
-                "version": __version__,
-            }
-            for m in chosen
-            for s in range(seeds)
-        ]
-        total = len(cells) * (int(iters) + 1)
-        bar = st.progress(0.0, text="starting...")
-        done = 0
-        skipped = 0
-        for cell in cells:
-            path = cell_path(out, cell)
-            if path.exists():
-                done += int(iters) + 1
-                skipped += 1
-                bar.progress(done / total, text=f"{cell['method']} seed {cell['seed']}: done")
-                continue
-
-            def _step(step: int, _res: object, cell: dict = cell, offset: int = done) -> None:
-                bar.progress(
-                    min(1.0, (offset + step + 1) / total),
-                    text=f"{cell['method']} seed {cell['seed']}: query {step}/{iters}",
+            methods = list(dict.fromkeys(rows["method"]))
+            chosen = c2.multiselect("Methods", methods, default=methods, key="cv_smethods")
+            sub = rows[rows["method"].isin(chosen)]
+            if sub.empty:
+                st.info("Choose at least one method.")
+            else:
+                st.caption(f"{sub['user'].nunique():,} users.")
+                st.altair_chart(
+                    charts.band_chart(
+                        svc.mean_se(sub, ["method", "question"], metric),
+                        x="question",
+                        color="method",
+                        x_title="question",
+                        y_title=metric.replace("_", " "),
+                        title=f"Sushi set A: {metric.replace('_', ' ')} per question",
+                    ),
+                    width="stretch",
                 )
+                t = sub.sort_values("question").copy()
+                t["cum_time_s"] = t.groupby(["user", "method"])["time_s"].cumsum()
+                st.altair_chart(
+                    charts.band_chart(
+                        svc.mean_se(t, ["method", "question"], "cum_time_s"),
+                        x="question",
+                        color="method",
+                        x_title="question",
+                        y_title="cumulative run time (s)",
+                        title="cumulative run time",
+                        height=220,
+                    ),
+                    width="stretch",
+                )
+                from pbo_core.experiments import summarize_sushi_pbo
 
-            df = run_benchmark_cell(cell, _step)
-            tmp = path.with_name(path.name + ".tmp")
-            df.to_parquet(tmp, index=False)
-            tmp.replace(path)
-            done += int(iters) + 1
-        bar.progress(1.0, text="finished")
-        st.success(
-            f"{len(cells) - skipped} run(s) written to `{out}`"
-            + (f"; {skipped} already there" if skipped else "")
-            + "."
+                summ = summarize_sushi_pbo(sub)["methods"]
+                st.dataframe(
+                    pd.DataFrame(
+                        [
+                            {
+                                "method": m,
+                                "users": d["users"],
+                                "favourite found by question 9": d.get("share_found_by_question_9"),
+                                "final rho-regret": d["rho_regret_mean"][-1],
+                            }
+                            for m, d in summ.items()
+                        ]
+                    ),
+                    hide_index=True,
+                )
+        else:
+            st.info(f"No Sushi results (`experiments sushi-pbo --out`) under `{root}`.")
+            status = svc.study_status("sushi-a")
+            if not status.usable:
+                ui.unavailable("sushi-a", "The Sushi convergence curves")
+            else:
+                st.markdown(
+                    "Sushi is configured: run the experiment here on a few users (or on the "
+                    "command line: `python -m pbo_core.experiments sushi-pbo --users 500 --jobs 4 "
+                    "--out results/sushi-pbo`)."
+                )
+                c1, c2, c3 = st.columns(3)
+                n_users = c1.number_input("Users", 5, 5000, 30, step=5, key="cv_s_users")
+                iters = c2.number_input("Questions after the first", 1, 44, 20, key="cv_s_iters")
+                from pbo_core.experiments import SUSHI_METHODS
+
+                meths = c3.multiselect(
+                    "Methods", list(SUSHI_METHODS), default=["dt", "dt-random"], key="cv_s_methods"
+                )
+                if st.button("Run sushi-pbo", key="cv_s_run", disabled=not meths):
+                    from pbo_core.experiments import sushi_pbo_cell
+                    from pbo_core.runner import run_grid
+
+                    # name the folder explicitly: the experiment caches studies per folder
+                    data_dir = dict(status.options).get("data_dir") or os.environ.get(
+                        "DTPBO_SUSHI_DIR"
+                    )
+                    base = {"version": __version__, "seed": 0}
+                    if data_dir:
+                        base["data_dir"] = data_dir
+                    cells = [
+                        dict(base, user=u, method=m, iters=int(iters), n_init=1)
+                        for u in range(int(n_users))
+                        for m in meths
+                    ]
+                    bar = st.progress(0.0, text="running...")
+
+                    def _progress(done: int, total: int) -> None:
+                        bar.progress(done / max(total, 1), text=f"{done}/{total} runs")
+
+                    out = Path(root).expanduser() / "sushi-pbo"
+                    run_grid(cells, sushi_pbo_cell, out_dir=out, progress=_progress)
+                    st.success(f"Wrote {len(cells)} runs to `{out}`.")
+                    st.rerun()
+
+if tab_run.open:
+    with tab_run:
+        st.markdown(
+            "Run DT-PBO and baselines on a bundled benchmark function. Each run is stored in "
+            "the chosen folder in the format of `python -m pbo_core.bench --out` (finished runs "
+            "are skipped when you run again)."
         )
-    out = Path(out_dir).expanduser()
-    if out.is_dir() and any(out.glob("cell-*.parquet")):
-        rows = svc.read_results(out)
-        if len(rows) and svc.result_kind(rows) == "bench":
-            st.markdown(f"#### Results in `{out_dir}`")
-            bench_curves(rows, "cv_out")
+        functions = available_benchmarks()
+        c1, c2 = st.columns(2)
+        fn = c1.selectbox(
+            "Function",
+            functions,
+            index=functions.index("branin"),
+            format_func=_function_label,
+            key="cv_r_fn",
+        )
+        methods = [m for m in METHODS if m != "botorch-gp"]
+        chosen = c2.multiselect("Methods", methods, default=["dt", "gp"], key="cv_r_methods")
+        c1, c2, c3 = st.columns(3)
+        seeds = c1.slider("Seeds", 1, 10, 3, key="cv_r_seeds")
+        iters = c2.slider("Queries", 5, 200, 50, step=5, key="cv_r_iters")
+        n_init = c3.slider("Initial pairs", 1, 40, 20, key="cv_r_ninit")
+        out_dir = st.text_input(
+            "Write to",
+            value=str(Path(root) / "dashboard-bench"),
+            key=f"cv_r_out::{root}",
+        )
+        if st.button("Run", key="cv_r_run", type="primary", disabled=not chosen):
+            from pbo_core.runner import cell_path
+            from pbo_core.session import run_benchmark_cell
+
+            out = Path(out_dir).expanduser()
+            out.mkdir(parents=True, exist_ok=True)
+            cells = [
+                {
+                    "function": fn,
+                    "method": m,
+                    "seed": s,
+                    "iters": int(iters),
+                    "n_init": int(n_init),
+                    "noise": 0.0,
+                    "version": __version__,
+                }
+                for m in chosen
+                for s in range(seeds)
+            ]
+            total = len(cells) * (int(iters) + 1)
+            bar = st.progress(0.0, text="starting...")
+            done = 0
+            skipped = 0
+            for cell in cells:
+                path = cell_path(out, cell)
+                if path.exists():
+                    done += int(iters) + 1
+                    skipped += 1
+                    bar.progress(done / total, text=f"{cell['method']} seed {cell['seed']}: done")
+                    continue
+
+                def _step(step: int, _res: object, cell: dict = cell, offset: int = done) -> None:
+                    bar.progress(
+                        min(1.0, (offset + step + 1) / total),
+                        text=f"{cell['method']} seed {cell['seed']}: query {step}/{iters}",
+                    )
+
+                df = run_benchmark_cell(cell, _step)
+                tmp = path.with_name(path.name + ".tmp")
+                df.to_parquet(tmp, index=False)
+                tmp.replace(path)
+                done += int(iters) + 1
+            bar.progress(1.0, text="finished")
+            st.success(
+                f"{len(cells) - skipped} run(s) written to `{out}`"
+                + (f"; {skipped} already there" if skipped else "")
+                + "."
+            )
+        out = Path(out_dir).expanduser()
+        if out.is_dir() and any(out.glob("cell-*.parquet")):
+            rows = svc.read_results(out)
+            if len(rows) and svc.result_kind(rows) == "bench":
+                st.markdown(f"#### Results in `{out_dir}`")
+                bench_curves(rows, "cv_out")

@@ -170,58 +170,62 @@ if mode == "benchmark":
         right.altair_chart(charts.leaf_utility_chart(boxes), width="content")
 
 if sess.is_tree:
-    tab_tree, tab_leaves, tab_items, tab_hist = st.tabs(
-        ["Tree", "Leaf posteriors", "Items", "Answers"]
+    tab_tree, tab_leaves, tab_items, tab_hist = ui.lazy_tabs(
+        ["Tree", "Leaf posteriors", "Items", "Answers"], key="el_view"
     )
-    with tab_tree:
-        dot = explain.to_dot(model, highlight=fav, title=f"after {sess.n_answers} answers")
-        ui.tree_with_downloads(
-            dot, name=f"elicitation-{source}", key="el_tree", json_text=explain.to_json(model)
-        )
-    with tab_leaves:
-        st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
+    if tab_tree.open:
+        with tab_tree:
+            dot = explain.to_dot(model, highlight=fav, title=f"after {sess.n_answers} answers")
+            ui.tree_with_downloads(
+                dot, name=f"elicitation-{source}", key="el_tree", json_text=explain.to_json(model)
+            )
+    if tab_leaves.open:
+        with tab_leaves:
+            st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
 else:
-    tab_items, tab_hist = st.tabs(["Items", "Answers"])
+    tab_items, tab_hist = ui.lazy_tabs(["Items", "Answers"], key="el_view_gp")
 
-with tab_items:
-    if mode == "items":
-        table = svc.session_items_table(sess)
-        st.dataframe(table, hide_index=True, width="stretch")
-        top = table.head(20).copy()
-        top["label"] = top["item"].astype(str)
-        st.altair_chart(charts.utility_bars(top, label="label"), width="stretch")
-    else:
-        st.caption(f"{len(sess.X)} points asked so far.")
-        st.dataframe(
-            pd.DataFrame(sess.X, columns=sess.schema.names).assign(
-                utility=sess.predict(), true=sess.problem.utility(sess.X)
-            ),
-            width="stretch",
-        )
-
-with tab_hist:
-    frame = sess.to_frame()
-    st.dataframe(frame, hide_index=True, width="stretch")
-    st.download_button(
-        "Download answers (CSV)",
-        frame.to_csv(index=False),
-        file_name=f"elicitation-{source}-{method}.csv",
-        mime="text/csv",
-        key="el_download",
-        on_click="ignore",
-        disabled=frame.empty,
-    )
-    up = st.file_uploader(
-        "Load answers (a CSV downloaded here: winner/loser ids and features)",
-        type=["csv"],
-        key="el_upload",
-    )
-    if up is not None and st.session_state.get("el_loaded") != (up.file_id, config):
-        try:
-            df = pd.read_csv(io.BytesIO(up.getvalue()))
-            sessions[config] = ElicitationSession.from_frame(df, **sess.config())
-        except Exception as exc:  # a wrong file is reported, not raised
-            st.error(f"Could not load {up.name}: {exc}")
+if tab_items.open:
+    with tab_items:
+        if mode == "items":
+            table = svc.session_items_table(sess)
+            st.dataframe(table, hide_index=True, width="stretch")
+            top = table.head(20).copy()
+            top["label"] = top["item"].astype(str)
+            st.altair_chart(charts.utility_bars(top, label="label"), width="stretch")
         else:
-            st.session_state["el_loaded"] = (up.file_id, config)
-            st.rerun()
+            st.caption(f"{len(sess.X)} points asked so far.")
+            st.dataframe(
+                pd.DataFrame(sess.X, columns=sess.schema.names).assign(
+                    utility=sess.predict(), true=sess.problem.utility(sess.X)
+                ),
+                width="stretch",
+            )
+
+if tab_hist.open:
+    with tab_hist:
+        frame = sess.to_frame()
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.download_button(
+            "Download answers (CSV)",
+            frame.to_csv(index=False),
+            file_name=f"elicitation-{source}-{method}.csv",
+            mime="text/csv",
+            key="el_download",
+            on_click="ignore",
+            disabled=frame.empty,
+        )
+        up = st.file_uploader(
+            "Load answers (a CSV downloaded here: winner/loser ids and features)",
+            type=["csv"],
+            key="el_upload",
+        )
+        if up is not None and st.session_state.get("el_loaded") != (up.file_id, config):
+            try:
+                df = pd.read_csv(io.BytesIO(up.getvalue()))
+                sessions[config] = ElicitationSession.from_frame(df, **sess.config())
+            except Exception as exc:  # a wrong file is reported, not raised
+                st.error(f"Could not load {up.name}: {exc}")
+            else:
+                st.session_state["el_loaded"] = (up.file_id, config)
+                st.rerun()

@@ -56,30 +56,31 @@ else:
     m1.metric("User groups", len(groups))
     m2.metric("Users", int(groups["users"].sum()))
 
-    tab_all, tab_group = st.tabs(["Whole hierarchy", "One user group"])
-    with tab_all:
-        st.caption("User splits in blue; each boxed cluster is one group's item tree.")
-        ui.tree_with_downloads(h.to_dot(), name=f"hierarchy-{key}", key="hi_all")
-        st.dataframe(groups, hide_index=True, width="stretch")
-    with tab_group:
-        g = st.selectbox(
-            "User group",
-            groups["group"].tolist(),
-            format_func=lambda k: (
-                f"group {k}: {int(groups.loc[groups['group'] == k, 'users'].iloc[0])} users"
-            ),
-            key=f"hi_group::{key}",
-        )
-        row = groups[groups["group"] == g].iloc[0]
-        st.info(f"**Who:** {row['who']}")
-        model = h.item_tree(g)
-        ui.tree_with_downloads(
-            explain.to_dot(model, title=f"item tree of user group {g}"),
-            name=f"hierarchy-{key}-group{g}",
-            key="hi_group_tree",
-            json_text=explain.to_json(model),
-        )
-        st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
+    tab_all, tab_group = ui.lazy_tabs(["Whole hierarchy", "One user group"], key="hi_view")
+    if tab_all.open:
+        with tab_all:
+            st.caption("User splits in blue; each boxed cluster is one group's item tree.")
+            ui.tree_with_downloads(h.to_dot(), name=f"hierarchy-{key}", key="hi_all")
+            st.dataframe(groups, hide_index=True, width="stretch")
+    if tab_group.open:
+        with tab_group:
+            sizes = dict(zip(groups["group"], groups["users"], strict=True))
+            g = st.selectbox(
+                "User group",
+                groups["group"].tolist(),
+                format_func=lambda k: f"group {k}: {sizes[k]} users",
+                key=f"hi_group::{key}",
+            )
+            row = groups[groups["group"] == g].iloc[0]
+            st.info(f"**Who:** {row['who']}")
+            model = h.item_tree(g)
+            ui.tree_with_downloads(
+                explain.to_dot(model, title=f"item tree of user group {g}"),
+                name=f"hierarchy-{key}-group{g}",
+                key="hi_group_tree",
+                json_text=explain.to_json(model),
+            )
+            st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
 
 st.markdown("#### Cohort regret curves")
 root = st.session_state.get("cv_root_value", "results")

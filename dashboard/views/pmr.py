@@ -63,37 +63,8 @@ def _llm_config(base_url: str, model: str, api_key: str, **kw: object):
     )
 
 
-tab_msg, tab_ext, tab_cmp, tab_prop, tab_tree = st.tabs(
-    ["Messages", "Extraction", "Extracted vs truth", "Feature proposals", "Urgency tree"]
-)
-
-# --------------------------------------------------------------------------- messages
-with tab_msg:
-    items = study.data.items
-    cols = [
-        c for c in ("message_id", "inbox", "patient_id", "age", "gender", "message") if c in items
-    ]
-    st.dataframe(items[cols], hide_index=True, width="stretch")
-    ids = texts["message_id"].tolist()
-    mid = st.selectbox("Read a message", ids, key=f"pmr_msg::{key}")
-    left, right = st.columns([3, 2])
-    left.code(texts.set_index("message_id").loc[mid, "text"], language=None, wrap_lines=True)
-    rows = {}
-    if truth is not None:
-        rows["ground truth"] = truth.set_index("message_id").loc[mid, spec.names]
-    if extracted is not None and mid in set(extracted["message_id"].astype(str)):
-        rows["extracted"] = extracted.set_index("message_id").loc[mid, spec.names]
-    with right:
-        if rows:
-            ui.full_table(
-                pd.DataFrame(rows).map(lambda v: "; ".join(v) if isinstance(v, list) else v),
-                width="stretch",
-            )
-        else:
-            st.caption("No features for this message yet (see the Extraction tab).")
-
-# --------------------------------------------------------------------------- extraction
-with tab_ext:
+# --------------------------------------------------------------------------- endpoint
+with st.expander("LLM endpoint (for extraction and feature proposals)"):
     from feature_extraction import default_cache_path
 
     try:
@@ -123,280 +94,345 @@ with tab_ext:
     limit = int(c3.number_input("Messages (first N)", 1, len(texts), len(texts), key="pmr_limit"))
     timeout = float(c4.number_input("Timeout per request (s)", 5, 600, 60, key="pmr_timeout"))
     retries = int(c5.number_input("Retries per request", 0, 8, 1, key="pmr_retries"))
-    todo_texts = texts.head(limit)
     cfg = _llm_config(base_url, model_name, api_key, timeout=timeout, max_retries=retries)
-    if cfg.model:
-        n_cached, n_all = svc.cached_extractions(todo_texts, spec, cfg, cache_path)
-        st.caption(
-            f"{n_cached} of {n_all} messages are in the cache for model `{cfg.model}` "
-            f"(spec {spec.name!r}); {n_all - n_cached} need the endpoint."
-        )
-    else:
-        n_cached, n_all = 0, len(todo_texts)
-    if st.button("Run extraction", key="pmr_run", type="primary"):
-        if not cfg.model:
-            st.error("Name the model (as the server knows it) first.")
-        else:
-            reachable, why = (True, "")
-            if n_cached < n_all:
-                reachable, why = svc.endpoint_reachable(cfg.base_url)
-            if not reachable:
-                st.error(
-                    f"No LLM endpoint reachable: {why}. Start an OpenAI-compatible server "
-                    "(llama.cpp `llama-server`, vLLM, Ollama, ...) and give its base URL, or "
-                    "upload an extracted table below."
+    st.caption(
+        f"Endpoint: {cfg.base_url or 'the OpenAI API'} · model: {cfg.model or '(none)'} · "
+        f"API key: {'set' if cfg.api_key else 'not set'}"
+    )
+
+tab_msg, tab_ext, tab_cmp, tab_prop, tab_tree = ui.lazy_tabs(
+    ["Messages", "Extraction", "Extracted vs truth", "Feature proposals", "Urgency tree"],
+    key="pmr_view",
+)
+
+# --------------------------------------------------------------------------- messages
+if tab_msg.open:
+    with tab_msg:
+        items = study.data.items
+        cols = [
+            c
+            for c in ("message_id", "inbox", "patient_id", "age", "gender", "message")
+            if c in items
+        ]
+        st.dataframe(items[cols], hide_index=True, width="stretch")
+        ids = texts["message_id"].tolist()
+        mid = st.selectbox("Read a message", ids, key=f"pmr_msg::{key}")
+        left, right = st.columns([3, 2])
+        left.code(texts.set_index("message_id").loc[mid, "text"], language=None, wrap_lines=True)
+        rows = {}
+        if truth is not None:
+            rows["ground truth"] = truth.set_index("message_id").loc[mid, spec.names]
+        if extracted is not None and mid in set(extracted["message_id"].astype(str)):
+            rows["extracted"] = extracted.set_index("message_id").loc[mid, spec.names]
+        with right:
+            if rows:
+                ui.full_table(
+                    pd.DataFrame(rows).map(lambda v: "; ".join(v) if isinstance(v, list) else v),
+                    width="stretch",
                 )
             else:
-                from feature_extraction import ExtractionCache, extract_features
+                st.caption("No features for this message yet (see the Extraction tab).")
 
-                bar = st.progress(0.0, text=f"{n_cached} from the cache; asking the endpoint...")
-
-                def _progress(done: int, total: int, rec: object) -> None:
-                    bar.progress(done / max(total, 1), text=f"{done}/{total} messages extracted")
-
-                with ExtractionCache(Path(cache_path).expanduser()) as cache:
-                    result = extract_features(
-                        todo_texts, spec, cfg, cache=cache, progress=_progress
-                    )
-                bar.progress(1.0, text="finished")
-                counts = result.counts()
-                table = result.table()
-                if counts["ok"] == 0:
-                    fails = result.failures()
-                    reason = fails["error"].iloc[0] if len(fails) else "unknown"
+# --------------------------------------------------------------------------- extraction
+if tab_ext.open:
+    with tab_ext:
+        todo_texts = texts.head(limit)
+        if cfg.model:
+            n_cached, n_all = svc.cached_extractions(todo_texts, spec, cfg, cache_path)
+            st.caption(
+                f"{n_cached} of {n_all} messages are in the cache for model `{cfg.model}` "
+                f"(spec {spec.name!r}); {n_all - n_cached} need the endpoint."
+            )
+        else:
+            n_cached, n_all = 0, len(todo_texts)
+        if st.button("Run extraction", key="pmr_run", type="primary"):
+            if not cfg.model:
+                st.error("Name the model (as the server knows it) first.")
+            else:
+                reachable, why = (True, "")
+                if n_cached < n_all:
+                    reachable, why = svc.endpoint_reachable(cfg.base_url)
+                if not reachable:
                     st.error(
-                        f"No message was extracted ({counts['error']} errors, "
-                        f"{counts['invalid']} invalid answers). First error: {reason}"
+                        f"No LLM endpoint reachable: {why}. Start an OpenAI-compatible server "
+                        "(llama.cpp `llama-server`, vLLM, Ollama, ...) and give its base URL, or "
+                        "upload an extracted table below."
                     )
                 else:
-                    st.session_state[ext_key] = table
-                    extracted = table
-                    st.success(
-                        f"{counts['ok']} ok, {counts['invalid']} invalid, {counts['error']} "
-                        f"errors ({counts['cached']} from the cache, {counts['requested']} "
-                        "requested)."
+                    from feature_extraction import ExtractionCache, extract_features
+
+                    bar = st.progress(
+                        0.0, text=f"{n_cached} from the cache; asking the endpoint..."
                     )
-                if counts["ok"] < len(table):
-                    st.dataframe(result.failures(), hide_index=True, width="stretch")
-    up = st.file_uploader(
-        "...or upload an extracted table (CSV / JSON / Parquet from "
-        "`python -m feature_extraction extract --out`)",
-        type=["csv", "json", "parquet"],
-        key="pmr_upload",
-    )
-    if up is not None and st.session_state.get("pmr_uploaded") != up.file_id:
-        from feature_extraction import load_table
 
-        with tempfile.TemporaryDirectory() as tmp:
-            p = Path(tmp) / up.name
-            p.write_bytes(up.getvalue())
-            try:
-                extracted = load_table(p, spec)
-            except Exception as exc:
-                st.error(f"Could not read {up.name}: {exc}")
-            else:
-                st.session_state[ext_key] = extracted
-                st.session_state["pmr_uploaded"] = up.file_id
-    if extracted is not None:
-        st.markdown(f"#### Extracted table ({len(extracted)} messages)")
-        st.dataframe(
-            extracted.map(lambda v: "; ".join(v) if isinstance(v, list) else v),
-            hide_index=True,
-            width="stretch",
-        )
-        st.download_button(
-            "Download extracted table (CSV)",
-            extracted.map(lambda v: ";".join(v) if isinstance(v, list) else v).to_csv(index=False),
-            file_name=f"features-{key}.csv",
-            mime="text/csv",
-            key="pmr_ext_download",
-            on_click="ignore",
-        )
+                    def _progress(done: int, total: int, rec: object) -> None:
+                        bar.progress(
+                            done / max(total, 1), text=f"{done}/{total} messages extracted"
+                        )
 
-# --------------------------------------------------------------------------- comparison
-with tab_cmp:
-    if truth is None:
-        st.info("This inbox has no ground-truth features; only the demo inbox does.")
-    elif extracted is None:
-        st.info(
-            "No extracted table yet: run an extraction (it reuses the cache) or upload a "
-            "table on the **Extraction** tab."
+                    with ExtractionCache(Path(cache_path).expanduser()) as cache:
+                        result = extract_features(
+                            todo_texts, spec, cfg, cache=cache, progress=_progress
+                        )
+                    bar.progress(1.0, text="finished")
+                    counts = result.counts()
+                    table = result.table()
+                    if counts["ok"] == 0:
+                        fails = result.failures()
+                        reason = fails["error"].iloc[0] if len(fails) else "unknown"
+                        st.error(
+                            f"No message was extracted ({counts['error']} errors, "
+                            f"{counts['invalid']} invalid answers). First error: {reason}"
+                        )
+                    else:
+                        st.session_state[ext_key] = table
+                        extracted = table
+                        st.success(
+                            f"{counts['ok']} ok, {counts['invalid']} invalid, {counts['error']} "
+                            f"errors ({counts['cached']} from the cache, {counts['requested']} "
+                            "requested)."
+                        )
+                    if counts["ok"] < len(table):
+                        st.dataframe(result.failures(), hide_index=True, width="stretch")
+        up = st.file_uploader(
+            "...or upload an extracted table (CSV / JSON / Parquet from "
+            "`python -m feature_extraction extract --out`)",
+            type=["csv", "json", "parquet"],
+            key="pmr_upload",
         )
-    else:
-        score = score_against_truth(extracted, truth[["message_id", *spec.names]], spec)
-        show = score.reset_index()
-        st.dataframe(
-            show[
-                [
-                    "feature",
-                    "type",
-                    "n",
-                    "coverage",
-                    "accuracy",
-                    "hamming_accuracy",
-                    "f1",
-                    "within_one",
-                ]
-            ],
-            hide_index=True,
-            width="stretch",
-        )
-        st.altair_chart(
-            alt.Chart(show)
-            .mark_bar()
-            .encode(
-                x=alt.X(
-                    "accuracy:Q",
-                    title="exact agreement with the truth",
-                    scale=alt.Scale(domain=[0, 1]),
+        if up is not None and st.session_state.get("pmr_uploaded") != up.file_id:
+            from feature_extraction import load_table
+
+            with tempfile.TemporaryDirectory() as tmp:
+                p = Path(tmp) / up.name
+                p.write_bytes(up.getvalue())
+                try:
+                    extracted = load_table(p, spec)
+                except Exception as exc:
+                    st.error(f"Could not read {up.name}: {exc}")
+                else:
+                    st.session_state[ext_key] = extracted
+                    st.session_state["pmr_uploaded"] = up.file_id
+        if extracted is not None:
+            st.markdown(f"#### Extracted table ({len(extracted)} messages)")
+            st.dataframe(
+                extracted.map(lambda v: "; ".join(v) if isinstance(v, list) else v),
+                hide_index=True,
+                width="stretch",
+            )
+            st.download_button(
+                "Download extracted table (CSV)",
+                extracted.map(lambda v: ";".join(v) if isinstance(v, list) else v).to_csv(
+                    index=False
                 ),
-                y=alt.Y("feature:N", sort="-x", title=None),
-                color=alt.Color("type:N"),
-                tooltip=["feature", "type", alt.Tooltip("accuracy:Q", format=".2f"), "n"],
-            )
-            .properties(height=80 + 26 * len(show)),
-            width="stretch",
-        )
-
-# --------------------------------------------------------------------------- proposals
-with tab_prop:
-    st.caption(
-        "Feature proposal (App. G.2): the LLM explains the comparisons the tree gets wrong "
-        "and proposes one new feature, kept only if it improves validation accuracy. "
-        "Review the proposals and accept or reject them."
-    )
-    up = st.file_uploader(
-        "Proposal records (JSON from `python -m feature_extraction propose --out`)",
-        type=["json"],
-        key="pmr_prop_upload",
-    )
-    if up is not None and st.session_state.get("pmr_prop_file") != up.file_id:
-        from feature_extraction.propose import ProposalRecord
-
-        try:
-            recs = [ProposalRecord.from_dict(d) for d in json.loads(up.getvalue())]
-        except Exception as exc:
-            st.error(f"Could not read {up.name}: {exc}")
-        else:
-            st.session_state[props_key] = recs
-            st.session_state["pmr_prop_file"] = up.file_id
-    if st.button("Run one proposal round with the endpoint above", key="pmr_propose"):
-        reachable, why = svc.endpoint_reachable(cfg.base_url)
-        if not cfg.model or not reachable:
-            st.error(f"No LLM endpoint reachable: {why or 'name the model first'}.")
-        else:
-            from feature_extraction import ExtractionCache
-            from feature_extraction.propose import FeatureProposer
-
-            features = (
-                extracted
-                if extracted is not None
-                else truth[["message_id", *spec.names]]
-                if truth is not None
-                else None
-            )
-            if features is None:
-                st.error("Extract the features first.")
-            else:
-                pairs = study.extras["pair_ids"]
-                with (
-                    st.spinner("Asking the LLM..."),
-                    ExtractionCache(Path(cache_path).expanduser()) as cache,
-                ):
-                    recs, _, _ = FeatureProposer(spec, cfg, cache=cache).run(
-                        texts, features, pairs[pairs["split"] == "train"], rounds=1
-                    )
-                st.session_state[props_key] = [*st.session_state.get(props_key, []), *recs]
-    records = st.session_state.get(props_key, [])
-    if not records:
-        st.info("No proposals loaded.")
-    for i, rec in enumerate(records):
-        prop = rec.proposal or {}
-        title = f"Round {rec.round}: {prop.get('name', '(no proposal)')} — {rec.status}"
-        with st.expander(title, expanded=i == len(records) - 1):
-            if rec.error:
-                st.error(rec.error)
-            if prop:
-                st.markdown(
-                    f"**{prop.get('name')}** ({prop.get('type')}): {prop.get('description', '')}"
-                )
-                if prop.get("values"):
-                    st.markdown("Values: " + ", ".join(f"`{v}`" for v in prop["values"]))
-                if prop.get("rationale"):
-                    st.markdown(f"*Rationale:* {prop['rationale']}")
-            if rec.gain is not None:
-                st.markdown(
-                    f"Validation accuracy {rec.baseline_val_accuracy:.3f} → "
-                    f"{rec.new_val_accuracy:.3f} (gain {rec.gain:+.3f}); automatic decision: "
-                    f"**{rec.decision}**"
-                )
-            if rec.reasons:
-                st.dataframe(pd.DataFrame(rec.reasons), hide_index=True, width="stretch")
-            choice = st.radio(
-                "Analyst decision",
-                ["undecided", "accept", "reject"],
-                index=["undecided", "accept", "reject"].index(rec.analyst_decision or "undecided"),
-                horizontal=True,
-                key=f"pmr_decision::{key}::{i}",
-            )
-            rec.analyst_decision = None if choice == "undecided" else choice
-    if records:
-        from feature_extraction.propose import apply_decisions
-
-        c1, c2 = st.columns(2)
-        c1.download_button(
-            "Download reviewed records (JSON)",
-            json.dumps([r.to_dict() for r in records], indent=1, ensure_ascii=False),
-            file_name="proposals-reviewed.json",
-            mime="application/json",
-            key="pmr_prop_dl",
-            on_click="ignore",
-        )
-        try:
-            new_spec = apply_decisions(spec, records)
-        except ValueError as exc:  # SpecError: an accepted proposal is not a valid entry
-            c2.error(f"An accepted proposal is not a valid spec entry: {exc}")
-        else:
-            c2.download_button(
-                f"Download the spec with accepted features ({len(new_spec)} features)",
-                json.dumps(new_spec.to_dict(), indent=1, ensure_ascii=False),
-                file_name="spec-accepted.json",
-                mime="application/json",
-                key="pmr_spec_dl",
+                file_name=f"features-{key}.csv",
+                mime="text/csv",
+                key="pmr_ext_download",
                 on_click="ignore",
             )
 
-# --------------------------------------------------------------------------- urgency tree
-with tab_tree:
-    sources = ["ground truth"] if truth is not None else []
-    if extracted is not None:
-        sources.append("extracted")
-    if not sources:
-        st.info("Extract the features first (Extraction tab).")
-    else:
-        c1, c2 = st.columns(2)
-        src = c1.radio("Features", sources, horizontal=True, key=f"pmr_src::{key}")
-        prune = c2.slider("Min. comparisons to split a node", 1, 60, 1, key="pmr_prune")
-        table = extracted if src == "extracted" else None
-        fstudy = svc.pmr_study(key, table)
-        token = "truth" if table is None else svc.table_token(table)
-        model = svc.urgency_tree(fstudy, token, prune)
-        train, test = fstudy.extras["train"], fstudy.extras["test"]
-        m1, m2, m3 = st.columns(3)
-        m1.metric("Leaves", model.n_leaves_)
-        m2.metric("Train accuracy (inbox A)", f"{100 * explain.accuracy(model, train):.1f}%")
-        m3.metric("Test accuracy (inbox B)", f"{100 * explain.accuracy(model, test):.1f}%")
-        ui.tree_with_downloads(
-            explain.to_dot(model, title=f"urgency tree ({src} features)"),
-            name=f"urgency-{key}",
-            key="pmr_tree",
-            json_text=explain.to_json(model),
+# --------------------------------------------------------------------------- comparison
+if tab_cmp.open:
+    with tab_cmp:
+        if truth is None:
+            st.info("This inbox has no ground-truth features; only the demo inbox does.")
+        elif extracted is None:
+            st.info(
+                "No extracted table yet: run an extraction (it reuses the cache) or upload a "
+                "table on the **Extraction** tab."
+            )
+        else:
+            score = score_against_truth(extracted, truth[["message_id", *spec.names]], spec)
+            show = score.reset_index()
+            st.dataframe(
+                show[
+                    [
+                        "feature",
+                        "type",
+                        "n",
+                        "coverage",
+                        "accuracy",
+                        "hamming_accuracy",
+                        "f1",
+                        "within_one",
+                    ]
+                ],
+                hide_index=True,
+                width="stretch",
+            )
+            st.altair_chart(
+                alt.Chart(show)
+                .mark_bar()
+                .encode(
+                    x=alt.X(
+                        "accuracy:Q",
+                        title="exact agreement with the truth",
+                        scale=alt.Scale(domain=[0, 1]),
+                    ),
+                    y=alt.Y("feature:N", sort="-x", title=None),
+                    color=alt.Color("type:N"),
+                    tooltip=["feature", "type", alt.Tooltip("accuracy:Q", format=".2f"), "n"],
+                )
+                .properties(height=80 + 26 * len(show)),
+                width="stretch",
+            )
+
+# --------------------------------------------------------------------------- proposals
+if tab_prop.open:
+    with tab_prop:
+        st.caption(
+            "Feature proposal (App. G.2): the LLM explains the comparisons the tree gets wrong "
+            "and proposes one new feature, kept only if it improves validation accuracy. "
+            "Review the proposals and accept or reject them."
         )
-        ranked = svc.items_table(model, fstudy.data)
-        items_f = fstudy.data.items.set_index("message_id")
-        ranked.insert(1, "inbox", items_f.loc[ranked["item"], "inbox"].to_numpy())
-        ranked.insert(2, "message", items_f.loc[ranked["item"], "message"].to_numpy())
-        if truth is not None:
-            tu = truth.set_index("message_id")["true_urgency"]
-            ranked.insert(3, "true urgency", tu.reindex(ranked["item"]).to_numpy())
-        st.dataframe(ranked, hide_index=True, width="stretch")
+        up = st.file_uploader(
+            "Proposal records (JSON from `python -m feature_extraction propose --out`)",
+            type=["json"],
+            key="pmr_prop_upload",
+        )
+        if up is not None and st.session_state.get("pmr_prop_file") != up.file_id:
+            from feature_extraction.propose import ProposalRecord
+
+            try:
+                recs = [ProposalRecord.from_dict(d) for d in json.loads(up.getvalue())]
+            except Exception as exc:
+                st.error(f"Could not read {up.name}: {exc}")
+            else:
+                st.session_state[props_key] = recs
+                st.session_state["pmr_prop_file"] = up.file_id
+        if st.button("Run one proposal round with the endpoint above", key="pmr_propose"):
+            reachable, why = svc.endpoint_reachable(cfg.base_url)
+            if not cfg.model or not reachable:
+                st.error(f"No LLM endpoint reachable: {why or 'name the model first'}.")
+            else:
+                from feature_extraction import ExtractionCache
+                from feature_extraction.propose import FeatureProposer
+
+                features = (
+                    extracted
+                    if extracted is not None
+                    else truth[["message_id", *spec.names]]
+                    if truth is not None
+                    else None
+                )
+                if features is None:
+                    st.error("Extract the features first.")
+                else:
+                    pairs = study.extras["pair_ids"]
+                    with (
+                        st.spinner("Asking the LLM..."),
+                        ExtractionCache(Path(cache_path).expanduser()) as cache,
+                    ):
+                        recs, _, _ = FeatureProposer(spec, cfg, cache=cache).run(
+                            texts, features, pairs[pairs["split"] == "train"], rounds=1
+                        )
+                    st.session_state[props_key] = [*st.session_state.get(props_key, []), *recs]
+        records = st.session_state.get(props_key, [])
+        if not records:
+            st.info("No proposals loaded.")
+        for i, rec in enumerate(records):
+            prop = rec.proposal or {}
+            title = f"Round {rec.round}: {prop.get('name', '(no proposal)')} — {rec.status}"
+            with st.expander(title, expanded=i == len(records) - 1):
+                if rec.error:
+                    st.error(rec.error)
+                if prop:
+                    name, kind = prop.get("name"), prop.get("type")
+                    st.markdown(f"**{name}** ({kind}): {prop.get('description', '')}")
+                    if prop.get("values"):
+                        st.markdown("Values: " + ", ".join(f"`{v}`" for v in prop["values"]))
+                    if prop.get("rationale"):
+                        st.markdown(f"*Rationale:* {prop['rationale']}")
+                if rec.gain is not None:
+                    st.markdown(
+                        f"Validation accuracy {rec.baseline_val_accuracy:.3f} → "
+                        f"{rec.new_val_accuracy:.3f} (gain {rec.gain:+.3f}); automatic decision: "
+                        f"**{rec.decision}**"
+                    )
+                if rec.reasons:
+                    st.dataframe(pd.DataFrame(rec.reasons), hide_index=True, width="stretch")
+                choice = st.radio(
+                    "Analyst decision",
+                    ["undecided", "accept", "reject"],
+                    index=["undecided", "accept", "reject"].index(
+                        rec.analyst_decision or "undecided"
+                    ),
+                    horizontal=True,
+                    key=f"pmr_decision::{key}::{i}",
+                )
+                rec.analyst_decision = None if choice == "undecided" else choice
+        if records:
+            from feature_extraction.propose import apply_decisions
+
+            c1, c2 = st.columns(2)
+            c1.download_button(
+                "Download reviewed records (JSON)",
+                json.dumps([r.to_dict() for r in records], indent=1, ensure_ascii=False),
+                file_name="proposals-reviewed.json",
+                mime="application/json",
+                key="pmr_prop_dl",
+                on_click="ignore",
+            )
+            try:
+                new_spec = apply_decisions(spec, records)
+            except ValueError as exc:  # SpecError: an accepted proposal is not a valid entry
+                c2.error(f"An accepted proposal is not a valid spec entry: {exc}")
+            else:
+                c2.download_button(
+                    f"Download the spec with accepted features ({len(new_spec)} features)",
+                    json.dumps(new_spec.to_dict(), indent=1, ensure_ascii=False),
+                    file_name="spec-accepted.json",
+                    mime="application/json",
+                    key="pmr_spec_dl",
+                    on_click="ignore",
+                )
+
+# --------------------------------------------------------------------------- urgency tree
+if tab_tree.open:
+    with tab_tree:
+        sources = ["ground truth"] if truth is not None else []
+        if extracted is not None:
+            sources.append("extracted")
+        if not sources:
+            st.info("Extract the features first (Extraction tab).")
+        else:
+            c1, c2, c3 = st.columns(3)
+            src = c1.radio("Features", sources, horizontal=True, key=f"pmr_src::{key}")
+            prune = c2.slider("Min. comparisons to split a node", 1, 60, 1, key="pmr_prune")
+            table = extracted if src == "extracted" else None
+            fstudy = svc.pmr_study(key, table)
+            token = "truth" if table is None else svc.table_token(table)
+            model = svc.urgency_tree(fstudy, token, prune)
+            train, test = fstudy.extras["train"], fstudy.extras["test"]
+            m1, m2, m3 = st.columns(3)
+            m1.metric("Leaves", model.n_leaves_)
+            m2.metric("Train accuracy (inbox A)", f"{100 * explain.accuracy(model, train):.1f}%")
+            m3.metric("Test accuracy (inbox B)", f"{100 * explain.accuracy(model, test):.1f}%")
+            tree_depth = int(model.tree_.max_depth)
+            shown = tree_depth
+            if tree_depth >= 2:
+                shown = c3.slider(
+                    "Max depth shown",
+                    1,
+                    tree_depth,
+                    min(4, tree_depth),
+                    key=f"pmr_depth::{tree_depth}",
+                )
+            ui.tree_with_downloads(
+                explain.to_dot(
+                    model,
+                    title=f"urgency tree ({src} features)",
+                    max_depth=shown if shown < tree_depth else None,
+                ),
+                name=f"urgency-{key}",
+                key="pmr_tree",
+                json_text=explain.to_json(model),
+            )
+            ranked = svc.items_table(model, fstudy.data)
+            items_f = fstudy.data.items.set_index("message_id")
+            ranked.insert(1, "inbox", items_f.loc[ranked["item"], "inbox"].to_numpy())
+            ranked.insert(2, "message", items_f.loc[ranked["item"], "message"].to_numpy())
+            if truth is not None:
+                tu = truth.set_index("message_id")["true_urgency"]
+                ranked.insert(3, "true urgency", tu.reindex(ranked["item"]).to_numpy())
+            st.dataframe(ranked, hide_index=True, width="stretch")

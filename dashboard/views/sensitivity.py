@@ -75,28 +75,23 @@ b1.metric("Baseline train accuracy", f"{base['train acc (%)']:.1f}%")
 b2.metric("Baseline test accuracy", f"{base['test acc (%)']:.1f}%")
 b3.metric("Respondents", int(table["respondents"].iloc[0]))
 
-left, right = st.columns([3, 2])
-with left:
-    st.markdown("#### Leave-one-out table")
-    st.dataframe(
-        table.drop(columns=["respondents"]).fillna(
-            {"delta train (pp)": 0.0, "delta test (pp)": 0.0}
-        ),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            c: st.column_config.NumberColumn(format="%.1f")
-            for c in ("train acc (%)", "delta train (pp)", "test acc (%)", "delta test (pp)")
-        },
-    )
-    st.download_button(
-        "Download CSV",
-        table.to_csv(index=False),
-        file_name=f"sensitivity-{key}.csv",
-        mime="text/csv",
-        key="fs_download",
-        on_click="ignore",
-    )
-with right:
-    st.markdown("#### Test-accuracy change per removed feature")
-    st.altair_chart(charts.sensitivity_bars(table), width="stretch")
+st.markdown("#### Test-accuracy change per removed feature")
+st.altair_chart(charts.sensitivity_bars(table), width="stretch")
+st.markdown("#### Leave-one-out table")
+st.dataframe(
+    table.drop(columns=["respondents"]).fillna({"delta train (pp)": 0.0, "delta test (pp)": 0.0}),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        c: st.column_config.NumberColumn(format="%.1f")
+        for c in ("train acc (%)", "delta train (pp)", "test acc (%)", "delta test (pp)")
+    },
+)
+st.download_button(
+    "Download CSV",
+    table.to_csv(index=False),
+    file_name=f"sensitivity-{key}.csv",
+    mime="text/csv",
+    key="fs_download",
+    on_click="ignore",
+)

@@ -49,7 +49,7 @@ if tree_depth >= 2:
         "Max depth shown (deeper subtrees collapse)",
         1,
         tree_depth,
-        tree_depth,
+        min(tree_depth, 6),
         key=f"te_depth::{tree_depth}",
     )
 else:
@@ -112,51 +112,55 @@ if flagged:
         + " (marked ⚠ in the tree)."
     )
 
-tab_tree, tab_items, tab_leaves, tab_strad = st.tabs(
-    ["Tree", "Items", "Leaves", "Straddlers: discard vs keep"]
+tab_tree, tab_items, tab_leaves, tab_strad = ui.lazy_tabs(
+    ["Tree", "Items", "Leaves", "Straddlers: discard vs keep"], key="te_view"
 )
-with tab_tree:
-    ui.tree_with_downloads(
-        dot,
-        name=f"tree-{key}" + (f"-{resp}" if resp is not None else ""),
-        key="te_tree",
-        json_text=explain.to_json(model),
-    )
-with tab_items:
-    st.caption("Predicted utility (leaf mean) and competition rank (ties share a rank).")
-    st.dataframe(
-        svc.items_table(model, data),
-        hide_index=True,
-        width="stretch",
-        column_config={"utility": st.column_config.NumberColumn(format="%+.2f")},
-    )
-with tab_leaves:
-    st.dataframe(
-        svc.leaf_table(model),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "utility": st.column_config.NumberColumn(format="%+.2f"),
-            "sd": st.column_config.NumberColumn(format="%.2f"),
-        },
-    )
-with tab_strad:
-    st.caption(
-        "A straddler is a comparison whose two items fall on different sides of a split. "
-        "**Discard** (Eq. 8, default) leaves them out of the split search below; **keep** "
-        "(App. C.2) sends them to the winner's side with the split column masked. Both "
-        "trees are capped at the depth chosen here (paper Table 2 uses 4)."
-    )
-    cap = st.slider("Depth cap", 1, 8, 4, key="te_strad_cap")
-    cols = st.columns(2)
-    for col, mode in zip(cols, ("discard", "keep"), strict=True):
-        m = svc.fit_tree(study, resp, max_depth=cap, min_samples_split=prune, straddlers=mode)
-        with col:
-            st.markdown(f"**{mode}**")
-            st.caption(
-                f"{m.n_leaves_} leaves, depth {m.tree_.max_depth}, training accuracy "
-                f"{100 * explain.accuracy(m, data):.1f}%"
-            )
-            st.graphviz_chart(
-                explain.to_dot(m, highlight=highlight, sensitive=sensitive), width="content"
-            )
+if tab_tree.open:
+    with tab_tree:
+        ui.tree_with_downloads(
+            dot,
+            name=f"tree-{key}" + (f"-{resp}" if resp is not None else ""),
+            key="te_tree",
+            json_text=explain.to_json(model),
+        )
+if tab_items.open:
+    with tab_items:
+        st.caption("Predicted utility (leaf mean) and competition rank (ties share a rank).")
+        st.dataframe(
+            svc.items_table(model, data),
+            hide_index=True,
+            width="stretch",
+            column_config={"utility": st.column_config.NumberColumn(format="%+.2f")},
+        )
+if tab_leaves.open:
+    with tab_leaves:
+        st.dataframe(
+            svc.leaf_table(model),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "utility": st.column_config.NumberColumn(format="%+.2f"),
+                "sd": st.column_config.NumberColumn(format="%.2f"),
+            },
+        )
+if tab_strad.open:
+    with tab_strad:
+        st.caption(
+            "A straddler is a comparison whose two items fall on different sides of a split. "
+            "**Discard** (Eq. 8, default) leaves them out of the split search below; **keep** "
+            "(App. C.2) sends them to the winner's side with the split column masked. Both "
+            "trees are capped at the depth chosen here (paper Table 2 uses 4)."
+        )
+        cap = st.slider("Depth cap", 1, 8, 4, key="te_strad_cap")
+        cols = st.columns(2)
+        for col, mode in zip(cols, ("discard", "keep"), strict=True):
+            m = svc.fit_tree(study, resp, max_depth=cap, min_samples_split=prune, straddlers=mode)
+            with col:
+                st.markdown(f"**{mode}**")
+                st.caption(
+                    f"{m.n_leaves_} leaves, depth {m.tree_.max_depth}, training accuracy "
+                    f"{100 * explain.accuracy(m, data):.1f}%"
+                )
+                st.graphviz_chart(
+                    explain.to_dot(m, highlight=highlight, sensitive=sensitive), width="content"
+                )

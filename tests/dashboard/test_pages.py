@@ -188,10 +188,31 @@ def test_tree_explorer_flags_sensitive_splits(app) -> None:
     assert "splits on sensitive attribute" in texts(at)
 
 
+def test_tree_explorer_flags_presidential_attributes_by_default(app, tmp_path, monkeypatch) -> None:
+    from tests.fixtures.synthetic import presidential_frame
+
+    path = tmp_path / "cand_s2_MTurk.csv"
+    mapping = _presidential_mapping()
+    presidential_frame(mapping, 6, seed=1).to_csv(path, index=False)
+    monkeypatch.setenv("DTPBO_PRESIDENTIAL_PATH", str(path))
+    at = app("tree_explorer", sel_study="presidential")
+    no_exception(at)
+    flagged = at.multiselect(key="te_sensitive::presidential").value
+    assert {"gender", "race", "religion"} <= set(flagged)
+    assert "gay_marriage" not in flagged
+    assert dots(at)
+
+
+def _presidential_mapping() -> dict:
+    from data_loaders import presidential
+
+    text = (Path(presidential.__file__).parent / "data" / "presidential_levels.json").read_text()
+    return json.loads(text)
+
+
 def test_tree_explorer_straddler_variants_side_by_side(app) -> None:
-    at = app("tree_explorer", sel_study="train")
-    # main tree, discard and keep variants
-    assert len(dots(at)) == 3
+    at = app("tree_explorer", sel_study="train", te_view="Straddlers: discard vs keep")
+    assert len(dots(at)) == 2  # discard and keep variants (other tabs are not rendered)
     assert "discard" in texts(at) and "keep" in texts(at)
 
 
@@ -274,6 +295,8 @@ def test_convergence_reads_result_folders(app, tmp_path) -> None:
 def test_convergence_runs_a_small_benchmark(app, tmp_path) -> None:
     at = app("convergence")
     assert "No benchmark results" in texts(at)
+    at.session_state["cv_view"] = "Run a small benchmark"
+    at.run()
     at.multiselect(key="cv_r_methods").set_value(["dt"]).run()
     at.slider(key="cv_r_seeds").set_value(1).run()
     at.slider(key="cv_r_iters").set_value(5).run()
@@ -284,14 +307,30 @@ def test_convergence_runs_a_small_benchmark(app, tmp_path) -> None:
     assert len(list((tmp_path / "results" / "dashboard-bench").glob("cell-*.parquet"))) == 1
     assert at.get("progress")
     assert charts(at)  # curves of the new run
+    at.session_state["cv_view"] = "Benchmarks"
     at.run()
     assert "No benchmark results" not in texts(at)  # the Benchmarks tab finds it
+    assert len(charts(at)) == 2
 
 
 def test_convergence_without_sushi_explains(app) -> None:
-    at = app("convergence")
+    at = app("convergence", cv_view="Sushi")
     assert "No Sushi results" in texts(at)
     assert "kamishima.net/sushi" in texts(at)
+
+
+def test_convergence_runs_sushi_pbo_when_configured(app, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DTPBO_SUSHI_DIR", str(sushi_dir(tmp_path, n_users=8)))
+    at = app("convergence", cv_view="Sushi")
+    assert "Sushi is configured" in texts(at)
+    at.number_input(key="cv_s_users").set_value(5).run()
+    at.number_input(key="cv_s_iters").set_value(3).run()
+    at.multiselect(key="cv_s_methods").set_value(["dt"]).run()
+    at.button(key="cv_s_run").click().run()
+    no_exception(at)
+    assert len(list((tmp_path / "results" / "sushi-pbo").glob("cell-*.parquet"))) == 5
+    specs = charts(at)
+    assert any("Sushi set A" in str(s.get("title", "")) for s in specs)
 
 
 def test_convergence_sushi_results(app, tmp_path) -> None:
@@ -312,7 +351,7 @@ def test_convergence_sushi_results(app, tmp_path) -> None:
     folder = tmp_path / "results" / "sushi-pbo"
     folder.mkdir(parents=True)
     pd.DataFrame(rows).to_parquet(folder / "cell-0000.parquet")
-    at = app("convergence")
+    at = app("convergence", cv_view="Sushi")
     no_exception(at)
     titles = [str(s.get("title", "")) for s in charts(at)]
     assert any("Sushi set A" in t for t in titles)
@@ -346,16 +385,20 @@ def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
     ).to_parquet(folder / "cell-0000.parquet")
     at = app("hierarchy")
     no_exception(at)
-    whole, group = dots(at)[:2]
+    (whole,) = dots(at)
     assert "cluster_0" in whole and "user group" in whole
-    assert "item tree of user group" in group
     n_groups = int(metrics(at)["User groups"])
     at.slider(key="hi_min").set_value(5).run()
     assert int(metrics(at)["User groups"]) >= n_groups
-    at.selectbox(key="hi_group::sushi-a").select(at.selectbox(key="hi_group::sushi-a").options[-1])
-    at.run()
-    no_exception(at)
     assert charts(at)  # cohort regret curves from the results folder
+    at.session_state["hi_view"] = "One user group"
+    at.run()
+    last = at.selectbox(key="hi_group::sushi-a").options[-1]
+    at.selectbox(key="hi_group::sushi-a").select(last).run()
+    no_exception(at)
+    (group,) = dots(at)
+    assert "item tree of user group" in group
+    assert "Who:" in texts(at)
 
 
 # ----------------------------------------------------------------------------- elicitation
@@ -371,6 +414,8 @@ def test_elicitation_answers_update_the_tree(app) -> None:
     assert "after 3 answers" in dots(at)[0]
     at.button(key="el_undo").click().run()
     assert metrics(at)["Answers"] == "2"
+    at.session_state["el_view"] = "Answers"
+    at.run()
     assert len(at.dataframe[-1].value) == 2  # answers table
 
 
@@ -382,6 +427,8 @@ def test_elicitation_loads_a_comparison_file(app) -> None:
     csv = sess.to_frame().to_csv(index=False).encode()
     at.button(key="el_restart").click().run()
     assert metrics(at)["Answers"] == "0"
+    at.session_state["el_view"] = "Answers"
+    at.run()
     at.file_uploader(key="el_upload").upload("answers.csv", csv, "text/csv").run()
     no_exception(at)
     assert metrics(at)["Answers"] == "2"
@@ -428,6 +475,8 @@ def test_pmr_page_messages_and_urgency_tree(app) -> None:
     no_exception(at)
     assert len(at.dataframe[0].value) == 60
     assert any("### Patient Message" in c.value for c in at.code)
+    at.session_state["pmr_view"] = "Urgency tree"
+    at.run()
     m = metrics(at)
     assert float(m["Test accuracy (inbox B)"].rstrip("%")) > 60
     assert any("urgency tree" in d for d in dots(at))
@@ -439,7 +488,7 @@ def test_pmr_extraction_without_endpoint_says_so(app) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends
-    at = app("pmr")
+    at = app("pmr", pmr_view="Extraction")
     at.text_input(key="pmr_base_url").input(f"http://127.0.0.1:{port}/v1").run()
     at.text_input(key="pmr_model").input("some-model").run()
     secret = "sk-test-DO-NOT-SHOW-123"
@@ -467,15 +516,19 @@ def test_pmr_extraction_from_the_cache_scores_against_truth(app, tmp_path) -> No
             values = {n: truth.loc[mid, n] for n in spec.names}
             values = {k: list(v) if isinstance(v, list | tuple) else v for k, v in values.items()}
             cache.put(ex.key(mid, text), status="ok", values=values)
-    at = app("pmr")
+    at = app("pmr", pmr_view="Extraction")
     at.text_input(key="pmr_model").input("cached-model").run()
     assert "60 of 60 messages are in the cache" in texts(at)
     at.button(key="pmr_run").click().run()  # no endpoint needed: everything is cached
     no_exception(at)
     assert "60 ok" in texts(at) and "60 from the cache" in texts(at)
+    at.session_state["pmr_view"] = "Extracted vs truth"
+    at.run()
     score = next(d.value for d in at.dataframe if "accuracy" in d.value.columns)
     assert (score["accuracy"] == 1.0).all()
     # the urgency tree can now use the extracted table
+    at.session_state["pmr_view"] = "Urgency tree"
+    at.run()
     at.radio(key="pmr_src::pmr-demo").set_value("extracted").run()
     no_exception(at)
     assert any("extracted features" in d for d in dots(at))
@@ -504,7 +557,7 @@ def test_pmr_feature_proposals_review(app) -> None:
         ProposalRecord(round=1, status="failed", error="endpoint went away"),
     ]
     blob = json.dumps([r.to_dict() for r in recs]).encode()
-    at = app("pmr")
+    at = app("pmr", pmr_view="Feature proposals")
     at.file_uploader(key="pmr_prop_upload").upload("props.json", blob, "application/json").run()
     no_exception(at)
     assert "mentions_blood" in texts(at)

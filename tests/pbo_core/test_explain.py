@@ -100,3 +100,13 @@ def test_pmr_demo_leave_one_out_drops_most_without_actionability() -> None:
     assert table.iloc[1]["feature removed"] == "message_actionability"
     assert table.iloc[1]["delta test (pp)"] < -10
     assert len(table) == 1 + len(study.schema.names) == 12
+
+
+def test_sensitive_attributes_match_whole_words() -> None:
+    from pbo_core.explain import is_sensitive
+
+    assert is_sensitive("age", ["age"]) and is_sensitive("r_age", ["age"])
+    assert is_sensitive("Race/Ethnicity", ["race"])
+    assert not is_sensitive("gay_marriage", ["age"])
+    assert not is_sensitive("message_actionability", ["age", "race"])
+    assert is_sensitive("religious_activity", ["religio"])

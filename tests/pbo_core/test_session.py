@@ -144,6 +144,18 @@ def test_undo_at_the_start_raises() -> None:
         s.undo()
 
 
+def test_items_with_equal_features_keep_their_own_utilities() -> None:
+    schema = Schema((Feature("x", "numeric", bounds=(0.0, 1.0)),))
+    X = np.array([[0.0], [0.0], [1.0]])  # items 0 and 1 look the same
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=np.array([5.0, 0.0, 1.0]))
+    for _ in range(3):
+        q = s.next_query()
+        u = s.item_utilities[[q.index_a, q.index_b]]
+        assert s.oracle_winner(q) == (0 if u[0] >= u[1] else 1)
+        s.answer(s.oracle_winner(q))
+    assert s.regret() == 5.0 - s.item_utilities[s.recommendation]
+
+
 def test_unknown_truth_refuses_simulated_answers() -> None:
     X, schema, _ = small_items()
     s = ElicitationSession.for_items(X, schema, "dt")
