@@ -3,7 +3,7 @@
 Skipped unless the ``playwright`` package and ``/usr/bin/chromium`` are installed (the
 browser comes from the system, e.g. Debian's ``chromium`` package; never from
 ``playwright install``). Screenshots go to ``tests/artifacts/``; with
-``DTPBO_UPDATE_SCREENSHOTS=1`` the main pages are also written to ``docs/screenshots/``.
+``DTPBO_UPDATE_SCREENSHOTS=1`` the main pages are also written to ``dashboard/screenshots/``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "dashboard" / "app.py"
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
-DOCS = ROOT / "docs" / "screenshots"
+DOCS = ROOT / "dashboard" / "screenshots"
 BROWSER_ARGS = [
     "--headless",
     "--no-sandbox",

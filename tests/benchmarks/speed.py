@@ -6,7 +6,7 @@ per benchmark function, the median run time and the median ratio
 ``run_time / baseline_time`` (the baseline is 20,000 small numpy reductions, the kind of
 call that dominates a DT-PBO step).
 
-    python benchmarks/speed.py [--functions all] [--seeds 5] [--iters 200]
+    python tests/benchmarks/speed.py [--functions all] [--seeds 5] [--iters 200]
 """
 
 from __future__ import annotations
