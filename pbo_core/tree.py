@@ -52,6 +52,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pbo_core import _fast
 from pbo_core.data import Schema
 
 StraddlerMode = Literal["discard", "keep"]
@@ -404,6 +405,21 @@ class Tree:
     def apply_nodes(self, X: np.ndarray) -> np.ndarray:
         """Leaf node id of every row of ``X`` (vectorised, one pass per tree level)."""
         X = np.asarray(X, dtype=float)
+        if _fast.AVAILABLE and X.shape[0]:
+            return _fast.apply(
+                np.ascontiguousarray(X),
+                self.children_left,
+                self.children_right,
+                self.feature,
+                self.threshold,
+                self.right_mask,
+                self.is_categorical,
+            )
+        return self.apply_nodes_numpy(X)
+
+    def apply_nodes_numpy(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`apply_nodes` in numpy (the reference for the compiled kernel)."""
+        X = np.asarray(X, dtype=float)
         node = np.zeros(X.shape[0], dtype=np.int64)
         if self.children_left[0] == -1:
             return node
@@ -574,6 +590,48 @@ class SplitCache:
         self._old, self._new = self._new, {}
 
 
+def _build_compiled(
+    X: np.ndarray,
+    pairs: np.ndarray,
+    bounds: np.ndarray,
+    span: np.ndarray,
+    is_cat: np.ndarray,
+    n_cat: np.ndarray,
+    max_depth: int | None,
+    min_samples_split: int,
+    min_split_score: float,
+) -> Tree:
+    """The whole tree in one compiled call (discard-straddlers mode)."""
+    Xw = np.ascontiguousarray(X[pairs[:, 0]])
+    Xl = np.ascontiguousarray(X[pairs[:, 1]])
+    (left, right, feat, thr, rmask, sumz, score, npairs, leaf_idx, leaf_ptr) = _fast.grow(
+        Xw,
+        Xl,
+        np.ascontiguousarray(is_cat),
+        n_cat.astype(np.int64),
+        span.astype(float),
+        -1 if max_depth is None else int(max_depth),
+        int(min_samples_split),
+        float(min_split_score),
+    )
+    return Tree(
+        children_left=left,
+        children_right=right,
+        feature=feat,
+        threshold=thr,
+        right_mask=rmask,
+        n_pairs=npairs,
+        sum_z=sumz,
+        score=score,
+        root_lower=bounds[:, 0].copy(),
+        root_upper=bounds[:, 1].copy(),
+        root_allowed=np.where(is_cat, (np.int64(1) << n_cat.astype(np.int64)) - 1, 0),
+        is_categorical=is_cat,
+        n_categories=n_cat,
+        leaf_pairs=np.split(leaf_idx, leaf_ptr[1:-1]),
+    )
+
+
 def build_tree(
     X: np.ndarray,
     pairs: np.ndarray,
@@ -584,6 +642,7 @@ def build_tree(
     min_split_score: float = 0.0,
     straddlers: StraddlerMode = "discard",
     cache: SplitCache | None = None,
+    use_compiled: bool = True,
 ) -> Tree:
     """Grow a preference tree on comparisons between the rows of ``X``.
 
@@ -605,6 +664,9 @@ def build_tree(
         ``"discard"`` (Eq. 8, default) or ``"keep"`` with masked columns (App. C.2).
     cache
         Optional :class:`SplitCache` reused across refits (speed only; same result).
+    use_compiled
+        Use the compiled kernel of :mod:`pbo_core._fast` when numba is available (discard
+        mode; same result as the numpy path, which is used otherwise).
 
     Returns
     -------
@@ -629,6 +691,10 @@ def build_tree(
     span = np.where(is_cat, np.maximum(n_cat - 1, 1), bounds[:, 1] - bounds[:, 0])
     span = np.where(span > 0, span, 1.0)
     keep = straddlers == "keep"
+    if not keep and _fast.AVAILABLE and use_compiled:
+        return _build_compiled(
+            X, pairs, bounds, span, is_cat, n_cat, max_depth, min_samples_split, min_split_score
+        )
     if cache is not None:
         config = (
             max_depth,

@@ -229,14 +229,16 @@ def test_cached_refits_equal_fresh_builds() -> None:
         pairs.append([a, b] if u[a] > u[b] else [b, a])
         P = np.array(pairs)
         for mode in ("discard",):
-            cached = build_tree(X, P, numeric_schema(3), straddlers=mode, cache=cache)
+            cached = build_tree(
+                X, P, numeric_schema(3), straddlers=mode, cache=cache, use_compiled=False
+            )
             fresh = build_tree(X, P, numeric_schema(3), straddlers=mode)
             for name in ("children_left", "children_right", "feature", "threshold", "n_pairs"):
                 np.testing.assert_array_equal(getattr(cached, name), getattr(fresh, name))
     # a different data set through the same cache must not reuse stale subtrees
     X2 = X[::-1].copy()
     np.testing.assert_array_equal(
-        build_tree(X2, P, numeric_schema(3), cache=cache).threshold,
+        build_tree(X2, P, numeric_schema(3), cache=cache, use_compiled=False).threshold,
         build_tree(X2, P, numeric_schema(3)).threshold,
     )
 
