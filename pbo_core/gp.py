@@ -186,7 +186,6 @@ def laplace_map(
     alpha0: np.ndarray | None = None,
     *,
     extra_precision: np.ndarray | None = None,
-    K_inv: np.ndarray | None = None,
     tol: float = 1e-8,
     max_iter: int = 100,
 ) -> LaplaceState:
@@ -206,9 +205,6 @@ def laplace_map(
     extra_precision
         Optional ``(n,)`` diagonal added to the prior precision (KappaSharp ``R``); the
         Newton iterations then run with the prior covariance ``(K^-1 + R)^-1``.
-    K_inv
-        Unused (kept for callers that have ``K^-1``); the corrected prior covariance is
-        formed by the Woodbury identity from ``K``.
     tol
         Stop when a Newton step changes no utility by more than ``tol``.
     """

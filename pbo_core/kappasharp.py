@@ -164,12 +164,9 @@ def apply_kappasharp(model: GPSurrogate, data: PreferenceData) -> None:
     }
     if active:
         K = model.K_
-        Lk = cholesky_jitter(K, model.jitter)
-        K_inv = linalg.cho_solve((Lk, True), np.eye(len(K)), check_finite=False)
-        K_inv = 0.5 * (K_inv + K_inv.T)
-        a = np.diag(K_inv).copy()
-        W = model.C_.T @ (model.laplace_.omega[:, None] * model.C_)
-        eta, k0, k1 = calibrate_eta(K_inv + W, a)
+        W, H = model.hessians()  # likelihood Hessian and K^-1 + W at the plain MAP
+        a = np.diag(H) - np.diag(W)  # prior precisions (K^-1)_ii
+        eta, k0, k1 = calibrate_eta(H, a)
         record.update(kappa_before=k0, kappa_after=k1, eta=eta)
         if eta is not None:
             R = correction(a, eta)
