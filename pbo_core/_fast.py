@@ -180,8 +180,10 @@ def grow(
         rmask[node] = mask
         sumz[node] = sz
         score[node] = absz / ln
-        # partition idx in place: both-left first, then both-right; drop straddlers
+        # partition idx in place, keeping order: both-left first, then both-right;
+        # straddlers are dropped (one routing pass; right-goers wait in tmp's tail)
         nl = 0
+        nr = 0
         for i in range(ln):
             p = idx[i]
             if is_cat[col]:
@@ -193,20 +195,13 @@ def grow(
             if not wr and not lr:
                 tmp[nl] = p
                 nl += 1
-        nr = 0
-        for i in range(ln):
-            p = idx[i]
-            if is_cat[col]:
-                wr = (mask >> int(Xw[p, col])) & 1 == 1
-                lr = (mask >> int(Xl[p, col])) & 1 == 1
-            else:
-                wr = Xw[p, col] >= thr
-                lr = Xl[p, col] >= thr
-            if wr and lr:
-                tmp[nl + nr] = p
+            elif wr and lr:
                 nr += 1
-        for i in range(nl + nr):
+                tmp[ln - nr] = p  # filled from the back: reversed
+        for i in range(nl):
             buf[start + i] = tmp[i]
+        for i in range(nr):
+            buf[start + nl + i] = tmp[ln - 1 - i]
         # push right first so the left subtree is numbered first (pre-order)
         st_start[top] = start + nl
         st_len[top] = nr
