@@ -79,7 +79,7 @@ import numpy as np
 import pandas as pd
 
 from data_loaders._common import DataNotAvailableError
-from pbo_core.data import DataValidationError, PreferenceData, Schema, Study
+from pbo_core.data import DataValidationError, PreferenceData, Schema, Study, split_multi_hot
 
 __all__ = [
     "DEMO_DIR",
@@ -779,8 +779,8 @@ def score_against_truth(
             rows.append(row)
             continue
         if f.type == "multi_hot":
-            sa = [set(_as_list(v)) for v in a]
-            sb = [set(_as_list(v)) for v in b]
+            sa = [set(split_multi_hot(v)) for v in a]
+            sb = [set(split_multi_hot(v)) for v in b]
             row["accuracy"] = float(np.mean([x == y for x, y in zip(sa, sb, strict=True)]))
             n_vals = len(f.values)
             ham = [1 - len(x ^ y) / n_vals for x, y in zip(sa, sb, strict=True)]
@@ -811,11 +811,3 @@ def score_against_truth(
                 row["within_one"] = float(np.mean(d <= 1))
         rows.append(row)
     return pd.DataFrame(rows).set_index("feature")
-
-
-def _as_list(v: Any) -> list[str]:
-    if v is None or (isinstance(v, float) and v != v):
-        return []
-    if isinstance(v, str):
-        return [p.strip() for p in v.split(";") if p.strip()]
-    return [str(x) for x in v]

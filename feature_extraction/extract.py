@@ -40,6 +40,7 @@ from feature_extraction.spec import (
     feedback_message,
     text_hash,
 )
+from pbo_core.data import split_multi_hot
 
 log = logging.getLogger(__name__)
 
@@ -479,16 +480,8 @@ def load_table(path: str | Path, spec: Spec | None = None) -> pd.DataFrame:
     if spec is not None:
         for f in spec.features:
             if f.name in table.columns and f.type == "multi_hot":
-                table[f.name] = [_as_list(v) for v in table[f.name]]
+                table[f.name] = [split_multi_hot(v) for v in table[f.name]]
     return table
-
-
-def _as_list(v: Any) -> list[str]:
-    if v is None or (isinstance(v, float) and v != v):
-        return []
-    if isinstance(v, str):
-        return [p.strip() for p in v.split(";") if p.strip()]
-    return [str(x) for x in v]
 
 
 def records_to_jsonl(records: Sequence[ExtractionRecord], path: str | Path) -> Path:

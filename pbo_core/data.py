@@ -47,6 +47,15 @@ FEATURE_KINDS: tuple[str, ...] = ("numeric", "ordinal", "categorical", "binary",
 MULTI_HOT_SEPARATOR = ";"
 
 
+def split_multi_hot(value: Any) -> list[str]:
+    """Values of one multi-hot cell: ``None``/NaN -> [], ``"a;b"`` -> ["a", "b"], lists as is."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    if isinstance(value, str):
+        return [p.strip() for p in value.split(MULTI_HOT_SEPARATOR) if p.strip()]
+    return [str(p) for p in value]
+
+
 class DataValidationError(ValueError):
     """Raised when items, pairs or a schema are malformed; the message names the place."""
 
@@ -465,14 +474,15 @@ class Schema:
         lookup = {lab: k for k, lab in enumerate(f.levels)}
         res = np.zeros((len(values), len(f.levels)), dtype=float)
         for i, v in enumerate(values):
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                continue
-            if isinstance(v, str):
-                parts = [p.strip() for p in v.split(MULTI_HOT_SEPARATOR) if p.strip()]
-            elif isinstance(v, (list, tuple, set, frozenset, np.ndarray)):
-                parts = [str(p) for p in v]
-            else:
+            if not (
+                v is None
+                or isinstance(v, (str, float, list, tuple, set, frozenset))
+                or isinstance(v, np.ndarray)
+            ):
                 raise self._bad(source, index[i], f, v, "is not a list of values")
+            if isinstance(v, float) and not math.isnan(v):
+                raise self._bad(source, index[i], f, v, "is not a list of values")
+            parts = split_multi_hot(v)
             for p in parts:
                 if p not in lookup:
                     raise self._bad(
