@@ -54,7 +54,7 @@ from scipy.optimize import minimize
 from scipy.special import gammaln, log_ndtr
 
 from pbo_core.data import PreferenceData, Schema
-from pbo_core.laplace import aggregate_pairs
+from pbo_core.laplace import aggregate_pairs, probit_curvature
 from pbo_core.surrogate import check_input, competition_rank, probit_preference
 
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
@@ -154,9 +154,7 @@ def _probit_terms(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``log Phi(z)``, ``r = phi/Phi`` and ``h = r (z + r)`` (curvature of ``-log Phi``)."""
     lp = log_ndtr(z)
     r = np.exp(-0.5 * z * z - _LOG_SQRT_2PI - lp)
-    h = r * (z + r)
-    np.clip(h, 0.0, 1.0, out=h)
-    return lp, r, h
+    return lp, r, probit_curvature(z, r)
 
 
 def _probit_h_prime(z: np.ndarray, r: np.ndarray, h: np.ndarray) -> np.ndarray:
