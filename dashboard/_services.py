@@ -23,10 +23,19 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard._charts import surface_grid
+from data_loaders import pmr
 from data_loaders.registry import StudyInfo, list_studies, load_study
+from feature_extraction import ExtractionCache
+from feature_extraction.extract import Extractor, as_items
 from pbo_core import explain
+from pbo_core.benchmarks import available_benchmarks, get_benchmark
 from pbo_core.data import PreferenceData, Study
-from pbo_core.dt import DTSurrogate
+from pbo_core.experiments import runner
+from pbo_core.explain.sensitivity import leave_one_out_study
+from pbo_core.hierarchy import UserItemHierarchy
+from pbo_core.models.dt import DTSurrogate
+from pbo_core.session import ElicitationSession, study_item_set
 
 # ----------------------------------------------------------------------------- data paths
 #: Data sets the user may have, with the environment variable that locates them and the
@@ -352,8 +361,6 @@ def _sensitivity(
     use_study_split: bool,
     _study: Study,
 ) -> pd.DataFrame:
-    from pbo_core.session import leave_one_out_study
-
     return leave_one_out_study(
         _study,
         test_fraction=test_fraction,
@@ -402,9 +409,7 @@ def _folder_stamp(folder: Path) -> tuple[tuple[str, int], ...]:
 
 @st.cache_data(show_spinner="Reading results...", max_entries=32)
 def _read_results(folder: str, stamp: Any) -> pd.DataFrame:
-    from pbo_core.runner import read_results
-
-    return read_results(folder)
+    return runner.read_results(folder)
 
 
 def read_results(folder: str | Path) -> pd.DataFrame:
@@ -452,8 +457,6 @@ def _hierarchy(
     item_max_depth: int,
     _study: Study,
 ) -> Any:
-    from pbo_core.hierarchy import UserItemHierarchy
-
     n = min(int(n_users), len(_study.respondents()))
     return UserItemHierarchy(
         max_depth=max_depth, min_users_leaf=min_users_leaf, item_max_depth=item_max_depth
@@ -482,7 +485,7 @@ def user_groups(h: Any) -> pd.DataFrame:
     for node in range(len(t.left)):
         if t.left[node] != -1:
             for child, right in ((t.right[node], True), (t.left[node], False)):
-                paths[child] = [*paths[node], h._rule(node, right)]
+                paths[child] = [*paths[node], h.rule(node, right)]
             continue
         leaf = t.leaf_of_node[node]
         model = h.item_tree(leaf)
@@ -518,15 +521,11 @@ def endpoint_reachable(base_url: str | None, timeout: float = 2.0) -> tuple[bool
 # ----------------------------------------------------------------------------- elicitation
 def two_d_benchmarks() -> list[str]:
     """Bundled benchmark functions of two variables (for the partition picture)."""
-    from pbo_core.benchmarks import available_benchmarks, get_benchmark
-
     return [f for f in available_benchmarks() if get_benchmark(f).dim == 2]
 
 
 def new_elicitation(kind: str, source: str, method: str, seed: int, max_items: int | None) -> Any:
     """A fresh :class:`~pbo_core.session.ElicitationSession` on a study or a benchmark."""
-    from pbo_core.session import ElicitationSession, study_item_set
-
     if kind == "benchmark":
         return ElicitationSession.for_benchmark(source, method, seed=seed)
     study, error = get_study(source)
@@ -540,9 +539,6 @@ def new_elicitation(kind: str, source: str, method: str, seed: int, max_items: i
 @st.cache_data(show_spinner=False, max_entries=16)
 def benchmark_grid(function: str, n: int = 60) -> pd.DataFrame:
     """The true surface of a 2-D benchmark on an ``n x n`` grid (cached)."""
-    from dashboard._charts import surface_grid
-    from pbo_core.benchmarks import get_benchmark
-
     f = get_benchmark(function)
     return surface_grid(lambda X: f.fn(X), f.bounds, n)
 
@@ -619,8 +615,6 @@ def _pmr_with_features(
 ) -> Study:
     import warnings
 
-    from data_loaders import pmr
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if key == "pmr-demo":
@@ -655,9 +649,6 @@ def cached_extractions(
     texts: pd.DataFrame, spec: Any, config: Any, cache_path: str
 ) -> tuple[int, int]:
     """``(cached ok, total)``: how many messages the cache answers for this model/spec."""
-    from feature_extraction import ExtractionCache
-    from feature_extraction.extract import Extractor, as_items
-
     path = Path(cache_path).expanduser()
     items = as_items(texts)
     if not path.is_file():

@@ -506,7 +506,7 @@ class FeatureProposer:
         self.min_gain = float(min_gain)
         self.seed = int(seed)
         if surrogate is None:
-            from pbo_core.dt import DTSurrogate
+            from pbo_core.models.dt import DTSurrogate
 
             surrogate = DTSurrogate
         self.surrogate = surrogate

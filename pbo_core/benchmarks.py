@@ -96,6 +96,7 @@ __all__ = [
     "PAPER_FUNCTIONS",
     "BenchmarkFunction",
     "available_benchmarks",
+    "box_utility_scale",
     "dtlz2_objectives",
     "get_benchmark",
     "ruggedness",
@@ -716,8 +717,40 @@ def _get_cached(
 # --------------------------------------------------------------------------------------------
 
 
+def box_utility_scale(
+    utility: Callable[[np.ndarray], np.ndarray],
+    bounds: np.ndarray,
+    n_pairs: int = 10_000,
+    seed: int = 0,
+) -> float:
+    """Noise scale of DT-PBO App. F.6: median ``|u(x) - u(x')|`` over random pairs of a box.
+
+    The one implementation of the scale, used by :func:`utility_scale` and by
+    :meth:`pbo_core.problem.Problem.noise_scale`.
+
+    Parameters
+    ----------
+    utility
+        ``(n, d) -> (n,)`` utility of points of the box.
+    bounds
+        ``(d, 2)`` lower and upper bounds.
+    n_pairs
+        Number of independent pairs, both points uniform on the box.
+    seed
+        Seed of the ``numpy.random.Generator``.
+    """
+    if n_pairs < 1:
+        raise ValueError("n_pairs must be >= 1")
+    rng = np.random.default_rng(seed)
+    low, high = bounds[:, 0], bounds[:, 1]
+    d = len(bounds)
+    X = low + rng.random((n_pairs, d)) * (high - low)
+    Xp = low + rng.random((n_pairs, d)) * (high - low)
+    return float(np.median(np.abs(utility(X) - utility(Xp))))
+
+
 def utility_scale(f: BenchmarkFunction, n_pairs: int = 10_000, seed: int = 0) -> float:
-    """Noise scale of DT-PBO App. F.6: median ``|f(x) - f(x')|`` over random pairs.
+    """Noise scale of DT-PBO App. F.6 of a benchmark function (see :func:`box_utility_scale`).
 
     Parameters
     ----------
@@ -731,12 +764,7 @@ def utility_scale(f: BenchmarkFunction, n_pairs: int = 10_000, seed: int = 0) ->
     -------
     float
     """
-    if n_pairs < 1:
-        raise ValueError("n_pairs must be >= 1")
-    rng = np.random.default_rng(seed)
-    X = f.from_unit(rng.random((n_pairs, f.dim)))
-    Xp = f.from_unit(rng.random((n_pairs, f.dim)))
-    return float(np.median(np.abs(f.fn(X) - f.fn(Xp))))
+    return box_utility_scale(f.fn, f.bounds, n_pairs, seed)
 
 
 def ruggedness(

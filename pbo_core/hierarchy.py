@@ -36,7 +36,6 @@ The user tree is refitted every ``refit_every`` users (default 50).
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -45,7 +44,8 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData, Schema, Study
-from pbo_core.dt import DTSurrogate
+from pbo_core.models.dt import DTSurrogate
+from pbo_core.models.leaves import laplace_fit
 
 MAX_BINS = 64
 
@@ -343,7 +343,8 @@ class UserItemHierarchy:
         return self.item_trees_[int(leaf)]
 
     # ------------------------------------------------------------------ description
-    def _rule(self, node: int, right: bool) -> str:
+    def rule(self, node: int, right: bool) -> str:
+        """Readable condition of user-tree ``node`` on its right (``True``) or left side."""
         sp = self.user_tree_.split[node]
         assert sp is not None
         if self.user_schema_.is_categorical[sp.column]:
@@ -351,77 +352,6 @@ class UserItemHierarchy:
             codes = sp.right if right else frozenset(range(len(f.levels))) - sp.right
             return self.user_schema_.describe_categories(sp.column, codes)
         return self.user_schema_.describe_threshold(sp.column, sp.threshold, right)
-
-    def describe(self) -> str:
-        """Both levels as indented text."""
-        from pbo_core.explain import leaf_summaries
-
-        t = self.user_tree_
-        lines: list[str] = []
-
-        def walk(node: int, indent: str) -> None:
-            if t.left[node] == -1:
-                leaf = t.leaf_of_node[node]
-                model = self.item_trees_[leaf]
-                lines.append(
-                    f"{indent}users group {leaf} ({t.n_users[node]} users): "
-                    f"item tree with {model.n_leaves_} leaves"
-                )
-                for s in sorted(leaf_summaries(model), key=lambda s: s.rank)[:3]:
-                    cond = " and ".join(s.conditions) or "all items"
-                    lines.append(f"{indent}    rank {s.rank}: {cond} (utility {s.mean:+.2f})")
-                return
-            for child, right in ((t.right[node], True), (t.left[node], False)):
-                lines.append(f"{indent}if {self._rule(node, right)}:")
-                walk(child, indent + "    ")
-
-        walk(0, "")
-        return "\n".join(lines)
-
-    def to_dot(self) -> str:
-        """DOT with each user leaf as a cluster holding its item tree."""
-        from pbo_core.explain import to_dot
-
-        t = self.user_tree_
-        out = [
-            "digraph hierarchy {",
-            '  compound=true; graph [fontname="Helvetica"];',
-            '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
-        ]
-        anchors: dict[int, str] = {}
-        for node in range(len(t.left)):
-            if t.left[node] == -1:
-                leaf = t.leaf_of_node[node]
-                body = to_dot(self.item_trees_[leaf]).splitlines()[4:-1]
-                body = [
-                    ln.replace("  n", f"  g{leaf}n", 1).replace("-> n", f"-> g{leaf}n")
-                    for ln in body
-                ]
-                out.append(f"  subgraph cluster_{leaf} {{")
-                out.append(
-                    f'    label="user group {leaf}: {t.n_users[node]} users"; '
-                    'style="rounded"; color="#1f4e79";'
-                )
-                out += ["  " + ln for ln in body]
-                out.append("  }")
-                anchors[node] = f"g{leaf}n0"
-            else:
-                sp = self.user_tree_.split[node]
-                label = (
-                    f"<b>{html.escape(self._rule(node, True))}?</b><br/>"
-                    f"{t.n_users[node]} users &middot; gain {sp.gain:.0f}"
-                )
-                out.append(f'  u{node} [label=<{label}>, fillcolor="#dde8f5"];')
-                anchors[node] = f"u{node}"
-        for node in range(len(t.left)):
-            if t.left[node] != -1:
-                for child, text in ((t.right[node], "yes"), (t.left[node], "no")):
-                    extra = (
-                        f', lhead="cluster_{t.leaf_of_node[child]}"' if t.left[child] == -1 else ""
-                    )
-                    out.append(f'  u{node} -> {anchors[child]} [label="{text}"{extra}];')
-        out.append("}")
-        return "\n".join(out)
 
     # ------------------------------------------------------------------ warm start
     def warm_start_surrogate(self, leaf: int, user_items: np.ndarray) -> WarmStartDT:
@@ -486,8 +416,6 @@ class WarmStartDT(DTSurrogate):
         union = PreferenceData(self.group_X, all_pairs, schema=self.schema)
         super().fit(union)
         # leaves: the user's comparisons only, with the group prior
-        from pbo_core.laplace import laplace_fit
-
         leaf = self.item_leaf_
         pm = prior_mean(self.tree_, None, None)
         res = laplace_fit(

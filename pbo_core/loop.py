@@ -1,8 +1,9 @@
-"""The PBO loop: problems, the preference oracle, ``run_pbo`` and ``RunResult``.
+"""The PBO loop: initial designs, recommendation, ``run_pbo`` and ``RunResult``.
 
 A run starts with ``n_init`` comparisons (a Latin hypercube design of ``2 n_init``
 points paired in order for continuous problems; random distinct item pairs for finite
 item sets), then asks ``n_iter`` queries chosen by a :class:`~pbo_core.strategies.Strategy`.
+Problems and the simulated decision maker are in :mod:`pbo_core.problem`.
 After every refit it records the recommendation (the asked item with the highest
 predicted utility; ties go to the item that won most recently), its regret and the wall
 time of the step (fit + recommendation + choosing the next query).
@@ -19,170 +20,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr
 from scipy.stats import qmc
 from threadpoolctl import ThreadpoolController
 
-from pbo_core.data import PreferenceData, Schema
+from pbo_core.data import PreferenceData
+from pbo_core.problem import PreferenceOracle, Problem
+from pbo_core.strategies.base import LoopState, Strategy
 
-if TYPE_CHECKING:
-    from pbo_core.benchmarks import BenchmarkFunction
-    from pbo_core.strategies import Strategy
-
-
-@dataclass
-class Problem:
-    """What the decision maker optimises.
-
-    Attributes
-    ----------
-    name
-        Identifier used in results.
-    schema
-        Schema of the encoded items (for continuous problems: numeric, bounded by the domain).
-    utility
-        True (noiseless) utility of encoded rows, ``(n, d) -> (n,)``.
-    optimum_value
-        Maximum utility (of the domain, or of the item set).
-    items
-        ``(n_items, d)`` finite item set, or ``None`` for a continuous box.
-    """
-
-    name: str
-    schema: Schema
-    utility: Callable[[np.ndarray], np.ndarray]
-    optimum_value: float
-    items: np.ndarray | None = None
-    _scale: float | None = field(default=None, repr=False)
-
-    @property
-    def finite(self) -> bool:
-        """True for a finite item set."""
-        return self.items is not None
-
-    @property
-    def dim(self) -> int:
-        """Number of encoded columns."""
-        return self.schema.n_columns
-
-    @classmethod
-    def from_benchmark(cls, f: BenchmarkFunction) -> Problem:
-        """Continuous problem over a benchmark function's box domain."""
-        names = [f"x{i + 1}" for i in range(f.dim)]
-        return cls(
-            name=f.name,
-            schema=Schema.numeric(f.bounds, names),
-            utility=lambda X: np.asarray(f.fn(np.atleast_2d(X)), dtype=float),
-            optimum_value=float(f.optimum_value),
-        )
-
-    @classmethod
-    def from_items(cls, name: str, X: np.ndarray, utilities: np.ndarray, schema: Schema) -> Problem:
-        """Finite problem: items ``X`` with known true utilities."""
-        X = np.asarray(X, dtype=float)
-        u = np.asarray(utilities, dtype=float).ravel()
-        if len(u) != len(X):
-            raise ValueError(f"{len(u)} utilities for {len(X)} items")
-        index = {row.tobytes(): i for i, row in enumerate(X)}
-
-        def utility(Q: np.ndarray) -> np.ndarray:
-            Q = np.atleast_2d(np.asarray(Q, dtype=float))
-            return u[[index[row.tobytes()] for row in Q]]
-
-        return cls(name=name, schema=schema, utility=utility, optimum_value=float(u.max()), items=X)
-
-    def noise_scale(self, n_pairs: int = 10_000, seed: int = 0) -> float:
-        """Median ``|u(x) - u(x')|`` over random pairs (DT-PBO App. F.6)."""
-        if self._scale is None:
-            rng = np.random.default_rng(seed)
-            if self.finite:
-                assert self.items is not None
-                u = self.utility(self.items)
-                i, j = np.triu_indices(len(u), k=1)
-                diffs = np.abs(u[i] - u[j])
-            else:
-                b = self.schema.bounds
-                A = b[:, 0] + (b[:, 1] - b[:, 0]) * rng.random((n_pairs, len(b)))
-                B = b[:, 0] + (b[:, 1] - b[:, 0]) * rng.random((n_pairs, len(b)))
-                diffs = np.abs(self.utility(A) - self.utility(B))
-            self._scale = float(np.median(diffs))
-        return self._scale
-
-
-class PreferenceOracle:
-    """Answers "a or b?" from a utility function, optionally with probit noise.
-
-    With ``noise_r > 0``: ``P(a > b) = Phi((u(a) - u(b)) / (noise_r * scale))`` where
-    ``scale`` is the problem's :meth:`Problem.noise_scale` (DT-PBO App. F.6). With an
-    absolute ``noise_sigma`` (KappaSharp Eq. 1, each option's utility perturbed by
-    ``N(0, sigma^2)``): ``P(a > b) = Phi((u(a) - u(b)) / (sqrt(2) sigma))``. Noiseless
-    exact ties are broken by a fair coin.
-    """
-
-    def __init__(
-        self,
-        problem: Problem,
-        noise_r: float,
-        rng: np.random.Generator,
-        noise_sigma: float | None = None,
-    ) -> None:
-        if noise_r < 0:
-            raise ValueError(f"noise_r must be >= 0, got {noise_r}")
-        if noise_sigma is not None and noise_sigma < 0:
-            raise ValueError(f"noise_sigma must be >= 0, got {noise_sigma}")
-        self.problem = problem
-        self.noise_r = float(noise_r)
-        self.rng = rng
-        if noise_sigma is not None:
-            # KappaSharp convention: y = f + eps, eps ~ N(0, sigma^2) per option
-            self.sigma = float(np.sqrt(2.0) * noise_sigma)
-        else:
-            self.sigma = noise_r * problem.noise_scale() if noise_r > 0 else 0.0
-
-    def prefers_first(self, ua: np.ndarray, ub: np.ndarray) -> np.ndarray:
-        """Boolean array: is ``a`` preferred for each (ua, ub)?"""
-        ua = np.asarray(ua, dtype=float)
-        ub = np.asarray(ub, dtype=float)
-        u = self.rng.random(ua.shape)
-        if self.sigma > 0:
-            return u < ndtr((ua - ub) / self.sigma)
-        return np.where(ua == ub, u < 0.5, ua > ub)
-
-
-@dataclass
-class LoopState:
-    """What a strategy may look at when choosing the next query.
-
-    Attributes
-    ----------
-    problem
-        The problem (schema, finite items or box).
-    data
-        Current items and comparisons.
-    step
-        Number of queries asked so far (the next query is number ``step + 1``).
-    last_win
-        ``(n_items,)`` step at which each item last won a comparison (-1 if never).
-    recommendation
-        Index of the current recommendation in ``data.X``.
-    asked_pairs
-        Unordered item pairs already compared (as ``(min, max)`` tuples).
-    """
-
-    problem: Problem
-    data: PreferenceData
-    step: int
-    last_win: np.ndarray
-    recommendation: int
-    asked_pairs: set[tuple[int, int]]
-
-
-#: A side of a query: an existing item index or a new point (encoded row).
-QuerySide = int | np.ndarray
+__all__ = ["INIT_DESIGNS", "RunResult", "initial_design", "parse_init", "recommend", "run_pbo"]
 
 
 @dataclass
@@ -255,7 +104,7 @@ class RunResult:
 INIT_DESIGNS = ("lhs", "pool_n6_k15", "pool_n8_k15", "pure_k3", "pure_k5", "pure_k15")
 
 
-def _parse_init(init: str, n_init: int) -> tuple[int, int | None]:
+def parse_init(init: str, n_init: int) -> tuple[int, int | None]:
     """``(n_points, n_pairs)`` of an initial design name (``None`` pairs = pure matching)."""
     if init == "lhs":
         return 2 * n_init, None
@@ -271,7 +120,7 @@ def _parse_init(init: str, n_init: int) -> tuple[int, int | None]:
     raise ValueError(f"unknown initial design {init!r}; use lhs, pool_n<N>_k<K> or pure_k<K>")
 
 
-def _initial_design(
+def initial_design(
     problem: Problem, n_init: int, rng: np.random.Generator, init: str = "lhs"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Items and unordered index pairs of the initial comparisons.
@@ -295,7 +144,7 @@ def _initial_design(
         k = min(n_init, len(i))
         pick = rng.choice(len(i), size=k, replace=False)
         return problem.items.copy(), np.column_stack([i[pick], j[pick]])
-    n_points, n_pairs = _parse_init(init, n_init)
+    n_points, n_pairs = parse_init(init, n_init)
     if n_points == 0:
         return np.zeros((0, problem.dim)), np.zeros((0, 2), dtype=np.int64)
     b = problem.schema.bounds
@@ -400,7 +249,7 @@ def _run_pbo(
     rng_init, rng_oracle, rng_strategy = (np.random.default_rng(s) for s in ss.spawn(3))
     oracle = PreferenceOracle(problem, noise_r, rng_oracle, noise_sigma)
 
-    X0, idx0 = _initial_design(problem, n_init, rng_init, init)
+    X0, idx0 = initial_design(problem, n_init, rng_init, init)
     n_cap = len(X0) + (0 if problem.finite else 2 * n_iter)
     X = np.empty((n_cap, problem.dim))
     X[: len(X0)] = X0
@@ -457,14 +306,14 @@ def _run_pbo(
         cand = np.flatnonzero(asked[:n_items])
         if cand.size == 0:
             cand = np.arange(n_items)
-        rec = recommend(pred, cand, last_win[:n_items], getattr(strategy, "ties", "latest-winner"))
+        rec = recommend(pred, cand, last_win[:n_items], strategy.ties)
         state = LoopState(problem, data, t, last_win[:n_items], rec, asked_pairs)
         query = strategy.propose(state, rng_strategy) if t < n_iter else None
         times[t] = time.perf_counter() - t0
         regret[t] = problem.optimum_value - u_items[rec]
         best_value[t] = u_items[cand].max()
         rec_idx[t] = rec
-        leaves[t] = getattr(strategy, "n_leaves", 0)
+        leaves[t] = strategy.n_leaves
         if scores is not None:
             scores[t] = pred
         if query is not None:

@@ -30,13 +30,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from pbo_core.data import PreferenceData
 
 __all__ = [
     "MeanSD",
     "MeanSE",
+    "accuracy",
     "competition_rank",
     "mean_sd",
     "mean_se",
@@ -235,3 +239,14 @@ def mean_se(values: Iterable[float] | np.ndarray) -> MeanSE:
     """Mean, standard error of the mean and count; NaN values are left out."""
     m, sd, n = mean_sd(values)
     return MeanSE(m, sd / math.sqrt(n) if n > 1 else math.nan, n)
+
+
+def accuracy(model: Any, data: PreferenceData) -> float:
+    """Pairwise accuracy of a fitted surrogate on ``data`` (ties count one half).
+
+    ``model`` is anything with ``predict(X)``; ``data`` a :class:`~pbo_core.data.PreferenceData`
+    (``nan`` without pairs). The one accuracy of the project (see :func:`pairwise_accuracy`).
+    """
+    if data.n_pairs == 0:
+        return float("nan")
+    return float(pairwise_accuracy(model.predict(data.X), data.pairs))

@@ -6,40 +6,36 @@ next query (:meth:`~ElicitationSession.next_query`), shows it to a decision make
 passes their answer back (:meth:`~ElicitationSession.answer`). The queries come from the
 same strategies (:mod:`pbo_core.strategies`, e.g. ``"dt"`` = DT-PBO with qEUBO, ``"gp"`` =
 GP-Laplace with EUBO) through their ``propose(state, rng)`` with a
-:class:`~pbo_core.loop.LoopState`, so a session with a simulated decision maker asks the
+:class:`~pbo_core.strategies.LoopState`, so a session with a simulated decision maker asks the
 same questions as ``run_pbo`` would. Answers can be undone, and a session can be saved as
 a comparison table (:meth:`~ElicitationSession.to_frame`, one row per answer with the ids
 and features of winner and loser) and replayed from it
 (:meth:`~ElicitationSession.from_frame`).
-
-The module also holds two small analyses the dashboard runs interactively:
-:func:`holdout_split` / :func:`leave_one_out_study` (feature sensitivity averaged over
-respondents with a chosen hold-out fraction) and :func:`run_benchmark_cell` (one benchmark
-run with a per-step callback, written in the format of ``python -m pbo_core.bench``).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from pbo_core.benchmarks import get_benchmark
 from pbo_core.data import PreferenceData, Schema, Study
-from pbo_core.loop import LoopState, Problem, RunResult, _initial_design, recommend, run_pbo
-from pbo_core.strategies import METHODS, Strategy, make_strategy
+from pbo_core.explain.export import leaf_summaries
+from pbo_core.loop import initial_design, recommend
+from pbo_core.problem import Problem
+from pbo_core.strategies.base import LoopState, Strategy
+from pbo_core.strategies.registry import METHODS, make_strategy
 
 __all__ = [
     "Answer",
     "ElicitationSession",
     "Query",
-    "holdout_split",
-    "leave_one_out_study",
-    "run_benchmark_cell",
     "study_item_set",
 ]
 
@@ -210,7 +206,7 @@ class ElicitationSession:
         # a session asks exactly the questions run_pbo asks for the same seed
         ss = np.random.SeedSequence(self.seed)
         rng_init, _, rng_strategy = (np.random.default_rng(s) for s in ss.spawn(3))
-        X0, idx0 = _initial_design(problem, self.n_init, rng_init, "lhs")
+        X0, idx0 = initial_design(problem, self.n_init, rng_init, "lhs")
         self._st = _State(
             strategy=make_strategy(strategy),
             rng=rng_strategy,
@@ -229,8 +225,6 @@ class ElicitationSession:
         cls, function: Any, strategy: str = "dt", *, seed: int = 0, n_init: int | None = None
     ) -> ElicitationSession:
         """Session on a benchmark function (name or :class:`BenchmarkFunction`)."""
-        from pbo_core.benchmarks import get_benchmark
-
         f = get_benchmark(function) if isinstance(function, str) else function
         return cls(Problem.from_benchmark(f), strategy, seed=seed, n_init=n_init)
 
@@ -383,8 +377,6 @@ class ElicitationSession:
         """
         if not self.is_tree:
             return ()
-        from pbo_core.explain import leaf_summaries
-
         idx = self.recommendation if index is None else int(index)
         leaf = self.leaf_of(self._st.X[idx])
         assert leaf is not None
@@ -670,115 +662,3 @@ def study_item_set(study: Study, *, max_items: int | None = None, seed: int = 0)
 
 
 # ----------------------------------------------------------------------------- sensitivity
-def holdout_split(
-    data: PreferenceData,
-    test_fraction: float,
-    rng: np.random.Generator,
-    groups: np.ndarray | None = None,
-) -> tuple[PreferenceData, PreferenceData] | None:
-    """Hold out a fraction of the comparisons (or of their groups, e.g. choice tasks).
-
-    Returns ``(train, test)`` over the same items, or ``None`` when fewer than two
-    groups (pairs) exist. At least one group is held out and at least one kept.
-    """
-    if not 0.0 < float(test_fraction) < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    g = np.asarray(groups) if groups is not None else np.arange(data.n_pairs)
-    if len(g) != data.n_pairs:
-        raise ValueError(f"{len(g)} group labels for {data.n_pairs} pairs")
-    uniq = np.unique(g)
-    if len(uniq) < 2:
-        return None
-    n_test = min(len(uniq) - 1, max(1, round(test_fraction * len(uniq))))
-    test_groups = rng.choice(uniq, size=n_test, replace=False)
-    mask = np.isin(g, test_groups)
-    return data.select_pairs(~mask), data.select_pairs(mask)
-
-
-def leave_one_out_study(
-    study: Study,
-    *,
-    test_fraction: float = 0.2,
-    seed: int = 0,
-    n_respondents: int = 20,
-    use_study_split: bool = True,
-    progress: Callable[[int, int], None] | None = None,
-) -> pd.DataFrame:
-    """Leave-one-out feature sensitivity (Table 10 layout) for a whole study.
-
-    Per-respondent studies: each of the first ``n_respondents`` respondents gets a random
-    hold-out of ``test_fraction`` of their choice tasks (of their pairs when the study has
-    no task ids); :func:`pbo_core.explain.leave_one_out` runs per respondent and the
-    tables are averaged (:func:`pbo_core.experiments.summarize_sensitivity`). Pooled
-    studies use their own train/test split when they have one and ``use_study_split``,
-    else a random hold-out of pairs. Adds a column ``respondents`` (how many were used).
-    """
-    from pbo_core.experiments import summarize_sensitivity
-    from pbo_core.explain import leave_one_out
-
-    data = study.data
-    split = study.extras.get("split")
-    tables: list[pd.DataFrame] = []
-    if data.respondent is None:
-        if split is not None and use_study_split:
-            s = np.asarray(split)
-            parts: tuple[PreferenceData, PreferenceData] | None = (
-                data.select_pairs(s == "train"),
-                data.select_pairs(s == "test"),
-            )
-        else:
-            parts = holdout_split(data, test_fraction, np.random.default_rng(seed))
-        if parts is not None:
-            tables.append(leave_one_out(parts[0], parts[1], study.schema))
-        if progress is not None:
-            progress(1, 1)
-    else:
-        tasks = study.extras.get("pair_task")
-        resp = study.respondents()[: max(1, int(n_respondents))]
-        for k, r in enumerate(resp):
-            mask = data.respondent == r
-            d = data.select_pairs(mask, drop_unused_items=True)
-            groups = np.asarray(tasks)[mask] if tasks is not None else None
-            parts = holdout_split(d, test_fraction, np.random.default_rng([seed, k]), groups)
-            if parts is not None and parts[1].n_pairs:
-                tables.append(leave_one_out(parts[0], parts[1], study.schema))
-            if progress is not None:
-                progress(k + 1, len(resp))
-    if not tables:
-        return pd.DataFrame()
-    out = summarize_sensitivity(pd.concat(tables, ignore_index=True))
-    out["respondents"] = len(tables)
-    return out
-
-
-# ----------------------------------------------------------------------------- benchmarks
-def run_benchmark_cell(
-    cell: dict[str, Any], callback: Callable[[int, RunResult], None] | None = None
-) -> pd.DataFrame:
-    """One benchmark run with a per-step ``callback``, as rows of ``python -m pbo_core.bench``.
-
-    ``cell`` has the keys of a bench cell (``function``, ``method``, ``seed``, ``iters``,
-    ``n_init``, ``noise``). The rows have the columns of :func:`pbo_core.bench.run_cell`, so
-    a folder mixing both reads as one table.
-    """
-    from pbo_core.benchmarks import get_benchmark
-
-    f = get_benchmark(cell["function"])
-    res = run_pbo(
-        Problem.from_benchmark(f),
-        make_strategy(cell["method"]),
-        n_init=int(cell["n_init"]),
-        n_iter=int(cell["iters"]),
-        seed=int(cell["seed"]),
-        noise_r=float(cell.get("noise", 0.0)),
-        method=cell["method"],
-        callback=callback,
-    )
-    df = res.to_frame().rename(columns={"problem": "function"})
-    df.insert(2, "dim", f.dim)
-    df["noise"] = float(cell.get("noise", 0.0))
-    df["noise_sigma"] = np.nan
-    df["init"] = "lhs"
-    df["iters"] = int(cell["iters"])
-    df["n_init"] = int(cell["n_init"])
-    return df

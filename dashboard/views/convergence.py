@@ -13,6 +13,9 @@ from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core import __version__
 from pbo_core.benchmarks import KAPPASHARP_FUNCTIONS, PAPER_FUNCTIONS, available_benchmarks
+from pbo_core.experiments.bench import run_cell, summarize
+from pbo_core.experiments.case_studies import SUSHI_METHODS, summarize_sushi_pbo, sushi_pbo_cell
+from pbo_core.experiments.runner import Cell, cell_path, run_grid
 from pbo_core.strategies import METHODS
 
 st.title("Convergence")
@@ -90,7 +93,6 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
         ),
         width="stretch",
     )
-    from pbo_core.bench import summarize
 
     st.dataframe(pd.DataFrame(summarize(sub)), hide_index=True, width="stretch")
 
@@ -167,8 +169,6 @@ if tab_sushi.open:
                     ),
                     width="stretch",
                 )
-                from pbo_core.experiments import summarize_sushi_pbo
-
                 summ = summarize_sushi_pbo(sub)["methods"]
                 st.dataframe(
                     pd.DataFrame(
@@ -198,15 +198,10 @@ if tab_sushi.open:
                 c1, c2, c3 = st.columns(3)
                 n_users = c1.number_input("Users", 5, 5000, 30, step=5, key="cv_s_users")
                 iters = c2.number_input("Questions after the first", 1, 44, 20, key="cv_s_iters")
-                from pbo_core.experiments import SUSHI_METHODS
-
                 meths = c3.multiselect(
                     "Methods", list(SUSHI_METHODS), default=["dt", "dt-random"], key="cv_s_methods"
                 )
                 if st.button("Run sushi-pbo", key="cv_s_run", disabled=not meths):
-                    from pbo_core.experiments import sushi_pbo_cell
-                    from pbo_core.runner import run_grid
-
                     # name the folder explicitly: the experiment caches studies per folder
                     data_dir = dict(status.options).get("data_dir") or os.environ.get(
                         "DTPBO_SUSHI_DIR"
@@ -257,11 +252,7 @@ if tab_run.open:
             key=f"cv_r_out::{root}",
         )
         if st.button("Run", key="cv_r_run", type="primary", disabled=not chosen):
-            from pbo_core.runner import cell_path
-            from pbo_core.session import run_benchmark_cell
-
             out = Path(out_dir).expanduser()
-            out.mkdir(parents=True, exist_ok=True)
             cells = [
                 {
                     "function": fn,
@@ -275,29 +266,22 @@ if tab_run.open:
                 for m in chosen
                 for s in range(seeds)
             ]
+            skipped = sum(cell_path(out, c).exists() for c in cells)
             total = len(cells) * (int(iters) + 1)
             bar = st.progress(0.0, text="starting...")
-            done = 0
-            skipped = 0
-            for cell in cells:
-                path = cell_path(out, cell)
-                if path.exists():
-                    done += int(iters) + 1
-                    skipped += 1
-                    bar.progress(done / total, text=f"{cell['method']} seed {cell['seed']}: done")
-                    continue
+            finished = {"cells": skipped}
 
-                def _step(step: int, _res: object, cell: dict = cell, offset: int = done) -> None:
-                    bar.progress(
-                        min(1.0, (offset + step + 1) / total),
-                        text=f"{cell['method']} seed {cell['seed']}: query {step}/{iters}",
-                    )
+            def _step(cell: Cell, step: int, _res: object) -> None:
+                done = finished["cells"] * (int(iters) + 1) + step + 1
+                bar.progress(
+                    min(1.0, done / total),
+                    text=f"{cell['method']} seed {cell['seed']}: query {step}/{iters}",
+                )
 
-                df = run_benchmark_cell(cell, _step)
-                tmp = path.with_name(path.name + ".tmp")
-                df.to_parquet(tmp, index=False)
-                tmp.replace(path)
-                done += int(iters) + 1
+            def _cells_done(done: int, _total: int) -> None:
+                finished["cells"] = done
+
+            run_grid(cells, run_cell, out_dir=out, progress=_cells_done, step_hook=_step)
             bar.progress(1.0, text="finished")
             st.success(
                 f"{len(cells) - skipped} run(s) written to `{out}`"

@@ -60,7 +60,9 @@ else:
     if tab_all.open:
         with tab_all:
             st.caption("User splits in blue; each boxed cluster is one group's item tree.")
-            ui.tree_with_downloads(h.to_dot(), name=f"hierarchy-{key}", key="hi_all")
+            ui.tree_with_downloads(
+                explain.hierarchy_to_dot(h), name=f"hierarchy-{key}", key="hi_all"
+            )
             st.dataframe(groups, hide_index=True, width="stretch")
     if tab_group.open:
         with tab_group:

@@ -17,7 +17,15 @@ import streamlit as st
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from data_loaders.pmr import pmr_texts, score_against_truth
-from pbo_core import explain
+from feature_extraction import (
+    ExtractionCache,
+    LLMConfig,
+    default_cache_path,
+    extract_features,
+    load_table,
+)
+from feature_extraction.propose import FeatureProposer, ProposalRecord, apply_decisions
+from pbo_core import explain, metrics
 
 st.title("PMR features")
 st.caption(
@@ -53,8 +61,6 @@ props_key = f"pmr_proposals::{key}"
 
 
 def _llm_config(base_url: str, model: str, api_key: str, **kw: object):
-    from feature_extraction import LLMConfig
-
     return LLMConfig.from_env(
         base_url=base_url.strip() or None,
         model=model.strip() or None,
@@ -65,8 +71,6 @@ def _llm_config(base_url: str, model: str, api_key: str, **kw: object):
 
 # --------------------------------------------------------------------------- endpoint
 with st.expander("LLM endpoint (for extraction and feature proposals)"):
-    from feature_extraction import default_cache_path
-
     try:
         env_cfg = _llm_config("", "", "")
         env_base, env_model = env_cfg.base_url or "", env_cfg.model
@@ -159,8 +163,6 @@ if tab_ext.open:
                         "upload an extracted table below."
                     )
                 else:
-                    from feature_extraction import ExtractionCache, extract_features
-
                     bar = st.progress(
                         0.0, text=f"{n_cached} from the cache; asking the endpoint..."
                     )
@@ -201,8 +203,6 @@ if tab_ext.open:
             key="pmr_upload",
         )
         if up is not None and st.session_state.get("pmr_uploaded") != up.file_id:
-            from feature_extraction import load_table
-
             with tempfile.TemporaryDirectory() as tmp:
                 p = Path(tmp) / up.name
                 p.write_bytes(up.getvalue())
@@ -291,8 +291,6 @@ if tab_prop.open:
             key="pmr_prop_upload",
         )
         if up is not None and st.session_state.get("pmr_prop_file") != up.file_id:
-            from feature_extraction.propose import ProposalRecord
-
             try:
                 recs = [ProposalRecord.from_dict(d) for d in json.loads(up.getvalue())]
             except Exception as exc:
@@ -305,9 +303,6 @@ if tab_prop.open:
             if not cfg.model or not reachable:
                 st.error(f"No LLM endpoint reachable: {why or 'name the model first'}.")
             else:
-                from feature_extraction import ExtractionCache
-                from feature_extraction.propose import FeatureProposer
-
                 features = (
                     extracted
                     if extracted is not None
@@ -362,8 +357,6 @@ if tab_prop.open:
                 )
                 rec.analyst_decision = None if choice == "undecided" else choice
         if records:
-            from feature_extraction.propose import apply_decisions
-
             c1, c2 = st.columns(2)
             c1.download_button(
                 "Download reviewed records (JSON)",
@@ -406,8 +399,8 @@ if tab_tree.open:
             train, test = fstudy.extras["train"], fstudy.extras["test"]
             m1, m2, m3 = st.columns(3)
             m1.metric("Leaves", model.n_leaves_)
-            m2.metric("Train accuracy (inbox A)", f"{100 * explain.accuracy(model, train):.1f}%")
-            m3.metric("Test accuracy (inbox B)", f"{100 * explain.accuracy(model, test):.1f}%")
+            m2.metric("Train accuracy (inbox A)", f"{100 * metrics.accuracy(model, train):.1f}%")
+            m3.metric("Test accuracy (inbox B)", f"{100 * metrics.accuracy(model, test):.1f}%")
             tree_depth = int(model.tree_.max_depth)
             shown = tree_depth
             if tree_depth >= 2:

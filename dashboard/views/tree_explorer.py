@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
-from pbo_core import explain
+from pbo_core import explain, metrics
 
 st.title("Tree explorer")
 st.caption(
@@ -86,7 +86,7 @@ m1, m2, m3, m4 = st.columns(4)
 m1.metric("Leaves", model.n_leaves_)
 m2.metric("Depth", tree_depth)
 m3.metric("Comparisons", data.n_pairs)
-m4.metric("Training accuracy", f"{100 * explain.accuracy(model, data):.1f}%")
+m4.metric("Training accuracy", f"{100 * metrics.accuracy(model, data):.1f}%")
 
 if pick >= 0:
     leaf = int(model.apply(data.X[[pick]])[0])
@@ -159,7 +159,7 @@ if tab_strad.open:
                 st.markdown(f"**{mode}**")
                 st.caption(
                     f"{m.n_leaves_} leaves, depth {m.tree_.max_depth}, training accuracy "
-                    f"{100 * explain.accuracy(m, data):.1f}%"
+                    f"{100 * metrics.accuracy(m, data):.1f}%"
                 )
                 st.graphviz_chart(
                     explain.to_dot(m, highlight=highlight, sensitive=sensitive), width="content"

@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from pbo_core.benchmarks import PAPER_FUNCTIONS, get_benchmark
-from pbo_core.loop import Problem, run_pbo
+from pbo_core.loop import run_pbo
+from pbo_core.problem import Problem
 from pbo_core.strategies import make_strategy
 
 

@@ -58,15 +58,15 @@ def _free_port() -> int:
 
 def _bench_results(folder: Path) -> None:
     """A small results folder so the convergence page has curves to show."""
-    from pbo_core.runner import cell_path
-    from pbo_core.session import run_benchmark_cell
+    from pbo_core.experiments.bench import run_cell
+    from pbo_core.experiments.runner import cell_path
 
     folder.mkdir(parents=True, exist_ok=True)
     for method in ("dt", "dt-literal"):
         for seed in range(3):
             cell = {"function": "branin", "method": method, "seed": seed, "iters": 40}
             cell.update(n_init=10, noise=0.0)
-            run_benchmark_cell(cell).to_parquet(cell_path(folder, cell))
+            run_cell(cell).to_parquet(cell_path(folder, cell))
 
 
 @pytest.fixture(scope="module")

@@ -267,14 +267,14 @@ def test_sensitivity_pmr_uses_its_inbox_split(app) -> None:
 
 # ----------------------------------------------------------------------------- convergence
 def _bench_results(folder: Path, methods=("dt", "dt-literal"), seeds=2) -> None:
-    from pbo_core.runner import cell_path
-    from pbo_core.session import run_benchmark_cell
+    from pbo_core.experiments.bench import run_cell
+    from pbo_core.experiments.runner import cell_path
 
     folder.mkdir(parents=True, exist_ok=True)
     for m in methods:
         for s in range(seeds):
             cell = {"function": "branin", "method": m, "seed": s, "iters": 6, "n_init": 3}
-            run_benchmark_cell({**cell, "noise": 0.0}).to_parquet(cell_path(folder, cell))
+            run_cell({**cell, "noise": 0.0}).to_parquet(cell_path(folder, cell))
 
 
 def test_convergence_reads_result_folders(app, tmp_path) -> None:

@@ -113,7 +113,7 @@ def _acc(model, data: PreferenceData) -> float:
 
 @pytest.mark.slow
 def test_leave_one_out_drop_is_largest_for_message_actionability(demo) -> None:
-    from pbo_core.dt import DTSurrogate
+    from pbo_core.models.dt import DTSurrogate
 
     tr, te = demo.extras["train"], demo.extras["test"]
     base = _acc(DTSurrogate().fit(tr), te)

@@ -3,12 +3,8 @@ import pandas as pd
 import pytest
 
 from pbo_core.data import Feature, PreferenceData, Schema, Study
-from pbo_core.hierarchy import (
-    UserItemHierarchy,
-    consistency,
-    grow_user_tree,
-    net_counts,
-)
+from pbo_core.explain.export import describe_hierarchy, hierarchy_to_dot
+from pbo_core.hierarchy import UserItemHierarchy, consistency, grow_user_tree, net_counts
 
 
 def test_eq15_on_a_hand_computed_case() -> None:
@@ -66,9 +62,9 @@ def test_opposite_groups_are_split_on_the_right_user_feature() -> None:
     X = study.data.X
     assert h.item_tree(spicy).predict(X[[5]])[0] > h.item_tree(spicy).predict(X[[0]])[0]
     assert h.item_tree(mild).predict(X[[0]])[0] > h.item_tree(mild).predict(X[[5]])[0]
-    text = h.describe()
+    text = describe_hierarchy(h)
     assert "diet" in text and "users group" in text
-    dot = h.to_dot()
+    dot = hierarchy_to_dot(h)
     assert dot.count("subgraph cluster_") == h.user_tree_.n_leaves
 
 

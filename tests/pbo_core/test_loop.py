@@ -3,7 +3,8 @@ import pytest
 
 from pbo_core.benchmarks import get_benchmark
 from pbo_core.data import Feature, Schema
-from pbo_core.loop import PreferenceOracle, Problem, recommend, run_pbo
+from pbo_core.loop import recommend, run_pbo
+from pbo_core.problem import PreferenceOracle, Problem
 from pbo_core.strategies import METHODS, DTStrategy, make_strategy
 
 

@@ -7,15 +7,12 @@ import pandas as pd
 import pytest
 
 from pbo_core.data import Feature, PreferenceData, Schema, Study
-from pbo_core.dt import DTSurrogate
-from pbo_core.loop import Problem, run_pbo
-from pbo_core.session import (
-    ElicitationSession,
-    holdout_split,
-    leave_one_out_study,
-    run_benchmark_cell,
-    study_item_set,
-)
+from pbo_core.experiments.bench import run_cell
+from pbo_core.explain.sensitivity import holdout_split, leave_one_out_study
+from pbo_core.loop import run_pbo
+from pbo_core.models.dt import DTSurrogate
+from pbo_core.problem import Problem
+from pbo_core.session import ElicitationSession, study_item_set
 from pbo_core.strategies import make_strategy
 
 
@@ -341,11 +338,10 @@ def test_study_item_set_dedupes_and_samples() -> None:
 
 
 def test_run_benchmark_cell_matches_the_bench_format_and_calls_back() -> None:
-    from pbo_core.bench import run_cell
 
     cell = {"function": "branin", "method": "dt", "seed": 0, "iters": 5, "n_init": 3, "noise": 0.0}
     steps: list[int] = []
-    mine = run_benchmark_cell(cell, lambda t, res: steps.append(t))
+    mine = run_cell(cell, lambda t, res: steps.append(t))
     ref = run_cell(cell)
     assert steps == list(range(6))
     assert list(mine.columns) == list(ref.columns)

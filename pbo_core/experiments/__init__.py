@@ -1,0 +1,14 @@
+"""Experiments: resumable grids, benchmark cells, case studies.
+
+Modules: :mod:`~pbo_core.experiments.runner` (:func:`run_grid` on joblib or Dask, tidy
+Parquet per cell, resume, per-step hook), :mod:`~pbo_core.experiments.bench` (benchmark
+cells, summaries, ``python -m pbo_core.bench``) and
+:mod:`~pbo_core.experiments.case_studies` (``python -m pbo_core.experiments``; the apps
+layer: it loads studies through :mod:`data_loaders`, so this package ``__init__`` does not
+import it).
+"""
+
+from pbo_core.experiments.bench import run_cell, summarize
+from pbo_core.experiments.runner import Cell, GridError, cell_path, read_results, run_grid
+
+__all__ = ["Cell", "GridError", "cell_path", "read_results", "run_cell", "run_grid", "summarize"]

@@ -1,0 +1,335 @@
+"""GP-probit Laplace core: kernel, input encoding, MAP by Newton, evidence and gradient.
+
+The model and the algebra are described in :mod:`pbo_core.models.gp` (Chu & Ghahramani
+2005; Rasmussen & Williams 2006, Alg. 3.1/5.1 generalised to a non-diagonal ``W``). This
+module holds the numerical pieces shared by :class:`~pbo_core.models.gp.GPSurrogate` and
+KappaSharp (:mod:`pbo_core.models.gp.kappasharp`): the ARD RBF kernel on unit-cube inputs,
+:func:`laplace_map` (optionally with an added diagonal prior precision), the unaugmented
+:func:`state_at` a given MAP, the Laplace evidence with its exact gradient, BoTorch's
+hyperparameter priors and the merging of duplicate items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+from scipy.special import gammaln, log_ndtr
+
+from pbo_core.data import Schema
+from pbo_core.models.probit import probit_h_prime, probit_terms
+
+_INV_SQRT2 = 1.0 / np.sqrt(2.0)
+
+#: BoTorch PairwiseGP defaults.
+LENGTHSCALE_PRIOR = (2.4, 2.7)  # Gamma(concentration, rate)
+OUTPUTSCALE_BOX = (0.01, 100.0)  # smoothed-box prior support
+LENGTHSCALE_BOUNDS = (1e-4, 1e4)
+_BOX_SIGMA = 0.01
+
+
+# ----------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class InputEncoder:
+    """Maps encoded item rows (schema columns) to GP inputs in the unit cube.
+
+    Threshold columns are scaled by their schema bounds; each categorical column becomes
+    one-hot columns. ``from_unit`` inverts the scaling for all-threshold schemas (used by
+    continuous acquisition optimisation).
+    """
+
+    lower: np.ndarray
+    span: np.ndarray
+    categorical: tuple[int, ...]
+    n_categories: tuple[int, ...]
+    threshold_cols: np.ndarray
+
+    @classmethod
+    def from_schema(cls, schema: Schema) -> InputEncoder:
+        """Encoder for a schema (bounds from the schema)."""
+        b = schema.bounds
+        span = b[:, 1] - b[:, 0]
+        span = np.where(span > 0, span, 1.0)
+        cat = tuple(int(c) for c in np.flatnonzero(schema.is_categorical))
+        return cls(
+            lower=b[:, 0].copy(),
+            span=span,
+            categorical=cat,
+            n_categories=tuple(int(schema.n_categories[c]) for c in cat),
+            threshold_cols=np.flatnonzero(~schema.is_categorical),
+        )
+
+    @property
+    def n_inputs(self) -> int:
+        """Width of the GP input."""
+        return len(self.threshold_cols) + sum(self.n_categories)
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        parts = [
+            (X[:, self.threshold_cols] - self.lower[self.threshold_cols])
+            / self.span[self.threshold_cols]
+        ]
+        for c, n in zip(self.categorical, self.n_categories, strict=True):
+            parts.append(np.eye(n)[X[:, c].astype(int)])
+        return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+
+    def from_unit(self, U: np.ndarray) -> np.ndarray:
+        """Inverse scaling for schemas without categorical columns."""
+        if self.categorical:
+            raise ValueError("from_unit is only defined without categorical columns")
+        return self.lower + np.asarray(U) * self.span
+
+
+# ----------------------------------------------------------------------------- kernel
+def rbf_kernel(
+    A: np.ndarray, B: np.ndarray, lengthscale: np.ndarray, outputscale: float
+) -> np.ndarray:
+    """Scaled ARD RBF kernel ``s exp(-|a - b|^2_ell / 2)``."""
+    As = A / lengthscale
+    Bs = B / lengthscale
+    sq = (As * As).sum(1)[:, None] + (Bs * Bs).sum(1)[None, :] - 2.0 * As @ Bs.T
+    np.maximum(sq, 0.0, out=sq)
+    return outputscale * np.exp(-0.5 * sq)
+
+
+def cholesky_jitter(K: np.ndarray, jitter: float = 1e-6, max_tries: int = 6) -> np.ndarray:
+    """Lower Cholesky factor of ``K``, adding escalating diagonal jitter if needed.
+
+    Jitter is relative to the mean diagonal: ``jitter * 10^i * mean(diag K)`` for
+    ``i = 0, 1, ...`` after a first attempt without jitter.
+    """
+    scale = float(np.mean(np.diag(K))) if K.size else 1.0
+    for i in range(max_tries + 1):
+        add = 0.0 if i == 0 else jitter * 10 ** (i - 1) * scale
+        c, info = linalg.lapack.dpotrf(K + add * np.eye(len(K)) if add else K, lower=1)
+        if info == 0:
+            return np.tril(c)
+    raise np.linalg.LinAlgError(
+        f"kernel matrix not positive definite even with jitter {jitter * 10 ** (max_tries - 1):g}"
+    )
+
+
+# ----------------------------------------------------------------------------- likelihood
+@dataclass
+class LaplaceState:
+    """The Laplace fit of a GP on merged comparisons (all quantities at the MAP)."""
+
+    f: np.ndarray  # MAP utilities (n,)
+    alpha: np.ndarray  # K^-1 f (n,) (= grad log p at the MAP of the plain problem)
+    grad_loglik: np.ndarray  # (n,)
+    omega: np.ndarray  # (M,) comparison weights, W = C^T diag(omega) C
+    L: np.ndarray  # (M, n) = diag(sqrt(omega)) C
+    B_chol: np.ndarray  # lower Cholesky of I + L K L^T
+    loglik: float
+    log_evidence: float
+    n_iter: int
+
+
+def laplace_map(
+    K: np.ndarray,
+    C: np.ndarray,
+    counts: np.ndarray,
+    alpha0: np.ndarray | None = None,
+    *,
+    extra_precision: np.ndarray | None = None,
+    tol: float = 1e-8,
+    max_iter: int = 100,
+) -> LaplaceState:
+    """MAP of the GP-probit posterior by Newton's method in the ``alpha`` form.
+
+    Parameters
+    ----------
+    K
+        ``(n, n)`` prior covariance.
+    C
+        ``(M, n)`` incidence matrix of the distinct comparisons.
+    counts
+        ``(M,)`` multiplicities.
+    alpha0
+        Optional warm start for ``alpha = K^-1 f`` (e.g. the previous fit's, zero for new
+        items).
+    extra_precision
+        Optional ``(n,)`` diagonal added to the prior precision (KappaSharp ``R``); the
+        Newton iterations then run with the prior covariance ``(K^-1 + R)^-1``.
+    tol
+        Stop when a Newton step changes no utility by more than ``tol``.
+    """
+    n = K.shape[0]
+    Kp = K
+    if extra_precision is not None:
+        # (K^-1 + R)^-1 = K - K (K + R^-1)^-1 K: no inverse of the ill-conditioned K
+        M = K + np.diag(1.0 / np.asarray(extra_precision, dtype=float))
+        Mc = cholesky_jitter(M)
+        Kp = K - K @ linalg.cho_solve((Mc, True), K, check_finite=False)
+        Kp = 0.5 * (Kp + Kp.T)
+    alpha = np.zeros(n) if alpha0 is None else np.asarray(alpha0, dtype=float).copy()
+    f = Kp @ alpha
+    eye_m = np.eye(C.shape[0])
+
+    def objective(f_: np.ndarray, alpha_: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        z = (C @ f_) * _INV_SQRT2
+        lp, r, h = probit_terms(z)
+        return float(0.5 * alpha_ @ f_ - counts @ lp), r, h
+
+    psi, r, h = objective(f, alpha)
+    it = 0
+    while True:
+        omega = counts * h * 0.5
+        L = np.sqrt(omega)[:, None] * C
+        B = eye_m + (L @ Kp) @ L.T
+        B_chol = cholesky_jitter(0.5 * (B + B.T))
+        grad_ll = C.T @ (counts * r) * _INV_SQRT2
+        if it >= max_iter:
+            break
+        a = C.T @ (omega * (C @ f)) + grad_ll
+        Ka = Kp @ a
+        alpha_new = a - L.T @ linalg.cho_solve((B_chol, True), L @ Ka, check_finite=False)
+        d_alpha = alpha_new - alpha
+        d_f = Kp @ alpha_new - f
+        if not np.max(np.abs(d_f), initial=0.0) > tol:
+            break
+        t = 1.0
+        while True:
+            a_t = alpha + t * d_alpha
+            f_t = f + t * d_f
+            psi_t, r_t, h_t = objective(f_t, a_t)
+            if psi_t <= psi or t < 1e-6:
+                break
+            t *= 0.5
+        if not psi_t <= psi:
+            break  # no representable decrease: we are at the MAP to machine precision
+        alpha, f, psi, r, h = a_t, f_t, psi_t, r_t, h_t
+        it += 1
+    z = (C @ f) * _INV_SQRT2
+    loglik = float(counts @ log_ndtr(z))
+    log_det_b = 2.0 * float(np.sum(np.log(np.diag(B_chol))))
+    return LaplaceState(
+        f=f,
+        alpha=alpha,
+        grad_loglik=grad_ll,
+        omega=omega,
+        L=L,
+        B_chol=B_chol,
+        loglik=loglik,
+        log_evidence=loglik - 0.5 * float(alpha @ f) - 0.5 * log_det_b,
+        n_iter=it,
+    )
+
+
+# ----------------------------------------------------------------------------- priors
+def state_at(K: np.ndarray, C: np.ndarray, counts: np.ndarray, f: np.ndarray) -> LaplaceState:
+    """Unaugmented Laplace quantities (curvature, ``B``) of the plain GP at utilities ``f``."""
+    z = (C @ f) * _INV_SQRT2
+    lp, r, h = probit_terms(z)
+    omega = counts * h * 0.5
+    L = np.sqrt(omega)[:, None] * C
+    B = np.eye(C.shape[0]) + (L @ K) @ L.T
+    B_chol = cholesky_jitter(0.5 * (B + B.T))
+    grad_ll = C.T @ (counts * r) * _INV_SQRT2
+    loglik = float(counts @ lp)
+    return LaplaceState(
+        f=f,
+        alpha=np.zeros_like(f),
+        grad_loglik=grad_ll,
+        omega=omega,
+        L=L,
+        B_chol=B_chol,
+        loglik=loglik,
+        log_evidence=float("nan"),
+        n_iter=0,
+    )
+
+
+def _gamma_logpdf(x: np.ndarray, a: float, b: float) -> np.ndarray:
+    return a * np.log(b) - gammaln(a) + (a - 1.0) * np.log(x) - b * x
+
+
+def _smoothed_box_logpdf(x: float, lo: float, hi: float, sigma: float) -> float:
+    dist = max(lo - x, 0.0, x - hi)
+    return -np.log(hi - lo + np.sqrt(2 * np.pi) * sigma) - 0.5 * (dist / sigma) ** 2
+
+
+def log_prior(lengthscale: np.ndarray, outputscale: float) -> float:
+    """Log density of the BoTorch-like hyperparameter priors."""
+    a, b = LENGTHSCALE_PRIOR
+    return float(_gamma_logpdf(lengthscale, a, b).sum()) + _smoothed_box_logpdf(
+        outputscale, *OUTPUTSCALE_BOX, _BOX_SIGMA
+    )
+
+
+def log_prior_grad(theta: np.ndarray) -> np.ndarray:
+    """Gradient of :func:`log_prior` with respect to ``theta = log(ell..., s)``."""
+    a, b = LENGTHSCALE_PRIOR
+    ell = np.exp(theta[:-1])
+    s = float(np.exp(theta[-1]))
+    g = np.empty_like(theta)
+    g[:-1] = (a - 1.0) - b * ell  # d/dlog ell of (a-1) log ell - b ell
+    lo, hi = OUTPUTSCALE_BOX
+    dist = lo - s if s < lo else (s - hi if s > hi else 0.0)
+    sign = -1.0 if s < lo else 1.0
+    g[-1] = -(dist / _BOX_SIGMA**2) * sign * s if dist > 0 else 0.0
+    return g
+
+
+# ----------------------------------------------------------------------------- evidence
+def evidence_and_gradient(
+    theta: np.ndarray,
+    Z: np.ndarray,
+    C: np.ndarray,
+    counts: np.ndarray,
+    alpha0: np.ndarray | None = None,
+) -> tuple[float, np.ndarray, LaplaceState]:
+    """Laplace log evidence and its exact gradient with respect to ``theta``.
+
+    ``theta = (log ell_1, ..., log ell_p, log s)``. The gradient includes the implicit
+    dependence of the MAP on ``theta``.
+    """
+    ell = np.exp(theta[:-1])
+    s = float(np.exp(theta[-1]))
+    K = rbf_kernel(Z, Z, ell, s)
+    st = laplace_map(K, C, counts, alpha0)
+    b = st.grad_loglik
+    Lm = st.L
+    # R1 = L^T B^-1 L  (n x n)
+    BinvL = linalg.cho_solve((st.B_chol, True), Lm, check_finite=False)
+    R1 = Lm.T @ BinvL
+    # variance of each comparison's difference under the posterior
+    G = C @ K @ C.T  # (M, M)
+    GL = G * np.sqrt(st.omega)[None, :]  # G Omega^1/2
+    v = np.diag(G) - np.einsum("ij,ji->i", GL, linalg.cho_solve((st.B_chol, True), GL.T))
+    z = (C @ st.f) * _INV_SQRT2
+    _, r, h = probit_terms(z)
+    hp = probit_h_prime(z, r, h)
+    s2 = -0.5 * C.T @ (counts * hp * 0.5 * _INV_SQRT2 * v)
+    u = s2 - R1 @ (K @ s2)
+    # d logZ / d theta_j = <dK_j, M_A> with M_A = b b^T / 2 - R1 / 2 + u b^T
+    MA = 0.5 * np.outer(b, b) - 0.5 * R1 + np.outer(u, b)
+    P = MA * K
+    P = 0.5 * (P + P.T)
+    grad = np.empty_like(theta)
+    rowsum = P.sum(axis=1)
+    for d in range(Z.shape[1]):
+        x = Z[:, d]
+        # sum_ij P_ij (x_i - x_j)^2 / ell^2  with symmetric P
+        grad[d] = (2.0 * (x * x) @ rowsum - 2.0 * x @ (P @ x)) / (ell[d] ** 2)
+    grad[-1] = float(P.sum())
+    return st.log_evidence, grad, st
+
+
+# ----------------------------------------------------------------------------- surrogate
+def merge_duplicates(
+    Z: np.ndarray, pairs: np.ndarray, atol: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge rows of ``Z`` equal within ``atol``; returns (unique Z, remapped pairs, index)."""
+    if len(Z) == 0:
+        return Z, pairs, np.zeros(0, dtype=np.int64)
+    key = np.round(Z / atol).astype(np.int64) if atol > 0 else Z
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(first)  # keep first-appearance order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    idx = rank[inverse]
+    return Z[first[order]], idx[pairs] if len(pairs) else pairs, idx

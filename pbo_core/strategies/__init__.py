@@ -1,0 +1,25 @@
+"""Query strategies: a surrogate plus the rule that picks the next comparison.
+
+Modules: :mod:`~pbo_core.strategies.base` (the :class:`Strategy` protocol, ``LoopState``),
+:mod:`~pbo_core.strategies.dt` (DT-PBO rules), :mod:`~pbo_core.strategies.gp` (GP + EUBO),
+:mod:`~pbo_core.strategies.botorch` (BoTorch reference, optional) and
+:mod:`~pbo_core.strategies.registry` (the one method registry).
+"""
+
+from pbo_core.strategies.base import LoopState, QuerySide, Strategy
+from pbo_core.strategies.dt import DTStrategy, RandomStrategy, WithinRule
+from pbo_core.strategies.gp import GPStrategy
+from pbo_core.strategies.registry import METHODS, SUSHI_METHODS, make_strategy
+
+__all__ = [
+    "METHODS",
+    "SUSHI_METHODS",
+    "DTStrategy",
+    "GPStrategy",
+    "LoopState",
+    "QuerySide",
+    "RandomStrategy",
+    "Strategy",
+    "WithinRule",
+    "make_strategy",
+]

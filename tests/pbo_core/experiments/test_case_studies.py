@@ -1,0 +1,97 @@
+import json
+import os
+
+import pytest
+
+from pbo_core.experiments import case_studies as experiments
+
+SUSHI = "/work/shared/data/sushi"
+
+
+def run(capsys, *args):
+    assert experiments.main([*args, "--json", "-", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)["summary"]
+
+
+def test_conjoint_accuracy_on_bundled_train_data(capsys, tmp_path) -> None:
+    s = run(
+        capsys,
+        "conjoint-accuracy",
+        "--study",
+        "train",
+        "--respondents",
+        "12",
+        "--out",
+        str(tmp_path),
+    )
+    assert s["study"] == "train"
+    for model in ("dt", "gp"):
+        m = s["models"][model]
+        assert m["n"] == 12
+        assert 0.5 <= m["train_acc_mean"] <= 1.0
+        assert 0.0 <= m["test_acc_mean"] <= 1.0
+    # resumable: the second run reads the stored cells
+    assert (
+        run(
+            capsys,
+            "conjoint-accuracy",
+            "--study",
+            "train",
+            "--respondents",
+            "12",
+            "--out",
+            str(tmp_path),
+        )
+        == s
+    )
+
+
+def test_straddler_ablation_reports_tree_size(capsys) -> None:
+    s = run(capsys, "straddler-ablation", "--study", "electricity", "--respondents", "8")
+    assert set(s["models"]) == {"discard", "keep"}
+    assert s["models"]["keep"]["depth_mean"] <= 4
+    assert s["models"]["discard"]["leaves_mean"] >= 1
+
+
+def test_sensitivity_pooled_pmr_demo(capsys) -> None:
+    s = run(capsys, "sensitivity", "--study", "pmr-demo")
+    rows = s["table"]
+    assert rows[0]["feature removed"] == "None (baseline)"
+    assert rows[1]["feature removed"] == "message_actionability"
+
+
+@pytest.mark.skipif(not os.path.isdir(SUSHI), reason="Sushi data not present")
+def test_sushi_commands_on_real_data(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DTPBO_SUSHI_DIR", SUSHI)
+    s = run(capsys, "sushi-pbo", "--users", "6", "--iters", "6", "--methods", "dt,gp")
+    dt = s["methods"]["dt"]
+    assert dt["users"] == 6 and dt["question"] == list(range(1, 8))
+    assert dt["rho_regret_mean"][-1] <= dt["rho_regret_mean"][0]
+    g = run(capsys, "sushi-generalization", "--users", "6")
+    assert set(g) == {"dt", "gp"} and g["dt"]["n"] == 6
+
+
+def test_unknown_method_is_rejected() -> None:
+    with pytest.raises(SystemExit, match="unknown methods"):
+        experiments.main(["sushi-pbo", "--methods", "magic", "--quiet"])
+
+
+@pytest.mark.skipif(not os.path.isdir(SUSHI), reason="Sushi data not present")
+def test_hierarchy_command_produces_cohort_curves(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DTPBO_SUSHI_DIR", SUSHI)
+    s = run(
+        capsys,
+        "hierarchy",
+        "--dataset",
+        "A",
+        "--users",
+        "24",
+        "--refit-every",
+        "12",
+        "--iters",
+        "4",
+    )
+    cohorts = {(c["cohort"], c["variant"]) for c in s["cohorts"]}
+    assert cohorts == {(0, "plain"), (0, "hierarchy"), (1, "plain"), (1, "hierarchy")}
+    assert all(len(c["regret_mean"]) == 5 for c in s["cohorts"])
+    assert "hierarchy_mean_regret_first_5_questions" in s

@@ -1,0 +1,104 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pbo_core.data import PreferenceData, Schema
+from pbo_core.models.gp import GPSurrogate
+from pbo_core.models.gp.kappasharp import (
+    ETA_GRID,
+    AdaptiveActivation,
+    calibrate_eta,
+    condition_number,
+    correction,
+    decisiveness,
+)
+
+
+@given(st.floats(1e-6, 1e6), st.floats(1e-6, 1e6), st.floats(1e-6, 1e6))
+def test_correction_properties(a1, a2, eta) -> None:
+    r1, r2 = correction(np.array([a1, a2]), eta)
+    assert 0 < r1 < eta and 0 < r2 < eta  # bounded
+    if a1 < a2:
+        assert r1 >= r2  # more correction where the prior precision is weaker
+
+
+def test_correction_limits() -> None:
+    assert correction(np.array([1e-12]), 3.0)[0] == pytest.approx(3.0)
+    assert correction(np.array([1e12]), 3.0)[0] == pytest.approx(0.0, abs=1e-9)
+
+
+def disconnected_hessian(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.random((16, 3))
+    pairs = np.array([[2 * i, 2 * i + 1] for i in range(8)])  # 8 disconnected components
+    model = GPSurrogate(lengthscale=0.2, outputscale=2.0).fit(
+        PreferenceData(X, pairs, schema=Schema.numeric(np.tile([0.0, 1.0], (3, 1))))
+    )
+    W, H = model.hessians()
+    K_inv = H - W
+    return H, np.diag(K_inv).copy()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_eta_calibration_meets_its_target_with_the_smallest_grid_value(seed) -> None:
+    H, a = disconnected_hessian(seed)
+    eta, k0, k1 = calibrate_eta(H, a)
+    assert eta is not None
+    target = k0**0.9
+    assert k1 <= target
+    assert condition_number(H + np.diag(correction(a, eta))) == pytest.approx(k1)
+    i = int(np.flatnonzero(ETA_GRID == eta)[0])
+    if i > 0:  # the previous grid value misses the target
+        assert condition_number(H + np.diag(correction(a, ETA_GRID[i - 1]))) > target
+
+
+def test_decisiveness_scale() -> None:
+    assert decisiveness(0.0, 1.0) == pytest.approx(0.0)
+    assert decisiveness(50.0, 0.0) > 0.999
+    # the paper: tau = 0.30 corresponds to p >= 0.81
+    from scipy.stats import norm
+
+    z = norm.ppf(0.81)
+    assert decisiveness(z * np.sqrt(2.0), 0.0) == pytest.approx(0.30, abs=0.01)
+
+
+def test_adaptive_activation_switches_on_and_off() -> None:
+    ctl = AdaptiveActivation()
+    states = [ctl.update(1.0) for _ in range(10)]
+    # EMA = 1 - 0.8^t crosses 0.30 at t = 2, but the rule is eligible from step 8
+    assert states[:7] == [False] * 7 and states[7:] == [True] * 3
+    assert ctl.ema == pytest.approx(1 - 0.8**10)
+    off = [ctl.update(0.0) for _ in range(10)]
+    # the EMA decays by 0.8 per indecisive step: 0.893 * 0.8^k < 0.30 from k = 5
+    assert off[:4] == [True] * 4 and not any(off[4:])
+    ctl2 = AdaptiveActivation()
+    assert not any(ctl2.update(0.2) for _ in range(30))  # never decisive enough
+
+
+def test_static_kappasharp_shifts_the_map_but_not_the_covariance_formula() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.random((14, 2))
+    pairs = np.array([[2 * i, 2 * i + 1] for i in range(7)])
+    schema = Schema.numeric(np.tile([0.0, 1.0], (2, 1)))
+    data = PreferenceData(X, pairs, schema=schema)
+    plain = GPSurrogate(lengthscale=0.15, outputscale=4.0).fit(data)
+    ks = GPSurrogate(lengthscale=0.15, outputscale=4.0, kappasharp="static").fit(data)
+    assert ks.kappasharp_active_ and ks.eta_ is not None
+    assert not np.allclose(ks.f_map_, plain.f_map_)
+    # MAP-only: the covariance is the unaugmented Hessian at the shifted MAP
+    _W, H = ks.hessians()
+    _, cov = ks.posterior(X)
+    np.testing.assert_allclose(cov, np.linalg.inv(H), rtol=1e-5, atol=1e-8)
+    rec = ks.kappasharp_history_[-1]
+    assert rec["active"] and rec["kappa_after"] <= rec["kappa_before"] ** 0.9 * (1 + 1e-9)
+
+
+def test_adaptive_mode_is_off_before_step_eight() -> None:
+    rng = np.random.default_rng(4)
+    X = rng.random((10, 2))
+    pairs = np.array([[0, 1], [2, 3], [4, 5]])
+    model = GPSurrogate(lengthscale=0.2, outputscale=2.0, kappasharp="adaptive")
+    model.fit(PreferenceData(X, pairs, schema=Schema.numeric(np.tile([0.0, 1.0], (2, 1)))))
+    assert not model.kappasharp_active_
+    assert model.kappasharp_history_[-1]["step"] == 1
