@@ -17,12 +17,14 @@ $(STAMP): pyproject.toml requirements.txt
 	touch $(STAMP)
 
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 run: $(STAMP)
 	$(BIN)/streamlit run dashboard/app.py --server.showEmailPrompt=false --browser.gatherUsageStats=false
 
 lint: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 

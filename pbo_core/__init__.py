@@ -1,15 +1,56 @@
 """Shared surrogate core of DT-PBO Explorer.
 
-Modules
--------
-data          Feature / Schema / PreferenceData / Study: the one data model.
-tree          Consistency-score splits and the array-based preference tree.
-laplace       Laplace-approximated leaf utilities (sum-to-zero conditioned).
-dt            ``DTSurrogate``: tree + Laplace leaves behind the surrogate interface.
-acquisition   Analytic EUBO / qEUBO and the DT query rules.
-loop          The PBO loop (``run_pbo``), oracles and ``RunResult``.
-benchmarks    Benchmark utility functions and the ruggedness measure.
-bench         ``python -m pbo_core.bench``: benchmark grids on the command line.
+Subpackages and modules, lowest layer first (each imports only those above it in this
+list; ``lint-imports`` checks it):
+
+data          ``Feature`` / ``Schema`` / ``PreferenceData`` / ``Study``: the one data model.
+metrics       rho-regret, top-1 rank error, pairwise accuracy (the only accuracy).
+benchmarks    Benchmark utility functions, the App. F.6 noise scale, ruggedness.
+problem       ``Problem`` (box or finite item set) and the simulated ``PreferenceOracle``.
+models        Surrogates behind one interface: tree + Laplace leaves = ``DTSurrogate``,
+              ``GPSurrogate`` (+ KappaSharp); probit helpers shared by both.
+acquisition   Analytic EUBO, qEUBO over leaf pairs, GP EUBO maximisation.
+strategies    Query rules (``DTStrategy``, ``GPStrategy``) and the one method registry.
+loop          ``run_pbo``: initial designs, recommendation, ``RunResult``.
+hierarchy     User trees (Eq. 15) with item trees per user group, warm start.
+explain       Rules, DOT/JSON export, leave-one-out sensitivity, graph diagnostics.
+session       ``ElicitationSession``: live elicitation (a person answers).
+experiments   Resumable grids (joblib/Dask), benchmark cells, case studies (the apps
+              layer: ``python -m pbo_core.experiments``); ``python -m pbo_core.bench``.
 """
 
 __version__ = "0.1.0"
+
+from pbo_core.data import (  # after __version__: submodules read it
+    DataValidationError,
+    Feature,
+    PreferenceData,
+    Schema,
+    Study,
+)
+from pbo_core.loop import RunResult, run_pbo
+from pbo_core.models import DTSurrogate, GPSurrogate, Surrogate
+from pbo_core.problem import PreferenceOracle, Problem
+from pbo_core.session import ElicitationSession
+from pbo_core.strategies import METHODS, DTStrategy, GPStrategy, make_strategy
+
+__all__ = [
+    "METHODS",
+    "DTStrategy",
+    "DTSurrogate",
+    "DataValidationError",
+    "ElicitationSession",
+    "Feature",
+    "GPStrategy",
+    "GPSurrogate",
+    "PreferenceData",
+    "PreferenceOracle",
+    "Problem",
+    "RunResult",
+    "Schema",
+    "Study",
+    "Surrogate",
+    "__version__",
+    "make_strategy",
+    "run_pbo",
+]
