@@ -85,7 +85,7 @@ DT-PBO App. F.2 / Table 3 (see its docstring for the exact design).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 
 import numpy as np
@@ -490,175 +490,129 @@ def _box(dim: int, low: float, high: float) -> np.ndarray:
     return np.tile([low, high], (dim, 1)).astype(float)
 
 
-def _make_rosenbrock(name: str, dim: int) -> BenchmarkFunction:
-    if dim < 2:
-        raise ValueError("Rosenbrock needs dim >= 2")
-    return BenchmarkFunction(
-        name,
-        f"Rosenbrock {dim}D",
-        dim,
-        _box(dim, -5.0, 10.0),
-        0.0,
-        np.ones(dim),
-        partial(_negated, _rosenbrock),
-    )
+@dataclass(frozen=True)
+class _Spec:
+    """One row of the benchmark table; callables take the dimension."""
+
+    title: str  # formatted with ``dim``
+    bounds: Callable[[int], np.ndarray]
+    optimum: Callable[[int], float]
+    optimizer: Callable[[int], np.ndarray]
+    fn: Callable[[np.ndarray], np.ndarray]  # the function to *minimise*; negated below
+    default_dim: int
+    variable: bool = False  # defined for any dimension >= min_dim
+    min_dim: int = 1
 
 
-def _make_hartmann6(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
+def _cube(low: float, high: float) -> Callable[[int], np.ndarray]:
+    return lambda dim: _box(dim, low, high)
+
+
+def _const(value: Sequence[float] | float) -> Callable[[int], np.ndarray | float]:
+    return lambda dim: np.array(value) if isinstance(value, (tuple, list)) else value
+
+
+_HARTMANN6 = partial(_hartmann, A=_HARTMANN6_A, P=_HARTMANN6_P)
+_HARTMANN3 = partial(_hartmann, A=_HARTMANN3_A, P=_HARTMANN3_P)
+_ROSENBROCK = _Spec(
+    "Rosenbrock {dim}D", _cube(-5.0, 10.0), lambda d: 0.0, np.ones, _rosenbrock, 5, True, 2
+)
+_LEVY = _Spec("Levy {dim}D", _cube(-10.0, 10.0), lambda d: 0.0, np.ones, _levy, 2, True)
+_MICHALEWICZ = _Spec(
+    "Michalewicz {dim}D",
+    _cube(0.0, np.pi),
+    lambda d: float(np.sum(_michalewicz_terms(d)[1])),
+    lambda d: np.array(_michalewicz_terms(d)[0]),
+    _michalewicz,
+    5,
+    True,
+)
+_ACKLEY = _Spec("Ackley {dim}D", _cube(-32.768, 32.768), lambda d: 0.0, np.zeros, _ackley, 8, True)
+_DTLZ2 = _Spec(
+    "DTLZ2 {dim}D",
+    _cube(0.0, 1.0),
+    lambda d: 0.0,
+    _dtlz2_optimizer,
+    _dtlz2_l1,
+    8,
+    True,
+    _DTLZ2_OBJECTIVES,
+)
+
+#: The benchmark table: registry name -> spec (fixed-dimension variants pin ``default_dim``).
+_REGISTRY: dict[str, _Spec] = {
+    "rosenbrock": _ROSENBROCK,
+    "hartmann6": _Spec(
         "Hartmann 6D",
+        _cube(0.0, 1.0),
+        _const(_HARTMANN6_MAX),
+        _const(_HARTMANN6_XSTAR),
+        _HARTMANN6,
         6,
-        _box(6, 0.0, 1.0),
-        _HARTMANN6_MAX,
-        np.array(_HARTMANN6_XSTAR),
-        partial(_negated, partial(_hartmann, A=_HARTMANN6_A, P=_HARTMANN6_P)),
-    )
-
-
-def _make_hartmann3(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
+    ),
+    "hartmann3": _Spec(
         "Hartmann 3D",
+        _cube(0.0, 1.0),
+        _const(_HARTMANN3_MAX),
+        _const(_HARTMANN3_XSTAR),
+        _HARTMANN3,
         3,
-        _box(3, 0.0, 1.0),
-        _HARTMANN3_MAX,
-        np.array(_HARTMANN3_XSTAR),
-        partial(_negated, partial(_hartmann, A=_HARTMANN3_A, P=_HARTMANN3_P)),
-    )
-
-
-def _make_branin(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
+    ),
+    "branin": _Spec(
         "Branin 2D",
+        lambda d: np.array([[-5.0, 10.0], [0.0, 15.0]]),
+        _const(-5.0 / (4.0 * np.pi)),
+        _const([np.pi, 2.275]),
+        _branin,
         2,
-        np.array([[-5.0, 10.0], [0.0, 15.0]]),
-        -5.0 / (4.0 * np.pi),
-        np.array([np.pi, 2.275]),
-        partial(_negated, _branin),
-    )
-
-
-def _make_levy(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
-        f"Levy {dim}D",
-        dim,
-        _box(dim, -10.0, 10.0),
-        0.0,
-        np.ones(dim),
-        partial(_negated, _levy),
-    )
-
-
-def _make_michalewicz(name: str, dim: int) -> BenchmarkFunction:
-    argmaxes, maxima = _michalewicz_terms(dim)
-    return BenchmarkFunction(
-        name,
-        f"Michalewicz {dim}D",
-        dim,
-        _box(dim, 0.0, np.pi),
-        float(np.sum(maxima)),
-        np.array(argmaxes),
-        partial(_negated, _michalewicz),
-    )
-
-
-def _make_schwefel(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
-        f"Schwefel {dim}D",
-        dim,
-        _box(dim, -500.0, 500.0),
-        -dim * (_SCHWEFEL_CONST - _SCHWEFEL_TERM_MAX),
-        np.full(dim, _SCHWEFEL_XSTAR),
-        partial(_negated, _schwefel),
-    )
-
-
-def _make_holder(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
-        "Holder 2D",
-        2,
-        _box(2, -10.0, 10.0),
-        _HOLDER_MAX,
-        np.array(_HOLDER_XSTAR),
-        partial(_negated, _holder),
-    )
-
-
-def _make_dejong5(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
+    ),
+    "levy": _LEVY,
+    "levy10": replace(_LEVY, default_dim=10, variable=False),
+    "levy20": replace(_LEVY, default_dim=20, variable=False),
+    "michalewicz": _MICHALEWICZ,
+    "schwefel": _Spec(
+        "Schwefel {dim}D",
+        _cube(-500.0, 500.0),
+        lambda d: -d * (_SCHWEFEL_CONST - _SCHWEFEL_TERM_MAX),
+        lambda d: np.full(d, _SCHWEFEL_XSTAR),
+        _schwefel,
+        5,
+        True,
+    ),
+    "holder": _Spec(
+        "Holder 2D", _cube(-10.0, 10.0), _const(_HOLDER_MAX), _const(_HOLDER_XSTAR), _holder, 2
+    ),
+    "dejong5": _Spec(
         "De Jong N.5 2D",
+        _cube(-65.536, 65.536),
+        _const(_DEJONG_MAX),
+        _const(_DEJONG_XSTAR),
+        _dejong5,
         2,
-        _box(2, -65.536, 65.536),
-        _DEJONG_MAX,
-        np.array(_DEJONG_XSTAR),
-        partial(_negated, _dejong5),
-    )
-
-
-def _make_ackley(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
-        f"Ackley {dim}D",
-        dim,
-        _box(dim, -32.768, 32.768),
-        0.0,
-        np.zeros(dim),
-        partial(_negated, _ackley),
-    )
-
-
-def _make_ackley_kappasharp(name: str, dim: int) -> BenchmarkFunction:
-    return BenchmarkFunction(
-        name,
-        f"Ackley {dim}D [-1, 1]",
-        dim,
-        _box(dim, -1.0, 1.0),
-        0.0,
-        np.zeros(dim),
-        partial(_negated, _ackley),
-    )
-
-
-def _make_dtlz2(name: str, dim: int) -> BenchmarkFunction:
-    if dim < _DTLZ2_OBJECTIVES:
-        raise ValueError(f"DTLZ2 with {_DTLZ2_OBJECTIVES} objectives needs dim >= 4")
-    return BenchmarkFunction(
-        name,
-        f"DTLZ2 {dim}D",
-        dim,
-        _box(dim, 0.0, 1.0),
-        0.0,
-        _dtlz2_optimizer(dim),
-        partial(_negated, _dtlz2_l1),
-    )
-
-
-# name -> (factory, default dim, variable dimension?)
-_REGISTRY: dict[str, tuple[Callable[[str, int], BenchmarkFunction], int, bool]] = {
-    "rosenbrock": (_make_rosenbrock, 5, True),
-    "hartmann6": (_make_hartmann6, 6, False),
-    "hartmann3": (_make_hartmann3, 3, False),
-    "branin": (_make_branin, 2, False),
-    "levy": (_make_levy, 2, True),
-    "levy10": (_make_levy, 10, False),
-    "levy20": (_make_levy, 20, False),
-    "michalewicz": (_make_michalewicz, 5, True),
-    "schwefel": (_make_schwefel, 5, True),
-    "holder": (_make_holder, 2, False),
-    "dejong5": (_make_dejong5, 2, False),
-    "ackley": (_make_ackley, 8, True),
-    "ackley8": (_make_ackley_kappasharp, 8, False),
-    "dtlz2": (_make_dtlz2, 8, True),
-    "dtlz2_8": (_make_dtlz2, 8, False),
-    "dtlz2_16": (_make_dtlz2, 16, False),
-    "dtlz2_20": (_make_dtlz2, 20, False),
+    ),
+    "ackley": _ACKLEY,
+    "ackley8": replace(
+        _ACKLEY, title="Ackley {dim}D [-1, 1]", bounds=_cube(-1.0, 1.0), variable=False
+    ),
+    "dtlz2": _DTLZ2,
+    "dtlz2_8": replace(_DTLZ2, variable=False),
+    "dtlz2_16": replace(_DTLZ2, default_dim=16, variable=False),
+    "dtlz2_20": replace(_DTLZ2, default_dim=20, variable=False),
 }
+
+
+def _build(name: str, spec: _Spec, dim: int) -> BenchmarkFunction:
+    if dim < spec.min_dim:
+        raise ValueError(f"{spec.title.split()[0]} needs dim >= {spec.min_dim}")
+    return BenchmarkFunction(
+        name,
+        spec.title.format(dim=dim),
+        dim,
+        spec.bounds(dim),
+        float(spec.optimum(dim)),
+        np.asarray(spec.optimizer(dim), dtype=float),
+        partial(_negated, spec.fn),
+    )
 
 
 def available_benchmarks() -> list[str]:
@@ -694,7 +648,8 @@ def get_benchmark(name: str, dim: int | None = None) -> BenchmarkFunction:
         raise KeyError(
             f"unknown benchmark {name!r}; valid names: {', '.join(available_benchmarks())}"
         )
-    factory, default_dim, variable = _REGISTRY[key]
+    spec = _REGISTRY[key]
+    default_dim, variable = spec.default_dim, spec.variable
     if dim is None:
         dim = default_dim
     elif isinstance(dim, bool) or int(dim) != dim or int(dim) < 1:
@@ -702,14 +657,12 @@ def get_benchmark(name: str, dim: int | None = None) -> BenchmarkFunction:
     dim = int(dim)
     if not variable and dim != default_dim:
         raise ValueError(f"benchmark {key!r} is fixed at dim={default_dim}, got dim={dim}")
-    return _get_cached(factory, key, dim)
+    return _get_cached(key, dim)
 
 
 @lru_cache(maxsize=128)
-def _get_cached(
-    factory: Callable[[str, int], BenchmarkFunction], key: str, dim: int
-) -> BenchmarkFunction:
-    return factory(key, dim)
+def _get_cached(key: str, dim: int) -> BenchmarkFunction:
+    return _build(key, _REGISTRY[key], dim)
 
 
 # --------------------------------------------------------------------------------------------
