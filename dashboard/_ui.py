@@ -133,10 +133,36 @@ def tree_with_downloads(
 
 
 def unavailable(key: str, what: str = "This page") -> None:
-    """Warning with the registry's reason and how to obtain the data."""
+    """Warning with the registry's reason and how to obtain the data.
+
+    ``what`` names who needs the study, as a sentence subject ("The tree explorer").
+    """
     status = svc.study_status(key)
     st.warning(f"**{status.title}** is not available here. {what} needs it.")
     st.markdown(svc.how_to_get(key))
+
+
+def require_study(
+    what: str,
+    *,
+    key: str,
+    predicate: Callable[[svc.StudyStatus], bool] | None = None,
+    container: Any = None,
+) -> tuple[str, Any]:
+    """The page preamble: pick a study (shared choice) and load it, or stop the page.
+
+    Stops with a note when no study qualifies, or with the reason and how to obtain the
+    data when the chosen one cannot be loaded. Returns ``(study_key, study)``.
+    """
+    study_key = study_picker(key=key, predicate=predicate, container=container)
+    if study_key is None:
+        st.info("No study is available.")
+        st.stop()
+    study, _error = svc.get_study(study_key)
+    if study is None:
+        unavailable(study_key, what)
+        st.stop()
+    return study_key, study
 
 
 def full_table(df: Any, *, max_rows: int = 25, **kwargs: Any) -> None:

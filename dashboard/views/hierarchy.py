@@ -27,7 +27,7 @@ def _with_users(s: svc.StudyStatus) -> bool:
 keys = svc.usable_study_keys(_with_users)
 
 if not keys:
-    ui.unavailable("sushi-a", "The user/item hierarchy needs a study with respondent features")
+    ui.unavailable("sushi-a", "The user/item hierarchy")
     st.caption("None of the bundled studies records respondent features.")
 else:
     key = ui.synced_selectbox(

@@ -15,14 +15,7 @@ st.caption(
     "studies average the per-respondent tables."
 )
 
-key = ui.study_picker(key="fs_study")
-if key is None:
-    st.info("No study is available.")
-    st.stop()
-study, error = svc.get_study(key)
-if study is None:
-    ui.unavailable(key, "Feature sensitivity")
-    st.stop()
+key, study = ui.require_study("Feature sensitivity", key="fs_study")
 
 per_resp = svc.is_per_respondent(study)
 has_split = study.extras.get("split") is not None and not per_resp

@@ -17,14 +17,7 @@ st.caption(
 )
 
 c_study, c_resp = st.columns(2)
-key = ui.study_picker(key="te_study", container=c_study)
-if key is None:
-    st.info("No study is available.")
-    st.stop()
-study, error = svc.get_study(key)
-if study is None:
-    ui.unavailable(key, "The tree explorer")
-    st.stop()
+key, study = ui.require_study("The tree explorer", key="te_study", container=c_study)
 resp = ui.respondent_picker(study, key="te_resp", container=c_resp)
 if resp is None:
     c_resp.caption("Pooled data: one tree on all comparisons.")

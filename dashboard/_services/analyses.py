@@ -1,0 +1,101 @@
+"""Feature sensitivity and the user/item hierarchy (cached)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard._services.studies import study_token
+from pbo_core import explain
+from pbo_core.data import Study
+from pbo_core.explain.sensitivity import leave_one_out_study
+from pbo_core.hierarchy import UserItemHierarchy
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _sensitivity(
+    token: Any,
+    test_fraction: float,
+    seed: int,
+    n_respondents: int,
+    use_study_split: bool,
+    _study: Study,
+) -> pd.DataFrame:
+    return leave_one_out_study(
+        _study,
+        test_fraction=test_fraction,
+        seed=seed,
+        n_respondents=n_respondents,
+        use_study_split=use_study_split,
+    )
+
+
+def sensitivity(
+    study: Study, test_fraction: float, seed: int, n_respondents: int, use_study_split: bool
+) -> pd.DataFrame:
+    """Leave-one-out table averaged over respondents (cached)."""
+    return _sensitivity(
+        study_token(study),
+        float(test_fraction),
+        int(seed),
+        int(n_respondents),
+        bool(use_study_split),
+        study,
+    )
+
+
+@st.cache_resource(show_spinner="Growing the user/item hierarchy...", max_entries=8)
+def _hierarchy(
+    token: Any,
+    n_users: int,
+    max_depth: int,
+    min_users_leaf: int,
+    item_max_depth: int,
+    _study: Study,
+) -> Any:
+    n = min(int(n_users), len(_study.respondents()))
+    return UserItemHierarchy(
+        max_depth=max_depth, min_users_leaf=min_users_leaf, item_max_depth=item_max_depth
+    ).fit(_study, users=np.arange(n))
+
+
+def hierarchy(
+    study: Study, n_users: int, max_depth: int, min_users_leaf: int, item_max_depth: int
+) -> Any:
+    """User/item hierarchy on the first ``n_users`` respondents (cached)."""
+    return _hierarchy(
+        study_token(study),
+        int(n_users),
+        int(max_depth),
+        int(min_users_leaf),
+        int(item_max_depth),
+        study,
+    )
+
+
+def user_groups(h: Any) -> pd.DataFrame:
+    """One row per user group: its rule path, size and item tree summary."""
+    t = h.user_tree_
+    paths: dict[int, list[str]] = {0: []}
+    rows = []
+    for node in range(len(t.left)):
+        if t.left[node] != -1:
+            for child, right in ((t.right[node], True), (t.left[node], False)):
+                paths[child] = [*paths[node], h.rule(node, right)]
+            continue
+        leaf = t.leaf_of_node[node]
+        model = h.item_tree(leaf)
+        best = min(explain.leaf_summaries(model), key=lambda s: (s.rank, s.leaf))
+        rows.append(
+            {
+                "group": leaf,
+                "users": t.n_users[node],
+                "who": " AND ".join(paths[node]) or "(all users)",
+                "item-tree leaves": model.n_leaves_,
+                "favourite leaf": " AND ".join(best.conditions) or "(all items)",
+            }
+        )
+    return pd.DataFrame(rows).sort_values("group").reset_index(drop=True)

@@ -1,0 +1,199 @@
+"""Data locations, study availability and loading, respondents."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from data_loaders.registry import StudyInfo, list_studies, load_study
+from pbo_core.data import PreferenceData, Study
+
+#: Data sets the user may have, with the environment variable that locates them and the
+#: registry keys (with their loader option) they serve.
+DATASETS: dict[str, dict[str, Any]] = {
+    "sushi": {
+        "label": "Sushi folder (sushi3-2016)",
+        "env": "DTPBO_SUSHI_DIR",
+        "studies": ("sushi-a", "sushi-b"),
+    },
+    "bela": {"label": "BELA CSV file", "env": "DTPBO_BELA_PATH", "studies": ("bela",)},
+    "presidential": {
+        "label": "Presidential CSV (cand_s2_MTurk.csv)",
+        "env": "DTPBO_PRESIDENTIAL_PATH",
+        "studies": ("presidential",),
+    },
+    "pmr": {"label": "PMR-Synth folder", "env": "DTPBO_PMR_DIR", "studies": ("pmr",)},
+}
+
+#: Environment variables whose values change what the loaders find.
+_ENV_KEYS = (
+    "DTPBO_SUSHI_DIR",
+    "DTPBO_BELA_PATH",
+    "DTPBO_PRESIDENTIAL_PATH",
+    "DTPBO_PMR_DIR",
+    "DTPBO_DATA_HOME",
+)
+
+#: Session-state keys shared by the pages.
+STUDY_KEY = "sel_study"
+PATHS_KEY = "data_paths"
+
+
+def dataset_of(study_key: str) -> str | None:
+    """The user-supplied data set a study key belongs to (``None`` for bundled studies)."""
+    for name, d in DATASETS.items():
+        if study_key in d["studies"]:
+            return name
+    return None
+
+
+def data_paths() -> dict[str, str]:
+    """Paths typed in the sidebar (``{dataset: path}``, empty entries dropped)."""
+    paths = st.session_state.get(PATHS_KEY) or {}
+    return {k: str(v).strip() for k, v in paths.items() if v and str(v).strip()}
+
+
+def env_stamp() -> tuple[tuple[str, str], ...]:
+    """The data-location environment, as part of cache keys."""
+    return tuple((k, os.environ.get(k, "")) for k in _ENV_KEYS)
+
+
+def loader_options(study_key: str, infos: dict[str, StudyInfo] | None = None) -> dict[str, str]:
+    """Loader options (``data_dir=`` / ``path=``) from the sidebar path of a study."""
+    ds = dataset_of(study_key)
+    path = data_paths().get(ds or "")
+    if not path:
+        return {}
+    info = (infos or {}).get(study_key) or _study_infos().get(study_key)
+    option = info.location_option if info is not None else ""
+    return {option: path} if option else {}
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def _list_studies(env: tuple[tuple[str, str], ...]) -> list[StudyInfo]:
+    # ``env`` is only part of the cache key (a name starting with "_" would not be)
+    return list_studies()
+
+
+def _study_infos() -> dict[str, StudyInfo]:
+    return {s.key: s for s in _list_studies(env_stamp())}
+
+
+@dataclass(frozen=True)
+class StudyStatus:
+    """A registry entry plus what the sidebar adds (a configured path)."""
+
+    info: StudyInfo
+    usable: bool
+    note: str
+    options: tuple[tuple[str, str], ...]
+
+    @property
+    def key(self) -> str:
+        """Registry key."""
+        return self.info.key
+
+    @property
+    def title(self) -> str:
+        """Display title."""
+        return self.info.title
+
+
+def study_statuses() -> list[StudyStatus]:
+    """Every registry study: usable here (bundled, environment or sidebar path) or not."""
+    infos = _study_infos()
+    out = []
+    for info in infos.values():
+        opts = loader_options(info.key, infos)
+        if opts:
+            path = next(iter(opts.values()))
+            usable = Path(path).expanduser().exists()
+            note = (
+                f"configured in the sidebar: {path}"
+                if usable
+                else f"the sidebar path {path} does not exist. {info.reason}"
+            )
+        else:
+            usable, note = info.available, info.reason
+        out.append(StudyStatus(info, usable, note, tuple(sorted(opts.items()))))
+    return out
+
+
+def study_status(key: str) -> StudyStatus:
+    """Status of one study."""
+    for s in study_statuses():
+        if s.key == key:
+            return s
+    raise KeyError(key)
+
+
+def how_to_get(key: str) -> str:
+    """Markdown: why a study is unavailable and how to make it available."""
+    s = study_status(key)
+    ds = dataset_of(key)
+    lines = [s.note]
+    if ds is not None:
+        env = DATASETS[ds]["env"]
+        lines.append(
+            f"Then type its location under **Data locations** in the sidebar, or set "
+            f"`{env}` before starting the app (`{env}=... make run`)."
+        )
+    return "\n\n".join(lines)
+
+
+@st.cache_resource(show_spinner="Loading study...", max_entries=16)
+def _load_study(key: str, options: tuple[tuple[str, str], ...], env: Any) -> Study:
+    del env  # cache key only
+    return load_study(key, **dict(options))
+
+
+def get_study(key: str) -> tuple[Study | None, str | None]:
+    """The loaded study, or ``(None, message)`` when it cannot be loaded here."""
+    s = study_status(key)
+    if not s.usable:
+        return None, how_to_get(key)
+    try:
+        return _load_study(key, s.options, env_stamp()), None
+    except Exception as exc:  # unavailable, malformed files...: show the loader's message
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def usable_study_keys(predicate: Callable[[StudyStatus], bool] | None = None) -> list[str]:
+    """Keys of studies that can be loaded here."""
+    return [s.key for s in study_statuses() if s.usable and (predicate is None or predicate(s))]
+
+
+def is_per_respondent(study: Study) -> bool:
+    """True when the study has several respondents (one tree per respondent)."""
+    return study.data.respondent is not None and len(study.respondents()) > 1
+
+
+def respondent_key(study_key: str) -> str:
+    """Session-state key of the chosen respondent of a study."""
+    return f"sel_respondent::{study_key}"
+
+
+def chosen_respondent(study: Study) -> Any:
+    """The respondent chosen for a study (``None`` for pooled, single-respondent studies)."""
+    if not is_per_respondent(study):
+        return None
+    resp = list(study.respondents())
+    cur = st.session_state.get(respondent_key(study.key))
+    return cur if cur in resp else resp[0]
+
+
+def respondent_data(study: Study, respondent: Any) -> PreferenceData:
+    """Comparisons of one respondent, or the pooled data."""
+    if respondent is None or study.data.respondent is None:
+        return study.data
+    return study.for_respondent(respondent)
+
+
+def study_token(study: Study) -> tuple[str, tuple[tuple[str, str], ...], Any]:
+    s = study_status(study.key)
+    return (study.key, s.options, env_stamp())
