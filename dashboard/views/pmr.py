@@ -16,7 +16,8 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
-from data_loaders.pmr import pmr_texts, score_against_truth
+from data_loaders.pmr import pmr_texts
+from feature_extraction.evaluate import score_against_truth
 from pbo_core import explain
 
 st.title("PMR features")
