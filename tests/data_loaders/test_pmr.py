@@ -5,6 +5,8 @@ parsing (scoring against the truth: tests/feature_extraction/test_evaluate.py)."
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -100,6 +102,43 @@ def test_demo_files_are_reproducible() -> None:
     try:
         spec.loader.exec_module(mod)
         assert mod.main(["--check"]) == 0
+    finally:
+        del sys.modules[spec.name]
+
+
+def test_generator_writes_the_committed_files_byte_for_byte(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(DEMO_DIR / "generate.py"), "--out", str(tmp_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "wrote 60 messages, 870 pairs" in out.stdout
+    for name in ("messages.csv", "pairs.csv", "truth.csv"):
+        assert (tmp_path / name).read_bytes() == (DEMO_DIR / name).read_bytes(), name
+
+
+def test_scenario_file_errors_name_the_entry(tmp_path: Path) -> None:
+    path = DEMO_DIR / "generate.py"
+    spec = importlib.util.spec_from_file_location("pmr_demo_generate", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    try:
+        spec.loader.exec_module(mod)
+        doc = json.loads((DEMO_DIR / "scenarios.json").read_text(encoding="utf-8"))
+        assert len(mod.SCENARIOS) == 30 and len(mod.PATIENTS) == 20
+        doc["scenarios"][1]["fevr"] = True
+        bad = tmp_path / "scenarios.json"
+        bad.write_text(json.dumps(doc), encoding="utf-8")
+        with pytest.raises(ValueError, match=r"scenarios\[1\] \('stroke_signs'\): unknown key"):
+            mod.load_catalogue(bad)
+        del doc["scenarios"][1]["fevr"]
+        doc["patients"][0]["meds"].append("aspirin")
+        bad.write_text(json.dumps(doc), encoding="utf-8")
+        with pytest.raises(ValueError, match=r"patients\[0\] \(P01\): meds: .*'aspirin'"):
+            mod.load_catalogue(bad)
     finally:
         del sys.modules[spec.name]
 
