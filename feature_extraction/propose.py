@@ -52,6 +52,7 @@ from feature_extraction.spec import (
     parse_json_content,
 )
 from pbo_core.data import PreferenceData, Schema
+from pbo_core.metrics import pairwise_accuracy
 
 log = logging.getLogger(__name__)
 
@@ -63,27 +64,9 @@ HARD_CATEGORIES: tuple[str, ...] = ("same_leaf", "equal_utility", "preferred_low
 
 
 # ---------------------------------------------------------------------- scoring
-def pairwise_accuracy(utility: np.ndarray, pairs: np.ndarray, *, ties: float = 0.5) -> float:
-    """Share of pairs whose winner has the higher utility; a tie counts ``ties``.
-
-    Parameters
-    ----------
-    utility
-        Utility of every item (e.g. ``model.predict(data.X)``).
-    pairs
-        ``(n, 2)`` winner/loser indices.
-    ties
-        Credit of a tie (0.5 = coin flip; 0 = ties count as wrong).
-    """
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    if not len(pairs):
-        return float("nan")
-    uw, ul = utility[pairs[:, 0]], utility[pairs[:, 1]]
-    return float(np.mean(uw > ul) + ties * np.mean(uw == ul))
-
-
 def model_accuracy(model: Any, data: PreferenceData, *, ties: float = 0.5) -> float:
-    """Pairwise accuracy of a fitted surrogate on ``data``'s pairs."""
+    """Pairwise accuracy (:func:`pbo_core.metrics.pairwise_accuracy`) of a fitted
+    surrogate on ``data``'s pairs; a tie counts ``ties``."""
     return pairwise_accuracy(np.asarray(model.predict(data.X), dtype=float), data.pairs, ties=ties)
 
 

@@ -31,6 +31,7 @@ from data_loaders.pmr import (
 from feature_extraction.extract import save_table
 from feature_extraction.spec import table9_spec
 from pbo_core.data import DataValidationError, PreferenceData
+from pbo_core.metrics import pairwise_accuracy
 
 SPEC = table9_spec()
 
@@ -144,9 +145,7 @@ def test_scenario_file_errors_name_the_entry(tmp_path: Path) -> None:
 
 
 def _acc(model, data: PreferenceData) -> float:
-    u = model.predict(data.X)
-    w, lo = u[data.pairs[:, 0]], u[data.pairs[:, 1]]
-    return float(np.mean(w > lo) + 0.5 * np.mean(w == lo))
+    return pairwise_accuracy(model.predict(data.X), data.pairs)
 
 
 @pytest.mark.slow
