@@ -52,6 +52,7 @@ from feature_extraction.spec import (
     parse_json_content,
 )
 from pbo_core.data import PreferenceData, Schema
+from pbo_core.dt import DTSurrogate
 from pbo_core.metrics import pairwise_accuracy
 
 log = logging.getLogger(__name__)
@@ -489,8 +490,6 @@ class FeatureProposer:
         self.min_gain = float(min_gain)
         self.seed = int(seed)
         if surrogate is None:
-            from pbo_core.dt import DTSurrogate
-
             surrogate = DTSurrogate
         self.surrogate = surrogate
         self.max_proposal_retries = int(max_proposal_retries)
