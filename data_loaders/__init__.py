@@ -13,8 +13,9 @@ Modules
 ``registry``
     Every study with its availability; ``load_study(key, **options)``.
 ``conjoint``
-    Generic choice-based conjoint loader (long or wide format, attribute tables,
-    opt-outs, per-respondent exclusion rules) and the presets below.
+    Generic choice-based conjoint loader (package: attributes and attribute tables,
+    exclusion rules, the long-format build, the long/wide readers) used by the presets
+    below (load those by name with ``registry.load_preset``).
 ``stated_preference``
     The vendored real studies ``train`` and ``electricity`` (MIT, ``data/``).
 ``bela``, ``presidential``
@@ -25,9 +26,30 @@ Modules
     Kamishima's SUSHI sets A and B from a local copy (``DTPBO_SUSHI_DIR``), with an
     opt-in download of the official archive.
 ``pmr``
-    Patient-message triage studies (maintained separately).
+    Patient-message triage: PMR-Synth-Inboxes and the bundled synthetic demo inbox
+    (features from :mod:`feature_extraction`).
 
 Every loader names the file and line of malformed input
 (:class:`pbo_core.data.DataValidationError`) and says how to obtain data that are absent
 (:class:`data_loaders._common.DataNotAvailableError`).
 """
+
+from data_loaders._common import DataNotAvailableError
+from data_loaders.registry import (
+    StudyInfo,
+    StudyUnavailableError,
+    list_studies,
+    load_preset,
+    load_study,
+    study_info,
+)
+
+__all__ = [
+    "DataNotAvailableError",
+    "StudyInfo",
+    "StudyUnavailableError",
+    "list_studies",
+    "load_preset",
+    "load_study",
+    "study_info",
+]

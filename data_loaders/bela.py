@@ -60,9 +60,9 @@ from data_loaders.conjoint import (
     Attribute,
     MaxOptOutShare,
     StudyMeta,
-    _attributes,
-    _build_from_long,
-    _read,
+    build_from_long,
+    read_table,
+    resolve_attributes,
 )
 from pbo_core.data import Study
 
@@ -232,12 +232,12 @@ def _load(
 ) -> Study:
     cols = {**DEFAULT_COLUMNS, **dict(columns or {})}
     if attributes is not None:
-        attrs = _attributes(attributes)
+        attrs = resolve_attributes(attributes)
     else:
         attrs = _configured(code_base, codes, columns or {})
-    frame, name, from_file = _read(path, None, read_csv_kwargs)
+    frame, name, from_file = read_table(path, None, read_csv_kwargs)
     exclude = [MaxOptOutShare(max_opt_out_share)] if max_opt_out_share is not None else []
-    study = _build_from_long(
+    study = build_from_long(
         frame,
         attrs,
         name=name,

@@ -16,7 +16,7 @@ Two studies
     (:data:`DEMO_URGENCY_WEIGHTS`, :func:`demo_true_urgency`) with seeded probit noise.
     Trees, rankings and ablations work on the ground-truth features with no LLM; with
     an LLM endpoint the extracted table can be loaded instead and scored against the
-    truth (:func:`score_against_truth`).
+    truth (:func:`feature_extraction.evaluate.score_against_truth`).
 
 Published format of PMR-Synth-Inboxes (``SOURCE.md``; to be verified on the real files)
 -----------------------------------------------------------------------------------------
@@ -79,7 +79,9 @@ import numpy as np
 import pandas as pd
 
 from data_loaders._common import DataNotAvailableError
-from pbo_core.data import DataValidationError, PreferenceData, Schema, Study, split_multi_hot
+from feature_extraction.extract import load_table
+from feature_extraction.spec import Spec, table9_spec
+from pbo_core.data import DataValidationError, PreferenceData, Schema, Study
 
 __all__ = [
     "DEMO_DIR",
@@ -92,7 +94,6 @@ __all__ = [
     "parse_packed_text",
     "pmr_synth_status",
     "pmr_texts",
-    "score_against_truth",
 ]
 
 #: Environment variable naming the folder with the PMR-Synth-Inboxes download.
@@ -242,15 +243,9 @@ def _display_columns(texts: pd.Series) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- features
-def _table9() -> Any:
-    from feature_extraction.spec import table9_spec
-
-    return table9_spec()
-
-
-def _load_feature_table(features: str | os.PathLike[str] | pd.DataFrame, spec: Any) -> pd.DataFrame:
-    from feature_extraction.extract import load_table
-
+def _load_feature_table(
+    features: str | os.PathLike[str] | pd.DataFrame, spec: Spec
+) -> pd.DataFrame:
     if isinstance(features, pd.DataFrame):
         table = features.copy()
         if "message_id" not in table.columns:
@@ -261,7 +256,7 @@ def _load_feature_table(features: str | os.PathLike[str] | pd.DataFrame, spec: A
 
 
 def _attach_features(
-    items: pd.DataFrame, table: pd.DataFrame, spec: Any, source: str
+    items: pd.DataFrame, table: pd.DataFrame, spec: Spec, source: str
 ) -> tuple[pd.DataFrame, list[str]]:
     """Join the feature columns onto ``items``; return the joined items and the ids of
     items without a usable (status ok, complete) row."""
@@ -402,7 +397,7 @@ def demo_true_urgency(truth: pd.DataFrame, weights: Mapping[str, Any] | None = N
         Model weights (default :data:`DEMO_URGENCY_WEIGHTS`).
     """
     w = dict(DEMO_URGENCY_WEIGHTS if weights is None else weights)
-    spec = _table9()
+    spec = table9_spec()
 
     def code(name: str) -> np.ndarray:
         levels = list(spec[name].values)
@@ -465,7 +460,7 @@ def load_pmr_demo(features: str | os.PathLike[str] | pd.DataFrame = "truth") -> 
         ``true_urgency``), ``texts``, ``features_source``, ``urgency_model``,
         ``dropped_items``, ``dropped_pairs``.
     """
-    spec = _table9()
+    spec = table9_spec()
     schema = spec.to_schema()
     messages = pd.read_csv(_demo_file("messages.csv"), dtype={"message_id": str, "patient_id": str})
     truth = _load_feature_table(_demo_file("truth.csv"), spec)
@@ -631,7 +626,7 @@ def load_pmr_synth(
     *,
     features: str | os.PathLike[str] | pd.DataFrame | None = None,
     annotations: str | os.PathLike[str] | None = None,
-    spec: Any = None,
+    spec: Spec | None = None,
 ) -> Study:
     """PMR-Synth-Inboxes: INBOX_A (train) and INBOX_B (test) messages and their pairs.
 
@@ -693,7 +688,7 @@ def load_pmr_synth(
         schema = Schema(())
         extras["features_source"] = None
     else:
-        spec = spec or _table9()
+        spec = spec or table9_spec()
         schema = spec.to_schema()
         table = _load_feature_table(features, spec)
         items, dropped = _attach_features(items, table, spec, "PMR-Synth features")
@@ -719,95 +714,3 @@ def load_pmr_synth(
         license=PMR_LICENSE,
         extras=extras,
     )
-
-
-# ---------------------------------------------------------------------- scoring
-def score_against_truth(
-    extracted: pd.DataFrame | str | os.PathLike[str],
-    truth: pd.DataFrame | str | os.PathLike[str],
-    spec: Any = None,
-) -> pd.DataFrame:
-    """Per-feature agreement of an extracted table with the ground truth.
-
-    Parameters
-    ----------
-    extracted, truth
-        Tables (or paths) with ``message_id`` and the spec's columns. Rows of
-        ``extracted`` whose ``status`` is not ``ok`` count as missing.
-    spec
-        Feature spec (default: Table 9).
-
-    Returns
-    -------
-    DataFrame
-        One row per feature (index = feature name) with ``type``, ``n_truth``, ``n``
-        (messages with an extraction), ``coverage`` (``n / n_truth``), ``accuracy``
-        (exact match; for multi-hot the whole set), ``hamming_accuracy`` (multi-hot: per
-        value), ``precision``/``recall``/``f1`` (multi-hot, micro-averaged over values),
-        ``mae`` and ``within_one`` (ordinal: code distance). Metrics use the ``n``
-        extracted messages.
-    """
-    spec = spec or _table9()
-    ext = (
-        _load_feature_table(extracted, spec)
-        if not isinstance(extracted, pd.DataFrame)
-        else extracted.copy()
-    )
-    tru = _load_feature_table(truth, spec) if not isinstance(truth, pd.DataFrame) else truth.copy()
-    for t in (ext, tru):
-        t["message_id"] = t["message_id"].astype(str)
-    if "status" in ext.columns:
-        ext = ext[ext["status"].astype(str) == "ok"]
-    merged = tru.merge(ext, on="message_id", how="inner", suffixes=("_true", "_ext"))
-    rows = []
-    for f in spec.features:
-        row: dict[str, Any] = {"feature": f.name, "type": f.type, "n_truth": len(tru)}
-        row["n"] = len(merged)
-        row["coverage"] = len(merged) / len(tru) if len(tru) else float("nan")
-        a, b = merged[f"{f.name}_true"].tolist(), merged[f"{f.name}_ext"].tolist()
-        nan = float("nan")
-        row.update(
-            accuracy=nan,
-            hamming_accuracy=nan,
-            precision=nan,
-            recall=nan,
-            f1=nan,
-            mae=nan,
-            within_one=nan,
-        )
-        if not len(merged):
-            rows.append(row)
-            continue
-        if f.type == "multi_hot":
-            sa = [set(split_multi_hot(v)) for v in a]
-            sb = [set(split_multi_hot(v)) for v in b]
-            row["accuracy"] = float(np.mean([x == y for x, y in zip(sa, sb, strict=True)]))
-            n_vals = len(f.values)
-            ham = [1 - len(x ^ y) / n_vals for x, y in zip(sa, sb, strict=True)]
-            row["hamming_accuracy"] = float(np.mean(ham))
-            tp = sum(len(x & y) for x, y in zip(sa, sb, strict=True))
-            fp = sum(len(y - x) for x, y in zip(sa, sb, strict=True))
-            fn = sum(len(x - y) for x, y in zip(sa, sb, strict=True))
-            row["precision"] = tp / (tp + fp) if tp + fp else nan
-            row["recall"] = tp / (tp + fn) if tp + fn else nan
-            p, r = row["precision"], row["recall"]
-            row["f1"] = 2 * p * r / (p + r) if (tp and p + r) else (0.0 if tp + fp + fn else nan)
-        elif f.type == "numeric":
-            x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-            row["accuracy"] = float(np.mean(np.isclose(x, y)))
-            row["mae"] = float(np.mean(np.abs(x - y)))
-        else:
-            row["accuracy"] = float(np.mean([str(x) == str(y) for x, y in zip(a, b, strict=True)]))
-            if f.type == "ordinal":
-                lv = list(f.values)
-                d = np.array(
-                    [
-                        abs(lv.index(str(x)) - lv.index(str(y))) if str(y) in lv else len(lv)
-                        for x, y in zip(a, b, strict=True)
-                    ],
-                    dtype=float,
-                )
-                row["mae"] = float(d.mean())
-                row["within_one"] = float(np.mean(d <= 1))
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("feature")

@@ -67,7 +67,14 @@ from data_loaders._common import (
     resolve_path,
     where,
 )
-from data_loaders.conjoint import Attribute, StudyMeta, _build_from_long, normalize_value
+from data_loaders.conjoint import (
+    Attribute,
+    StudyMeta,
+    build_from_long,
+    normalize_value,
+    parse_attribute,
+    user_table,
+)
 from pbo_core.data import DataValidationError, Schema, Study
 
 ENV_VAR = "DTPBO_PRESIDENTIAL_PATH"
@@ -272,19 +279,17 @@ def _shown(frame: pd.DataFrame, column: str) -> np.ndarray:
 def _users(
     frame: pd.DataFrame, m: PresidentialMapping, name: str
 ) -> tuple[pd.DataFrame | None, Schema | None, list[str]]:
-    from data_loaders.conjoint import _parse_attribute, _user_table
-
     present = [a for a in m.respondent_attributes if a.source_column in frame.columns]
     absent = [a.source_column for a in m.respondent_attributes if a not in present]
     if not present:
         return None, None, absent
     cols = [a.source_column for a in present]
-    _user_table(frame, m.respondent, cols, {}, name, True)  # values constant per respondent
+    user_table(frame, m.respondent, cols, {}, name, True)  # values constant per respondent
     first = frame.loc[~frame[m.respondent].duplicated().to_numpy()]
     users = pd.DataFrame(index=pd.Index(first[m.respondent].to_numpy(), name="respondent"))
     feats = []
     for a in present:
-        vals = _parse_attribute(first[a.source_column], a, name, True, a.source_column)
+        vals = parse_attribute(first[a.source_column], a, name, True, a.source_column)
         users[a.name] = vals
         feats.append(a.to_feature(vals) if a.kind == "numeric" else a.to_feature())
     return users, Schema(tuple(feats)), absent
@@ -335,7 +340,7 @@ def _load(
             "and has not been verified against the deposit."
         )
     )
-    study = _build_from_long(
+    study = build_from_long(
         work,
         list(m.attributes),
         name=name,

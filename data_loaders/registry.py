@@ -9,25 +9,33 @@ Availability checks are cheap (files exist, environment variables set, optional 
 importable); they do not parse the data. A study whose data lie elsewhere can still be
 loaded by passing its location option (``path=`` or ``data_dir=``) to :func:`load_study`.
 
-The PMR studies come from ``data_loaders.pmr`` (maintained separately), imported only
-when needed: if the module is missing or broken, ``pmr-demo`` and ``pmr`` are listed as
-unavailable with the import error as the reason. ``data_loaders.pmr`` may define
-``pmr_synth_status() -> tuple[bool, str]`` to report whether the PMR-Synth files are
-present; without it ``pmr`` is listed as available (checked when loading).
+The PMR studies come from :mod:`data_loaders.pmr`: ``pmr-demo`` is built in, and
+``pmr`` reports whether the PMR-Synth files are present through
+:func:`data_loaders.pmr.pmr_synth_status`.
+
+The conjoint presets (``train``, ``electricity``, ``bela``, ``presidential``) can also be
+loaded by name with :func:`load_preset`, which skips the availability check.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from data_loaders import bela, presidential, stated_preference, sushi
+from data_loaders import bela, pmr, presidential, stated_preference, sushi
 from data_loaders._common import DataNotAvailableError
 from pbo_core.data import Study
 
-__all__ = ["StudyInfo", "StudyUnavailableError", "list_studies", "load_study", "study_info"]
+__all__ = [
+    "PRESETS",
+    "StudyInfo",
+    "StudyUnavailableError",
+    "list_studies",
+    "load_preset",
+    "load_study",
+    "study_info",
+]
 
 
 class StudyUnavailableError(LookupError):
@@ -87,39 +95,8 @@ def _vendored_status(path: Any) -> Callable[[], tuple[bool, str]]:
     return status
 
 
-def _pmr_module() -> Any:
-    return importlib.import_module("data_loaders.pmr")
-
-
-def _pmr_status(func: str) -> Callable[[], tuple[bool, str]]:
-    def status() -> tuple[bool, str]:
-        try:
-            mod = _pmr_module()
-        except Exception as exc:  # any import failure makes the entry unavailable
-            return False, f"data_loaders.pmr cannot be imported ({type(exc).__name__}: {exc})"
-        if not callable(getattr(mod, func, None)):
-            return False, f"data_loaders.pmr has no function {func}()"
-        if func == "load_pmr_synth" and callable(getattr(mod, "pmr_synth_status", None)):
-            ok, why = mod.pmr_synth_status()
-            return bool(ok), str(why)
-        if func == "load_pmr_synth":
-            return True, "provided by data_loaders.pmr (availability checked when loading)"
-        return True, "built in (data_loaders.pmr)"
-
-    return status
-
-
-def _pmr_load(func: str) -> Callable[..., Study]:
-    def load(**options: Any) -> Study:
-        try:
-            mod = _pmr_module()
-        except Exception as exc:
-            raise StudyUnavailableError(
-                f"data_loaders.pmr cannot be imported ({type(exc).__name__}: {exc})"
-            ) from exc
-        return getattr(mod, func)(**options)
-
-    return load
+def _pmr_demo_status() -> tuple[bool, str]:
+    return True, "built in (data_loaders.pmr)"
 
 
 def _entries() -> list[_Entry]:
@@ -182,16 +159,16 @@ def _entries() -> list[_Entry]:
             "Patient message triage (demo)",
             "text",
             "see data_loaders.pmr",
-            _pmr_status("load_pmr_demo"),
-            _pmr_load("load_pmr_demo"),
+            _pmr_demo_status,
+            lambda **kw: pmr.load_pmr_demo(**kw),
         ),
         _Entry(
             "pmr",
             "Patient message triage (PMR-Synth-Inboxes)",
             "text",
             pmr_license,
-            _pmr_status("load_pmr_synth"),
-            _pmr_load("load_pmr_synth"),
+            lambda: pmr.pmr_synth_status(),
+            lambda **kw: pmr.load_pmr_synth(**kw),
             "path",
         ),
     ]
@@ -252,3 +229,32 @@ def load_study(key: str, **options: Any) -> Study:
         return e.load(**options)
     except DataNotAvailableError as exc:
         raise StudyUnavailableError(f"study {key!r} ({e.title}) is not available: {exc}") from exc
+
+
+#: Conjoint preset name -> its loader (see :func:`load_preset`).
+PRESETS: dict[str, Callable[..., Study]] = {
+    "train": stated_preference.load_train,
+    "electricity": stated_preference.load_electricity,
+    "bela": bela.load_bela,
+    "presidential": presidential.load_presidential,
+}
+
+
+def load_preset(name: str, **options: Any) -> Study:
+    """Load one of the conjoint presets by name, without the availability check.
+
+    Parameters
+    ----------
+    name
+        ``"train"``, ``"electricity"``, ``"bela"`` or ``"presidential"``.
+    **options
+        Passed to the preset's loader (e.g. ``path=...``).
+
+    Raises
+    ------
+    KeyError
+        For an unknown preset name.
+    """
+    if name not in PRESETS:
+        raise KeyError(f"unknown conjoint preset {name!r}; presets are {sorted(PRESETS)}")
+    return PRESETS[name](**options)

@@ -11,12 +11,16 @@ client    :class:`LLMConfig` (arguments or ``DTPBO_LLM_*`` / ``OPENAI_*`` variab
           :class:`LLMClient` (bounded concurrency, backoff, json_schema -> json_object).
 extract   :func:`extract_features`: validated, retried, cached extraction.
 cache     :class:`ExtractionCache`: SQLite (WAL) cache and Table 4-style statistics.
-propose   App. G.2 feature proposal from the comparisons the tree explains worst.
-cli       ``python -m feature_extraction {extract,stats,score,propose}``.
+evaluate  :func:`score_against_truth`: per-feature agreement with known features.
+propose   App. G.2 feature proposal from the comparisons the tree explains worst (import
+          it from ``feature_extraction.propose``; it brings in the DT surrogate).
+cli       ``python -m feature_extraction {extract,stats,score,propose}`` (an app: it also
+          reads studies through :mod:`data_loaders`, which nothing else here imports).
 """
 
 from feature_extraction.cache import ExtractionCache, default_cache_path
 from feature_extraction.client import LLMClient, LLMConfig, LLMRequestError
+from feature_extraction.evaluate import score_against_truth
 from feature_extraction.extract import (
     ExtractionRecord,
     ExtractionResult,
@@ -53,5 +57,6 @@ __all__ = [
     "load_spec",
     "load_table",
     "save_table",
+    "score_against_truth",
     "table9_spec",
 ]

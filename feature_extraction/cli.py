@@ -25,17 +25,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from data_loaders import pmr
 from feature_extraction.cache import ExtractionCache, default_cache_path, format_stats
 from feature_extraction.client import RESPONSE_FORMATS, LLMConfig
-from feature_extraction.extract import extract_features, records_to_jsonl, save_table
+from feature_extraction.evaluate import score_against_truth
+from feature_extraction.extract import extract_features, load_table, records_to_jsonl, save_table
+from feature_extraction.propose import FeatureProposer, save_records
 from feature_extraction.spec import PROMPT_VERSION, default_spec_path, load_spec
 
 STUDIES = ("pmr-demo", "pmr")
 
 
 def _study_items(study: str, pmr_dir: str | None) -> tuple[pd.DataFrame, object]:
-    from data_loaders import pmr
-
     s = pmr.load_pmr_demo() if study == "pmr-demo" else pmr.load_pmr_synth(pmr_dir)
     return pmr.pmr_texts(s), s
 
@@ -193,9 +194,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         if not r.ok:
             print(f"  {r.message_id}: {r.status}: {r.error}", file=sys.stderr)
     if args.study == "pmr-demo" and c["ok"]:
-        from data_loaders.pmr import DEMO_DIR, score_against_truth
-
-        score = score_against_truth(result.table(), DEMO_DIR / "truth.csv", spec)
+        score = score_against_truth(result.table(), pmr.DEMO_DIR / "truth.csv", spec)
         cols = ["type", "n", "accuracy", "hamming_accuracy", "f1", "within_one"]
         print("agreement with the demo ground truth:", file=sys.stderr)
         print(score[cols].round(3).to_string(), file=sys.stderr)
@@ -221,18 +220,13 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from data_loaders.pmr import DEMO_DIR, score_against_truth
-
     spec = load_spec(args.spec)
-    score = score_against_truth(args.extracted, DEMO_DIR / "truth.csv", spec)
+    score = score_against_truth(args.extracted, pmr.DEMO_DIR / "truth.csv", spec)
     print(score.round(3).to_string())
     return 0
 
 
 def _cmd_propose(args: argparse.Namespace) -> int:
-    from feature_extraction.extract import load_table
-    from feature_extraction.propose import FeatureProposer, save_records
-
     spec = load_spec(args.spec)
     cfg = _config(args)
     items, study = _study_items(args.study, args.pmr_dir)

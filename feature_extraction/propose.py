@@ -2,7 +2,7 @@
 
 One proposal round:
 
-1. Fit the DT surrogate (:class:`pbo_core.dt.DTSurrogate`) on the training pairs with
+1. Fit the DT surrogate (:class:`pbo_core.models.dt.DTSurrogate`) on the training pairs with
    the current features.
 2. Score the current features by cross-validation on the training pairs (pairwise
    accuracy; by default folds of held-out messages, see ``FeatureProposer``).
@@ -52,6 +52,8 @@ from feature_extraction.spec import (
     parse_json_content,
 )
 from pbo_core.data import PreferenceData, Schema
+from pbo_core.metrics import pairwise_accuracy
+from pbo_core.models.dt import DTSurrogate
 
 log = logging.getLogger(__name__)
 
@@ -63,27 +65,9 @@ HARD_CATEGORIES: tuple[str, ...] = ("same_leaf", "equal_utility", "preferred_low
 
 
 # ---------------------------------------------------------------------- scoring
-def pairwise_accuracy(utility: np.ndarray, pairs: np.ndarray, *, ties: float = 0.5) -> float:
-    """Share of pairs whose winner has the higher utility; a tie counts ``ties``.
-
-    Parameters
-    ----------
-    utility
-        Utility of every item (e.g. ``model.predict(data.X)``).
-    pairs
-        ``(n, 2)`` winner/loser indices.
-    ties
-        Credit of a tie (0.5 = coin flip; 0 = ties count as wrong).
-    """
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    if not len(pairs):
-        return float("nan")
-    uw, ul = utility[pairs[:, 0]], utility[pairs[:, 1]]
-    return float(np.mean(uw > ul) + ties * np.mean(uw == ul))
-
-
 def model_accuracy(model: Any, data: PreferenceData, *, ties: float = 0.5) -> float:
-    """Pairwise accuracy of a fitted surrogate on ``data``'s pairs."""
+    """Pairwise accuracy (:func:`pbo_core.metrics.pairwise_accuracy`) of a fitted
+    surrogate on ``data``'s pairs; a tie counts ``ties``."""
     return pairwise_accuracy(np.asarray(model.predict(data.X), dtype=float), data.pairs, ties=ties)
 
 
@@ -93,7 +77,7 @@ def hard_pairs(model: Any, data: PreferenceData, *, tol: float = 1e-9) -> pd.Dat
     Parameters
     ----------
     model
-        A fitted :class:`pbo_core.dt.DTSurrogate` (``apply``/``predict``).
+        A fitted :class:`pbo_core.models.dt.DTSurrogate` (``apply``/``predict``).
     data
         Items and pairs (the model's training data or any other).
     tol
@@ -506,8 +490,6 @@ class FeatureProposer:
         self.min_gain = float(min_gain)
         self.seed = int(seed)
         if surrogate is None:
-            from pbo_core.models.dt import DTSurrogate
-
             surrogate = DTSurrogate
         self.surrogate = surrogate
         self.max_proposal_retries = int(max_proposal_retries)

@@ -2,7 +2,7 @@
 
 A **user tree** partitions users by their features (gender, age, region, ...) into groups
 whose preferences agree; every user-tree leaf holds an ordinary **item tree** (a
-:class:`~pbo_core.dt.DTSurrogate`) trained on that group's comparisons.
+:class:`~pbo_core.models.dt.DTSurrogate`) trained on that group's comparisons.
 
 User consistency (Eq. 15)
 -------------------------

@@ -183,13 +183,16 @@ def top1_rank_error(
 
 
 def pairwise_accuracy(
-    scores: Sequence[float] | np.ndarray, pairs: Sequence[Sequence[int]] | np.ndarray
+    scores: Sequence[float] | np.ndarray,
+    pairs: Sequence[Sequence[int]] | np.ndarray,
+    *,
+    ties: float = 0.5,
 ) -> float:
     """Share of comparisons ``(winner, loser)`` the scores order correctly.
 
-    A pair counts 1 if ``scores[winner] > scores[loser]``, 0.5 if the two scores are equal
-    (a tie is a coin flip: a constant model scores 0.5, not 0 or 1), and 0 otherwise.
-    Returns NaN when there are no pairs.
+    A pair counts 1 if ``scores[winner] > scores[loser]``, ``ties`` if the two scores are
+    equal (default 0.5: a tie is a coin flip, so a constant model scores 0.5, not 0 or 1;
+    0 counts ties as wrong), and 0 otherwise. Returns NaN when there are no pairs.
     """
     s = _scores(scores)
     p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -198,7 +201,7 @@ def pairwise_accuracy(
     if np.any((p < 0) | (p >= len(s))):
         raise ValueError(f"pairs name items outside 0..{len(s) - 1}")
     w, lo = s[p[:, 0]], s[p[:, 1]]
-    return float(np.mean(np.where(w > lo, 1.0, np.where(w == lo, 0.5, 0.0))))
+    return float(np.mean(np.where(w > lo, 1.0, np.where(w == lo, ties, 0.0))))
 
 
 class MeanSD(NamedTuple):

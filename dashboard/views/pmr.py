@@ -16,7 +16,7 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
-from data_loaders.pmr import pmr_texts, score_against_truth
+from data_loaders.pmr import pmr_texts
 from feature_extraction import (
     ExtractionCache,
     LLMConfig,
@@ -24,6 +24,7 @@ from feature_extraction import (
     extract_features,
     load_table,
 )
+from feature_extraction.evaluate import score_against_truth
 from feature_extraction.propose import FeatureProposer, ProposalRecord, apply_decisions
 from pbo_core import explain, metrics
 

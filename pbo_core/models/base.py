@@ -8,7 +8,7 @@ The loop, metrics, experiments and dashboard speak only this interface::
     ranks = model.rank(X)                     # competition ranks, 1 = best, ties share
 
 Utilities are in units of the comparison noise ``sigma_noise`` (see
-:mod:`pbo_core.laplace`).
+:mod:`pbo_core.models.leaves`).
 """
 
 from __future__ import annotations

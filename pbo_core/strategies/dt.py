@@ -79,7 +79,7 @@ class DTStrategy:
         A ready surrogate to use instead of a new ``DTSurrogate(**surrogate_kwargs)``
         (e.g. a warm-started one from :mod:`pbo_core.hierarchy`).
     **surrogate_kwargs
-        Passed to :class:`~pbo_core.dt.DTSurrogate` (``ratio``, ``max_depth``,
+        Passed to :class:`~pbo_core.models.dt.DTSurrogate` (``ratio``, ``max_depth``,
         ``straddlers``...).
     """
 

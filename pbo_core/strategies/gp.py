@@ -30,7 +30,7 @@ class GPStrategy:
     name
         Method name stored in results.
     **gp_kwargs
-        Passed to :class:`~pbo_core.gp.GPSurrogate`.
+        Passed to :class:`~pbo_core.models.gp.GPSurrogate`.
     """
 
     ties = "latest-winner"

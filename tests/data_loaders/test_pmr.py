@@ -1,10 +1,12 @@
 """PMR loaders: the bundled demo inbox (ground truth, split, dominance of the top feature),
-PMR-Synth-Inboxes on generated fixtures in the published parquet format, packed-text
-parsing, and scoring extracted features against the truth."""
+PMR-Synth-Inboxes on generated fixtures in the published parquet format and packed-text
+parsing (scoring against the truth: tests/feature_extraction/test_evaluate.py)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -25,11 +27,11 @@ from data_loaders.pmr import (
     parse_packed_text,
     pmr_synth_status,
     pmr_texts,
-    score_against_truth,
 )
 from feature_extraction.extract import save_table
 from feature_extraction.spec import table9_spec
 from pbo_core.data import DataValidationError, PreferenceData
+from pbo_core.metrics import pairwise_accuracy
 
 SPEC = table9_spec()
 
@@ -105,10 +107,45 @@ def test_demo_files_are_reproducible() -> None:
         del sys.modules[spec.name]
 
 
+def test_generator_writes_the_committed_files_byte_for_byte(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(DEMO_DIR / "generate.py"), "--out", str(tmp_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "wrote 60 messages, 870 pairs" in out.stdout
+    for name in ("messages.csv", "pairs.csv", "truth.csv"):
+        assert (tmp_path / name).read_bytes() == (DEMO_DIR / name).read_bytes(), name
+
+
+def test_scenario_file_errors_name_the_entry(tmp_path: Path) -> None:
+    path = DEMO_DIR / "generate.py"
+    spec = importlib.util.spec_from_file_location("pmr_demo_generate", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    try:
+        spec.loader.exec_module(mod)
+        doc = json.loads((DEMO_DIR / "scenarios.json").read_text(encoding="utf-8"))
+        assert len(mod.SCENARIOS) == 30 and len(mod.PATIENTS) == 20
+        doc["scenarios"][1]["fevr"] = True
+        bad = tmp_path / "scenarios.json"
+        bad.write_text(json.dumps(doc), encoding="utf-8")
+        with pytest.raises(ValueError, match=r"scenarios\[1\] \('stroke_signs'\): unknown key"):
+            mod.load_catalogue(bad)
+        del doc["scenarios"][1]["fevr"]
+        doc["patients"][0]["meds"].append("aspirin")
+        bad.write_text(json.dumps(doc), encoding="utf-8")
+        with pytest.raises(ValueError, match=r"patients\[0\] \(P01\): meds: .*'aspirin'"):
+            mod.load_catalogue(bad)
+    finally:
+        del sys.modules[spec.name]
+
+
 def _acc(model, data: PreferenceData) -> float:
-    u = model.predict(data.X)
-    w, lo = u[data.pairs[:, 0]], u[data.pairs[:, 1]]
-    return float(np.mean(w > lo) + 0.5 * np.mean(w == lo))
+    return pairwise_accuracy(model.predict(data.X), data.pairs)
 
 
 @pytest.mark.slow
@@ -154,38 +191,6 @@ def test_demo_with_an_extracted_table(demo, tmp_path) -> None:
     # a DataFrame works too; missing columns are named
     with pytest.raises(DataValidationError, match="acuity_conflict"):
         load_pmr_demo(features=ext.drop(columns="acuity_conflict"))
-
-
-def test_score_against_truth() -> None:
-    truth = pd.read_csv(DEMO_DIR / "truth.csv", keep_default_na=False, dtype=str)
-    perfect = score_against_truth(truth, DEMO_DIR / "truth.csv")
-    assert (perfect["accuracy"] == 1.0).all() and (perfect["coverage"] == 1.0).all()
-    ext = truth.copy()
-    ext["status"] = "ok"
-    # three actionability labels changed: two one level up (cyclic), one far away
-    levels = list(SPEC["message_actionability"].values)
-    codes = [levels.index(v) for v in truth.loc[0:2, "message_actionability"]]
-    new_codes = [(codes[0] + 1) % 5, (codes[1] + 1) % 5, 0 if codes[2] >= 2 else 4]
-    ext.loc[0:2, "message_actionability"] = [levels[c] for c in new_codes]
-    dist = [abs(a - b) for a, b in zip(codes, new_codes, strict=True)]
-    # one red-flag set gains a wrong value; one message failed
-    i = int(np.flatnonzero(truth["red_flag_syndrome"] == "")[0])
-    ext.loc[i, "red_flag_syndrome"] = "syncope_or_near_syncope"
-    ext.loc[59, "status"] = "error"
-    s = score_against_truth(ext, truth)
-    assert s.loc["message_actionability", "n"] == 59
-    assert s.loc["message_actionability", "coverage"] == pytest.approx(59 / 60)
-    changed = [0, 1, 2]
-    assert s.loc["message_actionability", "accuracy"] == pytest.approx(1 - len(changed) / 59)
-    assert s.loc["message_actionability", "mae"] == pytest.approx(sum(dist) / 59)
-    assert s.loc["message_actionability", "within_one"] == pytest.approx(
-        1 - sum(d > 1 for d in dist) / 59
-    )
-    assert max(dist) >= 2
-    assert s.loc["red_flag_syndrome", "accuracy"] == pytest.approx(58 / 59)
-    assert s.loc["red_flag_syndrome", "precision"] < 1.0
-    assert s.loc["red_flag_syndrome", "recall"] == 1.0
-    assert s.loc["red_flag_syndrome", "hamming_accuracy"] == pytest.approx(1 - 1 / 12 / 59)
 
 
 # ---------------------------------------------------------------------- packed text

@@ -1,13 +1,14 @@
-import sys
-import types
 from pathlib import Path
 
 import pytest
 
+from data_loaders import pmr
+from data_loaders._common import DataNotAvailableError
 from data_loaders.registry import (
     StudyInfo,
     StudyUnavailableError,
     list_studies,
+    load_preset,
     load_study,
     study_info,
 )
@@ -89,19 +90,21 @@ def test_env_var_studies(tmp_path: Path, monkeypatch) -> None:
     assert not study_info("presidential").available
 
 
-def test_pmr_module_missing(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "data_loaders.pmr", None)  # import raises
+def test_pmr_status_failure_makes_the_entry_unavailable(monkeypatch) -> None:
+    def broken() -> tuple[bool, str]:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(pmr, "pmr_synth_status", broken)
     i = infos()
-    for key in ("pmr-demo", "pmr"):
-        assert not i[key].available
-        assert "data_loaders.pmr cannot be imported" in i[key].reason
-    with pytest.raises(StudyUnavailableError, match=r"'pmr-demo'.*cannot be imported"):
-        load_study("pmr-demo")
+    assert not i["pmr"].available
+    assert "availability check failed (OSError: disk on fire)" in i["pmr"].reason
+    assert i["pmr-demo"].available and i["train"].available  # the listing still works
+    with pytest.raises(StudyUnavailableError, match=r"'pmr'.*disk on fire"):
+        load_study("pmr")
 
 
-def test_pmr_module_present(monkeypatch) -> None:
+def test_pmr_loaders_are_called(monkeypatch) -> None:
     calls = {}
-    fake = types.ModuleType("data_loaders.pmr")
 
     def load_pmr_demo() -> str:
         calls["demo"] = True
@@ -111,14 +114,14 @@ def test_pmr_module_present(monkeypatch) -> None:
         calls["synth"] = path
         return "synth-study"
 
-    fake.load_pmr_demo = load_pmr_demo
-    fake.load_pmr_synth = load_pmr_synth
-    monkeypatch.setitem(sys.modules, "data_loaders.pmr", fake)
+    monkeypatch.setattr(pmr, "load_pmr_demo", load_pmr_demo)
+    monkeypatch.setattr(pmr, "load_pmr_synth", load_pmr_synth)
+    monkeypatch.setattr(pmr, "pmr_synth_status", lambda: (True, "found"))
     i = infos()
     assert i["pmr-demo"].available and i["pmr"].available
     assert load_study("pmr-demo") == "demo-study" and calls["demo"]
     assert load_study("pmr", path="x.parquet") == "synth-study" and calls["synth"] == "x.parquet"
-    fake.pmr_synth_status = lambda: (False, "PMR files not found")
+    monkeypatch.setattr(pmr, "pmr_synth_status", lambda: (False, "PMR files not found"))
     assert study_info("pmr") == StudyInfo(
         "pmr", i["pmr"].title, "text", False, "PMR files not found", i["pmr"].license, "path"
     )
@@ -126,9 +129,19 @@ def test_pmr_module_present(monkeypatch) -> None:
         load_study("pmr")
 
 
-def test_pmr_module_without_the_functions(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "data_loaders.pmr", types.ModuleType("data_loaders.pmr"))
-    assert "has no function load_pmr_demo()" in study_info("pmr-demo").reason
+def test_pmr_demo_is_built_in(monkeypatch) -> None:
+    info = study_info("pmr-demo")
+    assert info.available and info.reason == "built in (data_loaders.pmr)"
+    assert info.location_option == ""
+    monkeypatch.delenv(pmr.PMR_DIR_ENV, raising=False)
+    assert not study_info("pmr").available and pmr.PMR_DIR_ENV in study_info("pmr").reason
+
+    def missing_files() -> None:
+        raise DataNotAvailableError("the bundled demo file messages.csv is missing")
+
+    monkeypatch.setattr(pmr, "load_pmr_demo", missing_files)
+    with pytest.raises(StudyUnavailableError, match=r"'pmr-demo'.*messages.csv is missing"):
+        load_study("pmr-demo")
 
 
 def test_unknown_key() -> None:
@@ -136,3 +149,9 @@ def test_unknown_key() -> None:
         load_study("nope")
     with pytest.raises(KeyError):
         study_info("nope")
+
+
+def test_load_preset_unknown() -> None:
+    with pytest.raises(KeyError, match="presets are"):
+        load_preset("nope")
+    assert load_preset("train").key == "train"

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from data_loaders.pmr import DEMO_DIR, load_pmr_demo, pmr_texts, score_against_truth
+from data_loaders.pmr import DEMO_DIR, load_pmr_demo, pmr_texts
 from feature_extraction.cache import ExtractionCache
 from feature_extraction.client import LLMConfig
+from feature_extraction.evaluate import score_against_truth
 from feature_extraction.extract import extract_features
 from feature_extraction.spec import table9_spec
 from tests.feature_extraction.conftest import free_port

@@ -18,7 +18,6 @@ from feature_extraction.propose import (
     apply_decisions,
     hard_pairs,
     load_records,
-    pairwise_accuracy,
     parse_proposal,
     proposal_messages,
     reasoning_messages,
@@ -27,6 +26,7 @@ from feature_extraction.propose import (
 )
 from feature_extraction.spec import AnswerValidationError, table9_spec
 from pbo_core.data import PreferenceData
+from pbo_core.metrics import pairwise_accuracy
 
 
 class FakeTree:
