@@ -21,7 +21,10 @@ study. The design pivots on each respondent's own trip, so profiles are rarely s
 between respondents. ``items="modes"`` instead makes the three modes the items (the
 chosen mode beats each other available mode): every respondent then compares the same
 three items, which is what the user/item hierarchy (:mod:`pbo_core.hierarchy`, Eq. 15)
-needs to find groups of respondents that agree.
+needs to find groups of respondents that agree. (With profiles as items, hardly any item
+pair is compared by two respondents, so Eq. 15 cannot tell groups apart, and its count
+matrix has ``n_items * (n_items - 1) / 2`` columns per respondent: 1.6e8 for all 17,805
+profiles. Fit a hierarchy on profiles only for a few respondents, ``respondents=``.)
 
 Cost for GA holders
 -------------------
@@ -39,7 +42,8 @@ pays, ticket, surveyed group, car availability, origin and destination canton), 
 labels; ``study.user_schema`` describes them. These columns must be constant within a
 respondent (checked), except ``CAR_AV``, which is "a car was available in any task".
 
-Default exclusions: tasks with an unknown choice (``CHOICE`` = 0; 9 tasks, all of
+Rows with ``SP`` = 0 (revealed preference; none in this file) are dropped. Default
+exclusions: tasks with an unknown choice (``CHOICE`` = 0; 9 tasks, all of
 respondent 199, who is therefore excluded) are dropped. Trip purposes are **all kept**
 (the purpose is a respondent feature the user tree can split on); Biogeme's tutorials keep
 only commuters and business trips: pass ``purposes=BIOGEME_PURPOSES`` (= ``(1, 3)``) for
@@ -382,7 +386,8 @@ USER_ATTRIBUTES: tuple[Attribute, ...] = (
 FILE_COLUMNS: dict[str, str] = {
     "GROUP": "2 = current rail users, 3 = current road users -> user feature surveyed_group",
     "SURVEY": "0 = surveyed in a train, 1 = in a car (same as GROUP here) -> checked, unused",
-    "SP": "1 = stated-preference row (always 1 in this file) -> checked, unused",
+    "SP": "1 = stated-preference row, 0 = revealed preference (always 1 in this file) -> "
+    "rows with 0 are dropped",
     "ID": "respondent id -> respondent",
     "PURPOSE": "1 commuter, 2 shopping, 3 business, 4 leisure, 5-8 return from work/shopping/"
     "business/leisure, 9 other -> user feature purpose (exclusion: purposes=)",
@@ -709,6 +714,9 @@ def _build(
     respondents: Collection[Any] | None,
     exclude: Sequence[ExclusionRule],
 ) -> Study:
+    n_rp = int((frame["SP"] == 0).sum())
+    if n_rp:
+        frame = frame.loc[frame["SP"].to_numpy() == 1]
     if respondents is not None:
         frame = frame.loc[frame["ID"].isin(list(respondents)).to_numpy()]
         if len(frame) == 0:
@@ -768,6 +776,7 @@ def _build(
             "purposes": purposes,
             "n_rows": len(frame),
             "n_unknown_choice": int((frame["CHOICE"] == 0).sum()),
+            "n_revealed_preference_dropped": n_rp,
             "n_tasks": n_tasks,
             "user_attributes": USER_ATTRIBUTES,
             "columns": column_table(),

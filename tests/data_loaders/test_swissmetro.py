@@ -230,6 +230,14 @@ def test_availability_defines_the_choice_set(raw: pd.DataFrame, tmp_path: Path) 
     assert s.users.loc[1, "car_available"] == "yes"  # available in some of its tasks
 
 
+def test_revealed_preference_rows_are_dropped(raw: pd.DataFrame, tmp_path: Path) -> None:
+    frame, path = small_file(raw, tmp_path)
+    frame.loc[frame["ID"] == 3, "SP"] = 0
+    s = load_swissmetro(write(frame, path))
+    assert list(s.respondents()) == [1, 2] and s.extras["n_revealed_preference_dropped"] == 9
+    assert load_swissmetro().extras["n_revealed_preference_dropped"] == 0
+
+
 def test_tab_separated_copy_reads_the_same(raw: pd.DataFrame, tmp_path: Path) -> None:
     frame, path = small_file(raw, tmp_path, name="swissmetro.dat")
     a = load_swissmetro(write(frame, path, sep="\t"))
