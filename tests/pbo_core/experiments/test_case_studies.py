@@ -1,5 +1,6 @@
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,13 @@ def test_hierarchy_command_produces_cohort_curves(capsys, monkeypatch) -> None:
     assert cohorts == {(0, "plain"), (0, "hierarchy"), (1, "plain"), (1, "hierarchy")}
     assert all(len(c["regret_mean"]) == 5 for c in s["cohorts"])
     assert "hierarchy_mean_regret_first_5_questions" in s
+
+
+def test_conjoint_accuracy_runs_on_swissmetro(tmp_path: Path) -> None:
+    out = tmp_path / "acc.json"
+    args = ["--study", "swissmetro", "--respondents", "3", "--quiet", "--json", str(out)]
+    assert experiments.main(["conjoint-accuracy", *args]) == 0
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["study"] == "swissmetro" and summary["models"]["dt"]["n"] == 3
+    assert experiments.main(["straddler-ablation", *args]) == 0
+    assert set(json.loads(out.read_text())["summary"]["models"]) == {"discard", "keep"}
