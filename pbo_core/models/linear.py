@@ -377,7 +377,12 @@ class _LinearPredictor:
         fitted = getattr(self, "n_features_in_", None) if hasattr(self, "coef_") else None
         return self.design_.transform(check_input(X, fitted, type(self).__name__))
 
+    def _require_fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(data) first")
+
     def _coef(self, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        self._require_fitted()
         return self.coef_, self.coef_cov_
 
     def predict(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
@@ -909,6 +914,7 @@ class RespondentLinearSurrogate(_LinearPredictor):
         return r.item() if isinstance(r, np.generic) else r
 
     def _coef(self, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        self._require_fitted()
         if respondent is None:
             return self.coef_, self.coef_cov_
         try:
