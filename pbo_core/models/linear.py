@@ -130,7 +130,7 @@ def predictive_prob(mean_diff: np.ndarray, var_diff: np.ndarray, link: str) -> n
 def _objective(
     D: np.ndarray, w: np.ndarray, prec: np.ndarray, mean: np.ndarray, beta: np.ndarray, link: str
 ) -> np.ndarray:
-    z = np.einsum("bnp,bp->bn", D, beta)
+    z = (D @ beta[:, :, None])[:, :, 0]
     dev = beta - mean
     return (w * link_nll(z, link)).sum(axis=1) + 0.5 * (prec * dev * dev).sum(axis=1)
 
@@ -188,12 +188,13 @@ def newton_batch(
         if active.size == 0:
             break
         Da, wa, pa, ma, ba = D[active], w[active], prec[active], mean[active], beta[active]
-        z = np.einsum("bnp,bp->bn", Da, ba)
+        z = (Da @ ba[:, :, None])[:, :, 0]
         nll, g1, h1 = link_terms(z, link)
         dev = ba - ma
         obj = (wa * nll).sum(axis=1) + 0.5 * (pa * dev * dev).sum(axis=1)
-        grad = np.einsum("bnp,bn->bp", Da, wa * g1) + pa * dev
-        H = np.einsum("bnp,bn,bnq->bpq", Da, wa * h1, Da) + pa[:, :, None] * eye
+        Dt = np.swapaxes(Da, 1, 2)
+        grad = (Dt @ (wa * g1)[:, :, None])[:, :, 0] + pa * dev
+        H = (Dt * (wa * h1)[:, None, :]) @ Da + pa[:, :, None] * eye
         H_out[active] = H
         step = _solve(H, grad)
         dec = (grad * step).sum(axis=1)
@@ -204,13 +205,16 @@ def newton_batch(
         ba, step, dec, obj = ba[go], step[go], dec[go], obj[go]
         t = np.ones(active.size)
         new = ba - step
+        obj_new = np.empty(active.size)
+        todo = np.arange(active.size)  # problems still backtracking
         for _bt in range(40):
-            obj_new = _objective(Da, wa, pa, ma, new, link)
-            ok = obj_new <= obj - 0.25 * t * dec
-            if ok.all():
+            obj_new[todo] = _objective(Da[todo], wa[todo], pa[todo], ma[todo], new[todo], link)
+            ok = obj_new[todo] <= obj[todo] - 0.25 * t[todo] * dec[todo]
+            todo = todo[~ok]
+            if todo.size == 0:
                 break
-            t = np.where(ok, t, 0.5 * t)
-            new = np.where(ok[:, None], new, ba - t[:, None] * step)
+            t[todo] *= 0.5
+            new[todo] = ba[todo] - t[todo, None] * step[todo]
         improved = obj_new < obj
         beta[active] = np.where(improved[:, None], new, ba)
         active = active[improved]  # no representable decrease: converged
