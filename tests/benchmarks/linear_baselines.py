@@ -71,8 +71,8 @@ def main() -> None:
                 args.link, alpha_selection="respondent", cv_score="log_loss"
             ),
             "pooled+shrink": lambda: RespondentLinearSurrogate(args.link, shrink=True),
-            "pooled+shrink (error CV)": lambda: RespondentLinearSurrogate(
-                args.link, shrink=True, cv_score="error"
+            "pooled+shrink (log-loss CV)": lambda: RespondentLinearSurrogate(
+                args.link, shrink=True, cv_score="log_loss"
             ),
         }
         accs = {}
