@@ -68,7 +68,6 @@ import pandas as pd
 from scipy.special import expit, log_ndtr, ndtr
 
 from pbo_core.data import PreferenceData, Schema
-from pbo_core.laplace import mills_ratio
 from pbo_core.metrics import competition_rank
 from pbo_core.surrogate import check_input
 
@@ -92,6 +91,14 @@ _BATCH_CELLS = 4_000_000
 
 
 # ----------------------------------------------------------------------------- links
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _mills_ratio(z: np.ndarray) -> np.ndarray:
+    """``phi(z) / Phi(z)`` in log space (as :func:`pbo_core.laplace.mills_ratio`)."""
+    return np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z))
+
+
 def link_terms(z: np.ndarray, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Negative log-likelihood ``-log F(z)``, its first and second derivatives in ``z``."""
     if link == "logit":
@@ -99,7 +106,7 @@ def link_terms(z: np.ndarray, link: str) -> tuple[np.ndarray, np.ndarray, np.nda
         s_neg = expit(-z)
         return nll, -s_neg, s_neg * expit(z)
     if link == "probit":
-        r = mills_ratio(z)
+        r = _mills_ratio(z)
         h = np.clip(r * (z + r), 0.0, 1.0)
         return -log_ndtr(z), -r, h
     raise ValueError(f"link must be 'logit' or 'probit', got {link!r}")

@@ -340,3 +340,15 @@ def test_conjoint_test_accuracy_reproduces_reference(key, expected):
             for r in evaluated
         ]
         assert np.mean(acc) == pytest.approx(expected[name], abs=0.01), name
+
+
+def test_degenerate_data_fit_without_errors():
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    m = LogitSurrogate().fit(PreferenceData(X, np.zeros((0, 2), dtype=int)))
+    np.testing.assert_array_equal(m.coef_, 0.0)
+    assert np.all(m.coef_se_ > 0)  # the prior
+    one_each = PreferenceData(X, np.array([[0, 1], [2, 3]]), respondent=np.array(["a", "b"]))
+    for shrink in (False, True):
+        r = RespondentLinearSurrogate(shrink=shrink).fit(one_each)
+        assert np.all(np.isfinite(r.predict(X, "a")))
+        assert r.get_params()["shrink"] is shrink
