@@ -41,9 +41,10 @@ Variants
     One coefficient vector for all comparisons in the data (pooled when the data hold
     several respondents; per respondent when fitted on one respondent's data).
 :class:`RespondentLinearSurrogate`
-    One coefficient vector per respondent, fitted together. ``shrink=False``: every
-    respondent has the zero-mean prior, ``alpha`` chosen per respondent
-    (``alpha_selection="respondent"``) or shared (``"pooled"``). ``shrink=True``: the prior
+    One coefficient vector per respondent, fitted together (the penalty scale ``S`` is
+    taken from all respondents' pairs). ``shrink=False``: every respondent has the
+    zero-mean prior, ``alpha`` shared by all respondents (``alpha_selection="pooled"``,
+    default) or chosen per respondent (``"respondent"``). ``shrink=True``: the prior
     is centred on the pooled MAP (partial pooling, a two-stage empirical-Bayes
     hierarchy); its strength is one value for all respondents, chosen by CV pooled across
     respondents (each fold refits the pooled model without that fold, so no held-out
