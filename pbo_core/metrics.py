@@ -253,3 +253,94 @@ def accuracy(model: Any, data: PreferenceData) -> float:
     if data.n_pairs == 0:
         return float("nan")
     return float(pairwise_accuracy(model.predict(data.X), data.pairs))
+
+
+# ----------------------------------------------------------------------------- intervals
+class Summary(NamedTuple):
+    """Summary of per-respondent values: count, mean, sd, se, 95% bootstrap CI, median."""
+
+    n: int
+    mean: float
+    sd: float
+    se: float
+    ci95: tuple[float, float]
+    median: float
+
+
+class PairedDifference(NamedTuple):
+    """Mean per-respondent difference of two methods (a - b) and its bootstrap CI."""
+
+    n: int
+    mean_diff: float
+    ci: tuple[float, float]
+    level: float
+
+
+def bootstrap_ci(
+    values: Iterable[float] | np.ndarray,
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean over respondents.
+
+    ``values`` holds one number per respondent (NaN values are left out); respondents are
+    resampled with replacement ``n_boot`` times and the ``(1 - level) / 2`` and
+    ``(1 + level) / 2`` quantiles of the resampled means are returned. With no values the
+    interval is ``(nan, nan)``; with one it is that value twice.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    x = _finite(values)
+    n = len(x)
+    if n == 0:
+        return (math.nan, math.nan)
+    if n == 1:
+        return (float(x[0]), float(x[0]))
+    means = x[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return (float(lo), float(hi))
+
+
+def summarize(
+    values: Iterable[float] | np.ndarray,
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 2000,
+) -> Summary:
+    """n, mean, sd (ddof=1), se, 95% percentile-bootstrap CI and median (NaN left out)."""
+    x = _finite(values)
+    m, sd, n = mean_sd(x)
+    se = sd / math.sqrt(n) if n > 1 else math.nan
+    ci = bootstrap_ci(x, n_boot=n_boot, level=0.95, rng=rng)
+    med = float(np.median(x)) if n else math.nan
+    return Summary(n, m, sd, se, ci, med)
+
+
+def paired_difference(
+    a: Iterable[float] | np.ndarray,
+    b: Iterable[float] | np.ndarray,
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 2000,
+    level: float = 0.95,
+) -> PairedDifference:
+    """Mean of the per-respondent differences ``a - b`` and its percentile bootstrap CI.
+
+    ``a`` and ``b`` are aligned per respondent (same order and length); respondents where
+    either value is NaN are left out. Resampling respondents keeps the pairing, so the CI
+    reflects the between-method correlation.
+    """
+    xa = np.asarray(list(a) if not isinstance(a, np.ndarray) else a, dtype=float).reshape(-1)
+    xb = np.asarray(list(b) if not isinstance(b, np.ndarray) else b, dtype=float).reshape(-1)
+    if xa.shape != xb.shape:
+        raise ValueError(f"a and b must align per respondent, got {len(xa)} and {len(xb)}")
+    d = xa - xb
+    d = d[~np.isnan(d)]
+    mean = float(d.mean()) if len(d) else math.nan
+    return PairedDifference(
+        len(d), mean, bootstrap_ci(d, n_boot=n_boot, level=level, rng=rng), level
+    )
