@@ -203,6 +203,19 @@ def test_progress_callback_and_stats(server, tmp_path) -> None:
     assert "±" in format_stats(stats)
 
 
+def test_transient_500_is_not_persisted_as_a_fallback(server, tmp_path) -> None:
+    st = server.state
+    st.script("a", "500")  # one bare 500 on the very first request
+    with ExtractionCache(tmp_path / "c.sqlite") as cache:
+        res = extract_features(items("a", "b"), SPEC, config(server), cache=cache)
+        assert all(r.ok for r in res.records)
+        assert {r["response_format"] for r in st.requests} == {"json_schema"}
+        key = f"response_format|{server.base_url}|scripted"
+        assert cache.get_meta(key) == "json_schema"
+        extract_features(items("c"), SPEC, config(server), cache=cache)
+        assert st.requests[-1]["response_format"] == "json_schema"
+
+
 def test_no_api_key_in_logs_records_or_cache(server, tmp_path, caplog) -> None:
     st = server.state
     st.script("a", "429", "invalid", "valid")
