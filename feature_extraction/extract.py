@@ -217,6 +217,7 @@ class Extractor:
         self._client = client
         self.spec_hash = spec.spec_hash()
         self.json_schema = spec.answer_json_schema()
+        self._stored_mode: str | None = None
 
     def key(self, message_id: str, text: str) -> CacheKey:
         """Cache key of one item."""
@@ -226,6 +227,19 @@ class Extractor:
 
     def _mode_key(self) -> str:
         return f"response_format|{self.config.base_url}|{self.config.model}"
+
+    def _remember_format(self, client: LLMClient) -> None:
+        """Store the negotiated format as soon as it is known (a killed run keeps it)."""
+        mode = client.negotiated
+        if (
+            self.cache is None
+            or self.config.response_format != "auto"
+            or mode == "auto"
+            or mode == self._stored_mode
+        ):
+            return
+        self.cache.set_meta(self._mode_key(), mode)
+        self._stored_mode = mode
 
     async def run(
         self,
@@ -271,6 +285,7 @@ class Extractor:
                 mode = None
                 if self.cache is not None and self.config.response_format == "auto":
                     mode = self.cache.get_meta(self._mode_key())
+                    self._stored_mode = mode
                 client = LLMClient(self.config, response_mode=mode)
             try:
                 done = 0
@@ -286,12 +301,7 @@ class Extractor:
                     for t in tasks:
                         t.cancel()
                     await asyncio.gather(*tasks, return_exceptions=True)
-                if (
-                    self.cache is not None
-                    and self.config.response_format == "auto"
-                    and client.negotiated != "auto"
-                ):
-                    self.cache.set_meta(self._mode_key(), client.negotiated)
+                self._remember_format(client)
             finally:
                 if own:
                     await client.aclose()
@@ -314,6 +324,7 @@ class Extractor:
                 rec.status, rec.error = "error", e.reason
                 break
             calls.extend(res.calls)
+            self._remember_format(client)
             rec.attempts = attempt + 1
             rec.raw = res.content
             rec.response_format = res.response_format
