@@ -177,7 +177,9 @@ def _cmd_extract(args: argparse.Namespace) -> int:
                 bar.update(1)
 
     with ExtractionCache(cache_path) as cache:
-        result = extract_features(items, spec, cfg, cache=cache, progress=progress)
+        result = extract_features(
+            items, spec, cfg, cache=cache, progress=progress, retry_failed=args.retry_failed
+        )
     if bar is not None:
         bar.close()
     out = save_table(result.table(), args.out)

@@ -162,3 +162,41 @@ def test_propose_command(llm_server, tmp_path, capsys) -> None:
     assert recs[0]["proposal"]["name"] == "mentions_weekday"
     assert "round 0: pruned mentions_weekday" in capsys.readouterr().err
     assert isinstance(pd.DataFrame(recs[0]["hard_pairs"]), pd.DataFrame)
+
+
+def _extract_args(server, tmp_path, spec_path, *extra: str) -> list[str]:
+    return [
+        "extract",
+        "--study",
+        "pmr-demo",
+        "--spec",
+        str(spec_path),
+        "--base-url",
+        server.base_url,
+        "--model",
+        "scripted",
+        "--out",
+        str(tmp_path / "features.csv"),
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+        "--limit",
+        "3",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def test_retry_failed_re_asks_invalid_rows(llm_server, tmp_path) -> None:
+    spec = table9_spec().subset(["red_flag_syndrome", "message_actionability"])
+    spec_path = spec.dump(tmp_path / "spec.json")
+    st = llm_server.state
+    st.fallback = lambda body: "invalid"
+    main(_extract_args(llm_server, tmp_path, spec_path))
+    assert (load_table(tmp_path / "features.csv", spec)["status"] == "invalid").all()
+    n = len(st.requests)
+    main(_extract_args(llm_server, tmp_path, spec_path))  # invalid rows are kept...
+    assert len(st.requests) == n
+    _truth_answers(st, spec)
+    main(_extract_args(llm_server, tmp_path, spec_path, "--retry-failed"))  # ...unless asked
+    assert len(st.requests) == n + 3
+    assert (load_table(tmp_path / "features.csv", spec)["status"] == "ok").all()
