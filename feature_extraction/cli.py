@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from feature_extraction.cache import ExtractionCache, default_cache_path, format_stats
-from feature_extraction.client import RESPONSE_FORMATS, LLMConfig
+from feature_extraction.client import ENV_VARS, RESPONSE_FORMATS, LLMConfig, RedactingFilter
 from feature_extraction.extract import extract_features, records_to_jsonl, save_table
 from feature_extraction.spec import PROMPT_VERSION, default_spec_path, load_spec
 
@@ -272,6 +273,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    # A last line of defence: the key (and Bearer tokens) never reach a log handler.
+    secret = next((os.environ[n] for n in ENV_VARS["api_key"] if os.environ.get(n)), None)
+    for handler in logging.getLogger().handlers:
+        old = [f for f in handler.filters if isinstance(f, RedactingFilter)]
+        for f in old:
+            f.secret = secret
+        if not old:
+            handler.addFilter(RedactingFilter(secret))
     cmd = {
         "extract": _cmd_extract,
         "stats": _cmd_stats,

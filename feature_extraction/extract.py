@@ -342,6 +342,8 @@ class Extractor:
                 continue
             rec.status, rec.error = "ok", None
             break
+        # The client already redacts answers; this also covers texts built from them.
+        rec.raw, rec.error = self.config.redact(rec.raw), self.config.redact(rec.error)
         ok_calls = [c for c in calls if c.outcome == "ok"]
         rec.calls = calls
         rec.latency_s = sum(c.latency_s for c in ok_calls)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -200,3 +201,25 @@ def test_retry_failed_re_asks_invalid_rows(llm_server, tmp_path) -> None:
     main(_extract_args(llm_server, tmp_path, spec_path, "--retry-failed"))  # ...unless asked
     assert len(st.requests) == n + 3
     assert (load_table(tmp_path / "features.csv", spec)["status"] == "ok").all()
+
+
+def test_key_echoed_in_a_200_answer_is_stored_and_printed_nowhere(
+    llm_server, tmp_path, capsys, caplog, monkeypatch
+) -> None:
+    secret = "sk-echo-CANARY-5150"
+    monkeypatch.setenv("DTPBO_LLM_API_KEY", secret)
+    spec = table9_spec().subset(["red_flag_syndrome", "message_actionability"])
+    spec_path = spec.dump(tmp_path / "spec.json")
+    echo = {"red_flag_syndrome": [], "message_actionability": f"{secret} / Bearer {secret}"}
+    llm_server.state.fallback = lambda body: "json:" + json.dumps(echo)
+    records = tmp_path / "records.jsonl"
+    caplog.set_level(logging.INFO)
+    main(["-v", *_extract_args(llm_server, tmp_path, spec_path, "--records", str(records))])
+    assert llm_server.state.requests[0]["auth"] == f"Bearer {secret}"
+    table = load_table(tmp_path / "features.csv", spec)
+    assert (table["status"] == "invalid").all() and table["error"].str.contains(r"\*\*\*").all()
+    out = capsys.readouterr()
+    for text in (out.out, out.err, caplog.text, records.read_text()):
+        assert secret not in text
+    for f in tmp_path.iterdir():  # cache (and its WAL), table, records
+        assert secret.encode() not in f.read_bytes(), f.name
