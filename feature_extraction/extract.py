@@ -314,10 +314,15 @@ class Extractor:
         calls: list[CallRecord] = []
         rec = ExtractionRecord(mid, "error")
         n_answers = 1 + int(self.config.max_validation_retries)
+        call_log = self.cache.call_log(str(key), key.model) if self.cache is not None else None
         for attempt in range(n_answers):
             try:
                 res = await client.chat(
-                    messages, json_schema=self.json_schema, name="features", kind="extract"
+                    messages,
+                    json_schema=self.json_schema,
+                    name="features",
+                    kind="extract",
+                    call_log=call_log,
                 )
             except LLMRequestError as e:
                 calls.extend(e.calls)

@@ -165,7 +165,7 @@ def test_propose_command(llm_server, tmp_path, capsys) -> None:
     assert isinstance(pd.DataFrame(recs[0]["hard_pairs"]), pd.DataFrame)
 
 
-def _extract_args(server, tmp_path, spec_path, *extra: str) -> list[str]:
+def _extract_args(server, tmp_path, spec_path, *extra: str, limit: int = 3) -> list[str]:
     return [
         "extract",
         "--study",
@@ -181,7 +181,7 @@ def _extract_args(server, tmp_path, spec_path, *extra: str) -> list[str]:
         "--cache",
         str(tmp_path / "cache.sqlite"),
         "--limit",
-        "3",
+        str(limit),
         "--no-progress",
         *extra,
     ]
@@ -223,3 +223,47 @@ def test_key_echoed_in_a_200_answer_is_stored_and_printed_nowhere(
         assert secret not in text
     for f in tmp_path.iterdir():  # cache (and its WAL), table, records
         assert secret.encode() not in f.read_bytes(), f.name
+
+
+def test_extract_exit_status_summary_and_stats_count_invalid_items(
+    llm_server, tmp_path, capsys
+) -> None:
+    spec = table9_spec().subset(["red_flag_syndrome", "message_actionability"])
+    spec_path = spec.dump(tmp_path / "spec.json")
+    st = llm_server.state
+    _truth_answers(st, spec)
+    good = st.fallback
+    first = {"id": None}
+
+    def one_invalid(body) -> str:  # the first message answers invalid JSON values
+        user = body["messages"][1]["content"]
+        first["id"] = first["id"] or user
+        return "invalid" if user == first["id"] else good(body)
+
+    st.fallback = one_invalid
+    assert main(_extract_args(llm_server, tmp_path, spec_path, "--max-retries", "0")) == 3
+    err = capsys.readouterr().err
+    assert "summary: 3 message(s): 2 ok, 1 invalid, 0 error; 5 request(s) this run" in err
+    assert "exit 3" in err
+    assert main(["stats", "--cache", str(tmp_path / "cache.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert "failed items 1 (1 invalid, 0 error)" in out
+    rows = {r["kind"]: r for r in _stats_json(tmp_path, capsys)}
+    assert rows["extraction (per item)"]["invalid_items"] == 1
+    # a request that fails for good: exit 2 (and it wins over invalid rows)
+    st.fallback = lambda body: "503"
+    args = _extract_args(
+        llm_server, tmp_path, spec_path, "--max-retries", "0", "--retry-failed", limit=4
+    )
+    assert main(args) == 2
+    assert "exit 2" in capsys.readouterr().err
+    _truth_answers(st, spec)
+    assert main(args) == 0
+    assert "summary: 4 message(s): 4 ok, 0 invalid, 0 error; 2 request(s)" in (
+        capsys.readouterr().err
+    )
+
+
+def _stats_json(tmp_path, capsys) -> list[dict]:
+    assert main(["stats", "--cache", str(tmp_path / "cache.sqlite"), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
