@@ -71,7 +71,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "backoff_max": ("DTPBO_LLM_BACKOFF_MAX",),
 }
 
-_BEARER_RE = re.compile(r"(Bearer\s+)[^\s'\",;]+", re.IGNORECASE)
+_BEARER_RE = re.compile(r"(Bearer\s+)[^\s'\",;()\[\]{}<>]+", re.IGNORECASE)
 
 
 def redact_secrets(text: str | None, secret: str | None = None) -> str | None:
