@@ -385,6 +385,9 @@ class LLMClient:
         #: Whether the server accepts ``response_format["schema"]`` with ``json_object``
         #: (``None`` = not known yet).
         self.object_schema: bool | None = None
+        #: Whether a structured-output request has succeeded with :attr:`negotiated`
+        #: (a format reached only by rejections is not worth remembering across runs).
+        self.confirmed = False
         if response_mode in STRUCTURED_FORMATS:
             self.response_mode = "json_schema" if response_mode == "json_schema" else "json_object"
             if response_mode != "json_schema":
@@ -647,6 +650,8 @@ class LLMClient:
             if json_schema is not None and len(cands) > 1:
                 self._settle(fmt, rejected=cands[:i])
                 log.info("structured output: using response_format %s from now on", fmt)
+            if json_schema is not None:
+                self.confirmed = True
             return resp, fmt
         raise AssertionError("unreachable")  # pragma: no cover
 

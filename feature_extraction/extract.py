@@ -229,10 +229,12 @@ class Extractor:
         return f"response_format|{self.config.base_url}|{self.config.model}"
 
     def _remember_format(self, client: LLMClient) -> None:
-        """Store the negotiated format as soon as it is known (a killed run keeps it)."""
+        """Store the negotiated format as soon as an answer confirms it (a killed run keeps
+        it); a format reached only by rejections, with no answer yet, is not stored."""
         mode = client.negotiated
         if (
-            self.cache is None
+            not client.confirmed
+            or self.cache is None
             or self.config.response_format != "auto"
             or mode == "auto"
             or mode == self._stored_mode

@@ -289,3 +289,12 @@ def test_auto_mode_uses_full_concurrency_and_stores_the_format_at_once(server, t
     # one probe, then 19 requests 4 at a time: ~6 * 0.2 s (sequential would be 4 s)
     assert elapsed < 2.5
     assert stored_at_first_result == ["json_schema"]  # persisted before the run ends
+
+
+def test_format_reached_only_by_rejections_is_not_stored(server, tmp_path) -> None:
+    st = server.state
+    st.script("a", "400", "400", "400")  # every format "rejected", no answer at all
+    with ExtractionCache(tmp_path / "c.sqlite") as cache:
+        res = extract_features(items("a"), SPEC, config(server), cache=cache)
+        assert res.records[0].status == "error"
+        assert cache.get_meta(f"response_format|{server.base_url}|scripted") is None
