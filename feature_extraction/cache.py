@@ -13,8 +13,10 @@ Tables
     and token counts, ``response_format``, ``created_at``.
 ``calls``
     every HTTP request: ``kind`` (``extract``, ``reason``, ``propose``), key of the item
-    or request, latency, outcome, tokens. :meth:`ExtractionCache.stats` summarises it in
-    the style of DT-PBO Table 4 (mean ± sd latency, tokens).
+    or request, latency, outcome, tokens. Extraction requests are logged *before* they are
+    sent (outcome ``sent``) and completed when they end, so a request killed in flight
+    still counts (:meth:`ExtractionCache.call_log`). :meth:`ExtractionCache.stats`
+    summarises the table in the style of DT-PBO Table 4 (mean ± sd latency, tokens).
 ``completions``
     free-text answers of the feature-proposal steps, keyed by a request hash.
 ``meta``
@@ -37,6 +39,9 @@ import numpy as np
 import pandas as pd
 
 from feature_extraction.client import CallRecord
+
+#: Outcome of a logged request that has not ended (in flight, or its process was killed).
+SENT = "sent"
 
 _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS extractions (
@@ -246,6 +251,7 @@ class ExtractionCache:
             self._con.commit()
 
     def _insert_calls(self, calls: Sequence[CallRecord], key: str, model: str) -> None:
+        calls = [c for c in calls if c.log_id is None]  # the others are logged already
         now = _now()
         self._con.executemany(
             "INSERT INTO calls (kind, key, model, latency_s, outcome, status_code,"
@@ -267,6 +273,39 @@ class ExtractionCache:
                 for c in calls
             ],
         )
+
+    def start_call(self, kind: str, *, key: str, model: str, response_format: str = "") -> int:
+        """Log a request before it is sent (outcome ``sent``); return its row id."""
+        with self._lock:
+            cur = self._con.execute(
+                "INSERT INTO calls (kind, key, model, outcome, response_format, created_at)"
+                " VALUES (?,?,?,?,?,?)",
+                (kind, key, model, SENT, response_format, _now()),
+            )
+            self._con.commit()
+            return int(cur.lastrowid)
+
+    def finish_call(self, log_id: int, record: CallRecord) -> None:
+        """Complete the row of :meth:`start_call` with the request's outcome."""
+        with self._lock:
+            self._con.execute(
+                "UPDATE calls SET latency_s=?, outcome=?, status_code=?, response_format=?,"
+                " prompt_tokens=?, completion_tokens=? WHERE id=?",
+                (
+                    record.latency_s,
+                    record.outcome,
+                    record.status_code,
+                    record.response_format,
+                    record.prompt_tokens,
+                    record.completion_tokens,
+                    log_id,
+                ),
+            )
+            self._con.commit()
+
+    def call_log(self, key: str, model: str) -> CacheCallLog:
+        """A :class:`feature_extraction.client.CallLog` writing to this cache's call table."""
+        return CacheCallLog(self, key, model)
 
     def log_calls(self, calls: Sequence[CallRecord], *, key: str, model: str) -> None:
         """Record HTTP calls that belong to no extraction row (e.g. proposal steps)."""
@@ -359,40 +398,99 @@ class ExtractionCache:
 
         Columns: ``model``, ``kind``, ``n``, ``latency_mean_s``, ``latency_sd_s``,
         ``prompt_tokens_mean``, ``completion_tokens_mean``, ``tokens_total``,
-        ``failed_calls``.
+        ``failed_calls`` (requests that did not answer, unfinished ones included),
+        ``unfinished_calls`` (logged as sent but never ended: in flight, or killed) and,
+        on the per-item row, ``invalid_items`` / ``error_items`` (extraction rows whose
+        answers stayed invalid / whose requests failed; 0 on call rows).
         """
         calls = self.calls(model=model)
         rows: list[dict[str, Any]] = []
         if calls.empty:
-            return pd.DataFrame(
-                columns=[
-                    "model",
-                    "kind",
-                    "n",
-                    "latency_mean_s",
-                    "latency_sd_s",
-                    "prompt_tokens_mean",
-                    "completion_tokens_mean",
-                    "tokens_total",
-                    "failed_calls",
-                ]
-            )
+            return pd.DataFrame(columns=_STATS_COLUMNS)
         for (m, kind), g in calls.groupby(["model", "kind"], sort=True):
             ok = g[g["outcome"] == "ok"]
-            rows.append(_summary(m, f"{kind} call", ok, n_failed=int((g["outcome"] != "ok").sum())))
-        ext = calls[(calls["kind"] == "extract") & (calls["outcome"] == "ok")]
-        if not ext.empty:
-            per_item = ext.groupby(["model", "key"], sort=True).agg(
-                latency_s=("latency_s", "sum"),
-                prompt_tokens=("prompt_tokens", "sum"),
-                completion_tokens=("completion_tokens", "sum"),
+            rows.append(
+                _summary(
+                    m,
+                    f"{kind} call",
+                    ok,
+                    n_failed=int((g["outcome"] != "ok").sum()),
+                    n_unfinished=int((g["outcome"] == SENT).sum()),
+                )
             )
-            for m, g in per_item.groupby(level="model"):
-                rows.append(_summary(m, "extraction (per item)", g.reset_index(), n_failed=0))
-        return pd.DataFrame(rows)
+        with self._lock:
+            status = pd.read_sql_query(
+                "SELECT model, status, COUNT(*) AS n FROM extractions GROUP BY model, status",
+                self._con,
+            )
+        if model is not None:
+            status = status[status["model"] == model]
+        ext = calls[(calls["kind"] == "extract") & (calls["outcome"] == "ok")]
+        per_item = ext.groupby(["model", "key"], sort=True).agg(
+            latency_s=("latency_s", "sum"),
+            prompt_tokens=("prompt_tokens", "sum"),
+            completion_tokens=("completion_tokens", "sum"),
+        )
+        for m in sorted(set(ext["model"]) | set(status["model"])):
+            g = per_item.xs(m, level="model") if m in set(ext["model"]) else per_item.iloc[:0]
+            counts = status[status["model"] == m].set_index("status")["n"]
+            rows.append(
+                _summary(
+                    m,
+                    "extraction (per item)",
+                    g.reset_index(),
+                    n_failed=0,
+                    n_invalid=int(counts.get("invalid", 0)),
+                    n_error=int(counts.get("error", 0)),
+                )
+            )
+        return pd.DataFrame(rows, columns=_STATS_COLUMNS)
 
 
-def _summary(model: str, kind: str, g: pd.DataFrame, *, n_failed: int) -> dict[str, Any]:
+class CacheCallLog:
+    """Call log of one item (see :meth:`ExtractionCache.call_log`)."""
+
+    def __init__(self, cache: ExtractionCache, key: str, model: str) -> None:
+        self.cache, self.key, self.model = cache, key, model
+
+    def start(self, kind: str, response_format: str) -> int | None:
+        """Log a request about to be sent."""
+        return self.cache.start_call(
+            kind, key=self.key, model=self.model, response_format=response_format
+        )
+
+    def finish(self, log_id: int | None, record: CallRecord) -> None:
+        """Complete the entry with the request's outcome."""
+        if log_id is not None:
+            self.cache.finish_call(log_id, record)
+
+
+_STATS_COLUMNS = [
+    "model",
+    "kind",
+    "n",
+    "latency_mean_s",
+    "latency_sd_s",
+    "prompt_tokens_mean",
+    "completion_tokens_mean",
+    "tokens_total",
+    "failed_calls",
+    "unfinished_calls",
+    "invalid_items",
+    "error_items",
+]
+
+
+def _summary(
+    model: str,
+    kind: str,
+    g: pd.DataFrame,
+    *,
+    n_failed: int,
+    n_unfinished: int = 0,
+    n_invalid: int = 0,
+    n_error: int = 0,
+) -> dict[str, Any]:
     lat = g["latency_s"].to_numpy(dtype=float)
     pt = pd.to_numeric(g["prompt_tokens"], errors="coerce").to_numpy(dtype=float)
     ct = pd.to_numeric(g["completion_tokens"], errors="coerce").to_numpy(dtype=float)
@@ -411,6 +509,9 @@ def _summary(model: str, kind: str, g: pd.DataFrame, *, n_failed: int) -> dict[s
         "completion_tokens_mean": _mean(ct),
         "tokens_total": int(np.nansum(pt) + np.nansum(ct)),
         "failed_calls": n_failed,
+        "unfinished_calls": n_unfinished,
+        "invalid_items": n_invalid,
+        "error_items": n_error,
     }
 
 
@@ -426,8 +527,18 @@ def format_stats(stats: pd.DataFrame) -> str:
             if np.isnan(r.prompt_tokens_mean)
             else f", tokens/call {r.prompt_tokens_mean:.0f} in + {r.completion_tokens_mean:.0f} out"
         )
+        if r.kind == "extraction (per item)":
+            failed = (
+                f"failed items {r.invalid_items + r.error_items} "
+                f"({r.invalid_items} invalid, {r.error_items} error)"
+            )
+        else:
+            failed = f"failed calls {r.failed_calls}"
+            if r.unfinished_calls:
+                failed += f" ({r.unfinished_calls} unfinished: in flight or killed)"
+        lat = "n/a" if np.isnan(r.latency_mean_s) else f"{r.latency_mean_s:.3f}{sd} s"
         lines.append(
-            f"{r.model:<24} {r.kind:<24} n={r.n:<5} latency {r.latency_mean_s:.3f}{sd} s"
-            f"{tok}, total tokens {r.tokens_total}, failed calls {r.failed_calls}"
+            f"{r.model:<24} {r.kind:<24} n={r.n:<5} latency {lat}"
+            f"{tok}, total tokens {r.tokens_total}, {failed}"
         )
     return "\n".join(lines)

@@ -13,12 +13,18 @@ Running-time statistics (DT-PBO Table 4 style) of everything in the cache::
 
 The API key is read from ``DTPBO_LLM_API_KEY`` or ``OPENAI_API_KEY`` (never from the
 command line, so it does not end up in shell history or process lists).
+
+Exit status of ``extract``: 0 when every message has a spec-valid row; 2 when a request
+failed for some message (status ``error``; a rerun re-asks them); 3 when no request
+failed but some answers stayed invalid (status ``invalid``; rerun with
+``--retry-failed``). A ``summary:`` line on stderr gives the counts and the exit status.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,13 +33,16 @@ import pandas as pd
 
 from data_loaders import pmr
 from feature_extraction.cache import ExtractionCache, default_cache_path, format_stats
-from feature_extraction.client import RESPONSE_FORMATS, LLMConfig
+from feature_extraction.client import ENV_VARS, RESPONSE_FORMATS, LLMConfig, RedactingFilter
 from feature_extraction.evaluate import score_against_truth
 from feature_extraction.extract import extract_features, load_table, records_to_jsonl, save_table
 from feature_extraction.propose import FeatureProposer, save_records
 from feature_extraction.spec import PROMPT_VERSION, default_spec_path, load_spec
 
 STUDIES = ("pmr-demo", "pmr")
+
+#: Exit status of ``extract``: all ok / some request failed / some answer invalid.
+EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 2, 3
 
 
 def _study_items(study: str, pmr_dir: str | None) -> tuple[pd.DataFrame, object]:
@@ -93,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="extract spec features from the messages of a study",
         description="Extract the spec's features from every message of a study. Results are "
         "cached as they arrive; a rerun only asks for what is missing.",
+        epilog=f"exit status: {EXIT_OK} every message ok; {EXIT_ERROR} a request failed for "
+        f"some message (rerun to re-ask); {EXIT_INVALID} no request failed but some answers "
+        "stayed invalid (rerun with --retry-failed)",
     )
     ex.add_argument("--study", choices=STUDIES, required=True, help="pmr-demo or pmr")
     ex.add_argument("--pmr-dir", help="PMR-Synth-Inboxes folder (default $DTPBO_PMR_DIR)")
@@ -178,7 +190,9 @@ def _cmd_extract(args: argparse.Namespace) -> int:
                 bar.update(1)
 
     with ExtractionCache(cache_path) as cache:
-        result = extract_features(items, spec, cfg, cache=cache, progress=progress)
+        result = extract_features(
+            items, spec, cfg, cache=cache, progress=progress, retry_failed=args.retry_failed
+        )
     if bar is not None:
         bar.close()
     out = save_table(result.table(), args.out)
@@ -198,7 +212,16 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         cols = ["type", "n", "accuracy", "hamming_accuracy", "f1", "within_one"]
         print("agreement with the demo ground truth:", file=sys.stderr)
         print(score[cols].round(3).to_string(), file=sys.stderr)
-    return 0 if c["error"] == 0 else 2
+    rc = EXIT_ERROR if c["error"] else EXIT_INVALID if c["invalid"] else EXIT_OK
+    calls = [call for r in result.records if not r.cached for call in r.calls]
+    n_failed = sum(call.outcome != "ok" for call in calls)
+    print(
+        f"summary: {len(result.records)} message(s): {c['ok']} ok, {c['invalid']} invalid, "
+        f"{c['error']} error; {len(calls)} request(s) this run ({n_failed} failed); "
+        f"exit {rc}",
+        file=sys.stderr,
+    )
+    return rc
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
@@ -264,6 +287,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    # A last line of defence: the key (and Bearer tokens) never reach a log handler.
+    secret = next((os.environ[n] for n in ENV_VARS["api_key"] if os.environ.get(n)), None)
+    for handler in logging.getLogger().handlers:
+        old = [f for f in handler.filters if isinstance(f, RedactingFilter)]
+        for f in old:
+            f.secret = secret
+        if not old:
+            handler.addFilter(RedactingFilter(secret))
     cmd = {
         "extract": _cmd_extract,
         "stats": _cmd_stats,

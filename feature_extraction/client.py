@@ -15,10 +15,15 @@ with
   a server that rejects the extra key gets plain ``json_object``.
   In ``"auto"`` mode the first request negotiates, in this order: ``json_schema``,
   ``json_object`` with schema, plain ``json_object``, moving on only when the server
-  rejects a format (HTTP 400/422/500/501); the accepted format is remembered for later
-  requests (:attr:`LLMClient.negotiated`).
+  clearly rejects a format (HTTP 400/422/501, or an error body saying the format is not
+  supported, as llama.cpp's HTTP 500 does). Any other 5xx is transient: it is retried with
+  the same format and never downgrades it. The accepted format is remembered for later
+  requests (:attr:`LLMClient.negotiated`). Only one request negotiates at a time; once the
+  format is settled, requests run with the full concurrency.
 
-The API key is never logged, never part of a record and masked in ``repr``/``str``.
+The API key is never logged, never part of a record and masked in ``repr``/``str``; it
+(and any ``Bearer ...`` token) is also removed from answers and error texts
+(:func:`redact_secrets`), since a server may echo it.
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ import logging
 import math
 import os
 import random
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import openai
 
@@ -60,7 +66,36 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "max_retries": ("DTPBO_LLM_MAX_RETRIES",),
     "response_format": ("DTPBO_LLM_RESPONSE_FORMAT",),
     "max_tokens": ("DTPBO_LLM_MAX_TOKENS",),
+    "max_validation_retries": ("DTPBO_LLM_MAX_VALIDATION_RETRIES",),
+    "backoff_base": ("DTPBO_LLM_BACKOFF_BASE",),
+    "backoff_max": ("DTPBO_LLM_BACKOFF_MAX",),
 }
+
+_BEARER_RE = re.compile(r"(Bearer\s+)[^\s'\",;()\[\]{}<>]+", re.IGNORECASE)
+
+
+def redact_secrets(text: str | None, secret: str | None = None) -> str | None:
+    """``text`` with ``secret`` and every ``Bearer <token>`` replaced by ``***``."""
+    if not text:
+        return text
+    if secret:
+        text = text.replace(secret, _MASK)
+    return _BEARER_RE.sub(r"\1" + _MASK, text)
+
+
+class RedactingFilter(logging.Filter):
+    """Logging filter that removes a secret (and ``Bearer`` tokens) from every record."""
+
+    def __init__(self, secret: str | None) -> None:
+        super().__init__()
+        self.secret = secret
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        clean = redact_secrets(msg, self.secret)
+        if clean != msg or record.args:
+            record.msg, record.args = clean, None
+        return True
 
 
 @dataclass
@@ -151,7 +186,9 @@ class LLMConfig:
         Reads ``DTPBO_LLM_BASE_URL`` (or ``OPENAI_BASE_URL``), ``DTPBO_LLM_MODEL``,
         ``DTPBO_LLM_API_KEY`` (or ``OPENAI_API_KEY``), ``DTPBO_LLM_TEMPERATURE``,
         ``DTPBO_LLM_MAX_CONCURRENCY``, ``DTPBO_LLM_TIMEOUT``, ``DTPBO_LLM_MAX_RETRIES``,
-        ``DTPBO_LLM_RESPONSE_FORMAT`` and ``DTPBO_LLM_MAX_TOKENS``.
+        ``DTPBO_LLM_RESPONSE_FORMAT``, ``DTPBO_LLM_MAX_TOKENS``,
+        ``DTPBO_LLM_MAX_VALIDATION_RETRIES``, ``DTPBO_LLM_BACKOFF_BASE`` and
+        ``DTPBO_LLM_BACKOFF_MAX``.
         """
         env = os.environ if env is None else env
         types = {f.name: f.type for f in fields(cls)}
@@ -173,11 +210,9 @@ class LLMConfig:
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kwargs)
 
-    def redact(self, text: str) -> str:
-        """``text`` with the API key (if any) replaced by ``***``."""
-        if self.api_key and text:
-            return text.replace(self.api_key, _MASK)
-        return text
+    def redact(self, text: str | None) -> str | None:
+        """``text`` with the API key (if any) and ``Bearer`` tokens replaced by ``***``."""
+        return redact_secrets(text, self.api_key)
 
 
 @dataclass
@@ -198,6 +233,9 @@ class CallRecord:
         ``"json_schema"``, ``"json_object+schema"``, ``"json_object"`` or ``"text"``.
     prompt_tokens, completion_tokens
         Token usage reported by the server (``None`` if not reported).
+    log_id
+        Id given by a :class:`CallLog` that logged the request before it was sent
+        (``None`` when no call log was used).
     """
 
     kind: str
@@ -207,6 +245,7 @@ class CallRecord:
     response_format: str = ""
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    log_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready representation."""
@@ -247,6 +286,16 @@ class ChatResult:
         return self.calls[-1].completion_tokens
 
 
+class CallLog(Protocol):
+    """Where requests are logged *before* they are sent (so a killed run leaves a trace)."""
+
+    def start(self, kind: str, response_format: str) -> int | None:
+        """Log a request about to be sent; return its id."""
+
+    def finish(self, log_id: int | None, record: CallRecord) -> None:
+        """Complete the entry ``log_id`` with the outcome of the request."""
+
+
 class LLMRequestError(RuntimeError):
     """A request that failed for good (non-retryable error or retries exhausted).
 
@@ -265,12 +314,35 @@ class LLMRequestError(RuntimeError):
 
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
-#: Answers to a ``json_schema`` request that mean "structured output unsupported".
-_SCHEMA_REJECT_STATUS = frozenset({400, 422, 500, 501})
+#: HTTP answers to a structured-output request that mean "this format is unsupported".
+_SCHEMA_REJECT_STATUS = frozenset({400, 422, 501})
+#: An error body that says a request option is unsupported (e.g. llama.cpp's HTTP 500
+#: "response_format type must be one of \"text\" or \"json_object\"").
+_UNSUPPORTED_RE = re.compile(
+    r"not\s+supported|unsupported|not\s+implemented|must\s+be\s+one\s+of|unrecogni[sz]ed"
+    r"|unknown\s+(?:field|argument|parameter|key|type)|not\s+permitted|invalid\s+type",
+    re.IGNORECASE,
+)
+_FORMAT_RE = re.compile(r"response_format|json_schema|schema|format|grammar", re.IGNORECASE)
 
 
 def _status(exc: BaseException) -> int | None:
     return getattr(exc, "status_code", None)
+
+
+def _rejects_format(exc: BaseException) -> bool:
+    """Whether ``exc`` clearly says the structured-output format is unsupported.
+
+    HTTP 400/422/501 do; any other status only with an error body saying so (llama.cpp
+    answers ``json_schema`` with HTTP 500 and such a body). A bare 5xx is transient.
+    """
+    code = _status(exc)
+    if code is None:
+        return False
+    if code in _SCHEMA_REJECT_STATUS:
+        return True
+    body = f"{exc} {getattr(exc, 'body', '')}"
+    return bool(_UNSUPPORTED_RE.search(body) and _FORMAT_RE.search(body))
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -313,6 +385,9 @@ class LLMClient:
         #: Whether the server accepts ``response_format["schema"]`` with ``json_object``
         #: (``None`` = not known yet).
         self.object_schema: bool | None = None
+        #: Whether a structured-output request has succeeded with :attr:`negotiated`
+        #: (a format reached only by rejections is not worth remembering across runs).
+        self.confirmed = False
         if response_mode in STRUCTURED_FORMATS:
             self.response_mode = "json_schema" if response_mode == "json_schema" else "json_object"
             if response_mode != "json_schema":
@@ -376,6 +451,16 @@ class LLMClient:
             if "json_object+schema" in rejected:
                 self.object_schema = False
 
+    def _reject(self, fmt: str) -> None:
+        """Remember that the server clearly rejected ``fmt`` (negotiation only)."""
+        if fmt == "json_schema":
+            self.response_mode = "json_object"
+        elif fmt == "json_object+schema":
+            self.response_mode, self.object_schema = "json_object", False
+
+    def _unsettled(self) -> bool:
+        return len(self._candidates()) > 1
+
     # ------------------------------------------------------------------ helpers
     def _primitives(self) -> tuple[asyncio.Semaphore, asyncio.Lock]:
         if self._sem is None or self._probe_lock is None:
@@ -401,8 +486,12 @@ class LLMClient:
         json_schema: Mapping[str, Any] | None,
         name: str,
         max_tokens: int | None,
+        call_log: CallLog | None = None,
     ) -> tuple[Any, CallRecord]:
-        """One HTTP request inside the semaphore. Raises the ``openai`` error on failure."""
+        """One HTTP request inside the semaphore. Raises the ``openai`` error on failure.
+
+        With ``call_log`` the request is logged before it is sent and completed after.
+        """
         cfg = self.config
         kwargs: dict[str, Any] = {
             "model": cfg.model,
@@ -426,14 +515,19 @@ class LLMClient:
                 kwargs["messages"] = _with_hint(messages, json_schema)
         sem, _ = self._primitives()
         async with sem:
+            log_id = call_log.start(kind, mode) if call_log is not None else None
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             t0 = time.perf_counter()
             try:
                 resp = await self._client.chat.completions.create(**kwargs)
-            except openai.OpenAIError as e:
+            except BaseException as e:
                 rec = CallRecord(kind, time.perf_counter() - t0, type(e).__name__, _status(e), mode)
-                e.call_record = rec  # type: ignore[attr-defined]
+                rec.log_id = log_id
+                if call_log is not None:
+                    call_log.finish(log_id, rec)
+                if isinstance(e, openai.OpenAIError):
+                    e.call_record = rec  # type: ignore[attr-defined]
                 raise
             finally:
                 self.in_flight -= 1
@@ -446,7 +540,10 @@ class LLMClient:
             mode,
             getattr(usage, "prompt_tokens", None),
             getattr(usage, "completion_tokens", None),
+            log_id,
         )
+        if call_log is not None:
+            call_log.finish(log_id, rec)
         return resp, rec
 
     def _describe(self, exc: BaseException) -> str:
@@ -466,6 +563,7 @@ class LLMClient:
         name: str = "answer",
         kind: str = "extract",
         max_tokens: int | None = None,
+        call_log: CallLog | None = None,
     ) -> ChatResult:
         """Send one chat request; structured JSON output when ``json_schema`` is given.
 
@@ -481,17 +579,41 @@ class LLMClient:
             Label of the call in :class:`CallRecord`.
         max_tokens
             Overrides ``config.max_tokens`` for this request.
+        call_log
+            Logs every HTTP request before it is sent (e.g. the cache's call log).
+
+        Returns
+        -------
+        ChatResult
+            The answer, with the API key and ``Bearer`` tokens redacted from its content.
 
         Raises
         ------
         LLMRequestError
             On a non-retryable error or when the transport retries are exhausted.
         """
-        _, probe_lock = self._primitives()
-        if json_schema is not None and len(self._candidates()) > 1:
-            async with probe_lock:  # negotiate the format once, not in every request
-                return await self._with_retries(messages, json_schema, name, kind, max_tokens)
-        return await self._with_retries(messages, json_schema, name, kind, max_tokens)
+        return await self._with_retries(messages, json_schema, name, kind, max_tokens, call_log)
+
+    async def _attempt(
+        self,
+        calls: list[CallRecord],
+        messages: list[dict[str, str]],
+        json_schema: Mapping[str, Any] | None,
+        name: str,
+        kind: str,
+        max_tokens: int | None,
+        call_log: CallLog | None,
+    ) -> tuple[Any, str]:
+        """One attempt. While the format is not settled only one attempt at a time
+        negotiates (holding the probe lock for that attempt only, not its backoff); the
+        others wait and then run concurrently with the settled format."""
+        args = (calls, messages, json_schema, name, kind, max_tokens, call_log)
+        if json_schema is not None and self._unsettled():
+            _, probe_lock = self._primitives()
+            async with probe_lock:
+                if self._unsettled():
+                    return await self._negotiate(*args)
+        return await self._negotiate(*args)
 
     async def _negotiate(
         self,
@@ -501,28 +623,35 @@ class LLMClient:
         name: str,
         kind: str,
         max_tokens: int | None,
+        call_log: CallLog | None = None,
     ) -> tuple[Any, str]:
         """One attempt: try the candidate formats in order, moving on only when the
-        server rejects a format. Raises the last ``openai`` error."""
+        server clearly rejects a format (:func:`_rejects_format`). Raises the last
+        ``openai`` error (a transient one is retried by the caller with the same format)."""
         cands = self._candidates() if json_schema is not None else ["text"]
         for i, fmt in enumerate(cands):
             try:
-                resp, rec = await self._call(kind, messages, fmt, json_schema, name, max_tokens)
+                resp, rec = await self._call(
+                    kind, messages, fmt, json_schema, name, max_tokens, call_log
+                )
             except openai.OpenAIError as exc:
                 calls.append(_record_of(exc, kind, fmt))
-                if i + 1 < len(cands) and _status(exc) in _SCHEMA_REJECT_STATUS:
+                if i + 1 < len(cands) and _rejects_format(exc):
                     log.warning(
                         "server rejected response_format %s (%s); trying %s",
                         fmt,
                         self._describe(exc),
                         cands[i + 1],
                     )
+                    self._reject(fmt)
                     continue
                 raise
             calls.append(rec)
             if json_schema is not None and len(cands) > 1:
                 self._settle(fmt, rejected=cands[:i])
                 log.info("structured output: using response_format %s from now on", fmt)
+            if json_schema is not None:
+                self.confirmed = True
             return resp, fmt
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -533,16 +662,17 @@ class LLMClient:
         name: str,
         kind: str,
         max_tokens: int | None,
+        call_log: CallLog | None = None,
     ) -> ChatResult:
         calls: list[CallRecord] = []
         attempt = 0
         while True:
             try:
-                resp, fmt = await self._negotiate(
-                    calls, messages, json_schema, name, kind, max_tokens
+                resp, fmt = await self._attempt(
+                    calls, messages, json_schema, name, kind, max_tokens, call_log
                 )
             except openai.OpenAIError as err:
-                if not _retryable(err):
+                if (json_schema is not None and _rejects_format(err)) or not _retryable(err):
                     raise LLMRequestError(f"request failed: {self._describe(err)}", calls) from None
                 if attempt >= self.config.max_retries:
                     raise LLMRequestError(
@@ -560,7 +690,7 @@ class LLMClient:
                 attempt += 1
                 await asyncio.sleep(delay)
                 continue
-            return ChatResult(_content(resp), calls, fmt)
+            return ChatResult(self.config.redact(_content(resp)), calls, fmt)
 
 
 def _record_of(exc: BaseException, kind: str, mode: str) -> CallRecord:

@@ -217,6 +217,7 @@ class Extractor:
         self._client = client
         self.spec_hash = spec.spec_hash()
         self.json_schema = spec.answer_json_schema()
+        self._stored_mode: str | None = None
 
     def key(self, message_id: str, text: str) -> CacheKey:
         """Cache key of one item."""
@@ -226,6 +227,21 @@ class Extractor:
 
     def _mode_key(self) -> str:
         return f"response_format|{self.config.base_url}|{self.config.model}"
+
+    def _remember_format(self, client: LLMClient) -> None:
+        """Store the negotiated format as soon as an answer confirms it (a killed run keeps
+        it); a format reached only by rejections, with no answer yet, is not stored."""
+        mode = client.negotiated
+        if (
+            not client.confirmed
+            or self.cache is None
+            or self.config.response_format != "auto"
+            or mode == "auto"
+            or mode == self._stored_mode
+        ):
+            return
+        self.cache.set_meta(self._mode_key(), mode)
+        self._stored_mode = mode
 
     async def run(
         self,
@@ -271,6 +287,7 @@ class Extractor:
                 mode = None
                 if self.cache is not None and self.config.response_format == "auto":
                     mode = self.cache.get_meta(self._mode_key())
+                    self._stored_mode = mode
                 client = LLMClient(self.config, response_mode=mode)
             try:
                 done = 0
@@ -286,12 +303,7 @@ class Extractor:
                     for t in tasks:
                         t.cancel()
                     await asyncio.gather(*tasks, return_exceptions=True)
-                if (
-                    self.cache is not None
-                    and self.config.response_format == "auto"
-                    and client.negotiated != "auto"
-                ):
-                    self.cache.set_meta(self._mode_key(), client.negotiated)
+                self._remember_format(client)
             finally:
                 if own:
                     await client.aclose()
@@ -304,16 +316,22 @@ class Extractor:
         calls: list[CallRecord] = []
         rec = ExtractionRecord(mid, "error")
         n_answers = 1 + int(self.config.max_validation_retries)
+        call_log = self.cache.call_log(str(key), key.model) if self.cache is not None else None
         for attempt in range(n_answers):
             try:
                 res = await client.chat(
-                    messages, json_schema=self.json_schema, name="features", kind="extract"
+                    messages,
+                    json_schema=self.json_schema,
+                    name="features",
+                    kind="extract",
+                    call_log=call_log,
                 )
             except LLMRequestError as e:
                 calls.extend(e.calls)
                 rec.status, rec.error = "error", e.reason
                 break
             calls.extend(res.calls)
+            self._remember_format(client)
             rec.attempts = attempt + 1
             rec.raw = res.content
             rec.response_format = res.response_format
@@ -331,6 +349,8 @@ class Extractor:
                 continue
             rec.status, rec.error = "ok", None
             break
+        # The client already redacts answers; this also covers texts built from them.
+        rec.raw, rec.error = self.config.redact(rec.raw), self.config.redact(rec.error)
         ok_calls = [c for c in calls if c.outcome == "ok"]
         rec.calls = calls
         rec.latency_s = sum(c.latency_s for c in ok_calls)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -162,3 +163,107 @@ def test_propose_command(llm_server, tmp_path, capsys) -> None:
     assert recs[0]["proposal"]["name"] == "mentions_weekday"
     assert "round 0: pruned mentions_weekday" in capsys.readouterr().err
     assert isinstance(pd.DataFrame(recs[0]["hard_pairs"]), pd.DataFrame)
+
+
+def _extract_args(server, tmp_path, spec_path, *extra: str, limit: int = 3) -> list[str]:
+    return [
+        "extract",
+        "--study",
+        "pmr-demo",
+        "--spec",
+        str(spec_path),
+        "--base-url",
+        server.base_url,
+        "--model",
+        "scripted",
+        "--out",
+        str(tmp_path / "features.csv"),
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+        "--limit",
+        str(limit),
+        "--no-progress",
+        *extra,
+    ]
+
+
+def test_retry_failed_re_asks_invalid_rows(llm_server, tmp_path) -> None:
+    spec = table9_spec().subset(["red_flag_syndrome", "message_actionability"])
+    spec_path = spec.dump(tmp_path / "spec.json")
+    st = llm_server.state
+    st.fallback = lambda body: "invalid"
+    main(_extract_args(llm_server, tmp_path, spec_path))
+    assert (load_table(tmp_path / "features.csv", spec)["status"] == "invalid").all()
+    n = len(st.requests)
+    main(_extract_args(llm_server, tmp_path, spec_path))  # invalid rows are kept...
+    assert len(st.requests) == n
+    _truth_answers(st, spec)
+    main(_extract_args(llm_server, tmp_path, spec_path, "--retry-failed"))  # ...unless asked
+    assert len(st.requests) == n + 3
+    assert (load_table(tmp_path / "features.csv", spec)["status"] == "ok").all()
+
+
+def test_key_echoed_in_a_200_answer_is_stored_and_printed_nowhere(
+    llm_server, tmp_path, capsys, caplog, monkeypatch
+) -> None:
+    secret = "sk-echo-CANARY-5150"
+    monkeypatch.setenv("DTPBO_LLM_API_KEY", secret)
+    spec = table9_spec().subset(["red_flag_syndrome", "message_actionability"])
+    spec_path = spec.dump(tmp_path / "spec.json")
+    echo = {"red_flag_syndrome": [], "message_actionability": f"{secret} / Bearer {secret}"}
+    llm_server.state.fallback = lambda body: "json:" + json.dumps(echo)
+    records = tmp_path / "records.jsonl"
+    caplog.set_level(logging.INFO)
+    main(["-v", *_extract_args(llm_server, tmp_path, spec_path, "--records", str(records))])
+    assert llm_server.state.requests[0]["auth"] == f"Bearer {secret}"
+    table = load_table(tmp_path / "features.csv", spec)
+    assert (table["status"] == "invalid").all() and table["error"].str.contains(r"\*\*\*").all()
+    out = capsys.readouterr()
+    for text in (out.out, out.err, caplog.text, records.read_text()):
+        assert secret not in text
+    for f in tmp_path.iterdir():  # cache (and its WAL), table, records
+        assert secret.encode() not in f.read_bytes(), f.name
+
+
+def test_extract_exit_status_summary_and_stats_count_invalid_items(
+    llm_server, tmp_path, capsys
+) -> None:
+    spec = table9_spec().subset(["red_flag_syndrome", "message_actionability"])
+    spec_path = spec.dump(tmp_path / "spec.json")
+    st = llm_server.state
+    _truth_answers(st, spec)
+    good = st.fallback
+    first = {"id": None}
+
+    def one_invalid(body) -> str:  # the first message answers invalid JSON values
+        user = body["messages"][1]["content"]
+        first["id"] = first["id"] or user
+        return "invalid" if user == first["id"] else good(body)
+
+    st.fallback = one_invalid
+    assert main(_extract_args(llm_server, tmp_path, spec_path, "--max-retries", "0")) == 3
+    err = capsys.readouterr().err
+    assert "summary: 3 message(s): 2 ok, 1 invalid, 0 error; 5 request(s) this run" in err
+    assert "exit 3" in err
+    assert main(["stats", "--cache", str(tmp_path / "cache.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert "failed items 1 (1 invalid, 0 error)" in out
+    rows = {r["kind"]: r for r in _stats_json(tmp_path, capsys)}
+    assert rows["extraction (per item)"]["invalid_items"] == 1
+    # a request that fails for good: exit 2 (and it wins over invalid rows)
+    st.fallback = lambda body: "503"
+    args = _extract_args(
+        llm_server, tmp_path, spec_path, "--max-retries", "0", "--retry-failed", limit=4
+    )
+    assert main(args) == 2
+    assert "exit 2" in capsys.readouterr().err
+    _truth_answers(st, spec)
+    assert main(args) == 0
+    assert "summary: 4 message(s): 4 ok, 0 invalid, 0 error; 2 request(s)" in (
+        capsys.readouterr().err
+    )
+
+
+def _stats_json(tmp_path, capsys) -> list[dict]:
+    assert main(["stats", "--cache", str(tmp_path / "cache.sqlite"), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)

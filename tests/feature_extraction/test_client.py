@@ -232,3 +232,44 @@ def test_concurrency_is_bounded(llm_server) -> None:
     assert st.max_in_flight == 2
     assert len(st.requests) == 6
     assert all(r["response_format"] == "text" for r in st.requests)
+
+
+def test_transient_500_on_the_probe_does_not_downgrade_json_schema(llm_server) -> None:
+    st = llm_server.state
+    st.default_answer = {"a": "x"}
+    st.script("a1", "500")  # a bare 500: transient, not "unsupported"
+    client, out = asyncio.run(_three_requests(llm_server))
+    assert client.negotiated == "json_schema"
+    assert {r["response_format"] for r in st.requests} == {"json_schema"}
+    assert [c.outcome for c in out[0].calls] == ["InternalServerError", "ok"]
+
+
+def test_transient_500_after_a_rejection_keeps_json_object_with_schema(llm_server) -> None:
+    st = llm_server.state
+    st.reject_json_schema = True  # HTTP 500 whose body says "not supported": a rejection
+    st.default_answer = {"a": "x"}
+    st.script("a1", "500")  # then a bare 500 on the json_object+schema request
+    client, out = asyncio.run(_three_requests(llm_server))
+    assert client.negotiated == "json_object+schema"
+    bodies = [r["body"]["response_format"] for r in st.requests]
+    # json_schema is asked once; the transient 500 is retried with the same format
+    assert bodies[0]["type"] == "json_schema"
+    assert bodies[1:] == [{"type": "json_object", "schema": SCHEMA}] * 4
+    assert [r.response_format for r in out] == ["json_object+schema"] * 3
+
+
+def test_clear_rejection_by_status_falls_back(llm_server) -> None:
+    st = llm_server.state
+    st.default_answer = {"a": "x"}
+    st.script("k", "400")
+    res = asyncio.run(_chat(_client(llm_server), "k", SCHEMA))
+    assert [r["response_format"] for r in st.requests] == ["json_schema", "json_object"]
+    assert res.response_format == "json_object+schema"
+
+
+def test_answer_content_is_redacted(llm_server) -> None:
+    st = llm_server.state
+    st.script("k", f'text:my key is {SECRET}, header "Bearer abc.DEF-123"')
+    res = asyncio.run(_chat(_client(llm_server, api_key=SECRET), "k"))
+    assert SECRET not in res.content and "abc.DEF-123" not in res.content
+    assert res.content == 'my key is ***, header "Bearer ***"'

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 
 import pandas as pd
 import pytest
@@ -203,6 +204,19 @@ def test_progress_callback_and_stats(server, tmp_path) -> None:
     assert "±" in format_stats(stats)
 
 
+def test_transient_500_is_not_persisted_as_a_fallback(server, tmp_path) -> None:
+    st = server.state
+    st.script("a", "500")  # one bare 500 on the very first request
+    with ExtractionCache(tmp_path / "c.sqlite") as cache:
+        res = extract_features(items("a", "b"), SPEC, config(server), cache=cache)
+        assert all(r.ok for r in res.records)
+        assert {r["response_format"] for r in st.requests} == {"json_schema"}
+        key = f"response_format|{server.base_url}|scripted"
+        assert cache.get_meta(key) == "json_schema"
+        extract_features(items("c"), SPEC, config(server), cache=cache)
+        assert st.requests[-1]["response_format"] == "json_schema"
+
+
 def test_no_api_key_in_logs_records_or_cache(server, tmp_path, caplog) -> None:
     st = server.state
     st.script("a", "429", "invalid", "valid")
@@ -250,3 +264,37 @@ def test_table_roundtrip(server, tmp_path, suffix) -> None:
     assert back.loc[1, "red_flag_syndrome"] == []
     assert back.loc[0, "acuity_conflict"] == "none"  # the level "none" is not read as NaN
     assert back.loc[1, "status"] == "invalid"
+
+
+def test_auto_mode_uses_full_concurrency_and_stores_the_format_at_once(server, tmp_path) -> None:
+    st = server.state
+    st.delay = 0.2
+    n = 20
+    key = f"response_format|{server.base_url}|scripted"
+    stored_at_first_result = []
+    with ExtractionCache(tmp_path / "c.sqlite") as cache:
+
+        def progress(done, total, rec) -> None:
+            if done == 1:
+                stored_at_first_result.append(cache.get_meta(key))
+
+        cfg = config(server, max_concurrency=4)
+        t0 = time.perf_counter()
+        res = extract_features(
+            items(*(f"k{i}" for i in range(n))), SPEC, cfg, cache=cache, progress=progress
+        )
+        elapsed = time.perf_counter() - t0
+    assert all(r.ok for r in res.records)
+    assert st.max_in_flight == 4  # all tasks queued before negotiation run concurrently
+    # one probe, then 19 requests 4 at a time: ~6 * 0.2 s (sequential would be 4 s)
+    assert elapsed < 2.5
+    assert stored_at_first_result == ["json_schema"]  # persisted before the run ends
+
+
+def test_format_reached_only_by_rejections_is_not_stored(server, tmp_path) -> None:
+    st = server.state
+    st.script("a", "400", "400", "400")  # every format "rejected", no answer at all
+    with ExtractionCache(tmp_path / "c.sqlite") as cache:
+        res = extract_features(items("a"), SPEC, config(server), cache=cache)
+        assert res.records[0].status == "error"
+        assert cache.get_meta(f"response_format|{server.base_url}|scripted") is None

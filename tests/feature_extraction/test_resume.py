@@ -130,3 +130,36 @@ def test_rerun_after_cancelled_task_asks_only_missing(llm_server, tmp_path) -> N
         res = extract_features(ITEMS, SPEC, cfg, cache=cache)
     assert sorted(st.items_requested()[n0:]) == sorted(set(ITEMS) - done)
     assert all(r.ok for r in res.records)
+
+
+def test_requests_cancelled_in_flight_are_in_the_call_log(llm_server, tmp_path) -> None:
+    st = llm_server.state
+    st.default_answer = GOOD
+    st.delay = 2.0
+    cfg = LLMConfig(
+        base_url=llm_server.base_url,
+        model="scripted",
+        max_concurrency=3,
+        timeout=10,
+        response_format="json_schema",
+    )
+    path = tmp_path / "c.sqlite"
+
+    async def run_and_cancel():
+        with ExtractionCache(path) as cache:
+            task = asyncio.create_task(extract_features_async(ITEMS, SPEC, cfg, cache=cache))
+            while len(st.requests) < 3:
+                await asyncio.sleep(0.02)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    asyncio.run(run_and_cancel())
+    with ExtractionCache(path) as cache:
+        calls = cache.calls()
+        stats = cache.stats().set_index("kind")
+    assert len(calls) == 3  # every request that reached the server is counted
+    assert set(calls["outcome"]) == {"CancelledError"}
+    assert stats.loc["extract call", "failed_calls"] == 3
