@@ -14,9 +14,10 @@ from dashboard import _ui as ui
 from pbo_core import __version__
 from pbo_core.benchmarks import KAPPASHARP_FUNCTIONS, PAPER_FUNCTIONS, available_benchmarks
 from pbo_core.experiments.bench import run_cell, summarize
-from pbo_core.experiments.case_studies import SUSHI_METHODS, summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.experiments.runner import Cell, cell_path, run_grid
+from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.strategies import METHODS
+from pbo_core.strategies.registry import SUSHI_METHODS
 
 st.title("Convergence")
 st.caption(

@@ -3,9 +3,12 @@
 Modules: :mod:`~pbo_core.experiments.runner` (:func:`run_grid` on joblib or Dask, tidy
 Parquet per cell, resume, per-step hook), :mod:`~pbo_core.experiments.bench` (benchmark
 cells, summaries, ``python -m pbo_core.bench``) and
-:mod:`~pbo_core.experiments.case_studies` (``python -m pbo_core.experiments``; the apps
-layer: it loads studies through :mod:`data_loaders`, so this package ``__init__`` does not
-import it).
+the case studies (the apps layer: they load studies through :mod:`data_loaders`, so
+this package ``__init__`` does not import them): :mod:`~pbo_core.experiments.studies`
+(loading, task splits), :mod:`~pbo_core.experiments.sushi`,
+:mod:`~pbo_core.experiments.accuracy`, :mod:`~pbo_core.experiments.sensitivity`,
+:mod:`~pbo_core.experiments.cohorts` and :mod:`~pbo_core.experiments.cli`
+(``python -m pbo_core.experiments``).
 """
 
 from pbo_core.experiments.bench import run_cell, summarize

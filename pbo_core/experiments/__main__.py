@@ -1,5 +1,5 @@
-"""``python -m pbo_core.experiments``: case-study experiments (see ``case_studies``)."""
+"""``python -m pbo_core.experiments``: case studies (see :mod:`pbo_core.experiments.cli`)."""
 
-from pbo_core.experiments.case_studies import main
+from pbo_core.experiments.cli import main
 
 raise SystemExit(main())

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pbo_core.experiments import case_studies as experiments
+from pbo_core.experiments import cli as experiments
 
 SUSHI = "/work/shared/data/sushi"
 

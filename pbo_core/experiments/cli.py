@@ -1,0 +1,211 @@
+"""Case-study experiments: ``python -m pbo_core.experiments <command> ...``.
+
+The command line of the case-study modules (:mod:`~pbo_core.experiments.sushi`,
+:mod:`~pbo_core.experiments.accuracy`, :mod:`~pbo_core.experiments.sensitivity`,
+:mod:`~pbo_core.experiments.cohorts`), which sit in the apps layer above
+:mod:`data_loaders`.
+
+Commands
+--------
+``sushi-pbo``
+    Per user of Sushi set A, find the favourite from pairwise queries: DT with qEUBO and
+    the top-leaf rule cascading to the best unresolved leaf (``dt``), the top-leaf rule
+    alone (``dt-toponly``), DT with random pairs (``dt-random``), DT without the top-leaf
+    rule (``dt-notop``), GP with EUBO (``gp``). Rho-regret and top-1 rank error per question
+    (DT-PBO Fig. 3 and 7), and the share of users whose favourite is ranked first (no item
+    strictly above it) after 9 questions. The first question is a random pair.
+``sushi-generalization``
+    Per user a random 80/20 split of the 45 comparisons of set A (36 train, 9 test): the
+    test comparisons are pairs the model has not seen (their sushi appear in other training
+    pairs). Train/test accuracy of DT and GP (paper Table 1). ``--split items`` is the
+    harder variant: 2 of the 10 sushi are held out and the test pairs are the 17
+    comparisons that involve them.
+``conjoint-accuracy``
+    Per respondent a random task hold-out (BELA 2 of 18 tasks, Presidential 3, train 2,
+    electricity 2), DT vs GP train/test accuracy, mean +- sd (paper Table 12).
+``straddler-ablation``
+    Discard vs keep straddlers (max depth 4): accuracy and tree size (paper Table 2).
+``sensitivity``
+    Leave-one-out feature sensitivity (Table 10 layout) for any study.
+``hierarchy``
+    Users of Sushi set A or B in cohorts of ``--refit-every`` (default 50): each user is
+    elicited with a plain DT and with the user/item hierarchy refitted on all earlier
+    users (:mod:`pbo_core.hierarchy`); regret per question per cohort (App. G.1, Fig. 17).
+
+Every command computes independent cells (users, respondents) through
+:func:`pbo_core.experiments.runner.run_grid`: ``--jobs`` parallelises, ``--out DIR`` stores one
+Parquet file per cell so an interrupted run resumes, ``--json PATH|-`` prints a summary.
+Accuracies count a predicted tie as one half.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from pbo_core import __version__
+from pbo_core.experiments.accuracy import (
+    conjoint_cell,
+    summarize_accuracy,
+    sushi_generalization_cell,
+)
+from pbo_core.experiments.cohorts import hierarchy_cell, summarize_hierarchy
+from pbo_core.experiments.runner import Cell, progress_printer, run_grid, write_json
+from pbo_core.experiments.sensitivity import sensitivity_cell
+
+#: Default test tasks per respondent for conjoint studies.
+from pbo_core.experiments.studies import (
+    TEST_TASKS,
+    load_study_cached,
+)
+from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
+from pbo_core.explain.sensitivity import summarize_sensitivity
+from pbo_core.strategies.registry import SUSHI_METHODS
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int, default=1, help="parallel workers (-1 = all cores)")
+    p.add_argument("--out", default=None, help="folder for per-cell Parquet results (resumable)")
+    p.add_argument("--fresh", action="store_true", help="recompute cells already in --out")
+    p.add_argument("--seed", type=int, default=0, help="seed of splits and runs")
+    p.add_argument("--json", default=None, metavar="PATH|-", help="write the JSON summary")
+    p.add_argument("--data-dir", default=None, help="where the study's data are (if not bundled)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = argparse.ArgumentParser(
+        prog="python -m pbo_core.experiments",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sushi-pbo", help="find each user's favourite sushi (Fig. 3/7)")
+    s.add_argument("--users", type=int, default=500, help="first N users (max 5000)")
+    s.add_argument("--iters", type=int, default=20, help="queries after the first question")
+    s.add_argument("--methods", default=",".join(SUSHI_METHODS))
+    _common(s)
+    s = sub.add_parser("sushi-generalization", help="item hold-out accuracy (Table 1)")
+    s.add_argument("--users", type=int, default=500)
+    s.add_argument(
+        "--split",
+        choices=("pairs", "items"),
+        default="pairs",
+        help="pairs: random 80/20 split of each user's 45 comparisons (default); "
+        "items: hold out --holdout sushi and test on the pairs involving them",
+    )
+    s.add_argument("--holdout", type=int, default=2, help="unseen sushi per user (of 10)")
+    _common(s)
+    s = sub.add_parser("hierarchy", help="user/item tree hierarchy cohorts (Fig. 17)")
+    s.add_argument("--dataset", choices=("A", "B", "a", "b"), default="A")
+    s.add_argument("--users", type=int, default=900)
+    s.add_argument("--refit-every", type=int, default=50, help="users per cohort")
+    s.add_argument("--iters", type=int, default=20, help="queries after the first question")
+    s.add_argument("--max-depth", type=int, default=5, help="depth of user and item trees")
+    _common(s)
+    for name, helptext in (
+        ("conjoint-accuracy", "DT vs GP per respondent (Table 12)"),
+        ("straddler-ablation", "discard vs keep straddlers (Table 2)"),
+        ("sensitivity", "leave-one-out feature sensitivity (Table 10)"),
+    ):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument(
+            "--study",
+            required=True,
+            help="registry key: train, electricity, bela, presidential, pmr-demo, ...",
+        )
+        s.add_argument(
+            "--test-tasks",
+            type=int,
+            default=None,
+            help="test tasks per respondent (defaults: "
+            + ", ".join(f"{k} {v}" for k, v in TEST_TASKS.items())
+            + ")",
+        )
+        s.add_argument("--respondents", type=int, default=None, help="first N respondents")
+        _common(s)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    args = build_parser().parse_args(argv)
+    progress = progress_printer(args.quiet, "cells")
+
+    base = {"version": __version__, "seed": args.seed}
+    if args.data_dir:
+        base["data_dir"] = args.data_dir
+    cmd = args.command
+    fn: Callable[[Cell], pd.DataFrame]
+    if cmd == "sushi-pbo":
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        bad = [m for m in methods if m not in SUSHI_METHODS]
+        if bad:
+            raise SystemExit(f"unknown methods {bad}; choose from {list(SUSHI_METHODS)}")
+        cells = [
+            dict(base, user=u, method=m, iters=args.iters, n_init=1)
+            for u in range(args.users)
+            for m in methods
+        ]
+        fn = sushi_pbo_cell
+    elif cmd == "hierarchy":
+        k = args.refit_every
+        cells = [
+            dict(
+                base,
+                dataset=args.dataset.upper(),
+                user=u,
+                cohort=u // k,
+                refit_every=k,
+                iters=args.iters,
+                max_depth=args.max_depth,
+                variant=v,
+            )
+            for u in range(args.users)
+            for v in ("plain", "hierarchy")
+        ]
+        fn = hierarchy_cell
+    elif cmd == "sushi-generalization":
+        cells = [
+            dict(base, user=u, split=args.split, holdout=args.holdout) for u in range(args.users)
+        ]
+        fn = sushi_generalization_cell
+    else:
+        study = load_study_cached(args.study, args.data_dir)
+        n_resp = len(study.respondents())
+        if args.respondents is not None:
+            n_resp = min(n_resp, args.respondents)
+        tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(args.study, 2)
+        if cmd == "sensitivity" and study.extras.get("split") is not None:
+            idx = [-1]
+        else:
+            idx = list(range(n_resp))
+        cells = [
+            dict(base, study=args.study, respondent_index=i, test_tasks=tt, experiment=cmd)
+            for i in idx
+        ]
+        fn = sensitivity_cell if cmd == "sensitivity" else conjoint_cell
+    rows = run_grid(
+        cells, fn, out_dir=args.out, jobs=args.jobs, fresh=args.fresh, progress=progress
+    )
+    if cmd == "sushi-pbo":
+        summary: Any = summarize_sushi_pbo(rows)
+    elif cmd == "hierarchy":
+        summary = summarize_hierarchy(rows)
+    elif cmd == "sensitivity":
+        table = summarize_sensitivity(rows)
+        summary = {"study": args.study, "table": table.to_dict(orient="records")}
+        if not args.quiet:
+            print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"), file=sys.stderr)
+    else:
+        extra = ("leaves", "depth") if cmd == "straddler-ablation" else ()
+        summary = summarize_accuracy(rows, extra)
+        if cmd != "sushi-generalization":
+            summary = {"study": args.study, "models": summary}
+    write_json({"command": cmd, "summary": summary}, args.json)
+    return 0
