@@ -10,7 +10,7 @@ strategies share.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -52,6 +52,7 @@ class LoopState:
 QuerySide = int | np.ndarray
 
 
+@runtime_checkable
 class Strategy(Protocol):
     """What :func:`pbo_core.loop.run_pbo` needs from a method.
 

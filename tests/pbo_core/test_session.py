@@ -6,31 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pbo_core.data import Feature, PreferenceData, Schema, Study
-from pbo_core.experiments.bench import run_cell
-from pbo_core.explain.sensitivity import holdout_split, leave_one_out_study
+from pbo_core.data import Feature, Schema
 from pbo_core.loop import run_pbo
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.problem import Problem
 from pbo_core.session import ElicitationSession, study_item_set
 from pbo_core.strategies import make_strategy
-
-
-def small_items() -> tuple[np.ndarray, Schema, np.ndarray]:
-    """12 items over a numeric, an ordinal and a categorical feature; known utilities."""
-    schema = Schema(
-        (
-            Feature("price", "numeric", bounds=(0.0, 10.0), unit="EUR"),
-            Feature("size", "ordinal", levels=("S", "M", "L")),
-            Feature("colour", "categorical", levels=("red", "green", "blue")),
-        )
-    )
-    rng = np.random.default_rng(4)
-    X = np.column_stack(
-        [rng.uniform(0, 10, 12).round(1), rng.integers(0, 3, 12), rng.integers(0, 3, 12)]
-    ).astype(float)
-    u = -X[:, 0] + 2.0 * X[:, 1] + 3.0 * (X[:, 2] == 1)
-    return X, schema, u
+from tests.pbo_core.study_fixtures import small_items, toy_study
 
 
 def answer_truthfully(s: ElicitationSession, n: int) -> None:
@@ -278,71 +260,12 @@ def test_multi_hot_features_survive_the_csv() -> None:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _toy_study(n_resp: int = 4) -> Study:
-    X, schema, u = small_items()
-    rng = np.random.default_rng(0)
-    pairs, resp, task = [], [], []
-    for r in range(n_resp):
-        for t in range(6):
-            i, j = rng.choice(12, size=2, replace=False)
-            w, lo = (i, j) if u[i] > u[j] else (j, i)
-            pairs.append((w, lo))
-            resp.append(r)
-            task.append(t)
-    data = PreferenceData(X, np.array(pairs), schema=schema, respondent=np.array(resp))
-    return Study("toy", "Toy", schema, data, extras={"pair_task": np.array(task)})
-
-
-def test_holdout_split_keeps_groups_together() -> None:
-    study = _toy_study()
-    d = study.data
-    groups = np.repeat(np.arange(12), 2)
-    train, test = holdout_split(d, 0.25, np.random.default_rng(0), groups)
-    assert train.n_pairs + test.n_pairs == d.n_pairs
-    assert test.n_pairs == 6  # 3 of 12 groups, 2 pairs each
-    assert holdout_split(d.select_pairs(np.array([0])), 0.5, np.random.default_rng(0)) is None
-    with pytest.raises(ValueError, match="test_fraction"):
-        holdout_split(d, 1.0, np.random.default_rng(0))
-
-
-def test_leave_one_out_study_averages_respondents() -> None:
-    study = _toy_study(n_resp=4)
-    table = leave_one_out_study(study, test_fraction=0.34, seed=0, n_respondents=3)
-    assert table["feature removed"].iloc[0] == "None (baseline)"
-    assert set(table["feature removed"].iloc[1:]) == {"price", "size", "colour"}
-    assert int(table["respondents"].iloc[0]) == 3
-    again = leave_one_out_study(study, test_fraction=0.34, seed=0, n_respondents=3)
-    pd.testing.assert_frame_equal(table, again)
-
-
-def test_leave_one_out_study_uses_a_pooled_split() -> None:
-    X, schema, u = small_items()
-    i, j = np.triu_indices(12, k=1)
-    w = np.where(u[i] > u[j], i, j)
-    lo = np.where(u[i] > u[j], j, i)
-    data = PreferenceData(X, np.column_stack([w, lo]), schema=schema)
-    split = np.where(np.arange(len(w)) % 3 == 0, "test", "train")
-    study = Study("pooled", "Pooled", schema, data, extras={"split": split})
-    table = leave_one_out_study(study)
-    assert int(table["respondents"].iloc[0]) == 1
-    assert table["test acc (%)"].iloc[0] > 60
 
 
 def test_study_item_set_dedupes_and_samples() -> None:
-    study = _toy_study()
+    study = toy_study()
     full = study_item_set(study)
     assert full["X"].shape == (12, 3) and full["utilities"] is None
     part = study_item_set(study, max_items=5, seed=1)
     assert part["X"].shape == (5, 3)
     assert list(part["item_ids"]) == sorted(part["item_ids"])  # original order kept
-
-
-def test_run_benchmark_cell_matches_the_bench_format_and_calls_back() -> None:
-
-    cell = {"function": "branin", "method": "dt", "seed": 0, "iters": 5, "n_init": 3, "noise": 0.0}
-    steps: list[int] = []
-    mine = run_cell(cell, lambda t, res: steps.append(t))
-    ref = run_cell(cell)
-    assert steps == list(range(6))
-    assert list(mine.columns) == list(ref.columns)
-    np.testing.assert_allclose(mine["regret"], ref["regret"])

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pandas as pd
 
 from pbo_core.experiments import bench
@@ -135,3 +136,14 @@ def test_bad_init_is_reported() -> None:
 
     with pytest.raises(SystemExit, match="unknown initial design"):
         bench.main(["--functions", "branin", "--init", "pool6", "--quiet"])
+
+
+def test_run_benchmark_cell_matches_the_bench_format_and_calls_back() -> None:
+
+    cell = {"function": "branin", "method": "dt", "seed": 0, "iters": 5, "n_init": 3, "noise": 0.0}
+    steps: list[int] = []
+    mine = bench.run_cell(cell, lambda t, res: steps.append(t))
+    ref = bench.run_cell(cell)
+    assert steps == list(range(6))
+    assert list(mine.columns) == list(ref.columns)
+    np.testing.assert_allclose(mine["regret"], ref["regret"])
