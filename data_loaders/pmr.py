@@ -251,6 +251,15 @@ def _load_feature_table(
         if "message_id" not in table.columns:
             raise DataValidationError("feature table has no 'message_id' column")
         table["message_id"] = table["message_id"].astype(str)
+        dup = table["message_id"].duplicated().to_numpy()
+        if dup.any():
+            i = int(dup.argmax())
+            mid = table["message_id"].iloc[i]
+            first = int(table["message_id"].eq(mid).to_numpy().argmax())
+            raise DataValidationError(
+                f"feature table, row {i + 1}, column 'message_id': {mid!r} repeats row "
+                f"{first + 1} (one row per message)"
+            )
         return table
     return load_table(features, spec)
 
@@ -264,7 +273,7 @@ def _attach_features(
     missing_cols = [n for n in names if n not in table.columns]
     if missing_cols:
         raise DataValidationError(f"{source}: feature table lacks column(s) {missing_cols}")
-    t = table.drop_duplicates("message_id", keep="last").set_index("message_id")
+    t = table.set_index("message_id")  # ids are unique (checked when read)
     usable = pd.Series(True, index=t.index)
     if "status" in t.columns:
         usable &= t["status"].astype(str).eq("ok")

@@ -20,13 +20,16 @@ as lists in memory and ``;``-joined strings in CSV files).
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import pandas as pd
 
@@ -40,7 +43,7 @@ from feature_extraction.spec import (
     feedback_message,
     text_hash,
 )
-from pbo_core.data import split_multi_hot
+from pbo_core.data import DataValidationError, split_multi_hot
 
 log = logging.getLogger(__name__)
 
@@ -478,26 +481,150 @@ def save_table(table: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def load_table(path: str | Path, spec: Spec | None = None) -> pd.DataFrame:
+def _csv_record_lines(text: str) -> list[int]:
+    """The physical line (header = line 1) on which each CSV record starts.
+
+    Blank lines are skipped, as :func:`pandas.read_csv` skips them, and a quoted field
+    spanning several lines moves the next record's number on by as many lines.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    lines: list[int] = []
+    prev = 0
+    for row in reader:
+        if row and prev:
+            lines.append(prev + 1)
+        prev = reader.line_num
+    return lines
+
+
+def _table_rows(table: pd.DataFrame, suffix: str, text: str | None) -> tuple[list[int], str]:
+    """Labels of the rows of a read table for messages, and what they count."""
+    if text is not None:
+        lines = _csv_record_lines(text)
+        if len(lines) == len(table):
+            return lines, "line"
+    if suffix == ".json":
+        return list(range(1, len(table) + 1)), "record"
+    if suffix in (".parquet", ".pq"):
+        return list(range(1, len(table) + 1)), "row"
+    return list(range(2, len(table) + 2)), "line"
+
+
+def _check_feature_cells(
+    table: pd.DataFrame, spec: Spec, name: str, rows: list[int], unit: str
+) -> None:
+    """Cells of usable rows (status ``ok`` or no status column) must satisfy the spec."""
+    ok = (
+        table["status"].astype(str).eq("ok").to_numpy()
+        if "status" in table.columns
+        else [True] * len(table)
+    )
+    for f in spec.features:
+        if f.name not in table.columns:
+            continue
+        for i, v in enumerate(table[f.name]):
+            if not ok[i] or v is None or (isinstance(v, float) and v != v and f.type != "numeric"):
+                continue
+            if f.type == "multi_hot":
+                value: Any = split_multi_hot(v)
+            elif f.type == "numeric":
+                try:
+                    value = float(v)
+                except (TypeError, ValueError):
+                    value = v
+                if isinstance(value, float) and value != value:
+                    continue
+            else:
+                value = v if isinstance(v, str) else str(v)
+            _, problem = f.validate_value(value)
+            if problem is not None:
+                raise DataValidationError(f"{name}, {unit} {rows[i]}, column {f.name!r}: {problem}")
+
+
+def load_table(
+    path: str | Path | bytes | BinaryIO, spec: Spec | None = None, *, name: str | None = None
+) -> pd.DataFrame:
     """Read an extracted (or ground-truth) table written by :func:`save_table`.
 
-    Multi-hot columns of ``spec`` (if given) are turned back into lists; empty cells of
-    multi-hot columns become empty lists. ``message_id`` is read as a string.
+    Parameters
+    ----------
+    path
+        The file (CSV, JSON records or Parquet, by suffix), or its bytes (or a binary
+        buffer) read in memory; then ``name`` gives the suffix and the name in messages
+        (an uploaded file is parsed in memory and never written to disk).
+    spec
+        Multi-hot columns of ``spec`` are turned back into lists (empty cells become
+        empty lists), and every cell of a usable row (``status`` ``ok``, or no status
+        column) must be an allowed value of its feature.
+    name
+        Name of an in-memory table in messages (only its base name is used).
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file does not exist.
+    DataValidationError
+        (a ``ValueError``) naming the file, the line (CSV; header = line 1), JSON record or
+        Parquet row, and the column: unreadable or empty file, no ``message_id`` column,
+        an empty or repeated ``message_id`` (both lines named), a value the spec does not
+        allow.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"feature table {str(path)!r} does not exist")
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        table = pd.DataFrame(json.loads(path.read_text(encoding="utf-8")))
-    elif suffix in (".parquet", ".pq"):
-        table = pd.read_parquet(path)
+    if isinstance(path, str | Path):
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"feature table {str(p)!r} does not exist")
+        label, suffix = str(p), p.suffix.lower()
+        raw = p.read_bytes()
     else:
-        table = pd.read_csv(path, dtype={"message_id": str}, keep_default_na=False, na_values=[""])
+        raw = bytes(path) if isinstance(path, bytes | bytearray) else path.read()
+        base = re.split(r"[\\/]", name or "uploaded table")[-1] or "uploaded table"
+        label, suffix = base, Path(base).suffix.lower()
+    text: str | None = None
+    try:
+        if suffix == ".json":
+            table = pd.DataFrame(json.loads(raw.decode("utf-8-sig")))
+        elif suffix in (".parquet", ".pq"):
+            table = pd.read_parquet(io.BytesIO(raw))
+        else:
+            text = raw.decode("utf-8-sig")
+            table = pd.read_csv(
+                io.StringIO(text), dtype={"message_id": str}, keep_default_na=False, na_values=[""]
+            )
+    except pd.errors.EmptyDataError:
+        raise DataValidationError(f"{label}: the file is empty (no header line)") from None
+    except json.JSONDecodeError as exc:
+        raise DataValidationError(f"{label}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise DataValidationError(
+            f"{label}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
+    except Exception as exc:  # parser errors of pandas / pyarrow, bad JSON layout
+        raise DataValidationError(f"{label}: cannot be read as a feature table: {exc}") from None
     if "message_id" not in table.columns:
-        raise ValueError(f"{path}: feature table has no 'message_id' column")
-    table["message_id"] = table["message_id"].astype(str)
+        raise DataValidationError(
+            f"{label}, line 1 (header): feature table has no 'message_id' column; "
+            f"columns present: {list(table.columns)}"
+            if text is not None
+            else f"{label}: feature table has no 'message_id' column"
+        )
+    rows, unit = _table_rows(table, suffix, text)
+    ids = table["message_id"]
+    empty = ids.isna().to_numpy() | ids.astype(str).str.strip().eq("").to_numpy()
+    if empty.any():
+        i = int(empty.argmax())
+        raise DataValidationError(f"{label}, {unit} {rows[i]}, column 'message_id': is empty")
+    table["message_id"] = ids.astype(str)
+    dup = table["message_id"].duplicated().to_numpy()
+    if dup.any():
+        i = int(dup.argmax())
+        mid = table["message_id"].iloc[i]
+        first = int(table["message_id"].eq(mid).to_numpy().argmax())
+        raise DataValidationError(
+            f"{label}, {unit} {rows[i]}, column 'message_id': {mid!r} repeats {unit} "
+            f"{rows[first]} (one row per message; which one is meant?)"
+        )
     if spec is not None:
+        _check_feature_cells(table, spec, label, rows, unit)
         for f in spec.features:
             if f.name in table.columns and f.type == "multi_hot":
                 table[f.name] = [split_multi_hot(v) for v in table[f.name]]

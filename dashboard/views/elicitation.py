@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard import _charts as charts
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._uploads import upload_name
 from pbo_core import explain
 from pbo_core.benchmarks import get_benchmark
 from pbo_core.session import ElicitationSession
@@ -225,7 +226,7 @@ if tab_hist.open:
                 df = pd.read_csv(io.BytesIO(up.getvalue()))
                 sessions[config] = ElicitationSession.from_frame(df, **sess.config())
             except Exception as exc:  # a wrong file is reported, not raised
-                st.error(f"Could not load {up.name}: {exc}")
+                st.error(f"Could not load {upload_name(up.name)}: {exc}")
             else:
                 st.session_state["el_loaded"] = (up.file_id, config)
                 st.rerun()

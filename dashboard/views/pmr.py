@@ -7,7 +7,6 @@ LLM client; it is never shown, logged, cached or written to any downloaded file.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import altair as alt
@@ -16,6 +15,7 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._uploads import upload_name
 from data_loaders.pmr import pmr_texts
 from feature_extraction import (
     ExtractionCache,
@@ -204,16 +204,15 @@ if tab_ext.open:
             key="pmr_upload",
         )
         if up is not None and st.session_state.get("pmr_uploaded") != up.file_id:
-            with tempfile.TemporaryDirectory() as tmp:
-                p = Path(tmp) / up.name
-                p.write_bytes(up.getvalue())
-                try:
-                    extracted = load_table(p, spec)
-                except Exception as exc:
-                    st.error(f"Could not read {up.name}: {exc}")
-                else:
-                    st.session_state[ext_key] = extracted
-                    st.session_state["pmr_uploaded"] = up.file_id
+            # parsed in memory: the browser's file name is never joined to a path
+            up_name = upload_name(up.name)
+            try:
+                extracted = load_table(up.getvalue(), spec, name=up_name)
+            except Exception as exc:
+                st.error(f"Could not read {up_name}: {exc}")
+            else:
+                st.session_state[ext_key] = extracted
+                st.session_state["pmr_uploaded"] = up.file_id
         if extracted is not None:
             st.markdown(f"#### Extracted table ({len(extracted)} messages)")
             st.dataframe(
@@ -295,7 +294,7 @@ if tab_prop.open:
             try:
                 recs = [ProposalRecord.from_dict(d) for d in json.loads(up.getvalue())]
             except Exception as exc:
-                st.error(f"Could not read {up.name}: {exc}")
+                st.error(f"Could not read {upload_name(up.name)}: {exc}")
             else:
                 st.session_state[props_key] = recs
                 st.session_state["pmr_prop_file"] = up.file_id
