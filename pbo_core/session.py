@@ -540,7 +540,34 @@ class ElicitationSession:
         if not set(cols) <= set(df.columns):
             return None
         table = df[list(cols)].rename(columns=cols)
+        self._check_domain(table, prefix)
         return self.schema.encode(table, source=f"comparison table ({prefix} columns)")
+
+    def _check_domain(self, table: pd.DataFrame, prefix: str) -> None:
+        """Numeric cells of a continuous problem must be finite and inside its box.
+
+        Rows are counted from 1 (the first data line of a CSV, line 2); the message names
+        the row, the column and the bounds.
+        """
+        if self.problem.finite:
+            return  # items are matched to the session's own items instead
+        for f in self.schema.features:
+            if f.kind != "numeric" or f.bounds is None:
+                continue
+            lo, hi = (float(b) for b in f.bounds)
+            x = pd.to_numeric(table[f.name], errors="coerce").to_numpy(dtype=float)
+            given = table[f.name].notna().to_numpy() & ~np.isnan(x)
+            tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+            bad = given & ~((x >= lo - tol) & (x <= hi + tol))  # also +-inf
+            bad |= table[f.name].isna().to_numpy()
+            if bad.any():
+                r = int(np.argmax(bad))
+                what = "is missing (nan), but must lie in" if np.isnan(x[r]) else "is outside"
+                raise ValueError(
+                    f"comparison table, row {r + 1} (CSV line {r + 2}), column "
+                    f"{prefix + '_' + f.name!r}: {_py(x[r])!r} {what} the problem's "
+                    f"bounds [{lo:g}, {hi:g}]"
+                )
 
     def _match(self, x: np.ndarray | None, label: Any, where: str) -> tuple[np.ndarray, int | None]:
         st = self._st
