@@ -29,6 +29,7 @@ from pbo_core.models.gp.laplace import (
     merge_duplicates,
     rbf_kernel,
 )
+from pbo_core.models.gp.size_guard import DEFAULT_LIMITS, GPSizeLimits, check_gp_size
 from pbo_core.models.leaves import aggregate_pairs
 
 KappaSharpMode = Literal["off", "static", "adaptive"]
@@ -101,8 +102,20 @@ class GPSurrogate:
         s = 1.0 if self.outputscale is None else float(self.outputscale)
         return np.log(np.r_[ell, s])
 
-    def fit(self, data: PreferenceData) -> GPSurrogate:
-        """Merge duplicates, fit hyperparameters, find the MAP (and apply KappaSharp)."""
+    #: Sizes above which :meth:`fit` warns or refuses (see :mod:`.size_guard`).
+    size_limits: GPSizeLimits = DEFAULT_LIMITS
+    #: Fit above ``size_limits.max_*`` anyway (or pass ``fit(..., allow_large=True)``).
+    allow_large: bool = False
+
+    def fit(self, data: PreferenceData, *, allow_large: bool | None = None) -> GPSurrogate:
+        """Merge duplicates, fit hyperparameters, find the MAP (and apply KappaSharp).
+
+        Warns (:class:`~.size_guard.GPSizeWarning`) above ``size_limits.warn_*`` and
+        raises :class:`~.size_guard.GPTooLargeError` above ``size_limits.max_*``
+        comparisons or items unless ``allow_large`` (here or as an attribute).
+        """
+        big = self.allow_large if allow_large is None else allow_large
+        check_gp_size(data.n_pairs, data.n_items, self.size_limits, allow_large=big)
         schema = data.get_schema()
         self.encoder_ = InputEncoder.from_schema(schema)
         Z_all = self.encoder_(data.X) if data.n_items else np.zeros((0, self.encoder_.n_inputs))
