@@ -7,7 +7,10 @@ whose message says how to obtain the data.
 
 from __future__ import annotations
 
+import csv
+import gzip
 import os
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -83,29 +86,64 @@ def where(source: str, label: Any, from_file: bool) -> str:
     return f"{source}, line {py(label)}" if from_file else f"{source}, row {py(label)!r}"
 
 
-def read_csv_lines(path: Path, **kwargs: Any) -> pd.DataFrame:
+def read_csv_lines(path: Path, *, exact_lines: bool = False, **kwargs: Any) -> pd.DataFrame:
     """Read a CSV (``.gz`` allowed) with the physical line number as the index.
 
     The header is line 1, so the first record is line 2. Blank lines are dropped but
-    keep the numbering of the lines after them. (Quoted fields spanning several lines
-    would shift the numbers; the formats read here have none.)
+    keep the numbering of the lines after them. A UTF-8 byte-order mark is accepted
+    (pandas drops it from the first column name). Quoted fields spanning several lines
+    shift the numbers unless ``exact_lines=True`` (plain CSV only; reads the file twice),
+    which gives every record the line it starts on.
 
     Raises
     ------
     DataValidationError
-        If the file cannot be parsed (the pandas message, which names the line, is kept).
+        Naming the file if it cannot be parsed (the pandas message, which names the line,
+        is kept), is empty, is not UTF-8 or is a truncated or corrupt gzip file.
     """
     try:
         frame = pd.read_csv(path, skip_blank_lines=False, **kwargs)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise DataValidationError(f"{path}: cannot be read as CSV: {exc}") from None
     except pd.errors.EmptyDataError:
-        raise DataValidationError(f"{path}: the file is empty") from None
+        raise DataValidationError(f"{path}: the file is empty (no header line)") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DataValidationError(
+            f"{path}: cannot be decompressed, the gzip file is truncated or corrupt ({exc})"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise DataValidationError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); pass "
+            "read_csv_kwargs={'encoding': ...} for another encoding"
+        ) from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise DataValidationError(f"{path}: cannot be read as CSV: {exc}") from None
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise DataValidationError(f"{path}: cannot be read: {exc}") from None
     frame.index = pd.RangeIndex(2, 2 + len(frame))
+    if exact_lines and str(path).lower().endswith(".csv"):
+        starts = _record_starts(path, kwargs.get("sep", ","), kwargs.get("encoding"))
+        if starts is not None and len(starts) == len(frame) + 1:
+            frame.index = pd.Index(starts[1:])
     blank = frame.isna().all(axis=1)
     if blank.any():
         frame = frame.loc[~blank.to_numpy()]
     return frame
+
+
+def _record_starts(path: Path, sep: str, encoding: str | None) -> list[int] | None:
+    """The line on which each CSV record starts (blank lines are records, as for pandas
+    with ``skip_blank_lines=False``); ``None`` when the file cannot be read so."""
+    try:
+        with open(path, newline="", encoding=encoding or "utf-8-sig") as fh:
+            reader = csv.reader(fh, delimiter=sep)
+            starts, prev = [], 0
+            for _ in reader:
+                starts.append(prev + 1)
+                prev = reader.line_num
+    except (OSError, UnicodeDecodeError, csv.Error, TypeError):
+        return None
+    return starts
 
 
 def missing_columns_error(

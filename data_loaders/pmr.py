@@ -60,7 +60,13 @@ Assumptions (the real files are not available here)
   higher level wins; equal levels give no pair). The annotation file is assumed to name
   the two messages either by text (columns ``chosen``/``rejected``, as in the sibling
   PMR-Reddit pairs) or by id (``winner_id``/``loser_id`` with ids ``A-00`` .. ``B-29``).
-  Annotated pairs whose texts match no inbox row are skipped and counted.
+  Errors naming the file, line (CSV, header = line 1; parquet: row from 1) and column:
+  an empty or unreadable file, a winner equal to the loser, an empty cell, an id that
+  names no message. Skipped with a warning listing the lines (``extras
+  ["annotation_skipped"]``): texts that match no message of the two inboxes (the
+  annotation set may cover other inboxes) and pairs across the two inboxes.
+* Rows with an empty ``text`` are skipped with a warning naming the parquet file and
+  row (counted from 1 in the file); the message ids number the remaining rows.
 * Pairs within INBOX_A are the training pairs and pairs within INBOX_B the test pairs
   (``Study.extras["split"]``).
 """
@@ -78,7 +84,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from data_loaders._common import DataNotAvailableError
+from data_loaders._common import DataNotAvailableError, py, read_csv_lines
 from feature_extraction.extract import load_table
 from feature_extraction.spec import Spec, table9_spec
 from pbo_core.data import DataValidationError, PreferenceData, Schema, Study
@@ -560,6 +566,8 @@ def pmr_synth_status() -> tuple[bool, str]:
 
 
 def _read_inbox(folder: Path, inbox: str) -> pd.DataFrame:
+    """The rows of one inbox; errors and warnings name the parquet file and its row
+    (counted from 1 in the file, before any row is dropped)."""
     frames = []
     for f in _find(folder, f"{inbox}-*.parquet"):
         try:
@@ -569,23 +577,34 @@ def _read_inbox(folder: Path, inbox: str) -> pd.DataFrame:
         missing = {"text", "level", "relevancy"} - set(df.columns)
         if missing:
             raise DataValidationError(
-                f"{f}: missing column(s) {sorted(missing)}; expected text, level, relevancy"
+                f"{f}: missing column(s) {sorted(missing)}; expected text, level, relevancy; "
+                f"columns present: {list(df.columns)}"
             )
+        df = df.reset_index(drop=True)
+        df["_file"], df["_row"] = str(f), np.arange(1, len(df) + 1)
         frames.append(df)
     df = pd.concat(frames, ignore_index=True)
     bad = [i for i, t in enumerate(df["text"]) if not isinstance(t, str) or not t.strip()]
     if bad:
-        warnings.warn(f"PMR-Synth {inbox}: skipping {len(bad)} empty row(s) {bad}", stacklevel=3)
+        shown = ", ".join(f"{df['_file'].iloc[i]} row {df['_row'].iloc[i]}" for i in bad[:10])
+        warnings.warn(
+            f"PMR-Synth {inbox}: skipping {len(bad)} row(s) with an empty 'text': {shown}"
+            + (" ..." if len(bad) > 10 else ""),
+            stacklevel=3,
+        )
         df = df.drop(index=bad)
     df = df.reset_index(drop=True)
     for col in ("level", "relevancy"):
         vals = pd.to_numeric(df[col], errors="coerce")
+        vals = vals.where(np.isfinite(vals.to_numpy(dtype=float)))
         if vals.isna().any():
-            row = int(np.flatnonzero(vals.isna())[0])
+            i = int(np.flatnonzero(vals.isna())[0])
             raise DataValidationError(
-                f"PMR-Synth {inbox}: row {row}: {col} {df[col].iloc[row]!r} is not a number"
+                f"{df['_file'].iloc[i]}, row {df['_row'].iloc[i]}, column {col!r}: "
+                f"{df[col].iloc[i]!r} is not a finite number"
             )
         df[col] = vals
+    df = df.drop(columns=["_file", "_row"])
     letter = inbox[-1]
     df.insert(0, "message_id", [f"{letter}-{i:02d}" for i in range(len(df))])
     df.insert(1, "inbox", letter)
@@ -605,29 +624,82 @@ def _pairs_from_levels(items: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["winner", "loser", "split"])
 
 
-def _pairs_from_annotations(items: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, int]:
+def _read_annotations(path: Path) -> tuple[pd.DataFrame, str]:
+    """The annotation rows (index = CSV line, header = line 1; parquet: row from 1)."""
     if path.suffix.lower() in (".parquet", ".pq"):
-        ann = pd.read_parquet(path)
-    else:
-        ann = pd.read_csv(path)
+        try:
+            ann = pd.read_parquet(path)
+        except Exception as e:
+            raise DataValidationError(f"{path}: cannot read parquet ({e})") from None
+        ann.index = pd.RangeIndex(1, len(ann) + 1)
+        return ann, "row"
+    return read_csv_lines(path, exact_lines=True), "line"
+
+
+def _pairs_from_annotations(items: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, list[Any]]:
+    """Pairs of message ids from an annotation file, and the lines skipped (with a warning).
+
+    Errors (naming the file, line and column): a winner equal to the loser, an empty cell,
+    an id (``winner_id``/``loser_id``) that names no message. Skipped with a warning that
+    lists the lines: texts (``chosen``/``rejected``) that match no message of the two
+    inboxes (the annotation set may cover other inboxes), pairs across the two inboxes.
+    """
+    ann, unit = _read_annotations(path)
     inbox_of = dict(zip(items["message_id"], items["inbox"], strict=True))
     if {"winner_id", "loser_id"} <= set(ann.columns):
-        w = ann["winner_id"].astype(str)
-        l_ = ann["loser_id"].astype(str)
+        cols = ("winner_id", "loser_id")
+        w, l_ = ann["winner_id"], ann["loser_id"]
+        by_id = True
     elif {"chosen", "rejected"} <= set(ann.columns):
+        cols = ("chosen", "rejected")
         by_text = {t.strip(): m for t, m in zip(items["text"], items["message_id"], strict=True)}
-        w = ann["chosen"].map(lambda t: by_text.get(str(t).strip()))
-        l_ = ann["rejected"].map(lambda t: by_text.get(str(t).strip()))
+        w = ann["chosen"].map(lambda t: by_text.get(str(t).strip()) if isinstance(t, str) else t)
+        l_ = ann["rejected"].map(lambda t: by_text.get(str(t).strip()) if isinstance(t, str) else t)
+        by_id = False
     else:
         raise DataValidationError(
-            f"{path}: annotation columns {list(ann.columns)} are not understood; expected "
-            "chosen/rejected (texts) or winner_id/loser_id (message ids)"
+            f"{path}, {'line 1 (header)' if unit == 'line' else 'columns'}: annotation columns "
+            f"{list(ann.columns)} are not understood; expected chosen/rejected (texts) or "
+            "winner_id/loser_id (message ids)"
         )
-    known = w.isin(inbox_of.keys()) & l_.isin(inbox_of.keys())
-    same_inbox = known & (w.map(inbox_of) == l_.map(inbox_of)) & (w != l_)
+    for c in cols:
+        empty = ann[c].isna().to_numpy()
+        if empty.any():
+            raise DataValidationError(
+                f"{path}, {unit} {py(ann.index[int(empty.argmax())])}, column {c!r}: is empty"
+            )
+    if by_id:
+        w, l_ = w.astype(str).str.strip(), l_.astype(str).str.strip()
+        for c, s in zip(cols, (w, l_), strict=True):
+            unknown = ~s.isin(inbox_of.keys()).to_numpy()
+            if unknown.any():
+                i = int(unknown.argmax())
+                raise DataValidationError(
+                    f"{path}, {unit} {py(ann.index[i])}, column {c!r}: {s.iloc[i]!r} is not a "
+                    "message id of the inboxes (A-00 .. B-29 style)"
+                )
+    same = (w == l_).to_numpy() & w.notna().to_numpy()
+    if same.any():
+        i = int(same.argmax())
+        raise DataValidationError(
+            f"{path}, {unit} {py(ann.index[i])}, columns {cols[0]!r}/{cols[1]!r}: the winner "
+            "and the loser are the same message"
+        )
+    known = (w.isin(inbox_of.keys()) & l_.isin(inbox_of.keys())).to_numpy()
+    same_inbox = known & (w.map(inbox_of) == l_.map(inbox_of)).to_numpy()
     pairs = pd.DataFrame({"winner": w[same_inbox], "loser": l_[same_inbox]}).reset_index(drop=True)
     pairs["split"] = ["train" if inbox_of[m] == "A" else "test" for m in pairs["winner"]]
-    return pairs, int((~same_inbox).sum())
+    skipped = [py(x) for x in ann.index[~same_inbox]]
+    if skipped:
+        n_text = int((~known).sum())
+        shown = ", ".join(str(x) for x in skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+        warnings.warn(
+            f"{path}: {len(skipped)} annotated pair(s) skipped ({n_text} with a text that "
+            f"matches no message, {len(skipped) - n_text} across the two inboxes), "
+            f"{unit}s {shown}",
+            stacklevel=3,
+        )
+    return pairs, skipped
 
 
 def load_pmr_synth(
@@ -674,22 +746,17 @@ def load_pmr_synth(
             + _find(folder, "annotations.csv")
         )
         annotations = found[0] if found else None
-    unmatched = 0
+    skipped: list[Any] = []
     if annotations is not None:
-        pair_ids, unmatched = _pairs_from_annotations(items, Path(annotations))
+        pair_ids, skipped = _pairs_from_annotations(items, Path(annotations))
         pair_source = f"expert annotations ({Path(annotations).name})"
-        if unmatched:
-            warnings.warn(
-                f"PMR-Synth: {unmatched} annotated pair(s) match no pair of messages within "
-                "one inbox and are skipped",
-                stacklevel=2,
-            )
     else:
         pair_ids = _pairs_from_levels(items)
         pair_source = "derived from level (higher level = more urgent; ties give no pair)"
     extras: dict[str, Any] = {
         "pair_source": pair_source,
-        "annotation_unmatched": unmatched,
+        "annotation_unmatched": len(skipped),
+        "annotation_skipped": skipped,
         "dropped_items": [],
         "needs_extraction": features is None,
     }

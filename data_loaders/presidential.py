@@ -111,6 +111,7 @@ def _levels_from_codes(codes: Mapping[str, Any]) -> list[str]:
 
 def _attribute(d: Mapping[str, Any], not_shown: str | None, *, where_: str) -> Attribute:
     known = {"name", "column", "label", "core", "kind", "codes", "unit", "description", "missing"}
+    known |= {"min", "max"}
     unknown = set(d) - known
     if unknown:
         raise DataValidationError(f"{where_}: unknown keys {sorted(unknown)}")
@@ -127,6 +128,8 @@ def _attribute(d: Mapping[str, Any], not_shown: str | None, *, where_: str) -> A
                 column=d.get("column"),
                 codes=codes,
                 missing=d.get("missing"),
+                min=d.get("min"),
+                max=d.get("max"),
             )
         levels = _levels_from_codes(codes)
         missing = d.get("missing")

@@ -12,6 +12,10 @@ Electricity (Revelt & Train 2000; Huber & Train 2001)
     Long format, four supplier offers per task: 361 respondents, 4308 tasks, three
     comparisons each (the chosen offer beats the other three). ``pf`` is the fixed price
     in cents/kWh and is 0 when the offer has time-of-day or seasonal rates instead.
+
+Every numeric attribute declares a plausible range (``min``/``max``: prices and times
+are not negative, a train price is at most 1000 guilders, a trip at most a day, ...);
+a value outside is an error naming the file, line and column.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ TRAIN_ATTRIBUTES: tuple[Attribute, ...] = (
         unit="guilders",
         column="price",
         scale=0.01,
+        min=0,
+        max=1000,
         description="Ticket price in Dutch guilders (the file stores cents of guilders).",
     ),
     Attribute(
@@ -49,6 +55,8 @@ TRAIN_ATTRIBUTES: tuple[Attribute, ...] = (
         label="Travel time",
         unit="min",
         column="time",
+        min=0,
+        max=24 * 60,
         description="Travel time in minutes.",
     ),
     Attribute(
@@ -56,6 +64,8 @@ TRAIN_ATTRIBUTES: tuple[Attribute, ...] = (
         "numeric",
         label="Number of changes",
         column="change",
+        min=0,
+        max=20,
         description="Number of changes (transfers) during the trip.",
     ),
     Attribute(
@@ -75,6 +85,8 @@ ELECTRICITY_ATTRIBUTES: tuple[Attribute, ...] = (
         label="Fixed price",
         unit="¢/kWh",
         column="pf",
+        min=0,
+        max=100,
         description=(
             "Fixed price in cents per kWh; 0 when the offer has time-of-day or seasonal "
             "rates instead of a fixed price."
@@ -86,6 +98,8 @@ ELECTRICITY_ATTRIBUTES: tuple[Attribute, ...] = (
         label="Contract length",
         unit="years",
         column="cl",
+        min=0,
+        max=30,
         description="Length of the contract in years (0 = no contract).",
     ),
     Attribute(

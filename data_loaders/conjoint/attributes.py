@@ -39,6 +39,9 @@ __all__ = [
 
 AttributeKind = Literal["numeric", "ordinal", "categorical", "binary"]
 
+#: Largest magnitude a numeric attribute may take without declared ``min``/``max``.
+MAX_MAGNITUDE = 1e12
+
 _ATTRIBUTE_KINDS = ("numeric", "ordinal", "categorical", "binary")
 _NUMBER_WITH_UNIT = re.compile(
     r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([%A-Za-z/.\s]*)$"
@@ -127,6 +130,11 @@ class Attribute:
     missing
         Level label (or number) used for an empty cell; ``None`` makes an empty cell an
         error.
+    min, max
+        Numeric attributes: the valid range of a value after scaling (e.g. ``min=0`` for
+        a price); a value outside is an error naming the file, line and column. Without
+        them any finite value with ``|x| <= MAX_MAGNITUDE`` (1e12) is accepted. They do
+        not change the schema bounds (those come from ``bounds``, ``values`` or the data).
     """
 
     name: str
@@ -143,6 +151,8 @@ class Attribute:
     scale: float = 1.0
     bounds: tuple[float, float] | None = None
     missing: str | float | None = None
+    min: float | None = None
+    max: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in _ATTRIBUTE_KINDS:
@@ -198,6 +208,19 @@ class Attribute:
         if self.bounds is not None:
             lo, hi = (float(b) for b in self.bounds)
             object.__setattr__(self, "bounds", (lo, hi))
+        for k in ("min", "max"):
+            v = getattr(self, k)
+            if v is None:
+                continue
+            if self.kind != "numeric":
+                raise DataValidationError(f"attribute {self.name!r}: only numeric takes {k!r}")
+            if _as_number(v) is None:
+                raise DataValidationError(f"attribute {self.name!r}: {k}={v!r} is not a number")
+            object.__setattr__(self, k, float(v))
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise DataValidationError(
+                f"attribute {self.name!r}: min={self.min:g} is above max={self.max:g}"
+            )
 
     # .................................................................. reading
     @property
@@ -256,6 +279,23 @@ class Attribute:
         x = _as_number(raw)
         if x is None:
             raise ValueError("is not a number")
+        return self._in_range(self._numeric_value(x))
+
+    def _in_range(self, y: float) -> float:
+        """``y`` (after scaling) if it is within ``min``/``max`` and ``MAX_MAGNITUDE``."""
+        if not abs(y) <= MAX_MAGNITUDE:
+            raise ValueError(
+                f"gives {y:g}, beyond the plausible magnitude {MAX_MAGNITUDE:g} (declare "
+                "the attribute's min/max if such values are real)"
+            )
+        unit = f" {self.unit}" if self.unit else ""
+        if self.min is not None and y < self.min:
+            raise ValueError(f"gives {y:g}{unit}, below the attribute's minimum {self.min:g}")
+        if self.max is not None and y > self.max:
+            raise ValueError(f"gives {y:g}{unit}, above the attribute's maximum {self.max:g}")
+        return y
+
+    def _numeric_value(self, x: float) -> float:
         if self.values:
             hit = [v for v in self.values if math.isclose(v, x, rel_tol=1e-9, abs_tol=1e-12)]
             if hit:
@@ -325,6 +365,9 @@ class Attribute:
             d["bounds"] = list(self.bounds)
         if self.missing is not None:
             d["missing"] = self.missing
+        for k in ("min", "max"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
         return d
 
     @classmethod
