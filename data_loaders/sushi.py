@@ -288,7 +288,7 @@ def _fail(path: Path, line: int, msg: str) -> DataValidationError:
 def _body(path: Path) -> list[tuple[int, str]]:
     """Lines with numbers (1-based); trailing blank lines dropped, inner ones an error."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is dropped
     except UnicodeDecodeError as exc:
         raise DataValidationError(f"{path}: not UTF-8 text ({exc.reason})") from None
     lines = text.splitlines()

@@ -25,6 +25,7 @@ from data_loaders.conjoint.attributes import (
     Attribute,
     is_missing,
     normalize_value,
+    parse_attribute,
     resolve_attributes,
 )
 from data_loaders.conjoint.build import NoChoice, StudyMeta, build_from_long
@@ -205,6 +206,11 @@ def wide_to_long(
             )
         mapped[k] = lookup[key]
     chosen_alt = mapped[codes]
+    # check the cells in their own columns, so an error names ``price2``, not ``price``
+    answered = np.array([c is not None for c in chosen_alt], dtype=bool)
+    for (aname, _alt), col in cols.items():
+        attr = next(a for a in attributes if a.name == aname)
+        parse_attribute(frame[col][answered], attr, name, from_file, col)
     task_col = (
         frame[task].to_numpy()
         if task

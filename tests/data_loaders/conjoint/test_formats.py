@@ -51,5 +51,5 @@ def test_wide_format_errors(tmp_path: Path) -> None:
     f = wide_frame()
     f.loc[1, "size2"] = "tiny"
     p = write(f, tmp_path, "wide3.csv")
-    with pytest.raises(DataValidationError, match=r"line 3: column 'size' .*'tiny'"):
+    with pytest.raises(DataValidationError, match=r"line 3: column 'size2' .*'tiny'"):
         load_conjoint_wide(p, ATTRS, respondent="id", task=None, opt_out_values=("none",))
