@@ -601,7 +601,7 @@ def _read_inbox(folder: Path, inbox: str) -> pd.DataFrame:
             i = int(np.flatnonzero(vals.isna())[0])
             raise DataValidationError(
                 f"{df['_file'].iloc[i]}, row {df['_row'].iloc[i]}, column {col!r}: "
-                f"{df[col].iloc[i]!r} is not a finite number"
+                f"{py(df[col].iloc[i])!r} is not a finite number"
             )
         if col == "level":
             off = ~vals.isin(range(1, 7))
@@ -609,7 +609,7 @@ def _read_inbox(folder: Path, inbox: str) -> pd.DataFrame:
                 i = int(np.flatnonzero(off.to_numpy())[0])
                 raise DataValidationError(
                     f"{df['_file'].iloc[i]}, row {df['_row'].iloc[i]}, column 'level': "
-                    f"{df[col].iloc[i]!r} is not an urgency level 1..6"
+                    f"{py(df[col].iloc[i])!r} is not an urgency level 1..6"
                 )
         df[col] = vals
     df = df.drop(columns=["_file", "_row"])

@@ -305,11 +305,11 @@ def _body(path: Path) -> list[tuple[int, str]]:
 
 
 def _ints(path: Path, line: int, fields: list[str]) -> list[int]:
-    try:
-        return [int(f) for f in fields]
-    except ValueError:
-        bad = next(f for f in fields if not re.fullmatch(r"[-+]?\d+", f))
-        raise _fail(path, line, f"{bad!r} is not an integer") from None
+    # ASCII digits only: int() would also read other scripts' digits ("\u0663" -> 3)
+    bad = next((f for f in fields if not re.fullmatch(r"[-+]?[0-9]+", f)), None)
+    if bad is not None:
+        raise _fail(path, line, f"{bad!r} is not an integer")
+    return [int(f) for f in fields]
 
 
 def _read_order(path: Path, n_items: int) -> tuple[np.ndarray, np.ndarray]:
