@@ -41,7 +41,10 @@ respondents and the reason are in ``study.extras["excluded"]``.
 Errors
 ------
 Malformed input raises :class:`~pbo_core.data.DataValidationError` naming the file and
-line (the header is line 1), or the row label for in-memory tables.
+line (the header is line 1), or the row label for in-memory tables, and the column (in
+the wide format the file's own column, ``price2``). Numeric attributes declare their valid
+range with ``min``/``max`` (attribute tables: keys ``"min"``, ``"max"``); without them
+values beyond ``|x| > 1e12`` are refused.
 
 Modules
 -------
