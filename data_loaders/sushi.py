@@ -306,9 +306,9 @@ def _body(path: Path) -> list[tuple[int, str]]:
 
 def _ints(path: Path, line: int, fields: list[str]) -> list[int]:
     # ASCII digits only: int() would also read other scripts' digits ("\u0663" -> 3)
-    bad = next((f for f in fields if not re.fullmatch(r"[-+]?[0-9]+", f)), None)
-    if bad is not None:
-        raise _fail(path, line, f"{bad!r} is not an integer")
+    for k, f in enumerate(fields, start=1):
+        if not re.fullmatch(r"[-+]?[0-9]+", f):
+            raise _fail(path, line, f"field {k}: {f!r} is not an integer")
     return [int(f) for f in fields]
 
 

@@ -138,7 +138,7 @@ SCORE_B = "sushi3b.5000.10.score"
         ("A", ORDER_A, 3, "0 10 0 1 2 3 4 5 6 7 8", r"line 3: declares 10 items but lists 9"),
         ("A", ORDER_A, 4, "0 10 0 1 2 3 4 5 6 7 8 8", r"line 4: an item appears twice"),
         ("A", ORDER_A, 2, "0 10 0 1 2 3 4 5 6 7 8 10", r"line 2: item id 10 outside 0..9"),
-        ("A", ORDER_A, 5, "0 10 0 1 2 x 4 5 6 7 8 9", r"line 5: 'x' is not an integer"),
+        ("A", ORDER_A, 5, "0 10 0 1 2 x 4 5 6 7 8 9", r"line 5: field 6: 'x' is not an integer"),
         ("A", ORDER_A, 3, "1 10 0 1 2 3 4 5 6 7 8 9", r"line 3: a ranking line starts with"),
         ("A", ORDER_A, 3, "", r"line 3: empty line"),
         ("B", ORDER_B, 2, "0 10 0 1 2 3 4 5 6 7 8 100", r"line 2: item id 100 outside 0..99"),
