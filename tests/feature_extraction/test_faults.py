@@ -166,8 +166,10 @@ def test_demo_extraction_under_mixed_faults(
     assert fmts[:2] == ["json_schema", "json_schema"]  # the transient 500 was retried as is
     rejected = sum(n for k, n in snap["outcomes"].items() if k.startswith("rejected"))
     assert rejected == order.index(best)  # one clear rejection per format given up
-    assert snap["peak_live"] == CONCURRENCY  # the configured concurrency is used, not exceeded
-    assert snap["peak_in_flight"] >= CONCURRENCY  # (plus slow answers the client gave up on)
+    # requests run concurrently (the old auto mode ran them one at a time), never above the
+    # configured limit; the exact peak depends on the machine's load, so it is not pinned
+    assert 2 <= snap["peak_live"] <= CONCURRENCY
+    assert snap["peak_in_flight"] >= snap["peak_live"]  # (plus answers the client gave up on)
     assert snap["auth_seen"]
     _assert_no_canary(tmp_path, out.out, out.err, caplog.text)
 
