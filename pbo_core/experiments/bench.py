@@ -162,13 +162,26 @@ def _group_keys(rows: pd.DataFrame) -> list[str]:
     return keys
 
 
+def _normalise(rows: pd.DataFrame) -> pd.DataFrame:
+    """Swept columns as groupable values: a missing value (unset, e.g. no depth cap) is
+    ``"none"``, whole-number depths and dimensions are ints."""
+    rows = rows.copy()
+    for col in SWEEP_PARAMS:
+        if col in rows and rows[col].isna().any():
+            vals = rows[col].astype(object)
+            if col in ("max_depth", "dim"):
+                vals = vals.map(lambda v: v if pd.isna(v) else int(v))
+            rows[col] = vals.where(rows[col].notna(), "none")
+    return rows
+
+
 def _ordered_groups(last: pd.DataFrame, keys: list[str]) -> list[tuple[tuple, pd.DataFrame]]:
     order = {name: i for i, name in enumerate(dict.fromkeys(last["function"]))}
     m_order = {name: i for i, name in enumerate(dict.fromkeys(last["method"]))}
 
     def sort_key(kv: tuple[tuple, pd.DataFrame]) -> tuple:
         k = kv[0]
-        rest = tuple(str(v) if isinstance(v, str) else float(v) for v in k[2:])
+        rest = tuple((1, str(v), 0.0) if isinstance(v, str) else (0, "", float(v)) for v in k[2:])
         return (order[k[0]], *rest, m_order[k[1]])
 
     return sorted(last.groupby(keys, dropna=False), key=sort_key)
@@ -190,6 +203,7 @@ def summarize(rows: pd.DataFrame, baseline: str | None = None) -> list[dict[str,
     out: list[dict[str, Any]] = []
     if rows.empty:
         return out
+    rows = _normalise(rows)
     gkeys = _group_keys(rows)
     keys = [*gkeys, "seed"]
     last = rows.loc[rows.groupby(keys, dropna=False)["step"].idxmax()]
@@ -253,6 +267,7 @@ def runtime_summary(rows: pd.DataFrame) -> list[dict[str, Any]]:
     """
     if rows.empty:
         return []
+    rows = _normalise(rows)
     gkeys = _group_keys(rows)
     per_run = rows.groupby([*gkeys, "seed"], dropna=False).agg(
         t=("time_s", "sum"), steps=("step", "size")
@@ -288,7 +303,7 @@ def activation_summary(rows: pd.DataFrame) -> list[dict[str, Any]]:
     """
     if rows.empty or "ks_active" not in rows:
         return []
-    traced = rows[rows["ks_active"].notna()]
+    traced = _normalise(rows[rows["ks_active"].notna()])
     gkeys = _group_keys(traced)
     out = []
     for k, g in _ordered_groups(traced, gkeys):
