@@ -154,10 +154,13 @@ def mean_ci(values: np.ndarray, level: float = 0.95) -> dict[str, Any]:
 
 
 def _group_keys(rows: pd.DataFrame) -> list[str]:
-    """``function``, ``method`` and every sweep parameter that takes several values."""
+    """``function``, ``method``, every option that was set (``ratio``, ``max_depth``,
+    ``ks_tau``, ``ks_alpha``, ``eubo``) and ``dim``/``noise`` when they take several values."""
     keys = ["function", "method"]
     for col in SWEEP_PARAMS:
-        if col in rows and rows[col].nunique(dropna=False) > 1:
+        if col not in rows:
+            continue
+        if rows[col].nunique(dropna=False) > 1 or col not in ("dim", "noise"):
             keys.append(col)
     return keys
 
@@ -194,7 +197,8 @@ def summarize(rows: pd.DataFrame, baseline: str | None = None) -> list[dict[str,
     name ``final_regret_std``), ``final_regret_se``, ``final_regret_ci95`` (Student-t
     interval ``mean +- t_{0.975, n-1} se`` over seeds, see :func:`mean_ci`) and
     ``final_regret_median``, plus the median wall time per run. Swept parameters
-    (:data:`SWEEP_PARAMS` with more than one value in ``rows``) become extra grouping keys.
+    (the options of :data:`SWEEP_PARAMS` present in ``rows``; ``dim`` and ``noise`` when they
+    take several values) become extra grouping keys.
 
     With ``baseline``, every other method also gets ``gain_pct_vs`` (percentage
     improvement of the mean final best utility over the baseline's, KappaSharp's "Gain")

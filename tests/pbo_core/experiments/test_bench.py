@@ -262,3 +262,11 @@ def test_pool_designs_are_nested() -> None:
         assert len(P6) == len(P8) == 15
         assert len({tuple(sorted(q)) for q in P6.tolist()}) == 15  # distinct pairs (n6: all 15)
         assert P8.max() <= 7
+
+
+def test_a_single_option_value_is_named_in_the_summary(capsys) -> None:
+    args = ["--functions", "branin", "--methods", "dt", "--seeds", "1", "--iters", "2"]
+    out = _run_json(capsys, [*args, "--n-init", "3", "--max-depth", "3"])
+    assert out["summary"][0]["max_depth"] == 3
+    out = _run_json(capsys, [*args, "--n-init", "3"])
+    assert "max_depth" not in out["summary"][0] and "noise" not in out["summary"][0]
