@@ -131,9 +131,13 @@ def initial_design(
         ``n_init`` pairs of a Latin hypercube of ``2 n_init`` points, paired in order
         (DT-PBO; random distinct item pairs for finite item sets).
     ``"pool_n<N>_k<K>"``
-        ``N`` Latin-hypercube candidates and ``K`` of their ``N(N-1)/2`` pairs drawn
-        without replacement (all of them when ``K`` is the maximum), as KappaSharp's
-        ``pool_n6_k15`` / ``pool_n8_k15``.
+        ``N`` candidates and ``K`` of their ``N(N-1)/2`` pairs drawn without replacement
+        (all of them when ``K`` is the maximum), in a random order, as KappaSharp's
+        ``pool_n6_k15`` / ``pool_n8_k15``. The pools are **nested** as in the paper
+        (App. G.2, ``n6 ⊂ n8``): the candidates are the first ``N`` points of one
+        Latin hypercube of ``max(N, 8)`` points drawn from a stream that does not depend
+        on ``N`` or ``K``, so with the same ``rng`` state the n6 pool is a subset of the
+        n8 pool; the comparisons come from a second, independent stream.
     ``"pure_k<K>"``
         ``K`` disjoint pairs among ``2K`` Latin-hypercube candidates (pure matching).
     """
@@ -148,15 +152,20 @@ def initial_design(
     if n_points == 0:
         return np.zeros((0, problem.dim)), np.zeros((0, 2), dtype=np.int64)
     b = problem.schema.bounds
-    U = qmc.LatinHypercube(d=problem.dim, seed=rng).random(n_points)
-    X = b[:, 0] + U * (b[:, 1] - b[:, 0])
     isint = problem.schema.is_integer
+    if n_pairs is None:
+        U = qmc.LatinHypercube(d=problem.dim, seed=rng).random(n_points)
+    else:  # nested pools: points and comparisons from two N-independent streams
+        rng_points, rng_pairs = (np.random.default_rng(s) for s in rng.integers(2**63, size=2))
+        U = qmc.LatinHypercube(d=problem.dim, seed=rng_points).random(max(n_points, 8))
+        U = U[:n_points]
+    X = b[:, 0] + U * (b[:, 1] - b[:, 0])
     if isint.any():
         X[:, isint] = np.round(X[:, isint])
     if n_pairs is None:
         return X, np.arange(n_points).reshape(-1, 2)
     i, j = np.triu_indices(n_points, k=1)
-    pick = np.sort(rng.choice(len(i), size=n_pairs, replace=False))
+    pick = rng_pairs.choice(len(i), size=n_pairs, replace=False)
     return X, np.column_stack([i[pick], j[pick]])
 
 

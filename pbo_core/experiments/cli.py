@@ -27,6 +27,10 @@ Commands
     Discard vs keep straddlers (max depth 4): accuracy and tree size (paper Table 2).
 ``sensitivity``
     Leave-one-out feature sensitivity (Table 10 layout) for any study.
+``pmr-llm-vs-tree``
+    PMR test pairs (inbox B): ask an OpenAI-compatible endpoint which message is more
+    urgent, and compare with a tree trained on inbox A's LLM-extracted features (Table
+    1's PMR row; :mod:`~pbo_core.experiments.pmr_llm`).
 ``hierarchy``
     Users of Sushi set A or B in cohorts of ``--refit-every`` (default 50): each user is
     elicited with a plain DT and with the user/item hierarchy refitted on all earlier
@@ -48,6 +52,7 @@ from typing import Any
 import pandas as pd
 
 from pbo_core import __version__
+from pbo_core.experiments import pmr_llm
 from pbo_core.experiments.accuracy import (
     conjoint_cell,
     summarize_accuracy,
@@ -129,12 +134,21 @@ def build_parser() -> argparse.ArgumentParser:
         )
         s.add_argument("--respondents", type=int, default=None, help="first N respondents")
         _common(s)
+    s = sub.add_parser(
+        "pmr-llm-vs-tree",
+        help="pure-LLM pairwise urgency vs LLM features + DT (Table 1, PMR row)",
+        description=pmr_llm.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    pmr_llm.add_arguments(s)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     args = build_parser().parse_args(argv)
+    if args.command == "pmr-llm-vs-tree":
+        return pmr_llm.main(args)
     progress = progress_printer(args.quiet, "cells")
 
     base = {"version": __version__, "seed": args.seed}

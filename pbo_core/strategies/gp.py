@@ -24,9 +24,16 @@ class GPStrategy:
     Parameters
     ----------
     kappasharp
-        ``"off"``, ``"static"`` or ``"adaptive"``.
+        ``"off"`` or a KappaSharp mode (see :mod:`pbo_core.models.gp.kappasharp`).
     n_raw, n_restarts
         Candidate pairs scored, and how many of the best are polished.
+    eubo
+        ``"ours"`` (default: ``n_raw``/``n_restarts`` as given, half of the candidate
+        pairs anchored at the recommendation) or ``"paper"``: KappaSharp App. G.2's
+        optimiser settings, 32 raw samples and 4 restarts, unanchored as in BoTorch's
+        ``optimize_acqf`` (overrides ``n_raw`` and ``n_restarts``).
+    tau, alpha
+        KappaSharp activation threshold and calibration exponent (``None``: 0.30, 0.1).
     name
         Method name stored in results.
     **gp_kwargs
@@ -41,13 +48,26 @@ class GPStrategy:
         n_raw: int = 1024,
         n_restarts: int = 8,
         name: str = "gp",
+        eubo: str = "ours",
+        tau: float | None = None,
+        alpha: float | None = None,
         **gp_kwargs: object,
     ) -> None:
+        if eubo not in ("ours", "paper"):
+            raise ValueError(f"eubo must be 'ours' or 'paper', got {eubo!r}")
+        if tau is not None:
+            gp_kwargs["kappasharp_tau"] = float(tau)
+        if alpha is not None:
+            gp_kwargs["kappasharp_alpha"] = float(alpha)
         self.model = GPSurrogate(kappasharp=kappasharp, **gp_kwargs)  # type: ignore[arg-type]
-        self.n_raw = n_raw
-        self.n_restarts = n_restarts
+        self.eubo = eubo
+        self.n_raw, self.n_restarts = (32, 4) if eubo == "paper" else (n_raw, n_restarts)
         self.name = name
         self.n_leaves = 0
+
+    def activation_trace(self) -> list[dict]:
+        """KappaSharp's record per fit (step, decisiveness, EMA, active, eta); ``[]`` if off."""
+        return list(getattr(self.model, "kappasharp_history_", []))
 
     def fit(self, data: PreferenceData) -> None:
         """Refit the GP (hyperparameters warm-started from the previous fit)."""
@@ -82,6 +102,8 @@ class GPStrategy:
             k = int(np.argmax(vals))
             return A[k], B[k]
         anchors = enc(state.data.X[[state.recommendation]])
+        if self.eubo == "paper":
+            anchors = np.zeros((0, anchors.shape[1]))
         P = state.data.pairs
         asked = np.stack([enc(state.data.X[P[:, 0]]), enc(state.data.X[P[:, 1]])], axis=1)
         za, zb, _ = maximize_gp_eubo(
@@ -93,8 +115,8 @@ class GPStrategy:
             asked=asked,
         )
         xa, xb = enc.from_unit(za), enc.from_unit(zb)
-        if np.allclose(za, anchors[0], atol=1e-9):
+        if len(anchors) and np.allclose(za, anchors[0], atol=1e-9):
             return state.recommendation, xb
-        if np.allclose(zb, anchors[0], atol=1e-9):
+        if len(anchors) and np.allclose(zb, anchors[0], atol=1e-9):
             return xa, state.recommendation
         return xa, xb

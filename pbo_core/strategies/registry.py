@@ -23,23 +23,45 @@ def _botorch_strategy() -> Strategy:
     return BotorchStrategy()
 
 
-#: Named methods: name -> factory.
-METHODS: dict[str, Callable[[], Strategy]] = {
-    "dt": lambda: DTStrategy(within="auto", name="dt"),
-    "dt-literal": lambda: DTStrategy(within="none", name="dt-literal", ties="first"),
-    "dt-incumbent": lambda: DTStrategy(within="incumbent", within_every=2, name="dt-incumbent"),
-    "dt-local": lambda: DTStrategy(within="incumbent", within_every=1, name="dt-local"),
-    "dt-topleaf": lambda: DTStrategy(within="top-leaf", within_every=2, name="dt-topleaf"),
+#: Named methods: name -> factory. Factories take keyword options: the DT methods
+#: ``DTSurrogate`` options (``ratio``, ``max_depth``), the GP methods ``eubo``, ``tau``,
+#: ``alpha`` (see :class:`~pbo_core.strategies.gp.GPStrategy`).
+METHODS: dict[str, Callable[..., Strategy]] = {
+    "dt": lambda **kw: DTStrategy(within="auto", name="dt", **kw),
+    "dt-literal": lambda **kw: DTStrategy(within="none", name="dt-literal", ties="first", **kw),
+    "dt-incumbent": lambda **kw: DTStrategy(
+        within="incumbent", within_every=2, name="dt-incumbent", **kw
+    ),
+    "dt-local": lambda **kw: DTStrategy(within="incumbent", within_every=1, name="dt-local", **kw),
+    "dt-topleaf": lambda **kw: DTStrategy(
+        within="top-leaf", within_every=2, name="dt-topleaf", **kw
+    ),
     # the paper's top-leaf rule on every query (finite sets, Sushi "dt-toponly")
-    "dt-toponly": lambda: DTStrategy(within="top-leaf", within_every=1, name="dt-toponly"),
+    "dt-toponly": lambda **kw: DTStrategy(
+        within="top-leaf", within_every=1, name="dt-toponly", **kw
+    ),
     # qEUBO only with latest-winner ties (Sushi "no top-leaf prioritisation")
-    "dt-notop": lambda: DTStrategy(within="none", name="dt-notop"),
-    "dt-lambda": lambda: DTStrategy(within="lambda", lam=1.0, name="dt-lambda"),
-    "dt-keep": lambda: DTStrategy(within="none", straddlers="keep", max_depth=6, name="dt-keep"),
-    "dt-random": lambda: RandomStrategy(),
-    "gp": lambda: GPStrategy(name="gp"),
-    "gp-ks-static": lambda: GPStrategy(kappasharp="static", name="gp-ks-static"),
-    "gp-ks-adaptive": lambda: GPStrategy(kappasharp="adaptive", name="gp-ks-adaptive"),
+    "dt-notop": lambda **kw: DTStrategy(within="none", name="dt-notop", **kw),
+    # App. C.3 I_struct with the leaf's split s*_A held fixed (the paper's definition)
+    "dt-lambda": lambda **kw: DTStrategy(within="lambda", lam=1.0, name="dt-lambda", **kw),
+    # the earlier variant: the best split re-optimised after appending the pair
+    "dt-lambda-reopt": lambda **kw: DTStrategy(
+        within="lambda", lam=1.0, lambda_split="reopt", name="dt-lambda-reopt", **kw
+    ),
+    "dt-keep": lambda **kw: DTStrategy(
+        within="none", straddlers="keep", **{"max_depth": 6, **kw}, name="dt-keep"
+    ),
+    "dt-random": lambda **kw: RandomStrategy(**kw),
+    "gp": lambda **kw: GPStrategy(name="gp", **kw),
+    "gp-ks-static": lambda **kw: GPStrategy(kappasharp="static", name="gp-ks-static", **kw),
+    "gp-ks-adaptive": lambda **kw: GPStrategy(kappasharp="adaptive", name="gp-ks-adaptive", **kw),
+    "gp-fixed20": lambda **kw: GPStrategy(kappasharp="fixed20", name="gp-fixed20", **kw),
+    "gp-ks-jitter": lambda **kw: GPStrategy(kappasharp="jitter", name="gp-ks-jitter", **kw),
+    "gp-ks-diagonal": lambda **kw: GPStrategy(kappasharp="diagonal", name="gp-ks-diagonal", **kw),
+    "gp-ks-metriconly": lambda **kw: GPStrategy(
+        kappasharp="metriconly", name="gp-ks-metriconly", **kw
+    ),
+    "gp-ks-covonly": lambda **kw: GPStrategy(kappasharp="covonly", name="gp-ks-covonly", **kw),
     "botorch-gp": _botorch_strategy,
 }
 
@@ -47,9 +69,19 @@ METHODS: dict[str, Callable[[], Strategy]] = {
 SUSHI_METHODS = ("dt", "dt-toponly", "dt-random", "dt-notop", "gp")
 
 
-def make_strategy(name: str) -> Strategy:
-    """A fresh strategy for a named method (see :data:`METHODS`)."""
+def make_strategy(name: str, **options: object) -> Strategy:
+    """A fresh strategy for a named method (see :data:`METHODS`).
+
+    Parameters
+    ----------
+    name
+        Method name.
+    **options
+        Keyword options of the method's factory (e.g. ``ratio`` for DT methods, ``tau``
+        for GP methods); an option the method does not take raises ``TypeError``.
+    """
     try:
-        return METHODS[name]()
+        factory = METHODS[name]
     except KeyError:
         raise KeyError(f"unknown method {name!r}; known methods: {sorted(METHODS)}") from None
+    return factory(**options)

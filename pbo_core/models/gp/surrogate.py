@@ -15,7 +15,14 @@ from scipy.optimize import minimize
 
 from pbo_core.data import PreferenceData
 from pbo_core.models.base import check_input, competition_rank, probit_preference
-from pbo_core.models.gp.kappasharp import AdaptiveActivation, decisiveness, kappasharp_step
+from pbo_core.models.gp.kappasharp import (
+    ALPHA,
+    MODES,
+    THRESHOLD,
+    activation_for,
+    decisiveness,
+    kappasharp_step,
+)
 from pbo_core.models.gp.laplace import (
     LENGTHSCALE_BOUNDS,
     LENGTHSCALE_PRIOR,
@@ -32,7 +39,9 @@ from pbo_core.models.gp.laplace import (
 from pbo_core.models.gp.size_guard import DEFAULT_LIMITS, GPSizeLimits, check_gp_size
 from pbo_core.models.leaves import aggregate_pairs
 
-KappaSharpMode = Literal["off", "static", "adaptive"]
+KappaSharpMode = Literal[
+    "off", "static", "adaptive", "fixed20", "jitter", "diagonal", "metriconly", "covonly"
+]
 
 
 class GPSurrogate:
@@ -41,8 +50,13 @@ class GPSurrogate:
     Parameters
     ----------
     kappasharp
-        ``"off"`` (default), ``"static"`` (correction at every fit) or ``"adaptive"``
-        (activated by the decisiveness rule); see :mod:`pbo_core.models.gp.kappasharp`.
+        ``"off"`` (default), ``"static"`` (from step 8 on), ``"adaptive"`` (from step 8
+        when the decisiveness EMA reaches ``kappasharp_tau``), the ``"fixed20"`` baseline or
+        the ablations ``"jitter"``, ``"diagonal"``, ``"metriconly"``, ``"covonly"``; see
+        :mod:`pbo_core.models.gp.kappasharp`.
+    kappasharp_tau, kappasharp_alpha, kappasharp_min_step
+        Activation threshold ``tau`` (0.30), calibration exponent ``alpha`` (0.1) and first
+        eligible step (default 8, 20 for ``"fixed20"``).
     lengthscale, outputscale
         Fixed hyperparameters; when both are given no hyperparameter fitting happens.
     fit_hyperparameters
@@ -74,12 +88,16 @@ class GPSurrogate:
         max_opt_iter: int = 50,
         merge_atol: float = 1e-6,
         jitter: float = 1e-6,
+        kappasharp_tau: float = THRESHOLD,
+        kappasharp_alpha: float = ALPHA,
+        kappasharp_min_step: int | None = None,
     ) -> None:
-        if kappasharp not in ("off", "static", "adaptive"):
-            raise ValueError(
-                f"kappasharp must be 'off', 'static' or 'adaptive', got {kappasharp!r}"
-            )
+        if kappasharp not in MODES:
+            raise ValueError(f"kappasharp must be one of {MODES}, got {kappasharp!r}")
         self.kappasharp = kappasharp
+        self.kappasharp_tau = kappasharp_tau
+        self.kappasharp_alpha = kappasharp_alpha
+        self.kappasharp_min_step = kappasharp_min_step
         self.lengthscale = lengthscale
         self.outputscale = outputscale
         self.fit_hyperparameters = fit_hyperparameters
@@ -168,7 +186,9 @@ class GPSurrogate:
         unaugmented Hessian there); appends the step to ``kappasharp_history_``.
         """
         if not hasattr(self, "_activation"):
-            self._activation = AdaptiveActivation()
+            self._activation = activation_for(
+                self.kappasharp, self.kappasharp_tau, self.kappasharp_min_step
+            )
         # decisiveness on the latest comparison under the standard (uncorrected) posterior
         w, lo = (int(v) for v in self.item_index_[data.pairs[-1]])
         self._finalise()
@@ -184,6 +204,7 @@ class GPSurrogate:
             self.counts_,
             self.laplace_,
             self.hessians,
+            alpha=self.kappasharp_alpha,
         )
         if step.active:
             self.laplace_ = step.state

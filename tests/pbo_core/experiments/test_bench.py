@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from pbo_core.experiments import bench
 from pbo_core.experiments.runner import read_results
@@ -147,3 +148,125 @@ def test_run_benchmark_cell_matches_the_bench_format_and_calls_back() -> None:
     assert steps == list(range(6))
     assert list(mine.columns) == list(ref.columns)
     np.testing.assert_allclose(mine["regret"], ref["regret"])
+
+
+def test_summary_gives_mean_sd_se_t_interval_and_median() -> None:
+    rows = pd.DataFrame(
+        {
+            "function": "f",
+            "method": "m",
+            "dim": 2,
+            "iters": 1,
+            "seed": [0, 1, 2],
+            "step": 1,
+            "regret": [1.0, 2.0, 6.0],
+            "time_s": [0.1, 0.2, 0.6],
+        }
+    )
+    (s,) = bench.summarize(rows)
+    sd = np.std([1.0, 2.0, 6.0], ddof=1)
+    assert s["final_regret_mean"] == 3.0 and s["final_regret_median"] == 2.0
+    assert abs(s["final_regret_sd"] - sd) < 1e-12
+    assert abs(s["final_regret_se"] - sd / 3**0.5) < 1e-12
+    half = 4.302652729911275 * sd / 3**0.5  # t_{0.975, 2}
+    lo, hi = s["final_regret_ci95"]
+    assert abs(lo - (3.0 - half)) < 1e-9 and abs(hi - (3.0 + half)) < 1e-9
+    assert s["ci95_method"] == "t"
+    (rt,) = bench.runtime_summary(rows)
+    assert abs(rt["time_per_run_mean_s"] - 0.3) < 1e-12 and rt["runs"] == 3
+    assert abs(rt["time_per_run_median_s"] - 0.2) < 1e-12
+
+
+def _run_json(capsys, args: list[str]) -> dict:
+    assert bench.main([*args, "--json", "-", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_dt_sweeps_ratio_depth_dim_and_noise_grid(capsys, tmp_path) -> None:
+    base = ["--methods", "dt", "--seeds", "2", "--iters", "3", "--n-init", "3"]
+    out = _run_json(capsys, ["--functions", "levy", *base, "--ratio", "0.1,1", "--noise", "0,0.2"])
+    combos = {(r["ratio"], r["noise"]) for r in out["summary"]}
+    assert combos == {(0.1, 0.0), (0.1, 0.2), (1.0, 0.0), (1.0, 0.2)}
+    assert {(r["ratio"], r["noise"]) for r in out["runtime"]} == combos
+    assert all(r["seeds"] == 2 for r in out["summary"])
+    out = _run_json(capsys, ["--functions", "levy", *base, "--max-depth", "1,none"])
+    depth = {r["max_depth"]: r for r in out["summary"]}
+    assert set(depth) == {1, "none"}
+    d = str(tmp_path / "dims")
+    out = _run_json(capsys, ["--functions", "levy,schwefel", *base, "--dim", "2,3", "--out", d])
+    assert {(r["function"], r["dim"]) for r in out["summary"]} == {
+        ("levy", 2),
+        ("levy", 3),
+        ("schwefel", 2),
+        ("schwefel", 3),
+    }
+    # cell keys carry the new parameters only when set: an lhs cell without them is unchanged
+    cell = {"function": "branin", "method": "dt", "seed": 0, "iters": 2, "n_init": 3}
+    assert "ratio" not in bench.run_cell(cell).columns
+    with pytest.raises(SystemExit, match="holder"):
+        bench.main(["--functions", "holder", *base, "--dim", "3", "--quiet"])
+    with pytest.raises(SystemExit, match="dt methods"):
+        bench.main(["--functions", "branin", "--methods", "gp", "--ratio", "1", "--quiet"])
+
+
+def test_kappasharp_grid_records_the_activation_trace(capsys) -> None:
+    args = [
+        "--functions",
+        "hartmann6",
+        "--methods",
+        "gp,gp-ks-static,gp-fixed20",
+        "--init",
+        "pool_n6_k15",
+        "--seeds",
+        "1",
+        "--iters",
+        "2",
+        "--eubo",
+        "paper",
+        "--ks-tau",
+        "0.3",
+    ]
+    out = _run_json(capsys, args)
+    act = {r["method"]: r for r in out["activation"]}
+    assert set(act) == {"gp-ks-static", "gp-fixed20"}
+    # three fits (steps t = 1, 2, 3): before step 8 nothing is active
+    assert act["gp-ks-static"]["active_share_mean"] == 0.0
+    assert act["gp-ks-static"]["first_active_step_median"] is None
+    rows = bench.run_cell(
+        {
+            "function": "hartmann6",
+            "method": "gp-ks-static",
+            "seed": 0,
+            "iters": 8,
+            "n_init": 20,
+            "init": "pool_n6_k15",
+            "noise_sigma": 0.1,
+            "eubo": "paper",
+        }
+    )
+    assert rows["ks_step"].tolist() == list(range(1, 10))
+    assert not rows["ks_active"].iloc[:7].any() and rows["ks_active"].iloc[7:].all()
+    assert rows["ks_score"].between(0, 1).all() and (rows["eubo"] == "paper").all()
+
+
+def test_pool_designs_are_nested() -> None:
+    from pbo_core.benchmarks import get_benchmark
+    from pbo_core.loop import initial_design
+    from pbo_core.problem import Problem
+
+    p = Problem.from_benchmark(get_benchmark("levy10"))
+    for seed in range(3):
+        X6, P6 = initial_design(p, 20, np.random.default_rng(seed), "pool_n6_k15")
+        X8, P8 = initial_design(p, 20, np.random.default_rng(seed), "pool_n8_k15")
+        np.testing.assert_array_equal(X6, X8[:6])
+        assert len(P6) == len(P8) == 15
+        assert len({tuple(sorted(q)) for q in P6.tolist()}) == 15  # distinct pairs (n6: all 15)
+        assert P8.max() <= 7
+
+
+def test_a_single_option_value_is_named_in_the_summary(capsys) -> None:
+    args = ["--functions", "branin", "--methods", "dt", "--seeds", "1", "--iters", "2"]
+    out = _run_json(capsys, [*args, "--n-init", "3", "--max-depth", "3"])
+    assert out["summary"][0]["max_depth"] == 3
+    out = _run_json(capsys, [*args, "--n-init", "3"])
+    assert "max_depth" not in out["summary"][0] and "noise" not in out["summary"][0]

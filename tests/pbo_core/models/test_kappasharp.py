@@ -7,7 +7,9 @@ from pbo_core.data import PreferenceData, Schema
 from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.gp.kappasharp import (
     ETA_GRID,
+    MODES,
     AdaptiveActivation,
+    activation_for,
     calibrate_eta,
     condition_number,
     correction,
@@ -83,7 +85,10 @@ def test_static_kappasharp_shifts_the_map_but_not_the_covariance_formula() -> No
     schema = Schema.numeric(np.tile([0.0, 1.0], (2, 1)))
     data = PreferenceData(X, pairs, schema=schema)
     plain = GPSurrogate(lengthscale=0.15, outputscale=4.0).fit(data)
-    ks = GPSurrogate(lengthscale=0.15, outputscale=4.0, kappasharp="static").fit(data)
+    ks = GPSurrogate(lengthscale=0.15, outputscale=4.0, kappasharp="static")
+    for _ in range(7):  # Static KS is eligible from step 8 (App. G.2)
+        assert not ks.fit(data).kappasharp_active_
+    ks.fit(data)
     assert ks.kappasharp_active_ and ks.eta_ is not None
     assert not np.allclose(ks.f_map_, plain.f_map_)
     # MAP-only: the covariance is the unaugmented Hessian at the shifted MAP
@@ -102,3 +107,94 @@ def test_adaptive_mode_is_off_before_step_eight() -> None:
     model.fit(PreferenceData(X, pairs, schema=Schema.numeric(np.tile([0.0, 1.0], (2, 1)))))
     assert not model.kappasharp_active_
     assert model.kappasharp_history_[-1]["step"] == 1
+
+
+def test_static_and_adaptive_activation_on_a_constructed_trace() -> None:
+    # decisiveness scores: indecisive for 10 steps, then decisive
+    scores = [0.05] * 10 + [1.0] * 10
+    static = activation_for("static")
+    adaptive = activation_for("adaptive")
+    fixed = activation_for("fixed20")
+    s_on = [static.update(v) for v in scores]
+    a_on = [adaptive.update(v) for v in scores]
+    f_on = [fixed.update(v) for v in scores]
+    # Static: inactive before step 8, then active whatever the score (no threshold)
+    assert s_on[:7] == [False] * 7 and all(s_on[7:])
+    # Adaptive: eligible from step 8 but inactive while the EMA is below tau = 0.30;
+    # after the jump the EMA is 0.05 + 0.95 (1 - 0.8^k): >= 0.30 from k = 2 (step 12)
+    ema = [0.0]
+    for v in scores:
+        ema.append(0.8 * ema[-1] + 0.2 * v)
+    expected = [t >= 8 and e >= 0.30 for t, e in zip(range(1, 21), ema[1:], strict=True)]
+    assert a_on == expected
+    assert not any(a_on[:11]) and all(a_on[11:])
+    # Fixed20: only the step rule, from step 20
+    assert f_on == [False] * 19 + [True]
+    # the thresholds are parameters
+    low = activation_for("adaptive", tau=0.04)
+    assert [low.update(v) for v in scores][7:10] == [True] * 3
+    assert activation_for("static", min_step=3).min_step == 3
+    with pytest.raises(ValueError):
+        activation_for("off")
+
+
+def _disconnected_data(seed: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.random((14, 2))
+    pairs = np.array([[2 * i, 2 * i + 1] for i in range(7)])
+    schema = Schema.numeric(np.tile([0.0, 1.0], (2, 1)))
+    return X, PreferenceData(X, pairs, schema=schema)
+
+
+def _fit(mode: str, data):
+    return GPSurrogate(
+        lengthscale=0.15, outputscale=4.0, kappasharp=mode, kappasharp_min_step=1
+    ).fit(data)
+
+
+def test_ablations_follow_their_definitions() -> None:
+    X, data = _disconnected_data()
+    plain = GPSurrogate(lengthscale=0.15, outputscale=4.0).fit(data)
+    W, H = plain.hessians()
+    a = np.diag(H - W)
+    static = _fit("static", data)
+    eta = static.eta_
+    r = correction(a, eta)
+    fits = {m: _fit(m, data) for m in MODES if m not in ("off", "fixed20", "adaptive")}
+    for m, model in fits.items():
+        assert model.kappasharp_active_ and model.eta_ == pytest.approx(eta), m
+    # Jitter / Diagonal shift the MAP by a uniform R (trace-matched / eta* I) ...
+    from pbo_core.models.gp.laplace import laplace_map
+
+    for mode, R in (("jitter", np.full_like(r, r.mean())), ("diagonal", np.full_like(r, eta))):
+        ref = laplace_map(plain.K_, plain.C_, plain.counts_, extra_precision=R)
+        np.testing.assert_allclose(fits[mode].f_map_, ref.f, atol=1e-6)
+        assert not np.allclose(fits[mode].f_map_, static.f_map_, atol=1e-4)
+        # ... with the unaugmented (MAP-only) covariance
+        _W, Hm = fits[mode].hessians()
+        np.testing.assert_allclose(
+            fits[mode].posterior(X)[1], np.linalg.inv(Hm), rtol=1e-5, atol=1e-8
+        )
+    # MetricOnly: the Newton matrix changes, the objective does not: same MAP as plain
+    np.testing.assert_allclose(fits["metriconly"].f_map_, plain.f_map_, atol=1e-5)
+    assert fits["metriconly"].kappasharp_history_[-1]["newton_iter"] >= 1
+    # CovOnly: the plain MAP with covariance (H + R)^-1
+    np.testing.assert_allclose(fits["covonly"].f_map_, plain.f_map_, atol=1e-10)
+    np.testing.assert_allclose(
+        fits["covonly"].posterior(X)[1], np.linalg.inv(H + np.diag(r)), rtol=1e-5, atol=1e-8
+    )
+    assert np.all(np.diag(fits["covonly"].posterior(X)[1]) < np.diag(plain.posterior(X)[1]))
+
+
+def test_calibration_exponent_is_a_parameter() -> None:
+    _X, data = _disconnected_data()
+    strong = GPSurrogate(
+        lengthscale=0.15,
+        outputscale=4.0,
+        kappasharp="static",
+        kappasharp_min_step=1,
+        kappasharp_alpha=0.5,
+    ).fit(data)
+    rec = strong.kappasharp_history_[-1]
+    assert rec["kappa_after"] <= rec["kappa_before"] ** 0.5 * (1 + 1e-9)
+    assert strong.eta_ > _fit("static", data).eta_

@@ -70,3 +70,33 @@ def test_random_query_stays_in_the_box_and_rounds_integer_columns() -> None:
     for _ in range(10):
         a, b = random_query(istate, rng)
         assert a[0] == round(a[0]) and b[0] == round(b[0])
+
+
+def test_lambda_struct_gain_holds_the_leaf_split_fixed() -> None:
+    from pbo_core.acquisition.leaves import structural_gain
+    from pbo_core.strategies.dt import fixed_split_gain
+
+    Xw, Xl = np.array([[0.8], [0.7]]), np.array([[0.2], [0.3]])  # s*: x >= t, t in (0.3, 0.7)
+    meta = (np.array([False]), np.array([0]), np.array([1.0]))
+    # both candidates right of s*: Z = 0 for either outcome, score 1 -> 2/3 each way
+    assert fixed_split_gain(Xw, Xl, np.array([0.6]), np.array([0.65]), *meta) == pytest.approx(
+        1 / 3
+    )
+    # re-optimising finds t = 0.625 (score 1) for one outcome: expected change only 1/6
+    assert structural_gain(Xw, Xl, np.array([0.6]), np.array([0.65]), *meta) == pytest.approx(1 / 6)
+    # a straddling candidate: |2 + 1| / 3 = 1 (no change) or |2 - 1| / 3 (change 2/3)
+    assert fixed_split_gain(Xw, Xl, np.array([0.9]), np.array([0.1]), *meta) == pytest.approx(1 / 3)
+    # no split in an empty leaf: the re-optimised gain (a new pair alone scores 1)
+    empty = np.zeros((0, 1))
+    assert fixed_split_gain(empty, empty, np.array([0.9]), np.array([0.1]), *meta) == 1.0
+    assert make_strategy("dt-lambda").lambda_split == "fixed"
+    assert make_strategy("dt-lambda-reopt").lambda_split == "reopt"
+
+
+def test_method_options_reach_the_models() -> None:
+    assert make_strategy("dt", ratio=1.0, max_depth=3).model.max_depth == 3
+    gp = make_strategy("gp-ks-adaptive", tau=0.25, alpha=0.2, eubo="paper")
+    assert (gp.model.kappasharp_tau, gp.model.kappasharp_alpha) == (0.25, 0.2)
+    assert (gp.n_raw, gp.n_restarts) == (32, 4)
+    with pytest.raises(TypeError):
+        make_strategy("gp", ratio=1.0)
