@@ -305,7 +305,8 @@ class UserItemHierarchy:
         items themselves. SwissMetro's profiles are hardly ever shared between
         respondents, so Eq. 15 on profiles sees no agreement; on their mode (Train,
         Swissmetro, Car) it does, while each group's item tree is grown on the group's
-        pooled profile comparisons (their attributes are shared).
+        pooled profile comparisons (their attributes are shared). Default: the study's
+        ``extras["hierarchy_split_items"]`` when its loader provides one (SwissMetro).
         """
         if study.users is None or study.user_schema is None:
             raise ValueError(f"study {study.key!r} has no user features")
@@ -318,6 +319,8 @@ class UserItemHierarchy:
         pair_user = np.array([pos[r] for r in study.data.respondent])
         keep = np.isin(pair_user, sel)
         split_pairs, n_split = study.data.pairs, study.data.n_items
+        if split_items is None:
+            split_items = study.extras.get("hierarchy_split_items")
         if split_items is not None:
             codes = np.asarray(split_items, dtype=np.int64)
             if codes.shape != (study.data.n_items,) or (len(codes) and codes.min() < 0):

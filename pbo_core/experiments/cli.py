@@ -69,6 +69,7 @@ from pbo_core.experiments.cohorts import (
     hierarchy_cell,
     summarize_hierarchy,
     summarize_swissmetro_cohorts,
+    swissmetro_cell_grid,
     swissmetro_cohort_cell,
     swissmetro_study,
 )
@@ -235,22 +236,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         k = args.refit_every or 200
         n = len(swissmetro_study(args.data_dir).respondents())
         n = min(n, args.users) if args.users is not None else n
-        cells = [
-            dict(
-                base,
-                study="swissmetro",
-                user=u,
-                cohort=u // k,
-                refit_every=k,
-                max_depth=args.max_depth,
-                min_users=args.min_users,
-                test_tasks=args.test_tasks,
-                variant=v,
-            )
-            for u in range(n)
-            for v in ("plain", "pooled", "hierarchy")
-            if v == "plain" or u >= k
-        ]
+        cells = swissmetro_cell_grid(
+            n,
+            k,
+            base=base,
+            max_depth=args.max_depth,
+            min_users=args.min_users,
+            test_tasks=args.test_tasks,
+        )
         fn = swissmetro_cohort_cell
     elif cmd == "hierarchy":
         k = args.refit_every or 50

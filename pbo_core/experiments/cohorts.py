@@ -110,12 +110,6 @@ def swissmetro_study(data_dir: str | None = None) -> Any:
     return load_study_cached("swissmetro", data_dir)
 
 
-def mode_of_items(study: Any) -> np.ndarray:
-    """Mode code (0 Train, 1 Swissmetro, 2 Car) of every SwissMetro profile."""
-    col = [c.name for c in study.schema.columns].index("mode")
-    return study.data.X[:, col].astype(np.int64)
-
-
 def respondent_permutation(n: int, seed: int) -> np.ndarray:
     """Seeded order in which respondents arrive (file order follows the survey groups)."""
     return np.random.default_rng([seed, 15]).permutation(n)
@@ -131,7 +125,42 @@ def swissmetro_hierarchy(
     depth = 0 if variant == "pooled" else max_depth
     return UserItemHierarchy(
         max_depth=depth, min_users_leaf=min_users, item_max_depth=max_depth
-    ).fit(profiles, users=np.sort(users), split_items=mode_of_items(profiles))
+    ).fit(profiles, users=np.sort(users))  # user tree on modes (loader hint)
+
+
+def swissmetro_cell_grid(
+    n_users: int,
+    refit_every: int = 200,
+    *,
+    base: dict[str, Any] | None = None,
+    max_depth: int = 5,
+    min_users: int = 20,
+    test_tasks: int = 2,
+    first_user: int = 0,
+) -> list[dict[str, Any]]:
+    """Cells of the SwissMetro cohort experiment: arrivals ``first_user .. n_users - 1``.
+
+    Arrival ``u`` is in cohort ``u // refit_every``; ``plain`` for every arrival, the two
+    warm starts (``pooled``, ``hierarchy``) from cohort 1 on (cohort 0 has no earlier
+    respondents).
+    """
+    k = int(refit_every)
+    return [
+        dict(
+            base or {},
+            study="swissmetro",
+            user=u,
+            cohort=u // k,
+            refit_every=k,
+            max_depth=max_depth,
+            min_users=min_users,
+            test_tasks=test_tasks,
+            variant=v,
+        )
+        for u in range(first_user, n_users)
+        for v in ("plain", "pooled", "hierarchy")
+        if v == "plain" or u >= k
+    ]
 
 
 def _pair_accuracy(scores: np.ndarray, pairs: np.ndarray) -> float:
@@ -162,11 +191,8 @@ def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
     n_prev = int(cell["cohort"]) * int(cell["refit_every"])
     variant = str(cell["variant"])
     depth = int(cell["max_depth"])
-    model: Any
     leaf = -1
-    if variant == "plain":
-        model = None
-    else:
+    if variant != "plain":
         h = swissmetro_hierarchy(
             n_prev,
             int(cell["seed"]),
@@ -176,6 +202,7 @@ def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
             cell.get("data_dir"),
         )
         leaf = int(h.assign(profiles.users.loc[[resp]])[0])
+        warm = h.warm_start_surrogate(leaf, data.X)
     rows = []
     for k in range(len(train_tasks) + 1):
         mask = np.isin(tasks, train_tasks[:k]) & ~test_mask
@@ -186,8 +213,7 @@ def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
             else:
                 scores = DTSurrogate(max_depth=depth).fit(train).predict(data.X)
         else:
-            model = h.warm_start_surrogate(leaf, data.X).fit(train)
-            scores = model.predict(data.X)
+            scores = warm.fit(train).predict(data.X)
         rows.append(
             {
                 "user": int(cell["user"]),
