@@ -145,3 +145,26 @@ def test_hierarchy_swissmetro_command_small(capsys) -> None:
     # a plain DT without any own answer can only guess; the warm starts cannot be worse
     # than chance on average here and usually predict from the group
     assert s["variants"]["plain"]["test_acc_mean"][0] == 0.5
+
+
+def test_sushi_a_case_reuses_the_sushi_pbo_path(capsys, tmp_path) -> None:
+    from tests.fixtures.synthetic import write_sushi_tiny
+
+    folder = tmp_path / "sushi3-2016"
+    write_sushi_tiny(folder, n_users=3, seed=2)
+    out = _run(
+        capsys,
+        "rho-regret",
+        "--study",
+        "sushi-a",
+        "--methods",
+        "dt",
+        "--units",
+        "3",
+        "--iters",
+        "4",
+        "--data-dir",
+        str(folder),
+    )
+    d = out["summary"]["methods"]["dt"]
+    assert d["runs"] == 3 and d["question"] == [1, 2, 3, 4, 5]
