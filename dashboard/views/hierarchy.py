@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard import _charts as charts
@@ -85,6 +87,14 @@ else:
             )
             st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
 
+
+def _rel(base: str, folder: object) -> str:
+    try:
+        return str(Path(str(folder)).relative_to(Path(base).expanduser()))
+    except ValueError:
+        return str(folder)
+
+
 st.markdown("#### Cohort curves: new users with and without the hierarchy")
 root = st.session_state.get("cv_root_value", str(svc.results_home()))
 if svc.is_default_root(root) and svc.DEFAULT_GRIDS["hierarchy-swissmetro"].missing(root):
@@ -107,7 +117,9 @@ if acc_folders:
         "the group's profile comparisons). Bigger cohorts: `python -m pbo_core.experiments "
         "hierarchy --study swissmetro --out DIR` (folder set on the Convergence page)."
     )
-    folder = st.selectbox("Result folder", acc_folders, key="hi_afolder", format_func=str)
+    folder = st.selectbox(
+        "Result folder", acc_folders, key="hi_afolder", format_func=lambda f: _rel(root, f)
+    )
     rows = svc.read_results(folder)
     rows = rows[rows["cohort"] > 0]
     st.caption(f"{rows['user'].nunique()} new respondents in {rows['cohort'].nunique()} cohort(s).")
