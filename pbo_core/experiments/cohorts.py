@@ -250,4 +250,17 @@ def summarize_swissmetro_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
             "test_acc_se": ci["se"],
             "test_acc_ci95": ci["ci95"],
         }
+    # paired per respondent (same held-out tasks): hierarchy minus each other variant
+    wide = later.pivot_table(index=["user", "question"], columns="variant", values="test_acc")
+    out["paired_difference"] = {}
+    if "hierarchy" in wide.columns:
+        for other in ("pooled", "plain"):
+            if other in wide.columns:
+                diff = (wide["hierarchy"] - wide[other]).dropna().rename("d").reset_index()
+                ci = mean_ci(diff.groupby("question")["d"])
+                out["paired_difference"][f"hierarchy_minus_{other}"] = {
+                    "tasks_answered": [int(q) for q in sorted(diff["question"].unique())],
+                    "mean": ci["mean"],
+                    "ci95": ci["ci95"],
+                }
     return out

@@ -145,6 +145,9 @@ def test_hierarchy_swissmetro_command_small(capsys) -> None:
     # a plain DT without any own answer can only guess; the warm starts cannot be worse
     # than chance on average here and usually predict from the group
     assert s["variants"]["plain"]["test_acc_mean"][0] == 0.5
+    paired = s["paired_difference"]["hierarchy_minus_plain"]
+    h, p = s["variants"]["hierarchy"]["test_acc_mean"], s["variants"]["plain"]["test_acc_mean"]
+    np.testing.assert_allclose(paired["mean"], np.subtract(h, p), atol=1e-12)
 
 
 def test_sushi_a_case_reuses_the_sushi_pbo_path(capsys, tmp_path) -> None:
