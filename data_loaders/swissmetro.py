@@ -21,7 +21,11 @@ study. The design pivots on each respondent's own trip, so profiles are rarely s
 between respondents. ``items="modes"`` instead makes the three modes the items (the
 chosen mode beats each other available mode): every respondent then compares the same
 three items, which is what the user/item hierarchy (:mod:`pbo_core.hierarchy`, Eq. 15)
-needs to find groups of respondents that agree. (With profiles as items, hardly any item
+needs to find groups of respondents that agree. With profiles as items the study carries
+``extras["hierarchy_split_items"]`` (the mode of every profile), which
+:class:`pbo_core.hierarchy.UserItemHierarchy` uses for the user tree by default: groups
+are found on modes, and each group's item tree is grown on its pooled profile
+comparisons (profiles differ, their attributes are shared). (With profiles as items, hardly any item
 pair is compared by two respondents, so Eq. 15 cannot tell groups apart, and its count
 matrix has ``n_items * (n_items - 1) / 2`` columns per respondent: 1.6e8 for all 17,805
 profiles. Fit a hierarchy on profiles only for a few respondents, ``respondents=``.)
@@ -782,6 +786,14 @@ def _build(
             "columns": column_table(),
         }
     )
+    if items == "profiles":
+        # the user tree (Eq. 15) counts agreement over the modes, which every respondent
+        # compares; each group's item tree is still grown on the profiles
+        mode_col = [c.name for c in study.schema.columns].index("mode")
+        split_items = study.data.X[:, mode_col].astype(np.int64)
+        freeze(split_items)
+        study.extras["hierarchy_split_items"] = split_items
+        study.extras["hierarchy_split_label"] = "mode (Train, Swissmetro, Car)"
     freeze(study.data.X, study.data.pairs, study.data.respondent, pair_task)
     return study
 

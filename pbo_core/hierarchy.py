@@ -290,8 +290,24 @@ class UserItemHierarchy:
         self.ratio = ratio
         self.prior_inflation = prior_inflation
 
-    def fit(self, study: Study, users: np.ndarray | None = None) -> UserItemHierarchy:
-        """Grow the user tree on ``users`` (positions in ``study.respondents()``)."""
+    def fit(
+        self,
+        study: Study,
+        users: np.ndarray | None = None,
+        *,
+        split_items: np.ndarray | None = None,
+    ) -> UserItemHierarchy:
+        """Grow the user tree on ``users`` (positions in ``study.respondents()``).
+
+        ``split_items``: optional coarse item of every item (``n_items`` integer codes),
+        used only for the user consistency (Eq. 15) of the user tree; comparisons within
+        one coarse item are left out of it, and the item trees are still grown on the
+        items themselves. SwissMetro's profiles are hardly ever shared between
+        respondents, so Eq. 15 on profiles sees no agreement; on their mode (Train,
+        Swissmetro, Car) it does, while each group's item tree is grown on the group's
+        pooled profile comparisons (their attributes are shared). Default: the study's
+        ``extras["hierarchy_split_items"]`` when its loader provides one (SwissMetro).
+        """
         if study.users is None or study.user_schema is None:
             raise ValueError(f"study {study.key!r} has no user features")
         resp = study.respondents()
@@ -302,10 +318,18 @@ class UserItemHierarchy:
         pos = {r: k for k, r in enumerate(resp)}
         pair_user = np.array([pos[r] for r in study.data.respondent])
         keep = np.isin(pair_user, sel)
+        split_pairs, n_split = study.data.pairs, study.data.n_items
+        if split_items is None:
+            split_items = study.extras.get("hierarchy_split_items")
+        if split_items is not None:
+            codes = np.asarray(split_items, dtype=np.int64)
+            if codes.shape != (study.data.n_items,) or (len(codes) and codes.min() < 0):
+                raise ValueError("split_items needs one non-negative code per item")
+            split_pairs, n_split = codes[study.data.pairs], int(codes.max()) + 1
+            keep &= split_pairs[:, 0] != split_pairs[:, 1]
         local = {u: k for k, u in enumerate(sel)}
-        users_local = np.array([local[u] for u in pair_user[keep]])
-        n_items = study.data.n_items
-        D = net_counts(study.data.pairs[keep], users_local, len(sel), n_items)
+        users_local = np.array([local[u] for u in pair_user[keep]], dtype=np.int64)
+        D = net_counts(split_pairs[keep], users_local, len(sel), n_split)
         self.U_ = U_all[sel]
         self.users_ = sel
         self.user_tree_ = grow_user_tree(

@@ -8,7 +8,8 @@ models; ``st.cache_data`` for tables and strings). Cache keys include the data l
 changing the environment never serves stale data.
 
 Modules: ``studies`` (data locations, availability, loading, respondents), ``trees``,
-``analyses`` (sensitivity, hierarchy), ``results``, ``elicitation`` and ``pmr``.
+``analyses`` (sensitivity, hierarchy), ``results`` (+ ``defaults``: grids computed on
+first need into the per-user data folder), ``elicitation`` and ``pmr``.
 """
 
 from dashboard._services.analyses import hierarchy, sensitivity, user_groups
@@ -30,12 +31,17 @@ from dashboard._services.pmr import (
     urgency_tree,
 )
 from dashboard._services.results import (
+    DEFAULT_GRIDS,
     RESULT_KINDS,
+    DefaultGrid,
+    ensure_default,
     folders_of_kind,
+    is_default_root,
     mean_se,
     read_results,
     result_folders,
     result_kind,
+    results_home,
 )
 from dashboard._services.studies import (
     DATASETS,
@@ -69,9 +75,11 @@ from dashboard._services.trees import (
 
 __all__ = [
     "DATASETS",
+    "DEFAULT_GRIDS",
     "PATHS_KEY",
     "RESULT_KINDS",
     "STUDY_KEY",
+    "DefaultGrid",
     "StudyStatus",
     "benchmark_grid",
     "cached_extractions",
@@ -82,12 +90,14 @@ __all__ = [
     "dot_available",
     "dot_to_svg",
     "endpoint_reachable",
+    "ensure_default",
     "env_stamp",
     "fit_tree",
     "folders_of_kind",
     "get_study",
     "hierarchy",
     "how_to_get",
+    "is_default_root",
     "is_per_respondent",
     "item_labels",
     "items_table",
@@ -103,6 +113,7 @@ __all__ = [
     "respondent_key",
     "result_folders",
     "result_kind",
+    "results_home",
     "sensitivity",
     "session_items_table",
     "session_points",

@@ -2,21 +2,51 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from dashboard._services import defaults
+from dashboard._services.defaults import GRIDS as DEFAULT_GRIDS
+from dashboard._services.defaults import DefaultGrid, results_home
 from pbo_core.experiments import runner
+
+__all__ = ["DEFAULT_GRIDS", "DefaultGrid", "results_home"]
 
 RESULT_KINDS = {
     "bench": {"function", "method", "seed", "step", "regret"},
+    "rho-regret": {"study", "unit", "method", "question", "rho_regret"},
+    "hierarchy-accuracy": {"cohort", "variant", "question", "test_acc"},
     "sushi-pbo": {"user", "method", "question", "rho_regret", "top1_error"},
     "hierarchy": {"cohort", "variant", "question", "regret"},
     "accuracy": {"model", "train_acc", "test_acc"},
     "sensitivity": {"feature removed", "test acc (%)"},
 }
+
+
+#: Set to 1 to never compute default grids (tests of other behaviour; read-only setups).
+NO_DEFAULTS_ENV = "DTPBO_NO_DEFAULT_RESULTS"
+
+
+def is_default_root(root: str | Path) -> bool:
+    """True when ``root`` is the per-user results folder (defaults may be written there)."""
+    if os.environ.get(NO_DEFAULTS_ENV, "") not in ("", "0"):
+        return False
+    try:
+        return Path(root).expanduser().resolve() == results_home().resolve()
+    except OSError:
+        return False
+
+
+def ensure_default(
+    name: str, root: str | Path | None = None, progress: Callable[[int, int], None] | None = None
+) -> Path:
+    """Compute a default grid's missing cells (:mod:`dashboard._services.defaults`)."""
+    return defaults.ensure(name, root, progress=progress)
 
 
 def result_folders(root: str | Path) -> list[Path]:

@@ -14,6 +14,7 @@ from dashboard import _ui as ui
 from pbo_core import __version__
 from pbo_core.benchmarks import KAPPASHARP_FUNCTIONS, PAPER_FUNCTIONS, available_benchmarks
 from pbo_core.experiments.bench import run_cell, summarize
+from pbo_core.experiments.rho_regret import summarize_rho_regret
 from pbo_core.experiments.runner import Cell, cell_path, run_grid
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.strategies import METHODS
@@ -23,15 +24,42 @@ st.title("Convergence")
 st.caption(
     "Regret per query from result folders written by `python -m pbo_core.bench --out DIR` "
     "and `python -m pbo_core.experiments ... --out DIR` (one Parquet file per run; curves "
-    "show the mean and a ± one standard error band over runs)."
+    "show the mean and a ± one standard error band over runs). On a fresh install a small "
+    "default grid is computed on first view into your per-user data folder "
+    "(`$DTPBO_DATA_HOME/results`, default `~/.cache/dtpbo/results`) and read back "
+    "instantly afterwards."
 )
 
 root = st.text_input(
     "Results folder (searched recursively)",
-    value=st.session_state.get("cv_root_value", "results"),
+    value=st.session_state.get("cv_root_value", str(svc.results_home())),
     key="cv_root",
+    help="Default: the per-user data folder. Point it at any --out folder (or a parent).",
 )
 st.session_state["cv_root_value"] = root
+
+
+def _default_grids(names: list[str], label: str) -> None:
+    """Compute missing default grids under the per-user ``root`` with a progress bar."""
+    if not svc.is_default_root(root):
+        return
+    todo = [n for n in names if svc.DEFAULT_GRIDS[n].missing(root)]
+    if todo:
+        bar = st.progress(0.0, text=f"Computing the default {label} (first visit only)...")
+        for k, name in enumerate(todo):
+            grid = svc.DEFAULT_GRIDS[name]
+
+            def _progress(done: int, total: int, k: int = k, grid: svc.DefaultGrid = grid) -> None:
+                frac = (k + done / max(total, 1)) / len(todo)
+                bar.progress(min(frac, 1.0), text=f"{grid.what}: {done}/{total} runs")
+
+            svc.ensure_default(name, root, progress=_progress)
+        bar.empty()
+
+
+def _chart_title(text: str) -> None:
+    """Chart titles as page headings: Altair titles of stacked charts can overlap."""
+    st.markdown(f"**{text}**")
 
 
 def _rel(p: Path) -> str:
@@ -69,6 +97,7 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
         st.info("Choose at least one method.")
         return
     reg = svc.mean_se(sub, ["method", "step"], "regret")
+    _chart_title(f"{fn}: regret")
     st.altair_chart(
         charts.band_chart(
             reg,
@@ -77,11 +106,11 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
             x_title="query",
             y_title="regret (optimum − utility of the recommendation)",
             log_y=log_y,
-            title=f"{fn}: regret",
         ),
         width="stretch",
     )
     cum = svc.mean_se(sub, ["method", "step"], "cum_time_s")
+    _chart_title(f"{fn}: cumulative run time")
     st.altair_chart(
         charts.band_chart(
             cum,
@@ -89,7 +118,6 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
             color="method",
             x_title="query",
             y_title="cumulative run time (s)",
-            title=f"{fn}: cumulative run time",
             height=220,
         ),
         width="stretch",
@@ -98,11 +126,15 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
     st.dataframe(pd.DataFrame(summarize(sub)), hide_index=True, width="stretch")
 
 
+tab_bench, tab_rho, tab_sushi, tab_run = ui.lazy_tabs(
+    ["Benchmarks", "rho-regret", "Sushi", "Run a small benchmark"], key="cv_view"
+)
+if tab_bench.open:
+    _default_grids(["bench"], "benchmark grid")
+if tab_rho.open:
+    _default_grids(["rho-pmr-demo", "rho-train"], "rho-regret grids")
 folders = svc.result_folders(root)
 kinds = {f: svc.result_kind(svc.read_results(f)) for f in folders}
-tab_bench, tab_sushi, tab_run = ui.lazy_tabs(
-    ["Benchmarks", "Sushi", "Run a small benchmark"], key="cv_view"
-)
 
 if tab_bench.open:
     with tab_bench:
@@ -122,6 +154,67 @@ if tab_bench.open:
                 f"{len(rows):,} rows; {rows.groupby(['function', 'method', 'seed']).ngroups} runs."
             )
             bench_curves(rows, "cv_b")
+
+if tab_rho.open:
+    with tab_rho:
+        st.markdown(
+            "**rho-regret** (DT-PBO App. G.1): how far the predicted top 3 is from the true "
+            "top 3 after each question (0 = the three best items found and ranked "
+            'correctly). *PMR demo triage* asks "which message is more urgent?" about '
+            "the messages of one inbox and scores against the demo's ground-truth urgency "
+            "model. *Simulated respondents* (train, electricity, swissmetro) are the "
+            "standard simulation design of adaptive-conjoint research: each respondent's "
+            "true utility is a per-respondent logit model fitted on that real respondent's "
+            "answers, and the items are alternatives of that study; the curves measure query "
+            "efficiency against this realistic population, not against the real people."
+        )
+        rho_folders = [f for f in folders if kinds[f] == "rho-regret"]
+        if not rho_folders:
+            st.info(
+                f"No rho-regret results under `{root}`. Create some with "
+                "`python -m pbo_core.experiments rho-regret --study pmr-demo --out "
+                "results/rho-pmr` (studies: pmr-demo, train, electricity, swissmetro, sushi-a)."
+            )
+        else:
+            folder = st.selectbox("Result folder", rho_folders, format_func=_rel, key="cv_rfolder")
+            rows = svc.read_results(folder)
+            study_name = ", ".join(sorted(rows["study"].astype(str).unique()))
+            methods = list(dict.fromkeys(rows["method"]))
+            chosen = st.multiselect("Methods", methods, default=methods, key=f"cv_rm::{folder}")
+            sub = rows[rows["method"].isin(chosen)]
+            if sub.empty:
+                st.info("Choose at least one method.")
+            else:
+                runs = sub.groupby(["method", "unit", "seed"]).ngroups
+                st.caption(f"{study_name}: {runs} runs ({sub['unit'].nunique()} units).")
+                _chart_title(f"{study_name}: rho-regret (top 3) per question")
+                st.altair_chart(
+                    charts.band_chart(
+                        svc.mean_se(sub, ["method", "question"], "rho_regret"),
+                        x="question",
+                        color="method",
+                        x_title="question",
+                        y_title="rho-regret (mean ± s.e.)",
+                    ),
+                    width="stretch",
+                )
+                summ = summarize_rho_regret(sub)["methods"]
+                st.dataframe(
+                    pd.DataFrame(
+                        [
+                            {
+                                "method": m,
+                                "runs": d["runs"],
+                                "questions": d["question"][-1],
+                                "final rho-regret": d["rho_regret_mean"][-1],
+                                "95 % CI": "{:.2f} – {:.2f}".format(*d["rho_regret_ci95"][-1]),
+                                "favourite ranked first": d["final_top1_found"],
+                            }
+                            for m, d in summ.items()
+                        ]
+                    ),
+                    hide_index=True,
+                )
 
 if tab_sushi.open:
     with tab_sushi:
@@ -145,6 +238,7 @@ if tab_sushi.open:
                 st.info("Choose at least one method.")
             else:
                 st.caption(f"{sub['user'].nunique():,} users.")
+                _chart_title(f"Sushi set A: {metric.replace('_', ' ')} per question")
                 st.altair_chart(
                     charts.band_chart(
                         svc.mean_se(sub, ["method", "question"], metric),
@@ -152,12 +246,12 @@ if tab_sushi.open:
                         color="method",
                         x_title="question",
                         y_title=metric.replace("_", " "),
-                        title=f"Sushi set A: {metric.replace('_', ' ')} per question",
                     ),
                     width="stretch",
                 )
                 t = sub.sort_values("question").copy()
                 t["cum_time_s"] = t.groupby(["user", "method"])["time_s"].cumsum()
+                _chart_title("cumulative run time")
                 st.altair_chart(
                     charts.band_chart(
                         svc.mean_se(t, ["method", "question"], "cum_time_s"),
@@ -165,7 +259,6 @@ if tab_sushi.open:
                         color="method",
                         x_title="question",
                         y_title="cumulative run time (s)",
-                        title="cumulative run time",
                         height=220,
                     ),
                     width="stretch",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard import _charts as charts
@@ -24,7 +26,8 @@ def _with_users(s: svc.StudyStatus) -> bool:
     return True
 
 
-keys = svc.usable_study_keys(_with_users)
+# SwissMetro (bundled, respondent features) first: the page has content on first visit
+keys = sorted(svc.usable_study_keys(_with_users), key=lambda k: k != "swissmetro")
 
 if not keys:
     ui.unavailable("sushi-a", "The user/item hierarchy")
@@ -84,16 +87,60 @@ else:
             )
             st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
 
-st.markdown("#### Cohort regret curves")
-root = st.session_state.get("cv_root_value", "results")
+
+def _rel(base: str, folder: object) -> str:
+    try:
+        return str(Path(str(folder)).relative_to(Path(base).expanduser()))
+    except ValueError:
+        return str(folder)
+
+
+st.markdown("#### Cohort curves: new users with and without the hierarchy")
+root = st.session_state.get("cv_root_value", str(svc.results_home()))
+if svc.is_default_root(root) and svc.DEFAULT_GRIDS["hierarchy-swissmetro"].missing(root):
+    grid = svc.DEFAULT_GRIDS["hierarchy-swissmetro"]
+    bar = st.progress(0.0, text="Computing the default SwissMetro cohort (first visit only)...")
+
+    def _progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"SwissMetro cohort: {done}/{total} runs")
+
+    svc.ensure_default("hierarchy-swissmetro", root, progress=_progress)
+    bar.empty()
+acc_folders = svc.folders_of_kind(root, "hierarchy-accuracy")
 folders = svc.folders_of_kind(root, "hierarchy")
-if not folders:
+if acc_folders:
+    st.caption(
+        "SwissMetro: respondents arrive in a seeded order; each new respondent's 2 held-out "
+        "tasks are predicted after 0, 1, ... of their own tasks by a **plain** DT on their "
+        "answers, by the warm start from **all earlier respondents pooled**, and by the "
+        "warm start from their **user-tree group** (user tree on the modes, item trees on "
+        "the group's profile comparisons). Bigger cohorts: `python -m pbo_core.experiments "
+        "hierarchy --study swissmetro --out DIR` (folder set on the Convergence page)."
+    )
+    folder = st.selectbox(
+        "Result folder", acc_folders, key="hi_afolder", format_func=lambda f: _rel(root, f)
+    )
+    rows = svc.read_results(folder)
+    rows = rows[rows["cohort"] > 0]
+    st.caption(f"{rows['user'].nunique()} new respondents in {rows['cohort'].nunique()} cohort(s).")
+    st.markdown("**Held-out accuracy of new respondents per task answered (mean ± s.e.)**")
+    st.altair_chart(
+        charts.band_chart(
+            svc.mean_se(rows, ["variant", "question"], "test_acc"),
+            x="question",
+            color="variant",
+            x_title="own tasks answered",
+            y_title="held-out pairwise accuracy",
+        ),
+        width="stretch",
+    )
+if not folders and not acc_folders:
     st.info(
         f"No hierarchy results under `{root}` (folder set on the Convergence page). Create "
-        "them with `python -m pbo_core.experiments hierarchy --dataset A --users 900 "
-        "--refit-every 50 --out results/hierarchy`."
+        "them with `python -m pbo_core.experiments hierarchy --study swissmetro --out "
+        "results/hierarchy-swissmetro` (or `--dataset A` for Sushi)."
     )
-else:
+elif folders:
     folder = st.selectbox("Result folder", folders, key="hi_folder", format_func=str)
     rows = svc.read_results(folder)
     cohorts = sorted(rows["cohort"].unique().tolist())

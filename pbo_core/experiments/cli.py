@@ -35,6 +35,18 @@ Commands
     Users of Sushi set A or B in cohorts of ``--refit-every`` (default 50): each user is
     elicited with a plain DT and with the user/item hierarchy refitted on all earlier
     users (:mod:`pbo_core.hierarchy`); regret per question per cohort (App. G.1, Fig. 17).
+    ``--study swissmetro`` (bundled): respondents arrive in a seeded order in cohorts of
+    ``--refit-every`` (200); each new respondent's 2 held-out tasks are predicted after
+    0, 1, ... of their own tasks by a plain DT, the warm start from all earlier
+    respondents pooled, and the warm start from their user-tree group (user tree on the
+    three modes, item trees on the group's pooled profile comparisons); mean held-out
+    accuracy per number of tasks with a 95 % CI.
+``rho-regret``
+    rho-regret (top 3, App. G.1) per question, DT variants vs GP vs random pairs:
+    ``--study pmr-demo`` triages an inbox of the demo against its true urgency model;
+    ``train``, ``electricity``, ``swissmetro`` simulate respondents whose true utility is
+    the per-respondent logit fitted on the real study (items: ``--items`` of its
+    alternatives); ``sushi-a`` is the ``sushi-pbo`` case. Mean, s.e. and 95 % CI.
 
 Every command computes independent cells (users, respondents) through
 :func:`pbo_core.experiments.runner.run_grid`: ``--jobs`` parallelises, ``--out DIR`` stores one
@@ -58,7 +70,21 @@ from pbo_core.experiments.accuracy import (
     summarize_accuracy,
     sushi_generalization_cell,
 )
-from pbo_core.experiments.cohorts import hierarchy_cell, summarize_hierarchy
+from pbo_core.experiments.cohorts import (
+    hierarchy_cell,
+    summarize_hierarchy,
+    summarize_swissmetro_cohorts,
+    swissmetro_cell_grid,
+    swissmetro_cohort_cell,
+    swissmetro_study,
+)
+from pbo_core.experiments.rho_regret import (
+    RHO_METHODS,
+    RHO_STUDIES,
+    rho_cells,
+    rho_regret_cell,
+    summarize_rho_regret,
+)
 from pbo_core.experiments.runner import Cell, progress_printer, run_grid, write_json
 from pbo_core.experiments.sensitivity import sensitivity_cell
 
@@ -69,7 +95,7 @@ from pbo_core.experiments.studies import (
 )
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.explain.sensitivity import summarize_sensitivity
-from pbo_core.strategies.registry import SUSHI_METHODS
+from pbo_core.strategies.registry import METHODS, SUSHI_METHODS
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -107,11 +133,47 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--holdout", type=int, default=2, help="unseen sushi per user (of 10)")
     _common(s)
     s = sub.add_parser("hierarchy", help="user/item tree hierarchy cohorts (Fig. 17)")
-    s.add_argument("--dataset", choices=("A", "B", "a", "b"), default="A")
-    s.add_argument("--users", type=int, default=900)
-    s.add_argument("--refit-every", type=int, default=50, help="users per cohort")
-    s.add_argument("--iters", type=int, default=20, help="queries after the first question")
+    s.add_argument(
+        "--study",
+        choices=("sushi", "swissmetro"),
+        default="sushi",
+        help="sushi (set --dataset; regret per question) or swissmetro (bundled; held-out "
+        "accuracy of new respondents after each of their tasks)",
+    )
+    s.add_argument("--dataset", choices=("A", "B", "a", "b"), default="A", help="Sushi set")
+    s.add_argument(
+        "--users", type=int, default=None, help="first N users (sushi 900, swissmetro all)"
+    )
+    s.add_argument(
+        "--refit-every",
+        type=int,
+        default=None,
+        help="users per cohort (sushi 50, swissmetro 200)",
+    )
+    s.add_argument("--iters", type=int, default=20, help="sushi: queries after the first")
     s.add_argument("--max-depth", type=int, default=5, help="depth of user and item trees")
+    s.add_argument(
+        "--min-users", type=int, default=20, help="swissmetro: min. respondents per group"
+    )
+    s.add_argument(
+        "--test-tasks", type=int, default=2, help="swissmetro: held-out tasks per respondent"
+    )
+    _common(s)
+    s = sub.add_parser("rho-regret", help="rho-regret per question on bundled data (App. G.1)")
+    s.add_argument("--study", choices=RHO_STUDIES, required=True)
+    s.add_argument("--methods", default=",".join(RHO_METHODS), help="registry method names")
+    s.add_argument(
+        "--units",
+        type=int,
+        default=None,
+        help="pmr-demo: inboxes (1-2, default 2); others: first N respondents (default 50)",
+    )
+    s.add_argument("--seeds", type=int, default=None, help="runs per unit (pmr-demo 20, others 1)")
+    s.add_argument("--iters", type=int, default=20, help="queries after the first question")
+    s.add_argument(
+        "--items", type=int, default=30, help="simulated studies: alternatives per respondent"
+    )
+    s.add_argument("--noise", type=float, default=0.0, help="probit noise r (App. F.6)")
     _common(s)
     for name, helptext in (
         ("conjoint-accuracy", "DT vs GP per respondent (Table 12)"),
@@ -167,8 +229,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             for m in methods
         ]
         fn = sushi_pbo_cell
+    elif cmd == "rho-regret":
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        bad = [m for m in methods if m not in METHODS]
+        if bad:
+            raise SystemExit(f"unknown methods {bad}; choose from {sorted(METHODS)}")
+        pmr = args.study == "pmr-demo"
+        cells = rho_cells(
+            args.study,
+            methods,
+            units=args.units if args.units is not None else (2 if pmr else 50),
+            seeds=args.seeds if args.seeds is not None else (20 if pmr else 1),
+            iters=args.iters,
+            n_items=args.items,
+            noise_r=args.noise,
+            base=base,
+        )
+        fn = rho_regret_cell
+    elif cmd == "hierarchy" and args.study == "swissmetro":
+        k = args.refit_every or 200
+        n = len(swissmetro_study(args.data_dir).respondents())
+        n = min(n, args.users) if args.users is not None else n
+        cells = swissmetro_cell_grid(
+            n,
+            k,
+            base=base,
+            max_depth=args.max_depth,
+            min_users=args.min_users,
+            test_tasks=args.test_tasks,
+        )
+        fn = swissmetro_cohort_cell
     elif cmd == "hierarchy":
-        k = args.refit_every
+        k = args.refit_every or 50
+        args.users = args.users if args.users is not None else 900
         cells = [
             dict(
                 base,
@@ -209,6 +302,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if cmd == "sushi-pbo":
         summary: Any = summarize_sushi_pbo(rows)
+    elif cmd == "rho-regret":
+        summary = {"study": args.study, **summarize_rho_regret(rows)}
+    elif cmd == "hierarchy" and args.study == "swissmetro":
+        summary = {"study": "swissmetro", **summarize_swissmetro_cohorts(rows)}
     elif cmd == "hierarchy":
         summary = summarize_hierarchy(rows)
     elif cmd == "sensitivity":

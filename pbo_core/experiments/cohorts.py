@@ -1,4 +1,12 @@
-"""User/item hierarchy cohorts: regret per question with and without the hierarchy (Fig. 17)."""
+"""User/item hierarchy cohorts with and without the hierarchy (Fig. 17).
+
+Sushi: regret per question of new users elicited with a plain DT or warm-started from
+the hierarchy of earlier users. SwissMetro (bundled): held-out accuracy of new
+respondents after each of their own tasks; the user tree is grown on the three modes
+(every respondent compares the same three items, so Eq. 15 finds groups)
+and each group's item tree on the group's pooled profile comparisons (profiles are
+rarely shared, but their attributes -- mode, time, cost, headway, seats -- are).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pbo_core.experiments.rho_regret import mean_ci
 from pbo_core.experiments.runner import Cell
-
-#: Default test tasks per respondent for conjoint studies.
-from pbo_core.experiments.studies import (
-    load_study_cached,
-)
+from pbo_core.experiments.studies import load_study_cached, respondent_split
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import rho_regret
+from pbo_core.models.dt import DTSurrogate
 from pbo_core.problem import Problem
 from pbo_core.strategies.dt import DTStrategy
 
@@ -95,4 +101,166 @@ def summarize_hierarchy(rows: pd.DataFrame, early: int = 5) -> dict[str, Any]:
         e = g[g["question"] <= early]
         out[f"{variant}_mean_regret_first_{early}_questions"] = float(e["regret"].mean())
         out[f"{variant}_mean_regret_all_questions"] = float(g["regret"].mean())
+    return out
+
+
+# ----------------------------------------------------------------------------- SwissMetro
+def swissmetro_study(data_dir: str | None = None) -> Any:
+    """SwissMetro with profiles as items (the bundled default)."""
+    return load_study_cached("swissmetro", data_dir)
+
+
+def respondent_permutation(n: int, seed: int) -> np.ndarray:
+    """Seeded order in which respondents arrive (file order follows the survey groups)."""
+    return np.random.default_rng([seed, 15]).permutation(n)
+
+
+@lru_cache(maxsize=4)
+def swissmetro_hierarchy(
+    n_prev: int, seed: int, variant: str, max_depth: int, min_users: int, data_dir: str | None
+) -> UserItemHierarchy:
+    """Hierarchy on the first ``n_prev`` arriving respondents (``pooled``: one group)."""
+    profiles = swissmetro_study(data_dir)
+    users = respondent_permutation(len(profiles.respondents()), seed)[:n_prev]
+    depth = 0 if variant == "pooled" else max_depth
+    return UserItemHierarchy(
+        max_depth=depth, min_users_leaf=min_users, item_max_depth=max_depth
+    ).fit(profiles, users=np.sort(users))  # user tree on modes (loader hint)
+
+
+def swissmetro_cell_grid(
+    n_users: int,
+    refit_every: int = 200,
+    *,
+    base: dict[str, Any] | None = None,
+    max_depth: int = 5,
+    min_users: int = 20,
+    test_tasks: int = 2,
+    first_user: int = 0,
+) -> list[dict[str, Any]]:
+    """Cells of the SwissMetro cohort experiment: arrivals ``first_user .. n_users - 1``.
+
+    Arrival ``u`` is in cohort ``u // refit_every``; ``plain`` for every arrival, the two
+    warm starts (``pooled``, ``hierarchy``) from cohort 1 on (cohort 0 has no earlier
+    respondents).
+    """
+    k = int(refit_every)
+    return [
+        dict(
+            base or {},
+            study="swissmetro",
+            user=u,
+            cohort=u // k,
+            refit_every=k,
+            max_depth=max_depth,
+            min_users=min_users,
+            test_tasks=test_tasks,
+            variant=v,
+        )
+        for u in range(first_user, n_users)
+        for v in ("plain", "pooled", "hierarchy")
+        if v == "plain" or u >= k
+    ]
+
+
+def _pair_accuracy(scores: np.ndarray, pairs: np.ndarray) -> float:
+    d = scores[pairs[:, 0]] - scores[pairs[:, 1]]
+    return float(np.mean(np.where(d > 0, 1.0, np.where(d == 0, 0.5, 0.0))))
+
+
+def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
+    """A new SwissMetro respondent: held-out accuracy after each of their own tasks.
+
+    The respondent's ``test_tasks`` held-out tasks (seeded) are predicted after 0, 1, ...
+    of their other tasks (file order) by a plain DT on their own answers, by the warm
+    start from all earlier respondents pooled (``pooled``), and by the warm start from
+    their user-tree group (``hierarchy``; user tree on modes, item trees on profiles).
+    """
+    profiles = swissmetro_study(cell.get("data_dir"))
+    resp_ids = profiles.respondents()
+    order = respondent_permutation(len(resp_ids), int(cell["seed"]))
+    pos = int(order[int(cell["user"])])
+    resp = resp_ids[pos]
+    split = respondent_split(profiles, resp, int(cell["test_tasks"]), int(cell["seed"]))
+    if split is None:
+        return pd.DataFrame()
+    data, test_mask = split
+    tasks = np.asarray(profiles.extras["pair_task"])[profiles.data.respondent == resp]
+    train_tasks = list(dict.fromkeys(tasks[~test_mask]))
+    test_pairs = data.pairs[test_mask]
+    n_prev = int(cell["cohort"]) * int(cell["refit_every"])
+    variant = str(cell["variant"])
+    depth = int(cell["max_depth"])
+    leaf = -1
+    if variant != "plain":
+        h = swissmetro_hierarchy(
+            n_prev,
+            int(cell["seed"]),
+            variant,
+            depth,
+            int(cell["min_users"]),
+            cell.get("data_dir"),
+        )
+        leaf = int(h.assign(profiles.users.loc[[resp]])[0])
+        warm = h.warm_start_surrogate(leaf, data.X)
+    rows = []
+    for k in range(len(train_tasks) + 1):
+        mask = np.isin(tasks, train_tasks[:k]) & ~test_mask
+        train = data.select_pairs(mask, drop_unused_items=False)
+        if variant == "plain":
+            if train.n_pairs == 0:
+                scores = np.zeros(data.n_items)
+            else:
+                scores = DTSurrogate(max_depth=depth).fit(train).predict(data.X)
+        else:
+            scores = warm.fit(train).predict(data.X)
+        rows.append(
+            {
+                "user": int(cell["user"]),
+                "respondent": int(resp),
+                "cohort": int(cell["cohort"]),
+                "variant": variant,
+                "user_leaf": leaf,
+                "question": k,
+                "test_acc": _pair_accuracy(scores, test_pairs),
+                "n_test_pairs": len(test_pairs),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def summarize_swissmetro_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
+    """Mean held-out accuracy per number of own tasks, per variant (cohorts >= 1), 95 % CI."""
+    later = rows[rows["cohort"] > 0]
+    out: dict[str, Any] = {
+        "metric": "held-out pairwise accuracy (ties 1/2) of the respondent's test tasks",
+        "respondents": int(later["user"].nunique()),
+        "variants": {},
+    }
+    for variant, g in later.groupby("variant", sort=False):
+        per_q = g.groupby("question")["test_acc"]
+        ci = mean_ci(per_q)
+        out["variants"][str(variant)] = {
+            "respondents": int(g["user"].nunique()),
+            "user_groups_last_cohort": int(
+                g[g["cohort"] == g["cohort"].max()]["user_leaf"].nunique()
+            ),
+            "tasks_answered": [int(q) for q in per_q.groups],
+            "test_acc_mean": ci["mean"],
+            "test_acc_se": ci["se"],
+            "test_acc_ci95": ci["ci95"],
+        }
+    # paired per respondent (same held-out tasks): hierarchy minus each other variant
+    wide = later.pivot_table(index=["user", "question"], columns="variant", values="test_acc")
+    out["paired_difference"] = {}
+    if "hierarchy" in wide.columns:
+        for other in ("pooled", "plain"):
+            if other in wide.columns:
+                diff = (wide["hierarchy"] - wide[other]).dropna().rename("d").reset_index()
+                ci = mean_ci(diff.groupby("question")["d"])
+                out["paired_difference"][f"hierarchy_minus_{other}"] = {
+                    "tasks_answered": [int(q) for q in sorted(diff["question"].unique())],
+                    "mean": ci["mean"],
+                    "ci95": ci["ci95"],
+                }
     return out

@@ -35,6 +35,8 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for name in (*DATA_ENV, *LLM_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DTPBO_DATA_HOME", str(tmp_path / "data_home"))
+    # default grids (first-visit content) only in the tests that ask for them
+    monkeypatch.setenv("DTPBO_NO_DEFAULT_RESULTS", "1")
     monkeypatch.setenv("DTPBO_LLM_CACHE", str(tmp_path / "llm_cache.sqlite"))
     monkeypatch.chdir(tmp_path)
     return tmp_path

@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -69,11 +70,9 @@ def _bench_results(folder: Path) -> None:
             run_cell(cell).to_parquet(cell_path(folder, cell))
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``streamlit run dashboard/app.py`` on a free port; yields its base URL."""
-    work = tmp_path_factory.mktemp("e2e")
-    _bench_results(work / "results" / "bench")
+@contextmanager
+def _streamlit(work: Path, **extra_env: str) -> Iterator[str]:
+    """``streamlit run dashboard/app.py`` on a free port with data home ``work/data_home``."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -83,6 +82,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         DTPBO_DATA_HOME=str(work / "data_home"),
         DTPBO_LLM_CACHE=str(work / "llm_cache.sqlite"),
         PYTHONPATH=str(ROOT),
+        **extra_env,
     )
     port = _free_port()
     streamlit = Path(sys.executable).with_name("streamlit")
@@ -123,6 +123,26 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A dashboard whose per-user results folder already holds benchmark results.
+
+    Default grids are off here (timed page switches); the fresh-install test covers them.
+    """
+    work = tmp_path_factory.mktemp("e2e")
+    _bench_results(work / "data_home" / "results" / "bench")
+    with _streamlit(work, DTPBO_NO_DEFAULT_RESULTS="1") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A dashboard on a fresh, empty data folder (a new install's first visit)."""
+    work = tmp_path_factory.mktemp("e2e-fresh")
+    with _streamlit(work) as url:
+        yield url, work
 
 
 @pytest.fixture(scope="module")
@@ -259,3 +279,60 @@ def test_page_switches_and_screenshots(server, page) -> None:
     page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(state="visible")
     page.wait_for_timeout(500)
     snap(page, "pmr", docs=True)
+
+
+#: Sidebar pages: path and title.
+PAGES = [
+    ("", "Case studies"),
+    ("tree_explorer", "Tree explorer"),
+    ("sensitivity", "Feature sensitivity"),
+    ("convergence", "Convergence"),
+    ("hierarchy", "User/item hierarchy"),
+    ("elicitation", "Live elicitation"),
+    ("pmr", "PMR features"),
+]
+CONTENT = (
+    '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, '
+    '[data-testid="stGraphVizChart"] svg, [data-testid="stDataFrame"], [data-testid="stTable"]'
+)
+
+
+def test_every_page_has_content_on_first_visit_of_a_fresh_install(fresh_server, page) -> None:
+    """Each page shows a chart, a tree or a table within 30 s of first navigation."""
+    url, work = fresh_server
+    assert not (work / "data_home").exists() or not any((work / "data_home").rglob("*.parquet"))
+    first: dict[str, float] = {}  # to the first chart/tree/table
+    done: dict[str, float] = {}  # to the end of the page's run (defaults computed)
+    page.goto(url)
+    settle(page)
+    for path, title in PAGES:
+        t0 = time.perf_counter()
+        if path:
+            page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+        page.locator("h1", has_text=title).wait_for()
+        page.locator(CONTENT).first.wait_for(state="visible", timeout=30_000)
+        first[title] = round(time.perf_counter() - t0, 2)
+        assert first[title] <= 30.0, (title, first[title])
+        settle(page, timeout=120_000)
+        done[title] = round(time.perf_counter() - t0, 2)
+        assert page.locator('[data-testid="stException"]').count() == 0, title
+        snap(page, f"first_visit_{path or 'case_studies'}")
+        if path == "hierarchy":  # SwissMetro's user tree and the default cohort curves
+            page.wait_for_timeout(1000)
+            snap(page, "hierarchy", docs=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    timings = {"first_content_s": first, "page_finished_s": done}
+    (ARTIFACTS / "first_visit_timings.json").write_text(json.dumps(timings, indent=1))
+    print("first-visit timings:", timings)
+    # defaults went to the per-user data folder, never the working directory
+    assert any((work / "data_home" / "results").rglob("cell-*.parquet"))
+    assert not (work / "results").exists()
+    # the Convergence rho-regret tab: curves computed on first need
+    page.goto(f"{url}/convergence")
+    settle(page)
+    page.get_by_role("tab", name="rho-regret").click()
+    page.get_by_text("rho-regret (top 3) per question").first.wait_for(timeout=60_000)
+    page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
+    settle(page, timeout=120_000)
+    page.wait_for_timeout(1000)
+    snap(page, "convergence_rho_regret", docs=True)

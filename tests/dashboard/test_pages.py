@@ -279,7 +279,7 @@ def _bench_results(folder: Path, methods=("dt", "dt-literal"), seeds=2) -> None:
 
 def test_convergence_reads_result_folders(app, tmp_path) -> None:
     _bench_results(tmp_path / "results" / "bench")
-    at = app("convergence")
+    at = app("convergence", cv_root_value="results")
     no_exception(at)
     specs = charts(at)
     assert len(specs) == 2  # regret, cumulative time
@@ -293,7 +293,7 @@ def test_convergence_reads_result_folders(app, tmp_path) -> None:
 
 
 def test_convergence_runs_a_small_benchmark(app, tmp_path) -> None:
-    at = app("convergence")
+    at = app("convergence", cv_root_value="results")
     assert "No benchmark results" in texts(at)
     at.session_state["cv_view"] = "Run a small benchmark"
     at.run()
@@ -321,7 +321,7 @@ def test_convergence_without_sushi_explains(app) -> None:
 
 def test_convergence_runs_sushi_pbo_when_configured(app, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DTPBO_SUSHI_DIR", str(sushi_dir(tmp_path, n_users=8)))
-    at = app("convergence", cv_view="Sushi")
+    at = app("convergence", cv_view="Sushi", cv_root_value="results")
     assert "Sushi is configured" in texts(at)
     at.number_input(key="cv_s_users").set_value(5).run()
     at.number_input(key="cv_s_iters").set_value(3).run()
@@ -329,8 +329,8 @@ def test_convergence_runs_sushi_pbo_when_configured(app, tmp_path, monkeypatch) 
     at.button(key="cv_s_run").click().run()
     no_exception(at)
     assert len(list((tmp_path / "results" / "sushi-pbo").glob("cell-*.parquet"))) == 5
-    specs = charts(at)
-    assert any("Sushi set A" in str(s.get("title", "")) for s in specs)
+    assert charts(at)
+    assert "Sushi set A" in texts(at)
 
 
 def test_convergence_sushi_results(app, tmp_path) -> None:
@@ -351,15 +351,68 @@ def test_convergence_sushi_results(app, tmp_path) -> None:
     folder = tmp_path / "results" / "sushi-pbo"
     folder.mkdir(parents=True)
     pd.DataFrame(rows).to_parquet(folder / "cell-0000.parquet")
-    at = app("convergence", cv_view="Sushi")
+    at = app("convergence", cv_view="Sushi", cv_root_value="results")
     no_exception(at)
-    titles = [str(s.get("title", "")) for s in charts(at)]
-    assert any("Sushi set A" in t for t in titles)
+    assert charts(at) and "Sushi set A: rho regret per question" in texts(at)
     at.radio(key="cv_smetric").set_value("top1_error").run()
-    assert any("top1 error" in str(s.get("title", "")) for s in charts(at))
+    assert "Sushi set A: top1 error per question" in texts(at)
+
+
+def _small_default_grids(monkeypatch, keep: int) -> None:
+    """Cut the default grids to their first ``keep`` cells (same code path, less time)."""
+    import dataclasses
+
+    from dashboard._services import defaults
+
+    for name, grid in list(defaults.GRIDS.items()):
+        cells = grid.cells()[:keep]
+        monkeypatch.setitem(
+            defaults.GRIDS, name, dataclasses.replace(grid, cells=lambda c=cells: c)
+        )
+
+
+def test_convergence_first_visit_computes_defaults_once(app, tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("DTPBO_NO_DEFAULT_RESULTS")
+    _small_default_grids(monkeypatch, keep=6)
+    home = tmp_path / "data_home" / "results"
+    at = app("convergence")
+    no_exception(at)
+    assert at.text_input(key="cv_root").value == str(home)  # per-user folder, not checkout
+    assert len(charts(at)) == 2  # regret, cumulative time of the default grid
+    assert "branin: regret" in texts(at)
+    files = sorted((home / "defaults" / "bench").glob("cell-*.parquet"))
+    assert len(files) == 6
+    assert not (tmp_path / "results").exists()
+    stamps = [f.stat().st_mtime_ns for f in files]
+    at.session_state["cv_view"] = "rho-regret"
+    at.run()
+    no_exception(at)
+    assert len(charts(at)) == 1 and "rho-regret (top 3) per question" in texts(at)
+    assert {r["method"] for r in chart_data(charts(at)[0])} <= {"dt", "gp", "dt-random"}
+    assert at.dataframe  # final rho-regret with CIs
+    assert "simulated" in texts(at).lower() or "Simulated" in texts(at)
+    # a fresh session reuses the stored cells
+    at2 = app("convergence")
+    assert len(charts(at2)) == 2
+    assert [f.stat().st_mtime_ns for f in files] == stamps
 
 
 # ----------------------------------------------------------------------------- hierarchy
+def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("DTPBO_NO_DEFAULT_RESULTS")
+    _small_default_grids(monkeypatch, keep=9)  # 3 new respondents x 3 variants
+    at = app("hierarchy")
+    no_exception(at)
+    assert at.selectbox(key="hi_study").value == "swissmetro"
+    (whole,) = dots(at)
+    assert "Surveyed among" in whole  # the user tree splits respondents (car vs rail)
+    assert int(metrics(at)["User groups"]) > 1
+    (curve,) = charts(at)
+    variants = {r["variant"] for r in chart_data(curve)}
+    assert variants == {"plain", "pooled", "hierarchy"}
+    assert len(list((tmp_path / "data_home" / "results").rglob("cell-*.parquet"))) == 9
+
+
 def test_hierarchy_without_user_features_explains(app, monkeypatch) -> None:
     # hide the bundled study with respondent features (SwissMetro)
     from dashboard import _services as svc
@@ -390,7 +443,7 @@ def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
             "rho_regret": np.linspace(1, 0, 12),
         }
     ).to_parquet(folder / "cell-0000.parquet")
-    at = app("hierarchy")
+    at = app("hierarchy", cv_root_value="results")
     at.selectbox(key="hi_study").select("sushi-a").run()
     no_exception(at)
     (whole,) = dots(at)

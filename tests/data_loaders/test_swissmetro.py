@@ -369,3 +369,15 @@ def test_registry_lists_and_loads_swissmetro(raw: pd.DataFrame, tmp_path: Path) 
     frame, path = small_file(raw, tmp_path)
     assert load_study("swissmetro", path=write(frame, path)).counts()["respondents"] == 3
     assert load_study("swissmetro", items="modes").data.n_items == 3
+
+
+def test_profiles_carry_the_mode_hint_for_the_user_tree() -> None:
+    profiles = load_study("swissmetro")
+    modes = load_study("swissmetro", items="modes")
+    hint = profiles.extras["hierarchy_split_items"]
+    assert hint.shape == (profiles.data.n_items,) and set(np.unique(hint)) == {0, 1, 2}
+    # the hint maps every profile comparison to the same comparison of modes
+    np.testing.assert_array_equal(hint[profiles.data.pairs], modes.data.pairs)
+    assert "hierarchy_split_items" not in modes.extras
+    h = UserItemHierarchy(max_depth=2, min_users_leaf=20).fit(profiles, users=np.arange(400))
+    assert h.user_tree_.n_leaves > 1  # with profiles alone Eq. 15 finds one group

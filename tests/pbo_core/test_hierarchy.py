@@ -89,3 +89,48 @@ def test_needs_user_features() -> None:
     study.users = None
     with pytest.raises(ValueError, match="no user features"):
         UserItemHierarchy().fit(study)
+
+
+def private_items_population(n_users: int = 80, seed: int = 1) -> Study:
+    """Every user has private items (like SwissMetro profiles) of two shared kinds."""
+    rng = np.random.default_rng(seed)
+    item_schema = Schema(
+        (Feature("kind", "numeric", bounds=(0, 1)), Feature("owner", "numeric", bounds=(0, 1e3)))
+    )
+    diet = rng.integers(0, 2, n_users)
+    X, pairs, resp = [], [], []
+    for u in range(n_users):
+        a, b = len(X), len(X) + 1  # this user's own two items: kind 0 and kind 1
+        X += [[0.0, u], [1.0, u]]
+        for _ in range(5):
+            pairs.append([b, a] if diet[u] == 1 else [a, b])
+            resp.append(u)
+    users = pd.DataFrame(
+        {"diet": np.where(diet == 1, "spicy", "mild")},
+        index=pd.Index(np.arange(n_users), name="respondent"),
+    )
+    user_schema = Schema((Feature("diet", "categorical", levels=("mild", "spicy")),))
+    data = PreferenceData(
+        np.array(X), np.array(pairs), schema=item_schema, respondent=np.array(resp)
+    )
+    return Study("private", "Private", item_schema, data, users=users, user_schema=user_schema)
+
+
+def test_split_items_find_groups_when_items_are_never_shared() -> None:
+    study = private_items_population()
+    # on the items themselves no pair is compared by two users: Eq. 15 cannot split
+    plain = UserItemHierarchy(max_depth=2, min_users_leaf=5).fit(study)
+    assert plain.user_tree_.n_leaves == 1
+    kind = study.data.X[:, 0].astype(int)
+    h = UserItemHierarchy(max_depth=2, min_users_leaf=5).fit(study, split_items=kind)
+    assert h.user_tree_.n_leaves == 2
+    assert h.user_schema_.names[h.user_tree_.split[0].column] == "diet"
+    # item trees are still grown on the group's own (private) items
+    spicy = int(h.assign(pd.DataFrame({"diet": ["spicy"]}))[0])
+    tree = h.item_tree(spicy)
+    assert tree.predict(np.array([[1.0, 3.0]]))[0] > tree.predict(np.array([[0.0, 3.0]]))[0]
+    # the loader hint is the default
+    study.extras["hierarchy_split_items"] = kind
+    assert UserItemHierarchy(max_depth=2, min_users_leaf=5).fit(study).user_tree_.n_leaves == 2
+    with pytest.raises(ValueError, match="one non-negative code per item"):
+        UserItemHierarchy().fit(study, split_items=kind[:-1])

@@ -1,0 +1,144 @@
+"""Default results computed on first need, so every page has content on a fresh install.
+
+The grids are small versions of the command-line experiments and run through
+:func:`pbo_core.experiments.runner.run_grid` into the per-user data folder
+(:func:`results_home`: ``$DTPBO_DATA_HOME/results``, default ``~/.cache/dtpbo/results``),
+never into the checkout. Each cell is one Parquet file, so a grid is computed once (an
+interrupted first visit resumes) and read back instantly afterwards. Bigger grids stay on
+the command line (``python -m pbo_core.bench``, ``python -m pbo_core.experiments``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from data_loaders._common import data_home
+from pbo_core import __version__
+from pbo_core.experiments.bench import run_cell
+from pbo_core.experiments.cohorts import swissmetro_cell_grid, swissmetro_cohort_cell
+from pbo_core.experiments.rho_regret import rho_cells, rho_regret_cell
+from pbo_core.experiments.runner import Cell, cell_path, run_grid
+
+
+def results_home() -> Path:
+    """Per-user folder of results the dashboard reads and writes by default."""
+    return data_home() / "results"
+
+
+@dataclass(frozen=True)
+class DefaultGrid:
+    """A small named grid: its folder under :func:`results_home` and its cells."""
+
+    name: str
+    what: str
+    command: str
+    cells: Callable[[], list[dict[str, Any]]]
+    fn: Callable[[Cell], pd.DataFrame]
+
+    def folder(self, root: str | Path | None = None) -> Path:
+        """Where the grid's cells are stored."""
+        base = Path(root).expanduser() if root is not None else results_home()
+        return base / "defaults" / self.name
+
+    def missing(self, root: str | Path | None = None) -> int:
+        """Cells not computed yet."""
+        out = self.folder(root)
+        return sum(not cell_path(out, c).exists() for c in self.cells())
+
+
+_BASE = {"version": __version__}
+
+
+def _bench_cells() -> list[dict[str, Any]]:
+    # GP runs cost ~20x a DT run: fewer and shorter, so a first visit stays short
+    grid = [("branin", "dt", 5), ("branin", "dt-literal", 5), ("branin", "gp", 2)]
+    grid += [("levy", "dt", 5), ("levy", "dt-literal", 5)]
+    return [
+        dict(
+            _BASE,
+            function=fn,
+            method=m,
+            seed=s,
+            iters=20 if m == "gp" else 60,
+            n_init=10,
+            noise=0.0,
+        )
+        for fn, m, seeds in grid
+        for s in range(seeds)
+    ]
+
+
+def _bench_one(cell: Cell) -> pd.DataFrame:
+    return run_cell(cell)
+
+
+#: The default grids, by name.
+GRIDS: dict[str, DefaultGrid] = {
+    g.name: g
+    for g in (
+        DefaultGrid(
+            "bench",
+            "Branin and Levy: DT-PBO (dt) and Algorithm 1 as written (dt-literal), 5 seeds x "
+            "60 queries; the GP baseline on Branin, 2 seeds x 20 queries; 10 initial pairs",
+            "python -m pbo_core.bench --functions branin,levy --methods dt,dt-literal,gp "
+            "--seeds 10 --iters 100 --out DIR",
+            _bench_cells,
+            _bench_one,
+        ),
+        DefaultGrid(
+            "rho-pmr-demo",
+            "PMR demo triage: both inboxes, 5 seeds, 15 questions after a random first one",
+            "python -m pbo_core.experiments rho-regret --study pmr-demo --out DIR",
+            lambda: rho_cells(
+                "pmr-demo",
+                ["dt", "gp", "dt-random"],
+                units=2,
+                seeds=5,
+                iters=15,
+                base=dict(_BASE, seed=0),
+            ),
+            rho_regret_cell,
+        ),
+        DefaultGrid(
+            "rho-train",
+            "Train, simulated respondents (true utility: the per-respondent logit fitted on "
+            "the real answers), first 10 respondents, 30 alternatives each, 15 questions",
+            "python -m pbo_core.experiments rho-regret --study train --out DIR",
+            lambda: rho_cells(
+                "train",
+                ["dt", "gp", "dt-random"],
+                units=10,
+                seeds=1,
+                iters=15,
+                n_items=30,
+                base=dict(_BASE, seed=0),
+            ),
+            rho_regret_cell,
+        ),
+        DefaultGrid(
+            "hierarchy-swissmetro",
+            "SwissMetro: 30 new respondents warm-started from the hierarchy of 1,000 earlier "
+            "ones (seeded arrival order), held-out accuracy of 2 tasks per respondent",
+            "python -m pbo_core.experiments hierarchy --study swissmetro --out DIR",
+            lambda: swissmetro_cell_grid(1030, 1000, base=dict(_BASE, seed=0), first_user=1000),
+            swissmetro_cohort_cell,
+        ),
+    )
+}
+
+
+def ensure(
+    name: str,
+    root: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
+    """Compute the missing cells of a default grid (once) and return its folder."""
+    grid = GRIDS[name]
+    out = grid.folder(root)
+    run_grid(grid.cells(), grid.fn, out_dir=out, progress=progress)
+    return out

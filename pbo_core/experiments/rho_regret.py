@@ -1,0 +1,204 @@
+"""rho-regret curves on bundled data (DT-PBO App. G.1): triage and simulated respondents.
+
+Two kinds of cells, both finite item sets run through :func:`pbo_core.loop.run_pbo` with
+:meth:`Problem.from_items` and a method of :mod:`pbo_core.strategies.registry`:
+
+``pmr-demo`` (triage)
+    "Which message is more urgent?": the items are the messages of one inbox of the demo
+    (inbox A or B, 30 messages each); the oracle answers with the documented ground-truth
+    urgency model (``truth.true_urgency``, noiseless unless ``noise_r`` is given). The
+    rho-regret is the top-3 regret of App. G.1 against the true urgency ranking (ties of
+    the truth broken by message order). One cell per (inbox, method, seed).
+``train`` / ``electricity`` / ``swissmetro`` (simulated respondents)
+    The standard simulation design of adaptive-conjoint research (e.g. Toubia, Hauser &
+    Simester 2004): every simulated respondent's *true* utility is the per-respondent
+    linear utility (logit, shrunk toward the pooled model,
+    :class:`~pbo_core.models.linear.RespondentLinearSurrogate`) fitted on that real
+    respondent's answers in the bundled study; the items are ``n_items`` alternatives of
+    the study (drawn per respondent with a seeded Generator). The methods then elicit the
+    favourite of this simulated respondent; the rho-regret is measured against the ranking
+    by the fitted utility. This measures query efficiency against a realistic,
+    heterogeneous population -- not against the real people, whose utilities are unknown.
+``sushi-a``
+    The Sushi set A path (:func:`pbo_core.experiments.sushi.sushi_pbo_cell`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from pbo_core.experiments.runner import Cell
+from pbo_core.experiments.studies import load_study_cached
+from pbo_core.experiments.sushi import sushi_pbo_cell
+from pbo_core.loop import run_pbo
+from pbo_core.metrics import rho_regret, top1_rank_error
+from pbo_core.models.linear import RespondentLinearSurrogate
+from pbo_core.problem import Problem
+from pbo_core.strategies.registry import make_strategy
+
+#: Studies with simulated respondents.
+SIMULATED_STUDIES = ("train", "electricity", "swissmetro")
+#: Every study of the command.
+RHO_STUDIES = ("pmr-demo", *SIMULATED_STUDIES, "sushi-a")
+#: Default methods: DT variants, GP, random pairs.
+RHO_METHODS = ("dt", "dt-notop", "dt-toponly", "gp", "dt-random")
+
+
+def _strict_order(utility: np.ndarray) -> np.ndarray:
+    """Item indices best first (ties broken by index)."""
+    return np.lexsort((np.arange(len(utility)), -np.asarray(utility, dtype=float)))
+
+
+@lru_cache(maxsize=4)
+def respondent_models(key: str, data_dir: str | None = None) -> RespondentLinearSurrogate:
+    """Per-respondent logit utilities of a bundled study (the simulated truths)."""
+    study = load_study_cached(key, data_dir)
+    task = study.extras.get("pair_task")
+    tasks = np.asarray(task) if task is not None else None
+    return RespondentLinearSurrogate("logit", shrink=True, alpha="cv").fit(study.data, tasks=tasks)
+
+
+def pmr_problem(inbox: str) -> tuple[Problem, np.ndarray]:
+    """The triage problem of one demo inbox and its true urgency order."""
+    study = load_study_cached("pmr-demo")
+    truth = study.extras["truth"]
+    ids = study.data.items["message_id"].astype(str).to_numpy()
+    sel = np.flatnonzero(np.char.startswith(ids.astype(str), inbox))
+    if len(sel) == 0:
+        raise ValueError(f"no messages of inbox {inbox!r} in pmr-demo")
+    urgency = truth.set_index("message_id").loc[ids[sel], "true_urgency"].to_numpy(float)
+    problem = Problem.from_items(f"pmr-demo/{inbox}", study.data.X[sel], urgency, study.schema)
+    return problem, _strict_order(urgency)
+
+
+def simulated_problem(
+    key: str, respondent_index: int, n_items: int, seed: int, data_dir: str | None = None
+) -> tuple[Problem, np.ndarray]:
+    """Items drawn from a study and one simulated respondent's true (fitted) utility."""
+    study = load_study_cached(key, data_dir)
+    model = respondent_models(key, data_dir)
+    resp = model.respondents_[respondent_index]
+    X_all = study.data.X
+    # distinct rows only (Problem.from_items identifies items by their encoded row)
+    _, first = np.unique(X_all, axis=0, return_index=True)
+    rng = np.random.default_rng([seed, respondent_index, 7])
+    pick = rng.choice(np.sort(first), size=min(n_items, len(first)), replace=False)
+    X = X_all[pick]
+    utility = model.predict(X, respondent=resp)
+    problem = Problem.from_items(f"{key}/{resp}", X, utility, study.schema)
+    return problem, _strict_order(utility)
+
+
+def rho_regret_cell(cell: Cell) -> pd.DataFrame:
+    """One (study, unit, method, seed) run: rho-regret and top-1 error per question."""
+    study = cell["study"]
+    if study == "sushi-a":
+        rows = sushi_pbo_cell(
+            dict(cell, user=int(cell["unit"]), iters=int(cell["iters"]), n_init=1)
+        )
+        rows["study"] = study
+        rows["unit"] = str(cell["unit"])
+        rows["seed"] = int(cell["seed"])
+        return rows
+    seed = int(cell["seed"])
+    if study == "pmr-demo":
+        problem, order = pmr_problem(str(cell["unit"]))
+        run_seed = seed
+    else:
+        idx = int(cell["unit"])
+        problem, order = simulated_problem(
+            study, idx, int(cell["n_items"]), seed, cell.get("data_dir")
+        )
+        run_seed = seed * 100_003 + idx
+    res = run_pbo(
+        problem,
+        make_strategy(cell["method"]),
+        n_init=1,
+        n_iter=int(cell["iters"]),
+        seed=run_seed,
+        noise_r=float(cell.get("noise_r", 0.0)),
+    )
+    assert res.scores is not None
+    return pd.DataFrame(
+        {
+            "study": study,
+            "unit": str(cell["unit"]),
+            "seed": seed,
+            "method": cell["method"],
+            "question": 1 + np.arange(len(res.scores)),
+            "rho_regret": [rho_regret(order, s) for s in res.scores],
+            "top1_error": [top1_rank_error(int(order[0]), s) for s in res.scores],
+            "time_s": res.time.astype(float),
+        }
+    )
+
+
+def rho_cells(
+    study: str,
+    methods: list[str],
+    *,
+    units: int,
+    seeds: int,
+    iters: int,
+    n_items: int = 30,
+    noise_r: float = 0.0,
+    base: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The grid of the ``rho-regret`` command.
+
+    ``units``: inboxes (pmr-demo, at most 2), simulated respondents (first N of the study)
+    or Sushi users; ``seeds``: repetitions per unit (first question, ties, sampled items).
+    """
+    base = dict(base or {})
+    if study == "pmr-demo":
+        unit_ids: list[Any] = ["A", "B"][: max(1, min(units, 2))]
+    else:
+        unit_ids = list(range(units))
+    extra: dict[str, Any] = {"n_items": n_items} if study in SIMULATED_STUDIES else {}
+    if noise_r:
+        extra["noise_r"] = noise_r
+    return [
+        dict(base, study=study, unit=u, method=m, seed=s, iters=iters, **extra)
+        for u in unit_ids
+        for s in range(seeds)
+        for m in methods
+    ]
+
+
+def mean_ci(values: pd.core.groupby.SeriesGroupBy) -> dict[str, list[Any]]:
+    """Per group: mean, standard error and two-sided 95 % t interval (lists)."""
+    mean, se, n = values.mean(), values.sem().fillna(0.0), values.count()
+    half = se * stats.t.ppf(0.975, np.maximum(n - 1, 1))
+    return {
+        "mean": [float(v) for v in mean],
+        "se": [float(v) for v in se],
+        "ci95": [[float(a), float(b)] for a, b in zip(mean - half, mean + half, strict=True)],
+        "n": [int(v) for v in n],
+    }
+
+
+def summarize_rho_regret(rows: pd.DataFrame) -> dict[str, Any]:
+    """Per method and question: mean rho-regret, s.e. and a 95 % t interval over runs."""
+    out: dict[str, Any] = {"methods": {}}
+    for method, g in rows.groupby("method", sort=False):
+        per_q = g.groupby("question")["rho_regret"]
+        mean, se, n = per_q.mean(), per_q.sem().fillna(0.0), per_q.count()
+        half = se * stats.t.ppf(0.975, np.maximum(n - 1, 1))
+        final = g[g["question"] == g["question"].max()]
+        out["methods"][str(method)] = {
+            "runs": int(n.iloc[0]),
+            "question": [int(q) for q in mean.index],
+            "rho_regret_mean": [float(v) for v in mean],
+            "rho_regret_se": [float(v) for v in se],
+            "rho_regret_ci95": [
+                [float(a), float(b)] for a, b in zip(mean - half, mean + half, strict=True)
+            ],
+            "final_top1_found": float((final["top1_error"] == 0).mean()),
+            "time_s_per_run": float(g.groupby(["unit", "seed"])["time_s"].sum().mean()),
+        }
+    return out
