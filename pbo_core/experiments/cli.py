@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-depth", type=int, default=5, help="depth of user and item trees")
     _common(s)
     for name, helptext in (
-        ("conjoint-accuracy", "DT vs GP per respondent (Table 12)"),
+        ("conjoint-accuracy", "trees, GP and baselines on held-out tasks (Table 12)"),
         ("straddler-ablation", "discard vs keep straddlers (Table 2)"),
         ("sensitivity", "leave-one-out feature sensitivity (Table 10)"),
     ):
