@@ -11,7 +11,8 @@ method registry, :data:`ACCURACY_METHODS`, on one split per (study, seed):
   comparisons involving ``holdout`` of the user's sushi;
 * ``respondents``: 20 % of whole respondents held out (seeded by ``seed``); only pooled
   methods can predict for people they never saw, so per-respondent methods are skipped;
-* ``study``: a pooled study's own train/test split (``extras["split"]``, PMR).
+* ``study``: a pooled study's own train/test split (``extras["split"]``, PMR); without
+  respondents, the comparisons are the unit the CIs resample (one row per comparison).
 
 A *respondent-scope* method is fitted on one respondent's training comparisons; a
 *pooled* method once on every respondent's training comparisons (with the task of each
@@ -484,6 +485,32 @@ def _row(
     }
 
 
+def _pair_rows(row: dict[str, Any], u: np.ndarray, train: np.ndarray, test: np.ndarray) -> list:
+    """One row per comparison (pooled ``"study"`` split: comparisons are the resampled unit).
+
+    The split has no respondents, so the CI and the paired difference resample the
+    comparisons: a test row scores 1, 1/2 (tie) or 0 and a training row carries the
+    training score; means equal the split's accuracies.
+    """
+
+    def score(p: np.ndarray) -> np.ndarray:
+        w, lo = u[p[:, 0]], u[p[:, 1]]
+        return np.where(w > lo, 1.0, np.where(w == lo, 0.5, 0.0))
+
+    nan = float("nan")
+    out = []
+    for tag, pairs, col in (("test", test, "test_acc"), ("train", train, "train_acc")):
+        for k, (v, tie) in enumerate(
+            zip(score(pairs), u[pairs[:, 0]] == u[pairs[:, 1]], strict=True)
+        ):
+            r = dict(row, respondent=f"{tag}-{k}", train_acc=nan, test_acc=nan, test_ties=nan)
+            r[col] = float(v)
+            if col == "test_acc":
+                r["test_ties"] = float(tie)
+            out.append(r)
+    return out
+
+
 def _tasks_of(study: Study, mask: np.ndarray) -> np.ndarray | None:
     """Choice task of each selected comparison (CV folds are drawn within respondents)."""
     task = study.extras.get("pair_task")
@@ -511,6 +538,8 @@ def accuracy_cell(cell: Cell) -> pd.DataFrame:
             tr = data.pairs[r_rows[split.train[r_rows]]]
             te = data.pairs[r_rows[split.test[r_rows]]]
             rows.append(_row(split, i, method, model, u, u, tr, te, fit_s / len(split.rows)))
+            if split.kind == "study":
+                rows = _pair_rows(rows.pop(), u, tr, te)
         return pd.DataFrame(rows)
     if split.new_respondents:
         raise ValueError(f"{method.name}: per-respondent methods cannot predict new respondents")
@@ -527,6 +556,8 @@ def accuracy_cell(cell: Cell) -> pd.DataFrame:
         fit_s = time.perf_counter() - t0
         u = model.predict(own.X)
         rows.append(_row(split, i, method, model, u, u, train.pairs, test.pairs, fit_s))
+        if split.kind == "study":
+            rows = _pair_rows(rows.pop(), u, train.pairs, test.pairs)
     return pd.DataFrame(rows)
 
 
