@@ -417,10 +417,10 @@ def _split_cached(key: tuple[tuple[str, Any], ...]) -> Split:
     kind = cell.get("split", "tasks")
     seed = int(cell.get("seed", 0))
     if kind == "tasks":
-        if study.data.respondent is None:
-            if study.extras.get("split") is None:
-                raise ValueError(f"{study.key}: pooled data without a train/test split")
+        if study.extras.get("split") is not None:  # the study's own split (as sensitivity)
             return _study_split(study)
+        if study.data.respondent is None:
+            raise ValueError(f"{study.key}: pooled data without respondents or a train/test split")
         return _tasks_split(study, int(cell["test_tasks"]), seed, cell.get("respondents"))
     if kind in ("pairs", "items"):
         return _sushi_split(study, int(cell["users"]), seed, kind, int(cell.get("holdout", 2)))
