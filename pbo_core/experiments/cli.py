@@ -17,16 +17,20 @@ Commands
 ``sushi-generalization``
     Per user a random 80/20 split of the 45 comparisons of set A (36 train, 9 test): the
     test comparisons are pairs the model has not seen (their sushi appear in other training
-    pairs). Train/test accuracy of DT and GP (paper Table 1). ``--split items`` is the
-    harder variant: 2 of the 10 sushi are held out and the test pairs are the 17
-    comparisons that involve them.
+    pairs), the default (``--split pairs``). Train/test accuracy of the trees, the GP and
+    the baselines (paper Table 1). ``--split items`` is the harder item hold-out: 2 of the
+    10 sushi are held out and the test pairs are the 17 comparisons that involve them.
 ``conjoint-accuracy``
     Per respondent a random task hold-out (BELA 2 of 18 tasks, Presidential 3, train 2,
-    electricity 2), DT vs GP train/test accuracy, mean +- sd (paper Table 12).
+    electricity 2): trees, GP and the textbook baselines (paper Table 12). Also on an
+    analyst's own file (``--data PATH --format long|wide --attributes TABLE.json``) and
+    with whole respondents held out (``--split respondents``: 20 %, pooled methods only).
 ``straddler-ablation``
-    Discard vs keep straddlers (max depth 4): accuracy and tree size (paper Table 2).
+    Discard straddlers (depth unrestricted, ``dt``) vs keep them (max depth 4,
+    ``dt-keep``): accuracy and tree size (paper Table 2), beside the baselines.
 ``sensitivity``
-    Leave-one-out feature sensitivity (Table 10 layout) for any study.
+    Leave-one-out feature sensitivity (Table 10 layout) for any study, and the accuracy
+    of every ``--methods`` model on the same split (the baseline row in context).
 ``pmr-llm-vs-tree``
     PMR test pairs (inbox B): ask an OpenAI-compatible endpoint which message is more
     urgent, and compare with a tree trained on inbox A's LLM-extracted features (Table
@@ -48,7 +52,13 @@ Commands
     the per-respondent logit fitted on the real study (items: ``--items`` of its
     alternatives); ``sushi-a`` is the ``sushi-pbo`` case. Mean, s.e. and 95 % CI.
 
-Every command computes independent cells (users, respondents) through
+The accuracy commands take ``--methods`` (names of
+:data:`pbo_core.experiments.accuracy.ACCURACY_METHODS`; default every tree variant, the GP
+and every baseline that applies to the study) and report per method the train/test
+accuracy over respondents (mean, sd, median, 95 % bootstrap CI), the mean leaves of its
+trees and the paired difference to the best baseline with its CI.
+
+Every command computes independent cells (users, respondents, methods) through
 :func:`pbo_core.experiments.runner.run_grid`: ``--jobs`` parallelises, ``--out DIR`` stores one
 Parquet file per cell so an interrupted run resumes, ``--json PATH|-`` prints a summary.
 Accuracies count a predicted tie as one half.
@@ -66,9 +76,15 @@ import pandas as pd
 from pbo_core import __version__
 from pbo_core.experiments import pmr_llm
 from pbo_core.experiments.accuracy import (
-    conjoint_cell,
-    summarize_accuracy,
-    sushi_generalization_cell,
+    ACCURACY_METHODS,
+    accuracy_cell,
+    accuracy_cells,
+    format_table,
+    make_split,
+    note,
+    parse_methods,
+    study_kind,
+    summarize_methods,
 )
 from pbo_core.experiments.cohorts import (
     hierarchy_cell,
@@ -108,6 +124,101 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+def _methods_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--methods",
+        default=None,
+        help="comma-separated accuracy methods (default: every tree variant, the GP and "
+        "the baselines that apply to the study): " + ", ".join(ACCURACY_METHODS),
+    )
+
+
+def _own_data_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default=None, help="an analyst's own choice data (CSV)")
+    p.add_argument("--format", choices=("long", "wide"), default="long", help="layout of --data")
+    p.add_argument("--attributes", default=None, help="JSON attribute table of --data")
+    p.add_argument("--respondent-col", default="respondent")
+    p.add_argument("--task-col", default="task")
+    p.add_argument("--profile-col", default="profile", help="alternative column (long)")
+    p.add_argument(
+        "--chosen-col",
+        default=None,
+        help="chosen flag (long, default 'chosen') or chosen alternative (wide, 'choice')",
+    )
+    p.add_argument(
+        "--split",
+        choices=("tasks", "respondents"),
+        default="tasks",
+        help="tasks: hold out --test-tasks tasks of every respondent (default); "
+        "respondents: hold out 20 %% of whole respondents (pooled methods only)",
+    )
+
+
+def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """Run one accuracy experiment; the JSON document."""
+    cmd = args.command
+    cell: dict[str, Any] = dict(base, experiment=cmd)
+    if cmd == "sushi-generalization":
+        cell.update(study="sushi-a", split=args.split, users=args.users, holdout=args.holdout)
+        label = "sushi-a"
+    elif getattr(args, "data", None):
+        if not args.attributes:
+            raise SystemExit("--data needs --attributes TABLE.json")
+        cell.update(
+            data=str(args.data),
+            format=args.format,
+            attributes=str(args.attributes),
+            respondent_col=args.respondent_col,
+            task_col=args.task_col,
+            profile_col=args.profile_col,
+            chosen_col=args.chosen_col,
+        )
+        label = str(args.data)
+    elif args.study:
+        cell["study"] = args.study
+        label = args.study
+    else:
+        raise SystemExit("conjoint-accuracy needs --study KEY or --data PATH")
+    if cmd != "sushi-generalization":
+        cell["split"] = getattr(args, "split", "tasks")
+        tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(label, 2)
+        cell.update(test_tasks=tt, respondents=args.respondents)
+    cell = {k: v for k, v in cell.items() if v is not None}
+    split = make_split(cell)
+    kind = study_kind(split.study)
+    methods = parse_methods(args.methods, kind, cmd)
+    skipped: dict[str, str] = {}
+    if split.new_respondents:
+        for m in methods:
+            if ACCURACY_METHODS[m].scope == "respondent":
+                skipped[m] = "per-respondent method: cannot predict held-out respondents"
+        if skipped:
+            note(f"--split respondents: skipped per-respondent methods {list(skipped)}", False)
+        methods = [m for m in methods if m not in skipped]
+        if not methods:
+            raise SystemExit("--split respondents: no pooled method among --methods")
+    rows = run_grid(
+        accuracy_cells(cell, methods, split),
+        accuracy_cell,
+        out_dir=args.out,
+        jobs=args.jobs,
+        fresh=args.fresh,
+        progress=progress,
+    )
+    summary = summarize_methods(rows, seed=args.seed)
+    if not args.quiet:
+        print(format_table(summary), file=sys.stderr)
+    return {
+        "command": cmd,
+        "study": label,
+        "split": split.kind,
+        "seed": args.seed,
+        "methods": methods,
+        "skipped": skipped,
+        "summary": summary,
+    }
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     p = argparse.ArgumentParser(
@@ -121,8 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--iters", type=int, default=20, help="queries after the first question")
     s.add_argument("--methods", default=",".join(SUSHI_METHODS))
     _common(s)
-    s = sub.add_parser("sushi-generalization", help="item hold-out accuracy (Table 1)")
+    s = sub.add_parser(
+        "sushi-generalization",
+        help="held-out pair accuracy per user (Table 1; --split items: item hold-out)",
+    )
     s.add_argument("--users", type=int, default=500)
+    _methods_arg(s)
     s.add_argument(
         "--split",
         choices=("pairs", "items"),
@@ -176,16 +291,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--noise", type=float, default=0.0, help="probit noise r (App. F.6)")
     _common(s)
     for name, helptext in (
-        ("conjoint-accuracy", "DT vs GP per respondent (Table 12)"),
+        ("conjoint-accuracy", "trees, GP and baselines on held-out tasks (Table 12)"),
         ("straddler-ablation", "discard vs keep straddlers (Table 2)"),
         ("sensitivity", "leave-one-out feature sensitivity (Table 10)"),
     ):
         s = sub.add_parser(name, help=helptext)
         s.add_argument(
             "--study",
-            required=True,
-            help="registry key: train, electricity, bela, presidential, pmr-demo, ...",
+            required=name != "conjoint-accuracy",
+            help="registry key: train, electricity, bela, presidential, pmr-demo, ..."
+            + (" (or --data)" if name == "conjoint-accuracy" else ""),
         )
+        _methods_arg(s)
+        if name == "conjoint-accuracy":
+            _own_data_args(s)
         s.add_argument(
             "--test-tasks",
             type=int,
@@ -277,18 +396,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             for v in ("plain", "hierarchy")
         ]
         fn = hierarchy_cell
-    elif cmd == "sushi-generalization":
-        cells = [
-            dict(base, user=u, split=args.split, holdout=args.holdout) for u in range(args.users)
-        ]
-        fn = sushi_generalization_cell
-    else:
+    elif cmd in ("sushi-generalization", "conjoint-accuracy", "straddler-ablation"):
+        write_json(_accuracy(args, base, progress), args.json)
+        return 0
+    else:  # sensitivity
         study = load_study_cached(args.study, args.data_dir)
         n_resp = len(study.respondents())
         if args.respondents is not None:
             n_resp = min(n_resp, args.respondents)
         tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(args.study, 2)
-        if cmd == "sensitivity" and study.extras.get("split") is not None:
+        if study.extras.get("split") is not None:
             idx = [-1]
         else:
             idx = list(range(n_resp))
@@ -296,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             dict(base, study=args.study, respondent_index=i, test_tasks=tt, experiment=cmd)
             for i in idx
         ]
-        fn = sensitivity_cell if cmd == "sensitivity" else conjoint_cell
+        fn = sensitivity_cell
     rows = run_grid(
         cells, fn, out_dir=args.out, jobs=args.jobs, fresh=args.fresh, progress=progress
     )
@@ -308,15 +425,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = {"study": "swissmetro", **summarize_swissmetro_cohorts(rows)}
     elif cmd == "hierarchy":
         summary = summarize_hierarchy(rows)
-    elif cmd == "sensitivity":
+    else:
         table = summarize_sensitivity(rows)
-        summary = {"study": args.study, "table": table.to_dict(orient="records")}
         if not args.quiet:
             print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"), file=sys.stderr)
-    else:
-        extra = ("leaves", "depth") if cmd == "straddler-ablation" else ()
-        summary = summarize_accuracy(rows, extra)
-        if cmd != "sushi-generalization":
-            summary = {"study": args.study, "models": summary}
+        # the baseline row in context: every method's accuracy on the same split
+        args.split = "tasks"
+        acc = _accuracy(args, base, progress)
+        summary = {
+            "study": args.study,
+            "table": table.to_dict(orient="records"),
+            "baseline_accuracy": acc["summary"],
+        }
     write_json({"command": cmd, "summary": summary}, args.json)
     return 0

@@ -5,31 +5,87 @@ nothing below :mod:`pbo_core.experiments` imports them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from data_loaders.conjoint import load_conjoint_long, load_conjoint_wide
 from data_loaders.registry import load_study
 from pbo_core.data import PreferenceData, Study
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.gp import GPSurrogate
 
 #: Default test tasks per respondent for conjoint studies.
-
-
 TEST_TASKS = {"bela": 2, "presidential": 3, "train": 2, "electricity": 2}
 
 
 @lru_cache(maxsize=8)
 def load_study_cached(key: str, data_dir: str | None = None) -> Study:
+    """A registry study (``data_dir``: its folder or file when not bundled), once per process."""
     opts: dict[str, Any] = {}
     if data_dir:
         opts["data_dir" if key.startswith("sushi") else "path"] = data_dir
     return load_study(key, **opts)
 
 
+@lru_cache(maxsize=4)
+def load_study_file(
+    path: str,
+    fmt: Literal["long", "wide"],
+    attributes: str,
+    respondent: str = "respondent",
+    task: str = "task",
+    profile: str = "profile",
+    chosen: str | None = None,
+    alternatives: Sequence[str] = ("1", "2"),
+) -> Study:
+    """An analyst's own choice data (long or wide CSV + JSON attribute table), once per process.
+
+    Parameters
+    ----------
+    path
+        CSV file (``.gz`` allowed).
+    fmt
+        ``"long"`` (one row per respondent x task x profile, :func:`load_conjoint_long`) or
+        ``"wide"`` (one row per task, :func:`load_conjoint_wide`).
+    attributes
+        JSON attribute table (:func:`data_loaders.conjoint.read_attribute_table`).
+    respondent, task, profile, chosen
+        Column names; ``chosen`` defaults to ``"chosen"`` (long: the 1/0 flag) or
+        ``"choice"`` (wide: the chosen alternative). ``profile`` is used by the long format.
+    alternatives
+        Wide format: the alternatives' column suffixes.
+
+    Raises
+    ------
+    DataValidationError
+        For malformed data, naming the file and line (from the readers).
+    """
+    if fmt == "long":
+        return load_conjoint_long(
+            path,
+            attributes,
+            respondent=respondent,
+            task=task,
+            alternative=profile,
+            chosen=chosen or "chosen",
+        )
+    if fmt == "wide":
+        return load_conjoint_wide(
+            path,
+            attributes,
+            respondent=respondent,
+            task=task,
+            choice=chosen or "choice",
+            alternatives=tuple(alternatives),
+        )
+    raise ValueError(f"--format must be 'long' or 'wide', got {fmt!r}")
+
+
 def fit_model(kind: str, data: PreferenceData, **kw: Any) -> Any:
+    """Fit ``DTSurrogate`` (``kind="dt"``) or ``GPSurrogate`` (``"gp"``) with ``kw``."""
     if kind == "dt":
         return DTSurrogate(**kw).fit(data)
     if kind == "gp":
@@ -46,7 +102,15 @@ def train_test(
     return train, test
 
 
-def respondent_split(study: Study, respondent: Any, n_test_tasks: int, seed: int):
+def respondent_split(
+    study: Study, respondent: Any, n_test_tasks: int, seed: int
+) -> tuple[PreferenceData, np.ndarray] | None:
+    """One respondent's data and test mask: ``n_test_tasks`` of their tasks held out.
+
+    The tasks are drawn with ``np.random.default_rng([seed, index])`` (``index``: the
+    respondent's position in ``study.respondents()``); ``None`` when the respondent has
+    no more tasks than that.
+    """
     data = study.for_respondent(respondent)
     mask_r = study.data.respondent == respondent
     task = study.extras.get("pair_task")

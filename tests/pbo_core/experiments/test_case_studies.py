@@ -22,12 +22,13 @@ def test_conjoint_accuracy_on_bundled_train_data(capsys, tmp_path) -> None:
         "train",
         "--respondents",
         "12",
+        "--methods",
+        "dt,gp,logit-pooled",
         "--out",
         str(tmp_path),
     )
-    assert s["study"] == "train"
-    for model in ("dt", "gp"):
-        m = s["models"][model]
+    for model in ("dt", "gp", "logit-pooled"):
+        m = s[model]
         assert m["n"] == 12
         assert 0.5 <= m["train_acc_mean"] <= 1.0
         assert 0.0 <= m["test_acc_mean"] <= 1.0
@@ -40,6 +41,8 @@ def test_conjoint_accuracy_on_bundled_train_data(capsys, tmp_path) -> None:
             "train",
             "--respondents",
             "12",
+            "--methods",
+            "dt,gp,logit-pooled",
             "--out",
             str(tmp_path),
         )
@@ -49,15 +52,22 @@ def test_conjoint_accuracy_on_bundled_train_data(capsys, tmp_path) -> None:
 
 def test_straddler_ablation_reports_tree_size(capsys) -> None:
     s = run(capsys, "straddler-ablation", "--study", "electricity", "--respondents", "8")
-    assert set(s["models"]) == {"discard", "keep"}
-    assert s["models"]["keep"]["depth_mean"] <= 4
-    assert s["models"]["discard"]["leaves_mean"] >= 1
+    assert {"dt", "dt-keep", "logit-pooled"} <= set(s) and "gp" not in s
+    assert s["dt-keep"]["mean_depth"] <= 4
+    assert s["dt"]["mean_leaves"] >= 1
 
 
 def test_sensitivity_pooled_pmr_demo(capsys) -> None:
-    s = run(capsys, "sensitivity", "--study", "pmr-demo")
+    s = run(capsys, "sensitivity", "--study", "pmr-demo", "--methods", "dt,logit-pooled")
     rows = s["table"]
     assert rows[0]["feature removed"] == "None (baseline)"
+    # the baseline row beside the other methods on the same split
+    acc = s["baseline_accuracy"]
+    assert set(acc) == {"dt", "logit-pooled"}
+    assert acc["dt"]["test_acc_mean"] * 100 == pytest.approx(rows[0]["test acc (%)"])
+    # one pooled split: the CI resamples test comparisons, not one "respondent"
+    lo, hi = acc["dt"]["test_acc_ci95"]
+    assert acc["dt"]["n"] > 50 and lo < acc["dt"]["test_acc_mean"] < hi
     assert rows[1]["feature removed"] == "message_actionability"
 
 
@@ -69,7 +79,8 @@ def test_sushi_commands_on_real_data(capsys, monkeypatch) -> None:
     assert dt["users"] == 6 and dt["question"] == list(range(1, 8))
     assert dt["rho_regret_mean"][-1] <= dt["rho_regret_mean"][0]
     g = run(capsys, "sushi-generalization", "--users", "6")
-    assert set(g) == {"dt", "gp"} and g["dt"]["n"] == 6
+    assert {"dt", "gp", "bt-popularity", "bt-offsets", "copeland"} <= set(g)
+    assert g["dt"]["n"] == 6 and g["bt-offsets"]["n"] == 6
 
 
 def test_unknown_method_is_rejected() -> None:
@@ -101,8 +112,9 @@ def test_hierarchy_command_produces_cohort_curves(capsys, monkeypatch) -> None:
 def test_conjoint_accuracy_runs_on_swissmetro(tmp_path: Path) -> None:
     out = tmp_path / "acc.json"
     args = ["--study", "swissmetro", "--respondents", "3", "--quiet", "--json", str(out)]
-    assert experiments.main(["conjoint-accuracy", *args]) == 0
-    summary = json.loads(out.read_text())["summary"]
-    assert summary["study"] == "swissmetro" and summary["models"]["dt"]["n"] == 3
-    assert experiments.main(["straddler-ablation", *args]) == 0
-    assert set(json.loads(out.read_text())["summary"]["models"]) == {"discard", "keep"}
+    methods = ["--methods", "dt,dt-keep,logit-shrink"]
+    assert experiments.main(["conjoint-accuracy", *args, *methods]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["study"] == "swissmetro" and doc["summary"]["dt"]["n"] == 3
+    assert experiments.main(["straddler-ablation", *args, *methods]) == 0
+    assert set(json.loads(out.read_text())["summary"]) == {"dt", "dt-keep", "logit-shrink"}

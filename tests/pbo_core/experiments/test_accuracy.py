@@ -1,0 +1,285 @@
+"""Accuracy experiments: method registry, splits, summaries with CIs, the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from data_loaders.conjoint import Attribute, write_attribute_table
+from pbo_core.data import PreferenceData
+from pbo_core.experiments import accuracy as acc
+from pbo_core.experiments import cli
+from pbo_core.experiments.studies import load_study_cached, respondent_split, train_test
+from pbo_core.metrics import accuracy as pair_accuracy
+from pbo_core.models.dt import DTSurrogate
+from pbo_core.models.linear import LogitSurrogate
+
+
+def run(capsys, *args: str) -> dict:
+    assert cli.main([*args, "--json", "-", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+# ----------------------------------------------------------------------------- registry
+def test_registry_entries_and_defaults() -> None:
+    reg = acc.ACCURACY_METHODS
+    for name in ("dt", "dt-keep", "gp", "logit-pooled", "logit-respondent", "logit-shrink"):
+        assert name in reg and "conjoint" in reg[name].studies
+    assert {m.family for m in reg.values()} == {"tree", "gp", "baseline"}
+    assert reg["dt"].scope == "respondent" and reg["logit-shrink"].scope == "pooled"
+    assert reg["logit-shrink"].respondent_predict and not reg["logit-pooled"].respondent_predict
+    conj = acc.default_methods("conjoint")
+    assert "bt-offsets" not in conj and "copeland" not in conj and "gp" in conj
+    assert {"bt-popularity", "bt-offsets", "copeland"} <= set(acc.default_methods("items"))
+    assert "gp" not in acc.default_methods("conjoint", "straddler-ablation")
+    with pytest.raises(SystemExit, match="unknown methods"):
+        acc.parse_methods("dt,magic", "conjoint", "conjoint-accuracy")
+    with pytest.raises(SystemExit, match="do not apply"):
+        acc.parse_methods("bt-offsets", "conjoint", "conjoint-accuracy")
+    assert acc.parse_methods(" gp, dt ,gp", "conjoint", "x") == ["gp", "dt"]
+
+
+def test_adding_a_method_is_one_entry(capsys) -> None:
+    name = "dt-depth1-test"
+    acc.register(
+        acc.AccuracyMethod(name, "tree", "pooled", lambda d, t: DTSurrogate(max_depth=1).fit(d))
+    )
+    try:
+        doc = run(
+            capsys,
+            "conjoint-accuracy",
+            "--study",
+            "electricity",
+            "--respondents",
+            "6",
+            "--methods",
+            f"{name},logit-pooled",
+        )
+        s = doc["summary"][name]
+        assert s["n"] == 6 and s["mean_leaves"] <= 2 and s["mean_depth"] <= 1
+    finally:
+        del acc.ACCURACY_METHODS[name]
+    with pytest.raises(ValueError, match="family"):
+        acc.register(acc.AccuracyMethod("x", "forest", "pooled", lambda d, t: None))  # type: ignore[arg-type]
+
+
+def test_straddler_rule_discard_unrestricted_keep_capped_at_4() -> None:
+    # a chain on one numeric attribute: item i+1 beats item i; the discard tree grows
+    # one split per separable pair and so goes deeper than 4 without a cap
+    x = np.arange(40, dtype=float)[:, None]
+    pairs = np.array([[i + 1, i] for i in range(39)] + [[i + 2, i] for i in range(38)])
+    data = PreferenceData(x, pairs)
+    discard = acc.ACCURACY_METHODS["dt"].fit(data, None)
+    keep = acc.ACCURACY_METHODS["dt-keep"].fit(data, None)
+    assert discard.straddlers == "discard" and discard.max_depth is None
+    assert keep.straddlers == "keep" and keep.max_depth == 4
+    assert discard.tree_.max_depth > 4
+    assert keep.tree_.max_depth <= 4
+
+
+# ----------------------------------------------------------------------------- summaries
+def _rows(values: dict[str, tuple[str, np.ndarray]]) -> pd.DataFrame:
+    out = []
+    for name, (family, v) in values.items():
+        for i, x in enumerate(v):
+            out.append(
+                {
+                    "respondent": str(i),
+                    "method": name,
+                    "family": family,
+                    "train_acc": min(1.0, x + 0.1),
+                    "test_acc": x,
+                    "test_ties": 0.0,
+                    "leaves": 3.0 if family == "tree" else None,
+                    "depth": None,
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def test_summary_has_ci_median_and_paired_difference_to_best_baseline() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.5, 0.9, size=40)
+    rows = _rows(
+        {
+            "tree": ("tree", base - 0.2),
+            "weak": ("baseline", base - 0.1),
+            "strong": ("baseline", base),
+        }
+    )
+    s = acc.summarize_methods(rows, seed=3)
+    assert list(s) == ["tree", "weak", "strong"]
+    for name, m in s.items():
+        lo, hi = m["test_acc_ci95"]
+        assert lo <= m["test_acc_mean"] <= hi, name
+        assert m["n"] == 40
+        assert m["test_acc_median"] == pytest.approx(np.median(rows[rows.method == name].test_acc))
+        assert m["test_acc_sd"] > 0 and m["test_acc_se"] == pytest.approx(
+            m["test_acc_sd"] / 40**0.5
+        )
+    d = s["tree"]["paired_diff_vs_best_baseline"]
+    assert d["baseline"] == "strong" and d["mean_diff"] == pytest.approx(-0.2)
+    assert d["ci95"] == pytest.approx([-0.2, -0.2])  # a constant difference: no spread
+    assert s["weak"]["paired_diff_vs_best_baseline"]["mean_diff"] == pytest.approx(-0.1)
+    assert s["tree"]["mean_leaves"] == 3.0 and s["strong"]["mean_leaves"] is None
+    # a method's CI does not depend on which other methods ran
+    alone = acc.summarize_methods(rows[rows.method != "weak"], seed=3)
+    assert alone["tree"]["test_acc_ci95"] == s["tree"]["test_acc_ci95"]
+
+
+def test_bootstrap_ci_covers_the_true_mean_in_simulation() -> None:
+    rng = np.random.default_rng(1)
+    hits = 0
+    for k in range(200):
+        v = rng.binomial(4, 0.7, size=60) / 4  # per-respondent accuracy on 4 test pairs
+        s = acc.summarize_methods(_rows({"m": ("baseline", v)}), seed=k, n_boot=400)["m"]
+        lo, hi = s["test_acc_ci95"]
+        hits += lo <= 0.7 <= hi
+    assert 0.88 <= hits / 200 <= 0.99
+
+
+# ----------------------------------------------------------------------------- cells
+def test_cells_reproduce_the_per_respondent_split_and_pooled_fit() -> None:
+    cell = {"study": "electricity", "split": "tasks", "seed": 0, "test_tasks": 2, "respondents": 5}
+    split = acc.make_split(cell)
+    study = load_study_cached("electricity")
+    dt = acc.accuracy_cell(dict(cell, method="dt"))
+    for i, r in enumerate(split.respondents):
+        data, mask = respondent_split(study, r, 2, 0)
+        tr, te = train_test(data, mask)
+        m = DTSurrogate().fit(tr)
+        row = dt.iloc[i]
+        assert row["respondent"] == str(r)
+        assert row["test_acc"] == pytest.approx(pair_accuracy(m, te))
+        assert row["train_acc"] == pytest.approx(pair_accuracy(m, tr))
+        assert row["leaves"] == m.n_leaves_
+    # the pooled fit uses every training comparison of the evaluated respondents
+    pooled = acc.accuracy_cell(dict(cell, method="logit-pooled"))
+    train_rows = np.isin(study.data.respondent, split.respondents)
+    assert np.array_equal(split.train | split.test, train_rows)
+    ref = LogitSurrogate().fit(
+        study.data.select_pairs(split.train),
+        tasks=np.asarray(study.extras["pair_task"])[split.train],
+    )
+    u = ref.predict(study.data.X)
+    for i, r_rows in enumerate(split.rows):
+        test_pairs = study.data.pairs[r_rows[split.test[r_rows]]]
+        want = np.mean(np.where(u[test_pairs[:, 0]] > u[test_pairs[:, 1]], 1.0, 0.0))
+        assert pooled.iloc[i]["test_acc"] == pytest.approx(want)
+
+
+def test_methods_flag_filters_and_json_shape(capsys, tmp_path: Path) -> None:
+    doc = run(
+        capsys,
+        "conjoint-accuracy",
+        "--study",
+        "train",
+        "--respondents",
+        "8",
+        "--methods",
+        "dt,logit-shrink",
+        "--out",
+        str(tmp_path),
+    )
+    assert doc["study"] == "train" and doc["split"] == "tasks" and doc["skipped"] == {}
+    s = doc["summary"]
+    assert list(s) == ["dt", "logit-shrink"]
+    keys = {
+        "n",
+        "train_acc_mean",
+        "test_acc_mean",
+        "test_acc_sd",
+        "test_acc_median",
+        "test_acc_ci95",
+        "mean_leaves",
+        "paired_diff_vs_best_baseline",
+    }
+    assert keys <= set(s["dt"])
+    assert s["dt"]["paired_diff_vs_best_baseline"]["baseline"] == "logit-shrink"
+    assert s["logit-shrink"]["paired_diff_vs_best_baseline"]["mean_diff"] == 0.0
+    assert len(list(tmp_path.glob("cell-*.parquet"))) == 2
+
+
+# ----------------------------------------------------------------------------- own data
+def _write_study(tmp_path: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    brands = ["alpha", "beta", "gamma"]
+    rows = []
+    for r in range(30):
+        slope = -1.0 + 0.3 * rng.normal()
+        for t in range(8):
+            price = rng.uniform(1, 10, size=2)
+            brand = rng.integers(0, 3, size=2)
+            u = slope * price + (brand == 0) * 1.5
+            win = int(rng.random() < 1 / (1 + np.exp(-(u[0] - u[1]))))
+            for k in range(2):
+                rows.append(
+                    {
+                        "respondent": f"r{r}",
+                        "task": t + 1,
+                        "profile": k + 1,
+                        "chosen": int(k == 1 - win),
+                        "price": round(float(price[k]), 2),
+                        "brand": brands[brand[k]],
+                    }
+                )
+    csv = tmp_path / "choices.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    table = tmp_path / "attributes.json"
+    write_attribute_table(
+        [
+            Attribute("price", "numeric", unit="EUR"),
+            Attribute("brand", "categorical", levels=tuple(brands)),
+        ],
+        table,
+    )
+    return csv, table
+
+
+def test_conjoint_accuracy_on_own_long_data_with_respondent_split(tmp_path: Path, capsys) -> None:
+    csv, table = _write_study(tmp_path)
+    out = tmp_path / "acc.json"
+    args = ["conjoint-accuracy", "--data", str(csv), "--format", "long"]
+    args += ["--attributes", str(table), "--split", "respondents", "--json", str(out)]
+    assert cli.main(args) == 0
+    err = capsys.readouterr().err
+    assert "skipped per-respondent methods" in err
+    doc = json.loads(out.read_text())
+    assert doc["split"] == "respondents"
+    assert {"dt", "dt-keep", "gp"} == set(doc["skipped"])
+    s = doc["summary"]
+    assert {"logit-pooled", "logit-respondent", "logit-shrink"} <= set(s)
+    assert not {"dt", "gp"} & set(s)
+    for m in s.values():
+        assert m["n"] == 6  # 20 % of 30 respondents held out
+        lo, hi = m["test_acc_ci95"]
+        assert lo <= m["test_acc_mean"] <= hi
+    # the price effect is strong: the pooled logit ranks held-out people's choices well
+    assert s["logit-pooled"]["test_acc_mean"] > 0.7
+    # the task split on the same file runs every method
+    doc2 = run(capsys, *args[:7], "--methods", "dt,logit-respondent")
+    assert doc2["split"] == "tasks" and set(doc2["summary"]) == {"dt", "logit-respondent"}
+    assert doc2["summary"]["dt"]["n"] == 30
+
+
+def test_own_data_needs_attributes() -> None:
+    with pytest.raises(SystemExit, match="--attributes"):
+        cli.main(["conjoint-accuracy", "--data", "x.csv", "--quiet"])
+    with pytest.raises(SystemExit, match="--study KEY or --data"):
+        cli.main(["conjoint-accuracy", "--quiet"])
+
+
+def test_sushi_generalization_help_names_the_pair_split(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["sushi-generalization", "--help"])
+    sub = " ".join(capsys.readouterr().out.split())
+    assert "pairs: random 80/20 split of each user's 45 comparisons (default)" in sub
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    top = " ".join(capsys.readouterr().out.split())
+    line = top[top.index("sushi-generalization held-out") :][:120]
+    assert "held-out pair accuracy" in line and "--split items: item hold-out" in line
