@@ -188,10 +188,17 @@ def spd_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def spd_inverse(A: np.ndarray) -> np.ndarray:
-    """Inverse of a symmetric positive definite matrix (Cholesky; exactly symmetric)."""
-    inv = spd_solve(A, np.eye(A.shape[0]))
-    inv += inv.T
-    inv *= 0.5
+    """Inverse of a symmetric positive definite matrix (Cholesky; exactly symmetric).
+
+    LAPACK ``potrf`` + ``potri`` (n^3 flops, a third of solving against the identity).
+    """
+    c, info = lapack.dpotrf(A, lower=1)
+    if info == 0:
+        inv, info = lapack.dpotri(c, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"matrix is not positive definite (LAPACK info {info})")
+    inv = np.tril(inv)
+    inv += np.tril(inv, -1).T
     return inv
 
 
