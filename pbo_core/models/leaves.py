@@ -187,19 +187,30 @@ def spd_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-def spd_inverse(A: np.ndarray) -> np.ndarray:
-    """Inverse of a symmetric positive definite matrix (Cholesky; exactly symmetric).
-
-    LAPACK ``potrf`` + ``potri`` (n^3 flops, a third of solving against the identity).
-    """
+def _cholesky(A: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor (LAPACK ``potrf``; upper triangle left as in ``A``)."""
     c, info = lapack.dpotrf(A, lower=1)
-    if info == 0:
-        inv, info = lapack.dpotri(c, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"matrix is not positive definite (LAPACK info {info})")
+    return c
+
+
+def _inverse_from_cholesky(c: np.ndarray) -> np.ndarray:
+    """``A^-1`` from :func:`_cholesky` of ``A`` (``potri``; exactly symmetric)."""
+    inv, info = lapack.dpotri(c, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"matrix is not positive definite (LAPACK info {info})")
     inv = np.tril(inv)
     inv += np.tril(inv, -1).T
     return inv
+
+
+def spd_inverse(A: np.ndarray) -> np.ndarray:
+    """Inverse of a symmetric positive definite matrix (Cholesky; exactly symmetric).
+
+    LAPACK ``potrf`` + ``potri`` (n^3 flops, a third of solving against the identity).
+    """
+    return _inverse_from_cholesky(_cholesky(A))
 
 
 def condition_sum_to_zero(mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -278,12 +289,17 @@ def laplace_fit(
     # the posterior-precision norm. H at the returned point is reused for the covariance.
     obj, grad, h = pair_objective(f, w, lo, c, p, m0)
     it = 0
+    H_chol = None  # Cholesky of H, when it is H's at the current f
     while True:
         lam = pair_laplacian(w, lo, h, m, codes)
         H = P + lam
+        H_chol = None
         if it >= max_iter:
             break
-        step = spd_solve(H, grad)
+        H_chol = _cholesky(H)  # = the factor dposv (spd_solve) computes
+        step, info = lapack.dpotrs(H_chol, grad, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"LAPACK potrs info {info}")
         decrement = float(grad @ step)
         if decrement <= tol * tol:
             break
@@ -298,7 +314,11 @@ def laplace_fit(
         if not obj_new < obj:
             break  # no further decrease is representable in floating point
         f, obj, grad, h = f_new, obj_new, grad_new, h_new
-    cov = spd_inverse(H)
+    # the last Newton check already factorised H at the returned point (unless the loop
+    # stopped at max_iter)
+    if H_chol is None:
+        H_chol = _cholesky(H)
+    cov = _inverse_from_cholesky(H_chol)
     mean_c, cov_c = condition_sum_to_zero(f, cov)
     return LaplaceResult(
         map=f,
