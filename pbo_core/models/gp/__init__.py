@@ -17,7 +17,7 @@ identical comparisons merged into counts ``c``), the likelihood Hessian is the w
 graph Laplacian ``W = C^T diag(omega) C`` with ``omega_k = c_k h(z_k) / 2`` and
 ``h(z) = r(z) (z + r(z))``, ``r = phi / Phi`` (computed with ``log_ndtr``). Everything
 is done without inverting ``K``, following Rasmussen & Williams (2006, Alg. 3.1/5.1)
-generalised to the non-diagonal ``W``: with ``L = diag(sqrt(omega)) C`` the only matrix
+generalised to the non-diagonal ``W``: with a factor ``L^T L = W`` the only matrix
 factorised is the well-conditioned ``B = I + L K L^T`` (eigenvalues >= 1), and
 
 * Newton for the MAP: ``alpha <- a - L^T B^-1 L K a`` with ``a = W f + grad log p``,
@@ -25,6 +25,13 @@ factorised is the well-conditioned ``B = I + L K L^T`` (eigenvalues >= 1), and
   ``Psi = -log p(D|f) + alpha^T K alpha / 2``;
 * posterior covariance ``(K^-1 + W)^-1 = K - K L^T B^-1 L K``;
 * log evidence ``log p(D|f) - f^T alpha / 2 - log|B| / 2`` (Chu & Ghahramani Eq. 12).
+
+``L`` lives in the item space: ``W`` is built from the comparisons in O(M + n^2) and
+factorised by pivoted Cholesky (``L`` is ``rank W x n``, at most ``n x n``), so each Newton
+step costs O(M + n^3) however many comparisons there are. It gives the same ``L^T B^-1 L =
+W (I + K W)^-1`` and ``|B| = |I + K W|`` as the comparison-space ``diag(sqrt(omega)) C``
+(``M x M`` ``B``, O(M^3)) used before; ``tests/pbo_core/models/gp_reference.py`` keeps that
+version and the tests compare the two.
 
 Hyperparameters
 ---------------

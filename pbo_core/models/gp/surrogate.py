@@ -387,7 +387,9 @@ class GPSurrogate:
     # ------------------------------------------------------------------ diagnostics
     def hessians(self) -> tuple[np.ndarray, np.ndarray]:
         """``(H_lik, H)``: likelihood Hessian ``W`` and posterior Hessian ``K^-1 + W``."""
-        W = self.C_.T @ (self.laplace_.omega[:, None] * self.C_)
+        W = self.laplace_.W
+        if W is None:
+            W = self.C_.T @ (self.laplace_.omega[:, None] * self.C_)
         K_inv = linalg.cho_solve((self.K_chol_, True), np.eye(len(self.K_)), check_finite=False)
         K_inv = 0.5 * (K_inv + K_inv.T)
         return W, K_inv + W

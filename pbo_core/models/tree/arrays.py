@@ -123,10 +123,11 @@ class Tree:
         threshold columns; ``allowed`` holds category bit masks for categorical columns.
         """
         lo, hi, al = self.root_lower.copy(), self.root_upper.copy(), self.root_allowed.copy()
+        parent, right = self.parent, self.children_right
         path = []
         while node > 0:
-            par = int(self.parent[node])
-            path.append((par, node == self.children_right[par]))
+            par = int(parent[node])
+            path.append((par, node == right[par]))
             node = par
         for par, is_right in reversed(path):
             c = int(self.feature[par])
@@ -220,6 +221,21 @@ class Tree:
             path.append(node)
         return path
 
+    @cached_property
+    def _categorical_columns(self) -> np.ndarray:
+        return np.flatnonzero(self.is_categorical)
+
+    def _integer_columns(self, is_integer: np.ndarray | None) -> np.ndarray:
+        """Integer-coded threshold columns (memoised per ``is_integer`` array)."""
+        if is_integer is None:
+            return np.zeros(0, dtype=np.int64)
+        memo = self.__dict__.get("_int_cols_memo")
+        if memo is not None and memo[0] is is_integer:
+            return memo[1]
+        cols = np.flatnonzero(is_integer & ~self.is_categorical)
+        self.__dict__["_int_cols_memo"] = (is_integer, cols)
+        return cols
+
     def sample_in_leaf(
         self,
         leaf: int,
@@ -236,13 +252,14 @@ class Tree:
         lo, hi, allowed = self.node_box(int(self.leaf_nodes[leaf]))
         d = lo.shape[0]
         out = lo + (hi - lo) * rng.random((n, d))
-        if is_integer is not None and np.any(is_integer & ~self.is_categorical):
+        int_cols = self._integer_columns(is_integer)
+        if int_cols.size:
             # thresholds of integer-coded columns are midpoints (k + 0.5), so the codes
             # inside [lower, upper) or [lower, bound] are ceil(lower) .. floor(upper)
-            for c in np.flatnonzero(is_integer & ~self.is_categorical):
+            for c in int_cols:
                 a, b = int(np.ceil(lo[c])), int(np.floor(hi[c]))
                 out[:, c] = rng.integers(a, max(a, b) + 1, size=n)
-        for c in np.flatnonzero(self.is_categorical):
+        for c in self._categorical_columns:
             cats = np.flatnonzero((int(allowed[c]) >> np.arange(self.n_categories[c])) & 1)
             out[:, c] = rng.choice(cats, size=n) if cats.size else 0
         return out

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
@@ -177,6 +178,7 @@ def _build_compiled(
         int(min_samples_split),
         float(min_split_score),
     )
+    ptr = leaf_ptr.tolist()  # views per leaf (np.split's overhead is per piece)
     return Tree(
         children_left=left,
         children_right=right,
@@ -191,7 +193,7 @@ def _build_compiled(
         root_allowed=np.where(is_cat, (np.int64(1) << n_cat.astype(np.int64)) - 1, 0),
         is_categorical=is_cat,
         n_categories=n_cat,
-        leaf_pairs=np.split(leaf_idx, leaf_ptr[1:-1]),
+        leaf_pairs=[leaf_idx[a:b] for a, b in pairwise(ptr)],
     )
 
 

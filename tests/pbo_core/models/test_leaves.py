@@ -11,6 +11,7 @@ from pbo_core.models.leaves import (
     likelihood_hessian,
     neg_log_posterior,
 )
+from tests.pbo_core.models.leaves_reference import reference_laplace_fit
 
 
 def test_two_leaves_one_comparison_golden() -> None:
@@ -141,3 +142,32 @@ def test_bad_arguments() -> None:
         fit_leaf_posterior([0], [3], 3)
     with pytest.raises(ValueError, match="ratio must be positive"):
         fit_leaf_posterior([0], [1], 2, ratio=0)
+
+
+@given(
+    m=st.integers(2, 12),
+    n=st.integers(0, 80),
+    seed=st.integers(0, 10_000),
+    ratio=st.sampled_from([0.05, 0.25, 1.0]),
+    warm=st.booleans(),
+)
+def test_aggregated_fit_matches_the_dense_reference(m, n, seed, ratio, warm) -> None:
+    # the aggregated Hessian (issue 13) against the former dense (D.T * h) @ D fit
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, m, n)
+    lo = rng.integers(0, m, n)  # self-pairs included: both drop them
+    init = rng.normal(size=m) if warm else None
+    new = laplace_fit(w, lo, m, ratio, init=init)
+    ref = reference_laplace_fit(w, lo, m, ratio, init=init)
+    assert new.n_iter == ref.n_iter
+    for a, b in [
+        (new.map, ref.map),
+        (new.hessian, ref.hessian),
+        (new.likelihood_hessian, ref.likelihood_hessian),
+        (new.cov, ref.cov),
+        (new.mean_c, ref.mean_c),
+        (new.cov_c, ref.cov_c),
+    ]:
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(new.likelihood_hessian, new.likelihood_hessian.T)
+    assert np.linalg.eigvalsh(new.cov_c).min() > -1e-10
