@@ -8,12 +8,14 @@ for minutes and hangs the dashboard. :func:`check_gp_size` runs at the top of
 * above ``warn_*`` comparisons or items it issues a :class:`GPSizeWarning`;
 * above ``max_*`` it raises :class:`GPTooLargeError` unless ``allow_large=True``.
 
-Defaults (:data:`DEFAULT_LIMITS`), from fits with hyperparameter optimisation on a
-shared 2-core VM (2-D Branin points, one new item per comparison): 100 comparisons
-2.3 s, 250 7.7 s, 500 5.4 s, 1000 110 s. So 500 (seconds today) warns, and 2000 (many
-minutes today, about 8x the cost of 1000) is refused; with a faster GP the limits can be
-raised per model (``GPSurrogate.size_limits = GPSizeLimits(...)``) or per call
-(``fit(data, allow_large=True)``).
+Defaults (:data:`DEFAULT_LIMITS`), from fits with hyperparameter optimisation after the
+item-space Laplace (:mod:`pbo_core.models.gp.laplace`), one BLAS thread, on the shared
+2-core VM under load (2-D points, random pairs): 200 items x 5,000 comparisons 0.4 s,
+200 x 20,000 0.5 s, 500 x 5,000 2.8 s, 1,000 x 5,000 21 s, 2,000 x 8,000 128 s. The cost
+now follows the items (cubic), not the comparisons: 500 items warn, 1,500 (about a
+minute) are refused; comparisons warn at 20,000 and are refused at 200,000 (memory and
+the aggregation pass). Limits can be raised per model (``GPSurrogate.size_limits =
+GPSizeLimits(...)``) or per call (``fit(data, allow_large=True)``).
 """
 
 from __future__ import annotations
@@ -36,10 +38,10 @@ class GPTooLargeError(ValueError):
 class GPSizeLimits:
     """Sizes above which a GP fit warns (``warn_*``) or is refused (``max_*``)."""
 
-    warn_comparisons: int = 500
-    max_comparisons: int = 2000
+    warn_comparisons: int = 20_000
+    max_comparisons: int = 200_000
     warn_items: int = 500
-    max_items: int = 2000
+    max_items: int = 1_500
 
     def __post_init__(self) -> None:
         if not (0 < self.warn_comparisons <= self.max_comparisons):

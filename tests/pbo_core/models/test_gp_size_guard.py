@@ -30,9 +30,9 @@ SMALL = GPSizeLimits(warn_comparisons=5, max_comparisons=10, warn_items=6, max_i
 
 def test_default_limits_refuse_before_any_work() -> None:
     data = _data(DEFAULT_LIMITS.max_comparisons + 1, 50)
-    with pytest.raises(GPTooLargeError, match=r"2001 comparisons \(limit 2000\).*allow_large"):
+    with pytest.raises(GPTooLargeError, match=r"200001 comparisons \(limit 200000\).*allow_large"):
         GPSurrogate().fit(data)
-    with pytest.raises(GPTooLargeError, match=r"2001 items \(limit 2000\)"):
+    with pytest.raises(GPTooLargeError, match=r"1501 items \(limit 1500\)"):
         GPSurrogate().fit(_data(10, DEFAULT_LIMITS.max_items + 1))
 
 
