@@ -248,3 +248,37 @@ def utility_bars(table: pd.DataFrame, *, label: str, value: str = "utility") -> 
         )
         .properties(height=80 + 22 * len(table))
     )
+
+
+def favourite_trace_chart(trace: pd.DataFrame, *, height: int = 260) -> alt.LayerChart:
+    """The favourite after each answer: posterior mean +- sd, coloured by which item it is.
+
+    ``trace`` has columns ``answer``, ``favourite`` (a name), ``mean``, ``lo``, ``hi``,
+    ``changed`` (true where the favourite differs from the previous answer's). A change of
+    colour (and a rule) marks a drift of the favourite.
+    """
+    base = alt.Chart(trace).encode(
+        x=alt.X("answer:Q", title="answer", axis=alt.Axis(tickMinStep=1))
+    )
+    band = base.mark_area(opacity=0.15, color="#4c78a8").encode(
+        y=alt.Y("lo:Q", title="favourite's utility (mean ± sd)"), y2="hi:Q"
+    )
+    line = base.mark_line(color="#4c78a8").encode(y="mean:Q")
+    pts = base.mark_point(filled=True, size=70).encode(
+        y="mean:Q",
+        color=alt.Color("favourite:N", title="favourite", scale=alt.Scale(scheme="tableau10")),
+        tooltip=[
+            alt.Tooltip("answer:Q"),
+            alt.Tooltip("favourite:N"),
+            alt.Tooltip("mean:Q", format="+.2f"),
+            alt.Tooltip("sd:Q", format=".2f"),
+        ],
+    )
+    rules = (
+        alt.Chart(trace[trace["changed"]])
+        .mark_rule(strokeDash=[4, 3], color="#999")
+        .encode(x="answer:Q", tooltip=[alt.Tooltip("answer:Q", title="favourite changed at")])
+    )
+    return (band + line + rules + pts).properties(
+        title="Favourite after each answer (a new colour = the favourite changed)", height=height
+    )

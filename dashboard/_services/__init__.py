@@ -8,18 +8,29 @@ models; ``st.cache_data`` for tables and strings). Cache keys include the data l
 changing the environment never serves stale data.
 
 Modules: ``studies`` (data locations, availability, loading, respondents), ``trees``,
-``analyses`` (sensitivity, hierarchy), ``results``, ``elicitation`` and ``pmr``.
+``analyses`` (sensitivity, hierarchy), ``results``, ``elicitation``, ``sessions`` (the
+SQLite store of elicitation sessions and sidebar paths) and ``pmr``.
 """
 
 from dashboard._services.analyses import hierarchy, sensitivity, user_groups
 from dashboard._services.elicitation import (
+    Wording,
+    attribute_summary,
     benchmark_grid,
+    favourite_trace,
+    item_name,
     leaf_boxes,
+    n_distinct_items,
     new_elicitation,
     option_table,
+    session_dot,
+    session_items,
     session_items_table,
+    session_leaf_table,
     session_points,
+    state_token,
     two_d_benchmarks,
+    wording,
 )
 from dashboard._services.pmr import (
     cached_extractions,
@@ -50,6 +61,8 @@ from dashboard._services.studies import (
     how_to_get,
     is_per_respondent,
     loader_options,
+    path_exists,
+    path_source,
     respondent_data,
     respondent_key,
     study_status,
@@ -73,6 +86,8 @@ __all__ = [
     "RESULT_KINDS",
     "STUDY_KEY",
     "StudyStatus",
+    "Wording",
+    "attribute_summary",
     "benchmark_grid",
     "cached_extractions",
     "chosen_respondent",
@@ -83,6 +98,7 @@ __all__ = [
     "dot_to_svg",
     "endpoint_reachable",
     "env_stamp",
+    "favourite_trace",
     "fit_tree",
     "folders_of_kind",
     "get_study",
@@ -90,13 +106,17 @@ __all__ = [
     "how_to_get",
     "is_per_respondent",
     "item_labels",
+    "item_name",
     "items_table",
     "leaf_boxes",
     "leaf_table",
     "loader_options",
     "mean_se",
+    "n_distinct_items",
     "new_elicitation",
     "option_table",
+    "path_exists",
+    "path_source",
     "pmr_study",
     "read_results",
     "respondent_data",
@@ -104,8 +124,12 @@ __all__ = [
     "result_folders",
     "result_kind",
     "sensitivity",
+    "session_dot",
+    "session_items",
     "session_items_table",
+    "session_leaf_table",
     "session_points",
+    "state_token",
     "study_status",
     "study_statuses",
     "study_titles",
@@ -115,4 +139,5 @@ __all__ = [
     "urgency_tree",
     "usable_study_keys",
     "user_groups",
+    "wording",
 ]
