@@ -275,10 +275,35 @@ def favourite_trace_chart(trace: pd.DataFrame, *, height: int = 260) -> alt.Laye
         ],
     )
     rules = (
-        alt.Chart(trace[trace["changed"]])
+        base.transform_filter("datum.changed")
         .mark_rule(strokeDash=[4, 3], color="#999")
         .encode(x="answer:Q", tooltip=[alt.Tooltip("answer:Q", title="favourite changed at")])
     )
     return (band + line + rules + pts).properties(
         title="Favourite after each answer (a new colour = the favourite changed)", height=height
     )
+
+
+# ----------------------------------------------------------------------------- templates
+class _Named(alt.NamedData):
+    """A named data source standing in for a table while a spec template is built."""
+
+    def __len__(self) -> int:  # builders test ``len(table)`` to drop empty layers
+        return 1
+
+
+def spec_template(builder: Any, names: tuple[str, ...], **kwargs: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of ``builder(*tables, **kwargs)`` with named data sources.
+
+    Building an Altair chart and turning it into a spec costs 50-300 ms; a page that
+    redraws the same chart with new data after every answer builds the template once
+    (cache it) and fills it with :func:`with_data`. Every encoding of the builder must
+    name its type (``"x:Q"``), as data types cannot be inferred from a name.
+    """
+    chart = builder(*(_Named(name=n) for n in names), **kwargs)
+    return chart.to_dict(validate=False)
+
+
+def with_data(template: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """A spec template (see :func:`spec_template`) with its named data sets filled in."""
+    return {**template, "datasets": dict(tables)}

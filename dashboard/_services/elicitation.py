@@ -9,7 +9,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard._charts import surface_grid
+from dashboard._charts import (
+    favourite_trace_chart,
+    leaf_utility_chart,
+    partition_chart,
+    spec_template,
+    surface_grid,
+)
 from dashboard._services.studies import get_study, study_token
 from dashboard._services.trees import format_value, items_table, leaf_table
 from pbo_core import explain
@@ -41,6 +47,14 @@ def benchmark_grid(function: str, n: int = 60) -> pd.DataFrame:
     """The true surface of a 2-D benchmark on an ``n x n`` grid (cached)."""
     f = get_benchmark(function)
     return surface_grid(lambda X: f.fn(X), f.bounds, n)
+
+
+_BOX_COLUMNS = ["x1", "x1_end", "x2", "x2_end", "leaf", "utility", "sd", "rank"]
+
+
+def no_leaf_boxes() -> pd.DataFrame:
+    """An empty leaf-box table (surrogates without leaves)."""
+    return pd.DataFrame(columns=_BOX_COLUMNS)
 
 
 def leaf_boxes(model: DTSurrogate) -> pd.DataFrame:
@@ -194,15 +208,20 @@ def item_name(sess: Any, index: int | None, x: np.ndarray | None = None, max_len
     return attribute_summary(sess.schema, row, max_len)
 
 
-def favourite_trace(sess: Any) -> pd.DataFrame:
-    """The favourite after each answer (name, posterior mean, mean -+ sd, changed?)."""
+def favourite_trace(sess: Any, names: list[str] | None = None) -> pd.DataFrame:
+    """The favourite after each answer (name, posterior mean, mean -+ sd, changed?).
+
+    ``names``: short names of the rows (see :func:`item_names`), computed when omitted.
+    """
     rows = []
     prev = None
     for p in sess.favourite_trace:
         rows.append(
             {
                 "answer": p.n_answers,
-                "favourite": item_name(sess, p.row, max_len=40),
+                "favourite": names[p.row]
+                if names is not None and p.row < len(names)
+                else item_name(sess, p.row, max_len=40),
                 "mean": p.mean,
                 "sd": p.sd,
                 "lo": p.mean - p.sd,
@@ -213,6 +232,28 @@ def favourite_trace(sess: Any) -> pd.DataFrame:
         prev = p.row
     cols = ["answer", "favourite", "mean", "sd", "lo", "hi", "changed"]
     return pd.DataFrame(rows, columns=cols)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _finite_names(sid: str, _sess: Any, max_len: int) -> list[str]:
+    return [item_name(_sess, k, max_len=max_len) for k in range(len(_sess.X))]
+
+
+def item_names(sid: str, sess: Any, max_len: int = 40) -> list[str] | None:
+    """Short names of every item of a finite session (cached per session); ``None`` for
+    continuous problems (their points are named by their coordinates)."""
+    return _finite_names(sid, sess, max_len) if sess.problem.finite else None
+
+
+@st.cache_resource(show_spinner=False)
+def chart_templates() -> dict[str, dict[str, Any]]:
+    """Spec templates of the page's per-answer charts (built once; see
+    :func:`dashboard._charts.spec_template`)."""
+    return {
+        "trace": spec_template(favourite_trace_chart, ("trace",)),
+        "partition": spec_template(partition_chart, ("grid", "boxes", "points")),
+        "leaves": spec_template(leaf_utility_chart, ("boxes",)),
+    }
 
 
 def state_token(sid: str, sess: Any) -> tuple[str, tuple[str, ...]]:

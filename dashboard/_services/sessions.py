@@ -56,14 +56,22 @@ def db_path() -> Path:
     return data_home() / "dashboard" / "sessions.sqlite"
 
 
+_READY: set[Path] = set()
+
+
 @contextmanager
 def _connect() -> Iterator[sqlite3.Connection]:
     path = db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path not in _READY or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(path, timeout=10) as con:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(_SCHEMA)
+        _READY.add(path)
     con = sqlite3.connect(path, timeout=10)
     try:
-        con.execute("PRAGMA journal_mode=WAL")
-        con.executescript(_SCHEMA)
+        # WAL + NORMAL: a commit survives an app crash; only a power cut may lose the last
+        con.execute("PRAGMA synchronous=NORMAL")
         with con:
             yield con
     finally:
@@ -156,11 +164,12 @@ def create_session(
 
 def save_session(sid: str, sess: ElicitationSession, favourite: str = "") -> None:
     """Write the session's actions (after its loaded table) and summary."""
-    rec = load_session(sid)
-    if rec is None:
-        raise KeyError(f"no stored session {sid!r}")
-    actions = sess.actions[len(rec.base) :]
     with _connect() as con:
+        row = con.execute("SELECT json_array_length(base) FROM sessions WHERE id = ?", (sid,))
+        n_base = row.fetchone()
+        if n_base is None:
+            raise KeyError(f"no stored session {sid!r}")
+        actions = sess.actions[int(n_base[0]) :]
         con.execute(
             "UPDATE sessions SET actions = ?, n_answers = ?, favourite = ?, updated = ? "
             "WHERE id = ?",

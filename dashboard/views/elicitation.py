@@ -294,24 +294,28 @@ def live() -> None:
     left, right = st.columns([1, 1])
     with left:
         _favourite(sess, sid)
-    trace = svc.favourite_trace(sess)
+    trace = svc.favourite_trace(sess, svc.item_names(sid, sess))
+    templates = svc.chart_templates()  # Altair specs built once, filled per answer
     if len(trace):
-        right.altair_chart(charts.favourite_trace_chart(trace), width="stretch")
+        right.vega_lite_chart(
+            charts.with_data(templates["trace"], {"trace": trace}), width="stretch"
+        )
 
     if mode == "benchmark":
         f = get_benchmark(source)
         grid = svc.benchmark_grid(source)
-        boxes = svc.leaf_boxes(model) if sess.is_tree else None
+        boxes = svc.leaf_boxes(model) if sess.is_tree else svc.no_leaf_boxes()
         pts = svc.session_points(sess)
         l2, r2 = st.columns(2)
-        l2.altair_chart(
-            charts.partition_chart(
-                grid, boxes, pts, title=f"{f.name}: true utility and the learned partition"
-            ),
-            width="content",
+        part = charts.with_data(
+            templates["partition"], {"grid": grid, "boxes": boxes, "points": pts}
         )
-        if boxes is not None:
-            r2.altair_chart(charts.leaf_utility_chart(boxes), width="content")
+        part["title"] = f"{f.name}: true utility and the learned partition"
+        l2.vega_lite_chart(part, width="content")
+        if sess.is_tree:
+            r2.vega_lite_chart(
+                charts.with_data(templates["leaves"], {"boxes": boxes}), width="content"
+            )
 
     tab_tree = tab_leaves = None
     if sess.is_tree:
