@@ -266,7 +266,12 @@ def favourite_trace_chart(trace: pd.DataFrame, *, height: int = 260) -> alt.Laye
     line = base.mark_line(color="#4c78a8").encode(y="mean:Q")
     pts = base.mark_point(filled=True, size=70).encode(
         y="mean:Q",
-        color=alt.Color("favourite:N", title="favourite", scale=alt.Scale(scheme="tableau10")),
+        color=alt.Color(
+            "favourite:N",
+            title="favourite (a new colour = it changed)",
+            scale=alt.Scale(scheme="tableau10"),
+            legend=alt.Legend(orient="bottom", columns=1, labelLimit=600),
+        ),
         tooltip=[
             alt.Tooltip("answer:Q"),
             alt.Tooltip("favourite:N"),
@@ -280,7 +285,7 @@ def favourite_trace_chart(trace: pd.DataFrame, *, height: int = 260) -> alt.Laye
         .encode(x="answer:Q", tooltip=[alt.Tooltip("answer:Q", title="favourite changed at")])
     )
     return (band + line + rules + pts).properties(
-        title="Favourite after each answer (a new colour = the favourite changed)", height=height
+        title="Favourite after each answer", height=height
     )
 
 

@@ -125,24 +125,26 @@ def _save(sid: str, sess: ElicitationSession) -> None:
 
 
 # --------------------------------------------------------------------------- callbacks
+# An action marks the session as changed; the fragment saves it right after drawing the
+# next question, so the write to SQLite is not between the click and the next question.
 def _act(action: str) -> None:
     sid, sess = _current()
     sess.apply(action)
-    _save(sid, sess)
+    st.session_state["el_dirty"] = sid
 
 
 def _undo() -> None:
     sid, sess = _current()
     if sess.can_undo:
         sess.undo()
-        _save(sid, sess)
+        st.session_state["el_dirty"] = sid
 
 
 def _auto(n: int) -> None:
     sid, sess = _current()
     for _ in range(n):
         sess.answer(sess.oracle_winner())
-    _save(sid, sess)
+    st.session_state["el_dirty"] = sid
 
 
 def _restart() -> None:
@@ -277,6 +279,8 @@ def live() -> None:
         b[3].button("Let the true utility answer", key="el_oracle", on_click=_auto, args=(1,))
         b[4].button("Answer 10 by the true utility", key="el_oracle10", on_click=_auto, args=(10,))
     b[5].button("Start over", key="el_restart", on_click=_restart)
+    if st.session_state.pop("el_dirty", None) == sid:
+        _save(sid, sess)
 
     model = sess.model
     st.divider()

@@ -12,6 +12,11 @@ switch <= 1 s.
 
     python tests/benchmarks/browser_latency.py --answers 25 --json -
 
+``reference_workload_s`` times a fixed numpy workload before and after (about 0.02 s on
+a quiet 2-core machine): when it is several times that, the machine is loaded and every
+figure is inflated. ``--root`` measures another checkout's dashboard the same way (to
+compare before/after under the same load).
+
 Needs ``pip install playwright`` and ``/usr/bin/chromium`` (never ``playwright install``).
 """
 
@@ -64,16 +69,17 @@ def _free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(work: Path) -> Iterator[str]:
-    """``streamlit run`` on a free port with its data folder in ``work``; yields the URL."""
+def streamlit_server(work: Path, root: Path = ROOT) -> Iterator[str]:
+    """``streamlit run`` of ``root``'s app on a free port with its data folder in
+    ``work``; yields the URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DTPBO_", "OPENAI_"))}
-    env.update(DTPBO_DATA_HOME=str(work / "data_home"), PYTHONPATH=str(ROOT))
+    env.update(DTPBO_DATA_HOME=str(work / "data_home"), PYTHONPATH=str(root))
     port = _free_port()
     exe = Path(sys.executable).with_name("streamlit")
     cmd = [
         str(exe) if exe.exists() else shutil.which("streamlit") or "streamlit",
         "run",
-        str(APP),
+        str(root / "dashboard" / "app.py"),
         "--server.headless=true",
         f"--server.port={port}",
         "--server.address=127.0.0.1",
@@ -165,10 +171,21 @@ def summary(xs: list[float]) -> dict[str, float]:
     }
 
 
-def run(answers: int) -> dict[str, Any]:
+def reference_seconds() -> float:
+    """A fixed numpy workload timed in this process: how loaded the machine is now."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((200, 200))
+    t0 = time.perf_counter()
+    for _ in range(10):
+        np.linalg.solve(a @ a.T + np.eye(200), a)
+    return time.perf_counter() - t0
+
+
+def run(answers: int, root: Path = ROOT) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory() as tmp, streamlit_server(Path(tmp)) as url:
+    ref0 = reference_seconds()
+    with tempfile.TemporaryDirectory() as tmp, streamlit_server(Path(tmp), root) as url:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
@@ -185,6 +202,8 @@ def run(answers: int) -> dict[str, Any]:
     flat = [t for ts in switches.values() for t in ts]
     load = os.getloadavg()
     return {
+        "app": str(root),
+        "reference_workload_s": [round(ref0, 3), round(reference_seconds(), 3)],
         "electricity": summary(elec),
         "branin": summary(bench),
         "page_switch": {
@@ -203,8 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--answers", type=int, default=25, help="answers per scenario (default 25)")
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
+    ap.add_argument(
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="checkout whose dashboard to measure (default: this one)",
+    )
     args = ap.parse_args(argv)
-    res = run(args.answers)
+    res = run(args.answers, args.root.resolve())
     text = json.dumps(res, indent=1)
     if args.json == "-":
         print(text)

@@ -486,7 +486,7 @@ def test_elicitation_names_items_and_shows_no_favourite_before_an_answer(app) ->
     assert "Fixed price" in shown and "none yet" in shown
     assert metrics(at)["Favourite"] == "—"
     assert "+0.00" not in shown
-    assert not [c for c in charts(at) if "Favourite after" in str(c.get("title"))]
+    assert not [c for c in charts(at) if "Favourite after each answer" in str(c.get("title"))]
     at.button(key="el_pick_A").click().run()
     fav = metrics(at)["Favourite"]
     assert "Fixed price" in fav or "Contract" in fav  # a description, not an id
@@ -525,7 +525,7 @@ def test_elicitation_favourite_over_time_chart(app) -> None:
     at = app("elicitation")
     at.radio(key="el_mode").set_value("benchmark").run()
     at.button(key="el_oracle10").click().run()
-    (trace,) = [c for c in charts(at) if "Favourite after" in str(c.get("title"))]
+    (trace,) = [c for c in charts(at) if "Favourite after each answer" in str(c.get("title"))]
     rows = [r for r in chart_data(trace) if "answer" in r and "mean" in r]
     answers = sorted({int(r["answer"]) for r in rows})
     assert answers == list(range(1, 11))
