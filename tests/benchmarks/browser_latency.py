@@ -12,10 +12,10 @@ switch <= 1 s.
 
     python tests/benchmarks/browser_latency.py --answers 25 --json -
 
-``reference_workload_s`` times a fixed numpy workload before and after (about 0.02 s on
-a quiet 2-core machine): when it is several times that, the machine is loaded and every
-figure is inflated. ``--root`` measures another checkout's dashboard the same way (to
-compare before/after under the same load).
+``reference_workload_s`` times a fixed numpy workload before and after the run in this
+process: compare it between runs (a larger value = a more loaded machine, and every
+figure inflated with it); the load average is reported too. ``--root`` measures another
+checkout's dashboard the same way (to compare before/after under the same load).
 
 Needs ``pip install playwright`` and ``/usr/bin/chromium`` (never ``playwright install``).
 """
@@ -195,6 +195,8 @@ def run(answers: int, root: Path = ROOT) -> dict[str, Any]:
             settle(pg)
             elec = answer_latencies(pg, answers)
             pg.get_by_text("2-D benchmark function").click()
+            # the heading changes once the benchmark's session is drawn
+            pg.locator("h3", has_text=f"Question {answers + 1}:").first.wait_for(state="detached")
             settle(pg)
             bench = answer_latencies(pg, answers)
             switches = page_switches(pg, url)
