@@ -268,9 +268,9 @@ def favourite_trace_chart(trace: pd.DataFrame, *, height: int = 260) -> alt.Laye
         y="mean:Q",
         color=alt.Color(
             "favourite:N",
-            title="favourite (a new colour = it changed)",
+            title="favourite",
             scale=alt.Scale(scheme="tableau10"),
-            legend=alt.Legend(orient="bottom", columns=1, labelLimit=600),
+            legend=alt.Legend(labelLimit=260),
         ),
         tooltip=[
             alt.Tooltip("answer:Q"),
