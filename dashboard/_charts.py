@@ -248,3 +248,67 @@ def utility_bars(table: pd.DataFrame, *, label: str, value: str = "utility") -> 
         )
         .properties(height=80 + 22 * len(table))
     )
+
+
+def favourite_trace_chart(trace: pd.DataFrame, *, height: int = 260) -> alt.LayerChart:
+    """The favourite after each answer: posterior mean +- sd, coloured by which item it is.
+
+    ``trace`` has columns ``answer``, ``favourite`` (a name), ``mean``, ``lo``, ``hi``,
+    ``changed`` (true where the favourite differs from the previous answer's). A change of
+    colour (and a rule) marks a drift of the favourite.
+    """
+    base = alt.Chart(trace).encode(
+        x=alt.X("answer:Q", title="answer", axis=alt.Axis(tickMinStep=1))
+    )
+    band = base.mark_area(opacity=0.15, color="#4c78a8").encode(
+        y=alt.Y("lo:Q", title="favourite's utility (mean ± sd)"), y2="hi:Q"
+    )
+    line = base.mark_line(color="#4c78a8").encode(y="mean:Q")
+    pts = base.mark_point(filled=True, size=70).encode(
+        y="mean:Q",
+        color=alt.Color(
+            "favourite:N",
+            title="favourite",
+            scale=alt.Scale(scheme="tableau10"),
+            legend=alt.Legend(labelLimit=260),
+        ),
+        tooltip=[
+            alt.Tooltip("answer:Q"),
+            alt.Tooltip("favourite:N"),
+            alt.Tooltip("mean:Q", format="+.2f"),
+            alt.Tooltip("sd:Q", format=".2f"),
+        ],
+    )
+    rules = (
+        base.transform_filter("datum.changed")
+        .mark_rule(strokeDash=[4, 3], color="#999")
+        .encode(x="answer:Q", tooltip=[alt.Tooltip("answer:Q", title="favourite changed at")])
+    )
+    return (band + line + rules + pts).properties(
+        title="Favourite after each answer", height=height
+    )
+
+
+# ----------------------------------------------------------------------------- templates
+class _Named(alt.NamedData):
+    """A named data source standing in for a table while a spec template is built."""
+
+    def __len__(self) -> int:  # builders test ``len(table)`` to drop empty layers
+        return 1
+
+
+def spec_template(builder: Any, names: tuple[str, ...], **kwargs: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of ``builder(*tables, **kwargs)`` with named data sources.
+
+    Building an Altair chart and turning it into a spec costs 50-300 ms; a page that
+    redraws the same chart with new data after every answer builds the template once
+    (cache it) and fills it with :func:`with_data`. Every encoding of the builder must
+    name its type (``"x:Q"``), as data types cannot be inferred from a name.
+    """
+    chart = builder(*(_Named(name=n) for n in names), **kwargs)
+    return chart.to_dict(validate=False)
+
+
+def with_data(template: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """A spec template (see :func:`spec_template`) with its named data sets filled in."""
+    return {**template, "datasets": dict(tables)}

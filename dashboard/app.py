@@ -12,17 +12,19 @@ convergence, user/item hierarchy, live elicitation, PMR features.
 
 from __future__ import annotations
 
-import os
 import sys
+import threading
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a plain checkout
     sys.path.insert(0, str(_ROOT))
 
+import numpy as np  # noqa: E402
 import streamlit as st  # noqa: E402
 
 from dashboard import _services as svc  # noqa: E402
+from dashboard._services import sessions as store  # noqa: E402
 
 _VIEWS = Path(__file__).resolve().parent / "views"
 
@@ -38,24 +40,72 @@ PAGES = [
 
 
 def _data_locations() -> None:
-    """Sidebar: where the user's own copies of the non-bundled data sets are."""
+    """Sidebar: where the user's own copies of the non-bundled data sets are.
+
+    The paths are saved in the per-user session store (``dashboard/_services/sessions``)
+    and restored in a new browser session or after a restart. A typed path is used only
+    when it exists; otherwise the environment variable is, and the caption says which.
+    """
+    if svc.PATHS_KEY not in st.session_state:  # a new browser session: the saved paths
+        st.session_state[svc.PATHS_KEY] = store.stored_paths()
     paths = dict(st.session_state.get(svc.PATHS_KEY) or {})
     with st.sidebar.expander("Data locations", expanded=False):
         st.caption(
             "Bundled studies need nothing. For the others, type where your copy is "
-            "(or set the environment variable before starting the app)."
+            "(or set the environment variable before starting the app). A path typed "
+            "here wins over the environment variable when it exists; paths are saved "
+            "for the next session."
         )
         for name, d in svc.DATASETS.items():
-            env = os.environ.get(d["env"], "")
+            key = f"path_{name}"
+            if key not in st.session_state:
+                st.session_state[key] = paths.get(name, "")
             paths[name] = st.text_input(
                 d["label"],
-                value=paths.get(name, ""),
-                key=f"path_{name}",
-                placeholder=env or f"${d['env']}",
-                help=f"Passed to the loader; default ${d['env']}"
-                + (f" = {env}" if env else " (not set)"),
+                key=key,
+                placeholder=f"${d['env']} or a path",
+                help=f"Passed to the loader; otherwise ${d['env']} is used",
             )
+            st.session_state[svc.PATHS_KEY] = paths
+            source, message = svc.path_source(name)
+            if paths[name].strip() and source != "sidebar":
+                st.warning(message)
+            else:
+                st.caption(message)
     st.session_state[svc.PATHS_KEY] = paths
+    cleaned = {k: v.strip() for k, v in paths.items() if v and v.strip()}
+    if cleaned != st.session_state.get("_saved_paths"):
+        store.store_paths(cleaned)
+        st.session_state["_saved_paths"] = cleaned
+
+
+def _compile_kernels() -> None:
+    from pbo_core.data import PreferenceData
+    from pbo_core.models.dt import DTSurrogate
+
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    DTSurrogate().fit(PreferenceData(X, np.array([[3, 0], [1, 0], [3, 2], [2, 1]])))
+
+
+@st.cache_resource(show_spinner=False)
+def _kernel_warm_up() -> threading.Thread:
+    """Compile the tree kernels once per server, in the background (numba caches them on
+    disk, so later starts load them in well under a second)."""
+    t = threading.Thread(target=_compile_kernels, name="dtpbo-kernel-warm-up", daemon=True)
+    t.start()
+    return t
+
+
+def _warm_up_status() -> None:
+    """Start the warm-up and say so while it runs (no silent first tree view)."""
+    warm = getattr(svc, "warm_up_kernels", None)  # the trees service's, when it has one
+    if warm is not None:
+        warm()
+        return
+    if _kernel_warm_up().is_alive():
+        st.sidebar.info(
+            "Preparing the tree kernels (first start only; cached on disk afterwards)..."
+        )
 
 
 def main() -> None:
@@ -68,6 +118,7 @@ def main() -> None:
     page = st.navigation(pages)
     st.sidebar.caption("DT-PBO Explorer: interpretable preferential Bayesian optimisation")
     _data_locations()
+    _warm_up_status()
     page.run()
 
 

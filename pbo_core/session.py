@@ -11,6 +11,26 @@ same questions as ``run_pbo`` would. Answers can be undone, and a session can be
 a comparison table (:meth:`~ElicitationSession.to_frame`, one row per answer with the ids
 and features of winner and loser) and replayed from it
 (:meth:`~ElicitationSession.from_frame`).
+
+Answers a person can give
+-------------------------
+``"A"`` / ``"B"``
+    One comparison, winner then loser.
+``"tie"`` ("no preference")
+    **Enters the model as one comparison each way** (A over B and B over A). Under the
+    probit likelihood the pair's term ``Phi(d) Phi(-d)`` is largest at equal utilities, so a
+    tie pulls the two options together (it is worth half a comparison in each direction);
+    in the tree's consistency score the two directions cancel in the numerator and count
+    twice in the denominator, so a tie makes a split that separates the two options less
+    consistent. Neither option counts as having won (the favourite's tie-break by most
+    recent win ignores ties). A tie counts as an answer (``n_answers``).
+``skip`` (:meth:`~ElicitationSession.skip`)
+    Nothing enters the model; the pair is marked as asked (so finite item sets prefer
+    another pair) and a new question is drawn. Skips are not answers.
+
+:meth:`~ElicitationSession.undo` takes back the last action of any of these kinds, and
+:attr:`~ElicitationSession.actions` lists them (``"A"``, ``"B"``, ``"tie"``, ``"skip"``):
+with the constructor arguments they replay a session exactly (:meth:`~ElicitationSession.apply`).
 """
 
 from __future__ import annotations
@@ -33,14 +53,22 @@ from pbo_core.strategies.base import LoopState, Strategy
 from pbo_core.strategies.registry import METHODS, make_strategy
 
 __all__ = [
+    "TIE",
     "Answer",
     "ElicitationSession",
+    "FavouritePoint",
     "Query",
     "study_item_set",
 ]
 
 #: Sides of a query as shown to people.
 SIDES = ("A", "B")
+#: ``winner_side`` of a tie ("no preference") and its name in tables and action logs.
+TIE = -1
+TIE_NAME = "tie"
+#: Action of a skipped question in :attr:`ElicitationSession.actions`.
+SKIP_NAME = "skip"
+_TIE_WORDS = {"tie", "none", "no preference", "=", "equal"}
 
 
 # ----------------------------------------------------------------------------- records
@@ -72,12 +100,35 @@ class Query:
 
 @dataclass(frozen=True, eq=False)
 class Answer:
-    """An answered query: the question, the side that won, and the item rows compared."""
+    """An answered query: the question, the side that won, and the item rows compared.
+
+    For a tie (``winner_side == TIE``) ``winner`` is side A's row and ``loser`` side B's.
+    """
 
     query: Query
     winner_side: int
     winner: int
     loser: int
+
+    @property
+    def is_tie(self) -> bool:
+        """True for a "no preference" answer."""
+        return self.winner_side == TIE
+
+    @property
+    def action(self) -> str:
+        """``"A"``, ``"B"`` or ``"tie"``."""
+        return TIE_NAME if self.is_tie else SIDES[self.winner_side]
+
+
+@dataclass(frozen=True)
+class FavouritePoint:
+    """The favourite after an answer: its row, its posterior mean and sd."""
+
+    n_answers: int
+    row: int
+    mean: float
+    sd: float
 
 
 @dataclass
@@ -95,6 +146,9 @@ class _State:
     recommendation: int = 0
     pending: Query | None = None
     history: list[Answer] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    skipped: list[Query] = field(default_factory=list)
+    trace: list[FavouritePoint] = field(default_factory=list)
 
 
 def _parse_side(winner_side: int | str) -> int:
@@ -102,7 +156,11 @@ def _parse_side(winner_side: int | str) -> int:
         s = winner_side.strip().upper()
         if s in SIDES:
             return SIDES.index(s)
-        raise ValueError(f"winner side must be 'A' or 'B' (or 0 / 1), got {winner_side!r}")
+        if s.lower() in _TIE_WORDS:
+            return TIE
+        raise ValueError(
+            f"winner side must be 'A' or 'B' (or 0 / 1), or 'tie', got {winner_side!r}"
+        )
     if isinstance(winner_side, (bool, np.bool_)):
         raise ValueError("winner side must be 'A' or 'B' (or 0 / 1), not a boolean")
     k = int(winner_side)
@@ -339,6 +397,28 @@ class ElicitationSession:
         return bool(self._undo)
 
     @property
+    def actions(self) -> list[str]:
+        """Every action so far, oldest first: ``"A"``, ``"B"``, ``"tie"`` or ``"skip"``."""
+        return list(self._st.actions)
+
+    @property
+    def n_skipped(self) -> int:
+        """Number of skipped questions."""
+        return len(self._st.skipped)
+
+    @property
+    def favourite(self) -> int | None:
+        """Row of ``X`` of the favourite, or ``None`` before the first answer (then no
+        option has been compared and there is no favourite to show)."""
+        return self._st.recommendation if self._st.history else None
+
+    @property
+    def favourite_trace(self) -> list[FavouritePoint]:
+        """The favourite after each answer (row, posterior mean and sd then): drift of
+        the favourite shows as a change of row."""
+        return list(self._st.trace)
+
+    @property
     def recommendation(self) -> int:
         """Row of ``X`` of the current favourite (highest predicted utility among the
         items compared so far; ties go to the most recent winner)."""
@@ -394,6 +474,11 @@ class ElicitationSession:
         cand = np.unique(st.pairs) if len(st.pairs) else np.arange(len(st.X))
         ties = getattr(st.strategy, "ties", "latest-winner")
         st.recommendation = recommend(pred, cand, st.last_win, ties)
+        if st.history:
+            r = st.recommendation
+            mean, cov = st.strategy.model.posterior(st.X[r : r + 1])  # type: ignore[attr-defined]
+            sd = math.sqrt(max(float(np.asarray(cov).reshape(-1)[0]), 0.0))
+            st.trace.append(FavouritePoint(len(st.history), r, float(np.ravel(mean)[0]), sd))
 
     def next_query(self) -> Query:
         """The pending question (chosen now if none is pending)."""
@@ -429,7 +514,9 @@ class ElicitationSession:
         Parameters
         ----------
         winner_side
-            ``"A"`` / ``0`` when the first option is preferred, ``"B"`` / ``1`` otherwise.
+            ``"A"`` / ``0`` when the first option is preferred, ``"B"`` / ``1`` when the
+            second is, ``"tie"`` (or ``"no preference"``) when neither is: a tie enters
+            the model as one comparison each way (see the module docstring).
         """
         k = _parse_side(winner_side)
         query = self.next_query()
@@ -442,30 +529,64 @@ class ElicitationSession:
                 st.last_win = np.append(st.last_win, -1)
                 idx = len(st.X) - 1
             rows.append(int(idx))
-        w, lo = rows[k], rows[1 - k]
-        st.pairs = np.vstack([st.pairs, [[w, lo]]]).astype(np.int64)
+        if k == TIE:
+            w, lo = rows
+            if w == lo:
+                raise ValueError("a tie needs two different options")
+            new = [[w, lo], [lo, w]]
+        else:
+            w, lo = rows[k], rows[1 - k]
+            new = [[w, lo]]
+        st.pairs = np.vstack([st.pairs, new]).astype(np.int64)
         if query.source != "initial":
             st.n_strategy_queries += 1
-        # as in run_pbo: initial-design winners won at step 0, later ones at their query
-        st.last_win[w] = st.n_strategy_queries
+        if k != TIE:
+            # as in run_pbo: initial-design winners won at step 0, later ones at their query
+            st.last_win[w] = st.n_strategy_queries
         st.asked_pairs.add((min(w, lo), max(w, lo)))
         ans = Answer(query, k, w, lo)
         st.history.append(ans)
+        st.actions.append(ans.action)
         st.pending = None
         self._refit()
         return ans
 
-    def undo(self) -> Answer:
-        """Take back the last answer; its question becomes the pending one again.
+    def skip(self) -> Query:
+        """Skip the pending question: nothing enters the model, another question is drawn.
+
+        The skipped pair counts as asked (item sets then prefer other pairs); the next
+        call of :meth:`next_query` chooses a new question. Undo brings it back.
+        """
+        query = self.next_query()
+        self._undo.append(copy.deepcopy(self._st))
+        st = self._st
+        if query.index_a is not None and query.index_b is not None:
+            a, b = query.index_a, query.index_b
+            st.asked_pairs.add((min(a, b), max(a, b)))
+        st.skipped.append(query)
+        st.actions.append(SKIP_NAME)
+        st.pending = None
+        return query
+
+    def apply(self, action: str) -> Answer | Query:
+        """Perform one logged action (``"A"``, ``"B"``, ``"tie"`` or ``"skip"``)."""
+        if str(action).strip().lower() == SKIP_NAME:
+            return self.skip()
+        return self.answer(action)
+
+    def undo(self) -> Answer | Query:
+        """Take back the last action (an answer, a tie or a skip); its question becomes
+        the pending one again. Returns the answer taken back (the query for a skip).
 
         Raises
         ------
         IndexError
-            When nothing has been answered.
+            When nothing has been answered or skipped.
         """
         if not self._undo:
             raise IndexError("nothing to undo: no question has been answered")
-        last = self._st.history[-1]
+        st = self._st
+        last: Answer | Query = st.skipped[-1] if st.actions[-1] == SKIP_NAME else st.history[-1]
         self._st = self._undo.pop()
         return last
 
@@ -510,8 +631,9 @@ class ElicitationSession:
     def to_frame(self) -> pd.DataFrame:
         """One row per answer: step, winning side, ids and features of winner and loser.
 
-        Multi-hot values are joined with ``;``. The table can be saved as CSV and loaded
-        with :meth:`from_frame`.
+        ``winner_side`` is ``"A"``, ``"B"`` or ``"tie"`` (then ``winner_*`` is side A and
+        ``loser_*`` side B). Skips are not rows. Multi-hot values are joined with ``;``.
+        The table can be saved as CSV and loaded with :meth:`from_frame`.
         """
         hist = self._st.history
         ids = self.ids()
@@ -521,7 +643,7 @@ class ElicitationSession:
         df = pd.DataFrame(
             {
                 "step": np.arange(1, len(hist) + 1),
-                "winner_side": [SIDES[a.winner_side] for a in hist],
+                "winner_side": [a.action for a in hist],
                 "winner_id": [ids[i] for i in w],
                 "loser_id": [ids[i] for i in lo],
             }
@@ -650,8 +772,10 @@ class ElicitationSession:
                 xl, il = self._match(None if lx is None else lx[r], l_id, where)
             if iw is not None and iw == il:
                 raise ValueError(f"{where}: winner and loser are the same item")
+            side = str(df["winner_side"].iloc[r]) if "winner_side" in df.columns else ""
+            tie = side.strip().lower() in _TIE_WORDS
             st.pending = Query(xw, xl, iw, il, "loaded")
-            self.answer(0)
+            self.answer(TIE_NAME if tie else 0)
             st = self._st
 
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard._charts import surface_grid
-from dashboard._services.studies import get_study
-from dashboard._services.trees import format_value, items_table
+from dashboard._charts import (
+    favourite_trace_chart,
+    leaf_utility_chart,
+    partition_chart,
+    spec_template,
+    surface_grid,
+)
+from dashboard._services.studies import get_study, study_token
+from dashboard._services.trees import format_value, items_table, leaf_table
 from pbo_core import explain
 from pbo_core.benchmarks import available_benchmarks, get_benchmark
 from pbo_core.data import PreferenceData
@@ -40,6 +47,14 @@ def benchmark_grid(function: str, n: int = 60) -> pd.DataFrame:
     """The true surface of a 2-D benchmark on an ``n x n`` grid (cached)."""
     f = get_benchmark(function)
     return surface_grid(lambda X: f.fn(X), f.bounds, n)
+
+
+_BOX_COLUMNS = ["x1", "x1_end", "x2", "x2_end", "leaf", "utility", "sd", "rank"]
+
+
+def no_leaf_boxes() -> pd.DataFrame:
+    """An empty leaf-box table (surrogates without leaves)."""
+    return pd.DataFrame(columns=_BOX_COLUMNS)
 
 
 def leaf_boxes(model: DTSurrogate) -> pd.DataFrame:
@@ -97,3 +112,189 @@ def option_table(sess: Any, x: np.ndarray) -> pd.DataFrame:
             text = f"{text}{f.unit}" if f.unit in ("%", "°") else f"{text} {f.unit}"
         rows.append({"attribute": f.display, "value": text})
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- wording, names
+@dataclass(frozen=True)
+class Wording:
+    """How a study's question is asked: the question, the answer button, the item noun."""
+
+    question: str = "Which do you prefer?"
+    pick: str = "I prefer {side}"
+    noun: str = "option"
+    favourite: str = "Favourite"
+
+
+#: Per-study wording (a study may also give ``extras["question"]``).
+WORDINGS: dict[str, Wording] = {
+    "pmr-demo": Wording(
+        "Which message is more urgent?", "{side} is more urgent", "message", "Most urgent so far"
+    ),
+    "pmr": Wording(
+        "Which message is more urgent?", "{side} is more urgent", "message", "Most urgent so far"
+    ),
+    "electricity": Wording("Which electricity offer would you choose?", noun="offer"),
+    "train": Wording("Which train trip would you choose?", noun="trip"),
+    "swissmetro": Wording("Which way to travel would you choose?", noun="option"),
+    "sushi-a": Wording("Which sushi do you prefer?", noun="sushi"),
+    "sushi-b": Wording("Which sushi do you prefer?", noun="sushi"),
+    "presidential": Wording("Which candidate would you vote for?", noun="candidate"),
+    "bela": Wording("Which treatment option do you prefer?", noun="option"),
+}
+BENCHMARK_WORDING = Wording("Which point has the higher utility?", noun="point")
+
+#: Item-table columns that name an item, most telling first.
+_NAME_COLUMNS = ("name_en", "name", "title", "label", "message")
+
+
+def wording(kind: str, source: str) -> Wording:
+    """The question wording of a study (``extras["question"]`` first) or a benchmark."""
+    if kind == "benchmark":
+        return BENCHMARK_WORDING
+    w = WORDINGS.get(source, Wording())
+    study, _ = get_study(source)
+    q = study.extras.get("question") if study is not None else None
+    return Wording(str(q), w.pick, w.noun, w.favourite) if q else w
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def attribute_summary(schema: Any, x: np.ndarray, max_len: int = 90) -> str:
+    """A one-line description of an encoded row by its attributes.
+
+    Numeric values with their unit, categorical values by themselves ("Car"), yes/no
+    features by their label when yes (no ones are left out).
+    """
+    dec = schema.decode(np.atleast_2d(x)).iloc[0]
+    parts = []
+    for f in schema.features:
+        v = dec[f.name]
+        if f.kind == "binary":
+            if str(v).lower() in ("yes", "1", "true"):
+                parts.append(f.display)
+            continue
+        if f.kind == "multi_hot":
+            if v:
+                parts.append(f"{f.display}: {', '.join(map(str, v))}")
+            continue
+        text = format_value(v)
+        if f.kind == "numeric":
+            unit = f" {f.unit}" if f.unit and f.unit not in ("%", "°") else f.unit
+            parts.append(f"{f.display} {text}{unit}")
+        elif f.name in ("mode", "name", "brand", "type"):
+            parts.append(text)
+        else:
+            parts.append(f"{f.display}: {text}")
+    return _short(" · ".join(parts) or "(no attributes)", max_len)
+
+
+def item_name(sess: Any, index: int | None, x: np.ndarray | None = None, max_len: int = 90) -> str:
+    """How an option is shown: its name from the study (sushi name, message text...) or a
+    summary of its attributes; never a bare id."""
+    if index is not None and sess.items is not None:
+        for col in _NAME_COLUMNS:
+            if col in sess.items.columns:
+                return _short(str(sess.items[col].iloc[int(index)]), max_len)
+    row = sess.X[int(index)] if x is None and index is not None else x
+    if row is None:
+        return "new point"
+    if not sess.problem.finite:
+        return ", ".join(
+            f"{n} = {v:.3g}" for n, v in zip(sess.schema.names, np.asarray(row), strict=True)
+        )
+    return attribute_summary(sess.schema, row, max_len)
+
+
+def favourite_trace(sess: Any, names: list[str] | None = None) -> pd.DataFrame:
+    """The favourite after each answer (name, posterior mean, mean -+ sd, changed?).
+
+    ``names``: short names of the rows (see :func:`item_names`), computed when omitted.
+    """
+    rows = []
+    prev = None
+    for p in sess.favourite_trace:
+        rows.append(
+            {
+                "answer": p.n_answers,
+                "favourite": names[p.row]
+                if names is not None and p.row < len(names)
+                else item_name(sess, p.row, max_len=40),
+                "mean": p.mean,
+                "sd": p.sd,
+                "lo": p.mean - p.sd,
+                "hi": p.mean + p.sd,
+                "changed": prev is not None and p.row != prev,
+            }
+        )
+        prev = p.row
+    cols = ["answer", "favourite", "mean", "sd", "lo", "hi", "changed"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _finite_names(sid: str, _sess: Any, max_len: int) -> list[str]:
+    return [item_name(_sess, k, max_len=max_len) for k in range(len(_sess.X))]
+
+
+def item_names(sid: str, sess: Any, max_len: int = 40) -> list[str] | None:
+    """Short names of every item of a finite session (cached per session); ``None`` for
+    continuous problems (their points are named by their coordinates)."""
+    return _finite_names(sid, sess, max_len) if sess.problem.finite else None
+
+
+@st.cache_resource(show_spinner=False)
+def chart_templates() -> dict[str, dict[str, Any]]:
+    """Spec templates of the page's per-answer charts (built once; see
+    :func:`dashboard._charts.spec_template`)."""
+    return {
+        "trace": spec_template(favourite_trace_chart, ("trace",)),
+        "partition": spec_template(partition_chart, ("grid", "boxes", "points")),
+        "leaves": spec_template(leaf_utility_chart, ("boxes",)),
+    }
+
+
+def state_token(sid: str, sess: Any) -> tuple[str, tuple[str, ...]]:
+    """What identifies a session's state (its id and its actions): a cache key."""
+    return (sid, tuple(sess.actions))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def session_dot(token: tuple[str, tuple[str, ...]], _sess: Any, title: str) -> tuple[str, str]:
+    """DOT and JSON of a session's tree with the favourite highlighted (cached per state)."""
+    del token  # cache key only
+    fav = _sess.favourite
+    highlight = _sess.X[fav] if fav is not None else None
+    return explain.to_dot(_sess.model, highlight=highlight, title=title), explain.to_json(
+        _sess.model
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def session_leaf_table(token: tuple[str, tuple[str, ...]], _sess: Any) -> pd.DataFrame:
+    """The leaf table of a session's tree (cached per state)."""
+    del token
+    return leaf_table(_sess.model)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def session_items(token: tuple[str, tuple[str, ...]], _sess: Any) -> pd.DataFrame:
+    """Items with predicted utility and rank (cached per state)."""
+    del token
+    table = session_items_table(_sess)
+    names = {str(i): item_name(_sess, k, max_len=60) for k, i in enumerate(_sess.ids())}
+    table.insert(1, "name", [names[str(i)] for i in table["item"]])
+    return table
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _distinct_items(token: Any, _study: Any) -> int:
+    del token
+    return len(np.unique(np.asarray(_study.data.ids()).astype(str)))
+
+
+def n_distinct_items(study: Any) -> int:
+    """Number of distinct items of a study (cached)."""
+    return _distinct_items(study_token(study), study)

@@ -63,11 +63,55 @@ def env_stamp() -> tuple[tuple[str, str], ...]:
     return tuple((k, os.environ.get(k, "")) for k in _ENV_KEYS)
 
 
+def path_exists(path: str) -> bool:
+    """True when a typed path names an existing file or folder."""
+    try:
+        return Path(path).expanduser().exists()
+    except (OSError, ValueError):  # e.g. an embedded NUL byte
+        return False
+
+
+def sidebar_path(study_key: str) -> str | None:
+    """The path typed in the sidebar for a study's data set (``None`` if empty)."""
+    return data_paths().get(dataset_of(study_key) or "")
+
+
+def path_source(dataset: str) -> tuple[str, str]:
+    """Which location of a data set is used, and a sentence saying so.
+
+    Precedence: a sidebar path **that exists** > the environment variable > nothing. A
+    sidebar path that does not exist never hides a valid environment variable; the
+    sentence says which one is used. Returns ``(source, message)`` with source
+    ``"sidebar"``, ``"env"`` or ``"none"``.
+    """
+    d = DATASETS[dataset]
+    env = d["env"]
+    typed = data_paths().get(dataset)
+    env_value = os.environ.get(env, "").strip()
+    env_ok = bool(env_value) and path_exists(env_value)
+    if typed and path_exists(typed):
+        extra = f" (over ${env} = {env_value})" if env_value else ""
+        return "sidebar", f"Using the sidebar path{extra}."
+    if typed and env_ok:
+        return "env", f"{typed} does not exist: using ${env} = {env_value} instead."
+    if typed:
+        why = f"${env} = {env_value} does not exist either" if env_value else f"${env} is unset"
+        return "none", f"{typed} does not exist ({why})."
+    if env_ok:
+        return "env", f"Using ${env} = {env_value}."
+    if env_value:
+        return "none", f"${env} = {env_value} does not exist."
+    return "none", f"Not configured (${env} is unset)."
+
+
 def loader_options(study_key: str, infos: dict[str, StudyInfo] | None = None) -> dict[str, str]:
-    """Loader options (``data_dir=`` / ``path=``) from the sidebar path of a study."""
-    ds = dataset_of(study_key)
-    path = data_paths().get(ds or "")
-    if not path:
+    """Loader options (``data_dir=`` / ``path=``) from the sidebar path of a study.
+
+    Empty when no sidebar path is typed or it does not exist (the loader then uses the
+    environment variable; see :func:`path_source`).
+    """
+    path = sidebar_path(study_key)
+    if not path or not path_exists(path):
         return {}
     info = (infos or {}).get(study_key) or _study_infos().get(study_key)
     option = info.location_option if info is not None else ""
@@ -110,13 +154,16 @@ def study_statuses() -> list[StudyStatus]:
     out = []
     for info in infos.values():
         opts = loader_options(info.key, infos)
+        typed = sidebar_path(info.key)
         if opts:
-            path = next(iter(opts.values()))
-            usable = Path(path).expanduser().exists()
+            usable, note = True, f"configured in the sidebar: {next(iter(opts.values()))}"
+        elif typed:  # a sidebar path that does not exist: the environment may still serve
+            env = DATASETS[dataset_of(info.key) or ""]["env"]
+            usable = info.available
             note = (
-                f"configured in the sidebar: {path}"
+                f"the sidebar path {typed} does not exist; using ${env} instead ({info.reason})"
                 if usable
-                else f"the sidebar path {path} does not exist. {info.reason}"
+                else f"the sidebar path {typed} does not exist. {info.reason}"
             )
         else:
             usable, note = info.available, info.reason

@@ -1,16 +1,24 @@
-"""Live elicitation: the analyst answers "A or B?" and the tree updates after each answer."""
+"""Live elicitation: the analyst answers "A or B?" and the tree updates after each answer.
+
+Sessions are stored in SQLite in the per-user data folder (``dashboard/_services/sessions``)
+after every action, so a browser refresh or an app restart resumes them; the URL carries
+the session id (``?session=...``). Everything an answer changes is drawn inside one
+``st.fragment``: an answer reruns only that fragment (not the sidebar, the controls or the
+other pages' work), and the tree's DOT and the tables are cached per session state.
+"""
 
 from __future__ import annotations
 
 import io
+from typing import Any
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from dashboard import _charts as charts
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._services import sessions as store
 from dashboard._uploads import upload_name
 from pbo_core import explain
 from pbo_core.benchmarks import get_benchmark
@@ -22,38 +30,52 @@ RULES = {
     "gp": "GP-Laplace with EUBO",
 }
 MAX_ITEMS = 200
+MODES = {"items": "Items of a study", "benchmark": "2-D benchmark function"}
 
 st.title("Live elicitation")
 st.caption(
     "You are the decision maker: the app asks which of two options you prefer, chosen by "
     "qEUBO on the current surrogate. After each answer the tree and its leaf posteriors "
-    "are refitted; the favourite is the compared option with the highest predicted utility."
+    "are refitted; the favourite is the compared option with the highest predicted utility. "
+    "**No preference** enters the model as one comparison each way (it pulls the two "
+    "options' utilities together); **Skip** records nothing and asks another question. "
+    "Sessions are saved after every answer and survive a refresh or a restart."
 )
 
-mode = st.radio(
-    "Options",
-    ["items", "benchmark"],
-    format_func={"items": "Items of a study", "benchmark": "2-D benchmark function"}.get,
-    horizontal=True,
-    key="el_mode",
-)
+
+def _set_controls(rec: store.SessionRecord) -> None:
+    """Point the page's controls at a stored session (before the widgets are drawn)."""
+    st.session_state["el_mode"] = rec.kind
+    st.session_state["el_study" if rec.kind == "items" else "el_fn"] = rec.source
+    if rec.method in RULES:
+        st.session_state["el_method"] = rec.method
+    st.session_state["el_seed"] = rec.seed
+
+
+active: dict[Any, str] = st.session_state.setdefault("el_active", {})  # config -> session id
+cache: dict[str, ElicitationSession] = st.session_state.setdefault("el_sessions", {})  # by id
+
+if "el_booted" not in st.session_state:  # a new browser session: resume the URL's session
+    st.session_state["el_booted"] = True
+    wanted = st.query_params.get("session")
+    rec0 = store.load_session(wanted) if wanted else None
+    if rec0 is not None:
+        _set_controls(rec0)
+
+# --------------------------------------------------------------------------- controls
+mode = st.radio("Options", list(MODES), format_func=MODES.get, horizontal=True, key="el_mode")
 c1, c2, c3 = st.columns([2, 2, 1])
 max_items: int | None = None
 if mode == "items":
     keys = svc.usable_study_keys()
-    default = keys.index("electricity") if "electricity" in keys else 0
-    source = c1.selectbox(
-        "Study",
-        keys,
-        index=default,
-        key="el_study",
-        format_func=svc.study_titles().get,
-    )
+    if st.session_state.get("el_study") not in keys:
+        st.session_state["el_study"] = "electricity" if "electricity" in keys else keys[0]
+    source = c1.selectbox("Study", keys, key="el_study", format_func=svc.study_titles().get)
     study, error = svc.get_study(source)
     if study is None:
         ui.unavailable(source, "Live elicitation on this study")
         st.stop()
-    n_items = len(np.unique(np.asarray(study.data.ids()).astype(str)))
+    n_items = svc.n_distinct_items(study)
     if n_items > MAX_ITEMS:
         max_items = MAX_ITEMS
         c1.caption(
@@ -62,171 +84,314 @@ if mode == "items":
         )
 else:
     fns = svc.two_d_benchmarks()
-    source = c1.selectbox(
-        "Function", fns, index=fns.index("branin") if "branin" in fns else 0, key="el_fn"
-    )
+    if st.session_state.get("el_fn") not in fns:
+        st.session_state["el_fn"] = "branin" if "branin" in fns else fns[0]
+    source = c1.selectbox("Function", fns, key="el_fn")
 method = c2.selectbox("Query rule", list(RULES), format_func=RULES.get, key="el_method")
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="el_seed"))
-
 config = (mode, source, method, seed, max_items)
-sessions: dict = st.session_state.setdefault("el_sessions", {})
-if config not in sessions:
-    sessions[config] = svc.new_elicitation(mode, source, method, seed, max_items)
-sess: ElicitationSession = sessions[config]
+words = svc.wording(mode, source)
+
+if config not in active:
+    wanted = st.query_params.get("session")
+    rec = store.load_session(wanted) if wanted else None
+    if rec is None or rec.config != config:
+        rec = store.latest_session(config)
+    if rec is not None:
+        active[config] = rec.id
+        if rec.n_answers:
+            st.toast(f"Resumed the saved session with {rec.n_answers} answers.")
+    else:
+        active[config] = store.create_session(config)
 
 
-def _answer(side: str) -> None:
-    sessions[config].answer(side)
+def _open(sid: str) -> ElicitationSession:
+    """The live session ``sid`` (replayed from the store the first time)."""
+    if sid not in cache:
+        rec = store.load_session(sid)
+        fresh = svc.new_elicitation(*config)
+        cache[sid] = fresh if rec is None else store.replay(fresh, rec)
+    return cache[sid]
+
+
+def _current() -> tuple[str, ElicitationSession]:
+    sid = active[config]
+    return sid, _open(sid)
+
+
+def _save(sid: str, sess: ElicitationSession) -> None:
+    fav = sess.favourite
+    name = svc.item_name(sess, fav, max_len=60) if fav is not None else ""
+    store.save_session(sid, sess, name)
+
+
+# --------------------------------------------------------------------------- callbacks
+# An action marks the session as changed; the fragment saves it right after drawing the
+# next question, so the write to SQLite is not between the click and the next question.
+def _act(action: str) -> None:
+    sid, sess = _current()
+    sess.apply(action)
+    st.session_state["el_dirty"] = sid
 
 
 def _undo() -> None:
-    if sessions[config].can_undo:
-        sessions[config].undo()
+    sid, sess = _current()
+    if sess.can_undo:
+        sess.undo()
+        st.session_state["el_dirty"] = sid
 
 
 def _auto(n: int) -> None:
-    s = sessions[config]
+    sid, sess = _current()
     for _ in range(n):
-        s.answer(s.oracle_winner())
+        sess.answer(sess.oracle_winner())
+    st.session_state["el_dirty"] = sid
 
 
 def _restart() -> None:
-    sessions[config] = svc.new_elicitation(mode, source, method, seed, max_items)
+    active[config] = store.create_session(config)
 
 
-# --------------------------------------------------------------------------- the question
-q = sess.next_query()
-st.subheader(f"Question {sess.n_answers + 1}: which do you prefer?")
-cols = st.columns(2)
-for col, side, x, idx in ((cols[0], "A", q.a, q.index_a), (cols[1], "B", q.b, q.index_b)):
+def _resume(sid: str) -> None:
+    rec = store.load_session(sid)
+    if rec is None:
+        return
+    _set_controls(rec)
+    active[rec.config] = rec.id
+    st.session_state["el_full_rerun"] = True  # the controls above the fragment change
+
+
+def _delete(sid: str) -> None:
+    store.delete_session(sid)
+    cache.pop(sid, None)
+    for cfg, s in list(active.items()):
+        if s == sid:
+            del active[cfg]
+    st.session_state["el_full_rerun"] = True
+
+
+# --------------------------------------------------------------------------- the live part
+def _option(col: Any, side: str, sess: ElicitationSession, x: Any, idx: int | None) -> None:
     with col.container(border=True):
-        st.markdown(f"**{side}** · {sess.label(idx)}")
-        if sess.items is not None and idx is not None and "message" in sess.items.columns:
-            st.write(str(sess.items["message"].iloc[idx]))
-        elif sess.items is not None and idx is not None and "name_en" in sess.items.columns:
-            st.write(str(sess.items["name_en"].iloc[idx]))
+        items = sess.items
+        if items is not None and idx is not None and "message" in items.columns:
+            st.markdown(f"**{side}**")
+            st.write(str(items["message"].iloc[idx]))
+        else:
+            st.markdown(f"**{side}** · {svc.item_name(sess, idx, x)}")
         ui.full_table(svc.option_table(sess, x), hide_index=True, width="stretch")
         if mode == "benchmark":
             u = float(sess.problem.utility(x[None, :])[0])
             st.caption(f"True utility f(x) = {u:.4g} (shown so you can play the decision maker).")
         st.button(
-            f"I prefer {side}",
+            words.pick.format(side=side),
             key=f"el_pick_{side}",
-            on_click=_answer,
+            on_click=_act,
             args=(side,),
             type="primary",
             width="stretch",
         )
 
-b1, b2, b3, b4 = st.columns(4)
-b1.button("Undo last answer", key="el_undo", on_click=_undo, disabled=not sess.can_undo)
-if sess.has_truth:
-    b2.button("Let the true utility answer", key="el_oracle", on_click=_auto, args=(1,))
-    b3.button("Answer 10 by the true utility", key="el_oracle10", on_click=_auto, args=(10,))
-b4.button("Start over", key="el_restart", on_click=_restart)
 
-# --------------------------------------------------------------------------- the model
-model = sess.model
-st.divider()
-m = st.columns(4)
-m[0].metric("Answers", sess.n_answers)
-if sess.is_tree:
-    m[1].metric("Leaves", model.n_leaves_)
-m[2].metric("Favourite", sess.label(sess.recommendation))
-if sess.has_truth:
-    m[3].metric("Regret of the favourite", f"{sess.regret():.3g}")
-
-fav = sess.X[sess.recommendation]
-why = sess.explanation()
-with st.container(border=True):
-    st.markdown(f"**Current favourite: {sess.label(sess.recommendation)}**")
-    if sess.is_tree:
-        leaf = sess.leaf_of(fav)
-        s = explain.leaf_summaries(model)[leaf]
-        st.markdown(
-            f"Leaf {s.leaf} (rank {s.rank} of {model.n_leaves_}, utility {s.mean:+.2f} ± "
-            f"{s.sd:.2f}). **Why:** "
-            + (" AND ".join(why) if why else "no split yet: every option is in one leaf.")
-        )
-    fav_table = svc.option_table(sess, fav)
-    st.dataframe(
-        pd.DataFrame([fav_table["value"].tolist()], columns=fav_table["attribute"].tolist()),
-        hide_index=True,
-        width="stretch",
-    )
-
-if mode == "benchmark":
-    f = get_benchmark(source)
-    grid = svc.benchmark_grid(source)
-    boxes = svc.leaf_boxes(model) if sess.is_tree else None
-    pts = svc.session_points(sess)
-    left, right = st.columns(2)
-    left.altair_chart(
-        charts.partition_chart(
-            grid, boxes, pts, title=f"{f.name}: true utility and the learned partition"
-        ),
-        width="content",
-    )
-    if boxes is not None:
-        right.altair_chart(charts.leaf_utility_chart(boxes), width="content")
-
-if sess.is_tree:
-    tab_tree, tab_leaves, tab_items, tab_hist = ui.lazy_tabs(
-        ["Tree", "Leaf posteriors", "Items", "Answers"], key="el_view"
-    )
-    if tab_tree.open:
-        with tab_tree:
-            dot = explain.to_dot(model, highlight=fav, title=f"after {sess.n_answers} answers")
-            ui.tree_with_downloads(
-                dot, name=f"elicitation-{source}", key="el_tree", json_text=explain.to_json(model)
-            )
-    if tab_leaves.open:
-        with tab_leaves:
-            st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
-else:
-    tab_items, tab_hist = ui.lazy_tabs(["Items", "Answers"], key="el_view_gp")
-
-if tab_items.open:
-    with tab_items:
-        if mode == "items":
-            table = svc.session_items_table(sess)
-            st.dataframe(table, hide_index=True, width="stretch")
-            top = table.head(20).copy()
-            top["label"] = top["item"].astype(str)
-            st.altair_chart(charts.utility_bars(top, label="label"), width="stretch")
-        else:
-            st.caption(f"{len(sess.X)} points asked so far.")
-            st.dataframe(
-                pd.DataFrame(sess.X, columns=sess.schema.names).assign(
-                    utility=sess.predict(), true=sess.problem.utility(sess.X)
-                ),
-                width="stretch",
-            )
-
-if tab_hist.open:
-    with tab_hist:
-        frame = sess.to_frame()
-        st.dataframe(frame, hide_index=True, width="stretch")
-        st.download_button(
-            "Download answers (CSV)",
-            frame.to_csv(index=False),
-            file_name=f"elicitation-{source}-{method}.csv",
-            mime="text/csv",
-            key="el_download",
-            on_click="ignore",
-            disabled=frame.empty,
-        )
-        up = st.file_uploader(
-            "Load answers (a CSV downloaded here: winner/loser ids and features)",
-            type=["csv"],
-            key="el_upload",
-        )
-        if up is not None and st.session_state.get("el_loaded") != (up.file_id, config):
-            try:
-                df = pd.read_csv(io.BytesIO(up.getvalue()))
-                sessions[config] = ElicitationSession.from_frame(df, **sess.config())
-            except Exception as exc:  # a wrong file is reported, not raised
-                st.error(f"Could not load {upload_name(up.name)}: {exc}")
+def _favourite(sess: ElicitationSession, sid: str) -> None:
+    fav = sess.favourite
+    model = sess.model
+    with st.container(border=True):
+        if fav is None:
+            st.markdown(f"**{words.favourite}: none yet.** Answer a question to get one.")
+            return
+        st.markdown(f"**{words.favourite}: {svc.item_name(sess, fav)}**")
+        point = sess.favourite_trace[-1]
+        if sess.is_tree:
+            leaf = sess.leaf_of(sess.X[fav])
+            s = explain.leaf_summaries(model)[leaf]
+            if model.n_leaves_ == 1:
+                st.markdown("No split yet: every option is in one leaf, so no utility differs.")
             else:
-                st.session_state["el_loaded"] = (up.file_id, config)
-                st.rerun()
+                why = sess.explanation()
+                st.markdown(
+                    f"Leaf {s.leaf} (rank {s.rank} of {model.n_leaves_}, utility "
+                    f"{point.mean:+.2f} ± {point.sd:.2f}). **Why:** " + " AND ".join(why)
+                )
+        else:
+            st.markdown(f"Predicted utility {point.mean:+.2f} ± {point.sd:.2f}.")
+        fav_table = svc.option_table(sess, sess.X[fav])
+        st.dataframe(
+            pd.DataFrame([fav_table["value"].tolist()], columns=fav_table["attribute"].tolist()),
+            hide_index=True,
+            width="stretch",
+        )
+
+
+def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
+    recs = store.list_sessions()
+    st.caption(f"Saved in `{store.db_path()}` after every answer.")
+    if recs:
+        ids = [r.id for r in recs]
+        titles = {r.id: r.title() + ("  (this one)" if r.id == sid else "") for r in recs}
+        pick = st.selectbox("Saved sessions", ids, format_func=titles.get, key="el_pick_session")
+        b1, b2 = st.columns(2)
+        b1.button("Resume this session", key="el_resume", on_click=_resume, args=(pick,))
+        b2.button("Delete this session", key="el_delete", on_click=_delete, args=(pick,))
+    rec = store.load_session(sid)
+    if rec is not None:
+        st.download_button(
+            "Download this session (JSON)",
+            store.export_json(sess, rec),
+            file_name=f"elicitation-{source}-{sid}.json",
+            mime="application/json",
+            key="el_download_json",
+            on_click="ignore",
+        )
+    up = st.file_uploader(
+        "Resume a session from a JSON file downloaded here", type=["json"], key="el_upload_json"
+    )
+    if up is not None and st.session_state.get("el_loaded_json") != up.file_id:
+        try:
+            new = store.import_json(up.getvalue())
+        except ValueError as exc:
+            st.error(f"Could not load that file: {exc}")
+        else:
+            st.session_state["el_loaded_json"] = up.file_id
+            _resume(new)
+            st.rerun()
+
+
+@st.fragment
+def live() -> None:
+    """The question, the favourite, the charts and the tabs: what an answer changes."""
+    if st.session_state.pop("el_full_rerun", False):
+        st.rerun()
+    sid, sess = _current()
+    if st.query_params.get("session") != sid:
+        st.query_params["session"] = sid
+    token = svc.state_token(sid, sess)
+    q = sess.next_query()
+    st.subheader(f"Question {sess.n_answers + 1}: {words.question}")
+    cols = st.columns(2)
+    _option(cols[0], "A", sess, q.a, q.index_a)
+    _option(cols[1], "B", sess, q.b, q.index_b)
+
+    b = st.columns(6)
+    b[0].button("No preference", key="el_tie", on_click=_act, args=("tie",), width="stretch")
+    b[1].button("Skip this question", key="el_skip", on_click=_act, args=("skip",))
+    b[2].button("Undo", key="el_undo", on_click=_undo, disabled=not sess.can_undo)
+    if sess.has_truth:
+        b[3].button("Let the true utility answer", key="el_oracle", on_click=_auto, args=(1,))
+        b[4].button("Answer 10 by the true utility", key="el_oracle10", on_click=_auto, args=(10,))
+    b[5].button("Start over", key="el_restart", on_click=_restart)
+    if st.session_state.pop("el_dirty", None) == sid:
+        _save(sid, sess)
+
+    model = sess.model
+    st.divider()
+    m = st.columns(4)
+    m[0].metric("Answers", sess.n_answers)
+    if sess.is_tree:
+        m[1].metric("Leaves", model.n_leaves_)
+    fav = sess.favourite
+    m[2].metric("Favourite", "—" if fav is None else svc.item_name(sess, fav, max_len=40))
+    if sess.has_truth:
+        m[3].metric("Regret of the favourite", "—" if fav is None else f"{sess.regret():.3g}")
+    if sess.n_skipped:
+        m[0].caption(f"{sess.n_skipped} skipped")
+
+    left, right = st.columns([1, 1])
+    with left:
+        _favourite(sess, sid)
+    trace = svc.favourite_trace(sess, svc.item_names(sid, sess))
+    templates = svc.chart_templates()  # Altair specs built once, filled per answer
+    if len(trace):
+        right.vega_lite_chart(
+            charts.with_data(templates["trace"], {"trace": trace}), width="stretch"
+        )
+
+    if mode == "benchmark":
+        f = get_benchmark(source)
+        grid = svc.benchmark_grid(source)
+        boxes = svc.leaf_boxes(model) if sess.is_tree else svc.no_leaf_boxes()
+        pts = svc.session_points(sess)
+        l2, r2 = st.columns(2)
+        part = charts.with_data(
+            templates["partition"], {"grid": grid, "boxes": boxes, "points": pts}
+        )
+        part["title"] = f"{f.name}: true utility and the learned partition"
+        l2.vega_lite_chart(part, width="content")
+        if sess.is_tree:
+            r2.vega_lite_chart(
+                charts.with_data(templates["leaves"], {"boxes": boxes}), width="content"
+            )
+
+    tab_tree = tab_leaves = None
+    if sess.is_tree:
+        tab_tree, tab_leaves, tab_items, tab_hist, tab_sess = ui.lazy_tabs(
+            ["Tree", "Leaf posteriors", "Items", "Answers", "Sessions"], key="el_view"
+        )
+    else:
+        tab_items, tab_hist, tab_sess = ui.lazy_tabs(
+            ["Items", "Answers", "Sessions"], key="el_view_gp"
+        )
+    if tab_tree is not None and tab_tree.open:
+        with tab_tree:
+            dot, js = svc.session_dot(token, sess, f"after {sess.n_answers} answers")
+            ui.tree_with_downloads(dot, name=f"elicitation-{source}", key="el_tree", json_text=js)
+    if tab_leaves is not None and tab_leaves.open:
+        with tab_leaves:
+            st.dataframe(svc.session_leaf_table(token, sess), hide_index=True, width="stretch")
+    if tab_items.open:
+        with tab_items:
+            if mode == "items":
+                table = svc.session_items(token, sess)
+                st.dataframe(table, hide_index=True, width="stretch")
+                top = table.head(20).copy()
+                top["label"] = top["name"].astype(str)
+                st.altair_chart(charts.utility_bars(top, label="label"), width="stretch")
+            else:
+                st.caption(f"{len(sess.X)} points asked so far.")
+                st.dataframe(
+                    pd.DataFrame(sess.X, columns=sess.schema.names).assign(
+                        utility=sess.predict(), true=sess.problem.utility(sess.X)
+                    ),
+                    width="stretch",
+                )
+    if tab_hist.open:
+        with tab_hist:
+            _answers_tab(sid, sess)
+    if tab_sess.open:
+        with tab_sess:
+            _sessions_tab(sid, sess)
+
+
+def _answers_tab(sid: str, sess: ElicitationSession) -> None:
+    frame = sess.to_frame()
+    st.dataframe(frame, hide_index=True, width="stretch")
+    st.download_button(
+        "Download answers (CSV)",
+        frame.to_csv(index=False),
+        file_name=f"elicitation-{source}-{method}.csv",
+        mime="text/csv",
+        key="el_download",
+        on_click="ignore",
+        disabled=frame.empty,
+    )
+    up = st.file_uploader(
+        "Load answers (a CSV downloaded here: winner/loser ids and features) as a new session",
+        type=["csv"],
+        key="el_upload",
+    )
+    if up is not None and st.session_state.get("el_loaded") != (up.file_id, config):
+        try:
+            df = pd.read_csv(io.BytesIO(up.getvalue()))
+            loaded = ElicitationSession.from_frame(df, **sess.config())
+        except Exception as exc:  # a wrong file is reported, not raised
+            st.error(f"Could not load {upload_name(up.name)}: {exc}")
+        else:
+            new = store.create_session(config, loaded.to_frame())
+            cache[new] = loaded
+            active[config] = new
+            _save(new, loaded)
+            st.session_state["el_loaded"] = (up.file_id, config)
+            st.rerun()
+
+
+live()

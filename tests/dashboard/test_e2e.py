@@ -336,3 +336,33 @@ def test_every_page_has_content_on_first_visit_of_a_fresh_install(fresh_server, 
     settle(page, timeout=120_000)
     page.wait_for_timeout(1000)
     snap(page, "convergence_rho_regret", docs=True)
+
+
+def test_elicitation_session_survives_a_browser_reload(server, page) -> None:
+    """10 answers including one "no preference", a reload: still 10 answers, same favourite."""
+    expect = sync_api.expect
+    page.goto(f"{server}/elicitation")
+    settle(page)
+    page.get_by_role("button", name="Start over").click()
+    expect(metric(page, "Answers")).to_have_text("0", timeout=60_000)
+    expect(metric(page, "Favourite")).to_have_text("—")
+    for k, side in enumerate("ABAB=ABBAA", start=1):
+        if side == "=":
+            page.get_by_role("button", name="No preference").click()
+        else:
+            page.get_by_role("button", name=f"I prefer {side}").click()
+        expect(metric(page, "Answers")).to_have_text(str(k), timeout=60_000)
+        settle(page)
+    favourite = metric(page, "Favourite").inner_text()
+    assert favourite != "—" and not favourite.strip().isdigit()  # a description, not an id
+    assert "session=" in page.url
+    page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
+    snap(page, "elicitation_before_reload")
+    page.reload()
+    settle(page)
+    expect(metric(page, "Answers")).to_have_text("10", timeout=60_000)
+    assert metric(page, "Favourite").inner_text() == favourite
+    heading = page.locator("h3", has_text="Question 11:").first
+    expect(heading).to_contain_text("Which electricity offer would you choose?")
+    page.wait_for_timeout(800)
+    snap(page, "elicitation_after_reload", docs=True)

@@ -504,7 +504,8 @@ def test_elicitation_on_a_benchmark_shows_the_partition(app) -> None:
     at.button(key="el_oracle10").click().run()
     no_exception(at)
     assert metrics(at)["Answers"] == "10"
-    specs = charts(at)
+    specs = [c for c in charts(at) if "partition" in str(c.get("title", ""))]
+    specs += [c for c in charts(at) if "leaf means" in str(c.get("title", ""))]
     layered = specs[0]
     assert len(layered["layer"]) == 3  # true surface, leaf boxes, points
     roles = {r.get("role") for r in chart_data(layered) if "role" in r}
@@ -528,6 +529,104 @@ def test_elicitation_with_gp_and_pmr_items(app) -> None:
     no_exception(at)
     at.button(key="el_oracle").click().run()  # the demo inbox has a true urgency
     assert metrics(at)["Answers"] == "1"
+
+
+def test_elicitation_names_items_and_shows_no_favourite_before_an_answer(app) -> None:
+    at = app("elicitation")
+    heads = [h.value for h in at.subheader]
+    assert any("Which electricity offer would you choose?" in h for h in heads), heads
+    shown = texts(at)
+    assert "Fixed price" in shown and "none yet" in shown
+    assert metrics(at)["Favourite"] == "—"
+    assert "+0.00" not in shown
+    assert not [c for c in charts(at) if "Favourite after each answer" in str(c.get("title"))]
+    at.button(key="el_pick_A").click().run()
+    fav = metrics(at)["Favourite"]
+    assert "Fixed price" in fav or "Contract" in fav  # a description, not an id
+    assert not fav.isdigit()
+
+
+def test_elicitation_pmr_asks_which_message_is_more_urgent(app) -> None:
+    at = app("elicitation")
+    at.selectbox(key="el_study").set_value("pmr-demo").run()
+    no_exception(at)
+    heads = [h.value for h in at.subheader]
+    assert any("Which message is more urgent?" in h for h in heads), heads
+    assert at.button(key="el_pick_A").label == "A is more urgent"
+
+
+def test_elicitation_no_preference_skip_and_undo(app) -> None:
+    at = app("elicitation")
+    at.button(key="el_pick_A").click().run()
+    at.button(key="el_tie").click().run()
+    no_exception(at)
+    assert metrics(at)["Answers"] == "2"
+    sess = next(iter(at.session_state["el_sessions"].values()))
+    assert sess.actions == ["A", "tie"] and len(sess.pairs) == 3
+    before = sess.next_query()
+    at.button(key="el_skip").click().run()
+    assert metrics(at)["Answers"] == "2" and "1 skipped" in texts(at)
+    after = sess.next_query()
+    assert {after.index_a, after.index_b} != {before.index_a, before.index_b}
+    at.button(key="el_undo").click().run()  # the skip
+    assert sess.actions == ["A", "tie"] and sess.next_query().index_a == before.index_a
+    at.button(key="el_undo").click().run()  # the tie
+    assert metrics(at)["Answers"] == "1"
+
+
+def test_elicitation_favourite_over_time_chart(app) -> None:
+    at = app("elicitation")
+    at.radio(key="el_mode").set_value("benchmark").run()
+    at.button(key="el_oracle10").click().run()
+    (trace,) = [c for c in charts(at) if "Favourite after each answer" in str(c.get("title"))]
+    rows = [r for r in chart_data(trace) if "answer" in r and "mean" in r]
+    answers = sorted({int(r["answer"]) for r in rows})
+    assert answers == list(range(1, 11))
+    assert all(r["lo"] <= r["mean"] <= r["hi"] for r in rows)
+    sess = next(iter(at.session_state["el_sessions"].values()))
+    n_changes = sum(
+        a.row != b.row for a, b in zip(sess.favourite_trace, sess.favourite_trace[1:], strict=False)
+    )
+    assert sum(bool(r["changed"]) for r in rows if "changed" in r) >= n_changes
+
+
+def test_elicitation_session_survives_a_new_app_run_and_resumes(app) -> None:
+    at = app("elicitation")
+    for key in ("el_pick_A", "el_tie", "el_pick_B"):
+        at.button(key=key).click().run()
+    fav = metrics(at)["Favourite"]
+    # a new browser session (refresh) or a restarted app: same data folder, fresh state
+    again = app("elicitation")
+    no_exception(again)
+    assert metrics(again)["Answers"] == "3" and metrics(again)["Favourite"] == fav
+    again.button(key="el_restart").click().run()
+    assert metrics(again)["Answers"] == "0"
+    again.session_state["el_view"] = "Sessions"
+    again.run()
+    from dashboard._services import sessions as store
+
+    (old,) = [r.id for r in store.list_sessions() if r.n_answers == 3]
+    assert any("3 answers" in o for o in again.selectbox(key="el_pick_session").options)
+    again.selectbox(key="el_pick_session").set_value(old).run()
+    again.button(key="el_resume").click().run()
+    no_exception(again)
+    assert metrics(again)["Answers"] == "3" and metrics(again)["Favourite"] == fav
+
+
+def test_sidebar_paths_persist_and_a_bad_path_does_not_hide_the_env(
+    app, tmp_path, monkeypatch
+) -> None:
+    folder = sushi_dir(tmp_path)
+    monkeypatch.setenv("DTPBO_SUSHI_DIR", str(folder))
+    at = app("case_studies", sel_study="sushi-a")
+    at.text_input(key="path_sushi").input(str(tmp_path / "nope")).run()
+    no_exception(at)
+    side = "\n".join(str(w.value) for w in at.sidebar.warning)
+    assert "does not exist: using $DTPBO_SUSHI_DIR" in side
+    assert int(metrics(at)["Respondents"]) > 0  # the environment's data still load
+    assert "not available" not in texts(at)
+    again = app("case_studies")  # a new session restores the typed path
+    assert again.text_input(key="path_sushi").value == str(tmp_path / "nope")
 
 
 # ----------------------------------------------------------------------------- PMR

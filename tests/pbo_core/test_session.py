@@ -269,3 +269,103 @@ def test_study_item_set_dedupes_and_samples() -> None:
     part = study_item_set(study, max_items=5, seed=1)
     assert part["X"].shape == (5, 3)
     assert list(part["item_ids"]) == sorted(part["item_ids"])  # original order kept
+
+
+# ----------------------------------------------------------------------------- ties, skips
+def test_no_favourite_before_the_first_answer() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=0)
+    assert s.favourite is None and s.favourite_trace == []
+    s.answer("A")
+    assert s.favourite == s.recommendation
+    assert [p.n_answers for p in s.favourite_trace] == [1]
+
+
+def test_a_tie_enters_as_one_comparison_each_way() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=2)
+    q = s.next_query()
+    ans = s.answer("no preference")
+    assert ans.is_tie and ans.action == "tie"
+    a, b = q.index_a, q.index_b
+    assert s.pairs.tolist() == [[a, b], [b, a]]
+    assert s.n_answers == 1 and s.actions == ["tie"]
+    assert s.to_frame()["winner_side"].tolist() == ["tie"]
+    # a tie on a continuous problem pulls two utilities together
+    t = ElicitationSession.for_benchmark("branin", "gp", seed=0)
+    t.answer("A")
+    q = t.next_query()
+    m0 = t.predict(np.vstack([q.a, q.b]))
+    t.answer("tie")
+    m1 = t.predict(t.X[t.pairs[-1]])
+    assert abs(m1[0] - m1[1]) <= abs(m0[0] - m0[1]) + 1e-9
+
+
+def test_a_tie_is_no_win_for_the_favourite_tie_break() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=2)
+    s.answer("tie")
+    assert (s._st.last_win == -1).all()
+
+
+def test_skip_asks_another_question_and_undo_brings_it_back() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=4)
+    s.answer("A")
+    q = s.next_query()
+    pairs = s.pairs.copy()
+    assert s.skip() is q
+    q2 = s.next_query()
+    assert {q2.index_a, q2.index_b} != {q.index_a, q.index_b}
+    assert s.pairs.tolist() == pairs.tolist()  # nothing entered the model
+    assert s.n_answers == 1 and s.n_skipped == 1 and s.actions == ["A", "skip"]
+    s.answer("tie")
+    s.undo()  # the tie
+    assert s.n_answers == 1 and s.next_query().index_a == q2.index_a
+    s.undo()  # the skip
+    assert s.n_skipped == 0 and s.actions == ["A"]
+    back = s.next_query()
+    assert (back.index_a, back.index_b) == (q.index_a, q.index_b)
+
+
+@pytest.mark.parametrize("kind", ["items", "branin"])
+def test_an_action_log_replays_the_session_exactly(kind: str) -> None:
+    if kind == "items":
+        X, schema, u = small_items()
+        s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=5)
+    else:
+        s = ElicitationSession.for_benchmark("branin", "dt", seed=5)
+    for a in ["A", "B", "tie", "skip", "A", "skip", "B", "tie", "A"]:
+        s.apply(a)
+    r = ElicitationSession(**s.config())
+    for a in s.actions:
+        r.apply(a)
+    assert r.pairs.tolist() == s.pairs.tolist()
+    np.testing.assert_allclose(r.X, s.X)
+    assert r.favourite == s.favourite and r.favourite_trace == s.favourite_trace
+    nq, rq = s.next_query(), r.next_query()
+    np.testing.assert_allclose(np.vstack([nq.a, nq.b]), np.vstack([rq.a, rq.b]))
+
+
+def test_a_table_with_ties_round_trips() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=6)
+    for a in ["A", "tie", "B", "skip", "tie"]:
+        s.apply(a)
+    t = ElicitationSession.from_frame(s.to_frame(), **s.config())
+    assert t.pairs.tolist() == s.pairs.tolist() and t.n_answers == 4
+    assert t.favourite == s.favourite
+
+
+def test_the_favourite_trace_records_mean_and_sd_per_answer() -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=0)
+    answer_truthfully(s, 12)
+    trace = s.favourite_trace
+    assert [p.n_answers for p in trace] == list(range(1, 13))
+    assert trace[-1].row == s.favourite
+    mean, cov = s.model.posterior(s.X[[s.favourite]])
+    assert trace[-1].mean == pytest.approx(float(mean[0]))
+    assert trace[-1].sd == pytest.approx(float(np.sqrt(cov[0, 0])))
+    s.undo()
+    assert len(s.favourite_trace) == 11

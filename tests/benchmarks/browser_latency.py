@@ -1,0 +1,244 @@
+"""Dashboard latency in a real browser: answer -> next question visible, warm page switches.
+
+Starts ``streamlit run dashboard/app.py`` on a free port (with a throw-away data folder),
+drives Debian's Chromium with Playwright and measures, per answer, the time from the
+click on an answer button until the next question's heading ("Question n+1: ...") is in
+the page; the page is then left to finish drawing (tree, charts) before the next answer,
+as a person would read it. Runs on the electricity study and on a 2-D benchmark
+(Branin), then times warm switches between pages from the sidebar.
+
+Targets (issue 13): answer -> next question p50 <= 0.3 s, p95 <= 0.6 s; warm page
+switch <= 1 s.
+
+    python tests/benchmarks/browser_latency.py --answers 25 --json -
+
+``reference_workload_s`` times a fixed numpy workload before and after the run in this
+process: compare it between runs (a larger value = a more loaded machine, and every
+figure inflated with it); the load average is reported too. ``--root`` measures another
+checkout's dashboard the same way (to compare before/after under the same load).
+
+Needs ``pip install playwright`` and ``/usr/bin/chromium`` (never ``playwright install``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "dashboard" / "app.py"
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PAGES = {
+    "": "Case studies",
+    "tree_explorer": "Tree explorer",
+    "sensitivity": "Feature sensitivity",
+    "convergence": "Convergence",
+    "hierarchy": "User/item hierarchy",
+    "elicitation": "Live elicitation",
+    "pmr": "PMR features",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def streamlit_server(work: Path, root: Path = ROOT) -> Iterator[str]:
+    """``streamlit run`` of ``root``'s app on a free port with its data folder in
+    ``work``; yields the URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DTPBO_", "OPENAI_"))}
+    env.update(DTPBO_DATA_HOME=str(work / "data_home"), PYTHONPATH=str(root))
+    port = _free_port()
+    exe = Path(sys.executable).with_name("streamlit")
+    cmd = [
+        str(exe) if exe.exists() else shutil.which("streamlit") or "streamlit",
+        "run",
+        str(root / "dashboard" / "app.py"),
+        "--server.headless=true",
+        f"--server.port={port}",
+        "--server.address=127.0.0.1",
+        "--browser.gatherUsageStats=false",
+        "--server.fileWatcherType=none",
+    ]
+    log = (work / "streamlit.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "streamlit did not start:\n" + (work / "streamlit.log").read_text()
+                )
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def settle(pg: Any, timeout: float = 120_000) -> None:
+    """Wait until the app has finished running (no 'Running...' status widget)."""
+    pg.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout)
+    pg.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout
+    )
+
+
+def question_number(pg: Any) -> int:
+    head = pg.locator("h3", has_text="Question ").first.inner_text()
+    return int(head.split("Question ", 1)[1].split(":", 1)[0])
+
+
+def answer_latencies(pg: Any, n: int, sides: str = "AB") -> list[float]:
+    """Click ``n`` answers; seconds from each click to the next question's heading."""
+    out = []
+    for k in range(n):
+        settle(pg)
+        pg.wait_for_timeout(150)  # a person reads the page before answering
+        q = question_number(pg)
+        side = sides[k % len(sides)]
+        button = pg.get_by_role("button", name=f"I prefer {side}")
+        button.wait_for(state="visible")
+        t0 = time.perf_counter()
+        button.click()
+        pg.locator("h3", has_text=f"Question {q + 1}:").first.wait_for(state="visible")
+        out.append(time.perf_counter() - t0)
+    settle(pg)
+    return out
+
+
+def page_switches(pg: Any, url: str, rounds: int = 2) -> dict[str, list[float]]:
+    """Warm switches between pages from the sidebar (each page visited once first)."""
+    for path in PAGES:
+        pg.goto(f"{url}/{path}")
+        settle(pg)
+    times: dict[str, list[float]] = {t: [] for t in PAGES.values()}
+    order = [*list(PAGES.values())[1:], PAGES[""]]
+    for _ in range(rounds):
+        for title in order:
+            t0 = time.perf_counter()
+            pg.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+            pg.locator("h1", has_text=title).first.wait_for()
+            settle(pg)
+            times[title].append(time.perf_counter() - t0)
+    return times
+
+
+def summary(xs: list[float]) -> dict[str, float]:
+    a = np.asarray(xs)
+    return {
+        "n": len(a),
+        "p50_s": round(float(np.percentile(a, 50)), 3),
+        "p95_s": round(float(np.percentile(a, 95)), 3),
+        "max_s": round(float(a.max()), 3),
+    }
+
+
+def reference_seconds() -> float:
+    """A fixed numpy workload timed in this process: how loaded the machine is now."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((200, 200))
+    t0 = time.perf_counter()
+    for _ in range(10):
+        np.linalg.solve(a @ a.T + np.eye(200), a)
+    return time.perf_counter() - t0
+
+
+def run(answers: int, root: Path = ROOT) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    ref0 = reference_seconds()
+    with tempfile.TemporaryDirectory() as tmp, streamlit_server(Path(tmp), root) as url:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+            pg = ctx.new_page()
+            pg.set_default_timeout(120_000)
+            pg.goto(f"{url}/elicitation")
+            settle(pg)
+            elec = answer_latencies(pg, answers)
+            pg.get_by_text("2-D benchmark function").click()
+            # the heading changes once the benchmark's session is drawn
+            pg.locator("h3", has_text=f"Question {answers + 1}:").first.wait_for(state="detached")
+            settle(pg)
+            bench = answer_latencies(pg, answers)
+            switches = page_switches(pg, url)
+            browser.close()
+    flat = [t for ts in switches.values() for t in ts]
+    load = os.getloadavg()
+    return {
+        "app": str(root),
+        "reference_workload_s": [round(ref0, 3), round(reference_seconds(), 3)],
+        "electricity": summary(elec),
+        "branin": summary(bench),
+        "page_switch": {
+            **summary(flat),
+            "per_page_max_s": {k: round(max(v), 3) for k, v in switches.items()},
+        },
+        "load_average_1_5_15": [round(x, 2) for x in load],
+        "cpus": os.cpu_count(),
+        "targets": {"answer_p50_s": 0.3, "answer_p95_s": 0.6, "page_switch_s": 1.0},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--answers", type=int, default=25, help="answers per scenario (default 25)")
+    ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
+    ap.add_argument(
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="checkout whose dashboard to measure (default: this one)",
+    )
+    args = ap.parse_args(argv)
+    res = run(args.answers, args.root.resolve())
+    text = json.dumps(res, indent=1)
+    if args.json == "-":
+        print(text)
+    else:
+        Path(args.json).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
