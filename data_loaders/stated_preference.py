@@ -61,7 +61,7 @@ TRAIN_ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute(
         "comfort",
         "ordinal",
-        levels=("0 (most comfortable)", "1", "2 (least comfortable)"),
+        levels=("0 (most comfortable)", "1 (middle)", "2 (least comfortable)"),
         label="Comfort class",
         column="comfort",
         description="Comfort class of the trip; 0 is the most comfortable.",
@@ -77,8 +77,9 @@ ELECTRICITY_ATTRIBUTES: tuple[Attribute, ...] = (
         column="pf",
         description=(
             "Fixed price in cents per kWh; 0 when the offer has time-of-day or seasonal "
-            "rates instead of a fixed price."
+            "rates instead of a fixed price (shown as 'variable rate')."
         ),
+        special=((0.0, "variable rate"),),
     ),
     Attribute(
         "contract",
@@ -87,6 +88,7 @@ ELECTRICITY_ATTRIBUTES: tuple[Attribute, ...] = (
         unit="years",
         column="cl",
         description="Length of the contract in years (0 = no contract).",
+        special=((0.0, "no contract"),),
     ),
     Attribute(
         "local",

@@ -11,7 +11,7 @@ Modules: ``studies`` (data locations, availability, loading, respondents), ``tre
 ``analyses`` (sensitivity, hierarchy), ``results``, ``elicitation`` and ``pmr``.
 """
 
-from dashboard._services.analyses import hierarchy, sensitivity, user_groups
+from dashboard._services.analyses import evidence, hierarchy, sensitivity, user_groups
 from dashboard._services.elicitation import (
     benchmark_grid,
     leaf_boxes,
@@ -59,12 +59,15 @@ from dashboard._services.studies import (
 )
 from dashboard._services.trees import (
     default_sensitive,
-    dot_available,
-    dot_to_svg,
     fit_tree,
     item_labels,
+    item_names,
     items_table,
+    leaf_numbers,
     leaf_table,
+    svg_to_png,
+    tree_view,
+    warm_up,
 )
 
 __all__ = [
@@ -79,10 +82,9 @@ __all__ = [
     "data_paths",
     "dataset_of",
     "default_sensitive",
-    "dot_available",
-    "dot_to_svg",
     "endpoint_reachable",
     "env_stamp",
+    "evidence",
     "fit_tree",
     "folders_of_kind",
     "get_study",
@@ -90,8 +92,10 @@ __all__ = [
     "how_to_get",
     "is_per_respondent",
     "item_labels",
+    "item_names",
     "items_table",
     "leaf_boxes",
+    "leaf_numbers",
     "leaf_table",
     "loader_options",
     "mean_se",
@@ -110,9 +114,12 @@ __all__ = [
     "study_statuses",
     "study_titles",
     "study_token",
+    "svg_to_png",
     "table_token",
+    "tree_view",
     "two_d_benchmarks",
     "urgency_tree",
     "usable_study_keys",
     "user_groups",
+    "warm_up",
 ]

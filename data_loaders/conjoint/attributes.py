@@ -127,6 +127,9 @@ class Attribute:
     missing
         Level label (or number) used for an empty cell; ``None`` makes an empty cell an
         error.
+    special
+        Numeric codes with a meaning of their own (``((0.0, "no contract"),)``), passed
+        to the schema feature so displays and rules print the meaning.
     """
 
     name: str
@@ -143,6 +146,7 @@ class Attribute:
     scale: float = 1.0
     bounds: tuple[float, float] | None = None
     missing: str | float | None = None
+    special: tuple[tuple[float, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in _ATTRIBUTE_KINDS:
@@ -301,6 +305,7 @@ class Attribute:
             label=self.label,
             unit=self.unit,
             description=self.description,
+            special=self.special,
         )
 
     def to_dict(self) -> dict[str, Any]:
