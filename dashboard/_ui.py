@@ -183,7 +183,10 @@ def tree_with_downloads(
         help="Height of the tree view in pixels; the view also has a full-screen button.",
     )
     interactive_tree(tree, name=name, height=int(tall), max_depth=max_depth)
-    svg = tree.to_svg(max_depth=max_depth)
+
+    def svg() -> str:  # rendered when clicked (deferred download)
+        return tree.to_svg(max_depth=max_depth)
+
     cols = st.columns(4)
     cols[0].download_button(
         "Download SVG",
@@ -195,7 +198,7 @@ def tree_with_downloads(
     )
     cols[1].download_button(
         "Download PNG",
-        svc.svg_to_png(svg),
+        lambda: svc.svg_to_png(svg()),
         file_name=f"{name}.png",
         mime="image/png",
         key=f"{key}_png",
@@ -203,7 +206,7 @@ def tree_with_downloads(
     )
     cols[2].download_button(
         "Download DOT",
-        tree.to_dot(max_depth=max_depth),
+        lambda: tree.to_dot(max_depth=max_depth),
         file_name=f"{name}.dot",
         mime="text/vnd.graphviz",
         key=f"{key}_dot",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -183,11 +185,23 @@ def tree_view(
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+#: Widest PNG export in pixels (a 100-leaf tree at scale 2 would be ~40k px wide).
+PNG_MAX_WIDTH = 12_000
+
+
+@functools.lru_cache(maxsize=16)
 def svg_to_png(svg: str, scale: float = 2.0) -> bytes:
-    """PNG of an SVG document (vl-convert's bundled resvg renderer: no system tools)."""
+    """PNG of an SVG document (vl-convert's bundled resvg renderer: no system tools).
+
+    The scale shrinks so the image is at most :data:`PNG_MAX_WIDTH` pixels wide. Cached
+    with ``functools`` (not Streamlit) so a download button's deferred callable, which runs
+    outside the script thread, can call it.
+    """
     import vl_convert
 
+    m = re.search(r'<svg[^>]*\swidth="([0-9.]+)"', svg)
+    width = float(m.group(1)) if m else 1000.0
+    scale = max(0.25, min(scale, PNG_MAX_WIDTH / max(width, 1.0)))
     return bytes(vl_convert.svg_to_png(svg, scale=scale))
 
 

@@ -81,9 +81,12 @@
       grp.appendChild(el("title", {}, n.tooltip + (kids.get(i).length ? (b.closed ? " — click to expand." : " — click to collapse.") : (n.items.length ? " — click to list every item." : ""))));
       grp.appendChild(el("rect", { x: b.x - b.w / 2, y: b.y, width: b.w, height: b.h, rx: 6, fill: n.fill, stroke: n.on_path ? "#1f4e79" : "#555", "stroke-width": n.on_path ? 3 : 1, "stroke-dasharray": b.closed ? "4 2" : "none" }));
       const ty0 = b.y + 4 + 11;
-      grp.appendChild(el("text", { x: b.x, y: ty0, "text-anchor": "middle", "font-weight": "bold" }, n.title));
+      n.title_lines.forEach((t, k) => {
+        grp.appendChild(el("text", { x: b.x, y: ty0 + k * 14, "text-anchor": "middle", "font-weight": "bold" }, t));
+      });
+      const off = n.title_lines.length;
       (b.closed ? n.summary : n.lines).forEach((t, k) => {
-        grp.appendChild(el("text", { x: b.x, y: ty0 + (k + 1) * 14, "text-anchor": "middle", fill: t === n.warn ? "#b00020" : "#000" }, t));
+        grp.appendChild(el("text", { x: b.x, y: ty0 + (k + off) * 14, "text-anchor": "middle", fill: t === n.warn ? "#b00020" : "#000" }, t));
       });
       grp.addEventListener("click", (ev) => { ev.stopPropagation(); clicked(i); });
       g.appendChild(grp);
@@ -173,7 +176,14 @@
     };
     img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(standalone());
   });
+  function start() {
+    // small trees fit the view; big ones open at a readable scale centred on the root
+    fit();
+    if (scale < 0.6) {
+      const r = svg.getBoundingClientRect(), lay = layout(), b = lay.get(root);
+      scale = 0.6; tx = r.width / 2 - b.x * scale; ty = 4; apply();
+    }
+  }
   draw();
-  fit();
-  window.addEventListener("resize", fit);
+  start();
 })();

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -163,6 +164,28 @@ class ViewNode:
 
 #: Item names shown inside a leaf box before "and N more".
 LEAF_ITEMS_SHOWN = 3
+#: Characters per line of a box's wrapped title, and of an item name inside a leaf box
+#: (the full names are in ``items``: tooltips, the dashboard's leaf panel and Leaves tab).
+TITLE_WRAP = 34
+ITEM_CHARS = 22
+_ITEM_RE = re.compile(r"^(.*) \((won (\d+), lost (\d+)|not compared)\)$")
+
+
+def _short_item(text: str) -> str:
+    m = _ITEM_RE.match(text)
+    if m is None:
+        return text if len(text) <= ITEM_CHARS + 10 else text[: ITEM_CHARS + 9] + "…"
+    name = m.group(1)
+    name = name if len(name) <= ITEM_CHARS else name[: ITEM_CHARS - 1] + "…"
+    seen = f"{m.group(3)} won, {m.group(4)} lost" if m.group(3) is not None else "not compared"
+    return f"{name} ({seen})"
+
+
+def wrap_title(title: str, width: int = TITLE_WRAP) -> list[str]:
+    """A box title broken into lines of at most ``width`` characters (at spaces)."""
+    return textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 _LINE_H = 14
 _PAD = 8
 
@@ -195,7 +218,7 @@ class TreeView:
     def node_lines(self, node: ViewNode, collapsed: bool) -> list[str]:
         body = list(node.summary if collapsed and node.summary else node.lines)
         if not collapsed and node.items:
-            body += [f"• {t}" for t in node.items[:LEAF_ITEMS_SHOWN]]
+            body += [f"• {_short_item(t)}" for t in node.items[:LEAF_ITEMS_SHOWN]]
             if len(node.items) > LEAF_ITEMS_SHOWN:
                 body.append(f"and {len(node.items) - LEAF_ITEMS_SHOWN} more")
         if node.warn:
@@ -204,8 +227,9 @@ class TreeView:
 
     def box(self, node: ViewNode, collapsed: bool = False) -> tuple[float, float]:
         body = self.node_lines(node, collapsed)
-        w = max([_text_width(node.title, True), *(_text_width(t) for t in body)])
-        return max(w + 2 * _PAD, 60.0), _LINE_H * (1 + len(body)) + _PAD
+        head = wrap_title(node.title)
+        w = max([*(_text_width(t, True) for t in head), *(_text_width(t) for t in body)])
+        return max(w + 2 * _PAD, 60.0), _LINE_H * (len(head) + len(body)) + _PAD
 
     def layout(
         self, collapsed: Sequence[int] = (), max_depth: int | None = None
@@ -304,11 +328,13 @@ class TreeView:
                 f' fill="{n.fill}" {stroke}/>'
             )
             ty = y + _PAD / 2 + 11
-            parts.append(
-                f'<text x="{x:.1f}" y="{ty:.1f}" text-anchor="middle" font-weight="bold">'
-                f"{esc(n.title)}</text>"
-            )
-            for k, line in enumerate(self.node_lines(n, shut), start=1):
+            head = wrap_title(n.title)
+            for k, line in enumerate(head):
+                parts.append(
+                    f'<text x="{x:.1f}" y="{ty + k * _LINE_H:.1f}" text-anchor="middle"'
+                    f' font-weight="bold">{esc(line)}</text>'
+                )
+            for k, line in enumerate(self.node_lines(n, shut), start=len(head)):
                 colour = ' fill="#b00020"' if line == n.warn else ""
                 parts.append(
                     f'<text x="{x:.1f}" y="{ty + k * _LINE_H:.1f}" text-anchor="middle"{colour}>'
@@ -373,6 +399,7 @@ class TreeView:
                     "edge": n.edge,
                     "kind": n.kind,
                     "title": n.title,
+                    "title_lines": wrap_title(n.title),
                     "lines": self.node_lines(n, False),
                     "summary": self.node_lines(n, True),
                     "items": list(n.items),
