@@ -157,8 +157,14 @@ def evidence_chart(ev: pd.DataFrame) -> alt.Chart:
     )
     long["lo"] = np.where(long["kind"] == "training", np.nan, 100 * long["ci_low"])
     long["hi"] = np.where(long["kind"] == "training", np.nan, 100 * long["ci_high"])
-    y = alt.Y("method:N", title=None, sort=list(d["method"]), axis=alt.Axis(labelLimit=260))
-    x_scale = alt.Scale(domain=[0, 100])
+    y = alt.Y(
+        "method:N",
+        title=None,
+        sort=list(d["method"]),
+        axis=alt.Axis(labelLimit=260, labelOverlap=False),
+    )
+    low = float(np.nanmin(long[["value", "lo"]].to_numpy())) if len(long) else 50.0
+    x_scale = alt.Scale(domain=[max(0.0, min(45.0, 5 * np.floor(low / 5) - 5)), 100])
     points = (
         alt.Chart(long)
         .mark_point(filled=True, size=90)
@@ -192,7 +198,7 @@ def evidence_chart(ev: pd.DataFrame) -> alt.Chart:
         .mark_rule(color="#c0392b", strokeDash=[4, 3])
         .encode(x="x:Q", tooltip=["what:N"])
     )
-    return alt.layer(bars, points, chance).properties(height=60 + 40 * len(d))
+    return alt.layer(bars, points, chance).properties(height=50 * max(len(d), 1) + 30)
 
 
 def surface_grid(utility: Any, bounds: np.ndarray, n: int = 60) -> pd.DataFrame:

@@ -54,6 +54,8 @@ if per_resp:
         help="Each respondent gets their own tree and hold-out; results are cached.",
     )
 
+with st.spinner("Preparing the tree kernels (once per start)..."):
+    svc.warm_up()
 with st.spinner("Refitting without each feature..."):
     table = svc.sensitivity(study, frac, seed, n_resp, use_split)
 

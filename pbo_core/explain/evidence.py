@@ -70,14 +70,16 @@ def heldout_accuracy(
         correct = np.full(data.n_pairs, np.nan)
         error = ""
         try:
-            full = make().fit(data)
-            train = float(np.mean(pair_correct(full.predict(data.X), data.pairs)))
+            # folds first: a factory that learns settings on its first fit (e.g. GP
+            # hyperparameters) learns them without the first fold's comparisons
             for f in range(k):
                 test = folds == f
                 if not test.any() or test.all():
                     continue
                 model = make().fit(data.select_pairs(~test))
                 correct[test] = pair_correct(model.predict(data.X), data.pairs[test])
+            full = make().fit(data)
+            train = float(np.mean(pair_correct(full.predict(data.X), data.pairs)))
         except Exception as exc:  # a baseline that cannot fit these data says why
             train, error = float("nan"), f"{type(exc).__name__}: {exc}"
         ok = correct[np.isfinite(correct)]

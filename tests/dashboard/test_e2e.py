@@ -193,6 +193,8 @@ def test_tree_explorer_zoom_collapse_items_and_downloads(server, page) -> None:
     settle(page)
     pick_study(page, "Patient message triage (demo)")
     frame = page.frame_locator(TREE_FRAME).first
+    # the view of the chosen study (not the previous study's, still fading out)
+    expect(frame.locator("#tree-svg")).to_contain_text("Patient message triage", timeout=60_000)
     nodes = frame.locator("g.node")
     nodes.first.wait_for(state="visible")
     n_all = nodes.count()
@@ -232,6 +234,13 @@ def test_tree_explorer_zoom_collapse_items_and_downloads(server, page) -> None:
         page.get_by_role("button", name="Download PNG").click()
     png = Path(dl.value.path()).read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    # held-out evidence: the tree next to the GP and the logit baseline, with CIs
+    page.get_by_role("tab", name="Held-out evidence").click()
+    settle(page, timeout=120_000)
+    page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible", timeout=240_000)
+    expect(page.get_by_text("Logit (linear utility)").first).to_be_visible()
+    page.wait_for_timeout(800)
+    snap(page, "tree_evidence")
 
 
 def test_live_elicitation_three_answers_change_the_tree(server, page) -> None:
@@ -298,6 +307,9 @@ def test_page_switches_and_screenshots(server, page) -> None:
         if name in ("case_studies", "sensitivity", "convergence"):
             page.wait_for_timeout(1500)  # let charts and tables paint
             snap(page, name, docs=True)
+        if name == "hierarchy":
+            page.wait_for_timeout(1500)
+            snap(page, name)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "page_switch_timings.json").write_text(json.dumps(timings, indent=1))
     print("page switch timings (s):", timings)
