@@ -74,36 +74,131 @@ def line_chart(
 
 
 def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
-    """Bars of the test-accuracy change when each feature is removed (Table 10)."""
+    """Bars of the test-accuracy change when each feature is removed (Table 10), with
+    95 % CIs over respondents where known, a "no change" rule at 0, and grey bars for
+    changes inside the noise (CI contains 0)."""
     body = table[table["feature removed"] != "None (baseline)"].copy()
-    body["effect"] = np.where(body["delta test (pp)"] < 0, "accuracy drops", "no drop")
+    has_ci = "delta test CI low (pp)" in body and body["delta test CI low (pp)"].notna().any()
+    if has_ci:
+        body["effect"] = np.where(
+            body["within noise"].fillna(True).astype(bool),
+            "within noise (CI contains 0)",
+            np.where(body["delta test (pp)"] < 0, "accuracy drops", "accuracy rises"),
+        )
+    else:
+        body["effect"] = np.where(
+            body["delta test (pp)"] < 0, "accuracy drops", "no drop (no CI: one split)"
+        )
+    domain = [
+        "accuracy drops",
+        "accuracy rises",
+        "within noise (CI contains 0)",
+        "no drop (no CI: one split)",
+    ]
     order = body.sort_values("delta test (pp)")["feature removed"].tolist()
-    return (
+    y = alt.Y(
+        "feature removed:N", sort=order, title="feature removed", axis=alt.Axis(labelLimit=320)
+    )
+    tooltip = [
+        "feature removed:N",
+        alt.Tooltip("test acc (%):Q", format=".1f"),
+        alt.Tooltip("delta test (pp):Q", format="+.1f"),
+        alt.Tooltip("train acc (%):Q", format=".1f"),
+        alt.Tooltip("delta train (pp):Q", format="+.1f"),
+        "effect:N",
+    ]
+    if has_ci:
+        tooltip += [
+            alt.Tooltip("delta test CI low (pp):Q", format="+.1f", title="95% CI low"),
+            alt.Tooltip("delta test CI high (pp):Q", format="+.1f", title="95% CI high"),
+        ]
+    bars = (
         alt.Chart(body)
         .mark_bar()
         .encode(
             x=alt.X("delta test (pp):Q", title="change in test accuracy (percentage points)"),
-            y=alt.Y(
-                "feature removed:N",
-                sort=order,
-                title="feature removed",
-                axis=alt.Axis(labelLimit=320),
-            ),
+            y=y,
             color=alt.Color(
                 "effect:N",
-                scale=alt.Scale(domain=["accuracy drops", "no drop"], range=["#c0392b", "#7f8c8d"]),
-                legend=None,
+                scale=alt.Scale(domain=domain, range=["#c0392b", "#2e86c1", "#bdc3c7", "#7f8c8d"]),
+                legend=alt.Legend(orient="bottom", title=None),
             ),
+            tooltip=tooltip,
+        )
+    )
+    zero = (
+        alt.Chart(pd.DataFrame({"x": [0.0], "what": ["no change"]}))
+        .mark_rule(color="#333", strokeDash=[4, 3])
+        .encode(x="x:Q", tooltip=["what:N"])
+    )
+    layers = [bars, zero]
+    if has_ci:
+        layers.append(
+            alt.Chart(body)
+            .mark_errorbar(color="#222", thickness=1.5)
+            .encode(
+                x=alt.X("delta test CI low (pp):Q", title=""),
+                x2="delta test CI high (pp):Q",
+                y=y,
+            )
+        )
+    return alt.layer(*layers).properties(height=80 + 28 * len(body))
+
+
+def evidence_chart(ev: pd.DataFrame) -> alt.Chart:
+    """Held-out accuracy (95 % CI) per method next to training accuracy; chance at 50 %."""
+    d = ev[ev["heldout"].notna()].copy()
+    long = pd.concat(
+        [
+            d.assign(kind="held-out (95% CI)", value=100 * d["heldout"]),
+            d.assign(kind="training", value=100 * d["train"]),
+        ],
+        ignore_index=True,
+    )
+    long["lo"] = np.where(long["kind"] == "training", np.nan, 100 * long["ci_low"])
+    long["hi"] = np.where(long["kind"] == "training", np.nan, 100 * long["ci_high"])
+    y = alt.Y(
+        "method:N",
+        title=None,
+        sort=list(d["method"]),
+        axis=alt.Axis(labelLimit=260, labelOverlap=False),
+    )
+    low = float(np.nanmin(long[["value", "lo"]].to_numpy())) if len(long) else 50.0
+    x_scale = alt.Scale(domain=[max(0.0, min(45.0, 5 * np.floor(low / 5) - 5)), 100])
+    points = (
+        alt.Chart(long)
+        .mark_point(filled=True, size=90)
+        .encode(
+            x=alt.X("value:Q", title="pairwise accuracy (%)", scale=x_scale),
+            y=y,
+            color=alt.Color(
+                "kind:N",
+                scale=alt.Scale(
+                    domain=["held-out (95% CI)", "training"], range=["#1f4e79", "#aab7c4"]
+                ),
+                legend=alt.Legend(orient="bottom", title=None),
+            ),
+            shape=alt.Shape("kind:N", legend=None),
             tooltip=[
-                "feature removed:N",
-                alt.Tooltip("test acc (%):Q", format=".1f"),
-                alt.Tooltip("delta test (pp):Q", format="+.1f"),
-                alt.Tooltip("train acc (%):Q", format=".1f"),
-                alt.Tooltip("delta train (pp):Q", format="+.1f"),
+                "method:N",
+                "kind:N",
+                alt.Tooltip("value:Q", format=".1f", title="accuracy (%)"),
+                alt.Tooltip("lo:Q", format=".1f", title="CI low"),
+                alt.Tooltip("hi:Q", format=".1f", title="CI high"),
             ],
         )
-        .properties(height=80 + 28 * len(body))
     )
+    bars = (
+        alt.Chart(long[long["kind"] != "training"])
+        .mark_rule(color="#1f4e79", strokeWidth=2)
+        .encode(x=alt.X("lo:Q", scale=x_scale), x2="hi:Q", y=y)
+    )
+    chance = (
+        alt.Chart(pd.DataFrame({"x": [50.0], "what": ["chance (coin flip)"]}))
+        .mark_rule(color="#c0392b", strokeDash=[4, 3])
+        .encode(x="x:Q", tooltip=["what:N"])
+    )
+    return alt.layer(bars, points, chance).properties(height=50 * max(len(d), 1) + 30)
 
 
 def surface_grid(utility: Any, bounds: np.ndarray, n: int = 60) -> pd.DataFrame:

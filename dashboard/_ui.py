@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -87,42 +89,131 @@ def respondent_picker(study: Any, *, key: str, container: Any = None) -> Any:
     )
 
 
+_TREE_JS = Path(__file__).resolve().parent / "static" / "tree_view.js"
+
+_TREE_HTML = """<!doctype html><html><head><meta charset="utf-8"><style>
+body {{ margin: 0; font-family: Helvetica, Arial, sans-serif; font-size: 13px; background: #fff; }}
+#bar {{ display: flex; gap: 4px; align-items: center; flex-wrap: wrap; padding: 2px 0 4px; }}
+#bar button {{ font-size: 12px; padding: 2px 8px; border: 1px solid #bbb; border-radius: 4px;
+  background: #f7f7f7; cursor: pointer; }}
+#bar button:hover {{ background: #e8eef6; }}
+#bar span {{ color: #555; font-size: 12px; margin-left: 6px; }}
+#tree-svg {{ width: 100%; height: {svg_h}px; border: 1px solid #ddd; border-radius: 6px;
+  cursor: grab; font-family: Helvetica, Arial, sans-serif; font-size: 11px; display: block; }}
+#tree-panel {{ display: none; max-height: 160px; overflow: auto; border: 1px solid #ddd;
+  border-radius: 6px; padding: 4px 8px; margin-top: 4px; font-size: 12px; }}
+#tree-panel ul {{ margin: 2px 0; padding-left: 18px; columns: 2; }}
+.node:hover rect {{ stroke-width: 2.5; }}
+</style></head><body>
+<div id="bar">
+<button id="b-in" title="Zoom in (or use the mouse wheel)">+ Zoom in</button>
+<button id="b-out" title="Zoom out">- Zoom out</button>
+<button id="b-fit" title="Fit the whole tree in the view">Fit</button>
+<button id="b-real" title="Actual size (100%)">100%</button>
+<button id="b-expand" title="Expand every collapsed subtree">Expand all</button>
+<button id="b-collapse" title="Collapse every subtree below depth 2">Collapse below depth 2</button>
+<button id="b-full" title="Full screen (Esc to leave)">Full screen</button>
+<button id="b-svg" title="Download the view as shown (SVG)">SVG of view</button>
+<button id="b-png" title="Download the view as shown (PNG)">PNG of view</button>
+<span id="tree-zoom"></span><span id="tree-count"></span>
+<span>Drag to pan · wheel to zoom · click a split to collapse/expand · click a leaf for all its
+items · hover for details</span>
+</div>
+<svg id="tree-svg" xmlns="http://www.w3.org/2000/svg"></svg>
+<div id="tree-panel"></div>
+<script type="application/json" id="tree-data">{data}</script>
+<script type="application/json" id="tree-opts">{opts}</script>
+<script>{js}</script>
+</body></html>"""
+
+
+def _json_for_script(obj: Any) -> str:
+    """JSON safe inside a <script> element."""
+    return json.dumps(obj).replace("</", "<\\/")
+
+
+def interactive_tree(
+    view: Any, *, name: str, height: int = 560, max_depth: int | None = None
+) -> None:
+    """The tree in an interactive SVG: pan, zoom, collapse/expand, full screen.
+
+    Drawn in the browser by a small script shipped with the dashboard
+    (``dashboard/static/tree_view.js``, no network, no Graphviz program).
+    """
+    doc = _TREE_HTML.format(
+        svg_h=height,
+        data=_json_for_script(view.to_dict()),
+        opts=_json_for_script({"name": name, "max_depth": max_depth, "collapsed": []}),
+        js=_TREE_JS.read_text(encoding="utf-8"),
+    )
+    st.iframe(doc, height=height + 100)
+
+
 def tree_with_downloads(
-    dot: str,
+    tree: Any,
     *,
     name: str,
     key: str,
     json_text: str | None = None,
     height: int | None = None,
+    max_depth: int | None = None,
 ) -> None:
-    """A Graphviz tree with DOT / SVG / JSON download buttons."""
-    st.graphviz_chart(dot, width="content", height=height if height is not None else "content")
-    cols = st.columns(3)
+    """A tree view with SVG / PNG / DOT / JSON downloads.
+
+    ``tree`` is a :class:`pbo_core.explain.TreeView` (interactive view; downloads rendered
+    in Python, no system tools) or, for older callers, a DOT string (Graphviz chart and
+    DOT download only).
+    """
+    if isinstance(tree, str):
+        st.graphviz_chart(tree, width="content", height=height if height is not None else "content")
+        st.download_button(
+            "Download DOT",
+            tree,
+            file_name=f"{name}.dot",
+            mime="text/vnd.graphviz",
+            key=f"{key}_dot",
+            on_click="ignore",
+        )
+        return
+    tall = st.select_slider(
+        "View height",
+        options=[400, 560, 760, 1000],
+        value=height if height in (400, 560, 760, 1000) else 560,
+        key=f"{key}_height",
+        help="Height of the tree view in pixels; the view also has a full-screen button.",
+    )
+    interactive_tree(tree, name=name, height=int(tall), max_depth=max_depth)
+
+    def svg() -> str:  # rendered when clicked (deferred download)
+        return tree.to_svg(max_depth=max_depth)
+
+    cols = st.columns(4)
     cols[0].download_button(
+        "Download SVG",
+        svg,
+        file_name=f"{name}.svg",
+        mime="image/svg+xml",
+        key=f"{key}_svg",
+        on_click="ignore",
+    )
+    cols[1].download_button(
+        "Download PNG",
+        lambda: svc.svg_to_png(svg()),
+        file_name=f"{name}.png",
+        mime="image/png",
+        key=f"{key}_png",
+        on_click="ignore",
+    )
+    cols[2].download_button(
         "Download DOT",
-        dot,
+        lambda: tree.to_dot(max_depth=max_depth),
         file_name=f"{name}.dot",
         mime="text/vnd.graphviz",
         key=f"{key}_dot",
         on_click="ignore",
     )
-    svg = svc.dot_to_svg(dot)
-    if svg is None:
-        cols[1].caption(
-            "SVG download needs Graphviz's `dot` program, which is not installed "
-            "(`apt-get install graphviz`)."
-        )
-    else:
-        cols[1].download_button(
-            "Download SVG",
-            svg,
-            file_name=f"{name}.svg",
-            mime="image/svg+xml",
-            key=f"{key}_svg",
-            on_click="ignore",
-        )
     if json_text is not None:
-        cols[2].download_button(
+        cols[3].download_button(
             "Download JSON",
             json_text,
             file_name=f"{name}.json",

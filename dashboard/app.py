@@ -20,7 +20,6 @@ _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a plain checkout
     sys.path.insert(0, str(_ROOT))
 
-import numpy as np  # noqa: E402
 import streamlit as st  # noqa: E402
 
 from dashboard import _services as svc  # noqa: E402
@@ -79,29 +78,17 @@ def _data_locations() -> None:
         st.session_state["_saved_paths"] = cleaned
 
 
-def _compile_kernels() -> None:
-    from pbo_core.data import PreferenceData
-    from pbo_core.models.dt import DTSurrogate
-
-    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    DTSurrogate().fit(PreferenceData(X, np.array([[3, 0], [1, 0], [3, 2], [2, 1]])))
-
-
 @st.cache_resource(show_spinner=False)
 def _kernel_warm_up() -> threading.Thread:
     """Compile the tree kernels once per server, in the background (numba caches them on
     disk, so later starts load them in well under a second)."""
-    t = threading.Thread(target=_compile_kernels, name="dtpbo-kernel-warm-up", daemon=True)
+    t = threading.Thread(target=svc.warm_up, name="dtpbo-kernel-warm-up", daemon=True)
     t.start()
     return t
 
 
 def _warm_up_status() -> None:
     """Start the warm-up and say so while it runs (no silent first tree view)."""
-    warm = getattr(svc, "warm_up_kernels", None)  # the trees service's, when it has one
-    if warm is not None:
-        warm()
-        return
     if _kernel_warm_up().is_alive():
         st.sidebar.info(
             "Preparing the tree kernels (first start only; cached on disk afterwards)..."

@@ -71,7 +71,7 @@ TRAIN_ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute(
         "comfort",
         "ordinal",
-        levels=("0 (most comfortable)", "1", "2 (least comfortable)"),
+        levels=("0 (most comfortable)", "1 (middle)", "2 (least comfortable)"),
         label="Comfort class",
         column="comfort",
         description="Comfort class of the trip; 0 is the most comfortable.",
@@ -89,8 +89,9 @@ ELECTRICITY_ATTRIBUTES: tuple[Attribute, ...] = (
         max=100,
         description=(
             "Fixed price in cents per kWh; 0 when the offer has time-of-day or seasonal "
-            "rates instead of a fixed price."
+            "rates instead of a fixed price (shown as 'variable rate')."
         ),
+        special=((0.0, "variable rate"),),
     ),
     Attribute(
         "contract",
@@ -101,6 +102,7 @@ ELECTRICITY_ATTRIBUTES: tuple[Attribute, ...] = (
         min=0,
         max=30,
         description="Length of the contract in years (0 = no contract).",
+        special=((0.0, "no contract"),),
     ),
     Attribute(
         "local",

@@ -82,6 +82,10 @@ class Feature:
         Unit appended to numeric thresholds ("%", "min", "BRB").
     description
         Longer explanation shown in attribute tables.
+    special
+        Numeric codes with a meaning of their own, as ``((value, meaning), ...)``: e.g.
+        ``((0.0, "variable rate"),)`` for a fixed price of 0 that means "no fixed price".
+        Displays print the meaning instead of the number, and rules mention it.
     """
 
     name: str
@@ -91,6 +95,7 @@ class Feature:
     label: str = ""
     unit: str = ""
     description: str = ""
+    special: tuple[tuple[float, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -113,11 +118,39 @@ class Feature:
             if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
                 raise DataValidationError(f"feature {self.name!r}: invalid bounds {self.bounds}")
             object.__setattr__(self, "bounds", (lo, hi))
+        object.__setattr__(
+            self, "special", tuple((float(v), str(m)) for v, m in dict(self.special).items())
+        )
 
     @property
     def display(self) -> str:
-        """The label shown to people."""
-        return self.label or self.name
+        """The label shown to people (``label``, else the name in words)."""
+        if self.label:
+            return self.label
+        if "_" not in self.name:
+            return self.name
+        words = humanize(self.name)
+        return words[:1].upper() + words[1:]
+
+    def level_label(self, k: int) -> str:
+        """The displayed label of level ``k`` (snake_case codes read as words)."""
+        labels = self.levels if self.kind != "binary" else (self.levels or ("no", "yes"))
+        return humanize(labels[int(k)])
+
+    def format_value(self, value: Any) -> str:
+        """One value as people read it: level label, number with unit, or special code."""
+        if self.kind == "multi_hot":
+            vals = [humanize(str(v)) for v in (value or [])]
+            return ", ".join(vals) if vals else "none"
+        if self.kind != "numeric":
+            if isinstance(value, str):
+                return humanize(value)
+            return self.level_label(round(float(value)))
+        x = float(value)
+        for v, meaning in self.special:
+            if x == v:
+                return meaning
+        return _with_unit(_fmt_number(x), self.unit)
 
     @property
     def n_columns(self) -> int:
@@ -134,6 +167,7 @@ class Feature:
             "label": self.label,
             "unit": self.unit,
             "description": self.description,
+            **({"special": [list(p) for p in self.special]} if self.special else {}),
         }
 
     @classmethod
@@ -148,6 +182,7 @@ class Feature:
             label=d.get("label", ""),
             unit=d.get("unit", ""),
             description=d.get("description", ""),
+            special=tuple((float(v), str(m)) for v, m in d.get("special") or ()),
         )
 
 
@@ -196,10 +231,23 @@ def _fmt_number(x: float) -> str:
     return s
 
 
+def humanize(code: str) -> str:
+    """A snake_case code in words: ``"same_day_triage_or_call"`` -> ``"same-day triage or
+    call"``-like text (underscores become spaces); other strings are returned unchanged."""
+    if "_" not in code:
+        return code
+    return " ".join(w for w in code.split("_") if w)
+
+
 def _with_unit(value: str, unit: str) -> str:
+    """``value`` with its unit; a plural unit turns singular for exactly 1 ("1 year")."""
     if not unit:
         return value
-    return f"{value}{unit}" if unit in ("%", "°") else f"{value} {unit}"
+    if unit in ("%", "°"):
+        return f"{value}{unit}"
+    if value in ("1", "-1") and unit.isalpha() and unit.endswith("s") and len(unit) > 3:
+        unit = unit[:-1]
+    return f"{value} {unit}"
 
 
 @dataclass(frozen=True)
@@ -515,37 +563,43 @@ class Schema:
     def describe_threshold(self, column: int, threshold: float, right: bool) -> str:
         """Readable condition ``x[column] >= threshold`` (``right``) or ``< threshold``.
 
-        Ordinal thresholds print level labels ("sensitivity >= 80%"), binary ones print the
+        Ordinal thresholds print the range of level labels on their side, both ends named
+        so the scale's direction shows ("Comfort class: 1 (middle) .. 2 (least
+        comfortable)", "sensitivity = 90%" for a single level); binary ones print the
         chosen value ("invitation = telephone call"), multi-hot ones membership
-        ("red flags include chest pain").
+        ("red flags include chest pain"); numeric ones add the meaning of special codes on
+        their side ("Fixed price < 3.5 ¢/kWh (or variable rate)"). snake_case level codes
+        read as words.
         """
         c = self.columns[column]
         f = self.features[c.feature]
         if f.kind == "numeric":
             op = ">=" if right else "<"
-            return f"{f.display} {op} {_with_unit(_fmt_number(threshold), f.unit)}"
+            text = f"{f.display} {op} {_with_unit(_fmt_number(threshold), f.unit)}"
+            codes = [m for v, m in f.special if (v >= threshold) == right]
+            return text + (f" (or {' or '.join(codes)})" if codes else "")
         if f.kind == "ordinal":
+            # ordinal rules name the range of levels on their side, ends included, so the
+            # direction of the scale reads from the level labels ("1 .. 2 (least comfortable)")
             k = math.floor(threshold) + 1  # first code on the right side
             k = min(max(k, 1), len(f.levels) - 1)
-            if right:
-                if k == len(f.levels) - 1:
-                    return f"{f.display} = {_with_unit(f.levels[k], f.unit)}"
-                return f"{f.display} >= {_with_unit(f.levels[k], f.unit)}"
-            if k == 1:
-                return f"{f.display} = {_with_unit(f.levels[0], f.unit)}"
-            return f"{f.display} <= {_with_unit(f.levels[k - 1], f.unit)}"
+            lo, hi = (k, len(f.levels) - 1) if right else (0, k - 1)
+            if lo == hi:
+                return f"{f.display} = {_with_unit(f.level_label(lo), f.unit)}"
+            first = _with_unit(f.level_label(lo), f.unit)
+            last = _with_unit(f.level_label(hi), f.unit)
+            return f"{f.display}: {first} .. {last}"
         if f.kind == "binary":
-            labels = f.levels or ("no", "yes")
-            return f"{f.display} = {labels[1] if right else labels[0]}"
+            return f"{f.display} = {f.level_label(1 if right else 0)}"
         # multi-hot column
         verb = "includes" if right else "does not include"
-        return f"{f.display} {verb} {c.value}"
+        return f"{f.display} {verb} {humanize(str(c.value))}"
 
     def describe_categories(self, column: int, codes: Iterable[int]) -> str:
         """Readable condition "feature in {levels}" for a categorical column."""
         c = self.columns[column]
         f = self.features[c.feature]
-        labels = [f.levels[int(k)] for k in sorted(set(int(k) for k in codes))]
+        labels = [f.level_label(int(k)) for k in sorted(set(int(k) for k in codes))]
         if len(labels) == 1:
             return f"{f.display} = {labels[0]}"
         return f"{f.display} in {{{', '.join(labels)}}}"

@@ -13,7 +13,7 @@ first need into the per-user data folder), ``elicitation``, ``sessions`` (the SQ
 of elicitation sessions and sidebar paths) and ``pmr``.
 """
 
-from dashboard._services.analyses import hierarchy, sensitivity, user_groups
+from dashboard._services.analyses import evidence, hierarchy, sensitivity, user_groups
 from dashboard._services.elicitation import (
     Wording,
     attribute_summary,
@@ -27,11 +27,11 @@ from dashboard._services.elicitation import (
     new_elicitation,
     no_leaf_boxes,
     option_table,
-    session_dot,
     session_items,
     session_items_table,
     session_leaf_table,
     session_points,
+    session_tree,
     state_token,
     two_d_benchmarks,
     wording,
@@ -80,13 +80,16 @@ from dashboard._services.studies import (
     usable_study_keys,
 )
 from dashboard._services.trees import (
+    data_item_names,
     default_sensitive,
-    dot_available,
-    dot_to_svg,
     fit_tree,
     item_labels,
     items_table,
+    leaf_numbers,
     leaf_table,
+    svg_to_png,
+    tree_view,
+    warm_up,
 )
 
 __all__ = [
@@ -103,14 +106,14 @@ __all__ = [
     "cached_extractions",
     "chart_templates",
     "chosen_respondent",
+    "data_item_names",
     "data_paths",
     "dataset_of",
     "default_sensitive",
-    "dot_available",
-    "dot_to_svg",
     "endpoint_reachable",
     "ensure_default",
     "env_stamp",
+    "evidence",
     "favourite_trace",
     "fit_tree",
     "folders_of_kind",
@@ -124,6 +127,7 @@ __all__ = [
     "item_names",
     "items_table",
     "leaf_boxes",
+    "leaf_numbers",
     "leaf_table",
     "loader_options",
     "mean_se",
@@ -141,20 +145,23 @@ __all__ = [
     "result_kind",
     "results_home",
     "sensitivity",
-    "session_dot",
     "session_items",
     "session_items_table",
     "session_leaf_table",
     "session_points",
+    "session_tree",
     "state_token",
     "study_status",
     "study_statuses",
     "study_titles",
     "study_token",
+    "svg_to_png",
     "table_token",
+    "tree_view",
     "two_d_benchmarks",
     "urgency_tree",
     "usable_study_keys",
     "user_groups",
+    "warm_up",
     "wording",
 ]

@@ -262,14 +262,14 @@ def state_token(sid: str, sess: Any) -> tuple[str, tuple[str, ...]]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def session_dot(token: tuple[str, tuple[str, ...]], _sess: Any, title: str) -> tuple[str, str]:
-    """DOT and JSON of a session's tree with the favourite highlighted (cached per state)."""
+def session_tree(token: tuple[str, tuple[str, ...]], _sess: Any, title: str) -> tuple[Any, str]:
+    """The drawable tree view (favourite's path highlighted) and JSON of a session's tree,
+    cached per state."""
     del token  # cache key only
     fav = _sess.favourite
     highlight = _sess.X[fav] if fav is not None else None
-    return explain.to_dot(_sess.model, highlight=highlight, title=title), explain.to_json(
-        _sess.model
-    )
+    view = explain.tree_view(_sess.model, highlight=highlight, title=title)
+    return view, explain.to_json(_sess.model)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

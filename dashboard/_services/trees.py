@@ -1,16 +1,20 @@
-"""Fitted trees, item labels and tables, DOT to SVG."""
+"""Fitted trees, item labels and tables, drawable tree views and their PNG export."""
 
 from __future__ import annotations
 
-import shutil
+import functools
+import re
+import time
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from dashboard._services.studies import respondent_data, study_token
 from pbo_core import explain
-from pbo_core.data import PreferenceData, Study
+from pbo_core.data import Feature, PreferenceData, Schema, Study
 from pbo_core.models.dt import DTSurrogate
 
 
@@ -62,7 +66,20 @@ def default_sensitive(study: Study) -> list[str]:
 
 
 def item_labels(data: PreferenceData, max_len: int = 70) -> list[str]:
-    """A short label per item: its id and its most telling text or attributes."""
+    """A label per item: its id and its most telling text or attributes."""
+    return [_clip(t, max_len) for t in _item_texts(data, n_features=None)]
+
+
+def data_item_names(data: PreferenceData, max_len: int = 44) -> list[str]:
+    """Short item names for tree leaves: id and name/message start, or 3 attributes."""
+    return [_clip(t, max_len) for t in _item_texts(data, n_features=3)]
+
+
+def _clip(t: str, n: int) -> str:
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def _item_texts(data: PreferenceData, n_features: int | None) -> list[str]:
     ids = data.ids()
     items = data.items
     schema = data.get_schema()
@@ -70,17 +87,21 @@ def item_labels(data: PreferenceData, max_len: int = 70) -> list[str]:
         text = items["message"].astype(str).tolist()
     elif items is not None and "name_en" in items.columns:
         text = items["name_en"].astype(str).tolist()
+    elif items is not None and "name" in items.columns:
+        text = items["name"].astype(str).tolist()
     else:
         dec = schema.decode(data.X)
-        text = [
-            ", ".join(f"{schema[c].display}: {format_value(v)}" for c, v in row.items())
-            for _, row in dec.iterrows()
-        ]
-    out = []
-    for i, t in zip(ids, text, strict=True):
-        t = t if len(t) <= max_len else t[: max_len - 1] + "…"
-        out.append(f"{i} — {t}")
-    return out
+        feats = schema.features[:n_features] if n_features else schema.features
+        if n_features:  # short: values only, in schema order
+            text = [
+                ", ".join(f.format_value(row[f.name]) for f in feats) for _, row in dec.iterrows()
+            ]
+        else:
+            text = [
+                ", ".join(f"{f.display}: {f.format_value(row[f.name])}" for f in feats)
+                for _, row in dec.iterrows()
+            ]
+    return [f"{i} — {t}" for i, t in zip(ids, text, strict=True)]
 
 
 def format_value(v: Any) -> str:
@@ -91,49 +112,117 @@ def format_value(v: Any) -> str:
     return str(v)
 
 
+def leaf_numbers(model: DTSurrogate) -> np.ndarray:
+    """The displayed number (rank order, 1 = best) of each model leaf index."""
+    return np.array([s.number for s in explain.leaf_summaries(model)], dtype=int)
+
+
 def items_table(model: Any, data: PreferenceData) -> pd.DataFrame:
     """Items with readable attributes, predicted utility, competition rank and leaf."""
     schema = data.get_schema()
     dec = schema.decode(data.X)
     for f in schema.features:
-        if f.kind == "multi_hot":
-            dec[f.name] = [", ".join(v) for v in dec[f.name]]
+        dec[f.name] = [f.format_value(v) for v in dec[f.name]]
     dec = dec.rename(columns={f.name: f.display for f in schema.features})
     dec.insert(0, "item", data.ids())
     dec["utility"] = model.predict(data.X)
     dec["rank"] = model.rank(data.X)
     if hasattr(model, "tree_"):
-        dec["leaf"] = model.apply(data.X)
+        dec["leaf"] = leaf_numbers(model)[model.apply(data.X)]
+    dec["won"] = np.bincount(data.pairs[:, 0], minlength=data.n_items)
+    dec["lost"] = np.bincount(data.pairs[:, 1], minlength=data.n_items)
     return dec.sort_values(["rank", "item"], kind="stable").reset_index(drop=True)
 
 
-def leaf_table(model: DTSurrogate) -> pd.DataFrame:
-    """One row per leaf: conditions, mean, sd, rank, items."""
-    rows = [
-        {
-            "leaf": s.leaf,
+def leaf_table(model: DTSurrogate, data: PreferenceData | None = None) -> pd.DataFrame:
+    """One row per leaf (numbered in rank order): rank, posterior, conditions and, given
+    ``data``, every item by name with the comparisons it won and lost."""
+    names = data_item_names(data, max_len=60) if data is not None else None
+    by_leaf: dict[int, list[str]] = {}
+    won = lost = None
+    if data is not None:
+        leaf_of = model.apply(data.X)
+        won = np.bincount(data.pairs[:, 0], minlength=data.n_items)
+        lost = np.bincount(data.pairs[:, 1], minlength=data.n_items)
+        for i, lf in enumerate(leaf_of):
+            by_leaf.setdefault(int(lf), []).append(i)
+    rows = []
+    for s in explain.leaf_summaries(model):
+        row: dict[str, Any] = {
+            "leaf": s.number,
             "rank": s.rank,
             "utility": s.mean,
             "sd": s.sd,
             "items": s.n_items,
-            "conditions": " AND ".join(s.conditions) or "(all items)",
         }
-        for s in explain.leaf_summaries(model)
-    ]
-    return pd.DataFrame(rows).sort_values(["rank", "leaf"]).reset_index(drop=True)
+        if data is not None and names is not None and won is not None and lost is not None:
+            members = by_leaf.get(s.leaf, [])
+            row["won"] = int(won[members].sum()) if members else 0
+            row["lost"] = int(lost[members].sum()) if members else 0
+            row["item names (won/lost)"] = "; ".join(
+                f"{names[i]} ({int(won[i])}/{int(lost[i])})" for i in members
+            )
+        row["conditions"] = " AND ".join(s.conditions) or "(all items)"
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("leaf").reset_index(drop=True)
 
 
-def dot_available() -> bool:
-    """True when Graphviz's ``dot`` program is installed (needed for SVG downloads)."""
-    return shutil.which("dot") is not None
+def tree_view(
+    model: DTSurrogate,
+    data: PreferenceData | None = None,
+    *,
+    highlight: np.ndarray | None = None,
+    sensitive: Sequence[str] = (),
+    title: str | None = None,
+) -> explain.TreeView:
+    """The drawable tree with each leaf's items named (from ``data``)."""
+    return explain.tree_view(
+        model,
+        data=data,
+        item_names=data_item_names(data) if data is not None else None,
+        highlight=highlight,
+        sensitive=sensitive,
+        title=title,
+    )
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
-def dot_to_svg(dot: str) -> str | None:
-    """SVG of a DOT graph, or ``None`` when Graphviz's ``dot`` program is missing."""
-    import graphviz
+#: Widest PNG export in pixels (a 100-leaf tree at scale 2 would be ~40k px wide).
+PNG_MAX_WIDTH = 12_000
 
-    try:
-        return graphviz.Source(dot).pipe(format="svg").decode("utf-8")
-    except graphviz.ExecutableNotFound:
-        return None
+
+@functools.lru_cache(maxsize=16)
+def svg_to_png(svg: str, scale: float = 2.0) -> bytes:
+    """PNG of an SVG document (vl-convert's bundled resvg renderer: no system tools).
+
+    The scale shrinks so the image is at most :data:`PNG_MAX_WIDTH` pixels wide. Cached
+    with ``functools`` (not Streamlit) so a download button's deferred callable, which runs
+    outside the script thread, can call it.
+    """
+    import vl_convert
+
+    m = re.search(r'<svg[^>]*\swidth="([0-9.]+)"', svg)
+    width = float(m.group(1)) if m else 1000.0
+    scale = max(0.25, min(scale, PNG_MAX_WIDTH / max(width, 1.0)))
+    return bytes(vl_convert.svg_to_png(svg, scale=scale))
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up() -> float:
+    """Compile (or load from numba's on-disk cache) the tree kernels once per process.
+
+    The first tree fit of a fresh install compiles the numba split-search kernels (~15 s on
+    a small machine; ``cache=True`` keeps them on disk afterwards). Call this at app start
+    under a status message so no page waits silently. Returns the seconds it took.
+    """
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(12, 2))
+    u = X[:, 0] - X[:, 1]
+    pairs = np.array([[a, b] if u[a] > u[b] else [b, a] for a, b in rng.integers(0, 12, (40, 2))])
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    schema = Schema(
+        (Feature("a", "numeric", bounds=(0, 1)), Feature("b", "numeric", bounds=(0, 1)))
+    )
+    data = PreferenceData(X, pairs, schema=schema)
+    DTSurrogate(backend="numba").fit(data)  # keep-mode trees grow in NumPy, no compile
+    return time.perf_counter() - t0

@@ -333,8 +333,8 @@ def live() -> None:
         )
     if tab_tree is not None and tab_tree.open:
         with tab_tree:
-            dot, js = svc.session_dot(token, sess, f"after {sess.n_answers} answers")
-            ui.tree_with_downloads(dot, name=f"elicitation-{source}", key="el_tree", json_text=js)
+            view, js = svc.session_tree(token, sess, f"after {sess.n_answers} answers")
+            ui.tree_with_downloads(view, name=f"elicitation-{source}", key="el_tree", json_text=js)
     if tab_leaves is not None and tab_leaves.open:
         with tab_leaves:
             st.dataframe(svc.session_leaf_table(token, sess), hide_index=True, width="stretch")

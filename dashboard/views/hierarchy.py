@@ -62,9 +62,12 @@ else:
     tab_all, tab_group = ui.lazy_tabs(["Whole hierarchy", "One user group"], key="hi_view")
     if tab_all.open:
         with tab_all:
-            st.caption("User splits in blue; each boxed cluster is one group's item tree.")
+            st.caption(
+                "User splits and user groups in blue; below each group hangs its item tree "
+                "(collapse a group's box to hide it, or use 'Collapse below depth 2')."
+            )
             ui.tree_with_downloads(
-                explain.hierarchy_to_dot(h), name=f"hierarchy-{key}", key="hi_all"
+                explain.hierarchy_view(h), name=f"hierarchy-{key}", key="hi_all", height=760
             )
             st.dataframe(groups, hide_index=True, width="stretch")
     if tab_group.open:
@@ -80,7 +83,7 @@ else:
             st.info(f"**Who:** {row['who']}")
             model = h.item_tree(g)
             ui.tree_with_downloads(
-                explain.to_dot(model, title=f"item tree of user group {g}"),
+                explain.tree_view(model, title=f"item tree of user group {g}"),
                 name=f"hierarchy-{key}-group{g}",
                 key="hi_group_tree",
                 json_text=explain.to_json(model),

@@ -412,14 +412,12 @@ if tab_tree.open:
                     key=f"pmr_depth::{tree_depth}",
                 )
             ui.tree_with_downloads(
-                explain.to_dot(
-                    model,
-                    title=f"urgency tree ({src} features)",
-                    max_depth=shown if shown < tree_depth else None,
-                ),
+                svc.tree_view(model, train, title=f"urgency tree ({src} features)"),
                 name=f"urgency-{key}",
                 key="pmr_tree",
                 json_text=explain.to_json(model),
+                max_depth=shown if shown < tree_depth else None,
+                height=760,
             )
             ranked = svc.items_table(model, fstudy.data)
             items_f = fstudy.data.items.set_index("message_id")

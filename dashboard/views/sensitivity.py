@@ -12,7 +12,9 @@ st.title("Feature sensitivity")
 st.caption(
     "Refit the tree without each feature in turn and measure pairwise accuracy on held-out "
     "comparisons. A large drop means the preferences depend on that feature. Per-respondent "
-    "studies average the per-respondent tables."
+    "studies average the per-respondent tables and give each change a 95% bootstrap CI over "
+    "respondents: grey bars are changes inside the noise (the CI contains 0, the dashed "
+    "'no change' line). Chance accuracy is 50%."
 )
 
 key, study = ui.require_study("Feature sensitivity", key="fs_study")
@@ -47,11 +49,13 @@ if per_resp:
         "Respondents averaged (first N)",
         1,
         min(200, total),
-        min(20, total),
+        min(10, total),
         key=f"fs_n::{key}",
         help="Each respondent gets their own tree and hold-out; results are cached.",
     )
 
+with st.spinner("Preparing the tree kernels (once per start)..."):
+    svc.warm_up()
 with st.spinner("Refitting without each feature..."):
     table = svc.sensitivity(study, frac, seed, n_resp, use_split)
 
@@ -62,14 +66,25 @@ if table.empty:
     )
     st.stop()
 
+names = {f.name: f.display for f in study.schema.features}
+table = table.assign(**{"feature removed": table["feature removed"].map(lambda n: names.get(n, n))})
 base = table.iloc[0]
 b1, b2, b3 = st.columns(3)
 b1.metric("Baseline train accuracy", f"{base['train acc (%)']:.1f}%")
-b2.metric("Baseline test accuracy", f"{base['test acc (%)']:.1f}%")
+b2.metric(
+    "Baseline test accuracy",
+    f"{base['test acc (%)']:.1f}%",
+    help="Pairwise accuracy on the held-out comparisons; 50% is chance.",
+)
 b3.metric("Respondents", int(table["respondents"].iloc[0]))
 
 st.markdown("#### Test-accuracy change per removed feature")
 st.altair_chart(charts.sensitivity_bars(table), width="stretch")
+noisy = table[table["within noise"].eq(True)]["feature removed"].tolist()
+if noisy:
+    st.caption("Inside the noise (95% CI contains no change): " + ", ".join(map(str, noisy)) + ".")
+elif table["delta test CI low (pp)"].isna().all():
+    st.caption("One train/test split: no CI over respondents, so small changes may be noise.")
 st.markdown("#### Leave-one-out table")
 st.dataframe(
     table.drop(columns=["respondents"]).fillna({"delta train (pp)": 0.0, "delta test (pp)": 0.0}),
@@ -77,7 +92,14 @@ st.dataframe(
     width="stretch",
     column_config={
         c: st.column_config.NumberColumn(format="%.1f")
-        for c in ("train acc (%)", "delta train (pp)", "test acc (%)", "delta test (pp)")
+        for c in (
+            "train acc (%)",
+            "delta train (pp)",
+            "test acc (%)",
+            "delta test (pp)",
+            "delta test CI low (pp)",
+            "delta test CI high (pp)",
+        )
     },
 )
 st.download_button(

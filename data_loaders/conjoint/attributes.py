@@ -135,6 +135,9 @@ class Attribute:
         a price); a value outside is an error naming the file, line and column. Without
         them any finite value with ``|x| <= MAX_MAGNITUDE`` (1e12) is accepted. They do
         not change the schema bounds (those come from ``bounds``, ``values`` or the data).
+    special
+        Numeric codes with a meaning of their own (``((0.0, "no contract"),)``), passed
+        to the schema feature so displays and rules print the meaning.
     """
 
     name: str
@@ -153,6 +156,7 @@ class Attribute:
     missing: str | float | None = None
     min: float | None = None
     max: float | None = None
+    special: tuple[tuple[float, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in _ATTRIBUTE_KINDS:
@@ -341,6 +345,7 @@ class Attribute:
             label=self.label,
             unit=self.unit,
             description=self.description,
+            special=self.special,
         )
 
     def to_dict(self) -> dict[str, Any]:

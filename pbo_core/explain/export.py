@@ -9,13 +9,14 @@ from __future__ import annotations
 import html
 import json
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from pbo_core.data import Schema
+from pbo_core.data import PreferenceData, Schema
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.metrics import competition_rank
 from pbo_core.models.dt import DTSurrogate
@@ -84,6 +85,9 @@ class LeafSummary:
     sd: float
     rank: int
     n_items: int
+    #: The leaf's number shown to people: its position in the rank order (1 = best; ties
+    #: in the order of the model's leaves), so leaf numbers and ranks are one numbering.
+    number: int = 0
 
 
 def leaf_summaries(model: DTSurrogate, schema: Schema | None = None) -> list[LeafSummary]:
@@ -93,6 +97,9 @@ def leaf_summaries(model: DTSurrogate, schema: Schema | None = None) -> list[Lea
     ranks = competition_rank(model.leaf_mean_)
     sd = np.sqrt(np.maximum(np.diag(model.leaf_cov_), 0.0))
     counts = np.bincount(model.item_leaf_, minlength=model.n_leaves_)
+    order = np.lexsort((np.arange(model.n_leaves_), ranks))
+    number = np.empty(model.n_leaves_, dtype=int)
+    number[order] = np.arange(1, model.n_leaves_ + 1)
     out = []
     for leaf, node in enumerate(tree.leaf_nodes):
         conds = []
@@ -111,6 +118,7 @@ def leaf_summaries(model: DTSurrogate, schema: Schema | None = None) -> list[Lea
                 float(sd[leaf]),
                 int(ranks[leaf]),
                 int(counts[leaf]),
+                int(number[leaf]),
             )
         )
     return out
@@ -125,6 +133,448 @@ def _colour(value: float, lo: float, hi: float) -> str:
     return f"#{min(r, 255):02x}{min(g, 255):02x}70"
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 comparison"``, ``"2 comparisons"`` (``many`` for irregular plurals)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+@dataclass(frozen=True)
+class ViewNode:
+    """One box of a drawn tree (split, leaf, or user group of a hierarchy).
+
+    ``title`` is the bold first line, ``lines`` the rest; ``summary`` replaces them when the
+    subtree below is collapsed; ``items`` lists every item of a leaf (name and its observed
+    wins/losses); ``tooltip`` explains the counts (straddlers) in words.
+    """
+
+    id: int
+    parent: int
+    edge: str
+    kind: str
+    title: str
+    lines: tuple[str, ...] = ()
+    summary: tuple[str, ...] = ()
+    items: tuple[str, ...] = ()
+    tooltip: str = ""
+    fill: str = "#f2f2f2"
+    warn: str = ""
+    on_path: bool = False
+    depth: int = 0
+
+
+#: Item names shown inside a leaf box before "and N more".
+LEAF_ITEMS_SHOWN = 3
+#: Characters per line of a box's wrapped title, and of an item name inside a leaf box
+#: (the full names are in ``items``: tooltips, the dashboard's leaf panel and Leaves tab).
+TITLE_WRAP = 34
+ITEM_CHARS = 22
+_ITEM_RE = re.compile(r"^(.*) \((won (\d+), lost (\d+)|not compared)\)$")
+
+
+def _short_item(text: str) -> str:
+    m = _ITEM_RE.match(text)
+    if m is None:
+        return text if len(text) <= ITEM_CHARS + 10 else text[: ITEM_CHARS + 9] + "…"
+    name = m.group(1)
+    name = name if len(name) <= ITEM_CHARS else name[: ITEM_CHARS - 1] + "…"
+    seen = f"{m.group(3)} won, {m.group(4)} lost" if m.group(3) is not None else "not compared"
+    return f"{name} ({seen})"
+
+
+def wrap_title(title: str, width: int = TITLE_WRAP) -> list[str]:
+    """A box title broken into lines of at most ``width`` characters (at spaces)."""
+    return textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
+_LINE_H = 14
+_PAD = 8
+
+
+def _text_width(text: str, bold: bool = False) -> float:
+    """Approximate rendered width (px) of ``text`` at 11 px Helvetica."""
+    return len(text) * (6.9 if bold else 6.2)
+
+
+@dataclass(frozen=True)
+class TreeView:
+    """A drawable tree: boxes with readable text, rendered to SVG, DOT or JSON.
+
+    Layout is computed here (a tidy top-down layout: each subtree gets the width of its
+    leaves, parents are centred above their children), so SVG and PNG need no Graphviz
+    program; the dashboard's interactive view lays out the same way in the browser.
+    """
+
+    nodes: tuple[ViewNode, ...]
+    title: str = ""
+
+    # ---------------------------------------------------------------- structure
+    def children(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {n.id: [] for n in self.nodes}
+        for n in self.nodes:
+            if n.parent >= 0:
+                out[n.parent].append(n.id)
+        return out
+
+    def node_lines(self, node: ViewNode, collapsed: bool) -> list[str]:
+        body = list(node.summary if collapsed and node.summary else node.lines)
+        if not collapsed and node.items:
+            body += [f"• {_short_item(t)}" for t in node.items[:LEAF_ITEMS_SHOWN]]
+            if len(node.items) > LEAF_ITEMS_SHOWN:
+                body.append(f"and {len(node.items) - LEAF_ITEMS_SHOWN} more")
+        if node.warn:
+            body.append(node.warn)
+        return body
+
+    def box(self, node: ViewNode, collapsed: bool = False) -> tuple[float, float]:
+        body = self.node_lines(node, collapsed)
+        head = wrap_title(node.title)
+        w = max([*(_text_width(t, True) for t in head), *(_text_width(t) for t in body)])
+        return max(w + 2 * _PAD, 60.0), _LINE_H * (len(head) + len(body)) + _PAD
+
+    def layout(
+        self, collapsed: Sequence[int] = (), max_depth: int | None = None
+    ) -> dict[int, tuple[float, float, float, float, bool]]:
+        """``{node: (x_centre, y_top, width, height, collapsed)}`` of the visible nodes."""
+        kids = self.children()
+        by_id = {n.id: n for n in self.nodes}
+        shut = set(collapsed)
+        if max_depth is not None:
+            shut |= {n.id for n in self.nodes if n.depth >= max_depth and kids[n.id]}
+        size: dict[int, tuple[float, float]] = {}
+        visible: list[int] = []
+        stack = [self.nodes[0].id] if self.nodes else []
+        while stack:
+            i = stack.pop()
+            visible.append(i)
+            size[i] = self.box(by_id[i], i in shut and bool(kids[i]))
+            if i not in shut:
+                stack += kids[i][::-1]
+        gap_x, gap_y = 14.0, 34.0
+        level_h: dict[int, float] = {}
+        level_of: dict[int, int] = {}
+        for i in visible:
+            n = by_id[i]
+            lvl = 0 if n.parent < 0 else level_of[n.parent] + 1
+            level_of[i] = lvl
+            level_h[lvl] = max(level_h.get(lvl, 0.0), size[i][1])
+        top = {0: 24.0 if self.title else 4.0}
+        for lvl in range(1, max(level_h, default=0) + 1):
+            top[lvl] = top[lvl - 1] + level_h[lvl - 1] + gap_y
+        span: dict[int, float] = {}
+        for i in reversed(visible):  # children before parents
+            ch = [] if i in shut else kids[i]
+            inner = sum(span[c] for c in ch) + gap_x * max(len(ch) - 1, 0)
+            span[i] = max(size[i][0], inner)
+        out: dict[int, tuple[float, float, float, float, bool]] = {}
+        if not visible:
+            return out
+        pos = {visible[0]: 4.0}  # left edge of each subtree's span
+        for i in visible:
+            left = pos[i]
+            out[i] = (left + span[i] / 2, top[level_of[i]], *size[i], i in shut and bool(kids[i]))
+            ch = [] if i in shut else kids[i]
+            inner = sum(span[c] for c in ch) + gap_x * max(len(ch) - 1, 0)
+            x = left + (span[i] - inner) / 2
+            for c in ch:
+                pos[c] = x
+                x += span[c] + gap_x
+        return out
+
+    # ---------------------------------------------------------------- renderers
+    def to_svg(self, collapsed: Sequence[int] = (), max_depth: int | None = None) -> str:
+        """A standalone SVG document (text as text, a tooltip per box)."""
+        lay = self.layout(collapsed, max_depth)
+        by_id = {n.id: n for n in self.nodes}
+        width = max((x + w / 2 for x, _, w, _, _ in lay.values()), default=100) + 8
+        height = max((y + h for _, y, _, h, _ in lay.values()), default=40) + 8
+        width = max(width, _text_width(self.title, True) + 16)
+        esc = html.escape
+        parts = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}"'
+            f' viewBox="0 0 {width:.0f} {height:.0f}" font-family="Helvetica, Arial, sans-serif"'
+            ' font-size="11">',
+            f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>',
+        ]
+        if self.title:
+            parts.append(
+                f'<text x="{width / 2:.0f}" y="16" text-anchor="middle" font-size="13"'
+                f' font-weight="bold">{esc(self.title)}</text>'
+            )
+        for i, (x, y, _w, _h, _c) in lay.items():
+            n = by_id[i]
+            if n.parent < 0 or n.parent not in lay:
+                continue
+            px, py, _, ph, _ = lay[n.parent]
+            y0, y1 = py + ph, y
+            bold = n.on_path and by_id[n.parent].on_path
+            stroke = (
+                'stroke="#1f4e79" stroke-width="3"' if bold else 'stroke="#666" stroke-width="1"'
+            )
+            parts.append(
+                f'<path d="M{px:.1f},{y0:.1f} C{px:.1f},{(y0 + y1) / 2:.1f} {x:.1f},'
+                f'{(y0 + y1) / 2:.1f} {x:.1f},{y1:.1f}" fill="none" {stroke}/>'
+            )
+            if n.edge:
+                parts.append(
+                    f'<text x="{(px + x) / 2:.1f}" y="{(y0 + y1) / 2 - 2:.1f}" text-anchor="middle"'
+                    f' font-size="10" fill="#333">{esc(n.edge)}</text>'
+                )
+        for i, (x, y, w, h, shut) in lay.items():
+            n = by_id[i]
+            stroke = 'stroke="#1f4e79" stroke-width="3"' if n.on_path else 'stroke="#555"'
+            parts.append(f'<g class="node" data-id="{i}"><title>{esc(n.tooltip)}</title>')
+            parts.append(
+                f'<rect x="{x - w / 2:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"'
+                f' fill="{n.fill}" {stroke}/>'
+            )
+            ty = y + _PAD / 2 + 11
+            head = wrap_title(n.title)
+            for k, line in enumerate(head):
+                parts.append(
+                    f'<text x="{x:.1f}" y="{ty + k * _LINE_H:.1f}" text-anchor="middle"'
+                    f' font-weight="bold">{esc(line)}</text>'
+                )
+            for k, line in enumerate(self.node_lines(n, shut), start=len(head)):
+                colour = ' fill="#b00020"' if line == n.warn else ""
+                parts.append(
+                    f'<text x="{x:.1f}" y="{ty + k * _LINE_H:.1f}" text-anchor="middle"{colour}>'
+                    f"{esc(line)}</text>"
+                )
+            parts.append("</g>")
+        parts.append("</svg>")
+        return "\n".join(parts)
+
+    def to_dot(self, max_depth: int | None = None) -> str:
+        """Graphviz DOT with the same boxes and text (for Graphviz users and tools)."""
+        kids = self.children()
+        lines = [
+            "digraph tree {",
+            '  graph [rankdir=TB, fontname="Helvetica"];',
+            '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+            '  edge [fontname="Helvetica", fontsize=10];',
+        ]
+        if self.title:
+            lines.append(f'  labelloc="t"; label="{html.escape(self.title)}";')
+        by_id = {n.id: n for n in self.nodes}
+        stack = [self.nodes[0].id] if self.nodes else []
+        while stack:
+            i = stack.pop()
+            n = by_id[i]
+            shut = max_depth is not None and n.depth >= max_depth and bool(kids[i])
+            body = "".join(
+                "<br/>"
+                + (
+                    f"<font color='#b00020'>{html.escape(t)}</font>"
+                    if t == n.warn
+                    else html.escape(t)
+                )
+                for t in self.node_lines(n, shut)
+            )
+            bold = ', penwidth=3, color="#1f4e79"' if n.on_path else ""
+            tip = html.escape(n.tooltip, quote=True)
+            lines.append(
+                f'  n{i} [label=<<b>{html.escape(n.title)}</b>{body}>, fillcolor="{n.fill}",'
+                f' tooltip="{tip}"{bold}];'
+            )
+            if shut:
+                continue
+            for c in kids[i]:
+                cb = ', penwidth=3, color="#1f4e79"' if n.on_path and by_id[c].on_path else ""
+                lines.append(f'  n{i} -> n{c} [label="{html.escape(by_id[c].edge)}"{cb}];')
+            stack += kids[i][::-1]
+        lines.append("}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready nodes with their box sizes (open and collapsed), for the browser."""
+        kids = self.children()
+        nodes = []
+        for n in self.nodes:
+            w, h = self.box(n)
+            cw, ch = self.box(n, True) if kids[n.id] else (w, h)
+            nodes.append(
+                {
+                    "id": n.id,
+                    "parent": n.parent,
+                    "edge": n.edge,
+                    "kind": n.kind,
+                    "title": n.title,
+                    "title_lines": wrap_title(n.title),
+                    "lines": self.node_lines(n, False),
+                    "summary": self.node_lines(n, True),
+                    "items": list(n.items),
+                    "tooltip": n.tooltip,
+                    "fill": n.fill,
+                    "warn": n.warn,
+                    "on_path": n.on_path,
+                    "depth": n.depth,
+                    "w": w,
+                    "h": h,
+                    "cw": cw,
+                    "ch": ch,
+                }
+            )
+        return {"title": self.title, "nodes": nodes}
+
+    def texts(self) -> list[str]:
+        """Every string a person sees in the drawn tree (for label checks)."""
+        out = [self.title]
+        for n in self.nodes:
+            out += [n.title, *n.lines, *n.summary, *n.items, n.tooltip, n.edge, n.warn]
+        return [t for t in out if t]
+
+
+def _item_records(
+    model: DTSurrogate, data: PreferenceData | None, item_names: Sequence[str] | None
+) -> dict[int, list[str]]:
+    """Per leaf: "name (w won, l lost)" of each item, most wins first."""
+    if data is None:
+        return {}
+    leaf = model.apply(data.X)
+    names = list(item_names) if item_names is not None else [str(i) for i in data.ids()]
+    wins = np.bincount(data.pairs[:, 0], minlength=data.n_items)
+    losses = np.bincount(data.pairs[:, 1], minlength=data.n_items)
+    out: dict[int, list[tuple[int, int, str]]] = {}
+    for i in range(data.n_items):
+        w, lo = int(wins[i]), int(losses[i])
+        seen = f"won {w}, lost {lo}" if w + lo else "not compared"
+        out.setdefault(int(leaf[i]), []).append((-w, lo, f"{names[i]} ({seen})"))
+    return {k: [t for *_, t in sorted(v)] for k, v in out.items()}
+
+
+def _leaf_lines(s: LeafSummary, n_leaves: int, ranks: Sequence[int]) -> tuple[str, list[str]]:
+    tied = sum(1 for r in ranks if r == s.rank) > 1
+    title = f"Leaf {s.number}" + (f" (tied rank {s.rank})" if tied else "")
+    lines = [f"utility {s.mean:+.2f} ± {s.sd:.2f}", plural(s.n_items, "item")]
+    return title, lines
+
+
+def tree_view(
+    model: DTSurrogate,
+    schema: Schema | None = None,
+    *,
+    data: PreferenceData | None = None,
+    item_names: Sequence[str] | None = None,
+    highlight: np.ndarray | None = None,
+    sensitive: Sequence[str] = (),
+    title: str | None = None,
+) -> TreeView:
+    """The drawable view of a fitted tree.
+
+    Splits read as questions with the "no" side spelled out in the tooltip (and on the
+    box for categorical splits), the number of comparisons and the consistency score;
+    the tooltip says how many comparisons straddled the split (one item on each side)
+    and so reached neither child. Leaves are numbered in rank order (leaf 1 is the best)
+    and show mean +- sd (noise units) and, given ``data``, their items by name (from
+    ``item_names``, default the item ids) with each item's observed wins and losses.
+    ``highlight`` (one encoded item) marks its path.
+    """
+    tree = model.tree_
+    schema = schema or model.schema_
+    rules = split_rules(model, schema)
+    summaries = leaf_summaries(model, schema)
+    leaves = {s.node: s for s in summaries}
+    ranks = [s.rank for s in summaries]
+    lo, hi = float(model.leaf_mean_.min()), float(model.leaf_mean_.max())
+    path = set(tree.decision_path(highlight)) if highlight is not None else set()
+    sens = tuple(s.lower() for s in sensitive)
+    items = _item_records(model, data, item_names)
+    under: dict[int, list[LeafSummary]] = {}
+    for s in summaries:
+        n = s.node
+        while n >= 0:
+            under.setdefault(n, []).append(s)
+            n = int(tree.parent[n]) if n > 0 else -1
+    nodes: list[ViewNode] = []
+    for node in range(tree.n_nodes):
+        par = int(tree.parent[node]) if node > 0 else -1
+        edge = "" if par < 0 else ("yes" if node == tree.children_right[par] else "no")
+        sub = under[node]
+        means = [s.mean for s in sub]
+        summary = (
+            f"{len(sub)} leaves (collapsed)",
+            f"utility {min(means):+.2f} .. {max(means):+.2f}",
+            f"best: leaf {min(s.number for s in sub)}",
+        )
+        if tree.children_left[node] == -1:
+            s = leaves[node]
+            t, lines = _leaf_lines(s, model.n_leaves_, ranks)
+            its = tuple(items.get(s.leaf, ()))
+            path_txt = " AND ".join(s.conditions) or "all items"
+            tip = f"{t}: {path_txt}. Posterior utility {s.mean:+.2f} ± {s.sd:.2f}."
+            if its:
+                tip += f" Items ({len(its)}): " + "; ".join(its[:40])
+                tip += f"; and {len(its) - 40} more" if len(its) > 40 else ""
+            nodes.append(
+                ViewNode(
+                    node,
+                    par,
+                    edge,
+                    "leaf",
+                    t,
+                    tuple(lines),
+                    items=its,
+                    tooltip=tip,
+                    fill=_colour(s.mean, lo, hi),
+                    on_path=node in path,
+                    depth=int(tree.depth[node]),
+                )
+            )
+            continue
+        right_rule, left_rule = rules[node]
+        c = int(tree.feature[node])
+        feat = schema.features[schema.columns[c].feature]
+        flag = is_sensitive(feat.name, sens)
+        n_here = int(tree.n_pairs[node])
+        n_kids = int(tree.n_pairs[tree.children_left[node]]) + int(
+            tree.n_pairs[tree.children_right[node]]
+        )
+        lines = [f"{plural(n_here, 'comparison')} · score {tree.score[node]:.2f}"]
+        if tree.is_categorical[c] or feat.kind == "binary":
+            lines.append(f"(no: {left_rule})")
+        tip = (
+            f"Split: {right_rule}? yes / no: {left_rule}. {plural(n_here, 'comparison')} "
+            f"reached this node (consistency score {tree.score[node]:.2f})."
+        )
+        if n_kids < n_here:
+            k = n_here - n_kids
+            tip += (
+                f" {plural(k, 'comparison')} straddled the split (one item on each side) "
+                f"and {'was' if k == 1 else 'were'} not passed down, so the children's counts "
+                f"add up to {n_kids}, not {n_here}."
+            )
+        nodes.append(
+            ViewNode(
+                node,
+                par,
+                edge,
+                "split",
+                f"{right_rule}?",
+                tuple(lines),
+                summary=summary,
+                tooltip=tip,
+                warn="⚠ sensitive attribute" if flag else "",
+                on_path=node in path,
+                depth=int(tree.depth[node]),
+            )
+        )
+    # children in drawing order: "yes" (right child) first, as the DOT export always had
+    order = {n.id: k for k, n in enumerate(nodes)}
+    nodes.sort(key=lambda n: order[n.id] if n.parent < 0 else 0)
+    by_parent: dict[int, list[ViewNode]] = {}
+    for n in nodes:
+        by_parent.setdefault(n.parent, []).append(n)
+    for ch in by_parent.values():
+        ch.sort(key=lambda n: n.edge != "yes")
+    ordered: list[ViewNode] = []
+    stack = list(by_parent.get(-1, []))
+    while stack:
+        n = stack.pop(0)
+        ordered.append(n)
+        stack = by_parent.get(n.id, []) + stack
+    return TreeView(tuple(ordered), title or "")
+
+
 def to_dot(
     model: DTSurrogate,
     schema: Schema | None = None,
@@ -133,80 +583,24 @@ def to_dot(
     max_depth: int | None = None,
     sensitive: Sequence[str] = (),
     title: str | None = None,
+    data: PreferenceData | None = None,
+    item_names: Sequence[str] | None = None,
 ) -> str:
-    """Graphviz DOT of a fitted tree.
+    """Graphviz DOT of a fitted tree (the boxes of :func:`tree_view`).
 
-    Internal nodes show the split rule, the number of comparisons in the node's
-    split-search set and the consistency score; leaves show mean +- sd (in noise units),
-    the competition rank and the number of items, filled by utility. ``highlight`` (one
-    encoded item) draws its path in bold; ``max_depth`` collapses deeper subtrees into a
-    summary node; splits on features whose name contains one of ``sensitive`` are flagged.
+    ``max_depth`` collapses deeper subtrees into a summary box; splits on features whose
+    name matches one of ``sensitive`` are flagged.
     """
-    tree = model.tree_
-    schema = schema or model.schema_
-    rules = split_rules(model, schema)
-    leaves = {s.node: s for s in leaf_summaries(model, schema)}
-    lo, hi = float(model.leaf_mean_.min()), float(model.leaf_mean_.max())
-    path = set(tree.decision_path(highlight)) if highlight is not None else set()
-    sens = tuple(s.lower() for s in sensitive)
-    lines = [
-        "digraph tree {",
-        '  graph [rankdir=TB, fontname="Helvetica"];',
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
-        '  edge [fontname="Helvetica", fontsize=10];',
-    ]
-    if title:
-        lines.append(f'  labelloc="t"; label="{html.escape(title)}";')
-
-    def subtree_leaves(node: int) -> list[int]:
-        stack, found = [node], []
-        while stack:
-            n = stack.pop()
-            if tree.children_left[n] == -1:
-                found.append(n)
-            else:
-                stack += [int(tree.children_left[n]), int(tree.children_right[n])]
-        return found
-
-    stack = [0]
-    while stack:
-        node = stack.pop()
-        bold = ', penwidth=3, color="#1f4e79"' if node in path else ""
-        collapse = max_depth is not None and tree.depth[node] >= max_depth
-        if tree.children_left[node] == -1 or collapse:
-            if tree.children_left[node] == -1:
-                s = leaves[node]
-                label = (
-                    f"<b>leaf {s.leaf}</b><br/>utility {s.mean:+.2f} &plusmn; {s.sd:.2f}"
-                    f"<br/>rank {s.rank} &middot; {s.n_items} item{'s' if s.n_items != 1 else ''}"
-                )
-                fill = _colour(s.mean, lo, hi)
-            else:
-                sub = [leaves[n] for n in subtree_leaves(node)]
-                means = [s.mean for s in sub]
-                label = (
-                    f"<b>{len(sub)} leaves</b><br/>utility {min(means):+.2f} .. {max(means):+.2f}"
-                    f"<br/>best rank {min(s.rank for s in sub)}"
-                )
-                fill = _colour(float(np.mean(means)), lo, hi)
-            lines.append(f'  n{node} [label=<{label}>, fillcolor="{fill}"{bold}];')
-            continue
-        right_rule = rules[node][0]
-        c = int(tree.feature[node])
-        flag = is_sensitive(schema.features[schema.columns[c].feature].name, sens)
-        warn = "<br/><font color='#b00020'>&#9888; sensitive attribute</font>" if flag else ""
-        label = (
-            f"<b>{html.escape(right_rule)}?</b><br/>{int(tree.n_pairs[node])} comparisons"
-            f" &middot; score {tree.score[node]:.2f}{warn}"
-        )
-        lines.append(f'  n{node} [label=<{label}>, fillcolor="#f2f2f2"{bold}];')
-        left, right = int(tree.children_left[node]), int(tree.children_right[node])
-        for child, text in ((right, "yes"), (left, "no")):
-            eb = ', penwidth=3, color="#1f4e79"' if node in path and child in path else ""
-            lines.append(f'  n{node} -> n{child} [label="{text}"{eb}];')
-        stack += [left, right]
-    lines.append("}")
-    return "\n".join(lines)
+    view = tree_view(
+        model,
+        schema,
+        data=data,
+        item_names=item_names,
+        highlight=highlight,
+        sensitive=sensitive,
+        title=title,
+    )
+    return view.to_dot(max_depth=max_depth)
 
 
 def to_json(model: DTSurrogate, schema: Schema | None = None) -> str:
@@ -270,42 +664,82 @@ def describe_hierarchy(h: UserItemHierarchy) -> str:
     return "\n".join(lines)
 
 
-def hierarchy_to_dot(h: UserItemHierarchy) -> str:
-    """DOT of a user/item hierarchy: each user leaf is a cluster holding its item tree."""
+def hierarchy_view(h: UserItemHierarchy) -> TreeView:
+    """The user tree with each user group's item tree hanging below its group box."""
     t = h.user_tree_
-    out = [
-        "digraph hierarchy {",
-        '  compound=true; graph [fontname="Helvetica"];',
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
-    ]
-    anchors: dict[int, str] = {}
-    for node in range(len(t.left)):
-        if t.left[node] == -1:
-            leaf = t.leaf_of_node[node]
-            body = to_dot(h.item_trees_[leaf]).splitlines()[4:-1]
-            body = [
-                ln.replace("  n", f"  g{leaf}n", 1).replace("-> n", f"-> g{leaf}n") for ln in body
-            ]
-            out.append(f"  subgraph cluster_{leaf} {{")
-            out.append(
-                f'    label="user group {leaf}: {t.n_users[node]} users"; '
-                'style="rounded"; color="#1f4e79";'
+    nodes: list[ViewNode] = []
+    next_id = 0
+
+    def add(unode: int, parent: int, edge: str, depth: int) -> None:
+        nonlocal next_id
+        my = next_id
+        next_id += 1
+        if t.left[unode] == -1:
+            leaf = t.leaf_of_node[unode]
+            n_users = int(t.n_users[unode])
+            model = h.item_trees_[leaf]
+            nodes.append(
+                ViewNode(
+                    my,
+                    parent,
+                    edge,
+                    "group",
+                    f"User group {leaf}",
+                    (
+                        plural(n_users, "user"),
+                        f"item tree: {plural(model.n_leaves_, 'leaf', 'leaves')}",
+                    ),
+                    tooltip=f"User group {leaf}: {plural(n_users, 'user')}; its item tree "
+                    "is drawn below.",
+                    fill="#dde8f5",
+                    depth=depth,
+                )
             )
-            out += ["  " + ln for ln in body]
-            out.append("  }")
-            anchors[node] = f"g{leaf}n0"
-        else:
-            sp = h.user_tree_.split[node]
-            label = (
-                f"<b>{html.escape(h.rule(node, True))}?</b><br/>"
-                f"{t.n_users[node]} users &middot; gain {sp.gain:.0f}"
+            sub = tree_view(model).nodes
+            base = next_id
+            next_id += len(sub)
+            ids = {n.id: base + k for k, n in enumerate(sub)}
+            for n in sub:
+                nodes.append(
+                    ViewNode(
+                        ids[n.id],
+                        my if n.parent < 0 else ids[n.parent],
+                        n.edge or "item tree",
+                        n.kind,
+                        n.title,
+                        n.lines,
+                        n.summary,
+                        n.items,
+                        n.tooltip,
+                        n.fill,
+                        n.warn,
+                        n.on_path,
+                        depth + 1 + n.depth,
+                    )
+                )
+            return
+        sp = t.split[unode]
+        rule = h.rule(unode, True)
+        nodes.append(
+            ViewNode(
+                my,
+                parent,
+                edge,
+                "split",
+                f"{rule}?",
+                (f"{plural(int(t.n_users[unode]), 'user')} · gain {sp.gain:.0f}",),
+                tooltip=f"User split: {rule}? yes / no: {h.rule(unode, False)}.",
+                fill="#dde8f5",
+                depth=depth,
             )
-            out.append(f'  u{node} [label=<{label}>, fillcolor="#dde8f5"];')
-            anchors[node] = f"u{node}"
-    for node in range(len(t.left)):
-        if t.left[node] != -1:
-            for child, text in ((t.right[node], "yes"), (t.left[node], "no")):
-                extra = f', lhead="cluster_{t.leaf_of_node[child]}"' if t.left[child] == -1 else ""
-                out.append(f'  u{node} -> {anchors[child]} [label="{text}"{extra}];')
-    out.append("}")
-    return "\n".join(out)
+        )
+        for child, text in ((t.right[unode], "yes"), (t.left[unode], "no")):
+            add(int(child), my, text, depth + 1)
+
+    add(0, -1, "", 0)
+    return TreeView(tuple(nodes), "")
+
+
+def hierarchy_to_dot(h: UserItemHierarchy) -> str:
+    """DOT of a user/item hierarchy: user splits, user groups and their item trees."""
+    return hierarchy_view(h).to_dot()

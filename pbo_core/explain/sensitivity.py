@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData, Schema, Study
-from pbo_core.metrics import accuracy
+from pbo_core.metrics import accuracy, bootstrap_ci
 from pbo_core.models.dt import DTSurrogate
 
 __all__ = [
@@ -90,10 +90,34 @@ def leave_one_out(
     return pd.concat([df.iloc[:1], body], ignore_index=True)
 
 
-def summarize_sensitivity(rows: pd.DataFrame) -> pd.DataFrame:
-    """Average per-respondent tables; Table 10 layout sorted by the test delta."""
+def summarize_sensitivity(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Average per-respondent tables; Table 10 layout sorted by the test delta.
+
+    With several respondents (tables stacked, each starting with its baseline row) the
+    test delta gets a 95 % percentile-bootstrap CI over respondents (``delta test CI
+    low (pp)``, ``... high (pp)``) and ``within noise`` says whether that CI contains 0
+    (the change is indistinguishable from no change). One table: NaN CIs, ``within
+    noise`` unknown (``None``).
+    """
     cols = ["train acc (%)", "delta train (pp)", "test acc (%)", "delta test (pp)"]
     avg = rows.groupby("feature removed", sort=False)[cols].mean().reset_index()
+    n_tables = int((rows["feature removed"] == "None (baseline)").sum())
+    lo, hi, noise = [], [], []
+    for k, name in enumerate(avg["feature removed"]):
+        d = rows.loc[rows["feature removed"] == name, "delta test (pp)"].to_numpy(float)
+        d = d[np.isfinite(d)]
+        if name == "None (baseline)" or n_tables < 2 or len(d) < 2:
+            lo.append(np.nan)
+            hi.append(np.nan)
+            noise.append(None)
+            continue
+        c_lo, c_hi = bootstrap_ci(d, rng=np.random.default_rng([seed, k]))
+        lo.append(c_lo)
+        hi.append(c_hi)
+        noise.append(bool(c_lo <= 0.0 <= c_hi))
+    avg["delta test CI low (pp)"] = lo
+    avg["delta test CI high (pp)"] = hi
+    avg["within noise"] = noise
     base = avg[avg["feature removed"] == "None (baseline)"]
     body = avg[avg["feature removed"] != "None (baseline)"].sort_values(
         "delta test (pp)", kind="stable"

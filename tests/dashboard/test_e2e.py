@@ -95,6 +95,7 @@ def _streamlit(work: Path, **extra_env: str) -> Iterator[str]:
         "--server.address=127.0.0.1",
         "--browser.gatherUsageStats=false",
         "--server.fileWatcherType=none",
+        "--client.toolbarMode=viewer",  # as .streamlit/config.toml sets for make run
     ]
     log = (work / "streamlit.log").open("w")
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -191,31 +192,91 @@ def metric(pg, label: str):
     )
 
 
-def test_tree_explorer_renders_the_svg_tree(server, page) -> None:
+TREE_FRAME = 'iframe[srcdoc*="tree-data"]'
+
+
+def pick_study(pg, title: str) -> None:
+    """Choose a study in the page's Study selectbox."""
+    box = pg.locator('[data-testid="stSelectbox"]', has_text="Study").first
+    box.click()
+    pg.get_by_role("option", name=title).click()
+    settle(pg)
+
+
+def test_tree_explorer_zoom_collapse_items_and_downloads(server, page) -> None:
+    """The PMR demo tree (34 leaves): zoom in, collapse a subtree, read a leaf's items,
+    download SVG and PNG and check they are valid files."""
+    import xml.etree.ElementTree as ET
+
+    expect = sync_api.expect
     page.goto(f"{server}/tree_explorer")
     settle(page)
-    svg = page.locator('[data-testid="stGraphVizChart"] svg').first
-    svg.wait_for(state="visible")
-    text = svg.text_content() or ""
-    assert "comparisons" in text and "leaf" in text
-    assert svg.locator("g.node").count() >= 3
-    snap(page, "tree_explorer", docs=True)
+    pick_study(page, "Patient message triage (demo)")
+    frame = page.frame_locator(TREE_FRAME).first
+    # the view of the chosen study (not the previous study's, still fading out)
+    expect(frame.locator("#tree-svg")).to_contain_text("Patient message triage", timeout=60_000)
+    nodes = frame.locator("g.node")
+    nodes.first.wait_for(state="visible")
+    n_all = nodes.count()
+    assert n_all >= 30
+    page.wait_for_timeout(300)
+    snap(page, "tree_explorer", docs=True)  # the opening view: readable, centred on the root
+    # zoom in: the zoom read-out grows
+    zoom = frame.locator("#tree-zoom")
+    before = int(zoom.inner_text().rstrip("%"))
+    frame.get_by_role("button", name="+ Zoom in").click()
+    expect(zoom).not_to_have_text(f"{before}%")
+    assert int(zoom.inner_text().rstrip("%")) > before
+    # collapse the first split below the root: fewer boxes, a "(collapsed)" summary box
+    frame.get_by_role("button", name="Fit").click()
+    split = frame.locator("g.node.split:not(.collapsed)").nth(1)
+    node_id = split.get_attribute("data-id")
+    n_before = nodes.count()
+    split.click()
+    shut = frame.locator(f'g.node[data-id="{node_id}"]')
+    expect(shut).to_have_class("node split collapsed")
+    assert nodes.count() < n_before
+    assert "(collapsed)" in (shut.text_content() or "")
+    # leaves name their items with the wins/losses seen
+    leaf = frame.locator("g.node.leaf").first
+    text = leaf.text_content() or ""
+    assert " — " in text and "won " in text
+    leaf.click()
+    expect(frame.locator("#tree-panel li").first).to_contain_text("won ")
+    snap(page, "tree_explorer_collapsed")
+    # downloads: valid SVG and PNG files, made without system tools
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Download SVG").click()
+    svg_path = dl.value.path()
+    root = ET.parse(svg_path).getroot()
+    assert root.tag.endswith("svg") and len(root.findall(".//{*}g")) >= 30
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Download PNG").click()
+    png = Path(dl.value.path()).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    # held-out evidence: the tree next to the GP and the logit baseline, with CIs
+    page.get_by_role("tab", name="Held-out evidence").click()
+    settle(page, timeout=120_000)
+    page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible", timeout=240_000)
+    expect(page.get_by_text("Logit (linear utility)").first).to_be_visible()
+    page.wait_for_timeout(800)
+    snap(page, "tree_evidence")
 
 
 def test_live_elicitation_three_answers_change_the_tree(server, page) -> None:
     expect = sync_api.expect
     page.goto(f"{server}/elicitation")
     settle(page)
-    tree = page.locator('[data-testid="stGraphVizChart"] svg').first
-    tree.wait_for(state="visible")
-    before = tree.inner_html()
+    frame = page.frame_locator(TREE_FRAME).first
+    frame.locator("g.node").first.wait_for(state="visible", timeout=60_000)
+    before = frame.locator("body").inner_html()
     for k, side in enumerate("ABA", start=1):
         page.get_by_role("button", name=f"I prefer {side}").click()
         expect(metric(page, "Answers")).to_have_text(str(k), timeout=60_000)
         settle(page)
-    tree = page.locator('[data-testid="stGraphVizChart"] svg').first
-    expect(tree).to_contain_text("after 3 answers")
-    assert tree.inner_html() != before
+    frame = page.frame_locator(TREE_FRAME).first
+    expect(frame.locator("body")).to_contain_text("after 3 answers", timeout=60_000)
+    assert frame.locator("body").inner_html() != before
     assert int(metric(page, "Leaves").inner_text()) >= 2
     snap(page, "elicitation_items")
     # the 2-D benchmark: the learned partition over the true surface
@@ -266,6 +327,9 @@ def test_page_switches_and_screenshots(server, page) -> None:
         if name in ("case_studies", "sensitivity", "convergence"):
             page.wait_for_timeout(1500)  # let charts and tables paint
             snap(page, name, docs=True)
+        if name == "hierarchy":
+            page.wait_for_timeout(1500)
+            snap(page, name)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "page_switch_timings.json").write_text(json.dumps(timings, indent=1))
     print("page switch timings (s):", timings)
@@ -276,7 +340,7 @@ def test_page_switches_and_screenshots(server, page) -> None:
     settle(page)
     page.get_by_role("tab", name="Urgency tree").click()
     settle(page)
-    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(state="visible")
+    page.frame_locator(TREE_FRAME).first.locator("g.node").first.wait_for(state="visible")
     page.wait_for_timeout(500)
     snap(page, "pmr", docs=True)
 
@@ -293,7 +357,8 @@ PAGES = [
 ]
 CONTENT = (
     '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, '
-    '[data-testid="stGraphVizChart"] svg, [data-testid="stDataFrame"], [data-testid="stTable"]'
+    '[data-testid="stGraphVizChart"] svg, [data-testid="stDataFrame"], [data-testid="stTable"], '
+    f"{TREE_FRAME}"
 )
 
 

@@ -31,6 +31,32 @@ def dots(at: Any) -> list[str]:
     return [g.proto.spec for g in at.get("graphviz_chart")]
 
 
+def trees(at: Any) -> list[dict]:
+    """The interactive trees on the page: their JSON (nodes) with the view options
+    under ``"_opts"`` (parsed from the iframe the tree view ships)."""
+
+    def block(doc: str, name: str) -> Any:
+        a = doc.index(f'id="{name}">') + len(f'id="{name}">')
+        return json.loads(doc[a : doc.index("</script>", a)].replace("<\\/", "</"))
+
+    out = []
+    for el in at.get("iframe"):
+        doc = el.proto.srcdoc
+        if 'id="tree-data"' in doc:
+            tree = block(doc, "tree-data")
+            tree["_opts"] = block(doc, "tree-opts")
+            out.append(tree)
+    return out
+
+
+def tree_text(tree: dict) -> str:
+    """Every text of a tree view: title, box lines, item lists, tooltips, edge labels."""
+    parts = [tree["title"]]
+    for n in tree["nodes"]:
+        parts += [n["title"], *n["lines"], *n["summary"], *n["items"], n["tooltip"], n["edge"]]
+    return "\n".join(parts)
+
+
 def charts(at: Any) -> list[dict]:
     """Vega-Lite specs of the Altair charts on the page, with their data sets attached
     (Streamlit ships them as Arrow tables next to the spec) under ``"_rows"``."""
@@ -120,7 +146,7 @@ def test_respondent_choice_is_shared_with_the_tree_explorer(app) -> None:
     assert "Respondent 5:" in texts(at)
     at.switch_page("views/tree_explorer.py").run()
     assert at.selectbox(key="te_resp::electricity").value == 5
-    assert "respondent 5" in dots(at)[0]
+    assert "respondent 5" in trees(at)[0]["title"]
 
 
 def test_missing_sushi_shows_how_to_get_it(app, tmp_path, monkeypatch) -> None:
@@ -152,31 +178,80 @@ def test_wrong_sidebar_path_is_reported(app, tmp_path) -> None:
 
 
 # ----------------------------------------------------------------------------- tree explorer
-def test_tree_explorer_controls_change_the_dot(app) -> None:
+def test_tree_explorer_controls_change_the_tree(app) -> None:
     at = app("tree_explorer", sel_study="electricity")
-    full = dots(at)[0]
+    (tree,) = trees(at)
+    full = tree_text(tree)
     assert "comparisons" in full and "utility" in full
+    assert tree["_opts"]["max_depth"] is None
     depth = next(s for s in at.slider if s.label.startswith("Max depth"))
     assert depth.value >= 2
     depth.set_value(1).run()
     no_exception(at)
-    collapsed = dots(at)[0]
-    assert collapsed != full and "leaves</b>" in collapsed  # deeper subtrees collapsed
+    (shallow,) = trees(at)
+    assert shallow["_opts"]["max_depth"] == 1  # deeper subtrees start collapsed
+    root = shallow["nodes"][0]
+    assert root["summary"][0].endswith("leaves (collapsed)")
     leaves_before = int(metrics(at)["Leaves"])
     at.slider(key="te_prune").set_value(12).run()
     assert int(metrics(at)["Leaves"]) < leaves_before  # pruned refit
-    # follow an item: its path is bold and its leaf is explained
+    # follow an item: its path is marked and its leaf is explained
+    assert not any(n["on_path"] for n in trees(at)[0]["nodes"])
     at.selectbox(key="te_item::electricity::1").select(0).run()
-    assert "penwidth=3" in dots(at)[0]
+    on_path = [n for n in trees(at)[0]["nodes"] if n["on_path"]]
+    assert on_path and on_path[-1]["kind"] == "leaf"
     assert "is in leaf" in texts(at)
     labels = [b.label for b in at.get("download_button")]
-    assert "Download DOT" in labels and "Download JSON" in labels
+    assert {"Download SVG", "Download PNG", "Download DOT", "Download JSON"} <= set(labels)
+
+
+def test_tree_leaves_name_their_items_with_wins_and_losses(app) -> None:
+    at = app("tree_explorer", sel_study="pmr-demo")
+    (tree,) = trees(at)
+    leaves = [n for n in tree["nodes"] if n["kind"] == "leaf"]
+    assert sum(len(n["items"]) for n in leaves) == 60  # every message in some leaf
+    big = max(leaves, key=lambda n: len(n["items"]))
+    import re
+
+    assert re.fullmatch(r"[AB]\d\d — .+ \(won \d+, lost \d+\)", big["items"][0])
+    if len(big["items"]) > 3:
+        assert f"and {len(big['items']) - 3} more" in big["lines"]
+    # leaves are numbered in rank order: leaf 1 is the best
+    best = max(leaves, key=lambda n: float(n["lines"][0].split()[1]))
+    assert best["title"].startswith("Leaf 1")
+    at.session_state["te_view"] = "Leaves"
+    at.run()
+    table = at.dataframe[0].value
+    assert list(table["leaf"]) == sorted(table["leaf"]) and table["leaf"].iloc[0] == 1
+    assert table["item names (won/lost)"].str.contains("A01 — ").sum() == 1
+
+
+def test_split_tooltips_explain_straddlers(app) -> None:
+    at = app("tree_explorer", sel_study="pmr-demo")
+    root = trees(at)[0]["nodes"][0]
+    assert "straddled the split" in root["tooltip"] and "not passed down" in root["tooltip"]
+
+
+def test_tree_explorer_held_out_evidence_with_baselines(app) -> None:
+    at = app("tree_explorer", sel_study="electricity", te_view="Held-out evidence")
+    no_exception(at)
+    table = at.dataframe[0].value
+    assert list(table["method"]) == [
+        "DT (the tree shown)",
+        "GP-Laplace",
+        "Logit (linear utility)",
+    ]
+    lo, hi = (table["95% CI"].iloc[0].split(" – ")) if "–" in table["95% CI"].iloc[0] else (0, 0)
+    assert float(lo) <= float(table["held-out"].iloc[0]) <= float(hi)
+    assert (table["n_heldout"] == 36).all()  # every comparison predicted once
+    spec = charts(at)[0]
+    assert {"held-out (95% CI)", "training"} <= {r.get("kind") for r in chart_data(spec)}
 
 
 def test_tree_explorer_flags_sensitive_splits(app) -> None:
     at = app("tree_explorer", sel_study="electricity")
-    assert "sensitive attribute" not in dots(at)[0]
-    root = dots(at)[0].split("\n")[5]  # the root node's label names its feature
+    assert "sensitive attribute" not in tree_text(trees(at)[0])
+    root = trees(at)[0]["nodes"][0]["title"]  # the root node's question names its feature
     feature = next(
         f
         for f in ("price", "contract", "local", "known", "time_of_day", "seasonal")
@@ -184,7 +259,7 @@ def test_tree_explorer_flags_sensitive_splits(app) -> None:
     )
     at.multiselect[0].set_value([feature]).run()
     no_exception(at)
-    assert "sensitive attribute" in dots(at)[0]
+    assert "sensitive attribute" in tree_text(trees(at)[0])
     assert "splits on sensitive attribute" in texts(at)
 
 
@@ -200,7 +275,7 @@ def test_tree_explorer_flags_presidential_attributes_by_default(app, tmp_path, m
     flagged = at.multiselect(key="te_sensitive::presidential").value
     assert {"gender", "race", "religion"} <= set(flagged)
     assert "gay_marriage" not in flagged
-    assert dots(at)
+    assert trees(at)
 
 
 def _presidential_mapping() -> dict:
@@ -210,35 +285,36 @@ def _presidential_mapping() -> dict:
     return json.loads(text)
 
 
-def test_tree_explorer_straddler_variants_side_by_side(app) -> None:
+def test_tree_explorer_straddler_variants_full_width(app) -> None:
     at = app("tree_explorer", sel_study="train", te_view="Straddlers: discard vs keep")
-    assert len(dots(at)) == 2  # discard and keep variants (other tabs are not rendered)
+    assert len(trees(at)) == 2  # discard and keep variants (other tabs are not rendered)
     assert "discard" in texts(at) and "keep" in texts(at)
 
 
-def test_tree_explorer_pooled_study_and_svg(app) -> None:
+def test_tree_explorer_pooled_study_downloads(app) -> None:
     at = app("tree_explorer", sel_study="pmr-demo")
     assert "Pooled data" in texts(at)
     assert int(metrics(at)["Comparisons"]) == 870
-    from dashboard._services import dot_available
-
     labels = [b.label for b in at.get("download_button")]
-    if dot_available():
-        assert "Download SVG" in labels
-    else:
-        assert "`dot` program" in texts(at)
+    assert "Download SVG" in labels and "Download PNG" in labels
 
 
-def test_svg_download_degrades_without_dot(app, monkeypatch) -> None:
-    import graphviz
+def test_png_export_needs_no_system_tools() -> None:
+    import xml.etree.ElementTree as ET
 
-    def missing(*a, **k):
-        raise graphviz.ExecutableNotFound(("dot",))
-
-    monkeypatch.setattr(graphviz.Source, "pipe", missing)
     from dashboard import _services as svc
+    from data_loaders.registry import load_study
+    from pbo_core.models.dt import DTSurrogate
 
-    assert svc.dot_to_svg.__wrapped__("digraph { a -> b }") is None
+    data = load_study("pmr-demo").data
+    view = svc.tree_view(DTSurrogate(max_depth=3).fit(data), data, title="t")
+    svg = view.to_svg()
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg") and len(root.findall(".//{*}g")) == len(view.nodes)
+    png = svc.svg_to_png.__wrapped__(svg)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(png[16:20], "big")
+    assert width >= 2 * float(root.get("width")) - 2  # scale 2
 
 
 # ----------------------------------------------------------------------------- sensitivity
@@ -250,8 +326,16 @@ def test_sensitivity_table_and_bars(app) -> None:
     assert table["feature removed"].iloc[0] == "None (baseline)"
     assert len(table) == 7  # baseline + 6 features
     spec = charts(at)[0]
-    assert spec["encoding"]["x"]["field"] == "delta test (pp)"
-    assert {r["feature removed"] for r in chart_data(spec)} == set(table["feature removed"][1:])
+    bars, zero, ci = spec["layer"]
+    assert bars["encoding"]["x"]["field"] == "delta test (pp)"
+    assert zero["mark"]["type"] == "rule"  # the "no change" line at 0
+    assert ci["mark"]["type"] == "errorbar"  # 95% CI over respondents
+    rows = [r for r in chart_data(spec) if "feature removed" in r]
+    assert {r["feature removed"] for r in rows} == set(table["feature removed"][1:])
+    assert "Time-of-day rates" in set(table["feature removed"])  # labels, not names
+    for r in rows:
+        inside = r["delta test CI low (pp)"] <= 0 <= r["delta test CI high (pp)"]
+        assert (r["effect"] == "within noise (CI contains 0)") == inside
     before = table.copy()
     at.slider(key="fs_frac").set_value(0.4).run()
     assert not at.dataframe[0].value.equals(before)
@@ -404,8 +488,8 @@ def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> N
     at = app("hierarchy")
     no_exception(at)
     assert at.selectbox(key="hi_study").value == "swissmetro"
-    (whole,) = dots(at)
-    assert "Surveyed among" in whole  # the user tree splits respondents (car vs rail)
+    (whole,) = trees(at)
+    assert "Surveyed among" in tree_text(whole)  # the user tree splits respondents
     assert int(metrics(at)["User groups"]) > 1
     (curve,) = charts(at)
     variants = {r["variant"] for r in chart_data(curve)}
@@ -425,7 +509,7 @@ def test_hierarchy_without_user_features_explains(app, monkeypatch) -> None:
     no_exception(at)
     assert "not available" in texts(at)
     assert "DTPBO_SUSHI_DIR" in texts(at)
-    assert not dots(at)
+    assert not dots(at) and not trees(at)
 
 
 def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
@@ -446,8 +530,9 @@ def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
     at = app("hierarchy", cv_root_value="results")
     at.selectbox(key="hi_study").select("sushi-a").run()
     no_exception(at)
-    (whole,) = dots(at)
-    assert "cluster_0" in whole and "user group" in whole
+    (whole,) = trees(at)
+    assert {"split", "group", "leaf"} <= {n["kind"] for n in whole["nodes"]}
+    assert "User group 0" in tree_text(whole)
     n_groups = int(metrics(at)["User groups"])
     at.slider(key="hi_min").set_value(5).run()
     assert int(metrics(at)["User groups"]) >= n_groups
@@ -457,8 +542,8 @@ def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
     last = at.selectbox(key="hi_group::sushi-a").options[-1]
     at.selectbox(key="hi_group::sushi-a").select(last).run()
     no_exception(at)
-    (group,) = dots(at)
-    assert "item tree of user group" in group
+    (group,) = trees(at)
+    assert "item tree of user group" in group["title"]
     assert "Who:" in texts(at)
 
 
@@ -466,13 +551,13 @@ def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
 def test_elicitation_answers_update_the_tree(app) -> None:
     at = app("elicitation")
     assert metrics(at)["Answers"] == "0"
-    first = dots(at)[0]
+    first = tree_text(trees(at)[0])
     for side in "ABA":
         at.button(key=f"el_pick_{side}").click().run()
         no_exception(at)
     assert metrics(at)["Answers"] == "3"
-    assert dots(at)[0] != first
-    assert "after 3 answers" in dots(at)[0]
+    assert tree_text(trees(at)[0]) != first
+    assert "after 3 answers" in tree_text(trees(at)[0])
     at.button(key="el_undo").click().run()
     assert metrics(at)["Answers"] == "2"
     at.session_state["el_view"] = "Answers"
@@ -639,7 +724,7 @@ def test_pmr_page_messages_and_urgency_tree(app) -> None:
     at.run()
     m = metrics(at)
     assert float(m["Test accuracy (inbox B)"].rstrip("%")) > 60
-    assert any("urgency tree" in d for d in dots(at))
+    assert any("urgency tree" in t["title"] for t in trees(at))
 
 
 def test_pmr_extraction_without_endpoint_says_so(app) -> None:
@@ -691,7 +776,7 @@ def test_pmr_extraction_from_the_cache_scores_against_truth(app, tmp_path) -> No
     at.run()
     at.radio(key="pmr_src::pmr-demo").set_value("extracted").run()
     no_exception(at)
-    assert any("extracted features" in d for d in dots(at))
+    assert any("extracted features" in t["title"] for t in trees(at))
 
 
 def test_pmr_feature_proposals_review(app) -> None:

@@ -40,7 +40,7 @@ def test_train_counts_and_units() -> None:
     w, lo = s.data.pairs[0]
     first = s.data.items.iloc[w]
     assert (first["price"], first["time"], first["changes"], first["comfort"]) == (
-        24.0, 150.0, 0.0, "1",
+        24.0, 150.0, 0.0, "1 (middle)",
     )  # fmt: skip
     assert s.data.items.iloc[lo]["price"] == raw.loc[0, "price2"] / 100
     # every choice is one pair, in file order

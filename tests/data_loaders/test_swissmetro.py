@@ -182,7 +182,7 @@ def test_attribute_labels_read_as_rules() -> None:
     lug = us.names.index("luggage")
     assert us["luggage"].kind == "ordinal"
     assert us["luggage"].levels == ("none", "one piece", "several pieces")
-    assert us.describe_threshold(lug, 0.5, True) == "Luggage >= one piece"
+    assert us.describe_threshold(lug, 0.5, True) == "Luggage: one piece .. several pieces"
     assert "increasing" in us["luggage"].description
     for f in (*sch.features, *us.features):
         assert f.label and f.description, f.name

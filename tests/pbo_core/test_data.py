@@ -83,13 +83,14 @@ def test_missing_field_is_named(schema) -> None:
 def test_rules_are_readable(schema) -> None:
     assert schema.describe_threshold(0, 12.5, right=True) == "cost >= 12.5 BRB"
     assert schema.describe_threshold(0, 12.5, right=False) == "cost < 12.5 BRB"
-    assert schema.describe_threshold(1, 1.5, right=True) == "sensitivity >= 80%"
-    assert schema.describe_threshold(1, 1.5, right=False) == "sensitivity <= 70%"
+    # ordinal rules name both ends of their range, so the scale's direction shows
+    assert schema.describe_threshold(1, 1.5, right=True) == "sensitivity: 80% .. 90%"
+    assert schema.describe_threshold(1, 1.5, right=False) == "sensitivity: 60% .. 70%"
     assert schema.describe_threshold(1, 2.5, right=True) == "sensitivity = 90%"
     assert schema.describe_threshold(3, 0.5, right=True) == "phone = telephone call"
     assert schema.describe_categories(2, [0]) == "party = Democrat"
     assert schema.describe_categories(2, [2, 0]) == "party in {Democrat, Independent}"
-    assert schema.describe_threshold(4, 0.5, right=True) == "flags includes chest_pain"
+    assert schema.describe_threshold(4, 0.5, right=True) == "flags includes chest pain"
 
 
 def test_schema_roundtrip_and_without(schema) -> None:

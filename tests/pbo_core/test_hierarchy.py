@@ -65,7 +65,7 @@ def test_opposite_groups_are_split_on_the_right_user_feature() -> None:
     text = describe_hierarchy(h)
     assert "diet" in text and "users group" in text
     dot = hierarchy_to_dot(h)
-    assert dot.count("subgraph cluster_") == h.user_tree_.n_leaves
+    assert dot.count("<b>User group ") == h.user_tree_.n_leaves  # one box per user group
 
 
 def test_warm_start_moves_a_new_users_prior_toward_the_group() -> None:

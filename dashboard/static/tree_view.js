@@ -1,0 +1,189 @@
+// Interactive tree view for DT-PBO Explorer (no dependencies, no network).
+// Lays out the tree like pbo_core.explain.export.TreeView.layout, draws SVG, and supports
+// wheel/button zoom, drag to pan, click a split to collapse/expand its subtree, click a
+// leaf to list all its items, full screen, and SVG/PNG download of what is shown.
+(function () {
+  const VIEW = JSON.parse(document.getElementById("tree-data").textContent);
+  const OPTS = JSON.parse(document.getElementById("tree-opts").textContent);
+  const NS = "http://www.w3.org/2000/svg";
+  const nodes = new Map(VIEW.nodes.map((n) => [n.id, n]));
+  const kids = new Map(VIEW.nodes.map((n) => [n.id, []]));
+  VIEW.nodes.forEach((n) => { if (n.parent >= 0) kids.get(n.parent).push(n.id); });
+  const shut = new Set(OPTS.collapsed || []);
+  if (OPTS.max_depth !== null && OPTS.max_depth !== undefined) {
+    VIEW.nodes.forEach((n) => { if (n.depth >= OPTS.max_depth && kids.get(n.id).length) shut.add(n.id); });
+  }
+  const svg = document.getElementById("tree-svg");
+  const panel = document.getElementById("tree-panel");
+  let scale = 1, tx = 0, ty = 0, layoutBox = { w: 100, h: 100 };
+  const root = VIEW.nodes.length ? VIEW.nodes[0].id : null;
+
+  function layout() {
+    const size = new Map(), level = new Map(), visible = [];
+    const stack = root === null ? [] : [root];
+    while (stack.length) {
+      const i = stack.pop(); const n = nodes.get(i); visible.push(i);
+      const closed = shut.has(i) && kids.get(i).length > 0;
+      size.set(i, closed ? [n.cw, n.ch] : [n.w, n.h]);
+      level.set(i, n.parent < 0 ? 0 : level.get(n.parent) + 1);
+      if (!closed) stack.push(...kids.get(i).slice().reverse());
+    }
+    const gx = 14, gy = 34, levelH = [];
+    visible.forEach((i) => { const l = level.get(i); levelH[l] = Math.max(levelH[l] || 0, size.get(i)[1]); });
+    const top = [VIEW.title ? 24 : 4];
+    for (let l = 1; l < levelH.length; l++) top[l] = top[l - 1] + levelH[l - 1] + gy;
+    const span = new Map();
+    const open = (i) => (shut.has(i) ? [] : kids.get(i));
+    visible.slice().reverse().forEach((i) => {
+      const ch = open(i);
+      const inner = ch.reduce((a, c) => a + span.get(c), 0) + gx * Math.max(ch.length - 1, 0);
+      span.set(i, Math.max(size.get(i)[0], inner));
+    });
+    const pos = new Map(), out = new Map();
+    if (root !== null) pos.set(root, 4);
+    visible.forEach((i) => {
+      const left = pos.get(i), [w, h] = size.get(i), ch = open(i);
+      out.set(i, { x: left + span.get(i) / 2, y: top[level.get(i)], w, h, closed: shut.has(i) && kids.get(i).length > 0 });
+      const inner = ch.reduce((a, c) => a + span.get(c), 0) + gx * Math.max(ch.length - 1, 0);
+      let x = left + (span.get(i) - inner) / 2;
+      ch.forEach((c) => { pos.set(c, x); x += span.get(c) + gx; });
+    });
+    return out;
+  }
+
+  function el(tag, attrs, text) {
+    const e = document.createElementNS(NS, tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function draw() {
+    const lay = layout();
+    svg.innerHTML = "";
+    const g = el("g", { id: "viewport" });
+    svg.appendChild(g);
+    let W = 0, H = 0;
+    lay.forEach((b) => { W = Math.max(W, b.x + b.w / 2); H = Math.max(H, b.y + b.h); });
+    layoutBox = { w: W + 8, h: H + 8 };
+    if (VIEW.title) g.appendChild(el("text", { x: W / 2, y: 16, "text-anchor": "middle", "font-size": 13, "font-weight": "bold" }, VIEW.title));
+    lay.forEach((b, i) => {
+      const n = nodes.get(i);
+      if (n.parent < 0 || !lay.has(n.parent)) return;
+      const p = lay.get(n.parent), y0 = p.y + p.h, y1 = b.y, ym = (y0 + y1) / 2;
+      const bold = n.on_path && nodes.get(n.parent).on_path;
+      g.appendChild(el("path", { d: `M${p.x},${y0} C${p.x},${ym} ${b.x},${ym} ${b.x},${y1}`, fill: "none", stroke: bold ? "#1f4e79" : "#666", "stroke-width": bold ? 3 : 1 }));
+      if (n.edge) g.appendChild(el("text", { x: (p.x + b.x) / 2, y: ym - 2, "text-anchor": "middle", "font-size": 10, fill: "#333" }, n.edge));
+    });
+    lay.forEach((b, i) => {
+      const n = nodes.get(i);
+      const grp = el("g", { class: "node " + n.kind + (b.closed ? " collapsed" : ""), "data-id": i, cursor: "pointer" });
+      grp.appendChild(el("title", {}, n.tooltip + (kids.get(i).length ? (b.closed ? " — click to expand." : " — click to collapse.") : (n.items.length ? " — click to list every item." : ""))));
+      grp.appendChild(el("rect", { x: b.x - b.w / 2, y: b.y, width: b.w, height: b.h, rx: 6, fill: n.fill, stroke: n.on_path ? "#1f4e79" : "#555", "stroke-width": n.on_path ? 3 : 1, "stroke-dasharray": b.closed ? "4 2" : "none" }));
+      const ty0 = b.y + 4 + 11;
+      n.title_lines.forEach((t, k) => {
+        grp.appendChild(el("text", { x: b.x, y: ty0 + k * 14, "text-anchor": "middle", "font-weight": "bold" }, t));
+      });
+      const off = n.title_lines.length;
+      (b.closed ? n.summary : n.lines).forEach((t, k) => {
+        grp.appendChild(el("text", { x: b.x, y: ty0 + (k + off) * 14, "text-anchor": "middle", fill: t === n.warn ? "#b00020" : "#000" }, t));
+      });
+      grp.addEventListener("click", (ev) => { ev.stopPropagation(); clicked(i); });
+      g.appendChild(grp);
+    });
+    apply();
+    document.getElementById("tree-count").textContent = `${lay.size} of ${VIEW.nodes.length} boxes shown`;
+  }
+
+  function clicked(i) {
+    const n = nodes.get(i);
+    if (kids.get(i).length) {
+      if (shut.has(i)) shut.delete(i); else shut.add(i);
+      draw();
+      return;
+    }
+    if (n.items.length) {
+      panel.innerHTML = "";
+      const h = document.createElement("b"); h.textContent = `${n.title}: ${n.items.length} item${n.items.length === 1 ? "" : "s"}`;
+      const ul = document.createElement("ul");
+      n.items.forEach((t) => { const li = document.createElement("li"); li.textContent = t; ul.appendChild(li); });
+      panel.appendChild(h); panel.appendChild(ul); panel.style.display = "block";
+    }
+  }
+
+  function apply() {
+    document.getElementById("viewport").setAttribute("transform", `translate(${tx},${ty}) scale(${scale})`);
+    document.getElementById("tree-zoom").textContent = `${Math.round(scale * 100)}%`;
+  }
+  function fit() {
+    const r = svg.getBoundingClientRect();
+    scale = Math.min(r.width / layoutBox.w, r.height / layoutBox.h, 1.5);
+    tx = (r.width - layoutBox.w * scale) / 2; ty = 4;
+    apply();
+  }
+  function zoomAt(f, cx, cy) {
+    const s = Math.min(Math.max(scale * f, 0.05), 8);
+    tx = cx - (cx - tx) * (s / scale); ty = cy - (cy - ty) * (s / scale); scale = s; apply();
+  }
+  function centre() { const r = svg.getBoundingClientRect(); return [r.width / 2, r.height / 2]; }
+
+  svg.addEventListener("wheel", (e) => {
+    e.preventDefault();
+    const r = svg.getBoundingClientRect();
+    zoomAt(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
+  }, { passive: false });
+  let drag = null;
+  svg.addEventListener("mousedown", (e) => { drag = [e.clientX - tx, e.clientY - ty]; });
+  window.addEventListener("mousemove", (e) => { if (drag) { tx = e.clientX - drag[0]; ty = e.clientY - drag[1]; apply(); } });
+  window.addEventListener("mouseup", () => { drag = null; });
+
+  function standalone() {
+    const lay = layoutBox;
+    const copy = svg.cloneNode(true);
+    copy.setAttribute("xmlns", NS);
+    copy.setAttribute("width", Math.ceil(lay.w)); copy.setAttribute("height", Math.ceil(lay.h));
+    copy.setAttribute("viewBox", `0 0 ${Math.ceil(lay.w)} ${Math.ceil(lay.h)}`);
+    copy.querySelector("#viewport").setAttribute("transform", "");
+    const bg = el("rect", { width: "100%", height: "100%", fill: "#fff" });
+    copy.insertBefore(bg, copy.firstChild);
+    return new XMLSerializer().serializeToString(copy);
+  }
+  function save(blob, name) {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob); a.download = name; document.body.appendChild(a); a.click(); a.remove();
+  }
+  const on = (id, f) => document.getElementById(id).addEventListener("click", f);
+  on("b-in", () => zoomAt(1.25, ...centre()));
+  on("b-out", () => zoomAt(0.8, ...centre()));
+  on("b-fit", fit);
+  on("b-real", () => { scale = 1; tx = 4; ty = 4; apply(); });
+  on("b-expand", () => { shut.clear(); draw(); fit(); });
+  on("b-collapse", () => { VIEW.nodes.forEach((n) => { if (n.depth >= 2 && kids.get(n.id).length) shut.add(n.id); }); draw(); fit(); });
+  on("b-full", () => {
+    const fe = window.frameElement;
+    const target = fe && fe.requestFullscreen ? fe : document.documentElement;
+    const d = fe ? window.parent.document : document;
+    if (d.fullscreenElement) d.exitFullscreen(); else target.requestFullscreen().then(() => setTimeout(fit, 200));
+  });
+  on("b-svg", () => save(new Blob([standalone()], { type: "image/svg+xml" }), OPTS.name + "-view.svg"));
+  on("b-png", () => {
+    const img = new Image(), s = 2;
+    img.onload = () => {
+      const c = document.createElement("canvas");
+      c.width = Math.ceil(layoutBox.w * s); c.height = Math.ceil(layoutBox.h * s);
+      const ctx = c.getContext("2d"); ctx.scale(s, s); ctx.drawImage(img, 0, 0);
+      c.toBlob((b) => save(b, OPTS.name + "-view.png"), "image/png");
+    };
+    img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(standalone());
+  });
+  function start() {
+    // small trees fit the view; big ones open at a readable scale centred on the root
+    fit();
+    if (scale < 0.6) {
+      const r = svg.getBoundingClientRect(), lay = layout(), b = lay.get(root);
+      scale = 0.6; tx = r.width / 2 - b.x * scale; ty = 4; apply();
+    }
+  }
+  draw();
+  start();
+})();
