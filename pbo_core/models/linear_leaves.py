@@ -9,12 +9,16 @@ item ``x`` for respondent ``r`` is
 
 .. math::
 
-    u_r(x) = a_{r,l} + (z(x) - \\bar z_l)^\\top b_{r,l}, \\qquad l = \\text{leaf}(x),
+    u_r(x) = a_{r,l} + (z(x) - \\bar z_l)^\\top d_{r,l} + (z(x) - \\bar z)^\\top
+    \\beta_r, \\qquad l = \\text{leaf}(x),
 
 with ``z(x)`` a few numeric design columns (:class:`~pbo_core.models.linear.LinearDesign`,
-attributes in their own units) and ``\\bar z_l`` the mean of ``z`` over the training items
-of leaf ``l`` (so ``a_{r,l}`` is the utility at the leaf's typical item, which is what the
-tree display shows). ``slopes="off"`` (no columns) is the paper's piecewise-constant DT; a
+attributes in their own units), ``\\bar z_l`` the mean of ``z`` over the training items
+of leaf ``l`` and ``\\bar z`` over all training items. ``beta_r`` is the respondent's
+slope shared by all leaves and ``d_{r,l}`` the leaf's deviation from it, so the slope in
+leaf ``l`` is ``beta_r + d_{r,l}`` (``slopes="both"``, default; ``"shared"`` drops ``d``,
+``"leaf"`` drops ``beta``). The display shows the utility at every leaf's centroid.
+``linear_features=()`` (no slopes) is the paper's piecewise-constant DT; a
 single leaf is the Bayesian linear probit model. Comparisons have the probit likelihood of
 DT-PBO Eq. 2, ``P(w > l) = Phi((u(w) - u(l)) / sqrt(2))``, utilities in ``sigma_noise``
 units. Stacking ``theta_r = (a_r, b_r)`` every comparison is linear in ``theta_r`` with
@@ -127,7 +131,8 @@ class LinearLeafDTSurrogate:
         (default 1/4, as :class:`~pbo_core.models.dt.DTSurrogate`).
     linear_features
         Names of the features with a slope inside every leaf; ``None`` (default): every
-        numeric feature of the schema; ``()``: none (constant leaves, the paper's DT).
+        numeric feature of the schema; ``"all"``: every feature; ``()``: none (constant
+        leaves, the paper's DT).
         Categorical features get one slope per non-reference level (as in
         :class:`~pbo_core.models.linear.LinearDesign`).
     slope_ratio
@@ -140,6 +145,9 @@ class LinearLeafDTSurrogate:
         a leaf deviation). Leaf slopes and levels are pulled toward the pooled ones with
         ``shrinkage``; shared slopes have prior strength ``slope_ratio`` about the pooled
         shared slopes (``pooling="shrink"``) or about 0.
+    leaf_slope_ratio
+        With ``slopes="both"``: base prior strength of the leaf deviations from the
+        shared slope (on the unit-RMS scale; the pull ``shrinkage`` is added).
     pooling
         ``"none"``: every respondent has the base prior; ``"shrink"``: the prior is
         also centred on the pooled posterior mean with strength ``shrinkage``.
@@ -163,8 +171,9 @@ class LinearLeafDTSurrogate:
     tree_ : Tree
         The (pooled) tree. ``schema_``, ``n_leaves_``, ``item_leaf_`` as in DTSurrogate.
     leaf_mean_, leaf_cov_ : ndarray
-        Pooled (population) leaf levels at the leaf centroids, conditioned on sum zero,
-        and their covariance (what :mod:`pbo_core.explain.export` draws).
+        Pooled (population) utility at every leaf's centroid ``z-bar_l`` and its
+        covariance (what :mod:`pbo_core.explain.export` draws); constant leaves: the
+        sum-to-zero leaf posterior, as in DTSurrogate.
     leaf_slopes_ : DataFrame
         Pooled slope of every linear column in every leaf (attribute units, per unit).
     slope_columns_ : list of str
@@ -185,10 +194,11 @@ class LinearLeafDTSurrogate:
         self,
         ratio: float = 0.25,
         *,
-        linear_features: Sequence[str] | None = None,
+        linear_features: Sequence[str] | Literal["all"] | None = None,
         slope_ratio: float | Literal["cv"] = 1.0,
         slope_ratios: Sequence[float] | None = None,
         slopes: SlopeMode = "both",
+        leaf_slope_ratio: float = 1.0,
         pooling: Pooling = "none",
         shrinkage: float | Literal["cv"] = "cv",
         shrinkages: Sequence[float] | None = None,
@@ -209,6 +219,7 @@ class LinearLeafDTSurrogate:
         self.slope_ratio = slope_ratio
         self.slope_ratios = slope_ratios
         self.slopes = slopes
+        self.leaf_slope_ratio = leaf_slope_ratio
         self.pooling = pooling
         self.shrinkage = shrinkage
         self.shrinkages = shrinkages
@@ -227,7 +238,8 @@ class LinearLeafDTSurrogate:
     def get_params(self) -> dict[str, object]:
         """Constructor parameters (scikit-learn style)."""
         keys = (
-            "ratio linear_features slope_ratio slope_ratios slopes pooling shrinkage shrinkages "
+            "ratio linear_features slope_ratio slope_ratios slopes leaf_slope_ratio pooling "
+            "shrinkage shrinkages "
             "max_depth depths min_samples_split min_split_score straddlers max_leaves "
             "n_folds random_state backend max_iter tol"
         ).split()
@@ -239,6 +251,10 @@ class LinearLeafDTSurrogate:
         names = self.linear_features
         if names is None:
             names = [f.name for f in schema.features if f.kind == "numeric"]
+        elif isinstance(names, str):
+            if names != "all":
+                raise ValueError(f"linear_features must be names, None or 'all', got {names!r}")
+            names = [f.name for f in schema.features]
         names = list(names)
         unknown = set(names) - {f.name for f in schema.features}
         if unknown:
@@ -255,21 +271,26 @@ class LinearLeafDTSurrogate:
         leaf = m * k if self.slopes in ("leaf", "both") else 0
         return m + leaf + (k if self.slopes in ("shared", "both") else 0)
 
-    def _phi(self, leaf: np.ndarray, zc: np.ndarray, m: int) -> np.ndarray:
-        """Feature rows: leaf one-hot, centred ``z`` in its leaf block, then shared ``z``.
+    def _phi(
+        self, leaf: np.ndarray, z: np.ndarray, cen: np.ndarray, zmean: np.ndarray, m: int
+    ) -> np.ndarray:
+        """Feature rows: leaf one-hot, ``z - z-bar_l`` in its leaf block, then ``z - z-bar``.
 
         Layout of ``theta``: ``m`` levels, ``m k`` leaf slopes (``slopes`` "leaf" or
-        "both"), ``k`` shared slopes (``slopes`` "shared" or "both").
+        "both"), ``k`` shared slopes (``slopes`` "shared" or "both"). Leaf slopes act
+        about the leaf centroid ``z-bar_l``; the shared slopes about the overall mean
+        ``z-bar``, so a respondent's own shared slope also scales the differences between
+        leaves (a person twice as price-sensitive sees the cheap leaf twice as far ahead).
         """
-        n, k = zc.shape
+        n, k = z.shape
         out = np.zeros((n, self._n_params(m, k)))
         rows = np.arange(n)
         out[rows, leaf] = 1.0
         if k and self.slopes in ("leaf", "both"):
             idx = m + leaf[:, None] * k + np.arange(k)[None, :]
-            out[rows[:, None], idx] = zc
+            out[rows[:, None], idx] = z - cen[leaf]
         if k and self.slopes in ("shared", "both"):
-            out[:, out.shape[1] - k :] = zc
+            out[:, out.shape[1] - k :] = z - zmean
         return out
 
     def _grow(self, X: np.ndarray, pairs: np.ndarray, schema: Schema, depth: int | None) -> Tree:
@@ -315,12 +336,14 @@ class LinearLeafDTSurrogate:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Respondent prior precision and mean (diagonal).
 
-        Levels: ``ratio + lam``, mean ``lam mu / (ratio + lam)``; leaf slopes: ``(rho + lam)
-        s^2``, mean ``lam mu / (rho + lam)``; shared slopes: ``rho s^2``, centred on the
-        pooled shared slopes with ``pooling="shrink"`` (else 0).
+        Levels: ``ratio + lam``, mean ``lam mu / (ratio + lam)``; leaf slopes: ``(r_l +
+        lam) s^2`` with ``r_l = rho`` (``slopes="leaf"``) or ``leaf_slope_ratio``
+        (``"both"``: the leaf deviations from the shared slope), mean ``lam mu / (r_l +
+        lam)``; shared slopes: ``rho s^2``, centred on the pooled shared slopes with
+        ``pooling="shrink"`` (else on 0).
         """
         s2, code = self._blocks(m, scale)
-        base = np.where(code == 0, float(self.ratio), rho * s2)
+        base = self._base_prec(m, scale, rho)
         pull = np.where(code == 2, 0.0, lam * s2)  # the lam pull (levels, leaf slopes)
         if self.pooling == "shrink":
             pull = np.where(code == 2, base, pull)
@@ -332,7 +355,8 @@ class LinearLeafDTSurrogate:
     def _base_prec(self, m: int, scale: np.ndarray, rho: float) -> np.ndarray:
         """The base prior precision (the pooled model's prior)."""
         s2, code = self._blocks(m, scale)
-        return np.where(code == 0, float(self.ratio), rho * s2)
+        leaf_r = float(self.leaf_slope_ratio) if self.slopes == "both" else rho
+        return np.select([code == 0, code == 1], [float(self.ratio), leaf_r * s2], rho * s2)
 
     def _solve(
         self, D: np.ndarray, W: np.ndarray, prec: np.ndarray, mean: np.ndarray
@@ -501,7 +525,8 @@ class LinearLeafDTSurrogate:
                 m = tree.n_leaves
                 leaf = tree.apply(X)
                 cen = self._centers(leaf, z, pairs[train], m)
-                phi = self._phi(leaf, z - cen[leaf], m)
+                zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs[train], 1)[0]
+                phi = self._phi(leaf, z, cen, zmean, m)
                 d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
                 D, mask, _ = self._padded(d, rows)
                 trw = np.zeros(mask.shape)
@@ -546,7 +571,8 @@ class LinearLeafDTSurrogate:
         k = z.shape[1]
         leaf = tree.apply(X)
         cen = self._centers(leaf, z, pairs, m)
-        phi = self._phi(leaf, z - cen[leaf], m)
+        zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs, 1)[0]
+        phi = self._phi(leaf, z, cen, zmean, m)
         d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
         p = d.shape[1]
         base = self._base_prec(m, scale, rho)
@@ -592,6 +618,7 @@ class LinearLeafDTSurrogate:
         self.item_leaf_ = leaf
         self.n_leaves_ = m
         self.leaf_center_ = cen
+        self.z_mean_ = zmean
         self.scale_ = scale
         self.respondents_ = ids
         self.respondent_theta_ = theta_c
@@ -603,9 +630,13 @@ class LinearLeafDTSurrogate:
         self._set_display(self.theta_, self.theta_cov_)
 
     def _set_display(self, theta: np.ndarray, cov: np.ndarray) -> None:
+        """Leaf display values: the utility at every leaf's centroid (mean, covariance)."""
         m = self.n_leaves_
-        self.leaf_mean_ = theta[:m].copy()
-        self.leaf_cov_ = cov[:m, :m].copy()
+        leaves = np.arange(m)
+        Phi = self._phi(leaves, self.leaf_center_, self.leaf_center_, self.z_mean_, m)
+        c = Phi @ cov @ Phi.T
+        self.leaf_mean_ = Phi @ theta
+        self.leaf_cov_ = 0.5 * (c + c.T)
         self.leaf_map_ = self.leaf_mean_
         self.leaf_slopes_ = self._slope_table(theta)
 
@@ -644,7 +675,7 @@ class LinearLeafDTSurrogate:
             X = check_input(X, getattr(self, "n_features_in_", None), type(self).__name__)
             leaf = self.tree_.apply(X)
         z = self._z(X)
-        return self._phi(leaf, z - self.leaf_center_[leaf], self.n_leaves_)
+        return self._phi(leaf, z, self.leaf_center_, self.z_mean_, self.n_leaves_)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf index of every row of ``X``."""

@@ -32,17 +32,19 @@ from pbo_core.models.pooled_dt import PooledDTSurrogate
 POOLED: dict[str, Callable[[], object]] = {
     "logit": lambda: RespondentLinearSurrogate("logit"),
     "dt-pooled": lambda: PooledDTSurrogate(),
+    # slopes on the numeric attributes (default) / on every attribute
     "dt-linear-pooled": lambda: LinearLeafDTSurrogate(pooling="shrink", slope_ratio="cv"),
-    "dt-linear-pooled-leaf": lambda: LinearLeafDTSurrogate(
-        pooling="shrink", slopes="leaf", slope_ratio="cv"
-    ),
     "dt-linear-pooled-all": lambda: LinearLeafDTSurrogate(
-        pooling="shrink", slope_ratio="cv", linear_features=("price", "time", "changes", "comfort")
+        pooling="shrink", slope_ratio="cv", linear_features="all"
+    ),
+    # a fixed depth 3 (<= 8 leaves) instead of the CV depth, for a tree worth reading
+    "dt-linear-pooled-all-d3": lambda: LinearLeafDTSurrogate(
+        pooling="shrink", slope_ratio="cv", linear_features="all", max_depth=3
     ),
 }
 PER_RESPONDENT: dict[str, Callable[[], object]] = {
     "dt": lambda: DTSurrogate(),
-    "dt-linear": lambda: LinearLeafDTSurrogate(slope_ratio="cv"),
+    "dt-linear": lambda: LinearLeafDTSurrogate(slope_ratio="cv", n_folds=3),
 }
 
 
