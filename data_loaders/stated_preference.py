@@ -257,7 +257,9 @@ def pivot_study(study: Study, features: tuple[str, ...], mode: PivotMode = "rati
             lo, hi = float(X[:, j].min()), float(X[:, j].max())
             unit = "x own median" if mode == "ratio" else (f"{f.unit} vs own median").strip()
             label = f"{f.display} relative to own median"
-            f = replace(f, bounds=(lo, hi), unit=unit, label=label)
+            how = "divided by" if mode == "ratio" else "minus"
+            desc = f"{f.description} Pivoted: {how} the respondent's median alternative."
+            f = replace(f, bounds=(lo, hi), unit=unit, label=label, description=desc.strip())
         feats.append(f)
     new_schema = Schema(tuple(feats))
     new = PreferenceData(
