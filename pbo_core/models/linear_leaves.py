@@ -76,7 +76,7 @@ CI]; GP from the README's ``conjoint-accuracy`` table)::
     dt (today, per respondent)                   0.578 (5.3 leaves)     0.831 (4.7 leaves)
     dt-pooled (PooledDTSurrogate)                0.653 (16 leaves)      0.794 (10 leaves)
     dt-linear-pooled, numeric slopes, CV depth   0.713 (8 leaves)       0.818 (9 leaves)
-    dt-linear-pooled, all slopes, CV depth       0.802 (2 leaves)       not run (>40 min)
+    dt-linear-pooled, all slopes, CV depth       0.802 (2 leaves)       timed out (30 min)
     dt-linear-pooled, all slopes, depth 3        0.806 (8 leaves)       0.863 (6 leaves)
     dt-linear (own data, numeric slopes, CV)     0.709 (2.4 leaves)     not run
     Train pivoted (load_train(pivot=True)): logit 0.802, dt 0.594, dt-pooled 0.693
