@@ -20,7 +20,11 @@ a value outside is an error naming the file, line and column.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
+from typing import Literal
+
+import numpy as np
 
 from data_loaders._common import VENDORED_DIR, freeze
 from data_loaders.conjoint import (
@@ -29,7 +33,12 @@ from data_loaders.conjoint import (
     load_conjoint_long,
     load_conjoint_wide,
 )
-from pbo_core.data import Study
+from pbo_core.data import PreferenceData, Schema, Study
+
+PivotMode = Literal["ratio", "difference"]
+
+#: Train attributes that pivot on the respondent's usual trip (``load_train(pivot=...)``).
+TRAIN_PIVOT_FEATURES: tuple[str, ...] = ("price", "time")
 
 TRAIN_FILE = VENDORED_DIR / "train_data.csv.gz"
 ELECTRICITY_FILE = VENDORED_DIR / "electricity.csv.gz"
@@ -197,9 +206,95 @@ def _electricity() -> Study:
     return study
 
 
-def load_train() -> Study:
-    """The Dutch train-trip study (vendored; parsed once per process, arrays read-only)."""
-    return _train()
+def load_train(pivot: bool | PivotMode = False) -> Study:
+    """The Dutch train-trip study (vendored; parsed once per process, arrays read-only).
+
+    Parameters
+    ----------
+    pivot
+        ``False`` (default): attributes as in the file. ``True`` or ``"ratio"``: price and
+        travel time divided by the respondent's own reference, the median over all
+        alternatives shown to them (the Train design varies both around each
+        respondent's usual trip, so "20 % dearer than usual" is what they traded off);
+        ``"difference"``: minus the reference (guilders / minutes above it). See
+        :func:`pivot_study`.
+    """
+    if pivot is False:
+        return _train()
+    return _train_pivoted("ratio" if pivot is True else pivot)
+
+
+@lru_cache(maxsize=2)
+def _train_pivoted(mode: PivotMode) -> Study:
+    study = pivot_study(_train(), TRAIN_PIVOT_FEATURES, mode)
+    freeze(study.data.X, study.data.pairs, study.data.respondent)
+    return study
+
+
+def pivot_study(study: Study, features: tuple[str, ...], mode: PivotMode = "ratio") -> Study:
+    """``study`` with numeric ``features`` relative to each respondent's own reference.
+
+    The reference of respondent ``r`` and feature ``j`` is ``m_rj``, the median of ``x_j``
+    over every alternative shown to ``r`` (all their tasks: a property of the design
+    they saw, not of their answers). ``"ratio"`` replaces ``x_j`` by ``x_j / m_rj``,
+    ``"difference"`` by ``x_j - m_rj``. Items become one row per (respondent, item), so the
+    pairs are renumbered; their order, respondents and ``extras["pair_task"]`` are kept.
+    """
+    if mode not in ("ratio", "difference"):
+        raise ValueError(f"pivot must be 'ratio' or 'difference', got {mode!r}")
+    data, schema = study.data, study.schema
+    cols = [schema.column_indices([f])[0] for f in features]
+    for f in features:
+        if schema[f].kind != "numeric":
+            raise ValueError(f"pivot feature {f!r} is not numeric")
+    resp = data.respondent
+    X_parts, pairs = [], np.empty_like(data.pairs)
+    offset = 0
+    for r in data.respondents():
+        rows = np.flatnonzero(resp == r)
+        used, inv = np.unique(data.pairs[rows], return_inverse=True)
+        Xr = data.X[used].copy()
+        for c in cols:
+            ref = float(np.median(Xr[:, c]))
+            if mode == "ratio":
+                if ref <= 0:
+                    raise ValueError(f"respondent {r!r}: median {ref} of column {c} is not > 0")
+                Xr[:, c] = Xr[:, c] / ref
+            else:
+                Xr[:, c] = Xr[:, c] - ref
+        pairs[rows] = inv.reshape(-1, 2) + offset
+        offset += len(used)
+        X_parts.append(Xr)
+    X = np.concatenate(X_parts)
+    feats = []
+    for f in schema.features:
+        if f.name in features:
+            j = schema.column_indices([f.name])[0]
+            lo, hi = float(X[:, j].min()), float(X[:, j].max())
+            unit = "x own median" if mode == "ratio" else (f"{f.unit} vs own median").strip()
+            label = f"{f.display} relative to own median"
+            how = "divided by" if mode == "ratio" else "minus"
+            desc = f"{f.description} Pivoted: {how} the respondent's median alternative."
+            f = replace(f, bounds=(lo, hi), unit=unit, label=label, description=desc.strip())
+        feats.append(f)
+    new_schema = Schema(tuple(feats))
+    new = PreferenceData(
+        X=X,
+        pairs=pairs,
+        schema=new_schema,
+        items=new_schema.decode(X),
+        respondent=resp,
+        users=data.users,
+        source=f"{data.source} (pivot={mode})",
+    )
+    return replace(
+        study,
+        schema=new_schema,
+        data=new,
+        description=study.description
+        + f" Price and time are pivoted ({mode}) on each respondent's median alternative.",
+        extras={**study.extras, "pivot": mode, "pivot_features": features},
+    )
 
 
 def load_electricity() -> Study:

@@ -90,3 +90,28 @@ def test_vendored_studies_are_cached_and_read_only() -> None:
         load_train().data.pairs[0, 0] = 5
     for s in (load_train(), load_electricity()):
         assert s.license.startswith("MIT") and s.citation and s.source
+
+
+def test_train_pivot_is_relative_to_each_respondents_median():
+    base = load_train()
+    assert load_train(pivot=False) is base  # off by default, the cached study
+    for mode in ("ratio", "difference"):
+        piv = load_train(pivot=True if mode == "ratio" else mode)
+        assert piv.extras["pivot"] == mode
+        assert piv.data.n_pairs == base.data.n_pairs
+        np.testing.assert_array_equal(piv.data.respondent, base.data.respondent)
+        assert piv.extras["pair_task"] is base.extras["pair_task"]
+        cols = base.schema.column_indices(["price", "time"])
+        for r in base.respondents()[:20]:
+            rows = np.flatnonzero(base.data.respondent == r)
+            shown = base.data.X[np.unique(base.data.pairs[rows])]
+            ref = np.median(shown[:, cols], axis=0)
+            pw = piv.data.X[piv.data.pairs[rows, 0]]
+            bw = base.data.X[base.data.pairs[rows, 0]]
+            want = bw[:, cols] / ref if mode == "ratio" else bw[:, cols] - ref
+            np.testing.assert_allclose(pw[:, cols], want)
+            other = [c for c in range(base.data.X.shape[1]) if c not in cols]
+            np.testing.assert_array_equal(pw[:, other], bw[:, other])
+        assert "own median" in piv.schema["price"].label
+    with pytest.raises(ValueError, match="pivot"):
+        load_train(pivot="log")  # type: ignore[arg-type]

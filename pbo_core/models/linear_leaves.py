@@ -1,0 +1,760 @@
+"""Preference trees with linear leaves, pooled across respondents (issue 16, section 2).
+
+Model
+-----
+One tree is grown on all comparisons of ``data`` with the consistency score, exactly as
+:class:`~pbo_core.models.dt.DTSurrogate` grows it (pooled when ``data`` holds several
+respondents; :func:`~pbo_core.models.tree.build_tree`). Inside leaf ``l`` the utility of an
+item ``x`` for respondent ``r`` is
+
+.. math::
+
+    u_r(x) = a_{r,l} + (z(x) - \\bar z_l)^\\top d_{r,l} + (z(x) - \\bar z)^\\top
+    \\beta_r, \\qquad l = \\text{leaf}(x),
+
+with ``z(x)`` a few numeric design columns (:class:`~pbo_core.models.linear.LinearDesign`,
+attributes in their own units), ``\\bar z_l`` the mean of ``z`` over the training items
+of leaf ``l`` and ``\\bar z`` over all training items. ``beta_r`` is the respondent's
+slope shared by all leaves and ``d_{r,l}`` the leaf's deviation from it, so the slope in
+leaf ``l`` is ``beta_r + d_{r,l}`` (``slopes="both"``, default; ``"shared"`` drops ``d``,
+``"leaf"`` drops ``beta``). The display shows the utility at every leaf's centroid.
+``linear_features=()`` (no slopes) is the paper's piecewise-constant DT; a
+single leaf is the Bayesian linear probit model. Comparisons have the probit likelihood of
+DT-PBO Eq. 2, ``P(w > l) = Phi((u(w) - u(l)) / sqrt(2))``, utilities in ``sigma_noise``
+units. Stacking ``theta_r = (a_r, b_r)`` every comparison is linear in ``theta_r`` with
+design row ``(phi(w) - phi(l)) / sqrt(2)``, so the fit is a penalised probit GLM
+(:func:`pbo_core.models.linear.newton_batch`, all respondents and CV cells batched).
+
+Prior and pooling
+-----------------
+The base prior is DT-PBO's: ``a ~ N(0, ratio^-1 I)`` and, per slope column ``j``,
+``b_j ~ N(0, (slope_ratio s_j^2)^-1)`` with ``s_j`` the RMS of the column's difference in
+the training pairs (a unit-RMS difference gets prior variance ``1 / slope_ratio``).
+``pooling="shrink"`` multiplies it by a second Gaussian centred on the pooled posterior
+mean ``mu`` (the same model fitted to all respondents' comparisons with the base prior)
+with precision ``lam * U``, ``U = diag(1, .., 1, s^2, .., s^2)``:
+
+.. math::
+
+    p(\\theta_r) \\propto N(\\theta_r; 0, P_0^{-1})\\, N(\\theta_r; \\mu, (\\lambda U)^{-1})
+    = N\\big((P_0 + \\lambda U)^{-1} \\lambda U \\mu,\\; (P_0 + \\lambda U)^{-1}\\big).
+
+``lam = 0`` is no pooling (each respondent's own DT prior: with one respondent and no
+slopes the model *is* :class:`~pbo_core.models.dt.DTSurrogate`, bit for bit); ``lam ->
+inf`` gives everybody the pooled utilities. The Laplace posterior ``N(theta_map, H^-1)``
+is conditioned on ``1^T a = 0`` (Prop. 2; only utility differences are identified), so
+the utility of any set of points is jointly Gaussian with mean ``Phi theta`` and
+covariance ``Phi S Phi^T`` (symmetric PSD): qEUBO stays analytic, and two points of one
+leaf no longer tie once slopes are on.
+
+Choosing the strengths and the tree size
+----------------------------------------
+``shrinkage="cv"`` (and ``max_depth="cv"``, ``slope_ratio="cv"``) are chosen together by
+K-fold cross-validation on the *training* comparisons only: folds hold whole tasks of a
+respondent (``fit(data, tasks=...)``; default one task per comparison, dealt within each
+respondent by :func:`pbo_core.models.linear.task_folds`). For every fold the tree, the
+leaf centring and the pooled centre are refitted without the fold, so no held-out
+comparison informs any part of the prediction it is scored on. The criterion is the
+held-out error with ties counting 1/2 (the accuracy the experiments report); ties go to
+the smaller tree and then the stronger prior. Depths whose tree on all training data has
+more than ``max_leaves`` leaves are not considered (the readability goal: 12 leaves with
+slopes, 24 constant), and depth 0 (a single leaf, the linear model itself) never is.
+
+Tree structure: the tree is grown on the comparisons alone (residual-free, as today), not
+refitted on residuals of the linear part. That keeps the tree the paper's tree (the same
+readable consistency-score splits, straddler handling and back-ends), costs one tree per
+CV cell instead of an alternating fit, and the leaf slopes then show how the trade-offs
+differ between the regions the comparisons separate.
+
+Measured (``python tests/benchmarks/tree_accuracy.py``; the ``conjoint-accuracy`` split,
+seed 0, 2 held-out tasks per respondent, ties 1/2, mean over respondents [95 % bootstrap
+CI]; GP from the README's ``conjoint-accuracy`` table)::
+
+    method                                       train                  electricity
+    per-respondent logit (RespondentLinear)      0.796 [0.757, 0.834]   0.858 [0.838, 0.877]
+    GP (README)                                  0.657                  0.838
+    dt (today, per respondent)                   0.578 (5.3 leaves)     0.831 (4.7 leaves)
+    dt-pooled (PooledDTSurrogate)                0.653 (16 leaves)      0.794 (10 leaves)
+    dt-linear-pooled, numeric slopes, CV depth   0.713 (8 leaves)       0.818 (9 leaves)
+    dt-linear-pooled, all slopes, CV depth       0.802 (2 leaves)       timed out (30 min)
+    dt-linear-pooled, all slopes, depth 3        0.806 (8 leaves)       0.863 (6 leaves)
+    dt-linear (own data, numeric slopes, CV)     0.709 (2.4 leaves)     not run
+    Train pivoted (load_train(pivot=True)): logit 0.802, dt 0.594, dt-pooled 0.693
+    (16 leaves), dt-linear-pooled all slopes depth 3 0.800 (7 leaves)
+
+The trees reach the logit only when every attribute has a personal (shared) slope; the
+tree then adds +0.011 [+0.002, +0.019] (train) and +0.006 [-0.006, +0.016]
+(electricity) over the logit. Constant leaves, pooled or not, stay 0.14 (train) and 0.06
+(electricity) below it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from pbo_core.data import PreferenceData, Schema
+from pbo_core.metrics import competition_rank
+from pbo_core.models.base import check_input, probit_preference
+from pbo_core.models.leaves import laplace_fit
+from pbo_core.models.linear import LinearDesign, newton_batch, spd_inv_batch, task_folds
+from pbo_core.models.tree import StraddlerMode, Tree, build_tree
+
+__all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "condition_on_sum"]
+
+#: Default grid of pooling strengths ``lam`` (0 = no pooling), weakest first.
+DEFAULT_SHRINKAGES: tuple[float, ...] = (0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+#: Default grid of slope prior strengths for ``slope_ratio="cv"`` (strongest first).
+DEFAULT_SLOPE_RATIOS: tuple[float, ...] = (10.0, 1.0, 0.1, 0.01, 0.001)
+#: Default depths tried by ``max_depth="cv"``.
+DEFAULT_DEPTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_BATCH_CELLS = 4_000_000
+
+Pooling = Literal["none", "shrink"]
+SlopeMode = Literal["leaf", "shared", "both"]
+
+
+def condition_on_sum(mean: np.ndarray, cov: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Condition ``N(mean, cov)`` (batched ``(..., p)``) on ``sum(theta[:m]) = 0``.
+
+    Eaton's formula with ``c = (1_m, 0)``: ``mean - S c (c^T mean) / (c^T S c)`` and
+    ``S - S c c^T S / (c^T S c)``; the result is symmetrised (PSD, ``c`` in the null space).
+    With ``p == m`` this is :func:`pbo_core.models.leaves.condition_sum_to_zero`.
+    """
+    sc = cov[..., :, :m].sum(axis=-1)  # S c
+    tot = sc[..., :m].sum(axis=-1)  # c^T S c
+    safe = np.where(tot > 0, tot, 1.0)
+    mean_c = mean - (mean[..., :m].sum(axis=-1) / safe)[..., None] * sc
+    cov_c = cov - sc[..., :, None] * (sc / safe[..., None])[..., None, :]
+    cov_c = 0.5 * (cov_c + np.swapaxes(cov_c, -1, -2))
+    return mean_c, cov_c
+
+
+def _error_sum(z: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """Held-out errors (ties 1/2) summed over the last axis, counting ``held`` rows."""
+    err = np.where(z < 0, 1.0, np.where(z == 0, 0.5, 0.0))
+    return (err * held).sum(axis=-1)
+
+
+class LinearLeafDTSurrogate:
+    """Preference tree whose leaves hold a level plus linear slopes, optionally pooled.
+
+    Parameters
+    ----------
+    ratio
+        Base prior precision of the leaf levels, ``sigma_noise^2 / sigma_prior^2``
+        (default 1/4, as :class:`~pbo_core.models.dt.DTSurrogate`).
+    linear_features
+        Names of the features with a slope inside every leaf; ``None`` (default): every
+        numeric feature of the schema; ``"all"``: every feature; ``()``: none (constant
+        leaves, the paper's DT).
+        Categorical features get one slope per non-reference level (as in
+        :class:`~pbo_core.models.linear.LinearDesign`).
+    slope_ratio
+        Base prior strength of a slope on the unit-RMS scale of its difference, or
+        ``"cv"`` (grid ``slope_ratios``).
+    slopes
+        Where the slopes live: ``"leaf"`` (one slope vector per leaf), ``"shared"`` (one
+        per respondent, the same in every leaf: the tree then only moves levels) or
+        ``"both"`` (default: a respondent's slope in leaf ``l`` is their shared slope plus
+        a leaf deviation). Leaf slopes and levels are pulled toward the pooled ones with
+        ``shrinkage``; shared slopes have prior strength ``slope_ratio`` about the pooled
+        shared slopes (``pooling="shrink"``) or about 0.
+    leaf_slope_ratio
+        With ``slopes="both"``: base prior strength of the leaf deviations from the
+        shared slope (on the unit-RMS scale; the pull ``shrinkage`` is added).
+    pooling
+        ``"none"``: every respondent has the base prior; ``"shrink"``: the prior is
+        also centred on the pooled posterior mean with strength ``shrinkage``.
+    shrinkage
+        Pooling strength ``lam >= 0`` (``pooling="shrink"``) or ``"cv"`` (grid
+        ``shrinkages``, default :data:`DEFAULT_SHRINKAGES`, which includes 0).
+    max_depth
+        Tree depth, ``None`` (grow until the consistency score stops it) or ``"cv"``
+        (grid ``depths``, limited to trees with at most ``max_leaves`` leaves).
+    min_samples_split, min_split_score, straddlers, backend
+        Growth controls, passed to :func:`~pbo_core.models.tree.build_tree`.
+    max_leaves
+        Readability goal used by ``max_depth="cv"`` (default 12).
+    n_folds, random_state
+        CV folds (whole tasks within each respondent) and the seed of their assignment.
+    max_iter, tol
+        Newton cap and tolerance on the Newton decrement.
+
+    Attributes
+    ----------
+    tree_ : Tree
+        The (pooled) tree. ``schema_``, ``n_leaves_``, ``item_leaf_`` as in DTSurrogate.
+    leaf_mean_, leaf_cov_ : ndarray
+        Pooled (population) utility at every leaf's centroid ``z-bar_l`` and its
+        covariance (what :mod:`pbo_core.explain.export` draws); constant leaves: the
+        sum-to-zero leaf posterior, as in DTSurrogate.
+    leaf_slopes_ : DataFrame
+        Pooled slope of every linear column in every leaf (attribute units, per unit).
+    slope_columns_ : list of str
+        Design names of the slope columns.
+    leaf_center_ : ndarray, shape (n_leaves, k)
+        Centring ``z-bar`` of every leaf.
+    respondents_ : ndarray
+        Respondent ids (order of first appearance); ``respondent_theta_`` ``(R, p)`` and
+        ``respondent_cov_`` ``(R, p, p)`` their conditioned posteriors; ``theta_`` and
+        ``theta_cov_`` the pooled one (used for ``respondent=None``).
+    shrinkage_, slope_ratio_, max_depth_ : chosen values; ``cv_error_`` ``DataFrame`` of
+        the CV grid (held-out error rate per cell) when anything was chosen by CV.
+    """
+
+    _default_linear: Sequence[str] | None = None
+
+    def __init__(
+        self,
+        ratio: float = 0.25,
+        *,
+        linear_features: Sequence[str] | Literal["all"] | None = None,
+        slope_ratio: float | Literal["cv"] = 1.0,
+        slope_ratios: Sequence[float] | None = None,
+        slopes: SlopeMode = "both",
+        leaf_slope_ratio: float = 1.0,
+        pooling: Pooling = "none",
+        shrinkage: float | Literal["cv"] = "cv",
+        shrinkages: Sequence[float] | None = None,
+        max_depth: int | Literal["cv"] | None = "cv",
+        depths: Sequence[int] | None = None,
+        min_samples_split: int = 1,
+        min_split_score: float = 0.0,
+        straddlers: StraddlerMode = "discard",
+        max_leaves: int = 12,
+        n_folds: int = 5,
+        random_state: int = 0,
+        backend: str = "auto",
+        max_iter: int = 100,
+        tol: float = 1e-9,
+    ) -> None:
+        self.ratio = ratio
+        self.linear_features = linear_features
+        self.slope_ratio = slope_ratio
+        self.slope_ratios = slope_ratios
+        self.slopes = slopes
+        self.leaf_slope_ratio = leaf_slope_ratio
+        self.pooling = pooling
+        self.shrinkage = shrinkage
+        self.shrinkages = shrinkages
+        self.max_depth = max_depth
+        self.depths = depths
+        self.min_samples_split = min_samples_split
+        self.min_split_score = min_split_score
+        self.straddlers = straddlers
+        self.max_leaves = max_leaves
+        self.n_folds = n_folds
+        self.random_state = random_state
+        self.backend = backend
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def get_params(self) -> dict[str, object]:
+        """Constructor parameters (scikit-learn style)."""
+        keys = (
+            "ratio linear_features slope_ratio slope_ratios slopes leaf_slope_ratio pooling "
+            "shrinkage shrinkages "
+            "max_depth depths min_samples_split min_split_score straddlers max_leaves "
+            "n_folds random_state backend max_iter tol"
+        ).split()
+        return {k: getattr(self, k) for k in keys}
+
+    # ------------------------------------------------------------------ design
+    def _slope_design(self, schema: Schema) -> tuple[LinearDesign, np.ndarray]:
+        design = LinearDesign(schema)
+        names = self.linear_features
+        if names is None:
+            names = [f.name for f in schema.features if f.kind == "numeric"]
+        elif isinstance(names, str):
+            if names != "all":
+                raise ValueError(f"linear_features must be names, None or 'all', got {names!r}")
+            names = [f.name for f in schema.features]
+        names = list(names)
+        unknown = set(names) - {f.name for f in schema.features}
+        if unknown:
+            raise ValueError(f"linear_features {sorted(unknown)} are not in the schema")
+        col_feature = [schema.columns[c.source].feature for c in design.columns]
+        feat_names = [schema.features[i].name for i in col_feature]
+        cols = np.array([i for i, n in enumerate(feat_names) if n in names], dtype=np.int64)
+        return design, cols
+
+    def _z(self, X: np.ndarray) -> np.ndarray:
+        return self.design_.transform(X)[:, self._cols]
+
+    def _n_params(self, m: int, k: int) -> int:
+        leaf = m * k if self.slopes in ("leaf", "both") else 0
+        return m + leaf + (k if self.slopes in ("shared", "both") else 0)
+
+    def _phi(
+        self, leaf: np.ndarray, z: np.ndarray, cen: np.ndarray, zmean: np.ndarray, m: int
+    ) -> np.ndarray:
+        """Feature rows: leaf one-hot, ``z - z-bar_l`` in its leaf block, then ``z - z-bar``.
+
+        Layout of ``theta``: ``m`` levels, ``m k`` leaf slopes (``slopes`` "leaf" or
+        "both"), ``k`` shared slopes (``slopes`` "shared" or "both"). Leaf slopes act
+        about the leaf centroid ``z-bar_l``; the shared slopes about the overall mean
+        ``z-bar``, so a respondent's own shared slope also scales the differences between
+        leaves (a person twice as price-sensitive sees the cheap leaf twice as far ahead).
+        """
+        n, k = z.shape
+        out = np.zeros((n, self._n_params(m, k)))
+        rows = np.arange(n)
+        out[rows, leaf] = 1.0
+        if k and self.slopes in ("leaf", "both"):
+            idx = m + leaf[:, None] * k + np.arange(k)[None, :]
+            out[rows[:, None], idx] = z - cen[leaf]
+        if k and self.slopes in ("shared", "both"):
+            out[:, out.shape[1] - k :] = z - zmean
+        return out
+
+    def _grow(self, X: np.ndarray, pairs: np.ndarray, schema: Schema, depth: int | None) -> Tree:
+        return build_tree(
+            X,
+            pairs,
+            schema,
+            max_depth=depth,
+            min_samples_split=self.min_samples_split,
+            min_split_score=self.min_split_score,
+            straddlers=self.straddlers,
+            backend=self.backend,  # type: ignore[arg-type]
+        )
+
+    @staticmethod
+    def _centers(leaf: np.ndarray, z: np.ndarray, pairs: np.ndarray, m: int) -> np.ndarray:
+        """Mean ``z`` of the training items (those in ``pairs``) of every leaf."""
+        k = z.shape[1]
+        used = np.unique(pairs)
+        if k == 0 or used.size == 0:
+            return np.zeros((m, k))
+        lu = leaf[used]
+        cnt = np.bincount(lu, minlength=m).astype(float)
+        tot = np.stack([np.bincount(lu, z[used, j], minlength=m) for j in range(k)], axis=1)
+        overall = z[used].mean(axis=0)
+        return np.where(cnt[:, None] > 0, tot / np.maximum(cnt, 1.0)[:, None], overall[None, :])
+
+    # ------------------------------------------------------------------ fitting helpers
+    def _blocks(self, m: int, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-parameter ``s_j^2`` (1 for levels) and block code (0 level, 1 leaf, 2 shared)."""
+        k = len(scale)
+        s2, code = [np.ones(m)], [np.zeros(m)]
+        if self.slopes in ("leaf", "both"):
+            s2.append(np.tile(scale**2, m))
+            code.append(np.ones(m * k))
+        if self.slopes in ("shared", "both"):
+            s2.append(scale**2)
+            code.append(np.full(k, 2.0))
+        return np.concatenate(s2), np.concatenate(code)
+
+    def _prior(
+        self, m: int, scale: np.ndarray, rho: float, lam: float, mu: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Respondent prior precision and mean (diagonal).
+
+        Levels: ``ratio + lam``, mean ``lam mu / (ratio + lam)``; leaf slopes: ``(r_l +
+        lam) s^2`` with ``r_l = rho`` (``slopes="leaf"``) or ``leaf_slope_ratio``
+        (``"both"``: the leaf deviations from the shared slope), mean ``lam mu / (r_l +
+        lam)``; shared slopes: ``rho s^2``, centred on the pooled shared slopes with
+        ``pooling="shrink"`` (else on 0).
+        """
+        s2, code = self._blocks(m, scale)
+        base = self._base_prec(m, scale, rho)
+        pull = np.where(code == 2, 0.0, lam * s2)  # the lam pull (levels, leaf slopes)
+        if self.pooling == "shrink":
+            pull = np.where(code == 2, base, pull)
+            base = np.where(code == 2, 0.0, base)
+        prec = base + pull
+        mean = np.zeros_like(prec) if mu is None else pull * mu / prec
+        return prec, mean
+
+    def _base_prec(self, m: int, scale: np.ndarray, rho: float) -> np.ndarray:
+        """The base prior precision (the pooled model's prior)."""
+        s2, code = self._blocks(m, scale)
+        leaf_r = float(self.leaf_slope_ratio) if self.slopes == "both" else rho
+        return np.select([code == 0, code == 1], [float(self.ratio), leaf_r * s2], rho * s2)
+
+    def _solve(
+        self, D: np.ndarray, W: np.ndarray, prec: np.ndarray, mean: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Batched MAP and Hessian; ``D`` ``(B, n, p)`` rows already scaled by 1/sqrt(2)."""
+        B, n, p = D.shape
+        beta = np.empty((B, p))
+        H = np.empty((B, p, p))
+        step = max(1, _BATCH_CELLS // max(1, n * p))
+        for i in range(0, B, step):
+            sl = slice(i, min(i + step, B))
+            beta[sl], H[sl] = newton_batch(
+                D[sl], W[sl], prec[sl], mean[sl], "probit", max_iter=self.max_iter, tol=self.tol
+            )
+        return beta, H
+
+    @staticmethod
+    def _padded(d: np.ndarray, rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-respondent difference rows padded to one length, mask, and row index."""
+        n_max = max(1, max(len(r) for r in rows))
+        R, p = len(rows), d.shape[1]
+        D = np.zeros((R, n_max, p))
+        mask = np.zeros((R, n_max), dtype=bool)
+        idx = np.full((R, n_max), -1, dtype=np.int64)
+        for i, r in enumerate(rows):
+            D[i, : len(r)] = d[r]
+            mask[i, : len(r)] = True
+            idx[i, : len(r)] = r
+        return D, mask, idx
+
+    def _pooled_theta(self, d: np.ndarray, w: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """Pooled MAP (base prior) on difference rows ``d`` with weights ``w``."""
+        beta, _ = self._solve(d[None], w[None], base[None], np.zeros((1, d.shape[1])))
+        return beta[0]
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, data: PreferenceData, tasks: np.ndarray | None = None) -> LinearLeafDTSurrogate:
+        """Grow the tree, choose strengths by CV on ``data`` and fit every respondent.
+
+        Parameters
+        ----------
+        data
+            Comparisons; ``data.respondent`` (optional) says whose each one is.
+        tasks
+            Optional task id of every comparison (CV folds keep a task together).
+
+        Returns
+        -------
+        self
+        """
+        if self.slopes not in ("leaf", "shared", "both"):
+            raise ValueError(f"slopes must be 'leaf', 'shared' or 'both', got {self.slopes!r}")
+        if self.pooling not in ("none", "shrink"):
+            raise ValueError(f"pooling must be 'none' or 'shrink', got {self.pooling!r}")
+        schema = data.get_schema()
+        X, pairs = data.X, data.pairs
+        n = len(pairs)
+        if n == 0:
+            raise ValueError("no comparisons to fit")
+        design, cols = self._slope_design(schema)
+        self.design_, self._cols = design, cols
+        z = self._z(X)
+        k = z.shape[1]
+        resp = data.respondent if data.respondent is not None else np.zeros(n, dtype=np.int64)
+        ids, first = np.unique(resp, return_index=True)
+        ids = ids[np.argsort(first)]
+        rows = [np.flatnonzero(resp == r) for r in ids]
+        dz = z[pairs[:, 0]] - z[pairs[:, 1]]
+        scale = np.sqrt((dz * dz).mean(axis=0)) if k else np.zeros(0)
+        scale = np.where(scale > 1e-12, scale, 1.0)
+        task = np.arange(n) if tasks is None else np.asarray(tasks)
+        if len(task) != n:
+            raise ValueError(f"{len(task)} task ids for {n} comparisons")
+
+        lams = self._grid_lams()
+        rhos = self._grid_rhos(k)
+        depths = self._grid_depths(X, pairs, schema)
+        choice = (depths[0], lams[0], rhos[0])
+        self.cv_error_: pd.DataFrame | None = None
+        if len(depths) * len(lams) * len(rhos) > 1:
+            rng = np.random.default_rng(self.random_state)
+            folds = task_folds(self.n_folds, rng, task, resp)
+            K = int(folds.max(initial=0)) + 1
+            if K >= 2:
+                err = self._cv(X, pairs, schema, z, scale, rows, folds, K, depths, lams, rhos)
+                grid = pd.DataFrame(
+                    [(dd, la, rh) for dd in depths for la in lams for rh in rhos],
+                    columns=["max_depth", "shrinkage", "slope_ratio"],
+                )
+                grid["error"] = err.ravel() / n
+                self.cv_error_ = grid
+                best = int(np.argmin(err.ravel()))  # first minimum: small tree, order of grid
+                i, j, h = np.unravel_index(best, err.shape)
+                choice = (depths[i], lams[j], rhos[h])
+        depth, lam, rho = choice
+        self._fit_final(X, pairs, schema, z, scale, ids, rows, depth, lam, rho)
+        self.max_depth_, self.shrinkage_, self.slope_ratio_ = depth, float(lam), float(rho)
+        self.n_features_in_ = X.shape[1]
+        self._X_fit = X
+        return self
+
+    def _grid_lams(self) -> list[float]:
+        if self.pooling == "none":
+            return [0.0]
+        if isinstance(self.shrinkage, str):
+            if self.shrinkage != "cv":
+                raise ValueError(f"shrinkage must be a number or 'cv', got {self.shrinkage!r}")
+            g = list(DEFAULT_SHRINKAGES if self.shrinkages is None else self.shrinkages)
+            if any(x < 0 for x in g) or not g:
+                raise ValueError("shrinkages must be a non-empty grid of numbers >= 0")
+            return sorted(float(x) for x in g)[::-1]  # strongest first: ties -> pooling
+        if not float(self.shrinkage) >= 0:
+            raise ValueError(f"shrinkage must be >= 0, got {self.shrinkage}")
+        return [float(self.shrinkage)]
+
+    def _grid_rhos(self, k: int) -> list[float]:
+        if k == 0:
+            return [1.0]
+        if isinstance(self.slope_ratio, str):
+            if self.slope_ratio != "cv":
+                raise ValueError(f"slope_ratio must be a number or 'cv', got {self.slope_ratio!r}")
+            g = DEFAULT_SLOPE_RATIOS if self.slope_ratios is None else self.slope_ratios
+            return sorted((float(x) for x in g), reverse=True)
+        if not float(self.slope_ratio) > 0:
+            raise ValueError(f"slope_ratio must be positive, got {self.slope_ratio}")
+        return [float(self.slope_ratio)]
+
+    def _grid_depths(self, X: np.ndarray, pairs: np.ndarray, schema: Schema) -> list[int | None]:
+        if not (isinstance(self.max_depth, str) and self.max_depth == "cv"):
+            if isinstance(self.max_depth, str):
+                raise ValueError(f"max_depth must be an int, None or 'cv', got {self.max_depth!r}")
+            return [self.max_depth]
+        out: list[int | None] = []
+        for dd in sorted(DEFAULT_DEPTHS if self.depths is None else self.depths):
+            t = self._grow(X, pairs, schema, dd)
+            if out and t.n_leaves > self.max_leaves:
+                break
+            out.append(dd)
+            if t.max_depth < dd:  # the tree stopped on its own: deeper is the same tree
+                break
+        return out
+
+    def _cv(
+        self,
+        X: np.ndarray,
+        pairs: np.ndarray,
+        schema: Schema,
+        z: np.ndarray,
+        scale: np.ndarray,
+        rows: list[np.ndarray],
+        folds: np.ndarray,
+        K: int,
+        depths: list[int | None],
+        lams: list[float],
+        rhos: list[float],
+    ) -> np.ndarray:
+        """Held-out errors summed over all comparisons, ``(depths, lams, rhos)``."""
+        err = np.zeros((len(depths), len(lams), len(rhos)))
+        for f in range(K):
+            train = folds != f
+            held_rows = folds == f
+            if not held_rows.any() or not train.any():
+                continue
+            for a, dd in enumerate(depths):
+                tree = self._grow(X, pairs[train], schema, dd)
+                m = tree.n_leaves
+                leaf = tree.apply(X)
+                cen = self._centers(leaf, z, pairs[train], m)
+                zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs[train], 1)[0]
+                phi = self._phi(leaf, z, cen, zmean, m)
+                d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
+                D, mask, _ = self._padded(d, rows)
+                trw = np.zeros(mask.shape)
+                held = np.zeros(mask.shape)
+                for i, r in enumerate(rows):
+                    trw[i, : len(r)] = train[r]
+                    held[i, : len(r)] = held_rows[r]
+                R = D.shape[0]
+                for h, rho in enumerate(rhos):
+                    base = self._base_prec(m, scale, rho)
+                    mu = (
+                        self._pooled_theta(d, train.astype(float), base)
+                        if self.pooling == "shrink"
+                        else None
+                    )
+                    L = len(lams)
+                    pm = [self._prior(m, scale, rho, la, mu) for la in lams]
+                    prec = np.stack([a_[0] for a_ in pm])
+                    mean = np.stack([a_[1] for a_ in pm])
+                    Db = np.repeat(D, L, axis=0)
+                    Wb = np.repeat(trw, L, axis=0)
+                    beta, _ = self._solve(Db, Wb, np.tile(prec, (R, 1)), np.tile(mean, (R, 1)))
+                    zz = np.einsum("bnp,bp->bn", Db, beta).reshape(R, L, -1)
+                    err[a, :, h] += _error_sum(zz, held[:, None, :]).sum(axis=0)
+        return err
+
+    def _fit_final(
+        self,
+        X: np.ndarray,
+        pairs: np.ndarray,
+        schema: Schema,
+        z: np.ndarray,
+        scale: np.ndarray,
+        ids: np.ndarray,
+        rows: list[np.ndarray],
+        depth: int | None,
+        lam: float,
+        rho: float,
+    ) -> None:
+        tree = self._grow(X, pairs, schema, depth)
+        m = tree.n_leaves
+        k = z.shape[1]
+        leaf = tree.apply(X)
+        cen = self._centers(leaf, z, pairs, m)
+        zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs, 1)[0]
+        phi = self._phi(leaf, z, cen, zmean, m)
+        d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
+        p = d.shape[1]
+        base = self._base_prec(m, scale, rho)
+        R = len(rows)
+        # pooled (population) posterior with the base prior
+        if k == 0:
+            res = laplace_fit(leaf[pairs[:, 0]], leaf[pairs[:, 1]], m, self.ratio)
+            mu, mu_cov = res.map, res.cov
+        else:
+            b, H = self._solve(d[None], np.ones((1, len(d))), base[None], np.zeros((1, p)))
+            mu, mu_cov = b[0], spd_inv_batch(H)[0]
+        prec, mean0 = self._prior(m, scale, rho, lam, mu if self.pooling == "shrink" else None)
+        cond: list[tuple[np.ndarray, np.ndarray]] = []
+        if k == 0:
+            theta = np.empty((R, p))
+            cov = np.empty((R, p, p))
+            for i, r in enumerate(rows):
+                res = laplace_fit(
+                    leaf[pairs[r, 0]],
+                    leaf[pairs[r, 1]],
+                    m,
+                    self.ratio,
+                    prior_mean=mean0,
+                    prior_precision=prec,
+                )
+                theta[i], cov[i] = res.map, res.cov
+                cond.append((res.mean_c, res.cov_c))  # the DT's own conditioning
+        else:
+            D, mask, _ = self._padded(d, rows)
+            theta, H = self._solve(
+                D, mask.astype(float), np.tile(prec, (R, 1)), np.tile(mean0, (R, 1))
+            )
+            cov = spd_inv_batch(H)
+        if cond:
+            theta_c = np.stack([c[0] for c in cond])
+            cov_c = np.stack([c[1] for c in cond])
+        else:
+            theta_c, cov_c = condition_on_sum(theta, cov, m)
+        mu_c, mu_cov_c = condition_on_sum(mu, mu_cov, m)
+
+        self.schema_: Schema = schema
+        self.tree_: Tree = tree
+        self.item_leaf_ = leaf
+        self.n_leaves_ = m
+        self.leaf_center_ = cen
+        self.z_mean_ = zmean
+        self.scale_ = scale
+        self.respondents_ = ids
+        self.respondent_theta_ = theta_c
+        self.respondent_cov_ = cov_c
+        self.respondent_map_ = theta
+        self.theta_, self.theta_cov_ = mu_c, mu_cov_c
+        self.slope_columns_ = [design_name for design_name in self._col_names()]
+        self._index = {self._key(r): i for i, r in enumerate(ids)}
+        self._set_display(self.theta_, self.theta_cov_)
+
+    def _set_display(self, theta: np.ndarray, cov: np.ndarray) -> None:
+        """Leaf display values: the utility at every leaf's centroid (mean, covariance)."""
+        m = self.n_leaves_
+        leaves = np.arange(m)
+        Phi = self._phi(leaves, self.leaf_center_, self.leaf_center_, self.z_mean_, m)
+        c = Phi @ cov @ Phi.T
+        self.leaf_mean_ = Phi @ theta
+        self.leaf_cov_ = 0.5 * (c + c.T)
+        self.leaf_map_ = self.leaf_mean_
+        self.leaf_slopes_ = self._slope_table(theta)
+
+    def _slope_table(self, theta: np.ndarray) -> pd.DataFrame:
+        m, k = self.n_leaves_, len(self._cols)
+        b = np.zeros((m, k))
+        if k and self.slopes in ("leaf", "both"):
+            b += theta[m : m + m * k].reshape(m, k)
+        if k and self.slopes in ("shared", "both"):
+            b += theta[len(theta) - k :][None, :]
+        return pd.DataFrame(b, columns=self.slope_columns_).rename_axis("leaf")
+
+    def _col_names(self) -> list[str]:
+        return [self.design_.columns[c].name for c in self._cols]
+
+    # ------------------------------------------------------------------ prediction
+    @staticmethod
+    def _key(r: Any) -> Any:
+        return r.item() if isinstance(r, np.generic) else r
+
+    def _params(self, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        if not hasattr(self, "tree_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(data) first")
+        if respondent is None:
+            return self.theta_, self.theta_cov_
+        try:
+            i = self._index[self._key(respondent)]
+        except KeyError:
+            raise KeyError(f"respondent {respondent!r} was not in the training data") from None
+        return self.respondent_theta_[i], self.respondent_cov_[i]
+
+    def _rows(self, X: np.ndarray) -> np.ndarray:
+        if X is getattr(self, "_X_fit", None):
+            leaf = self.item_leaf_
+        else:
+            X = check_input(X, getattr(self, "n_features_in_", None), type(self).__name__)
+            leaf = self.tree_.apply(X)
+        z = self._z(X)
+        return self._phi(leaf, z, self.leaf_center_, self.z_mean_, self.n_leaves_)
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Leaf index of every row of ``X``."""
+        if X is getattr(self, "_X_fit", None):
+            return self.item_leaf_
+        X = check_input(X, getattr(self, "n_features_in_", None), type(self).__name__)
+        return self.tree_.apply(X)
+
+    def predict(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """Posterior mean utility ``phi(x)^T theta`` (``respondent=None``: the pooled model)."""
+        theta, _ = self._params(respondent)
+        return self._rows(X) @ theta
+
+    def posterior(self, X: np.ndarray, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Mean ``Phi theta`` ``(n,)`` and covariance ``Phi S Phi^T`` ``(n, n)`` (symmetric PSD)."""
+        theta, S = self._params(respondent)
+        Phi = self._rows(X)
+        cov = Phi @ S @ Phi.T
+        cov = 0.5 * (cov + cov.T)
+        return Phi @ theta, cov
+
+    def prob_prefer(self, Xa: np.ndarray, Xb: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """``P(a > b) = Phi(mu_d / sqrt(2 + s_d^2))`` over the Gaussian posterior."""
+        theta, S = self._params(respondent)
+        d = self._rows(Xa) - self._rows(Xb)
+        v = np.einsum("np,pq,nq->n", d, S, d)
+        return probit_preference(d @ theta, v)
+
+    def rank(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """Competition ranks (1 = best) of the rows of ``X``."""
+        return competition_rank(self.predict(X, respondent))
+
+    # ------------------------------------------------------------------ display
+    def for_respondent(self, respondent: Any) -> LinearLeafDTSurrogate:
+        """A shallow copy whose ``leaf_mean_``/``leaf_cov_``/``leaf_slopes_`` are one person's."""
+        theta, S = self._params(respondent)
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out.theta_, out.theta_cov_ = theta, S
+        out._set_display(theta, S)
+        return out
+
+    def leaf_slopes(self, respondent: Any = None) -> pd.DataFrame:
+        """Slope of every linear column in every leaf (``sigma_noise`` per attribute unit).
+
+        With ``slopes="both"`` a leaf's slope is the shared slope plus its leaf deviation.
+        """
+        theta, _ = self._params(respondent)
+        return self._slope_table(theta)
+
+    def slope_text(self, leaf: int, respondent: Any = None, digits: int = 2) -> list[str]:
+        """Readable slopes of one leaf, e.g. ``["Travel time: -0.028 per min"]``."""
+        row = self.leaf_slopes(respondent).iloc[int(leaf)]
+        out = []
+        for c, v in zip(self._cols, row.to_numpy(), strict=True):
+            col = self.design_.columns[c]
+            f = self.schema_[col.name.split("=")[0]] if "=" in col.name else self.schema_[col.name]
+            unit = col.unit or ("level" if f.kind == "ordinal" else "unit")
+            name = f.display if col.code is None else col.label
+            out.append(f"{name}: {v:+.{digits}g} per {unit}")
+        return out

@@ -1,0 +1,153 @@
+"""LinearLeafDTSurrogate: one leaf = the Bayesian linear probit, slopes off = DT, posterior."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pbo_core.data import Feature, PreferenceData, Schema
+from pbo_core.explain.export import leaf_summaries, to_dot
+from pbo_core.models.dt import DTSurrogate
+from pbo_core.models.leaves import condition_sum_to_zero
+from pbo_core.models.linear import LinearUtilitySurrogate
+from pbo_core.models.linear_leaves import LinearLeafDTSurrogate, condition_on_sum
+
+SCHEMA = Schema(
+    (
+        Feature("price", "numeric", bounds=(0.0, 100.0), label="Price", unit="guilders"),
+        Feature("time", "numeric", bounds=(0.0, 200.0), label="Travel time", unit="min"),
+        Feature("comfort", "ordinal", levels=("a", "b", "c"), label="Comfort"),
+    )
+)
+
+
+def _data(seed: int = 0, n_resp: int = 5, n_pairs: int = 30) -> PreferenceData:
+    rng = np.random.default_rng(seed)
+    n = 80
+    X = np.column_stack(
+        [rng.uniform(0, 100, n), rng.uniform(0, 200, n), rng.integers(0, 3, n).astype(float)]
+    )
+    pairs, resp = [], []
+    for r in range(n_resp):
+        w = np.array([-0.05, -0.02, -0.3]) * rng.uniform(0.5, 1.5, 3)
+        u = X @ w + rng.normal(0, 0.5, n)
+        for _ in range(n_pairs):
+            a, b = rng.choice(n, size=2, replace=False)
+            pairs.append((a, b) if u[a] > u[b] else (b, a))
+            resp.append(r)
+    return PreferenceData(X=X, pairs=np.array(pairs), schema=SCHEMA, respondent=np.array(resp))
+
+
+@pytest.mark.parametrize("slopes", ["leaf", "shared"])
+def test_one_leaf_is_the_bayesian_linear_probit(slopes):
+    """Depth 0: theta = sqrt(2) beta of ProbitSurrogate with alpha = 2 slope_ratio.
+
+    (With ``slopes="both"`` one leaf has two slope blocks, shared plus deviation, whose
+    priors add up to a different strength.)
+    """
+    data = _data(n_resp=1, n_pairs=60)
+    rho = 0.7
+    m = LinearLeafDTSurrogate(
+        linear_features="all", slope_ratio=rho, max_depth=0, slopes=slopes
+    ).fit(data)
+    assert m.n_leaves_ == 1
+    lin = LinearUtilitySurrogate("probit", alpha=2 * rho, tol=1e-12).fit(data)
+    slopes = m.leaf_slopes(0).to_numpy()[0]
+    np.testing.assert_allclose(slopes, np.sqrt(2.0) * lin.coef_, rtol=1e-6, atol=1e-9)
+    u = m.predict(data.X, 0)
+    np.testing.assert_allclose(
+        u - u.mean(), np.sqrt(2) * (lin.predict(data.X) - lin.predict(data.X).mean()), atol=1e-7
+    )
+    # same predictive probabilities: Phi(d / sqrt(2 + v)) with the scaled posterior
+    pa = m.prob_prefer(data.X[:10], data.X[10:20], 0)
+    pb = lin.prob_prefer(data.X[:10], data.X[10:20])
+    np.testing.assert_allclose(pa, pb, atol=1e-6)
+
+
+def test_slopes_off_is_dt():
+    data = _data(n_resp=1)
+    dt = DTSurrogate().fit(data)
+    m = LinearLeafDTSurrogate(linear_features=(), max_depth=None).fit(data)
+    np.testing.assert_array_equal(m.leaf_mean_, dt.leaf_mean_)
+    np.testing.assert_array_equal(m.leaf_cov_, dt.leaf_cov_)
+    np.testing.assert_array_equal(m.predict(data.X, 0), dt.predict(data.X))
+
+
+def test_condition_on_sum_matches_leaves():
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(5, 5))
+    S = A @ A.T + np.eye(5)
+    mu = rng.normal(size=5)
+    a, b = condition_on_sum(mu, S, 5)
+    c, d = condition_sum_to_zero(mu, S)
+    np.testing.assert_allclose(a, c)
+    np.testing.assert_allclose(b, d)
+
+
+@pytest.mark.parametrize("slopes", ["leaf", "shared", "both"])
+@pytest.mark.parametrize("pooling", ["none", "shrink"])
+def test_posterior_psd_no_ties_shapes(slopes, pooling):
+    data = _data()
+    m = LinearLeafDTSurrogate(slopes=slopes, pooling=pooling, max_depth=2, shrinkage=3.0).fit(data)
+    assert 2 <= m.n_leaves_ <= 4
+    for r in (None, 0, 3):
+        mean, cov = m.posterior(data.X[:20], respondent=r)
+        assert mean.shape == (20,) and cov.shape == (20, 20)
+        assert np.isfinite(mean).all() and np.isfinite(cov).all()
+        np.testing.assert_array_equal(cov, cov.T)
+        assert np.linalg.eigvalsh(cov).min() > -1e-9
+    leaf = m.apply(data.X)
+    same = np.flatnonzero(leaf == leaf[0])[:2]
+    p = m.prob_prefer(data.X[same[:1]], data.X[same[1:2]], 0)
+    assert p[0] != 0.5  # points in one leaf no longer tie
+    assert m.rank(data.X, 1).shape == (data.n_items,)
+    assert m.leaf_slopes_.shape == (m.n_leaves_, 2)  # price, time (numeric features)
+    assert "digraph" in to_dot(m) and len(leaf_summaries(m)) == m.n_leaves_
+
+
+def test_slope_text_has_units():
+    data = _data()
+    m = LinearLeafDTSurrogate(pooling="shrink", max_depth=1, shrinkage=1.0).fit(data)
+    txt = m.slope_text(0)
+    assert txt[0].startswith("Price: -") and txt[0].endswith("per guilders")
+    assert txt[1].startswith("Travel time: ") and txt[1].endswith("per min")
+    one = m.for_respondent(2)
+    np.testing.assert_allclose(one.leaf_slopes_.to_numpy(), m.leaf_slopes(2).to_numpy())
+
+
+def test_extreme_data_finite():
+    """Separable, huge-valued comparisons: finite MAP and PSD posterior (log_ndtr)."""
+    X = np.array([[0.0, 0.0, 0], [1e6, 1e6, 2], [5e5, 1.0, 1], [2.0, 3e5, 0]])
+    pairs = np.array([[0, 1], [0, 2], [0, 3], [3, 1], [2, 1], [0, 1], [3, 2]])
+    data = PreferenceData(X=X, pairs=pairs, schema=SCHEMA)
+    m = LinearLeafDTSurrogate(linear_features="all", slope_ratio=1e-6).fit(data)
+    mean, cov = m.posterior(X)
+    assert np.isfinite(mean).all() and np.isfinite(cov).all()
+    assert np.linalg.eigvalsh(cov).min() > -1e-6 * max(1.0, np.abs(cov).max())
+    assert np.isfinite(m.prob_prefer(X, X[::-1])).all()
+
+
+def test_cv_uses_only_fit_data_and_stays_within_leaf_goal():
+    data = _data(n_resp=6)
+    tasks = np.arange(data.n_pairs) // 2
+    test = np.isin(tasks, np.arange(0, tasks.max() + 1, 4))
+    kw = dict(pooling="shrink", slope_ratio="cv", max_leaves=4)
+    a = LinearLeafDTSurrogate(**kw).fit(data.select_pairs(~test), tasks=tasks[~test])
+    flipped = data.pairs.copy()
+    flipped[test] = flipped[test][:, ::-1]
+    other = PreferenceData(X=data.X, pairs=flipped, schema=SCHEMA, respondent=data.respondent)
+    b = LinearLeafDTSurrogate(**kw).fit(other.select_pairs(~test), tasks=tasks[~test])
+    assert a.cv_error_.equals(b.cv_error_)
+    np.testing.assert_array_equal(a.respondent_theta_, b.respondent_theta_)
+    assert a.n_leaves_ <= 4
+    assert set(a.cv_error_["max_depth"]) <= {1, 2, 3, 4, 5, 6}  # never the 1-leaf tree
+
+
+def test_bad_arguments():
+    data = _data(n_resp=1)
+    with pytest.raises(ValueError, match="pooling"):
+        LinearLeafDTSurrogate(pooling="bogus").fit(data)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="linear_features"):
+        LinearLeafDTSurrogate(linear_features=("nope",)).fit(data)
+    with pytest.raises(RuntimeError):
+        LinearLeafDTSurrogate().predict(data.X)
