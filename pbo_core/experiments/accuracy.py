@@ -58,6 +58,8 @@ from pbo_core.models.bradley_terry import (
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.linear import LinearUtilitySurrogate, RespondentLinearSurrogate
+from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+from pbo_core.models.pooled_dt import PooledDTSurrogate
 
 __all__ = [
     "ACCURACY_METHODS",
@@ -152,6 +154,7 @@ def register(method: AccuracyMethod) -> AccuracyMethod:
 
 
 _ITEMS = frozenset({"items"})
+_CONJOINT = frozenset({"conjoint"})
 register(
     AccuracyMethod(
         "dt",
@@ -168,6 +171,32 @@ register(
         "respondent",
         lambda d, t: DTSurrogate(straddlers="keep", max_depth=4).fit(d),
         description="DT per respondent, straddlers kept (App. C.2), max depth 4 (Table 2)",
+    )
+)
+register(
+    AccuracyMethod(
+        "dt-pooled",
+        "tree",
+        "pooled",
+        lambda d, t: PooledDTSurrogate().fit(d, tasks=t),
+        respondent_predict=True,
+        studies=_CONJOINT,
+        description="one tree on the pooled comparisons, each respondent's constant leaves "
+        "shrunk toward the pooled leaves (strength and depth by task CV, <= 24 leaves)",
+    )
+)
+register(
+    AccuracyMethod(
+        "dt-linear",
+        "tree",
+        "pooled",
+        lambda d, t: LinearLeafDTSurrogate(
+            linear_features="all", pooling="shrink", slope_ratio="cv", max_depth=3
+        ).fit(d, tasks=t),
+        respondent_predict=True,
+        description="pooled tree of depth 3 whose leaves hold a level plus each "
+        "respondent's slopes on every attribute, shrunk toward the pooled fit "
+        "(strengths by task CV)",
     )
 )
 register(
