@@ -15,8 +15,9 @@ import numpy as np
 
 from pbo_core.acquisition.eubo import eubo
 from pbo_core.models.tree import best_split
+from pbo_core.models.tree.splits import goes_right
 
-__all__ = ["best_leaf_pair", "structural_gain"]
+__all__ = ["best_leaf_pair", "fixed_split_gain", "structural_gain"]
 
 
 @lru_cache(maxsize=128)
@@ -103,3 +104,48 @@ def structural_gain(
     for w, lo in ((xa, xb), (xb, xa)):
         gains.append(abs(top(np.vstack([Xw, w]), np.vstack([Xl, lo])) - base))
     return 0.5 * (gains[0] + gains[1])
+
+
+def fixed_split_gain(
+    Xw: np.ndarray,
+    Xl: np.ndarray,
+    xa: np.ndarray,
+    xb: np.ndarray,
+    is_categorical: np.ndarray,
+    n_categories: np.ndarray,
+    span: np.ndarray,
+) -> float:
+    """``I_struct`` of App. C.3 with the leaf's best split ``s*_A`` held fixed.
+
+    ``E_Y |S_A^(+Y)(s*_A) - S_A(s*_A)|`` over the two outcomes (1/2 each within a
+    leaf), where ``S_A(s) = |sum_i Z_i(s)| / N`` and the appended comparison adds
+    ``Z = +-(1{xa right} - 1{xb right})``.
+
+    Parameters
+    ----------
+    Xw, Xl
+        ``(N, d)`` winners and losers of the leaf's split-search set ``D_A``.
+    xa, xb
+        The candidate pair (``(d,)`` each).
+    is_categorical, n_categories, span
+        Column metadata as for :func:`pbo_core.models.tree.best_split`.
+
+    Returns
+    -------
+    float
+        The expected change. A leaf without any split candidate (no ``s*_A``, e.g. empty
+        ``D_A``) falls back to the re-optimised gain
+        (:func:`pbo_core.acquisition.leaves.structural_gain`), the only way to score it.
+    """
+    s = best_split(Xw, Xl, is_categorical, n_categories, span) if len(Xw) else None
+    if s is None:
+        return structural_gain(Xw, Xl, xa, xb, is_categorical, n_categories, span)
+    c = s.column
+    cat = bool(is_categorical[c])
+    side = goes_right(np.array([xa[c], xb[c]], dtype=float), s.threshold, s.right_mask, cat)
+    z = float(int(side[0]) - int(side[1]))
+    n = len(Xw)
+    base = abs(s.sum_z) / n
+    g1 = abs(abs(s.sum_z + z) / (n + 1) - base)
+    g2 = abs(abs(s.sum_z - z) / (n + 1) - base)
+    return 0.5 * (g1 + g2)

@@ -19,10 +19,11 @@ within-leaf pairs, so the tree stalls; see README "Choosing the query rule"):
     App. C.3 with finite ``lam``: ``alpha = qEUBO + lam * I_struct`` over between-leaf
     pairs and one within-leaf candidate pair per leaf. ``I_struct`` is the paper's: the
     expected change of the consistency score of the leaf's best split ``s*_A`` *held
-    fixed* when the pair is appended to ``D_A`` (:func:`fixed_split_gain`, method
-    ``dt-lambda``). ``lambda_split="reopt"`` re-optimises the split after appending
-    instead (method ``dt-lambda-reopt``, the earlier implementation, kept so the two can
-    be compared: it also credits pairs that would make a *different* split best).
+    fixed* when the pair is appended to ``D_A``
+    (:func:`~pbo_core.acquisition.leaves.fixed_split_gain`, method ``dt-lambda``).
+    ``lambda_split="reopt"`` re-optimises the split after appending instead (method
+    ``dt-lambda-reopt``, the earlier implementation, kept so the two can be compared: it
+    also credits pairs that would make a *different* split best).
 ``"auto"``
     ``"incumbent"`` every 2nd query with ``persist=True, persist_max=2`` on continuous
     problems; on finite item sets the paper's top-leaf rule on every query with
@@ -47,61 +48,14 @@ from typing import Literal
 import numpy as np
 
 from pbo_core.acquisition.eubo import eubo_matrix
-from pbo_core.acquisition.leaves import best_leaf_pair, structural_gain
+from pbo_core.acquisition.leaves import best_leaf_pair, fixed_split_gain, structural_gain
 from pbo_core.data import PreferenceData
 from pbo_core.models.dt import DTSurrogate
-from pbo_core.models.tree import best_split
-from pbo_core.models.tree.splits import goes_right
 from pbo_core.strategies.base import LoopState, QuerySide, pick_item_pair, random_query
 
 __all__ = ["DTStrategy", "RandomStrategy", "WithinRule", "fixed_split_gain"]
 
 WithinRule = Literal["auto", "none", "incumbent", "top-leaf", "lambda"]
-
-
-def fixed_split_gain(
-    Xw: np.ndarray,
-    Xl: np.ndarray,
-    xa: np.ndarray,
-    xb: np.ndarray,
-    is_categorical: np.ndarray,
-    n_categories: np.ndarray,
-    span: np.ndarray,
-) -> float:
-    """``I_struct`` of App. C.3 with the leaf's best split ``s*_A`` held fixed.
-
-    ``E_Y |S_A^(+Y)(s*_A) - S_A(s*_A)|`` over the two outcomes (1/2 each within a
-    leaf), where ``S_A(s) = |sum_i Z_i(s)| / N`` and the appended comparison adds
-    ``Z = +-(1{xa right} - 1{xb right})``.
-
-    Parameters
-    ----------
-    Xw, Xl
-        ``(N, d)`` winners and losers of the leaf's split-search set ``D_A``.
-    xa, xb
-        The candidate pair (``(d,)`` each).
-    is_categorical, n_categories, span
-        Column metadata as for :func:`pbo_core.models.tree.best_split`.
-
-    Returns
-    -------
-    float
-        The expected change. A leaf without any split candidate (no ``s*_A``, e.g. empty
-        ``D_A``) falls back to the re-optimised gain
-        (:func:`pbo_core.acquisition.leaves.structural_gain`), the only way to score it.
-    """
-    s = best_split(Xw, Xl, is_categorical, n_categories, span) if len(Xw) else None
-    if s is None:
-        return structural_gain(Xw, Xl, xa, xb, is_categorical, n_categories, span)
-    c = s.column
-    cat = bool(is_categorical[c])
-    side = goes_right(np.array([xa[c], xb[c]], dtype=float), s.threshold, s.right_mask, cat)
-    z = float(int(side[0]) - int(side[1]))
-    n = len(Xw)
-    base = abs(s.sum_z) / n
-    g1 = abs(abs(s.sum_z + z) / (n + 1) - base)
-    g2 = abs(abs(s.sum_z - z) / (n + 1) - base)
-    return 0.5 * (g1 + g2)
 
 
 class DTStrategy:

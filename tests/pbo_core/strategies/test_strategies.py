@@ -73,8 +73,7 @@ def test_random_query_stays_in_the_box_and_rounds_integer_columns() -> None:
 
 
 def test_lambda_struct_gain_holds_the_leaf_split_fixed() -> None:
-    from pbo_core.acquisition.leaves import structural_gain
-    from pbo_core.strategies.dt import fixed_split_gain
+    from pbo_core.acquisition.leaves import fixed_split_gain, structural_gain
 
     Xw, Xl = np.array([[0.8], [0.7]]), np.array([[0.2], [0.3]])  # s*: x >= t, t in (0.3, 0.7)
     meta = (np.array([False]), np.array([0]), np.array([1.0]))
