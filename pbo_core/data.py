@@ -742,6 +742,28 @@ class PreferenceData:
                     f"{self.source}: {len(self.respondent)} respondent ids for {len(p)} pairs"
                 )
 
+    @classmethod
+    def from_validated_arrays(
+        cls, X: np.ndarray, pairs: np.ndarray, schema: Schema | None = None
+    ) -> PreferenceData:
+        """Wrap arrays the caller built and checked itself, skipping ``__post_init__``.
+
+        For internal hot loops only (the PBO loop builds a new view of its own buffers
+        after every query): ``X`` must be a finite 2-D float array, ``pairs`` an
+        ``(n_pairs, 2)`` int64 array of distinct in-range indices and ``schema`` match
+        ``X``'s columns. User input goes through the normal constructor, which validates.
+        """
+        obj = cls.__new__(cls)
+        obj.X = X
+        obj.pairs = pairs
+        obj.schema = schema
+        obj.items = None
+        obj.item_ids = None
+        obj.respondent = None
+        obj.users = None
+        obj.source = "data"
+        return obj
+
     # ------------------------------------------------------------------ views
     @property
     def n_items(self) -> int:

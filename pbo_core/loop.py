@@ -309,7 +309,14 @@ def _run_pbo(
 
     for t in range(n_iter + 1):
         t0 = time.perf_counter()
-        data = PreferenceData(X[:n_items], pairs[:n_pairs], schema=problem.schema)
+        # the loop's own buffers: finite floats, in-range distinct pairs (add_pair), so the
+        # validating constructor's checks are skipped after the first step
+        if t == 0:
+            data = PreferenceData(X[:n_items], pairs[:n_pairs], schema=problem.schema)
+        else:
+            data = PreferenceData.from_validated_arrays(
+                X[:n_items], pairs[:n_pairs], schema=problem.schema
+            )
         strategy.fit(data)
         pred = strategy.predict(data.X)
         cand = np.flatnonzero(asked[:n_items])

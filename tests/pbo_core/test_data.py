@@ -151,3 +151,19 @@ def test_infer_schema() -> None:
     assert [f.kind for f in s.features] == ["numeric", "binary", "categorical"]
     assert s["x"].bounds == (0.5, 2.0)
     assert s["colour"].levels == ("blue", "red")
+
+
+def test_from_validated_arrays_equals_validated_constructor():
+    import dataclasses
+
+    rng = np.random.default_rng(0)
+    X = rng.random((6, 3))
+    pairs = np.array([[0, 1], [2, 3], [5, 4]], dtype=np.int64)
+    a = PreferenceData(X, pairs)
+    b = PreferenceData.from_validated_arrays(X, pairs)
+    for f in dataclasses.fields(PreferenceData):
+        va, vb = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(va, np.ndarray):
+            np.testing.assert_array_equal(va, vb)
+        else:
+            assert va == vb
