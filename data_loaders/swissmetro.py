@@ -451,6 +451,18 @@ _FLAG_COLUMNS = ("TRAIN_AV", "CAR_AV", "SM_AV", "SM_SEATS")
 _CODES = {"GROUP": (2, 3), "SURVEY": (0, 1), "SP": (0, 1), "CHOICE": (0, 1, 2, 3)}
 
 
+#: Plausibility bounds of the alternatives' numeric columns (the bundled file's maxima:
+#: travel time 1,560 min, cost 6,720 CHF (annual GA price), headway 120 min). A value
+#: above them is a coding error (e.g. 1e308), reported with its file, line and column.
+MAX_VALUE = {"TT": 10_000.0, "CO": 100_000.0, "HE": 10_000.0}
+UNITS = {"TT": "min", "CO": "CHF", "HE": "min"}
+
+
+def stem_label(stem: str) -> str:
+    """Readable name of a column stem (``"TT"`` -> ``"travel time"``)."""
+    return {"TT": "travel time", "CO": "cost", "HE": "headway"}[stem]
+
+
 def column_table() -> pd.DataFrame:
     """The coding of every column of a SwissMetro file (column, coding, use)."""
     rows = []
@@ -574,11 +586,19 @@ def _validate(frame: pd.DataFrame, name: str) -> pd.DataFrame:
             c = f"{prefix}_{stem}"
             if c not in out.columns:
                 continue
-            neg = av & (out[c].to_numpy() < 0)
+            vals = out[c].to_numpy()
+            neg = av & (vals < 0)
             if neg.any():
                 i = int(np.argmax(neg))
                 raise DataValidationError(
                     f"{_at(name, out.index[i], c)}: {py(frame[c].iloc[i])!r} is negative"
+                )
+            high = av & (vals > MAX_VALUE[stem])
+            if high.any():
+                i = int(np.argmax(high))
+                raise DataValidationError(
+                    f"{_at(name, out.index[i], c)}: {py(frame[c].iloc[i])!r} is above "
+                    f"{MAX_VALUE[stem]:g} {UNITS[stem]} (not a plausible {stem_label(stem)})"
                 )
     few = n_av < 2
     if few.any():
