@@ -25,21 +25,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script: make the tests package importable
+    sys.path.insert(0, str(ROOT))
+
+from tests.fixtures.streamlit_server import streamlit_server  # noqa: E402
+
 APP = ROOT / "dashboard" / "app.py"
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_ARGS = [
@@ -60,57 +59,6 @@ PAGES = {
     "elicitation": "Live elicitation",
     "pmr": "PMR features",
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def streamlit_server(work: Path, root: Path = ROOT) -> Iterator[str]:
-    """``streamlit run`` of ``root``'s app on a free port with its data folder in
-    ``work``; yields the URL."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DTPBO_", "OPENAI_"))}
-    env.update(DTPBO_DATA_HOME=str(work / "data_home"), PYTHONPATH=str(root))
-    port = _free_port()
-    exe = Path(sys.executable).with_name("streamlit")
-    cmd = [
-        str(exe) if exe.exists() else shutil.which("streamlit") or "streamlit",
-        "run",
-        str(root / "dashboard" / "app.py"),
-        "--server.headless=true",
-        f"--server.port={port}",
-        "--server.address=127.0.0.1",
-        "--browser.gatherUsageStats=false",
-        "--server.fileWatcherType=none",
-    ]
-    log = (work / "streamlit.log").open("w")
-    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    "streamlit did not start:\n" + (work / "streamlit.log").read_text()
-                )
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def settle(pg: Any, timeout: float = 120_000) -> None:

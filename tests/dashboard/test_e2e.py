@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.streamlit_server import streamlit_server
+
+#: Environment the test's server keeps (screenshot refresh switch).
+KEEP_ENV = ("DTPBO_UPDATE_SCREENSHOTS",)
 
 pytestmark = pytest.mark.e2e
 
@@ -51,12 +50,6 @@ if not CHROMIUM.exists():
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _bench_results(folder: Path) -> None:
     """A small results folder so the convergence page has curves to show."""
     from pbo_core.experiments.bench import run_cell
@@ -70,62 +63,6 @@ def _bench_results(folder: Path) -> None:
             run_cell(cell).to_parquet(cell_path(folder, cell))
 
 
-@contextmanager
-def _streamlit(work: Path, **extra_env: str) -> Iterator[str]:
-    """``streamlit run dashboard/app.py`` on a free port with data home ``work/data_home``."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DTPBO_", "OPENAI_")) or k == "DTPBO_UPDATE_SCREENSHOTS"
-    }
-    env.update(
-        DTPBO_DATA_HOME=str(work / "data_home"),
-        DTPBO_LLM_CACHE=str(work / "llm_cache.sqlite"),
-        PYTHONPATH=str(ROOT),
-        **extra_env,
-    )
-    port = _free_port()
-    streamlit = Path(sys.executable).with_name("streamlit")
-    cmd = [
-        str(streamlit) if streamlit.exists() else shutil.which("streamlit") or "streamlit",
-        "run",
-        str(APP),
-        "--server.headless=true",
-        f"--server.port={port}",
-        "--server.address=127.0.0.1",
-        "--browser.gatherUsageStats=false",
-        "--server.fileWatcherType=none",
-        "--client.toolbarMode=viewer",  # as .streamlit/config.toml sets for make run
-    ]
-    log = (work / "streamlit.log").open("w")
-    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(
-                    "streamlit did not become healthy:\n"
-                    + (work / "streamlit.log").read_text()[-3000:]
-                )
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A dashboard whose per-user results folder already holds benchmark results.
@@ -134,7 +71,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """
     work = tmp_path_factory.mktemp("e2e")
     _bench_results(work / "data_home" / "results" / "bench")
-    with _streamlit(work, DTPBO_NO_DEFAULT_RESULTS="1") as url:
+    with streamlit_server(
+        work, extra_env={"DTPBO_NO_DEFAULT_RESULTS": "1"}, keep_env=KEEP_ENV
+    ) as url:
         yield url
 
 
@@ -142,7 +81,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A dashboard on a fresh, empty data folder (a new install's first visit)."""
     work = tmp_path_factory.mktemp("e2e-fresh")
-    with _streamlit(work) as url:
+    with streamlit_server(work, keep_env=KEEP_ENV) as url:
         yield url, work
 
 
