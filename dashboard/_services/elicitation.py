@@ -107,9 +107,7 @@ def option_table(sess: Any, x: np.ndarray) -> pd.DataFrame:
     rows = []
     for f in schema.features:
         v = dec[f.name]
-        text = format_value(v)
-        if f.unit and f.kind == "numeric":
-            text = f"{text}{f.unit}" if f.unit in ("%", "°") else f"{text} {f.unit}"
+        text = f.format_value(v) if f.kind == "numeric" else format_value(v)
         rows.append({"attribute": f.display, "value": text})
     return pd.DataFrame(rows)
 
@@ -182,8 +180,13 @@ def attribute_summary(schema: Any, x: np.ndarray, max_len: int = 90) -> str:
             continue
         text = format_value(v)
         if f.kind == "numeric":
-            unit = f" {f.unit}" if f.unit and f.unit not in ("%", "°") else f.unit
-            parts.append(f"{f.display} {text}{unit}")
+            # the schema's reading: number with unit, or the meaning of a special code
+            special = any(float(v) == code for code, _ in f.special)
+            parts.append(
+                f"{f.display}: {f.format_value(v)}"
+                if special
+                else f"{f.display} {f.format_value(v)}"
+            )
         elif f.name in ("mode", "name", "brand", "type"):
             parts.append(text)
         else:
