@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 run: $(STAMP)
-	$(BIN)/streamlit run dashboard/app.py --server.showEmailPrompt=false --browser.gatherUsageStats=false
+	$(BIN)/python -m dashboard --server.showEmailPrompt=false --browser.gatherUsageStats=false
 
 lint: $(STAMP)
 	$(BIN)/lint-imports

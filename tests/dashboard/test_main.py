@@ -1,0 +1,56 @@
+"""``python -m dashboard``: Streamlit's own command line, with the app preloaded beside it."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+import dashboard.__main__ as launcher
+
+
+def test_main_runs_streamlit_on_the_app_with_the_options_given(monkeypatch) -> None:
+    seen: dict[str, object] = {}
+    started = threading.Event()
+
+    def fake_cli(prog_name: str) -> None:
+        seen["argv"] = list(sys.argv)
+        seen["prog"] = prog_name
+        raise SystemExit(0)
+
+    monkeypatch.setattr(launcher.cli, "main", fake_cli)
+    monkeypatch.setattr(launcher, "preload", lambda: started.set() or 0.0)
+    monkeypatch.setattr(sys, "argv", ["python -m dashboard"])
+    assert launcher.main(["--server.port=8999", "--server.headless=true"]) == 0
+    assert seen["argv"] == [
+        "streamlit",
+        "run",
+        str(launcher.APP),
+        "--server.port=8999",
+        "--server.headless=true",
+    ]
+    assert seen["prog"] == "streamlit"
+    assert launcher.APP.name == "app.py" and launcher.APP.exists()
+    assert started.wait(5), "the preload thread was not started"
+
+
+def test_main_passes_streamlit_exit_codes_on(monkeypatch) -> None:
+    def failing_cli(prog_name: str) -> None:
+        raise SystemExit(2)
+
+    monkeypatch.setattr(launcher.cli, "main", failing_cli)
+    monkeypatch.setattr(launcher, "preload", lambda: 0.0)
+    monkeypatch.setattr(sys, "argv", ["x"])
+    assert launcher.main([]) == 2
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_preload_imports_every_page_dependency_and_loads_the_kernels() -> None:
+    seconds = launcher.preload()
+    assert seconds >= 0.0
+    for name in launcher.PRELOAD:
+        assert name in sys.modules
+    # the kernel warm-up is cached: a second call returns the same recorded time
+    svc = sys.modules["dashboard._services"]
+    assert svc.warm_up() == svc.warm_up()
