@@ -317,10 +317,14 @@ _RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: HTTP answers to a structured-output request that mean "this format is unsupported".
 _SCHEMA_REJECT_STATUS = frozenset({400, 422, 501})
 #: An error body that says a request option is unsupported (e.g. llama.cpp's HTTP 500
-#: "response_format type must be one of \"text\" or \"json_object\"").
+#: "response_format type must be one of \"text\" or \"json_object\"", or
+#: llama-cpp-python 0.3's HTTP 500 pydantic message "1 validation error: {'type':
+#: 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be
+#: 'text' or 'json_object'\"}").
 _UNSUPPORTED_RE = re.compile(
     r"not\s+supported|unsupported|not\s+implemented|must\s+be\s+one\s+of|unrecogni[sz]ed"
-    r"|unknown\s+(?:field|argument|parameter|key|type)|not\s+permitted|invalid\s+type",
+    r"|unknown\s+(?:field|argument|parameter|key|type)|not\s+permitted|invalid\s+type"
+    r"|input\s+should\s+be|literal_error|extra\s+inputs\s+are\s+not\s+permitted",
     re.IGNORECASE,
 )
 _FORMAT_RE = re.compile(r"response_format|json_schema|schema|format|grammar", re.IGNORECASE)

@@ -154,6 +154,14 @@ def _load(
             result = extract_features(pmr.pmr_texts(base), table9_spec(), config, cache=c)
         table = result.table()
         n_ok = int((table["status"] == "ok").sum())
+        if n_ok == 0:
+            counts = ", ".join(f"{k} {v}" for k, v in result.counts().items() if v)
+            raise SystemExit(
+                f"error: {config.model} at {config.base_url} gave no usable features for any "
+                f"of the {len(table)} messages ({counts}); the tree cannot be trained (the "
+                "log above says why; --features truth or a table from `python -m "
+                "feature_extraction extract` train it without the endpoint)"
+            )
         source = f"extracted by {config.model} ({n_ok}/{len(table)} messages ok)"
     if study_key == "pmr-demo":
         return pmr.load_pmr_demo(features=table), source

@@ -151,7 +151,10 @@ def make_app(state: ScriptedLLM) -> Starlette:
             if state.delay:
                 await asyncio.sleep(state.delay)
             if state.reject_json_schema and rf == "json_schema":
-                return _error(500, "json_schema response_format is not supported")
+                msg = state.reject_json_schema
+                if msg is True:
+                    msg = "json_schema response_format is not supported"
+                return _error(500, msg)
             if state.reject_object_schema and "schema" in (body.get("response_format") or {}):
                 return _error(400, "unrecognized argument response_format.schema")
             action = state._next(key, body)

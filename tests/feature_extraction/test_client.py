@@ -258,6 +258,26 @@ def test_transient_500_after_a_rejection_keeps_json_object_with_schema(llm_serve
     assert [r.response_format for r in out] == ["json_object+schema"] * 3
 
 
+#: What llama-cpp-python 0.3.36's server answers to ``response_format: json_schema``
+#: (HTTP 500), as seen from a real run of ``pmr-llm-vs-tree`` against SmolLM2.
+LLAMA_CPP_PYTHON_REJECTION = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}"
+)
+
+
+def test_llama_cpp_python_validation_error_is_a_rejection(llm_server) -> None:
+    st = llm_server.state
+    st.reject_json_schema = LLAMA_CPP_PYTHON_REJECTION
+    st.default_answer = {"a": "x"}
+    client, out = asyncio.run(_three_requests(llm_server))
+    assert client.negotiated == "json_object+schema"
+    formats = [r["response_format"] for r in st.requests]
+    assert formats.count("json_schema") == 1  # asked once, then never again
+    assert [r.response_format for r in out] == ["json_object+schema"] * 3
+
+
 def test_clear_rejection_by_status_falls_back(llm_server) -> None:
     st = llm_server.state
     st.default_answer = {"a": "x"}

@@ -131,6 +131,8 @@ def test_extraction_with_a_real_small_model(llama_server, tmp_path) -> None:
     print(f"extraction of {len(items)} messages took {elapsed:.1f} s; counts {res.counts()}")
     print(stats.to_string())
     assert len(res.records) == 3
+    # the plumbing works: the server answered (an answer may still fail validation)
+    assert any(r.status != "error" for r in res.records), [r.error for r in res.records]
     for r in res.records:
         if r.ok:
             assert spec.validate_answer(r.values) == r.values

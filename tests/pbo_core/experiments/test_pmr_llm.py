@@ -80,3 +80,25 @@ def test_invalid_answers_are_reasked_then_count_as_coin_flips() -> None:
     with pytest.raises(ValueError, match="not JSON"):
         pmr_llm._parse("B is more urgent")
     assert pmr_llm._parse('{"more_urgent": "B"}') == "B"
+
+
+def test_an_endpoint_that_answers_nothing_gives_a_clear_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FaultServer(FaultConfig(rates={"500": 1.0})) as s:
+        args = [
+            "pmr-llm-vs-tree",
+            "--base-url",
+            s.base_url,
+            "--model",
+            "broken-model",
+            "--cache",
+            str(tmp_path / "cache.sqlite"),
+            "--max-retries",
+            "0",
+            "--quiet",
+        ]
+        with pytest.raises(SystemExit) as exc:
+            cli.main(args)
+    msg = str(exc.value.code)
+    assert "broken-model" in msg and "no usable features" in msg
+    assert "of the 60 messages" in msg and "error 60" in msg
