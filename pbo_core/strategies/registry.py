@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pbo_core.models.gp.kappasharp import EQ1_NOISE_VAR
 from pbo_core.strategies.base import Strategy
 from pbo_core.strategies.dt import DTStrategy, RandomStrategy
 from pbo_core.strategies.gp import GPStrategy
@@ -55,6 +56,13 @@ METHODS: dict[str, Callable[..., Strategy]] = {
     "gp": lambda **kw: GPStrategy(name="gp", **kw),
     "gp-ks-static": lambda **kw: GPStrategy(kappasharp="static", name="gp-ks-static", **kw),
     "gp-ks-adaptive": lambda **kw: GPStrategy(kappasharp="adaptive", name="gp-ks-adaptive", **kw),
+    # Eq. 12's 2 sigma^2 read as the simulated noise (sigma = 0.1), not the model's own 2
+    "gp-ks-adaptive-eq1": lambda **kw: GPStrategy(
+        kappasharp="adaptive",
+        kappasharp_score_noise_var=EQ1_NOISE_VAR,
+        name="gp-ks-adaptive-eq1",
+        **kw,
+    ),
     "gp-fixed20": lambda **kw: GPStrategy(kappasharp="fixed20", name="gp-fixed20", **kw),
     "gp-ks-jitter": lambda **kw: GPStrategy(kappasharp="jitter", name="gp-ks-jitter", **kw),
     "gp-ks-diagonal": lambda **kw: GPStrategy(kappasharp="diagonal", name="gp-ks-diagonal", **kw),

@@ -17,6 +17,7 @@ from pbo_core.data import PreferenceData
 from pbo_core.models.base import check_input, competition_rank, probit_preference
 from pbo_core.models.gp.kappasharp import (
     ALPHA,
+    MODEL_NOISE_VAR,
     MODES,
     THRESHOLD,
     activation_for,
@@ -57,6 +58,9 @@ class GPSurrogate:
     kappasharp_tau, kappasharp_alpha, kappasharp_min_step
         Activation threshold ``tau`` (0.30), calibration exponent ``alpha`` (0.1) and first
         eligible step (default 8, 20 for ``"fixed20"``).
+    kappasharp_score_noise_var
+        The ``2 sigma^2`` of the decisiveness score (Eq. 12): 2, the model's latent probit
+        noise (default), or e.g. ``EQ1_NOISE_VAR`` (``sigma = 0.1`` of the simulation).
     lengthscale, outputscale
         Fixed hyperparameters; when both are given no hyperparameter fitting happens.
     fit_hyperparameters
@@ -91,6 +95,7 @@ class GPSurrogate:
         kappasharp_tau: float = THRESHOLD,
         kappasharp_alpha: float = ALPHA,
         kappasharp_min_step: int | None = None,
+        kappasharp_score_noise_var: float = MODEL_NOISE_VAR,
     ) -> None:
         if kappasharp not in MODES:
             raise ValueError(f"kappasharp must be one of {MODES}, got {kappasharp!r}")
@@ -98,6 +103,7 @@ class GPSurrogate:
         self.kappasharp_tau = kappasharp_tau
         self.kappasharp_alpha = kappasharp_alpha
         self.kappasharp_min_step = kappasharp_min_step
+        self.kappasharp_score_noise_var = kappasharp_score_noise_var
         self.lengthscale = lengthscale
         self.outputscale = outputscale
         self.fit_hyperparameters = fit_hyperparameters
@@ -193,7 +199,11 @@ class GPSurrogate:
         w, lo = (int(v) for v in self.item_index_[data.pairs[-1]])
         self._finalise()
         mean, cov = self.posterior_unit(self.Z_[[w, lo]])
-        s = decisiveness(mean[0] - mean[1], cov[0, 0] + cov[1, 1] - 2.0 * cov[0, 1])
+        s = decisiveness(
+            mean[0] - mean[1],
+            cov[0, 0] + cov[1, 1] - 2.0 * cov[0, 1],
+            self.kappasharp_score_noise_var,
+        )
         self.decisiveness_ = s
         step = kappasharp_step(
             self.kappasharp,

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.gp.kappasharp import (
+    EQ1_NOISE_VAR,
     ETA_GRID,
     MODES,
     AdaptiveActivation,
@@ -63,6 +64,30 @@ def test_decisiveness_scale() -> None:
 
     z = norm.ppf(0.81)
     assert decisiveness(z * np.sqrt(2.0), 0.0) == pytest.approx(0.30, abs=0.01)
+    # the noise term: the same gap is far more decisive against 2 sigma^2 = 0.02 than 2
+    assert decisiveness(z * np.sqrt(0.02), 0.0, EQ1_NOISE_VAR) == pytest.approx(0.30, abs=0.01)
+    assert decisiveness(0.5, 0.1, EQ1_NOISE_VAR) > decisiveness(0.5, 0.1) + 0.3
+    with pytest.raises(ValueError, match="noise_var"):
+        decisiveness(0.5, 0.1, 0.0)
+
+
+def test_score_noise_reaches_the_surrogate_and_the_registry() -> None:
+    from pbo_core.strategies.registry import METHODS
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(24, 2))
+    u = 3.0 * X[:, 0] - 2.0 * X[:, 1]
+    pairs = np.array([[a, b] if u[a] > u[b] else [b, a] for a, b in rng.integers(0, 24, (20, 2))])
+    data = PreferenceData(X, pairs[pairs[:, 0] != pairs[:, 1]])
+    scores = {}
+    for var in (2.0, EQ1_NOISE_VAR):
+        gp = GPSurrogate(kappasharp="adaptive", kappasharp_score_noise_var=var).fit(data)
+        scores[var] = gp.decisiveness_
+    assert scores[EQ1_NOISE_VAR] > scores[2.0]
+    strat = METHODS["gp-ks-adaptive-eq1"]()
+    assert strat.model.kappasharp == "adaptive"
+    assert strat.model.kappasharp_score_noise_var == EQ1_NOISE_VAR
+    assert METHODS["gp-ks-adaptive"]().model.kappasharp_score_noise_var == 2.0
 
 
 def test_adaptive_activation_switches_on_and_off() -> None:
