@@ -25,6 +25,7 @@ Tables
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -100,6 +101,13 @@ def default_cache_path() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "dtpbo" / "llm_cache.sqlite"
+
+
+def completion_key(model: str, kind: str, version: str, messages: Sequence[Any]) -> str:
+    """Key of a cached completion: a hash of the model, request kind, prompt version and
+    the chat messages (the same question to the same model is answered once)."""
+    blob = json.dumps([model, kind, version, list(messages)], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

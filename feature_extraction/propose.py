@@ -26,7 +26,6 @@ proposes; the urgency model stays the tree.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import re
@@ -39,7 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from feature_extraction.cache import ExtractionCache
+from feature_extraction.cache import ExtractionCache, completion_key
 from feature_extraction.client import LLMClient, LLMConfig, LLMRequestError
 from feature_extraction.extract import Extractor
 from feature_extraction.spec import (
@@ -418,8 +417,7 @@ def apply_decisions(
 
 # ---------------------------------------------------------------------- the proposer
 def _completion_key(model: str, kind: str, messages: list[dict[str, str]]) -> str:
-    blob = json.dumps([model, kind, PROPOSE_PROMPT_VERSION, messages], sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+    return completion_key(model, kind, PROPOSE_PROMPT_VERSION, messages)
 
 
 def _preference_data(

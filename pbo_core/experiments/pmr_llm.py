@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from data_loaders import pmr
-from feature_extraction.cache import ExtractionCache, default_cache_path
+from feature_extraction.cache import ExtractionCache, completion_key, default_cache_path
 from feature_extraction.client import RESPONSE_FORMATS, LLMClient, LLMConfig, LLMRequestError
 from feature_extraction.extract import extract_features, load_table
 from feature_extraction.spec import table9_spec
@@ -86,10 +86,31 @@ def _parse(content: str | None) -> str:
     return str(val)
 
 
+#: Version of the pairwise question; part of each cached answer's key.
+PAIR_PROMPT_VERSION = "pair-v1"
+
+
 async def _ask_one(
-    client: LLMClient, text_a: str, text_b: str, max_validation_retries: int
+    client: LLMClient,
+    text_a: str,
+    text_b: str,
+    max_validation_retries: int,
+    cache: ExtractionCache | None = None,
 ) -> dict[str, Any]:
     messages = pair_messages(text_a, text_b)
+    key = completion_key(client.config.model, "pair", PAIR_PROMPT_VERSION, messages)
+    hit = cache.get_completion(key) if cache is not None else None
+    if hit is not None:
+        try:
+            return {
+                "answer": _parse(hit),
+                "status": "ok",
+                "error": None,
+                "calls": [],
+                "cached": True,
+            }
+        except ValueError:
+            pass  # not a valid answer after all: ask again
     calls = []
     error = None
     for _ in range(max_validation_retries + 1):
@@ -102,7 +123,7 @@ async def _ask_one(
             return {"answer": None, "status": "error", "error": exc.reason, "calls": calls}
         calls += res.calls
         try:
-            return {"answer": _parse(res.content), "status": "ok", "error": None, "calls": calls}
+            answer = _parse(res.content)
         except ValueError as exc:
             error = str(exc)
             messages = [
@@ -110,20 +131,30 @@ async def _ask_one(
                 {"role": "assistant", "content": res.content or ""},
                 {"role": "user", "content": f"That answer is invalid: {error}. Try again."},
             ]
+            continue
+        if cache is not None:  # valid answers only: an interrupted run resumes from here
+            cache.put_completion(
+                key, kind="pair", model=client.config.model, content=res.content or "", calls=calls
+            )
+        return {"answer": answer, "status": "ok", "error": None, "calls": calls}
     return {"answer": None, "status": "invalid", "error": error, "calls": calls}
 
 
-async def ask_pairs(texts: Sequence[tuple[str, str]], config: LLMConfig) -> list[dict[str, Any]]:
+async def ask_pairs(
+    texts: Sequence[tuple[str, str]], config: LLMConfig, cache: ExtractionCache | None = None
+) -> list[dict[str, Any]]:
     """Ask the endpoint about every ``(text_a, text_b)``; one result dict per pair.
 
     Each result has ``answer`` (``"A"``, ``"B"`` or ``None``), ``status`` (``ok``,
     ``invalid`` or ``error``), ``error`` and ``calls`` (the :class:`CallRecord` list).
-    Requests run concurrently up to ``config.max_concurrency``.
+    Requests run concurrently up to ``config.max_concurrency``. With a ``cache``, valid
+    answers are stored as they arrive and reused (``cached: True``, no calls), so an
+    interrupted comparison resumes where it stopped.
     """
     async with LLMClient(config) as client:
         return list(
             await asyncio.gather(
-                *(_ask_one(client, a, b, config.max_validation_retries) for a, b in texts)
+                *(_ask_one(client, a, b, config.max_validation_retries, cache) for a, b in texts)
             )
         )
 
@@ -174,6 +205,7 @@ def run_pmr_llm_vs_tree(
     *,
     max_pairs: int | None = None,
     seed: int = 0,
+    cache: ExtractionCache | None = None,
 ) -> pd.DataFrame:
     """One row per test pair: tree and LLM correctness, presentation order, calls.
 
@@ -187,6 +219,8 @@ def run_pmr_llm_vs_tree(
         Ask about a seeded random subset of this many test pairs (``None``: all).
     seed
         Seeds the subset, the presentation order and the bootstrap.
+    cache
+        Stores each valid answer as it arrives and reuses stored ones (resumable runs).
     """
     rng = np.random.default_rng(seed)
     test = study.extras["test"]
@@ -201,7 +235,7 @@ def run_pmr_llm_vs_tree(
     for k, s in zip(idx, swap, strict=True):
         w, lo = test.pairs[k]
         shown.append((texts[lo], texts[w]) if s else (texts[w], texts[lo]))
-    answers = asyncio.run(ask_pairs(shown, config))
+    answers = asyncio.run(ask_pairs(shown, config, cache))
     rows = []
     for k, s, ans in zip(idx, swap, answers, strict=True):
         w, lo = test.pairs[k]
@@ -220,6 +254,7 @@ def run_pmr_llm_vs_tree(
                 "llm_error": ans["error"],
                 "llm_correct": llm,
                 "tree_correct": float(tree[k]),
+                "cached": bool(ans.get("cached", False)),
                 "requests": len(calls),
                 "failed_requests": len(calls) - len(ok_calls),
                 "latency_s": float(sum(c.latency_s for c in calls)),
@@ -241,7 +276,8 @@ def summarize_pmr(rows: pd.DataFrame, seed: int = 0, n_boot: int = 2000) -> dict
     d = paired_difference(rows["llm_correct"], rows["tree_correct"], rng=rng, n_boot=n_boot)
     out["llm_minus_tree"] = d.mean_diff
     out["llm_minus_tree_ci95"] = list(d.ci)
-    lat = rows["latency_s"].to_numpy(dtype=float)
+    asked = rows[~rows["cached"]] if "cached" in rows else rows
+    lat = asked["latency_s"].to_numpy(dtype=float)  # pairs answered from the cache took none
     n_req = int(rows["requests"].sum())
     out.update(
         {
@@ -253,6 +289,7 @@ def summarize_pmr(rows: pd.DataFrame, seed: int = 0, n_boot: int = 2000) -> dict
             "llm_latency_per_pair_mean_s": float(lat.mean()) if len(lat) else float("nan"),
             "llm_latency_per_pair_median_s": float(np.median(lat)) if len(lat) else float("nan"),
             "llm_latency_total_s": float(lat.sum()),
+            "llm_answers_cached": int(len(rows) - len(asked)),
             "llm_prompt_tokens": int(rows["prompt_tokens"].sum()),
             "llm_completion_tokens": int(rows["completion_tokens"].sum()),
             "llm_position_a_share": float((rows["llm_answer"] == "A").mean()) if len(rows) else 0,
@@ -272,7 +309,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "feature_extraction extract",
     )
     p.add_argument("--max-pairs", type=int, default=None, help="seeded subset of test pairs")
-    p.add_argument("--cache", default=None, help="extraction cache (default $DTPBO_LLM_CACHE)")
+    p.add_argument(
+        "--cache",
+        default=None,
+        help="cache of extractions and pair answers; a rerun resumes from it "
+        "(default $DTPBO_LLM_CACHE)",
+    )
     p.add_argument("--data-dir", default=None, help="PMR-Synth folder (default $DTPBO_PMR_DIR)")
     p.add_argument("--seed", type=int, default=0, help="subset, presentation order, bootstrap")
     p.add_argument("--json", default=None, metavar="PATH|-", help="write the JSON summary")
@@ -300,7 +342,10 @@ def main(args: argparse.Namespace) -> int:
     if not cfg.model:
         raise SystemExit("error: no model given (--model or DTPBO_LLM_MODEL)")
     study, source = _load(args.study, args.features, args.data_dir, cfg, args.cache)
-    rows = run_pmr_llm_vs_tree(study, cfg, max_pairs=args.max_pairs, seed=args.seed)
+    with ExtractionCache(Path(args.cache) if args.cache else default_cache_path()) as cache:
+        rows = run_pmr_llm_vs_tree(
+            study, cfg, max_pairs=args.max_pairs, seed=args.seed, cache=cache
+        )
     if args.rows:
         rows.to_csv(args.rows, index=False)
     summary = summarize_pmr(rows, seed=args.seed)

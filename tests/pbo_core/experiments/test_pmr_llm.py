@@ -65,6 +65,15 @@ def test_runs_against_the_scripted_server(server, tmp_path, capsys, monkeypatch)
     expect = np.where(rows["llm_answer"] == np.where(rows["winner_shown_second"], "B", "A"), 1, 0)
     np.testing.assert_array_equal(rows["llm_correct"], expect)
     assert rows["winner_shown_second"].any() and not rows["winner_shown_second"].all()
+    assert not rows["cached"].any()
+
+    # a rerun (an interrupted one, too) answers from the cache: no new pair requests
+    n_before = server.state.requests
+    assert cli.main([*args[:-3], "--json", "-", "--quiet"]) == 0
+    again = json.loads(capsys.readouterr().out)["summary"]
+    assert again["llm_answers_cached"] == 12 and again["llm_requests"] == 0
+    assert again["llm_accuracy"] == s["llm_accuracy"]
+    assert server.state.requests == n_before  # extraction and pairs both from the cache
 
 
 def test_tree_on_known_features_beats_chance() -> None:
