@@ -33,7 +33,12 @@ import pandas as pd
 
 from data_loaders import pmr
 from feature_extraction.cache import ExtractionCache, default_cache_path, format_stats
-from feature_extraction.client import ENV_VARS, RESPONSE_FORMATS, LLMConfig, RedactingFilter
+from feature_extraction.client import (
+    ENV_VARS,
+    RedactingFilter,
+    add_endpoint_arguments,
+    config_from_args,
+)
 from feature_extraction.evaluate import score_against_truth
 from feature_extraction.extract import extract_features, load_table, records_to_jsonl, save_table
 from feature_extraction.propose import FeatureProposer, save_records
@@ -48,39 +53,6 @@ EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 2, 3
 def _study_items(study: str, pmr_dir: str | None) -> tuple[pd.DataFrame, object]:
     s = pmr.load_pmr_demo() if study == "pmr-demo" else pmr.load_pmr_synth(pmr_dir)
     return pmr.pmr_texts(s), s
-
-
-def _add_llm_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("LLM endpoint (defaults from DTPBO_LLM_* / OPENAI_* variables)")
-    g.add_argument("--base-url", help="server URL incl. /v1, e.g. http://127.0.0.1:8080/v1")
-    g.add_argument("--model", help="model name as the server knows it")
-    g.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
-    g.add_argument("--concurrency", type=int, help="max requests in flight (default 4)")
-    g.add_argument("--timeout", type=float, help="per-request timeout in seconds (default 60)")
-    g.add_argument("--max-retries", type=int, help="transport retries per request (default 4)")
-    g.add_argument(
-        "--response-format",
-        choices=RESPONSE_FORMATS,
-        help="structured output: auto (probe json_schema, fall back to json_object), "
-        "json_schema or json_object (default auto)",
-    )
-    g.add_argument("--max-tokens", type=int, help="cap on generated tokens per answer")
-
-
-def _config(args: argparse.Namespace) -> LLMConfig:
-    cfg = LLMConfig.from_env(
-        base_url=args.base_url,
-        model=args.model,
-        temperature=args.temperature,
-        max_concurrency=args.concurrency,
-        timeout=args.timeout,
-        max_retries=args.max_retries,
-        response_format=args.response_format,
-        max_tokens=args.max_tokens,
-    )
-    if not cfg.model:
-        raise SystemExit("error: no model given (--model or DTPBO_LLM_MODEL)")
-    return cfg
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--limit", type=int, help="only the first N messages")
     ex.add_argument("--retry-failed", action="store_true", help="re-ask invalid cached rows")
     ex.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_llm_args(ex)
+    add_endpoint_arguments(ex)
 
     st = sub.add_parser(
         "stats",
@@ -157,13 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--seed", type=int, default=0)
     pr.add_argument("--out", required=True, help="proposal records (JSON)")
     pr.add_argument("--cache", default=None, help=cache_help)
-    _add_llm_args(pr)
+    add_endpoint_arguments(pr)
     return ap
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    cfg = _config(args)
+    cfg = config_from_args(args)
     items, _ = _study_items(args.study, args.pmr_dir)
     if args.limit is not None:
         items = items.head(args.limit)
@@ -251,7 +223,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def _cmd_propose(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    cfg = _config(args)
+    cfg = config_from_args(args)
     items, study = _study_items(args.study, args.pmr_dir)
     if args.features == "truth":
         if args.study != "pmr-demo":

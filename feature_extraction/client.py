@@ -28,6 +28,7 @@ The API key is never logged, never part of a record and masked in ``repr``/``str
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import math
@@ -723,6 +724,48 @@ def _with_hint(
             m["content"] = m["content"] + hint
             return out
     return [{"role": "system", "content": hint.strip()}, *out]
+
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command-line options of an LLM endpoint (one group; read by :func:`config_from_args`).
+
+    Every option defaults to ``None``, so :meth:`LLMConfig.from_env` fills what is not
+    given from the ``DTPBO_LLM_*`` / ``OPENAI_*`` variables. The API key is never an option.
+    """
+    g = parser.add_argument_group("LLM endpoint (defaults from DTPBO_LLM_* / OPENAI_* variables)")
+    g.add_argument("--base-url", help="server URL incl. /v1, e.g. http://127.0.0.1:8080/v1")
+    g.add_argument("--model", help="model name as the server knows it")
+    g.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    g.add_argument("--concurrency", type=int, help="max requests in flight (default 4)")
+    g.add_argument("--timeout", type=float, help="per-request timeout in seconds (default 60)")
+    g.add_argument("--max-retries", type=int, help="transport retries per request (default 4)")
+    g.add_argument(
+        "--response-format",
+        choices=RESPONSE_FORMATS,
+        help="structured output: auto (probe json_schema, fall back to json_object), "
+        "json_schema or json_object (default auto)",
+    )
+    g.add_argument("--max-tokens", type=int, help="cap on generated tokens per answer")
+
+
+def config_from_args(args: argparse.Namespace) -> LLMConfig:
+    """The :class:`LLMConfig` of :func:`add_endpoint_arguments`' options and the environment.
+
+    Raises ``SystemExit`` with a message when no model is named anywhere.
+    """
+    cfg = LLMConfig.from_env(
+        base_url=args.base_url,
+        model=args.model,
+        temperature=args.temperature,
+        max_concurrency=args.concurrency,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        response_format=args.response_format,
+        max_tokens=args.max_tokens,
+    )
+    if not cfg.model:
+        raise SystemExit("error: no model given (--model or DTPBO_LLM_MODEL)")
+    return cfg
 
 
 def with_overrides(config: LLMConfig, **overrides: Any) -> LLMConfig:

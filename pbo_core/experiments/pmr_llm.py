@@ -32,7 +32,13 @@ import pandas as pd
 
 from data_loaders import pmr
 from feature_extraction.cache import ExtractionCache, completion_key, default_cache_path
-from feature_extraction.client import RESPONSE_FORMATS, LLMClient, LLMConfig, LLMRequestError
+from feature_extraction.client import (
+    LLMClient,
+    LLMConfig,
+    LLMRequestError,
+    add_endpoint_arguments,
+    config_from_args,
+)
 from feature_extraction.extract import extract_features, load_table
 from feature_extraction.spec import table9_spec
 from pbo_core.data import Study
@@ -320,27 +326,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", default=None, metavar="PATH|-", help="write the JSON summary")
     p.add_argument("--rows", default=None, help="write the per-pair rows (CSV)")
     p.add_argument("--quiet", action="store_true", help="no table on stderr")
-    g = p.add_argument_group("LLM endpoint (defaults from DTPBO_LLM_* / OPENAI_* variables)")
-    g.add_argument("--base-url", help="server URL incl. /v1, e.g. http://127.0.0.1:8080/v1")
-    g.add_argument("--model", help="model name as the server knows it")
-    g.add_argument("--concurrency", type=int, help="max requests in flight (default 4)")
-    g.add_argument("--timeout", type=float, help="per-request timeout in seconds (default 60)")
-    g.add_argument("--max-retries", type=int, help="transport retries per request (default 4)")
-    g.add_argument("--response-format", choices=RESPONSE_FORMATS, help="structured output mode")
+    add_endpoint_arguments(p)
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the command from parsed arguments (see :func:`add_arguments`)."""
-    cfg = LLMConfig.from_env(
-        base_url=args.base_url,
-        model=args.model,
-        max_concurrency=args.concurrency,
-        timeout=args.timeout,
-        max_retries=args.max_retries,
-        response_format=args.response_format,
-    )
-    if not cfg.model:
-        raise SystemExit("error: no model given (--model or DTPBO_LLM_MODEL)")
+    cfg = config_from_args(args)
     study, source = _load(args.study, args.features, args.data_dir, cfg, args.cache)
     with ExtractionCache(Path(args.cache) if args.cache else default_cache_path()) as cache:
         rows = run_pmr_llm_vs_tree(

@@ -293,3 +293,23 @@ def test_answer_content_is_redacted(llm_server) -> None:
     res = asyncio.run(_chat(_client(llm_server, api_key=SECRET), "k"))
     assert SECRET not in res.content and "abc.DEF-123" not in res.content
     assert res.content == 'my key is ***, header "Bearer ***"'
+
+
+def test_endpoint_arguments_override_the_environment_and_need_a_model(monkeypatch) -> None:
+    import argparse
+
+    from feature_extraction.client import add_endpoint_arguments, config_from_args
+
+    ap = argparse.ArgumentParser()
+    add_endpoint_arguments(ap)
+    for k in ("DTPBO_LLM_MODEL", "DTPBO_LLM_BASE_URL", "OPENAI_BASE_URL", "OPENAI_MODEL"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("DTPBO_LLM_TIMEOUT", "12.5")
+    with pytest.raises(SystemExit, match="no model given"):
+        config_from_args(ap.parse_args([]))
+    cfg = config_from_args(
+        ap.parse_args(["--model", "qwen", "--concurrency", "2", "--response-format", "json_object"])
+    )
+    assert (cfg.model, cfg.max_concurrency, cfg.response_format) == ("qwen", 2, "json_object")
+    assert cfg.timeout == 12.5  # not given: from the environment
+    assert not any("key" in a.dest for a in ap._actions)  # secrets never come as options
