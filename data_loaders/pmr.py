@@ -85,7 +85,7 @@ import numpy as np
 import pandas as pd
 
 from data_loaders._common import DataNotAvailableError, py, read_csv_lines
-from feature_extraction.extract import load_table
+from feature_extraction.extract import check_unique_message_ids, load_table
 from feature_extraction.spec import Spec, table9_spec
 from pbo_core.data import DataValidationError, PreferenceData, Schema, Study
 
@@ -257,15 +257,7 @@ def _load_feature_table(
         if "message_id" not in table.columns:
             raise DataValidationError("feature table has no 'message_id' column")
         table["message_id"] = table["message_id"].astype(str)
-        dup = table["message_id"].duplicated().to_numpy()
-        if dup.any():
-            i = int(dup.argmax())
-            mid = table["message_id"].iloc[i]
-            first = int(table["message_id"].eq(mid).to_numpy().argmax())
-            raise DataValidationError(
-                f"feature table, row {i + 1}, column 'message_id': {mid!r} repeats row "
-                f"{first + 1} (one row per message)"
-            )
+        check_unique_message_ids(table, "feature table", range(1, len(table) + 1), "row")
         return table
     return load_table(features, spec)
 

@@ -510,6 +510,26 @@ def _table_rows(table: pd.DataFrame, suffix: str, text: str | None) -> tuple[lis
     return list(range(2, len(table) + 2)), "line"
 
 
+def check_unique_message_ids(
+    table: pd.DataFrame, label: str, rows: Sequence[int], unit: str
+) -> None:
+    """Raise ``DataValidationError`` naming both rows when a ``message_id`` repeats.
+
+    ``rows`` labels the table's rows as the error should (file lines, records, rows) and
+    ``unit`` says what they count.
+    """
+    ids = table["message_id"]
+    dup = ids.duplicated().to_numpy()
+    if dup.any():
+        i = int(dup.argmax())
+        mid = ids.iloc[i]
+        first = int(ids.eq(mid).to_numpy().argmax())
+        raise DataValidationError(
+            f"{label}, {unit} {rows[i]}, column 'message_id': {mid!r} repeats {unit} "
+            f"{rows[first]} (one row per message; which one is meant?)"
+        )
+
+
 def _check_feature_cells(
     table: pd.DataFrame, spec: Spec, name: str, rows: list[int], unit: str
 ) -> None:
@@ -614,15 +634,7 @@ def load_table(
         i = int(empty.argmax())
         raise DataValidationError(f"{label}, {unit} {rows[i]}, column 'message_id': is empty")
     table["message_id"] = ids.astype(str)
-    dup = table["message_id"].duplicated().to_numpy()
-    if dup.any():
-        i = int(dup.argmax())
-        mid = table["message_id"].iloc[i]
-        first = int(table["message_id"].eq(mid).to_numpy().argmax())
-        raise DataValidationError(
-            f"{label}, {unit} {rows[i]}, column 'message_id': {mid!r} repeats {unit} "
-            f"{rows[first]} (one row per message; which one is meant?)"
-        )
+    check_unique_message_ids(table, label, rows, unit)
     if spec is not None:
         _check_feature_cells(table, spec, label, rows, unit)
         for f in spec.features:
