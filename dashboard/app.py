@@ -24,18 +24,9 @@ import streamlit as st  # noqa: E402
 
 from dashboard import _services as svc  # noqa: E402
 from dashboard._services import sessions as store  # noqa: E402
+from dashboard.pages import PAGES  # noqa: E402
 
 _VIEWS = Path(__file__).resolve().parent / "views"
-
-PAGES = [
-    ("case_studies.py", "Case studies", ":material/library_books:"),
-    ("tree_explorer.py", "Tree explorer", ":material/account_tree:"),
-    ("sensitivity.py", "Feature sensitivity", ":material/tune:"),
-    ("convergence.py", "Convergence", ":material/show_chart:"),
-    ("hierarchy.py", "User/item hierarchy", ":material/groups:"),
-    ("elicitation.py", "Live elicitation", ":material/touch_app:"),
-    ("pmr.py", "PMR features", ":material/inbox:"),
-]
 
 
 def _data_locations() -> None:

@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make the tests package importable
     sys.path.insert(0, str(ROOT))
 
+from dashboard.pages import url_titles  # noqa: E402
 from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle  # noqa: E402
 
 APP = ROOT / "dashboard" / "app.py"
@@ -56,15 +57,7 @@ BROWSER_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-PAGES = {
-    "": "Case studies",
-    "tree_explorer": "Tree explorer",
-    "sensitivity": "Feature sensitivity",
-    "convergence": "Convergence",
-    "hierarchy": "User/item hierarchy",
-    "elicitation": "Live elicitation",
-    "pmr": "PMR features",
-}
+PAGES = url_titles()  # URL path -> title
 
 
 def settle(pg: Any, timeout: float = 120_000) -> float:

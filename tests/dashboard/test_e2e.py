@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.pages import url_titles
 from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
 
 #: Environment the test's server keeps (screenshot refresh switch).
@@ -227,15 +228,7 @@ def test_live_elicitation_three_answers_change_the_tree(server, page) -> None:
 
 def test_page_switches_and_screenshots(server, page) -> None:
     """Every page renders without an exception; warm page switches are recorded."""
-    pages = [
-        ("", "case_studies"),
-        ("tree_explorer", "tree_explorer"),
-        ("sensitivity", "sensitivity"),
-        ("convergence", "convergence"),
-        ("hierarchy", "hierarchy"),
-        ("elicitation", "elicitation"),
-        ("pmr", "pmr"),
-    ]
+    pages = [(path, path or "case_studies") for path in url_titles()]  # (URL, shot name)
     page.goto(server)
     settle(page)
     for path, _ in pages:  # warm every page's caches
@@ -243,15 +236,7 @@ def test_page_switches_and_screenshots(server, page) -> None:
         settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0, path
     timings = {}
-    titles = {
-        "case_studies": "Case studies",
-        "tree_explorer": "Tree explorer",
-        "sensitivity": "Feature sensitivity",
-        "convergence": "Convergence",
-        "hierarchy": "User/item hierarchy",
-        "elicitation": "Live elicitation",
-        "pmr": "PMR features",
-    }
+    titles = {name: url_titles()[path] for path, name in pages}
     for _, name in [*pages[1:], pages[0]]:
         t0 = time.perf_counter()
         page.locator('[data-testid="stSidebarNav"]').get_by_text(titles[name], exact=True).click()
@@ -281,15 +266,7 @@ def test_page_switches_and_screenshots(server, page) -> None:
 
 
 #: Sidebar pages: path and title.
-PAGES = [
-    ("", "Case studies"),
-    ("tree_explorer", "Tree explorer"),
-    ("sensitivity", "Feature sensitivity"),
-    ("convergence", "Convergence"),
-    ("hierarchy", "User/item hierarchy"),
-    ("elicitation", "Live elicitation"),
-    ("pmr", "PMR features"),
-]
+PAGES = list(url_titles().items())
 CONTENT = (
     '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, '
     '[data-testid="stGraphVizChart"] svg, [data-testid="stDataFrame"], [data-testid="stTable"], '

@@ -12,17 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import dashboard.pages
 from tests.fixtures.synthetic import write_sushi_tiny
 
-PAGES = (
-    "case_studies",
-    "tree_explorer",
-    "sensitivity",
-    "convergence",
-    "hierarchy",
-    "elicitation",
-    "pmr",
-)
+PAGES = tuple(Path(script).stem for script, _, _ in dashboard.pages.PAGES)
 
 
 # ----------------------------------------------------------------------------- helpers
