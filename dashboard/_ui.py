@@ -270,3 +270,34 @@ def lazy_tabs(labels: Sequence[str], *, key: str) -> Sequence[Any]:
     The open tab is ``st.session_state[key]`` (its label).
     """
     return st.tabs(list(labels), key=key, on_change="rerun")
+
+
+def ensure_default_grids(root: str, names: Sequence[str], label: str) -> None:
+    """Compute the missing cells of default result grids under ``root``, with a progress bar.
+
+    Only when ``root`` is the per-user results folder (:func:`svc.is_default_root`); a
+    first visit computes them, later visits find them on disk and show nothing.
+    """
+    if not svc.is_default_root(root):
+        return
+    todo = [n for n in names if svc.DEFAULT_GRIDS[n].missing(root)]
+    if not todo:
+        return
+    bar = st.progress(0.0, text=f"Computing the default {label} (first visit only)...")
+    for k, name in enumerate(todo):
+        grid = svc.DEFAULT_GRIDS[name]
+
+        def _progress(done: int, total: int, k: int = k, grid: svc.DefaultGrid = grid) -> None:
+            frac = (k + done / max(total, 1)) / len(todo)
+            bar.progress(min(frac, 1.0), text=f"{grid.what}: {done}/{total} runs")
+
+        svc.ensure_default(name, root, progress=_progress)
+    bar.empty()
+
+
+def relative_folder(root: str, folder: object) -> str:
+    """``folder`` relative to ``root`` when it lies below it, else as given (for pickers)."""
+    try:
+        return str(Path(str(folder)).relative_to(Path(root).expanduser()))
+    except ValueError:
+        return str(folder)

@@ -39,34 +39,13 @@ root = st.text_input(
 st.session_state["cv_root_value"] = root
 
 
-def _default_grids(names: list[str], label: str) -> None:
-    """Compute missing default grids under the per-user ``root`` with a progress bar."""
-    if not svc.is_default_root(root):
-        return
-    todo = [n for n in names if svc.DEFAULT_GRIDS[n].missing(root)]
-    if todo:
-        bar = st.progress(0.0, text=f"Computing the default {label} (first visit only)...")
-        for k, name in enumerate(todo):
-            grid = svc.DEFAULT_GRIDS[name]
-
-            def _progress(done: int, total: int, k: int = k, grid: svc.DefaultGrid = grid) -> None:
-                frac = (k + done / max(total, 1)) / len(todo)
-                bar.progress(min(frac, 1.0), text=f"{grid.what}: {done}/{total} runs")
-
-            svc.ensure_default(name, root, progress=_progress)
-        bar.empty()
-
-
 def _chart_title(text: str) -> None:
     """Chart titles as page headings: Altair titles of stacked charts can overlap."""
     st.markdown(f"**{text}**")
 
 
 def _rel(p: Path) -> str:
-    try:
-        return str(p.relative_to(Path(root).expanduser()))
-    except ValueError:
-        return str(p)
+    return ui.relative_folder(root, p)
 
 
 def _function_label(name: str) -> str:
@@ -130,9 +109,9 @@ tab_bench, tab_rho, tab_sushi, tab_run = ui.lazy_tabs(
     ["Benchmarks", "rho-regret", "Sushi", "Run a small benchmark"], key="cv_view"
 )
 if tab_bench.open:
-    _default_grids(["bench"], "benchmark grid")
+    ui.ensure_default_grids(root, ["bench"], "benchmark grid")
 if tab_rho.open:
-    _default_grids(["rho-pmr-demo", "rho-train"], "rho-regret grids")
+    ui.ensure_default_grids(root, ["rho-pmr-demo", "rho-train"], "rho-regret grids")
 folders = svc.result_folders(root)
 kinds = {f: svc.result_kind(svc.read_results(f)) for f in folders}
 

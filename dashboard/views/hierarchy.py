@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from dashboard import _charts as charts
@@ -91,24 +89,9 @@ else:
             st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
 
 
-def _rel(base: str, folder: object) -> str:
-    try:
-        return str(Path(str(folder)).relative_to(Path(base).expanduser()))
-    except ValueError:
-        return str(folder)
-
-
 st.markdown("#### Cohort curves: new users with and without the hierarchy")
 root = st.session_state.get("cv_root_value", str(svc.results_home()))
-if svc.is_default_root(root) and svc.DEFAULT_GRIDS["hierarchy-swissmetro"].missing(root):
-    grid = svc.DEFAULT_GRIDS["hierarchy-swissmetro"]
-    bar = st.progress(0.0, text="Computing the default SwissMetro cohort (first visit only)...")
-
-    def _progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"SwissMetro cohort: {done}/{total} runs")
-
-    svc.ensure_default("hierarchy-swissmetro", root, progress=_progress)
-    bar.empty()
+ui.ensure_default_grids(root, ["hierarchy-swissmetro"], "SwissMetro cohort")
 acc_folders = svc.folders_of_kind(root, "hierarchy-accuracy")
 folders = svc.folders_of_kind(root, "hierarchy")
 if acc_folders:
@@ -121,7 +104,10 @@ if acc_folders:
         "hierarchy --study swissmetro --out DIR` (folder set on the Convergence page)."
     )
     folder = st.selectbox(
-        "Result folder", acc_folders, key="hi_afolder", format_func=lambda f: _rel(root, f)
+        "Result folder",
+        acc_folders,
+        key="hi_afolder",
+        format_func=lambda f: ui.relative_folder(root, f),
     )
     rows = svc.read_results(folder)
     rows = rows[rows["cohort"] > 0]
