@@ -53,7 +53,7 @@ Variants
 
 Utilities are in units of the link's latent scale (logistic noise of the difference for
 logit, standard normal noise of the difference for probit), not the ``sigma_noise`` units of
-:mod:`pbo_core.laplace`; :meth:`prob_prefer` integrates the coefficient uncertainty
+:mod:`pbo_core.models.leaves`; :meth:`prob_prefer` integrates the coefficient uncertainty
 accordingly (exactly for probit, the probit approximation of the logistic for logit).
 """
 
@@ -96,7 +96,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _mills_ratio(z: np.ndarray) -> np.ndarray:
-    """``phi(z) / Phi(z)`` in log space (as :func:`pbo_core.laplace.mills_ratio`)."""
+    """``phi(z) / Phi(z)`` in log space (as :func:`pbo_core.models.probit.mills_ratio`)."""
     return np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z))
 
 

@@ -1,4 +1,4 @@
-"""Preference trees with linear leaves, pooled across respondents (issue 16, section 2).
+"""Preference trees with linear leaves, pooled across respondents.
 
 Model
 -----
@@ -60,7 +60,7 @@ the smaller tree and then the stronger prior. Depths whose tree on all training 
 more than ``max_leaves`` leaves are not considered (the readability goal: 12 leaves with
 slopes, 24 constant), and depth 0 (a single leaf, the linear model itself) never is.
 
-Tree structure: the tree is grown on the comparisons alone (residual-free, as today), not
+Tree structure: the tree is grown on the comparisons alone (residual-free), not
 refitted on residuals of the linear part. That keeps the tree the paper's tree (the same
 readable consistency-score splits, straddler handling and back-ends), costs one tree per
 CV cell instead of an alternating fit, and the leaf slopes then show how the trade-offs
@@ -68,12 +68,12 @@ differ between the regions the comparisons separate.
 
 Measured (``python tests/benchmarks/tree_accuracy.py``; the ``conjoint-accuracy`` split,
 seed 0, 2 held-out tasks per respondent, ties 1/2, mean over respondents [95 % bootstrap
-CI]; GP from the README's ``conjoint-accuracy`` table)::
+CI]; GP from the ``conjoint-accuracy`` table in docs/case-studies.md)::
 
     method                                       train                  electricity
     per-respondent logit (RespondentLinear)      0.796 [0.757, 0.834]   0.858 [0.838, 0.877]
-    GP (README)                                  0.657                  0.838
-    dt (today, per respondent)                   0.578 (5.3 leaves)     0.831 (4.7 leaves)
+    GP (docs)                                    0.657                  0.838
+    dt (per respondent)                          0.578 (5.3 leaves)     0.831 (4.7 leaves)
     dt-pooled (PooledDTSurrogate)                0.653 (16 leaves)      0.794 (10 leaves)
     dt-linear-pooled, numeric slopes, CV depth   0.713 (8 leaves)       0.818 (9 leaves)
     dt-linear-pooled, all slopes, CV depth       0.802 (2 leaves)       timed out (30 min)
