@@ -9,11 +9,17 @@ The loop, metrics, experiments and dashboard speak only this interface::
 
 Utilities are in units of the comparison noise ``sigma_noise`` (see
 :mod:`pbo_core.models.leaves`).
+
+Every surrogate is an :class:`Estimator`: ``get_params`` / ``set_params`` / :func:`clone`
+read the parameters from the ``__init__`` signature, as scikit-learn's ``BaseEstimator``
+does (``sklearn.base.clone`` accepts them too), without importing scikit-learn.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import copy
+import inspect
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import numpy as np
 from scipy.special import ndtr
@@ -21,7 +27,14 @@ from scipy.special import ndtr
 from pbo_core.data import PreferenceData
 from pbo_core.metrics import competition_rank
 
-__all__ = ["Surrogate", "check_input", "competition_rank", "probit_preference"]
+__all__ = [
+    "Estimator",
+    "Surrogate",
+    "check_input",
+    "clone",
+    "competition_rank",
+    "probit_preference",
+]
 
 
 @runtime_checkable
@@ -47,6 +60,85 @@ class Surrogate(Protocol):
     def rank(self, X: np.ndarray) -> np.ndarray:
         """Competition ranks (1 = best) of the rows of ``X``."""
         ...
+
+
+class Estimator:
+    """Parameters from the ``__init__`` signature (scikit-learn's estimator contract).
+
+    ``__init__`` names every parameter and stores each unchanged under its own name;
+    fitted state ends in ``_``. A subclass that only fixes some of its base's parameters
+    (``ProbitSurrogate`` fixes ``link``) takes ``**kwargs`` and lists them in
+    ``_fixed_params``; its parameters are then the base's minus those.
+    """
+
+    _fixed_params: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _init_parameters(cls) -> list[inspect.Parameter]:
+        """The parameters of the nearest ``__init__`` that names them (aliases skipped)."""
+        for klass in cls.__mro__:
+            if klass is object:
+                break
+            if "__init__" not in vars(klass):
+                continue
+            params = list(inspect.signature(klass.__init__).parameters.values())[1:]
+            if params and all(p.kind == p.VAR_KEYWORD for p in params):
+                continue  # a fixed-parameter alias: its base names the parameters
+            if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+                raise TypeError(f"{klass.__name__}.__init__ must name every parameter")
+            return [p for p in params if p.name not in cls._fixed_params]
+        return []
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return sorted(p.name for p in cls._init_parameters())
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor parameters (``deep``: with those of nested estimators)."""
+        out: dict[str, Any] = {}
+        for name in self._param_names():
+            value = getattr(self, name)
+            if deep and isinstance(value, Estimator):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params: Any) -> Self:
+        """Set constructor parameters (``name`` or ``nested__name``); returns self."""
+        valid = self._param_names()
+        for key, value in params.items():
+            name, nested, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(
+                    f"invalid parameter {name!r} for {type(self).__name__}; valid: {valid}"
+                )
+            if nested:
+                getattr(self, name).set_params(**{sub: value})
+            else:
+                setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {p.name: p.default for p in self._init_parameters()}
+        shown = [
+            f"{k}={v!r}"
+            for k, v in self.get_params(deep=False).items()
+            if not (k in defaults and _same(v, defaults[k]))
+        ]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except (TypeError, ValueError):  # arrays: no single truth value
+        return False
+
+
+def clone(estimator: Estimator) -> Estimator:
+    """A new unfitted estimator with deep copies of ``estimator``'s parameters."""
+    params = estimator.get_params(deep=False)
+    return type(estimator)(**{k: copy.deepcopy(v) for k, v in params.items()})
 
 
 def check_input(X: np.ndarray, n_features: int | None, name: str) -> np.ndarray:

@@ -37,6 +37,7 @@ import pandas as pd
 
 from pbo_core.data import PreferenceData
 from pbo_core.metrics import competition_rank
+from pbo_core.models.base import Estimator
 from pbo_core.models.glm import (
     PaddedBatch,
     alpha_grid,
@@ -75,7 +76,7 @@ def _aggregate(pairs: np.ndarray, m: int, groups: np.ndarray, n_groups: int):
 
 
 # ----------------------------------------------------------------------------- base
-class _ItemPredictor:
+class _ItemPredictor(Estimator):
     """Item lookup and prediction methods shared by the item models."""
 
     link: str
@@ -290,12 +291,16 @@ class ItemUtilitySurrogate(_ItemPredictor):
 class BradleyTerrySurrogate(ItemUtilitySurrogate):
     """:class:`ItemUtilitySurrogate` with the logit link."""
 
+    _fixed_params = ("link",)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("logit", **kwargs)
 
 
 class ThurstoneSurrogate(ItemUtilitySurrogate):
     """:class:`ItemUtilitySurrogate` with the probit link."""
+
+    _fixed_params = ("link",)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("probit", **kwargs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from pbo_core.data import PreferenceData, Schema
-from pbo_core.models.base import check_input, competition_rank, probit_preference
+from pbo_core.models.base import Estimator, check_input, competition_rank, probit_preference
 from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.tree import (
     Backend,
@@ -24,7 +24,7 @@ from pbo_core.models.tree import (
 __all__ = ["DTSurrogate"]
 
 
-class DTSurrogate:
+class DTSurrogate(Estimator):
     """Decision-tree preference surrogate with Laplace-approximated leaves.
 
     Parameters
@@ -85,17 +85,6 @@ class DTSurrogate:
         self.prior_mean = prior_mean
         self.prior_precision = prior_precision
         self.backend = backend
-
-    def get_params(self) -> dict[str, object]:
-        """Constructor parameters (scikit-learn style)."""
-        return {
-            "ratio": self.ratio,
-            "max_depth": self.max_depth,
-            "min_samples_split": self.min_samples_split,
-            "min_split_score": self.min_split_score,
-            "straddlers": self.straddlers,
-            "backend": self.backend,
-        }
 
     def fit(self, data: PreferenceData) -> DTSurrogate:
         """Grow the tree on ``data`` and fit the leaf posterior. Returns self."""

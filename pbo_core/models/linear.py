@@ -69,7 +69,7 @@ from scipy.special import ndtr
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import competition_rank
-from pbo_core.models.base import check_input
+from pbo_core.models.base import Estimator, check_input
 from pbo_core.models.glm import (
     DEFAULT_ALPHAS,
     alpha_grid,
@@ -211,7 +211,7 @@ def _rms_scale(d: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- base
-class _LinearPredictor:
+class _LinearPredictor(Estimator):
     """Prediction methods shared by every linear-utility model (coefficients fitted)."""
 
     link: str
@@ -401,20 +401,6 @@ class LinearUtilitySurrogate(_LinearPredictor):
         self.max_iter = max_iter
         self.tol = tol
 
-    def get_params(self) -> dict[str, object]:
-        """Constructor parameters (scikit-learn style)."""
-        return {
-            "link": self.link,
-            "alpha": self.alpha,
-            "alphas": self.alphas,
-            "n_folds": self.n_folds,
-            "cv_score": self.cv_score,
-            "standardize": self.standardize,
-            "random_state": self.random_state,
-            "max_iter": self.max_iter,
-            "tol": self.tol,
-        }
-
     def fit(self, data: PreferenceData, tasks: np.ndarray | None = None) -> LinearUtilitySurrogate:
         """Fit to the comparisons of ``data`` (``tasks``: task id per comparison, for CV)."""
         link_terms(np.zeros(1), self.link)  # validates the link
@@ -453,12 +439,16 @@ class LinearUtilitySurrogate(_LinearPredictor):
 class LogitSurrogate(LinearUtilitySurrogate):
     """:class:`LinearUtilitySurrogate` with the logit link (binary MNL)."""
 
+    _fixed_params = ("link",)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("logit", **kwargs)
 
 
 class ProbitSurrogate(LinearUtilitySurrogate):
     """:class:`LinearUtilitySurrogate` with the probit link (Thurstone)."""
+
+    _fixed_params = ("link",)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("probit", **kwargs)
@@ -653,23 +643,6 @@ class RespondentLinearSurrogate(_LinearPredictor):
             )[0],
             name="pooled_alpha",
         )
-
-    def get_params(self) -> dict[str, object]:
-        """Constructor parameters (scikit-learn style)."""
-        return {
-            "link": self.link,
-            "shrink": self.shrink,
-            "alpha": self.alpha,
-            "alpha_selection": self.alpha_selection,
-            "pooled_alpha": self.pooled_alpha,
-            "alphas": self.alphas,
-            "n_folds": self.n_folds,
-            "cv_score": self.cv_score,
-            "standardize": self.standardize,
-            "random_state": self.random_state,
-            "max_iter": self.max_iter,
-            "tol": self.tol,
-        }
 
     @staticmethod
     def _key(r: Any) -> Any:

@@ -99,7 +99,7 @@ import pandas as pd
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import competition_rank
-from pbo_core.models.base import check_input, probit_preference
+from pbo_core.models.base import Estimator, check_input, probit_preference
 from pbo_core.models.glm import newton_chunked, pad_rows, respondent_rows, spd_inv_batch
 from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.linear import LinearDesign, task_folds
@@ -142,7 +142,7 @@ def _error_sum(z: np.ndarray, held: np.ndarray) -> np.ndarray:
     return (err * held).sum(axis=-1)
 
 
-class LinearLeafDTSurrogate:
+class LinearLeafDTSurrogate(Estimator):
     """Preference tree whose leaves hold a level plus linear slopes, optionally pooled.
 
     Parameters
@@ -255,16 +255,6 @@ class LinearLeafDTSurrogate:
         self.backend = backend
         self.max_iter = max_iter
         self.tol = tol
-
-    def get_params(self) -> dict[str, object]:
-        """Constructor parameters (scikit-learn style)."""
-        keys = (
-            "ratio linear_features slope_ratio slope_ratios slopes leaf_slope_ratio pooling "
-            "shrinkage shrinkages "
-            "max_depth depths min_samples_split min_split_score straddlers max_leaves "
-            "n_folds random_state backend max_iter tol"
-        ).split()
-        return {k: getattr(self, k) for k in keys}
 
     # ------------------------------------------------------------------ design
     def _slope_design(self, schema: Schema) -> tuple[LinearDesign, np.ndarray]:

@@ -94,10 +94,3 @@ class PooledDTSurrogate(LinearLeafDTSurrogate):
             max_iter=max_iter,
             tol=tol,
         )
-
-    def get_params(self) -> dict[str, object]:
-        """Constructor parameters (scikit-learn style)."""
-        p = super().get_params()
-        for key in ("linear_features", "slope_ratio", "slope_ratios"):
-            p.pop(key)
-        return p

@@ -14,7 +14,7 @@ from scipy import linalg
 from scipy.optimize import minimize
 
 from pbo_core.data import PreferenceData
-from pbo_core.models.base import check_input, competition_rank, probit_preference
+from pbo_core.models.base import Estimator, check_input, competition_rank, probit_preference
 from pbo_core.models.gp.kappasharp import (
     ALPHA,
     MODEL_NOISE_VAR,
@@ -45,7 +45,7 @@ KappaSharpMode = Literal[
 ]
 
 
-class GPSurrogate:
+class GPSurrogate(Estimator):
     """GP-Laplace preference surrogate with optional Adaptive KappaSharp.
 
     Parameters
@@ -71,6 +71,10 @@ class GPSurrogate:
         Items closer than this in every unit-cube input are merged.
     jitter
         Relative jitter for the kernel Cholesky when needed.
+    size_limits
+        Sizes above which :meth:`fit` warns or refuses (see :mod:`.size_guard`).
+    allow_large
+        Fit above ``size_limits.max_*`` anyway (or pass ``fit(..., allow_large=True)``).
 
     Attributes
     ----------
@@ -96,6 +100,8 @@ class GPSurrogate:
         kappasharp_alpha: float = ALPHA,
         kappasharp_min_step: int | None = None,
         kappasharp_score_noise_var: float = MODEL_NOISE_VAR,
+        size_limits: GPSizeLimits = DEFAULT_LIMITS,
+        allow_large: bool = False,
     ) -> None:
         if kappasharp not in MODES:
             raise ValueError(f"kappasharp must be one of {MODES}, got {kappasharp!r}")
@@ -110,6 +116,8 @@ class GPSurrogate:
         self.max_opt_iter = max_opt_iter
         self.merge_atol = merge_atol
         self.jitter = jitter
+        self.size_limits = size_limits
+        self.allow_large = allow_large
 
     # ------------------------------------------------------------------ fitting
     def _initial_theta(self, p: int) -> np.ndarray:
@@ -125,11 +133,6 @@ class GPSurrogate:
         )
         s = 1.0 if self.outputscale is None else float(self.outputscale)
         return np.log(np.r_[ell, s])
-
-    #: Sizes above which :meth:`fit` warns or refuses (see :mod:`.size_guard`).
-    size_limits: GPSizeLimits = DEFAULT_LIMITS
-    #: Fit above ``size_limits.max_*`` anyway (or pass ``fit(..., allow_large=True)``).
-    allow_large: bool = False
 
     def fit(self, data: PreferenceData, *, allow_large: bool | None = None) -> GPSurrogate:
         """Merge duplicates, fit hyperparameters, find the MAP (and apply KappaSharp).
