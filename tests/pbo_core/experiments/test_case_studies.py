@@ -72,6 +72,7 @@ def test_sensitivity_pooled_pmr_demo(capsys) -> None:
     assert rows[1]["feature removed"] == "message_actionability"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SUSHI, reason="Sushi data not present ($DTPBO_SUSHI_DIR, ../shared)")
 def test_sushi_commands_on_real_data(capsys, monkeypatch) -> None:
     monkeypatch.setenv("DTPBO_SUSHI_DIR", SUSHI)
@@ -89,6 +90,7 @@ def test_unknown_method_is_rejected() -> None:
         experiments.main(["sushi-pbo", "--methods", "magic", "--quiet"])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SUSHI, reason="Sushi data not present ($DTPBO_SUSHI_DIR, ../shared)")
 def test_hierarchy_command_produces_cohort_curves(capsys, monkeypatch) -> None:
     monkeypatch.setenv("DTPBO_SUSHI_DIR", SUSHI)
