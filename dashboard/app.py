@@ -34,8 +34,16 @@ def _data_locations() -> None:
 
     The paths are saved in the per-user session store (``dashboard/_services/sessions``)
     and restored in a new browser session or after a restart. A typed path is used only
-    when it exists; otherwise the environment variable is, and the caption says which.
+    when it exists and lies below an allowed data root (``data_loaders.access``);
+    otherwise the environment variable is, and the caption says which. In shared-server
+    mode (``DTPBO_SHARED_SERVER=1``) there are no inputs: the server's environment decides.
     """
+    if svc.shared_server():
+        st.sidebar.caption(
+            "Shared server: data locations are set by the administrator "
+            "(environment variables), not on this page."
+        )
+        return
     if svc.PATHS_KEY not in st.session_state:  # a new browser session: the saved paths
         st.session_state[svc.PATHS_KEY] = store.stored_paths()
     paths = dict(st.session_state.get(svc.PATHS_KEY) or {})

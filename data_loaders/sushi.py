@@ -68,6 +68,7 @@ import numpy as np
 import pandas as pd
 
 from data_loaders._common import DataNotAvailableError, data_home, file_stamp, freeze
+from data_loaders.access import PathRefusedError, check_file, check_folder
 from pbo_core.data import DataValidationError, Feature, PreferenceData, Schema, Study
 
 ENV_VAR = "DTPBO_SUSHI_DIR"
@@ -162,8 +163,12 @@ def find_sushi_dir(data_dir: str | os.PathLike[str] | None = None, sushi_set: st
     if data_dir is not None or os.environ.get(ENV_VAR):
         origin = "the given folder" if data_dir is not None else f"${ENV_VAR}"
         base = Path(data_dir if data_dir is not None else os.environ[ENV_VAR]).expanduser()
-        if not base.exists():
-            raise DataNotAvailableError(f"SUSHI data: {base} ({origin}) does not exist. {HOW_TO}")
+        try:
+            check_folder(base, "SUSHI data folder")
+        except FileNotFoundError:
+            raise DataNotAvailableError(
+                f"SUSHI data: {base} ({origin}) does not exist. {HOW_TO}"
+            ) from None
         for c in _candidates(base):
             if c.is_dir() and not _missing(c, keys):
                 return c
@@ -287,6 +292,7 @@ def _fail(path: Path, line: int, msg: str) -> DataValidationError:
 
 def _body(path: Path) -> list[tuple[int, str]]:
     """Lines with numbers (1-based); trailing blank lines dropped, inner ones an error."""
+    check_file(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is dropped
     except UnicodeDecodeError as exc:
@@ -435,7 +441,9 @@ def _read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
 def _readme_names(folder: Path) -> list[str] | None:
     """English item names from README-en.txt (``"ebi (shrimp)"``), if present."""
     p = folder / "README-en.txt"
-    if not p.is_file():
+    try:
+        check_file(p)
+    except (PathRefusedError, FileNotFoundError):  # optional: the names come from idata
         return None
     text = p.read_text(encoding="utf-8", errors="replace")
     start = text.find("ID for the item set B")
