@@ -12,11 +12,10 @@ Skipped like ``test_e2e.py`` without the ``playwright`` package or ``/usr/bin/ch
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.dashboard.test_e2e import BROWSER_ARGS, CHROMIUM, metric, settle, sync_api
+from tests.dashboard.test_e2e import BROWSER_ARGS, CHROMIUM, settle, sync_api
 from tests.fixtures.streamlit_server import streamlit_server
 
 pytestmark = pytest.mark.e2e

@@ -43,7 +43,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def _errors(study: str, path: Path) -> str:
-    with pytest.raises(Exception) as info:  # noqa: PT011 - any error, but never the canary
+    with pytest.raises(Exception) as info:  # any error, never the canary
         load_study(study, path=str(path))
     return f"{type(info.value).__name__}: {info.value}"
 
@@ -134,7 +134,7 @@ def test_hostile_paths_are_refused_before_opening(roots, study: str) -> None:
 
 
 def test_an_outside_path_is_refused_whether_or_not_it_exists(roots) -> None:
-    root, outside = roots
+    _root, outside = roots
     msgs = []
     for f in (outside / "secret.csv", outside / "absent.csv"):
         with pytest.raises(access.PathRefusedError) as info:
