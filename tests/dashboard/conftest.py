@@ -46,11 +46,16 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def app() -> Callable[..., object]:
-    """``app(page=None, **state)``: an AppTest of the dashboard, run once (on ``page``)."""
+    """``app(page=None, query=None, **state)``: an AppTest of the dashboard, run once (on
+    ``page``), with URL query parameters ``query`` (e.g. ``{"session": ...}``)."""
     from streamlit.testing.v1 import AppTest
 
-    def make(page: str | None = None, **state: object) -> AppTest:
+    def make(
+        page: str | None = None, query: dict[str, str] | None = None, **state: object
+    ) -> AppTest:
         at = AppTest.from_file(str(APP), default_timeout=120)
+        for k, v in (query or {}).items():
+            at.query_params[k] = v
         for k, v in state.items():
             at.session_state[k] = v
         at.run()
