@@ -112,7 +112,7 @@ def test_concurrent_writers_keep_their_own_answers() -> None:
     """8 threads, each its own session and pattern, 25 actions each, all at once."""
     import threading
 
-    patterns = {k: ["A", "B", "tie", "skip"][k % 4 :] + ["A", "B"] for k in range(8)}
+    patterns = {k: [*["A", "B", "tie", "skip"][k % 4 :], "A", "B"] for k in range(8)}
     sids = {k: store.create_session(CONFIG, owner=f"o{k}") for k in patterns}
     errors: list[BaseException] = []
     barrier = threading.Barrier(len(patterns))
