@@ -216,9 +216,14 @@ def _undo() -> None:
         return
     n_after = sess.n_answers - (sess.actions[-1] != "skip")
     try:
-        store.undo_action(sid, seq, n_after)
+        undone = store.undo_action(sid, seq, n_after)
     except sqlite3.Error as exc:
         st.session_state["el_write_error"] = f"Undo was **not saved** ({exc}); nothing changed."
+        return
+    if not undone:  # the saved session moved on (another tab): do not diverge from it
+        st.session_state["el_write_error"] = (
+            "Undo does not match the saved session (changed in another tab?): reload the page."
+        )
         return
     sess.undo()
     st.session_state["el_dirty"] = sid
