@@ -100,3 +100,16 @@ def test_shared_server_mode_has_no_path_inputs(app, tmp_path: Path, monkeypatch)
     assert "set by the administrator" in everything(at)
     assert "ask its administrator" in everything(at)
     assert str(tmp_path / "x.csv") not in everything(at)
+
+
+def test_shared_server_mode_fixes_the_other_server_paths(app, monkeypatch) -> None:
+    """Results folder, output folder, LLM endpoint and extraction cache: not from visitors."""
+    monkeypatch.setenv("DTPBO_SHARED_SERVER", "1")
+    at = app("convergence", cv_root_value="/")
+    no_exception(at)
+    root = at.text_input(key="cv_root")
+    assert root.disabled and at.session_state["cv_root_value"] != "/"
+    at = app("pmr", pmr_view="Extraction")
+    no_exception(at)
+    assert at.text_input(key="pmr_base_url").disabled
+    assert at.text_input(key="pmr_cache").disabled
