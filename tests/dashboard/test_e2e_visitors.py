@@ -106,6 +106,16 @@ def _actions(work: Path, sid: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+def _owners(work: Path, sids: list[str]) -> list[str]:
+    con = _store(work)
+    try:
+        return [
+            con.execute("SELECT owner FROM sessions WHERE id = ?", (s,)).fetchone()[0] for s in sids
+        ]
+    finally:
+        con.close()
+
+
 def _sid(pg) -> str:
     return parse_qs(urlparse(pg.url).query)["session"][0]
 
@@ -163,6 +173,18 @@ def test_two_visitors_keep_their_own_sessions_and_a_link_resumes(browser, shared
         expect(metric(c, "Answers")).to_have_text("3", timeout=60_000)
         assert metric(c, "Favourite").inner_text() == favourite
         assert _sid(c) == _sid(a)
+        # the visitor cookie survives the reload: A's next session has A's owner, not B's
+        tokens = [
+            {k["name"]: k["value"] for k in ctx.cookies()}.get("dtpbo_visitor")
+            for ctx in (ctx_a, ctx_b)
+        ]
+        assert all(tokens) and tokens[0] != tokens[1]
+        first = _sid(a)
+        a.get_by_role("button", name="Start over").click()
+        expect(metric(a, "Answers")).to_have_text("0", timeout=60_000)
+        settle(a)
+        owners = _owners(work, [first, _sid(a), _sid(b)])
+        assert _sid(a) != first and owners[0] == owners[1] != owners[2]
     finally:
         for ctx in (ctx_a, ctx_b, ctx_c):
             ctx.close()
