@@ -67,7 +67,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from data_loaders._common import DataNotAvailableError, data_home, file_stamp, freeze
+from data_loaders._common import DataNotAvailableError, data_home, file_stamp, freeze, quoted
 from data_loaders.access import PathRefusedError, check_file, check_folder
 from pbo_core.data import DataValidationError, Feature, PreferenceData, Schema, Study
 
@@ -314,7 +314,7 @@ def _ints(path: Path, line: int, fields: list[str]) -> list[int]:
     # ASCII digits only: int() would also read other scripts' digits ("\u0663" -> 3)
     for k, f in enumerate(fields, start=1):
         if not re.fullmatch(r"[-+]?[0-9]+", f):
-            raise _fail(path, line, f"field {k}: {f!r} is not an integer")
+            raise _fail(path, line, f"field {k}: {quoted(f)} is not an integer")
     return [int(f) for f in fields]
 
 
@@ -324,7 +324,7 @@ def _read_order(path: Path, n_items: int) -> tuple[np.ndarray, np.ndarray]:
     head_no, head = lines[0]
     h = _ints(path, head_no, head.split())
     if len(h) != 2 or h[0] != n_items:
-        raise _fail(path, head_no, f"header should be '{n_items} 1', got {head!r}")
+        raise _fail(path, head_no, f"header should be '{n_items} 1', got {quoted(head)}")
     rows, numbers = [], []
     length = None
     for no, s in lines[1:]:
@@ -387,10 +387,10 @@ def _check_range(path: Path, line: int, r: _Range, raw: str) -> float:
     try:
         x = float(raw)
     except ValueError:
-        raise _fail(path, line, f"{r.name}: {raw!r} is not a number") from None
+        raise _fail(path, line, f"{r.name}: {quoted(raw)} is not a number") from None
     if not np.isfinite(x) or not r.lo <= x <= r.hi or (r.integer and x != int(x)):
         what = "an integer in" if r.integer else "a number in"
-        raise _fail(path, line, f"{r.name}: {raw!r} is not {what} [{r.lo:g}, {r.hi:g}]")
+        raise _fail(path, line, f"{r.name}: {quoted(raw)} is not {what} [{r.lo:g}, {r.hi:g}]")
     return x
 
 

@@ -188,3 +188,21 @@ def test_confined_block_and_sushi_folder(tmp_path: Path) -> None:
         with pytest.raises(access.PathRefusedError):
             load_study("sushi-a", data_dir=str(outside))
     assert not access.is_confined()
+
+
+def test_a_sushi_file_with_a_canary_header_is_not_echoed(tmp_path: Path) -> None:
+    from tests.fixtures.synthetic import write_sushi_tiny
+
+    folder = tmp_path / "sushi3-2016"
+    write_sushi_tiny(folder, n_users=6, seed=1)
+    order = folder / "sushi3a.5000.10.order"
+    lines = order.read_text().splitlines()
+    order.write_text("\n".join([f"KEY={CANARY}", *lines[1:]]) + "\n")
+    msg = _errors_dir("sushi-a", folder)
+    assert CANARY not in msg and "line 1" in msg and "not shown" in msg
+
+
+def _errors_dir(study: str, folder: Path) -> str:
+    with pytest.raises(Exception) as info:  # any error, never the canary
+        load_study(study, data_dir=str(folder))
+    return f"{type(info.value).__name__}: {info.value}"
