@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,53 @@ from typing import Any
 import streamlit as st
 
 from dashboard import _services as svc
+from dashboard._services import sessions as store
+
+#: Cookie (and session-state key) holding this browser's visitor token.
+VISITOR_COOKIE = "dtpbo_visitor"
+#: What a visitor token looks like (anything else in the cookie is replaced).
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
+#: Seconds the browser keeps the visitor cookie (one year).
+_COOKIE_AGE = 365 * 24 * 3600
+
+
+def _cookie_token() -> str | None:
+    try:
+        value = st.context.cookies.get(VISITOR_COOKIE)
+    except Exception:  # no browser behind this run (bare mode)
+        return None
+    return value if isinstance(value, str) and _TOKEN.fullmatch(value) else None
+
+
+def visitor_owner() -> str:
+    """This browser's owner id: a hash of its visitor token (:func:`store.owner_of`).
+
+    The token lives in a first-party cookie (``dtpbo_visitor``) the page sets on the first
+    visit, so the session list of a reload or of a new tab shows what this browser made
+    and nothing else; the server stores only the hash. A run without a browser (AppTest)
+    gets a token of its own, kept in ``st.session_state``.
+    """
+    token = st.session_state.get(VISITOR_COOKIE)
+    if not (isinstance(token, str) and _TOKEN.fullmatch(token)):
+        token = _cookie_token()
+        if token is None:
+            token = secrets.token_urlsafe(24)
+            st.session_state["_visitor_new"] = True
+        st.session_state[VISITOR_COOKIE] = token
+    return store.owner_of(token)
+
+
+def keep_visitor_cookie() -> None:
+    """Give the browser its visitor cookie once, when it came without one."""
+    if not st.session_state.pop("_visitor_new", False):
+        return
+    token = st.session_state[VISITOR_COOKIE]  # URL-safe characters only (checked above)
+    st.html(
+        f"<script>document.cookie = '{VISITOR_COOKIE}={token}; path=/; "
+        f"max-age={_COOKIE_AGE}; SameSite=Lax';</script>",
+        unsafe_allow_javascript=True,
+        width="content",
+    )
 
 
 def synced_selectbox(

@@ -23,6 +23,7 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a plain 
 import streamlit as st  # noqa: E402
 
 from dashboard import _services as svc  # noqa: E402
+from dashboard import _ui as ui  # noqa: E402
 from dashboard._services import sessions as store  # noqa: E402
 from dashboard.pages import PAGES  # noqa: E402
 
@@ -32,19 +33,30 @@ _VIEWS = Path(__file__).resolve().parent / "views"
 def _data_locations() -> None:
     """Sidebar: where the user's own copies of the non-bundled data sets are.
 
-    The paths are saved in the per-user session store (``dashboard/_services/sessions``)
-    and restored in a new browser session or after a restart. A typed path is used only
-    when it exists; otherwise the environment variable is, and the caption says which.
+    The paths are saved in the session store (``dashboard/_services/sessions``) under this
+    browser's visitor id and restored in its next session or after a restart; another
+    browser never sees them (the server-wide defaults are the environment variables). A
+    typed path is used only when it exists and lies below an allowed data root
+    (``data_loaders.access``); otherwise the environment variable is, and the caption
+    says which. In shared-server
+    mode (``DTPBO_SHARED_SERVER=1``) there are no inputs: the server's environment decides.
     """
-    if svc.PATHS_KEY not in st.session_state:  # a new browser session: the saved paths
-        st.session_state[svc.PATHS_KEY] = store.stored_paths()
+    if svc.shared_server():
+        st.sidebar.caption(
+            "Shared server: data locations are set by the administrator "
+            "(environment variables), not on this page."
+        )
+        return
+    owner = ui.visitor_owner()
+    if svc.PATHS_KEY not in st.session_state:  # a new browser session: its saved paths
+        st.session_state[svc.PATHS_KEY] = store.stored_paths(owner)
     paths = dict(st.session_state.get(svc.PATHS_KEY) or {})
     with st.sidebar.expander("Data locations", expanded=False):
         st.caption(
             "Bundled studies need nothing. For the others, type where your copy is "
             "(or set the environment variable before starting the app). A path typed "
-            "here wins over the environment variable when it exists; paths are saved "
-            "for the next session."
+            "here wins over the environment variable when it exists and lies below an "
+            "allowed data root; paths are saved for this browser only."
         )
         for name, d in svc.DATASETS.items():
             key = f"path_{name}"
@@ -65,7 +77,7 @@ def _data_locations() -> None:
     st.session_state[svc.PATHS_KEY] = paths
     cleaned = {k: v.strip() for k, v in paths.items() if v and v.strip()}
     if cleaned != st.session_state.get("_saved_paths"):
-        store.store_paths(cleaned)
+        store.store_paths(cleaned, owner)
         st.session_state["_saved_paths"] = cleaned
 
 
@@ -95,6 +107,9 @@ def main() -> None:
     ]
     page = st.navigation(pages)
     st.sidebar.caption("DT-PBO Explorer: interpretable preferential Bayesian optimisation")
+    ui.visitor_owner()
+    with st.sidebar:
+        ui.keep_visitor_cookie()
     _data_locations()
     _warm_up_status()
     page.run()

@@ -3,6 +3,13 @@
 Every loader error names the file and the line (or, for in-memory tables, the row) so a
 user can open the file and fix it. Missing data raise :class:`DataNotAvailableError`,
 whose message says how to obtain the data.
+
+Errors quote names, not content: on a server the path may be a visitor's guess at a
+sensitive file, so a message never echoes a raw line. Column names found in a file are
+listed only when the header shares a column with the expected ones and every name looks
+like a column name (:func:`describe_columns`); a cell value only when it is short and
+plain (:func:`quoted`). Every file is checked by :mod:`data_loaders.access` before it is
+opened.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import csv
 import gzip
 import os
+import re
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,37 +26,85 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from data_loaders.access import DATA_HOME_ENV, check_file, check_path, data_home
 from pbo_core.data import DataValidationError
+
+__all__ = ["DATA_HOME_ENV", "data_home"]  # re-exported for the loaders and the dashboard
 
 #: Folder with the data vendored in the repository (train, electricity, mapping files).
 VENDORED_DIR = Path(__file__).resolve().parent / "data"
 
-#: Environment variable naming the folder for downloaded data (default ``~/.cache/dtpbo``).
-DATA_HOME_ENV = "DTPBO_DATA_HOME"
+#: Longest column name or cell value an error message quotes.
+MAX_QUOTED = 32
+#: Most column names an error message lists.
+MAX_NAMES = 12
+#: What a quotable name or value looks like: letters, digits and ``_ . - + / ( ) %`` and
+#: inner spaces; no ``=``, ``:``, quotes or control characters.
+_PLAIN = re.compile(r"[\w.+\-/()%]+(?: [\w.+\-/()%]+)*")
 
 
 class DataNotAvailableError(FileNotFoundError):
     """The data of a study are not on this machine; the message says how to get them."""
 
 
-def data_home() -> Path:
-    """Folder for data the user downloads (``$DTPBO_DATA_HOME`` or ``~/.cache/dtpbo``)."""
-    env = os.environ.get(DATA_HOME_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "dtpbo"
+def _plain(text: str) -> bool:
+    return len(text) <= MAX_QUOTED and _PLAIN.fullmatch(text) is not None and text.isprintable()
+
+
+def quoted(value: Any) -> str:
+    """A cell value for an error message: its ``repr`` when it is a number or a short plain
+    string, else only its kind and length (never the raw content)."""
+    v = py(value)
+    if isinstance(v, bool | int | float):
+        return repr(v)
+    text = str(v)
+    if isinstance(v, str) and _plain(text):
+        return repr(text)
+    return f"a value of {len(text)} character(s) (not shown)"
+
+
+def describe_columns(present: Iterable[Any], needed: Iterable[Any] = ()) -> str:
+    """The columns of a table for an error message.
+
+    The names are listed (escaped, at most :data:`MAX_NAMES`) only when the header shares
+    at least one column with ``needed`` and every name is short and plain; otherwise only
+    their number, so a file that is not a data table never has its first line echoed.
+    """
+    names = [str(c) for c in present]
+    plausible = bool(set(names) & {str(c) for c in needed})
+    if plausible and all(_plain(n) for n in names):
+        more = len(names) - MAX_NAMES
+        listed = repr(names[:MAX_NAMES])
+        return f"columns present: {listed}" + (f" and {more} more" if more > 0 else "")
+    return (
+        f"the header has {len(names)} column(s) and does not match the expected ones "
+        "(names not shown)"
+    )
+
+
+def _scrub(message: str) -> str:
+    """A parser message with quoted fragments (possibly file content) removed."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", message)[:200]
 
 
 def resolve_path(
-    path: str | os.PathLike[str] | None, env_var: str, *, what: str, how_to: str
+    path: str | os.PathLike[str] | None,
+    env_var: str,
+    *,
+    what: str,
+    how_to: str,
+    folder: bool = False,
 ) -> Path:
-    """The file or folder given as ``path``, else the one named by ``env_var``.
+    """The file (or, with ``folder=True``, folder) given as ``path``, else the one named by
+    ``env_var``, after :mod:`data_loaders.access` allowed it (nothing is opened).
 
     Raises
     ------
     DataNotAvailableError
         When neither is given or the named path does not exist; the message contains
         ``how_to``.
+    data_loaders.access.PathRefusedError
+        When the path is outside the allowed roots, a device, FIFO, too large...
     """
     if path is not None:
         p = Path(path).expanduser()
@@ -60,8 +116,10 @@ def resolve_path(
         raise DataNotAvailableError(
             f"{what}: no path was given and ${env_var} is not set. {how_to}"
         )
-    if not p.exists():
-        raise DataNotAvailableError(f"{what}: {p} ({origin}) does not exist. {how_to}")
+    try:
+        check_path(p, folder=folder, what=what)
+    except FileNotFoundError:
+        raise DataNotAvailableError(f"{what}: {p} ({origin}) does not exist. {how_to}") from None
     return p
 
 
@@ -99,8 +157,12 @@ def read_csv_lines(path: Path, *, exact_lines: bool = False, **kwargs: Any) -> p
     ------
     DataValidationError
         Naming the file if it cannot be parsed (the pandas message, which names the line,
-        is kept), is empty, is not UTF-8 or is a truncated or corrupt gzip file.
+        is kept, quoted fragments removed), is empty, is not UTF-8 or is a truncated or
+        corrupt gzip file.
+    data_loaders.access.PathRefusedError
+        When the file may not be opened (see :mod:`data_loaders.access`).
     """
+    check_file(path)
     try:
         frame = pd.read_csv(path, skip_blank_lines=False, **kwargs)
     except pd.errors.EmptyDataError:
@@ -115,11 +177,11 @@ def read_csv_lines(path: Path, *, exact_lines: bool = False, **kwargs: Any) -> p
             "read_csv_kwargs={'encoding': ...} for another encoding"
         ) from None
     except (pd.errors.ParserError, ValueError) as exc:
-        raise DataValidationError(f"{path}: cannot be read as CSV: {exc}") from None
+        raise DataValidationError(f"{path}: cannot be read as CSV: {_scrub(str(exc))}") from None
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
             raise
-        raise DataValidationError(f"{path}: cannot be read: {exc}") from None
+        raise DataValidationError(f"{path}: cannot be read: {exc.strerror or 'error'}") from None
     frame.index = pd.RangeIndex(2, 2 + len(frame))
     if exact_lines and str(path).lower().endswith(".csv"):
         starts = _record_starts(path, kwargs.get("sep", ","), kwargs.get("encoding"))
@@ -147,11 +209,21 @@ def _record_starts(path: Path, sep: str, encoding: str | None) -> list[int] | No
 
 
 def missing_columns_error(
-    source: str, missing: Iterable[str], present: Iterable[Any], from_file: bool, hint: str = ""
+    source: str,
+    missing: Iterable[str],
+    present: Iterable[Any],
+    from_file: bool,
+    hint: str = "",
+    *,
+    needed: Iterable[Any] = (),
 ) -> DataValidationError:
-    """Error for absent columns, naming the header line of a file."""
+    """Error for absent columns, naming the header line of a file.
+
+    ``needed`` are all the columns the loader wanted; the present names are listed only
+    when they overlap (see :func:`describe_columns`).
+    """
     place = f"{source}, line 1 (header)" if from_file else f"{source} (columns)"
-    msg = f"{place}: missing column(s) {sorted(set(missing))}; columns present: {list(present)}"
+    msg = f"{place}: missing column(s) {sorted(set(missing))}; {describe_columns(present, needed)}"
     return DataValidationError(f"{msg}. {hint}" if hint else msg)
 
 

@@ -84,7 +84,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from data_loaders._common import DataNotAvailableError, py, read_csv_lines
+from data_loaders._common import (
+    DataNotAvailableError,
+    describe_columns,
+    py,
+    quoted,
+    read_csv_lines,
+)
+from data_loaders.access import check_file, check_folder
 from feature_extraction.extract import check_unique_message_ids, load_table
 from feature_extraction.spec import Spec, table9_spec
 from pbo_core.data import DataValidationError, PreferenceData, Schema, Study
@@ -535,10 +542,12 @@ def _synth_dir(path: str | os.PathLike[str] | None) -> Path:
         raise DataNotAvailableError(
             f"PMR-Synth-Inboxes: no path was given and ${PMR_DIR_ENV} is not set. {HOW_TO_GET}"
         )
-    if not p.is_dir():
+    try:
+        check_folder(p, "PMR-Synth-Inboxes folder")
+    except FileNotFoundError:
         raise DataNotAvailableError(
             f"PMR-Synth-Inboxes: {p} ({origin}) is not a folder. {HOW_TO_GET}"
-        )
+        ) from None
     for inbox in ("INBOX_A", "INBOX_B"):
         if not _find(p, f"{inbox}-*.parquet"):
             raise DataNotAvailableError(
@@ -562,6 +571,7 @@ def _read_inbox(folder: Path, inbox: str) -> pd.DataFrame:
     (counted from 1 in the file, before any row is dropped)."""
     frames = []
     for f in _find(folder, f"{inbox}-*.parquet"):
+        check_file(f)
         try:
             df = pd.read_parquet(f)
         except Exception as e:
@@ -570,7 +580,7 @@ def _read_inbox(folder: Path, inbox: str) -> pd.DataFrame:
         if missing:
             raise DataValidationError(
                 f"{f}: missing column(s) {sorted(missing)}; expected text, level, relevancy; "
-                f"columns present: {list(df.columns)}"
+                f"{describe_columns(df.columns, ('text', 'level', 'relevancy'))}"
             )
         df = df.reset_index(drop=True)
         df["_file"], df["_row"] = str(f), np.arange(1, len(df) + 1)
@@ -593,7 +603,7 @@ def _read_inbox(folder: Path, inbox: str) -> pd.DataFrame:
             i = int(np.flatnonzero(vals.isna())[0])
             raise DataValidationError(
                 f"{df['_file'].iloc[i]}, row {df['_row'].iloc[i]}, column {col!r}: "
-                f"{py(df[col].iloc[i])!r} is not a finite number"
+                f"{quoted(df[col].iloc[i])} is not a finite number"
             )
         if col == "level":
             off = ~vals.isin(range(1, 7))
@@ -601,7 +611,7 @@ def _read_inbox(folder: Path, inbox: str) -> pd.DataFrame:
                 i = int(np.flatnonzero(off.to_numpy())[0])
                 raise DataValidationError(
                     f"{df['_file'].iloc[i]}, row {df['_row'].iloc[i]}, column 'level': "
-                    f"{py(df[col].iloc[i])!r} is not an urgency level 1..6"
+                    f"{quoted(df[col].iloc[i])} is not an urgency level 1..6"
                 )
         df[col] = vals
     df = df.drop(columns=["_file", "_row"])
@@ -624,9 +634,13 @@ def _pairs_from_levels(items: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["winner", "loser", "split"])
 
 
+_ANNOTATION_COLUMNS = ("chosen", "rejected", "winner_id", "loser_id")
+
+
 def _read_annotations(path: Path) -> tuple[pd.DataFrame, str]:
     """The annotation rows (index = CSV line, header = line 1; parquet: row from 1)."""
     if path.suffix.lower() in (".parquet", ".pq"):
+        check_file(path)
         try:
             ann = pd.read_parquet(path)
         except Exception as e:
@@ -659,8 +673,8 @@ def _pairs_from_annotations(items: pd.DataFrame, path: Path) -> tuple[pd.DataFra
     else:
         raise DataValidationError(
             f"{path}, {'line 1 (header)' if unit == 'line' else 'columns'}: annotation columns "
-            f"{list(ann.columns)} are not understood; expected chosen/rejected (texts) or "
-            "winner_id/loser_id (message ids)"
+            "are not understood (expected chosen/rejected (texts) or winner_id/loser_id "
+            f"(message ids)); {describe_columns(ann.columns, _ANNOTATION_COLUMNS)}"
         )
     for c in cols:
         empty = ann[c].isna().to_numpy()
@@ -675,8 +689,8 @@ def _pairs_from_annotations(items: pd.DataFrame, path: Path) -> tuple[pd.DataFra
             if unknown.any():
                 i = int(unknown.argmax())
                 raise DataValidationError(
-                    f"{path}, {unit} {py(ann.index[i])}, column {c!r}: {s.iloc[i]!r} is not a "
-                    "message id of the inboxes (A-00 .. B-29 style)"
+                    f"{path}, {unit} {py(ann.index[i])}, column {c!r}: {quoted(s.iloc[i])} is "
+                    "not a message id of the inboxes (A-00 .. B-29 style)"
                 )
     same = (w == l_).to_numpy() & w.notna().to_numpy()
     if same.any():

@@ -58,15 +58,18 @@ import numpy as np
 import pandas as pd
 
 from data_loaders._common import (
+    MAX_NAMES,
     VENDORED_DIR,
     env_path_status,
     file_stamp,
     freeze,
     missing_columns_error,
+    quoted,
     read_csv_lines,
     resolve_path,
     where,
 )
+from data_loaders.access import check_file
 from data_loaders.conjoint import (
     Attribute,
     StudyMeta,
@@ -214,7 +217,7 @@ def read_mapping(path: str | os.PathLike[str] = MAPPING_FILE) -> PresidentialMap
     DataValidationError
         Naming the file and the offending attribute.
     """
-    p = Path(path)
+    p = check_file(path, "mapping file")
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -264,7 +267,7 @@ def _split_profiles(frame: pd.DataFrame, column: str, name: str) -> tuple[np.nda
         if m is None:
             label = frame.index[int(np.flatnonzero(codes == k)[0])]
             raise DataValidationError(
-                f"{where(name, label, True)}: column {column!r}: {u!r} is not a profile code "
+                f"{where(name, label, True)}: column {column!r}: {quoted(u)} is not a profile code "
                 "like 'A1' (task letter + profile number)"
             )
         task[k], alt[k] = m.group(1).upper(), m.group(2)
@@ -316,9 +319,9 @@ def _load(
             "Check the column names in data_loaders/data/presidential_levels.json or pass "
             "load_presidential(path, columns={'<attribute>': '<column>'})"
         )
-        if candidates:
-            hint += f"; unmapped filler-like columns in the file: {candidates}"
-        raise missing_columns_error(name, missing, frame.columns, True, hint)
+        if candidates and set(needed) & set(frame.columns):  # only for a conjoint-like header
+            hint += f"; unmapped filler-like columns in the file: {candidates[:MAX_NAMES]}"
+        raise missing_columns_error(name, missing, frame.columns, True, hint, needed=needed)
     task, alt = _split_profiles(frame, m.profile, name)
     fillers = [a for a in m.attributes if a.name in m.fillers]
     shown = np.column_stack([_shown(frame, a.source_column) for a in fillers]) if fillers else None

@@ -67,7 +67,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from data_loaders._common import DataNotAvailableError, data_home, file_stamp, freeze
+from data_loaders._common import DataNotAvailableError, data_home, file_stamp, freeze, quoted
+from data_loaders.access import PathRefusedError, check_file, check_folder
 from pbo_core.data import DataValidationError, Feature, PreferenceData, Schema, Study
 
 ENV_VAR = "DTPBO_SUSHI_DIR"
@@ -162,8 +163,12 @@ def find_sushi_dir(data_dir: str | os.PathLike[str] | None = None, sushi_set: st
     if data_dir is not None or os.environ.get(ENV_VAR):
         origin = "the given folder" if data_dir is not None else f"${ENV_VAR}"
         base = Path(data_dir if data_dir is not None else os.environ[ENV_VAR]).expanduser()
-        if not base.exists():
-            raise DataNotAvailableError(f"SUSHI data: {base} ({origin}) does not exist. {HOW_TO}")
+        try:
+            check_folder(base, "SUSHI data folder")
+        except FileNotFoundError:
+            raise DataNotAvailableError(
+                f"SUSHI data: {base} ({origin}) does not exist. {HOW_TO}"
+            ) from None
         for c in _candidates(base):
             if c.is_dir() and not _missing(c, keys):
                 return c
@@ -287,6 +292,7 @@ def _fail(path: Path, line: int, msg: str) -> DataValidationError:
 
 def _body(path: Path) -> list[tuple[int, str]]:
     """Lines with numbers (1-based); trailing blank lines dropped, inner ones an error."""
+    check_file(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is dropped
     except UnicodeDecodeError as exc:
@@ -308,7 +314,7 @@ def _ints(path: Path, line: int, fields: list[str]) -> list[int]:
     # ASCII digits only: int() would also read other scripts' digits ("\u0663" -> 3)
     for k, f in enumerate(fields, start=1):
         if not re.fullmatch(r"[-+]?[0-9]+", f):
-            raise _fail(path, line, f"field {k}: {f!r} is not an integer")
+            raise _fail(path, line, f"field {k}: {quoted(f)} is not an integer")
     return [int(f) for f in fields]
 
 
@@ -318,7 +324,7 @@ def _read_order(path: Path, n_items: int) -> tuple[np.ndarray, np.ndarray]:
     head_no, head = lines[0]
     h = _ints(path, head_no, head.split())
     if len(h) != 2 or h[0] != n_items:
-        raise _fail(path, head_no, f"header should be '{n_items} 1', got {head!r}")
+        raise _fail(path, head_no, f"header should be '{n_items} 1', got {quoted(head)}")
     rows, numbers = [], []
     length = None
     for no, s in lines[1:]:
@@ -381,10 +387,10 @@ def _check_range(path: Path, line: int, r: _Range, raw: str) -> float:
     try:
         x = float(raw)
     except ValueError:
-        raise _fail(path, line, f"{r.name}: {raw!r} is not a number") from None
+        raise _fail(path, line, f"{r.name}: {quoted(raw)} is not a number") from None
     if not np.isfinite(x) or not r.lo <= x <= r.hi or (r.integer and x != int(x)):
         what = "an integer in" if r.integer else "a number in"
-        raise _fail(path, line, f"{r.name}: {raw!r} is not {what} [{r.lo:g}, {r.hi:g}]")
+        raise _fail(path, line, f"{r.name}: {quoted(raw)} is not {what} [{r.lo:g}, {r.hi:g}]")
     return x
 
 
@@ -435,7 +441,9 @@ def _read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
 def _readme_names(folder: Path) -> list[str] | None:
     """English item names from README-en.txt (``"ebi (shrimp)"``), if present."""
     p = folder / "README-en.txt"
-    if not p.is_file():
+    try:
+        check_file(p)
+    except (PathRefusedError, FileNotFoundError):  # optional: the names come from idata
         return None
     text = p.read_text(encoding="utf-8", errors="replace")
     start = text.find("ID for the item set B")

@@ -89,8 +89,10 @@ from data_loaders._common import (
     freeze,
     missing_columns_error,
     py,
+    quoted,
     read_csv_lines,
 )
+from data_loaders.access import check_file
 from data_loaders.conjoint import (
     Attribute,
     ExclusionRule,
@@ -483,6 +485,7 @@ def _is_gzip(p: Path) -> bool:
 
 
 def _read_table(p: Path) -> pd.DataFrame:
+    check_file(p)
     try:
         gz = _is_gzip(p)
         opener = gzip.open if gz else open
@@ -516,13 +519,13 @@ def _numbers(frame: pd.DataFrame, name: str, column: str) -> np.ndarray:
         if pd.isna(raw) or not str(raw).strip():
             raise DataValidationError(f"{where}: the cell is empty")
         why = "is not a number" if np.isnan(vals[i]) else "is not a finite number"
-        raise DataValidationError(f"{where}: {py(raw)!r} {why}")
+        raise DataValidationError(f"{where}: {quoted(raw)} {why}")
     if column in _INTEGER_COLUMNS:
         frac = vals != np.round(vals)
         if frac.any():
             i = int(np.argmax(frac))
             raise DataValidationError(
-                f"{_at(name, frame.index[i], column)}: {py(s.iloc[i])!r} is not an integer code"
+                f"{_at(name, frame.index[i], column)}: {quoted(s.iloc[i])} is not an integer code"
             )
     return vals
 
@@ -534,7 +537,7 @@ def _check_in(
     if bad.any():
         i = int(np.argmax(bad))
         raise DataValidationError(
-            f"{_at(name, frame.index[i], column)}: {py(frame[column].iloc[i])!r} is not "
+            f"{_at(name, frame.index[i], column)}: {quoted(frame[column].iloc[i])} is not "
             f"{what} (expected one of {list(allowed)})"
         )
 
@@ -550,7 +553,7 @@ def _parse_codes(frame: pd.DataFrame, attr: Attribute, name: str) -> np.ndarray:
         except ValueError as exc:
             i = int(np.flatnonzero(codes == k)[0])
             raise DataValidationError(
-                f"{_at(name, frame.index[i], col)} ({attr.label}): {py(u)!r} {exc}"
+                f"{_at(name, frame.index[i], col)} ({attr.label}): {quoted(u)} {exc}"
             ) from None
     return out[codes]
 
@@ -558,7 +561,7 @@ def _parse_codes(frame: pd.DataFrame, attr: Attribute, name: str) -> np.ndarray:
 def _validate(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     missing = [c for c in FILE_COLUMNS if c not in frame.columns]
     if missing:
-        raise missing_columns_error(name, missing, frame.columns, True)
+        raise missing_columns_error(name, missing, frame.columns, True, needed=FILE_COLUMNS)
     if len(frame) == 0:
         raise DataValidationError(f"{name}: no data rows")
     out = pd.DataFrame(index=frame.index)
@@ -591,13 +594,13 @@ def _validate(frame: pd.DataFrame, name: str) -> pd.DataFrame:
             if neg.any():
                 i = int(np.argmax(neg))
                 raise DataValidationError(
-                    f"{_at(name, out.index[i], c)}: {py(frame[c].iloc[i])!r} is negative"
+                    f"{_at(name, out.index[i], c)}: {quoted(frame[c].iloc[i])} is negative"
                 )
             high = av & (vals > MAX_VALUE[stem])
             if high.any():
                 i = int(np.argmax(high))
                 raise DataValidationError(
-                    f"{_at(name, out.index[i], c)}: {py(frame[c].iloc[i])!r} is above "
+                    f"{_at(name, out.index[i], c)}: {quoted(frame[c].iloc[i])} is above "
                     f"{MAX_VALUE[stem]:g} {UNITS[stem]} (not a plausible {stem_label(stem)})"
                 )
     few = n_av < 2

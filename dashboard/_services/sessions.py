@@ -6,15 +6,34 @@ as what makes it: its configuration (mode, study or function, query rule, seed, 
 sample), an optional table of answers loaded from a file (``base``) and the log of the
 actions taken since (``"A"``, ``"B"``, ``"tie"``, ``"skip"``). Sessions are deterministic,
 so replaying the log gives the same questions, answers and favourite: a session survives a
-browser refresh and an app restart, and is resumed from the session picker.
+browser refresh and an app restart, and is resumed from its link (``?session=<id>``) or
+the session picker.
 
-Settings hold the sidebar data paths (paths only: no API keys or other secrets are
-ever written here).
+Many visitors, one store:
+
+* a session belongs to the browser that started it (``owner``: a hash of the browser's
+  visitor token, never the token itself); :func:`list_sessions` lists one owner's
+  sessions; anyone with a session's link (its id, 128 random bits) can open it;
+* the action log is a table ``answers(session_id, seq, action)`` with ``seq`` the action's
+  position after the loaded table; :func:`record_action` writes one action and the
+  session's summary in **one transaction**, and an action arriving twice for the same
+  ``(session_id, seq)`` (a double click, a retry) is stored once
+  (:class:`AnswerConflict` when the second one differs: another tab answered first);
+* SQLite runs in WAL mode with a busy timeout (:data:`BUSY_TIMEOUT_S`), so concurrent
+  visitors wait for each other's short transactions instead of failing;
+* each session remembers which server process (:data:`SERVER_ID`) last wrote it, so a page
+  resumed after a restart can say that an answer given while the server stopped may be
+  missing.
+
+Settings hold the sidebar data paths per owner (paths only: no API keys or other secrets
+are ever written here).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
 import sqlite3
 import time
 import uuid
@@ -29,8 +48,14 @@ import pandas as pd
 from data_loaders._common import data_home
 from pbo_core.session import ElicitationSession
 
-#: Version of the exported JSON document.
-EXPORT_VERSION = 1
+#: Version of the exported JSON document (2: with the participant name).
+EXPORT_VERSION = 2
+#: How long a writer waits for another visitor's transaction before failing, in seconds.
+BUSY_TIMEOUT_S = 10.0
+#: This server process (changes at every start; see :attr:`SessionRecord.server`).
+SERVER_ID = uuid.uuid4().hex
+#: The actions of the log.
+ACTIONS = ("A", "B", "tie", "skip")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -47,8 +72,50 @@ CREATE TABLE IF NOT EXISTS sessions (
     n_answers INTEGER NOT NULL DEFAULT 0,
     favourite TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS answers (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+#: Columns added after the first release (``ALTER TABLE`` on older stores).
+_ADDED = {
+    "owner": "TEXT NOT NULL DEFAULT ''",
+    "participant": "TEXT NOT NULL DEFAULT ''",
+    "server": "TEXT NOT NULL DEFAULT ''",
+}
+
+
+class AnswerConflict(RuntimeError):
+    """Question ``seq`` of a session already holds a different answer (another tab)."""
+
+
+def owner_of(token: str) -> str:
+    """The owner stored with a session: a hash of the browser's visitor token."""
+    return hashlib.sha256(f"dtpbo-visitor:{token}".encode()).hexdigest()[:32]
+
+
+def _migrate(con: sqlite3.Connection) -> None:
+    """Bring an older store up to the schema: new columns, the action log as rows."""
+    have = {row[1] for row in con.execute("PRAGMA table_info(sessions)")}
+    for name, decl in _ADDED.items():
+        if name not in have:
+            con.execute(f"ALTER TABLE sessions ADD COLUMN {name} {decl}")
+    rows = con.execute(
+        "SELECT id, actions FROM sessions WHERE actions != '[]' AND id NOT IN "
+        "(SELECT DISTINCT session_id FROM answers)"
+    ).fetchall()
+    now = time.time()
+    for sid, actions in rows:
+        con.executemany(
+            "INSERT OR IGNORE INTO answers (session_id, seq, action, created) VALUES (?,?,?,?)",
+            [(sid, k, a, now) for k, a in enumerate(json.loads(actions))],
+        )
+        con.execute("UPDATE sessions SET actions = '[]' WHERE id = ?", (sid,))
 
 
 def db_path() -> Path:
@@ -64,14 +131,21 @@ def _connect() -> Iterator[sqlite3.Connection]:
     path = db_path()
     if path not in _READY or not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        with sqlite3.connect(path, timeout=10) as con:
+        con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+        try:
             con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(_SCHEMA)
+            with con:
+                con.executescript(_SCHEMA)
+                _migrate(con)
+        finally:
+            con.close()
         _READY.add(path)
-    con = sqlite3.connect(path, timeout=10)
+    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
     try:
         # WAL + NORMAL: a commit survives an app crash; only a power cut may lose the last
         con.execute("PRAGMA synchronous=NORMAL")
+        con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        con.execute("PRAGMA foreign_keys=ON")
         with con:
             yield con
     finally:
@@ -94,6 +168,9 @@ class SessionRecord:
     actions: list[str]
     n_answers: int
     favourite: str
+    owner: str = ""
+    participant: str = ""
+    server: str = ""
 
     @property
     def config(self) -> tuple[str, str, str, int, int | None]:
@@ -104,21 +181,25 @@ class SessionRecord:
         """A line for the session picker."""
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.updated))
         fav = f", favourite {self.favourite}" if self.favourite else ""
+        who = f"{self.participant}: " if self.participant else ""
         n = self.n_answers
         return (
-            f"{self.source} · {self.method} · seed {self.seed} — {n} answer"
+            f"{who}{self.source} · {self.method} · seed {self.seed} — {n} answer"
             f"{'' if n == 1 else 's'}{fav} ({when})"
         )
 
 
 _COLS = (
-    "id, created, updated, kind, source, method, seed, max_items, base, actions, "
-    "n_answers, favourite"
+    "id, created, updated, kind, source, method, seed, max_items, base, "
+    "(SELECT json_group_array(action) FROM (SELECT action FROM answers "
+    "WHERE session_id = sessions.id ORDER BY seq)), n_answers, favourite, owner, "
+    "participant, server"
 )
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:
-    (sid, created, updated, kind, source, method, seed, max_items, base, actions, n, fav) = row
+    (sid, created, updated, kind, source, method, seed, max_items, base, actions, n, fav) = row[:12]
+    owner, participant, server = row[12:]
     return SessionRecord(
         sid,
         float(created),
@@ -132,20 +213,34 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         json.loads(actions),
         int(n),
         fav,
+        owner,
+        participant,
+        server,
     )
 
 
+def new_session_id() -> str:
+    """A fresh session id: 128 random bits, URL-safe (the link is the key to a session)."""
+    return secrets.token_urlsafe(16)
+
+
 def create_session(
-    config: tuple[str, str, str, int, int | None], base: pd.DataFrame | None = None
+    config: tuple[str, str, str, int, int | None],
+    base: pd.DataFrame | None = None,
+    *,
+    owner: str = "",
+    participant: str = "",
 ) -> str:
-    """Store a new session (no actions yet); returns its id."""
+    """Store a new session (no actions yet) of ``owner``; returns its id."""
     kind, source, method, seed, max_items = config
-    sid = uuid.uuid4().hex[:12]
+    sid = new_session_id()
     now = time.time()
     rows = [] if base is None else json.loads(base.to_json(orient="records"))
     with _connect() as con:
         con.execute(
-            f"INSERT INTO sessions ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', ?, '')",
+            "INSERT INTO sessions (id, created, updated, kind, source, method, seed, "
+            "max_items, base, actions, n_answers, favourite, owner, participant, server) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', ?, '', ?, ?, ?)",
             (
                 sid,
                 now,
@@ -157,23 +252,121 @@ def create_session(
                 max_items,
                 json.dumps(rows),
                 len(rows),
+                owner,
+                participant.strip(),
+                SERVER_ID,
             ),
         )
     return sid
 
 
-def save_session(sid: str, sess: ElicitationSession, favourite: str = "") -> None:
-    """Write the session's actions (after its loaded table) and summary."""
+def _n_base(con: sqlite3.Connection, sid: str) -> int:
+    row = con.execute("SELECT json_array_length(base) FROM sessions WHERE id = ?", (sid,))
+    n_base = row.fetchone()
+    if n_base is None:
+        raise KeyError(f"no stored session {sid!r}")
+    return int(n_base[0])
+
+
+def record_action(sid: str, seq: int, action: str, n_answers: int) -> bool:
+    """Store action number ``seq`` (0 = the first after the loaded table) of session ``sid``
+    and its new answer count, in one transaction.
+
+    Returns ``True`` when stored, ``False`` when this very action was already stored (a
+    double click or a retry: nothing is written twice).
+
+    Raises
+    ------
+    AnswerConflict
+        When question ``seq`` already holds a different action, or ``seq`` leaves a gap.
+    KeyError
+        When there is no such session.
+    sqlite3.Error
+        When the write fails (the caller shows it; nothing is dropped silently).
+    """
+    if action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r} (expected one of {ACTIONS})")
     with _connect() as con:
-        row = con.execute("SELECT json_array_length(base) FROM sessions WHERE id = ?", (sid,))
-        n_base = row.fetchone()
-        if n_base is None:
-            raise KeyError(f"no stored session {sid!r}")
-        actions = sess.actions[int(n_base[0]) :]
+        _n_base(con, sid)
+        cur = con.execute(
+            "INSERT INTO answers (session_id, seq, action, created) "
+            "SELECT ?, ?, ?, ? WHERE ? = (SELECT COUNT(*) FROM answers WHERE session_id = ?) "
+            "ON CONFLICT (session_id, seq) DO NOTHING",
+            (sid, int(seq), action, time.time(), int(seq), sid),
+        )
+        if cur.rowcount == 1:
+            con.execute(
+                "UPDATE sessions SET n_answers = ?, updated = ?, server = ? WHERE id = ?",
+                (int(n_answers), time.time(), SERVER_ID, sid),
+            )
+            return True
+        row = con.execute(
+            "SELECT action FROM answers WHERE session_id = ? AND seq = ?", (sid, int(seq))
+        ).fetchone()
+    if row is not None and row[0] == action:
+        return False
+    if row is not None:
+        raise AnswerConflict(
+            f"question {seq + 1} of this session was already answered {row[0]!r} "
+            "(in another tab or window?); reload the page to see the saved answers"
+        )
+    raise AnswerConflict(f"answer {seq + 1} arrived before answer {seq} was saved; reload the page")
+
+
+def undo_action(sid: str, seq: int, n_answers: int) -> bool:
+    """Remove action ``seq`` (the last one) of ``sid`` in one transaction; ``False`` when
+    it was already removed."""
+    with _connect() as con:
+        cur = con.execute(
+            "DELETE FROM answers WHERE session_id = ? AND seq = ? AND seq = "
+            "(SELECT MAX(seq) FROM answers WHERE session_id = ?)",
+            (sid, int(seq), sid),
+        )
+        if cur.rowcount:
+            con.execute(
+                "UPDATE sessions SET n_answers = ?, updated = ?, server = ? WHERE id = ?",
+                (int(n_answers), time.time(), SERVER_ID, sid),
+            )
+        return bool(cur.rowcount)
+
+
+def set_summary(sid: str, n_answers: int, favourite: str) -> None:
+    """The session's answer count and favourite (shown in the session list)."""
+    with _connect() as con:
         con.execute(
-            "UPDATE sessions SET actions = ?, n_answers = ?, favourite = ?, updated = ? "
+            "UPDATE sessions SET n_answers = ?, favourite = ? WHERE id = ?",
+            (int(n_answers), favourite, sid),
+        )
+
+
+def mark_served(sid: str) -> None:
+    """Record that this server process now serves ``sid`` (see :data:`SERVER_ID`)."""
+    with _connect() as con:
+        con.execute("UPDATE sessions SET server = ? WHERE id = ?", (SERVER_ID, sid))
+
+
+def set_participant(sid: str, name: str) -> None:
+    """The (optional) participant name of a session, shown in its exports."""
+    with _connect() as con:
+        con.execute("UPDATE sessions SET participant = ? WHERE id = ?", (name.strip(), sid))
+
+
+def save_session(sid: str, sess: ElicitationSession, favourite: str = "") -> None:
+    """Write the session's whole action log (after its loaded table) and summary, in one
+    transaction (for a session loaded from a file; answers go through
+    :func:`record_action`)."""
+    now = time.time()
+    with _connect() as con:
+        actions = sess.actions[_n_base(con, sid) :]
+        con.execute("DELETE FROM answers WHERE session_id = ?", (sid,))
+        con.executemany(
+            "INSERT INTO answers (session_id, seq, action, created) VALUES (?, ?, ?, ?)",
+            [(sid, k, a, now) for k, a in enumerate(actions)],
+        )
+        con.execute(
+            "UPDATE sessions SET n_answers = ?, favourite = ?, updated = ?, server = ? "
             "WHERE id = ?",
-            (json.dumps(actions), sess.n_answers, favourite, time.time(), sid),
+            (sess.n_answers, favourite, now, SERVER_ID, sid),
         )
 
 
@@ -184,30 +377,45 @@ def load_session(sid: str) -> SessionRecord | None:
     return None if row is None else _record(row)
 
 
-def list_sessions(limit: int = 100) -> list[SessionRecord]:
-    """Stored sessions, most recently updated first."""
+def list_sessions(limit: int = 100, *, owner: str | None = None) -> list[SessionRecord]:
+    """Stored sessions of ``owner`` (every owner's when ``None``), most recently updated
+    first."""
+    where, args = ("WHERE owner = ?", [owner]) if owner is not None else ("", [])
     with _connect() as con:
         rows = con.execute(
-            f"SELECT {_COLS} FROM sessions ORDER BY updated DESC LIMIT ?", (int(limit),)
+            f"SELECT {_COLS} FROM sessions {where} ORDER BY updated DESC LIMIT ?",
+            (*args, int(limit)),
         ).fetchall()
     return [_record(r) for r in rows]
 
 
-def latest_session(config: tuple[str, str, str, int, int | None]) -> SessionRecord | None:
-    """The most recently updated session with this configuration."""
+def latest_session(
+    config: tuple[str, str, str, int, int | None], *, owner: str | None = None
+) -> SessionRecord | None:
+    """The most recently updated session with this configuration (of ``owner`` if given)."""
     kind, source, method, seed, max_items = config
+    mine, args = ("AND owner = ? ", [owner]) if owner is not None else ("", [])
     with _connect() as con:
         row = con.execute(
             f"SELECT {_COLS} FROM sessions WHERE kind = ? AND source = ? AND method = ? "
-            "AND seed = ? AND max_items IS ? ORDER BY updated DESC LIMIT 1",
-            (kind, source, method, int(seed), max_items),
+            f"AND seed = ? AND max_items IS ? {mine}ORDER BY updated DESC LIMIT 1",
+            (kind, source, method, int(seed), max_items, *args),
         ).fetchone()
     return None if row is None else _record(row)
+
+
+def answer_counts() -> pd.DataFrame:
+    """Every stored action: ``session_id``, ``seq``, ``action`` (for audits and the load
+    test)."""
+    with _connect() as con:
+        rows = con.execute("SELECT session_id, seq, action FROM answers ORDER BY 1, 2").fetchall()
+    return pd.DataFrame(rows, columns=["session_id", "seq", "action"])
 
 
 def delete_session(sid: str) -> None:
     """Remove a stored session."""
     with _connect() as con:
+        con.execute("DELETE FROM answers WHERE session_id = ?", (sid,))
         con.execute("DELETE FROM sessions WHERE id = ?", (sid,))
 
 
@@ -226,6 +434,8 @@ def export_json(sess: ElicitationSession, rec: SessionRecord) -> str:
     doc = {
         "format": "dtpbo-elicitation-session",
         "version": EXPORT_VERSION,
+        "session": rec.id,
+        "participant": rec.participant,
         "config": {
             "kind": rec.kind,
             "source": rec.source,
@@ -240,8 +450,9 @@ def export_json(sess: ElicitationSession, rec: SessionRecord) -> str:
     return json.dumps(doc, indent=1)
 
 
-def import_json(text: str | bytes) -> str:
-    """Store a session exported by :func:`export_json` as a new session; returns its id.
+def import_json(text: str | bytes, *, owner: str = "") -> str:
+    """Store a session exported by :func:`export_json` as a new session of ``owner``;
+    returns its id.
 
     Raises
     ------
@@ -266,15 +477,26 @@ def import_json(text: str | bytes) -> str:
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"the session's configuration is incomplete: {exc}") from exc
     actions = [str(a) for a in doc.get("actions") or []]
-    bad = [a for a in actions if a not in ("A", "B", "tie", "skip")]
+    bad = [a for a in actions if a not in ACTIONS]
     if bad:
-        raise ValueError(f"unknown actions {bad[:3]} (expected A, B, tie or skip)")
+        raise ValueError(f"unknown actions {len(bad)} (expected A, B, tie or skip)")
     base = doc.get("base") or []
-    sid = create_session(config, pd.DataFrame.from_records(base) if base else None)
+    participant = str(doc.get("participant") or "")[:80]
+    sid = create_session(
+        config,
+        pd.DataFrame.from_records(base) if base else None,
+        owner=owner,
+        participant=participant,
+    )
+    now = time.time()
     with _connect() as con:
+        con.executemany(
+            "INSERT INTO answers (session_id, seq, action, created) VALUES (?, ?, ?, ?)",
+            [(sid, k, a, now) for k, a in enumerate(actions)],
+        )
         con.execute(
-            "UPDATE sessions SET actions = ?, n_answers = ? WHERE id = ?",
-            (json.dumps(actions), len(base) + sum(a != "skip" for a in actions), sid),
+            "UPDATE sessions SET n_answers = ? WHERE id = ?",
+            (len(base) + sum(a != "skip" for a in actions), sid),
         )
     return sid
 
@@ -297,12 +519,16 @@ def set_setting(key: str, value: Any) -> None:
         )
 
 
-def stored_paths() -> dict[str, str]:
-    """Sidebar data paths saved by an earlier run."""
-    paths = get_setting("data_paths", {})
+def _paths_key(owner: str) -> str:
+    return f"data_paths:{owner}" if owner else "data_paths"
+
+
+def stored_paths(owner: str = "") -> dict[str, str]:
+    """Sidebar data paths ``owner`` saved in an earlier visit (each browser has its own)."""
+    paths = get_setting(_paths_key(owner), {})
     return {str(k): str(v) for k, v in paths.items()} if isinstance(paths, dict) else {}
 
 
-def store_paths(paths: dict[str, str]) -> None:
-    """Save the sidebar data paths (empty entries dropped)."""
-    set_setting("data_paths", {k: v.strip() for k, v in paths.items() if v and v.strip()})
+def store_paths(paths: dict[str, str], owner: str = "") -> None:
+    """Save ``owner``'s sidebar data paths (empty entries dropped)."""
+    set_setting(_paths_key(owner), {k: v.strip() for k, v in paths.items() if v and v.strip()})

@@ -1,7 +1,15 @@
-"""Data locations, study availability and loading, respondents."""
+"""Data locations, study availability and loading, respondents.
+
+A path typed in the sidebar is a path *on the server*: it is checked against the allowed
+data roots (:mod:`data_loaders.access`) before anything looks at it, and every study is
+loaded inside :func:`data_loaders.access.confined`, so the loaders never open a file
+outside the roots, a device, a FIFO or an oversized file. In shared-server mode
+(``DTPBO_SHARED_SERVER=1``) no typed path is used at all.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,8 +18,21 @@ from typing import Any
 
 import streamlit as st
 
-from data_loaders.registry import StudyInfo, list_studies, load_study
-from pbo_core.data import PreferenceData, Study
+from data_loaders import access
+from data_loaders._common import DataNotAvailableError
+from data_loaders.registry import StudyInfo, StudyUnavailableError, list_studies, load_study
+from pbo_core.data import DataValidationError, PreferenceData, Study
+
+_LOG = logging.getLogger(__name__)
+
+#: Loader errors whose messages are written to quote names, not content (shown as is);
+#: any other exception is shown by its type only (the details go to the server log).
+_SAFE_ERRORS = (
+    DataValidationError,
+    DataNotAvailableError,
+    StudyUnavailableError,
+    access.PathRefusedError,
+)
 
 #: Data sets the user may have, with the environment variable that locates them and the
 #: registry keys (with their loader option) they serve.
@@ -20,14 +41,26 @@ DATASETS: dict[str, dict[str, Any]] = {
         "label": "Sushi folder (sushi3-2016)",
         "env": "DTPBO_SUSHI_DIR",
         "studies": ("sushi-a", "sushi-b"),
+        "folder": True,
     },
-    "bela": {"label": "BELA CSV file", "env": "DTPBO_BELA_PATH", "studies": ("bela",)},
+    "bela": {
+        "label": "BELA CSV file",
+        "env": "DTPBO_BELA_PATH",
+        "studies": ("bela",),
+        "folder": False,
+    },
     "presidential": {
         "label": "Presidential CSV (cand_s2_MTurk.csv)",
         "env": "DTPBO_PRESIDENTIAL_PATH",
         "studies": ("presidential",),
+        "folder": False,
     },
-    "pmr": {"label": "PMR-Synth folder", "env": "DTPBO_PMR_DIR", "studies": ("pmr",)},
+    "pmr": {
+        "label": "PMR-Synth folder",
+        "env": "DTPBO_PMR_DIR",
+        "studies": ("pmr",),
+        "folder": True,
+    },
 }
 
 #: Environment variables whose values change what the loaders find.
@@ -37,6 +70,9 @@ _ENV_KEYS = (
     "DTPBO_PRESIDENTIAL_PATH",
     "DTPBO_PMR_DIR",
     "DTPBO_DATA_HOME",
+    access.DATA_ROOTS_ENV,
+    access.SHARED_SERVER_ENV,
+    access.MAX_BYTES_ENV,
 )
 
 #: Session-state keys shared by the pages.
@@ -52,8 +88,16 @@ def dataset_of(study_key: str) -> str | None:
     return None
 
 
+def shared_server() -> bool:
+    """True in shared-server mode: no Data locations inputs, no typed path is used."""
+    return access.shared_server()
+
+
 def data_paths() -> dict[str, str]:
-    """Paths typed in the sidebar (``{dataset: path}``, empty entries dropped)."""
+    """Paths typed in the sidebar (``{dataset: path}``, empty entries dropped; always
+    empty in shared-server mode)."""
+    if shared_server():
+        return {}
     paths = st.session_state.get(PATHS_KEY) or {}
     return {k: str(v).strip() for k, v in paths.items() if v and str(v).strip()}
 
@@ -69,6 +113,24 @@ def path_exists(path: str) -> bool:
         return Path(path).expanduser().exists()
     except (OSError, ValueError):  # e.g. an embedded NUL byte
         return False
+
+
+def path_refusal(dataset: str, path: str) -> str | None:
+    """Why a typed path of ``dataset`` is refused (outside the roots, a device...), or
+    ``None``; decided before the path is looked at further (no existence oracle)."""
+    d = DATASETS[dataset]
+    with access.confined():
+        return access.refusal(path, folder=bool(d["folder"]), what=d["label"])
+
+
+def _typed_problem(dataset: str, typed: str) -> str | None:
+    """Why the typed path cannot be used (refused or absent), or ``None`` when it can."""
+    refused = path_refusal(dataset, typed)
+    if refused is not None:
+        return f"refused: {refused}"
+    if not path_exists(typed):
+        return f"{typed} does not exist"
+    return None
 
 
 def sidebar_path(study_key: str) -> str | None:
@@ -89,14 +151,15 @@ def path_source(dataset: str) -> tuple[str, str]:
     typed = data_paths().get(dataset)
     env_value = os.environ.get(env, "").strip()
     env_ok = bool(env_value) and path_exists(env_value)
-    if typed and path_exists(typed):
+    problem = _typed_problem(dataset, typed) if typed else None
+    if typed and problem is None:
         extra = f" (over ${env} = {env_value})" if env_value else ""
         return "sidebar", f"Using the sidebar path{extra}."
     if typed and env_ok:
-        return "env", f"{typed} does not exist: using ${env} = {env_value} instead."
+        return "env", f"{problem}: using ${env} = {env_value} instead."
     if typed:
         why = f"${env} = {env_value} does not exist either" if env_value else f"${env} is unset"
-        return "none", f"{typed} does not exist ({why})."
+        return "none", f"{problem} ({why})."
     if env_ok:
         return "env", f"Using ${env} = {env_value}."
     if env_value:
@@ -111,7 +174,7 @@ def loader_options(study_key: str, infos: dict[str, StudyInfo] | None = None) ->
     environment variable; see :func:`path_source`).
     """
     path = sidebar_path(study_key)
-    if not path or not path_exists(path):
+    if not path or _typed_problem(dataset_of(study_key) or "", path) is not None:
         return {}
     info = (infos or {}).get(study_key) or _study_infos().get(study_key)
     option = info.location_option if info is not None else ""
@@ -157,13 +220,15 @@ def study_statuses() -> list[StudyStatus]:
         typed = sidebar_path(info.key)
         if opts:
             usable, note = True, f"configured in the sidebar: {next(iter(opts.values()))}"
-        elif typed:  # a sidebar path that does not exist: the environment may still serve
-            env = DATASETS[dataset_of(info.key) or ""]["env"]
+        elif typed:  # a sidebar path that cannot be used: the environment may still serve
+            ds = dataset_of(info.key) or ""
+            env = DATASETS[ds]["env"]
+            problem = _typed_problem(ds, typed) or f"{typed} cannot be used"
             usable = info.available
             note = (
-                f"the sidebar path {typed} does not exist; using ${env} instead ({info.reason})"
+                f"the sidebar path: {problem}; using ${env} instead ({info.reason})"
                 if usable
-                else f"the sidebar path {typed} does not exist. {info.reason}"
+                else f"the sidebar path: {problem}. {info.reason}"
             )
         else:
             usable, note = info.available, info.reason
@@ -186,17 +251,25 @@ def how_to_get(key: str) -> str:
     lines = [s.note]
     if ds is not None:
         env = DATASETS[ds]["env"]
-        lines.append(
-            f"Then type its location under **Data locations** in the sidebar, or set "
-            f"`{env}` before starting the app (`{env}=... make run`)."
-        )
+        if shared_server():
+            lines.append(
+                f"This is a shared server: ask its administrator to set `{env}` (paths "
+                "cannot be typed on the page)."
+            )
+        else:
+            lines.append(
+                f"Then type its location under **Data locations** in the sidebar, or set "
+                f"`{env}` before starting the app (`{env}=... make run`); it must lie "
+                f"below an allowed data root ({access.roots_summary()})."
+            )
     return "\n\n".join(lines)
 
 
 @st.cache_resource(show_spinner="Loading study...", max_entries=16)
 def _load_study(key: str, options: tuple[tuple[str, str], ...], env: Any) -> Study:
     del env  # cache key only
-    return load_study(key, **dict(options))
+    with access.confined():  # typed and environment paths alike: only below the roots
+        return load_study(key, **dict(options))
 
 
 def get_study(key: str) -> tuple[Study | None, str | None]:
@@ -206,8 +279,11 @@ def get_study(key: str) -> tuple[Study | None, str | None]:
         return None, how_to_get(key)
     try:
         return _load_study(key, s.options, env_stamp()), None
-    except Exception as exc:  # unavailable, malformed files...: show the loader's message
+    except _SAFE_ERRORS as exc:  # messages that quote names, not content
         return None, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # anything else may quote a file: its type only on the page
+        _LOG.warning("loading study %r failed", key, exc_info=True)
+        return None, f"{type(exc).__name__}: the data could not be loaded (see the server log)"
 
 
 def usable_study_keys(predicate: Callable[[StudyStatus], bool] | None = None) -> list[str]:

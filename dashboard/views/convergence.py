@@ -34,8 +34,12 @@ root = st.text_input(
     "Results folder (searched recursively)",
     value=st.session_state.get("cv_root_value", str(svc.results_home())),
     key="cv_root",
-    help="Default: the per-user data folder. Point it at any --out folder (or a parent).",
+    help="Default: the per-user data folder. Point it at any --out folder (or a parent)."
+    + (" Fixed on a shared server." if svc.shared_server() else ""),
+    disabled=svc.shared_server(),
 )
+if svc.shared_server():  # no server paths from visitors (docs/shared-server.md)
+    root = str(svc.results_home())
 st.session_state["cv_root_value"] = root
 
 
@@ -323,7 +327,10 @@ if tab_run.open:
             "Write to",
             value=str(Path(root) / "dashboard-bench"),
             key=f"cv_r_out::{root}",
+            disabled=svc.shared_server(),
         )
+        if svc.shared_server():
+            out_dir = str(Path(root) / "dashboard-bench")
         if st.button("Run", key="cv_r_run", type="primary", disabled=not chosen):
             out = Path(out_dir).expanduser()
             cells = [

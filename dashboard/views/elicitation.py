@@ -1,8 +1,14 @@
 """Live elicitation: the analyst answers "A or B?" and the tree updates after each answer.
 
-Sessions are stored in SQLite in the per-user data folder (``dashboard/_services/sessions``)
-after every action, so a browser refresh or an app restart resumes them; the URL carries
-the session id (``?session=...``). Everything an answer changes is drawn inside one
+Sessions are stored in SQLite in the per-user data folder (``dashboard/_services/sessions``):
+each action is written, with the session id and its sequence number, in one transaction
+when the click arrives (before the model is refitted), so a browser refresh or an app
+restart resumes them and loses at most an answer still in flight. The URL carries the
+session id (``?session=...``): a reload, a bookmark or a shared link resumes exactly that
+session, and a visitor without one starts a new session; the session list shows only this
+browser's sessions (:func:`dashboard._ui.visitor_owner`). A click that arrives for a
+question already answered (a double click) is not counted twice, and a write that fails is
+shown and not applied. Everything an answer changes is drawn inside one
 ``st.fragment``: an answer reruns only that fragment (not the sidebar, the controls or the
 other pages' work), and the tree's DOT and the tables are cached per session state.
 """
@@ -10,6 +16,8 @@ other pages' work), and the tree's DOT and the tables are cached per session sta
 from __future__ import annotations
 
 import io
+import sqlite3
+import time
 from typing import Any
 
 import pandas as pd
@@ -31,6 +39,9 @@ RULES = {
 }
 MAX_ITEMS = 200
 MODES = {"items": "Items of a study", "benchmark": "2-D benchmark function"}
+#: A session resumed within this many seconds of its last write by an earlier server
+#: process gets a note that an answer given while the server stopped may be missing.
+RESTART_NOTE_S = 3600.0
 
 st.title("Live elicitation")
 st.caption(
@@ -39,7 +50,9 @@ st.caption(
     "are refitted; the favourite is the compared option with the highest predicted utility. "
     "**No preference** enters the model as one comparison each way (it pulls the two "
     "options' utilities together); **Skip** records nothing and asks another question. "
-    "Sessions are saved after every answer and survive a refresh or a restart."
+    "Sessions are saved after every answer and survive a refresh or a restart; the "
+    "address bar holds this session's link (bookmark it, or share it to let someone "
+    "continue it)."
 )
 
 
@@ -50,10 +63,24 @@ def _set_controls(rec: store.SessionRecord) -> None:
     if rec.method in RULES:
         st.session_state["el_method"] = rec.method
     st.session_state["el_seed"] = rec.seed
+    st.session_state["el_participant"] = rec.participant
 
 
+def _participant() -> str:
+    """The participant name typed on the page (optional, stored with the session)."""
+    return str(st.session_state.get("el_participant") or "").strip()[:80]
+
+
+def _rename() -> None:
+    sid = active.get(config)
+    if sid is not None:
+        store.set_participant(sid, _participant())
+
+
+owner = ui.visitor_owner()
 active: dict[Any, str] = st.session_state.setdefault("el_active", {})  # config -> session id
 cache: dict[str, ElicitationSession] = st.session_state.setdefault("el_sessions", {})  # by id
+n_base: dict[str, int] = st.session_state.setdefault("el_n_base", {})  # loaded rows, by id
 
 if "el_booted" not in st.session_state:  # a new browser session: resume the URL's session
     st.session_state["el_booted"] = True
@@ -61,6 +88,24 @@ if "el_booted" not in st.session_state:  # a new browser session: resume the URL
     rec0 = store.load_session(wanted) if wanted else None
     if rec0 is not None:
         _set_controls(rec0)
+        st.session_state["el_boot"] = rec0.id
+        if rec0.server and rec0.server != store.SERVER_ID:
+            if time.time() - rec0.updated < RESTART_NOTE_S:
+                st.session_state["el_restart_note"] = (rec0.n_answers, rec0.updated)
+            store.mark_served(rec0.id)
+    elif wanted:
+        st.warning("No saved session has this link's id here: a new session was started.")
+
+note = st.session_state.pop("el_restart_note", None)
+if note is not None:
+    n0, when = note
+    at_time = time.strftime("%H:%M:%S", time.localtime(when))
+    st.warning(
+        f"The server was restarted after this session's last saved answer ({n0} answer"
+        f"{'' if n0 == 1 else 's'} saved, the last at {at_time}). "
+        "An answer given while it was stopping was not saved: the question below is the "
+        "next unanswered one."
+    )
 
 # --------------------------------------------------------------------------- controls
 mode = st.radio("Options", list(MODES), format_func=MODES.get, horizontal=True, key="el_mode")
@@ -89,20 +134,25 @@ else:
     source = c1.selectbox("Function", fns, key="el_fn")
 method = c2.selectbox("Query rule", list(RULES), format_func=RULES.get, key="el_method")
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="el_seed"))
+st.text_input(
+    "Participant name (optional)",
+    key="el_participant",
+    max_chars=80,
+    on_change=_rename,
+    help="Stored with this session and shown in its exports (CSV and JSON).",
+)
 config = (mode, source, method, seed, max_items)
 words = svc.wording(mode, source)
 
-if config not in active:
-    wanted = st.query_params.get("session")
-    rec = store.load_session(wanted) if wanted else None
-    if rec is None or rec.config != config:
-        rec = store.latest_session(config)
-    if rec is not None:
+if config not in active:  # the link's session if it has these settings, else a new one
+    boot = st.session_state.pop("el_boot", None)
+    rec = store.load_session(boot) if boot else None
+    if rec is not None and rec.config == config:
         active[config] = rec.id
         if rec.n_answers:
             st.toast(f"Resumed the saved session with {rec.n_answers} answers.")
     else:
-        active[config] = store.create_session(config)
+        active[config] = store.create_session(config, owner=owner, participant=_participant())
 
 
 def _open(sid: str) -> ElicitationSession:
@@ -111,6 +161,7 @@ def _open(sid: str) -> ElicitationSession:
         rec = store.load_session(sid)
         fresh = svc.new_elicitation(*config)
         cache[sid] = fresh if rec is None else store.replay(fresh, rec)
+        n_base[sid] = 0 if rec is None else len(rec.base)
     return cache[sid]
 
 
@@ -119,37 +170,77 @@ def _current() -> tuple[str, ElicitationSession]:
     return sid, _open(sid)
 
 
-def _save(sid: str, sess: ElicitationSession) -> None:
+def _summary(sid: str, sess: ElicitationSession) -> None:
     fav = sess.favourite
     name = svc.item_name(sess, fav, max_len=60) if fav is not None else ""
-    store.save_session(sid, sess, name)
+    try:
+        store.set_summary(sid, sess.n_answers, name)
+    except sqlite3.Error as exc:  # the answers are saved; only the list's summary is late
+        st.warning(f"The session list's summary was not updated ({exc}); answers are saved.")
 
 
 # --------------------------------------------------------------------------- callbacks
-# An action marks the session as changed; the fragment saves it right after drawing the
-# next question, so the write to SQLite is not between the click and the next question.
-def _act(action: str) -> None:
+# An action is written to SQLite (one short transaction) before it is applied: a failed
+# write is shown and the action not applied, so the page never shows an unsaved answer.
+# The list's summary (favourite) is written after the next question is drawn.
+def _record(sid: str, sess: ElicitationSession, action: str) -> bool:
+    """Store ``action`` as the session's next one; ``False`` (and a message) on failure."""
+    seq = len(sess.actions) - n_base.get(sid, 0)
+    try:
+        store.record_action(sid, seq, action, sess.n_answers + (action != "skip"))
+    except (sqlite3.Error, store.AnswerConflict, KeyError) as exc:
+        st.session_state["el_write_error"] = (
+            f"Answer {sess.n_answers + 1} was **not saved** ({type(exc).__name__}: {exc}). "
+            "It was not counted; answer again (or reload the page)."
+        )
+        return False
+    return True
+
+
+def _act(action: str, at: int | None = None) -> None:
     sid, sess = _current()
-    sess.apply(action)
-    st.session_state["el_dirty"] = sid
+    if at is not None and at != len(sess.actions):  # a second click on an answered question
+        st.session_state["el_notice"] = "That click was for a question already answered."
+        return
+    if _record(sid, sess, action):
+        sess.apply(action)
+        st.session_state["el_dirty"] = sid
 
 
 def _undo() -> None:
     sid, sess = _current()
-    if sess.can_undo:
-        sess.undo()
-        st.session_state["el_dirty"] = sid
+    seq = len(sess.actions) - 1 - n_base.get(sid, 0)
+    if not sess.can_undo or seq < 0:
+        if sess.can_undo:
+            st.session_state["el_notice"] = "Answers loaded from a file cannot be undone here."
+        return
+    n_after = sess.n_answers - (sess.actions[-1] != "skip")
+    try:
+        undone = store.undo_action(sid, seq, n_after)
+    except sqlite3.Error as exc:
+        st.session_state["el_write_error"] = f"Undo was **not saved** ({exc}); nothing changed."
+        return
+    if not undone:  # the saved session moved on (another tab): do not diverge from it
+        st.session_state["el_write_error"] = (
+            "Undo does not match the saved session (changed in another tab?): reload the page."
+        )
+        return
+    sess.undo()
+    st.session_state["el_dirty"] = sid
 
 
 def _auto(n: int) -> None:
     sid, sess = _current()
     for _ in range(n):
-        sess.answer(sess.oracle_winner())
+        action = "AB"[sess.oracle_winner()]
+        if not _record(sid, sess, action):
+            break
+        sess.apply(action)
     st.session_state["el_dirty"] = sid
 
 
 def _restart() -> None:
-    active[config] = store.create_session(config)
+    active[config] = store.create_session(config, owner=owner, participant=_participant())
 
 
 def _resume(sid: str) -> None:
@@ -187,7 +278,7 @@ def _option(col: Any, side: str, sess: ElicitationSession, x: Any, idx: int | No
             words.pick.format(side=side),
             key=f"el_pick_{side}",
             on_click=_act,
-            args=(side,),
+            args=(side, len(sess.actions)),
             type="primary",
             width="stretch",
         )
@@ -223,9 +314,23 @@ def _favourite(sess: ElicitationSession, sid: str) -> None:
         )
 
 
+def _link(sid: str) -> str:
+    """This session's address (the page's URL with ``?session=<id>``)."""
+    try:
+        url = str(st.context.url or "")
+    except Exception:  # no browser behind this run
+        url = ""
+    return f"{url.split('?')[0]}?session={sid}"
+
+
 def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
-    recs = store.list_sessions()
-    st.caption(f"Saved in `{store.db_path()}` after every answer.")
+    recs = store.list_sessions(owner=owner)
+    st.caption(
+        f"Saved in `{store.db_path()}` after every answer. Listed: the sessions this "
+        "browser started; another person's session opens only from its link."
+    )
+    st.markdown("Link to this session (bookmark it, or share it to let someone continue it):")
+    st.code(_link(sid), language=None)
     if recs:
         ids = [r.id for r in recs]
         titles = {r.id: r.title() + ("  (this one)" if r.id == sid else "") for r in recs}
@@ -236,7 +341,7 @@ def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
     rec = store.load_session(sid)
     if rec is not None:
         st.download_button(
-            "Download this session (JSON)",
+            "Download this session (JSON, with the participant name)",
             store.export_json(sess, rec),
             file_name=f"elicitation-{source}-{sid}.json",
             mime="application/json",
@@ -248,7 +353,7 @@ def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
     )
     if up is not None and st.session_state.get("el_loaded_json") != up.file_id:
         try:
-            new = store.import_json(up.getvalue())
+            new = store.import_json(up.getvalue(), owner=owner)
         except ValueError as exc:
             st.error(f"Could not load that file: {exc}")
         else:
@@ -273,15 +378,22 @@ def live() -> None:
     _option(cols[1], "B", sess, q.b, q.index_b)
 
     b = st.columns(6)
-    b[0].button("No preference", key="el_tie", on_click=_act, args=("tie",), width="stretch")
-    b[1].button("Skip this question", key="el_skip", on_click=_act, args=("skip",))
+    at = len(sess.actions)  # a click answers this question only (no double counting)
+    b[0].button("No preference", key="el_tie", on_click=_act, args=("tie", at), width="stretch")
+    b[1].button("Skip this question", key="el_skip", on_click=_act, args=("skip", at))
     b[2].button("Undo", key="el_undo", on_click=_undo, disabled=not sess.can_undo)
     if sess.has_truth:
         b[3].button("Let the true utility answer", key="el_oracle", on_click=_auto, args=(1,))
         b[4].button("Answer 10 by the true utility", key="el_oracle10", on_click=_auto, args=(10,))
     b[5].button("Start over", key="el_restart", on_click=_restart)
     if st.session_state.pop("el_dirty", None) == sid:
-        _save(sid, sess)
+        _summary(sid, sess)
+    error = st.session_state.pop("el_write_error", None)
+    if error:
+        st.error(error)
+    notice = st.session_state.pop("el_notice", None)
+    if notice:
+        st.info(notice)
 
     model = sess.model
     st.divider()
@@ -364,11 +476,14 @@ def live() -> None:
 
 def _answers_tab(sid: str, sess: ElicitationSession) -> None:
     frame = sess.to_frame()
+    who = _participant()
+    if who:  # shown in the export; ignored when the file is loaded back
+        frame.insert(0, "participant", who)
     st.dataframe(frame, hide_index=True, width="stretch")
     st.download_button(
         "Download answers (CSV)",
         frame.to_csv(index=False),
-        file_name=f"elicitation-{source}-{method}.csv",
+        file_name=f"elicitation-{source}-{method}-{sid}.csv",
         mime="text/csv",
         key="el_download",
         on_click="ignore",
@@ -386,10 +501,16 @@ def _answers_tab(sid: str, sess: ElicitationSession) -> None:
         except Exception as exc:  # a wrong file is reported, not raised
             st.error(f"Could not load {upload_name(up.name)}: {exc}")
         else:
-            new = store.create_session(config, loaded.to_frame())
+            new = store.create_session(
+                config, loaded.to_frame(), owner=owner, participant=_participant()
+            )
             cache[new] = loaded
+            n_base[new] = len(loaded.actions)
             active[config] = new
-            _save(new, loaded)
+            fav = loaded.favourite
+            store.save_session(
+                new, loaded, svc.item_name(loaded, fav, max_len=60) if fav is not None else ""
+            )
             st.session_state["el_loaded"] = (up.file_id, config)
             st.rerun()
 

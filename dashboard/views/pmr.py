@@ -80,12 +80,16 @@ with st.expander("LLM endpoint (for extraction and feature proposals)"):
         st.error(f"LLM environment variables: {exc}")
         env_base, env_model, env_key = "", "", False
     c1, c2 = st.columns(2)
+    shared = svc.shared_server()  # no server-side URLs or paths from visitors
     base_url = c1.text_input(
         "Base URL (OpenAI-compatible, with /v1)",
         value=env_base,
         placeholder="http://127.0.0.1:8000/v1",
         key="pmr_base_url",
+        disabled=shared,
+        help="Fixed by $DTPBO_LLM_BASE_URL on a shared server." if shared else None,
     )
+    base_url = env_base if shared else base_url
     model_name = c2.text_input("Model", value=env_model, key="pmr_model")
     api_key = c1.text_input(
         "API key",
@@ -94,7 +98,10 @@ with st.expander("LLM endpoint (for extraction and feature proposals)"):
         + (" (set)" if env_key else " (not set)")
         + ". Used only for requests: never shown, logged, cached or saved.",
     )
-    cache_path = c2.text_input("Extraction cache", value=str(default_cache_path()), key="pmr_cache")
+    cache_path = c2.text_input(
+        "Extraction cache", value=str(default_cache_path()), key="pmr_cache", disabled=shared
+    )
+    cache_path = str(default_cache_path()) if shared else cache_path
     c3, c4, c5 = st.columns(3)
     limit = int(c3.number_input("Messages (first N)", 1, len(texts), len(texts), key="pmr_limit"))
     timeout = float(c4.number_input("Timeout per request (s)", 5, 600, 60, key="pmr_timeout"))

@@ -23,7 +23,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from data_loaders._common import py, where
+from data_loaders._common import quoted, where
+from data_loaders.access import check_file
 from pbo_core.data import DataValidationError, Feature
 
 __all__ = [
@@ -413,7 +414,7 @@ def read_attribute_table(path: str | os.PathLike[str]) -> list[Attribute]:
     DataValidationError
         Naming the file (and the JSON line for syntax errors).
     """
-    p = Path(path)
+    p = check_file(path, "attribute table")
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -496,7 +497,7 @@ def parse_attribute(
             label = col.index[int(np.flatnonzero(codes == k)[0])]
             raise DataValidationError(
                 f"{where(name, label, from_file)}: column {column!r} (attribute "
-                f"{attr.display_name}): {py(u)!r} {exc}"
+                f"{attr.display_name}): {quoted(u)} {exc}"
             ) from None
     vals = out[codes]
     if attr.kind == "numeric":

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from data_loaders._common import missing_columns_error, py, where
+from data_loaders._common import missing_columns_error, py, quoted, where
 from data_loaders.conjoint.attributes import (
     Attribute,
     is_missing,
@@ -60,7 +60,7 @@ def _parse_flags(col: pd.Series, name: str, from_file: bool, column: str) -> np.
         elif key not in _FALSE:
             label = col.index[int(np.flatnonzero(codes == k)[0])]
             raise DataValidationError(
-                f"{where(name, label, from_file)}: column {column!r}: {py(u)!r} is not a "
+                f"{where(name, label, from_file)}: column {column!r}: {quoted(u)} is not a "
                 "chosen flag (1/0, true/false, yes/no)"
             )
     return flags[codes]
@@ -125,7 +125,7 @@ def build_from_long(
     needed = [respondent, task, alternative, chosen, *acol.values(), *user_columns]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        raise missing_columns_error(name, missing, frame.columns, from_file, hint)
+        raise missing_columns_error(name, missing, frame.columns, from_file, hint, needed=needed)
     if len(frame) == 0:
         raise DataValidationError(f"{name}: no data rows")
     labels = frame.index.to_numpy()
@@ -151,8 +151,8 @@ def build_from_long(
             (frame[respondent] == r) & (frame[task] == t) & (frame[alternative] == a)
         ).to_numpy()
         raise DataValidationError(
-            f"{where(name, labels[i], from_file)}: respondent {r!r}, task {t!r}: alternative "
-            f"{a!r} appears more than once (lines/rows {_lines(labels[same])})"
+            f"{where(name, labels[i], from_file)}: respondent {quoted(r)}, task {quoted(t)}: "
+            f"alternative {quoted(a)} appears more than once (lines/rows {_lines(labels[same])})"
         )
 
     tkey = frame.groupby([respondent, task], sort=False).ngroup().to_numpy()
@@ -168,8 +168,8 @@ def build_from_long(
         rows = np.flatnonzero(tkey == t)
         i = int(rows[0])
         return DataValidationError(
-            f"{where(name, labels[i], from_file)}: respondent {py(resp_values[i])!r}, task "
-            f"{py(task_values[i])!r} (lines/rows {_lines(labels[rows])}): {msg}"
+            f"{where(name, labels[i], from_file)}: respondent {quoted(resp_values[i])}, task "
+            f"{quoted(task_values[i])} (lines/rows {_lines(labels[rows])}): {msg}"
         )
 
     bad = np.flatnonzero(n_chosen > 1)
@@ -345,7 +345,7 @@ def user_table(
         label = distinct.index[int(np.argmax(clash))]
         r = py(distinct[respondent].iloc[int(np.argmax(clash))])
         raise DataValidationError(
-            f"{where(name, label, from_file)}: respondent {r!r}: respondent columns "
+            f"{where(name, label, from_file)}: respondent {quoted(r)}: respondent columns "
             f"{columns} differ from the respondent's earlier rows"
         )
     users = distinct.set_index(respondent)

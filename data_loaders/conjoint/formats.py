@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from data_loaders._common import missing_columns_error, py, read_csv_lines, where
+from data_loaders._common import missing_columns_error, quoted, read_csv_lines, where
 from data_loaders.conjoint.attributes import (
     Attribute,
     is_missing,
@@ -67,8 +67,6 @@ def read_table(
     if isinstance(data, pd.DataFrame):
         return data, table_name or "table", False
     p = Path(data)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file")
     return read_csv_lines(p, **dict(read_csv_kwargs or {})), str(p), True
 
 
@@ -178,7 +176,7 @@ def wide_to_long(
     needed = [respondent, choice, *([task] if task else []), *cols.values(), *keep_columns]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        raise missing_columns_error(name, missing, frame.columns, from_file)
+        raise missing_columns_error(name, missing, frame.columns, from_file, needed=needed)
     lookup: dict[str, str] = {}
     for alt in alternatives:
         lookup[normalize_value(alt)] = alt
@@ -199,7 +197,7 @@ def wide_to_long(
         if key not in lookup:
             label = frame.index[int(np.flatnonzero(codes == k)[0])]
             raise DataValidationError(
-                f"{where(name, label, from_file)}: column {choice!r}: {py(u)!r} does not name an "
+                f"{where(name, label, from_file)}: column {choice!r}: {quoted(u)} does not name an "
                 f"alternative (expected one of {alternatives}"
                 + (f" or an opt-out value {list(opt_out_values)}" if opt_out_values else "")
                 + ")"

@@ -31,10 +31,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No user data, no LLM settings, caches and ``results/`` inside ``tmp_path``."""
-    for name in (*DATA_ENV, *LLM_ENV):
+    """No user data, no LLM settings, caches and ``results/`` inside ``tmp_path``, the
+    only allowed data root (``DTPBO_DATA_ROOTS``); not in shared-server mode."""
+    for name in (*DATA_ENV, *LLM_ENV, "DTPBO_SHARED_SERVER", "DTPBO_MAX_DATA_BYTES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DTPBO_DATA_HOME", str(tmp_path / "data_home"))
+    monkeypatch.setenv("DTPBO_DATA_ROOTS", str(tmp_path))
     # default grids (first-visit content) only in the tests that ask for them
     monkeypatch.setenv("DTPBO_NO_DEFAULT_RESULTS", "1")
     monkeypatch.setenv("DTPBO_LLM_CACHE", str(tmp_path / "llm_cache.sqlite"))
@@ -44,11 +46,16 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def app() -> Callable[..., object]:
-    """``app(page=None, **state)``: an AppTest of the dashboard, run once (on ``page``)."""
+    """``app(page=None, query=None, **state)``: an AppTest of the dashboard, run once (on
+    ``page``), with URL query parameters ``query`` (e.g. ``{"session": ...}``)."""
     from streamlit.testing.v1 import AppTest
 
-    def make(page: str | None = None, **state: object) -> AppTest:
+    def make(
+        page: str | None = None, query: dict[str, str] | None = None, **state: object
+    ) -> AppTest:
         at = AppTest.from_file(str(APP), default_timeout=120)
+        for k, v in (query or {}).items():
+            at.query_params[k] = v
         for k, v in state.items():
             at.session_state[k] = v
         at.run()

@@ -669,8 +669,13 @@ def test_elicitation_session_survives_a_new_app_run_and_resumes(app) -> None:
     for key in ("el_pick_A", "el_tie", "el_pick_B"):
         at.button(key=key).click().run()
     fav = metrics(at)["Favourite"]
-    # a new browser session (refresh) or a restarted app: same data folder, fresh state
-    again = app("elicitation")
+    link = {"session": str(at.query_params["session"])}
+    # another visitor (no link, no visitor cookie) starts afresh and sees none of it
+    other = app("elicitation")
+    assert metrics(other)["Answers"] == "0"
+    # the same browser reloads (same visitor cookie, the link in the URL), or the app
+    # restarted: same data folder, fresh state
+    again = app("elicitation", query=link, dtpbo_visitor=at.session_state["dtpbo_visitor"])
     no_exception(again)
     assert metrics(again)["Answers"] == "3" and metrics(again)["Favourite"] == fav
     again.button(key="el_restart").click().run()
@@ -699,8 +704,11 @@ def test_sidebar_paths_persist_and_a_bad_path_does_not_hide_the_env(
     assert "does not exist: using $DTPBO_SUSHI_DIR" in side
     assert int(metrics(at)["Respondents"]) > 0  # the environment's data still load
     assert "not available" not in texts(at)
-    again = app("case_studies")  # a new session restores the typed path
+    token = at.session_state["dtpbo_visitor"]
+    again = app("case_studies", dtpbo_visitor=token)  # this browser's next session
     assert again.text_input(key="path_sushi").value == str(tmp_path / "nope")
+    other = app("case_studies")  # another browser: its own (empty) settings
+    assert other.text_input(key="path_sushi").value == ""
 
 
 # ----------------------------------------------------------------------------- PMR

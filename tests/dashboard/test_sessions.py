@@ -76,3 +76,109 @@ def test_csv_export_round_trip_as_a_loaded_base() -> None:
 def test_sidebar_paths_are_stored_without_empty_entries() -> None:
     store.store_paths({"sushi": " /data/sushi ", "bela": ""})
     assert store.stored_paths() == {"sushi": "/data/sushi"}
+
+
+# ----------------------------------------------------------------------------- many visitors
+def test_each_action_is_stored_once_with_its_sequence_number() -> None:
+    sid = store.create_session(CONFIG, owner="a")
+    assert store.record_action(sid, 0, "A", 1) is True
+    assert store.record_action(sid, 0, "A", 1) is False  # a double click / retry
+    with pytest.raises(store.AnswerConflict, match="already answered 'A'"):
+        store.record_action(sid, 0, "B", 1)  # another tab answered first
+    with pytest.raises(store.AnswerConflict, match="arrived before"):
+        store.record_action(sid, 2, "B", 3)  # a gap
+    assert store.record_action(sid, 1, "tie", 2)
+    rec = store.load_session(sid)
+    assert rec.actions == ["A", "tie"] and rec.n_answers == 2 and rec.server == store.SERVER_ID
+    assert store.undo_action(sid, 1, 1) and not store.undo_action(sid, 1, 1)
+    assert store.load_session(sid).actions == ["A"]
+    with pytest.raises(KeyError):
+        store.record_action("no-such-session", 0, "A", 1)
+
+
+def test_wal_and_busy_timeout() -> None:
+    import sqlite3
+
+    store.create_session(CONFIG)
+    con = sqlite3.connect(store.db_path())
+    try:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        con.close()
+    assert store.BUSY_TIMEOUT_S >= 5
+
+
+def test_concurrent_writers_keep_their_own_answers() -> None:
+    """8 threads, each its own session and pattern, 25 actions each, all at once."""
+    import threading
+
+    patterns = {k: [*["A", "B", "tie", "skip"][k % 4 :], "A", "B"] for k in range(8)}
+    sids = {k: store.create_session(CONFIG, owner=f"o{k}") for k in patterns}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(len(patterns))
+
+    def work(k: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(25):
+                action = patterns[k][i % len(patterns[k])]
+                assert store.record_action(sids[k], i, action, i + 1)
+                assert store.record_action(sids[k], i, action, i + 1) is False
+        except BaseException as exc:  # collected for the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in patterns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    rows = store.answer_counts()
+    assert len(rows) == 8 * 25 and not rows.duplicated(["session_id", "seq"]).any()
+    for k, sid in sids.items():
+        want = [patterns[k][i % len(patterns[k])] for i in range(25)]
+        assert store.load_session(sid).actions == want
+        assert [r.id for r in store.list_sessions(owner=f"o{k}")] == [sid]
+
+
+def test_an_old_store_is_migrated(isolated_env) -> None:
+    import sqlite3
+
+    path = store.db_path()
+    path.parent.mkdir(parents=True)
+    con = sqlite3.connect(path)
+    con.executescript(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, updated REAL NOT "
+        "NULL, kind TEXT NOT NULL, source TEXT NOT NULL, method TEXT NOT NULL, seed INTEGER "
+        "NOT NULL, max_items INTEGER, base TEXT NOT NULL DEFAULT '[]', actions TEXT NOT NULL "
+        "DEFAULT '[]', n_answers INTEGER NOT NULL DEFAULT 0, favourite TEXT NOT NULL "
+        "DEFAULT '');"
+        "INSERT INTO sessions VALUES ('old1', 1, 2, 'benchmark', 'branin', 'dt', 3, NULL, "
+        "'[]', '[\"A\", \"skip\", \"B\"]', 2, 'x');"
+    )
+    con.commit()
+    con.close()
+    store._READY.discard(path)
+    rec = store.load_session("old1")
+    assert rec.actions == ["A", "skip", "B"] and rec.owner == "" and rec.participant == ""
+    assert store.record_action("old1", 3, "A", 3)
+    assert store.load_session("old1").actions == ["A", "skip", "B", "A"]
+
+
+def test_participant_in_the_json_export_and_owner_on_import() -> None:
+    sid, sess = _played(ITEMS, ["A"])
+    store.set_participant(sid, " Dr. Ada ")
+    doc = json.loads(store.export_json(sess, store.load_session(sid)))
+    assert doc["participant"] == "Dr. Ada" and doc["session"] == sid
+    new = store.import_json(json.dumps(doc), owner="me")
+    rec = store.load_session(new)
+    assert rec.participant == "Dr. Ada" and rec.owner == "me" and rec.actions == ["A"]
+    assert [r.id for r in store.list_sessions(owner="me")] == [new]
+
+
+def test_sidebar_paths_are_kept_per_owner() -> None:
+    store.store_paths({"bela": "/a.csv"}, "alice")
+    store.store_paths({"bela": "/b.csv"}, "bob")
+    assert store.stored_paths("alice") == {"bela": "/a.csv"}
+    assert store.stored_paths("bob") == {"bela": "/b.csv"}
+    assert store.stored_paths("carol") == {}
