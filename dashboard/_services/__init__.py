@@ -44,6 +44,7 @@ from dashboard._services.pmr import (
     table_token,
     urgency_tree,
 )
+from dashboard._services.reports import report_html
 from dashboard._services.results import (
     DEFAULT_GRIDS,
     RESULT_KINDS,
@@ -139,6 +140,7 @@ __all__ = [
     "path_source",
     "pmr_study",
     "read_results",
+    "report_html",
     "respondent_data",
     "respondent_key",
     "result_folders",

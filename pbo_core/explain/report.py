@@ -47,6 +47,8 @@ __all__ = [
     "evidence_spec",
     "leaf_spec",
     "render_chart",
+    "report_command",
+    "report_settings",
     "sensitivity_spec",
     "study_report",
     "versions",
@@ -104,11 +106,28 @@ def study_report(
     ev = respondent_evidence(study, respondent, min_samples_split=min_samples_split)
     opts = {**SENSITIVITY_DEFAULTS, **dict(sensitivity_options or {})}
     sens = leave_one_out_study(study, **opts)
-    settings = {
-        "min_samples_split": min_samples_split,
-        **{f"sensitivity {k}": v for k, v in opts.items()},
-    }
+    settings = report_settings(min_samples_split, opts)
     return ReportParts(study, respondent, [(title, view)], ev, sens, settings, list(commands))
+
+
+def report_settings(
+    min_samples_split: int, sensitivity_options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The settings a report prints: the tree's and the sensitivity run's."""
+    return {
+        "tree min_samples_split": min_samples_split,
+        "tree straddlers": "discard",
+        "evidence": "5-fold CV over choice tasks, seed 0, 2000 bootstrap resamples",
+        **{f"sensitivity {k}": v for k, v in sensitivity_options.items()},
+    }
+
+
+def report_command(key: str, respondent: Any = None) -> str:
+    """The command line that writes the same report for a registry study."""
+    cmd = f"python -m pbo_core.experiments report --study {key}"
+    if respondent is not None:
+        cmd += f" --respondent {respondent}"
+    return cmd + f" --out report-{key}.html"
 
 
 # ----------------------------------------------------------------------------- charts
