@@ -39,6 +39,7 @@ import pandas as pd
 from data_loaders._common import data_home, read_csv_lines
 from data_loaders.conjoint import (
     Attribute,
+    is_missing,
     StudyMeta,
     load_conjoint_long,
     load_conjoint_wide,
@@ -54,6 +55,7 @@ __all__ = [
     "Problem",
     "UserStudy",
     "attribute_rows",
+    "attributes_from_json",
     "attributes_from_rows",
     "check_upload",
     "infer_attributes",
@@ -159,18 +161,20 @@ def _stems(frame: pd.DataFrame, columns: ColumnMap) -> dict[str, list[str]]:
 
 
 def infer_attributes(frame: pd.DataFrame, columns: ColumnMap) -> list[Attribute]:
-    """A first attribute table from the data: numbers -> numeric, two values -> binary,
-    other text -> categorical (levels in sorted order; make them ordinal in the editor)."""
+    """A first attribute table from the data: numbers (at least 90 % of the cells) ->
+    numeric, two values -> binary, other text -> categorical (levels in sorted order;
+    make them ordinal in the editor)."""
     out = []
     for name, cols in _stems(frame, columns).items():
         vals = pd.concat([frame[c] for c in cols]).dropna()
         distinct = pd.unique(vals)
         numeric = pd.to_numeric(vals, errors="coerce")
         label = name.replace("_", " ").strip().capitalize()
-        if len(distinct) == 2 and not numeric.notna().all():
+        share = float(numeric.notna().mean()) if len(vals) else 0.0
+        if len(distinct) == 2 and share < 1.0:
             levels = tuple(sorted(str(v) for v in distinct))
             out.append(Attribute(name, "binary", levels=levels, label=label))
-        elif numeric.notna().all() and len(distinct):
+        elif share >= 0.9:  # a few stray words in a number column are errors, not levels
             out.append(Attribute(name, "numeric", label=label))
         else:
             levels = tuple(sorted({str(v) for v in distinct}))[:_MAX_LEVELS] or ("?",)
@@ -229,6 +233,17 @@ def attributes_from_rows(rows: pd.DataFrame) -> tuple[list[Attribute], list[Prob
     return out, problems
 
 
+def attributes_from_json(content: bytes, file: str) -> tuple[list[Attribute], list[Problem]]:
+    """An uploaded JSON attribute table (the format of ``--attributes``) and its problems."""
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / "attributes.json"
+        staged.write_bytes(content)
+        try:
+            return read_attribute_table(staged), []
+        except (DataValidationError, UnicodeDecodeError) as exc:
+            return [], [_problem(exc, file, str(staged))]
+
+
 # ----------------------------------------------------------------------------- checking
 _LOC = re.compile(r"line (\d+)")
 _COL = re.compile(r"column '([^']+)'")
@@ -263,7 +278,8 @@ def _cell_problems(
                     problems.append(
                         Problem(
                             file,
-                            f"attribute {a.display_name}: {u!r} {exc}",
+                            f"attribute {a.display_name}: "
+                            + ("the cell is empty" if is_missing(u) else f"{u!r} {exc}"),
                             line=shown + more,
                             column=col,
                         )

@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._study_import import add_study_form, remove_button
 
 st.title("Case studies")
 st.caption(
@@ -29,6 +30,11 @@ overview = pd.DataFrame(
     ]
 )
 st.dataframe(overview, hide_index=True, width="stretch")
+
+if "add_done" in st.session_state:
+    st.success(f"Imported **{st.session_state.pop('add_done')}**: it is selected below.")
+with st.expander("Add a study (your own choice data)", icon=":material/upload_file:"):
+    add_study_form()
 
 key = ui.study_picker(key="cs_study", include_unusable=True)
 if key is None:
@@ -61,6 +67,8 @@ st.markdown(
         ]
     )
 )
+
+remove_button(key, study.title)
 
 st.markdown("#### Attributes")
 st.dataframe(study.attribute_table(), hide_index=True, width="stretch")
