@@ -39,8 +39,8 @@ import pandas as pd
 from data_loaders._common import data_home, read_csv_lines
 from data_loaders.conjoint import (
     Attribute,
-    is_missing,
     StudyMeta,
+    is_missing,
     load_conjoint_long,
     load_conjoint_wide,
     read_attribute_table,

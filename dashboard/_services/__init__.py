@@ -13,7 +13,13 @@ first need into the per-user data folder), ``elicitation``, ``sessions`` (the SQ
 of elicitation sessions and sidebar paths) and ``pmr``.
 """
 
-from dashboard._services.analyses import evidence, hierarchy, sensitivity, user_groups
+from dashboard._services.analyses import (
+    evidence,
+    hierarchy,
+    hierarchy_view,
+    sensitivity,
+    user_groups,
+)
 from dashboard._services.elicitation import (
     Wording,
     attribute_summary,
@@ -122,6 +128,7 @@ __all__ = [
     "folders_of_kind",
     "get_study",
     "hierarchy",
+    "hierarchy_view",
     "how_to_get",
     "import_study",
     "is_default_root",

@@ -77,6 +77,33 @@ def hierarchy(
     )
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _hierarchy_view(
+    token: Any,
+    n_users: int,
+    max_depth: int,
+    min_users_leaf: int,
+    item_max_depth: int,
+    _h: Any,
+) -> explain.TreeView:
+    return explain.hierarchy_view(_h)
+
+
+def hierarchy_view(
+    study: Study, n_users: int, max_depth: int, min_users_leaf: int, item_max_depth: int
+) -> explain.TreeView:
+    """The drawable hierarchy (user tree, item trees naming their items), cached."""
+    h = hierarchy(study, n_users, max_depth, min_users_leaf, item_max_depth)
+    return _hierarchy_view(
+        study_token(study),
+        int(n_users),
+        int(max_depth),
+        int(min_users_leaf),
+        int(item_max_depth),
+        h,
+    )
+
+
 def user_groups(h: Any) -> pd.DataFrame:
     """One row per user group: its rule path, size and item tree summary."""
     t = h.user_tree_

@@ -22,6 +22,7 @@ if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
 
 TREE_FRAME = 'iframe[srcdoc*="tree-data"]'
+sync_api.expect.set_options(timeout=90_000)  # a loaded CI machine
 TITLE = "Broadband offers"
 
 
@@ -83,14 +84,17 @@ def upload(pg, index: int, path: Path) -> None:
 
 def edit_cell(pg, row: int, col: int, text: str) -> None:
     """Type into a cell of the (canvas) data editor: click it, type, Enter."""
-    grid = pg.locator('[data-testid="stDataFrame"]').first
+    grid = pg.locator('[data-testid="stExpander"] [data-testid="stDataFrame"]').first
     grid.wait_for(state="visible")
     box = grid.bounding_box()
     assert box is not None
     pg.mouse.click(box["x"] + 40, box["y"] + 35 * (row + 1) + 17)  # first column of ``row``
+    pg.wait_for_timeout(300)
     for _ in range(col):
         pg.keyboard.press("ArrowRight")
-    pg.keyboard.type(text)
+    pg.keyboard.press("Enter")  # open the cell's editor
+    pg.wait_for_timeout(300)
+    pg.keyboard.type(text, delay=50)
     pg.keyboard.press("Enter")
     settle(pg)
 
