@@ -17,7 +17,25 @@ from dashboard import _services as svc
 from dashboard._uploads import upload_name
 from data_loaders import user_studies as us
 
-__all__ = ["add_study_form", "remove_button"]
+__all__ = ["add_study_form", "apply_pending_choice", "remove_button"]
+
+#: Session-state key of a study choice to apply before the page's study picker is drawn
+#: (a widget's value can only be set before the widget exists in a run).
+PENDING = "cs_pending_study"
+PICKER = "cs_study"
+
+
+def apply_pending_choice() -> None:
+    """Select the study just imported (or, after a removal, the first study) in the
+    Case studies picker and on every page; call before the picker is drawn."""
+    if PENDING not in st.session_state:
+        return
+    wanted = st.session_state.pop(PENDING)
+    keys = svc.usable_study_keys()
+    value = wanted if wanted in keys else (keys[0] if keys else None)
+    if value is not None:
+        st.session_state[PICKER] = value
+        st.session_state[svc.STUDY_KEY] = value
 
 
 def _problem_table(problems: list[us.Problem]) -> pd.DataFrame:
@@ -129,8 +147,7 @@ def add_study_form() -> None:
             _show_problems(problems)
             return
         assert meta is not None
-        st.session_state[svc.STUDY_KEY] = meta.key
-        st.session_state.pop("cs_study", None)
+        st.session_state[PENDING] = meta.key
         st.session_state["add_done"] = meta.title
         st.rerun()
 
@@ -141,6 +158,5 @@ def remove_button(key: str, title: str) -> None:
         return
     if st.button(f"Remove {title}", key=f"cs_remove::{key}", icon=":material/delete:"):
         svc.remove_study(key)
-        st.session_state.pop(svc.STUDY_KEY, None)
-        st.session_state.pop("cs_study", None)
+        st.session_state[PENDING] = None
         st.rerun()

@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
-from dashboard._study_import import add_study_form, remove_button
+from dashboard._study_import import add_study_form, apply_pending_choice, remove_button
 
 st.title("Case studies")
 st.caption(
@@ -36,6 +36,7 @@ if "add_done" in st.session_state:
 with st.expander("Add a study (your own choice data)", icon=":material/upload_file:"):
     add_study_form()
 
+apply_pending_choice()
 key = ui.study_picker(key="cs_study", include_unusable=True)
 if key is None:
     st.stop()
