@@ -69,6 +69,12 @@ def settle(pg, timeout: float = 120_000) -> float:
     return wait_until_idle(pg, quiet_ms=400, timeout=timeout)
 
 
+def nav(pg, title: str) -> None:
+    pg.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+    pg.locator("h1", has_text=title).wait_for()
+    settle(pg)
+
+
 def open_form(pg) -> None:
     pg.get_by_text("Add a study (your own choice data)").click()
     pg.locator('[data-testid="stFileUploader"]').first.wait_for(state="visible")
@@ -156,8 +162,7 @@ def test_upload_edit_import_view_restart_remove(tmp_path: Path) -> None:
                 html = Path(dl.value.path()).read_text(encoding="utf-8")
                 assert TITLE in html and html.count("<svg") >= 3
                 # its tree, held-out evidence and sensitivity on the other pages
-                pg.goto(f"{url}/tree_explorer")
-                settle(pg)
+                nav(pg, "Tree explorer")  # same session: the study chosen stays chosen
                 frame = pg.frame_locator(TREE_FRAME).first
                 expect(frame.locator("#tree-svg")).to_contain_text(TITLE)
                 assert frame.locator("g.node").count() >= 1
@@ -165,8 +170,7 @@ def test_upload_edit_import_view_restart_remove(tmp_path: Path) -> None:
                 settle(pg)
                 pg.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
                 expect(pg.get_by_text("Logit (linear utility)").first).to_be_visible()
-                pg.goto(f"{url}/sensitivity")
-                settle(pg)
+                nav(pg, "Feature sensitivity")
                 pg.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
                 assert re.search(r"\bprice\b|Price", pg.inner_text("body"))
                 assert pg.locator('[data-testid="stException"]').count() == 0
