@@ -14,7 +14,7 @@ import pytest
 
 from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")

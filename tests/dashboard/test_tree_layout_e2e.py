@@ -10,7 +10,7 @@ import pytest
 
 from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
