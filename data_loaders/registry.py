@@ -23,7 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from data_loaders import bela, pmr, presidential, stated_preference, sushi, swissmetro
+from data_loaders import (
+    bela,
+    pmr,
+    presidential,
+    stated_preference,
+    sushi,
+    swissmetro,
+    user_studies,
+)
 from data_loaders._common import DataNotAvailableError
 from pbo_core.data import Study
 
@@ -180,7 +188,20 @@ def _entries() -> list[_Entry]:
             lambda **kw: pmr.load_pmr_synth(**kw),
             "path",
         ),
+        *(_user_entry(u) for u in user_studies.list_user_studies()),
     ]
+
+
+def _user_entry(u: user_studies.UserStudy) -> _Entry:
+    """A study imported into the per-user data folder (:mod:`data_loaders.user_studies`)."""
+    return _Entry(
+        u.key,
+        u.title,
+        "conjoint",
+        "your own data",
+        lambda: (True, f"imported {u.imported} from {u.files.get('choices', '?')}"),
+        lambda **kw: user_studies.load_user_study(u.key),
+    )
 
 
 def _entry(key: str) -> _Entry:

@@ -13,7 +13,13 @@ first need into the per-user data folder), ``elicitation``, ``sessions`` (the SQ
 of elicitation sessions and sidebar paths) and ``pmr``.
 """
 
-from dashboard._services.analyses import evidence, hierarchy, sensitivity, user_groups
+from dashboard._services.analyses import (
+    evidence,
+    hierarchy,
+    hierarchy_view,
+    sensitivity,
+    user_groups,
+)
 from dashboard._services.elicitation import (
     Wording,
     attribute_summary,
@@ -44,6 +50,7 @@ from dashboard._services.pmr import (
     table_token,
     urgency_tree,
 )
+from dashboard._services.reports import report_html
 from dashboard._services.results import (
     DEFAULT_GRIDS,
     RESULT_KINDS,
@@ -68,11 +75,13 @@ from dashboard._services.studies import (
     env_stamp,
     get_study,
     how_to_get,
+    import_study,
     is_per_respondent,
     loader_options,
     path_exists,
     path_refusal,
     path_source,
+    remove_study,
     respondent_data,
     respondent_key,
     shared_server,
@@ -121,7 +130,9 @@ __all__ = [
     "folders_of_kind",
     "get_study",
     "hierarchy",
+    "hierarchy_view",
     "how_to_get",
+    "import_study",
     "is_default_root",
     "is_per_respondent",
     "item_labels",
@@ -142,6 +153,8 @@ __all__ = [
     "path_source",
     "pmr_study",
     "read_results",
+    "remove_study",
+    "report_html",
     "respondent_data",
     "respondent_key",
     "result_folders",

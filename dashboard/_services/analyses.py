@@ -8,15 +8,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard._services.studies import respondent_data, study_token
+from dashboard._services.studies import study_token
 from pbo_core import explain
 from pbo_core.data import Study
-from pbo_core.explain.evidence import heldout_accuracy
+from pbo_core.explain.evidence import respondent_evidence
 from pbo_core.explain.sensitivity import leave_one_out_study
 from pbo_core.hierarchy import UserItemHierarchy
-from pbo_core.models.dt import DTSurrogate
-from pbo_core.models.gp import GPSurrogate
-from pbo_core.models.linear import LogitSurrogate
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -80,6 +77,33 @@ def hierarchy(
     )
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _hierarchy_view(
+    token: Any,
+    n_users: int,
+    max_depth: int,
+    min_users_leaf: int,
+    item_max_depth: int,
+    _h: Any,
+) -> explain.TreeView:
+    return explain.hierarchy_view(_h)
+
+
+def hierarchy_view(
+    study: Study, n_users: int, max_depth: int, min_users_leaf: int, item_max_depth: int
+) -> explain.TreeView:
+    """The drawable hierarchy (user tree, item trees naming their items), cached."""
+    h = hierarchy(study, n_users, max_depth, min_users_leaf, item_max_depth)
+    return _hierarchy_view(
+        study_token(study),
+        int(n_users),
+        int(max_depth),
+        int(min_users_leaf),
+        int(item_max_depth),
+        h,
+    )
+
+
 def user_groups(h: Any) -> pd.DataFrame:
     """One row per user group: its rule path, size and item tree summary."""
     t = h.user_tree_
@@ -105,29 +129,6 @@ def user_groups(h: Any) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("group").reset_index(drop=True)
 
 
-class _SharedHyperGP:
-    """GP factory: the first fit (fold 1's training data) learns the kernel
-    hyperparameters; later fits (other folds, the full data) reuse them. Saves ~25 s per
-    fit on the pooled PMR demo (870 comparisons) at the cost of one shared setting."""
-
-    def __init__(self) -> None:
-        self.hyper: tuple[Any, Any] | None = None
-
-    def __call__(self) -> Any:
-        if self.hyper is None:
-            owner = self
-
-            class _Learn(GPSurrogate):
-                def fit(self, data: Any) -> Any:
-                    out = super().fit(data)
-                    owner.hyper = (self.lengthscale_, self.outputscale_)
-                    return out
-
-            return _Learn()
-        ell, s = self.hyper
-        return GPSurrogate(fit_hyperparameters=False, lengthscale=ell, outputscale=s)
-
-
 @st.cache_data(
     show_spinner="Cross-validating the tree, the GP and the logit (up to a minute for "
     "large pooled studies; cached afterwards)...",
@@ -142,20 +143,13 @@ def _evidence(
     _study: Study,
     _respondent: Any,
 ) -> pd.DataFrame:
-    data = respondent_data(_study, _respondent)
-    tasks = _study.extras.get("pair_task")
-    if tasks is not None and _respondent is not None and _study.data.respondent is not None:
-        tasks = np.asarray(tasks)[_study.data.respondent == _respondent]
-    if tasks is not None and len(tasks) != data.n_pairs:
-        tasks = None
-    methods = {
-        "DT (the tree shown)": lambda: DTSurrogate(
-            max_depth=max_depth, min_samples_split=min_samples_split, straddlers=straddlers
-        ),
-        "GP-Laplace": _SharedHyperGP(),
-        "Logit (linear utility)": LogitSurrogate,
-    }
-    return heldout_accuracy(data, methods, tasks=tasks, n_folds=5, seed=0)
+    return respondent_evidence(
+        _study,
+        _respondent,
+        max_depth=max_depth,
+        min_samples_split=min_samples_split,
+        straddlers=straddlers,
+    )
 
 
 def evidence(

@@ -18,7 +18,7 @@ from typing import Any
 
 import streamlit as st
 
-from data_loaders import access
+from data_loaders import access, user_studies
 from data_loaders._common import DataNotAvailableError
 from data_loaders.registry import StudyInfo, StudyUnavailableError, list_studies, load_study
 from pbo_core.data import DataValidationError, PreferenceData, Study
@@ -320,3 +320,26 @@ def respondent_data(study: Study, respondent: Any) -> PreferenceData:
 def study_token(study: Study) -> tuple[str, tuple[tuple[str, str], ...], Any]:
     s = study_status(study.key)
     return (study.key, s.options, env_stamp())
+
+
+def import_study(
+    title: str,
+    content: bytes,
+    file: str,
+    attributes: list[Any],
+    columns: user_studies.ColumnMap,
+    respondents: tuple[bytes, str] | None = None,
+) -> tuple[user_studies.UserStudy | None, list[user_studies.Problem]]:
+    """Check and save an uploaded study (nothing is saved when there is a problem); the
+    study lists refresh at once."""
+    meta, problems = user_studies.save_study(title, content, file, attributes, columns, respondents)
+    if meta is not None:
+        _list_studies.clear()
+    return meta, problems
+
+
+def remove_study(key: str) -> None:
+    """Delete an imported study and forget its cached copy."""
+    user_studies.remove_user_study(key)
+    _list_studies.clear()
+    _load_study.clear()

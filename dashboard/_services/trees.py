@@ -15,6 +15,7 @@ import streamlit as st
 from dashboard._services.studies import respondent_data, study_token
 from pbo_core import explain
 from pbo_core.data import Feature, PreferenceData, Schema, Study
+from pbo_core.explain import naming
 from pbo_core.models.dt import DTSurrogate
 
 
@@ -67,41 +68,12 @@ def default_sensitive(study: Study) -> list[str]:
 
 def item_labels(data: PreferenceData, max_len: int = 70) -> list[str]:
     """A label per item: its id and its most telling text or attributes."""
-    return [_clip(t, max_len) for t in _item_texts(data, n_features=None)]
+    return naming.item_labels(data, max_len)
 
 
 def data_item_names(data: PreferenceData, max_len: int = 44) -> list[str]:
     """Short item names for tree leaves: id and name/message start, or 3 attributes."""
-    return [_clip(t, max_len) for t in _item_texts(data, n_features=3)]
-
-
-def _clip(t: str, n: int) -> str:
-    return t if len(t) <= n else t[: n - 1] + "…"
-
-
-def _item_texts(data: PreferenceData, n_features: int | None) -> list[str]:
-    ids = data.ids()
-    items = data.items
-    schema = data.get_schema()
-    if items is not None and "message" in items.columns:
-        text = items["message"].astype(str).tolist()
-    elif items is not None and "name_en" in items.columns:
-        text = items["name_en"].astype(str).tolist()
-    elif items is not None and "name" in items.columns:
-        text = items["name"].astype(str).tolist()
-    else:
-        dec = schema.decode(data.X)
-        feats = schema.features[:n_features] if n_features else schema.features
-        if n_features:  # short: values only, in schema order
-            text = [
-                ", ".join(f.format_value(row[f.name]) for f in feats) for _, row in dec.iterrows()
-            ]
-        else:
-            text = [
-                ", ".join(f"{f.display}: {f.format_value(row[f.name])}" for f in feats)
-                for _, row in dec.iterrows()
-            ]
-    return [f"{i} — {t}" for i, t in zip(ids, text, strict=True)]
+    return naming.item_names(data, max_len)
 
 
 def format_value(v: Any) -> str:

@@ -32,21 +32,37 @@
     visible.forEach((i) => { const l = level.get(i); levelH[l] = Math.max(levelH[l] || 0, size.get(i)[1]); });
     const top = [VIEW.title ? 24 : 4];
     for (let l = 1; l < levelH.length; l++) top[l] = top[l - 1] + levelH[l - 1] + gy;
-    const span = new Map();
+    // tidy tree (as pbo_core.explain.export._tidy_offsets): subtrees packed by their
+    // per-level contours, each parent centred over its first and last child
     const open = (i) => (shut.has(i) ? [] : kids.get(i));
+    const contour = new Map(), rel = new Map();
     visible.slice().reverse().forEach((i) => {
-      const ch = open(i);
-      const inner = ch.reduce((a, c) => a + span.get(c), 0) + gx * Math.max(ch.length - 1, 0);
-      span.set(i, Math.max(size.get(i)[0], inner));
+      const ch = open(i), half = size.get(i)[0] / 2;
+      if (!ch.length) { contour.set(i, [[-half, half]]); return; }
+      const merged = contour.get(ch[0]).map((p) => p.slice());
+      const offs = [0];
+      ch.slice(1).forEach((c) => {
+        const cc = contour.get(c);
+        let shift = -Infinity;
+        for (let d = 0; d < Math.min(merged.length, cc.length); d++) shift = Math.max(shift, merged[d][1] - cc[d][0]);
+        shift += gx;
+        offs.push(shift);
+        cc.forEach(([lo, hi], d) => {
+          if (d < merged.length) merged[d] = [merged[d][0], hi + shift]; else merged.push([lo + shift, hi + shift]);
+        });
+      });
+      const mid = (offs[0] + offs[offs.length - 1]) / 2;
+      ch.forEach((c, k) => rel.set(c, offs[k] - mid));
+      contour.set(i, [[-half, half], ...merged.map(([lo, hi]) => [lo - mid, hi - mid])]);
     });
-    const pos = new Map(), out = new Map();
-    if (root !== null) pos.set(root, 4);
+    const xOf = new Map(), out = new Map();
+    if (root !== null) xOf.set(root, 0);
+    visible.forEach((i) => open(i).forEach((c) => xOf.set(c, xOf.get(i) + rel.get(c))));
+    let left = Infinity;
+    visible.forEach((i) => { left = Math.min(left, xOf.get(i) - size.get(i)[0] / 2); });
     visible.forEach((i) => {
-      const left = pos.get(i), [w, h] = size.get(i), ch = open(i);
-      out.set(i, { x: left + span.get(i) / 2, y: top[level.get(i)], w, h, closed: shut.has(i) && kids.get(i).length > 0 });
-      const inner = ch.reduce((a, c) => a + span.get(c), 0) + gx * Math.max(ch.length - 1, 0);
-      let x = left + (span.get(i) - inner) / 2;
-      ch.forEach((c) => { pos.set(c, x); x += span.get(c) + gx; });
+      const [w, h] = size.get(i);
+      out.set(i, { x: xOf.get(i) - left + 4, y: top[level.get(i)], w, h, closed: shut.has(i) && kids.get(i).length > 0 });
     });
     return out;
   }

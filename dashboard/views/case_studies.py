@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._study_import import add_study_form, apply_pending_choice, remove_button
 
 st.title("Case studies")
 st.caption(
@@ -30,6 +31,12 @@ overview = pd.DataFrame(
 )
 st.dataframe(overview, hide_index=True, width="stretch")
 
+if "add_done" in st.session_state:
+    st.success(f"Imported **{st.session_state.pop('add_done')}**: it is selected below.")
+with st.expander("Add a study (your own choice data)", icon=":material/upload_file:"):
+    add_study_form()
+
+apply_pending_choice()
 key = ui.study_picker(key="cs_study", include_unusable=True)
 if key is None:
     st.stop()
@@ -62,6 +69,8 @@ st.markdown(
     )
 )
 
+remove_button(key, study.title)
+
 st.markdown("#### Attributes")
 st.dataframe(study.attribute_table(), hide_index=True, width="stretch")
 
@@ -75,6 +84,31 @@ if svc.is_per_respondent(study):
     )
 else:
     st.caption("One pooled set of comparisons: the pages fit one tree on all of them.")
+
+resp_shown = resp if svc.is_per_respondent(study) else None
+st.markdown("#### Report")
+st.caption(
+    "One self-contained HTML file to share offline (e-mail, slides): this study's summary, "
+    + (f"respondent {resp_shown}'s tree" if resp_shown is not None else "the pooled tree")
+    + " with every leaf's items, held-out evidence next to the GP and logit baselines with "
+    "95% CIs, leave-one-out feature sensitivity, and the command and versions that "
+    "reproduce it."
+)
+report_key = f"cs_report::{key}::{resp_shown}"
+if st.button("Build report", key="cs_build_report", icon=":material/description:"):
+    with st.spinner("Fitting, cross-validating and refitting without each feature..."):
+        svc.warm_up()
+        st.session_state[report_key] = svc.report_html(study, resp_shown)
+if report_key in st.session_state:
+    st.download_button(
+        "Download report",
+        st.session_state[report_key],
+        file_name=f"report-{key}" + (f"-{resp_shown}" if resp_shown is not None else "") + ".html",
+        mime="text/html",
+        key="cs_download_report",
+        icon=":material/download:",
+        on_click="ignore",
+    )
 
 with st.expander(f"Items ({study.data.n_items:,})"):
     items = study.data.items

@@ -65,7 +65,10 @@ else:
                 "(collapse a group's box to hide it, or use 'Collapse below depth 2')."
             )
             ui.tree_with_downloads(
-                explain.hierarchy_view(h), name=f"hierarchy-{key}", key="hi_all", height=760
+                svc.hierarchy_view(study, n_users, depth, min_leaf, item_depth),
+                name=f"hierarchy-{key}",
+                key="hi_all",
+                height=760,
             )
             st.dataframe(groups, hide_index=True, width="stretch")
     if tab_group.open:

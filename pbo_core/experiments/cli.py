@@ -31,6 +31,11 @@ Commands
 ``sensitivity``
     Leave-one-out feature sensitivity (Table 10 layout) for any study, and the accuracy
     of every ``--methods`` model on the same split (the baseline row in context).
+``report``
+    One self-contained HTML file for a study (``--study KEY`` or ``--data``): summary, the
+    tree of ``--respondent`` (default the first) as SVG with every leaf's items, held-out
+    evidence with baselines and CIs, leave-one-out sensitivity, versions
+    (:mod:`~pbo_core.explain.report`; the dashboard's "Download report").
 ``pmr-llm-vs-tree``
     PMR test pairs (inbox B): ask an OpenAI-compatible endpoint which message is more
     urgent, and compare with a tree trained on inbox A's LLM-extracted features (Table
@@ -94,6 +99,7 @@ from pbo_core.experiments.cohorts import (
     swissmetro_cohort_cell,
     swissmetro_study,
 )
+from pbo_core.experiments.report import write_report
 from pbo_core.experiments.rho_regret import (
     RHO_METHODS,
     RHO_STUDIES,
@@ -316,6 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--respondents", type=int, default=None, help="first N respondents")
         _common(s)
     s = sub.add_parser(
+        "report", help="one self-contained HTML report of a study (tree, evidence, sensitivity)"
+    )
+    s.add_argument("--study", default=None, help="registry key (or --data)")
+    s.add_argument("--respondent", default=None, help="whose tree (default: the first)")
+    s.add_argument("--out", required=True, help="HTML file to write")
+    s.add_argument("--data-dir", default=None, help="where the study's data are (if not bundled)")
+    _own_data_args(s)
+    s = sub.add_parser(
         "pmr-llm-vs-tree",
         help="pure-LLM pairwise urgency vs LLM features + DT (Table 1, PMR row)",
         description=pmr_llm.__doc__,
@@ -330,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "pmr-llm-vs-tree":
         return pmr_llm.main(args)
+    if args.command == "report":
+        return write_report(args, argv)
     progress = progress_printer(args.quiet, "cells")
 
     base = {"version": __version__, "seed": args.seed}

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from data_loaders.conjoint import load_conjoint_long, load_conjoint_wide
 from data_loaders.registry import load_study
+from data_loaders.user_studies import ColumnMap, load_choice_file
 from pbo_core.data import PreferenceData, Study
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.gp import GPSurrogate
@@ -63,25 +63,8 @@ def load_study_file(
     DataValidationError
         For malformed data, naming the file and line (from the readers).
     """
-    if fmt == "long":
-        return load_conjoint_long(
-            path,
-            attributes,
-            respondent=respondent,
-            task=task,
-            alternative=profile,
-            chosen=chosen or "chosen",
-        )
-    if fmt == "wide":
-        return load_conjoint_wide(
-            path,
-            attributes,
-            respondent=respondent,
-            task=task,
-            choice=chosen or "choice",
-            alternatives=tuple(alternatives),
-        )
-    raise ValueError(f"--format must be 'long' or 'wide', got {fmt!r}")
+    columns = ColumnMap(fmt, respondent, task, profile, chosen, tuple(alternatives))
+    return load_choice_file(path, attributes, columns)
 
 
 def fit_model(kind: str, data: PreferenceData, **kw: Any) -> Any:

@@ -195,13 +195,58 @@ def _text_width(text: str, bold: bool = False) -> float:
     return len(text) * (6.9 if bold else 6.2)
 
 
+def _tidy_offsets(
+    visible: Sequence[int],
+    kids: dict[int, list[int]],
+    shut: set[int],
+    width: dict[int, float],
+    gap: float,
+) -> dict[int, float]:
+    """Tidy-tree placement (Reingold-Tilford with per-level contours, variable box widths).
+
+    Bottom-up, each subtree keeps its contour: per level below its root, the leftmost
+    and rightmost box edge relative to the root's centre. Siblings are placed left to
+    right, each pushed right just enough that at every level they share it clears the
+    siblings already placed by ``gap``; the parent is centred over its first and last
+    child. A narrow deep subtree thus tucks under a wide shallow neighbour instead of
+    getting a strip as wide as its widest level. Returns each child's centre offset from
+    its parent's centre.
+    """
+    contour: dict[int, list[tuple[float, float]]] = {}
+    rel: dict[int, float] = {}
+    for i in reversed(visible):  # children before parents
+        ch = [] if i in shut else kids[i]
+        half = width[i] / 2
+        if not ch:
+            contour[i] = [(-half, half)]
+            continue
+        merged = list(contour[ch[0]])
+        offs = [0.0]
+        for c in ch[1:]:
+            cc = contour[c]
+            shift = max(merged[d][1] - cc[d][0] for d in range(min(len(merged), len(cc))))
+            shift += gap
+            offs.append(shift)
+            for d, (lo, hi) in enumerate(cc):
+                if d < len(merged):
+                    merged[d] = (merged[d][0], hi + shift)
+                else:
+                    merged.append((lo + shift, hi + shift))
+        mid = (offs[0] + offs[-1]) / 2
+        for c, o in zip(ch, offs, strict=True):
+            rel[c] = o - mid
+        contour[i] = [(-half, half), *((lo - mid, hi - mid) for lo, hi in merged)]
+    return rel
+
+
 @dataclass(frozen=True)
 class TreeView:
     """A drawable tree: boxes with readable text, rendered to SVG, DOT or JSON.
 
-    Layout is computed here (a tidy top-down layout: each subtree gets the width of its
-    leaves, parents are centred above their children), so SVG and PNG need no Graphviz
-    program; the dashboard's interactive view lays out the same way in the browser.
+    Layout is computed here (a tidy tree, :func:`_tidy_offsets`: subtrees packed by their
+    per-level contours, parents centred above their children), so SVG and PNG need no
+    Graphviz program; the dashboard's interactive view lays out the same way in the
+    browser (``dashboard/static/tree_view.js``).
     """
 
     nodes: tuple[ViewNode, ...]
@@ -260,24 +305,22 @@ class TreeView:
         top = {0: 24.0 if self.title else 4.0}
         for lvl in range(1, max(level_h, default=0) + 1):
             top[lvl] = top[lvl - 1] + level_h[lvl - 1] + gap_y
-        span: dict[int, float] = {}
-        for i in reversed(visible):  # children before parents
-            ch = [] if i in shut else kids[i]
-            inner = sum(span[c] for c in ch) + gap_x * max(len(ch) - 1, 0)
-            span[i] = max(size[i][0], inner)
         out: dict[int, tuple[float, float, float, float, bool]] = {}
         if not visible:
             return out
-        pos = {visible[0]: 4.0}  # left edge of each subtree's span
+        rel = _tidy_offsets(visible, kids, shut, {i: size[i][0] for i in visible}, gap_x)
+        x_of = {visible[0]: 0.0}
+        for i in visible:  # parents before children
+            for c in [] if i in shut else kids[i]:
+                x_of[c] = x_of[i] + rel[c]
+        left = min(x_of[i] - size[i][0] / 2 for i in visible)
         for i in visible:
-            left = pos[i]
-            out[i] = (left + span[i] / 2, top[level_of[i]], *size[i], i in shut and bool(kids[i]))
-            ch = [] if i in shut else kids[i]
-            inner = sum(span[c] for c in ch) + gap_x * max(len(ch) - 1, 0)
-            x = left + (span[i] - inner) / 2
-            for c in ch:
-                pos[c] = x
-                x += span[c] + gap_x
+            out[i] = (
+                x_of[i] - left + 4.0,
+                top[level_of[i]],
+                *size[i],
+                i in shut and bool(kids[i]),
+            )
         return out
 
     # ---------------------------------------------------------------- renderers
@@ -664,8 +707,14 @@ def describe_hierarchy(h: UserItemHierarchy) -> str:
     return "\n".join(lines)
 
 
-def hierarchy_view(h: UserItemHierarchy) -> TreeView:
-    """The user tree with each user group's item tree hanging below its group box."""
+def hierarchy_view(h: UserItemHierarchy, max_named_items: int = 500) -> TreeView:
+    """The user tree with each user group's item tree hanging below its group box.
+
+    Item-tree leaves name the items the group compared, with the group's wins and losses
+    (as the Tree explorer's leaves, :func:`~pbo_core.explain.naming.item_names`), when the
+    group compared at most ``max_named_items`` items; larger groups (e.g. SwissMetro's
+    thousands of profiles) keep the counts only, so the page stays light.
+    """
     t = h.user_tree_
     nodes: list[ViewNode] = []
     next_id = 0
@@ -695,7 +744,7 @@ def hierarchy_view(h: UserItemHierarchy) -> TreeView:
                     depth=depth,
                 )
             )
-            sub = tree_view(model).nodes
+            sub = tree_view(model, **_group_items(h, leaf, model, max_named_items)).nodes
             base = next_id
             next_id += len(sub)
             ids = {n.id: base + k for k, n in enumerate(sub)}
@@ -738,6 +787,21 @@ def hierarchy_view(h: UserItemHierarchy) -> TreeView:
 
     add(0, -1, "", 0)
     return TreeView(tuple(nodes), "")
+
+
+def _group_items(h: UserItemHierarchy, leaf: int, model: DTSurrogate, limit: int) -> dict[str, Any]:
+    """``data=`` and ``item_names=`` of a group's item tree: the items the group compared."""
+    from pbo_core.explain.naming import item_names
+
+    pairs = getattr(h, "group_pairs_", {}).get(leaf)
+    study = getattr(h, "study_", None)
+    if pairs is None or study is None or len(np.unique(pairs)) > limit:
+        return {}
+    full = study.data
+    data = PreferenceData(
+        full.X, pairs, schema=model.schema_, items=full.items, item_ids=full.item_ids
+    ).select_pairs(np.ones(len(pairs), dtype=bool), drop_unused_items=True)
+    return {"data": data, "item_names": item_names(data)}
 
 
 def hierarchy_to_dot(h: UserItemHierarchy) -> str:

@@ -1,0 +1,61 @@
+"""``python -m pbo_core.experiments report``: a study's self-contained HTML report.
+
+Loads the study as every other command does (a registry key, or an analyst's own file
+through :func:`~pbo_core.experiments.studies.load_study_file`, the ``--data`` path of
+``conjoint-accuracy``) and writes :func:`pbo_core.explain.report.build_report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pbo_core.data import Study
+from pbo_core.experiments.studies import load_study_cached, load_study_file
+from pbo_core.explain.report import build_report, study_report
+
+
+def _study(args: argparse.Namespace) -> Study:
+    if getattr(args, "data", None):
+        if not args.attributes:
+            raise SystemExit("--data needs --attributes TABLE.json")
+        return load_study_file(
+            str(args.data),
+            args.format,
+            str(args.attributes),
+            respondent=args.respondent_col,
+            task=args.task_col,
+            profile=args.profile_col,
+            chosen=args.chosen_col,
+        )
+    if not args.study:
+        raise SystemExit("report needs --study KEY or --data PATH")
+    return load_study_cached(args.study, args.data_dir)
+
+
+def pick_respondent(study: Study, wanted: str | None) -> Any:
+    """The respondent whose id reads ``wanted`` (``None``: the report's default)."""
+    if wanted is None or study.data.respondent is None:
+        return None
+    for r in study.respondents():
+        if str(r) == str(wanted):
+            return r
+    first = ", ".join(map(str, study.respondents()[:5]))
+    raise SystemExit(f"no respondent {wanted!r} in {study.key} (respondents: {first}, ...)")
+
+
+def write_report(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
+    """Compute and write the report of ``args``; prints the file written."""
+    study = _study(args)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = "python -m pbo_core.experiments " + shlex.join(words)
+    parts = study_report(study, pick_respondent(study, args.respondent), commands=[command])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(build_report(parts), encoding="utf-8")
+    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB)", file=sys.stderr)
+    return 0

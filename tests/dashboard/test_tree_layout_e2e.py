@@ -1,0 +1,77 @@
+"""The browser lays the tree out as the Python export does (tidy tree), and the PMR demo
+tree's Fit overview is photographed for the docs. Skipped without Playwright/Chromium."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
+TREE_FRAME = 'iframe[srcdoc*="tree-data"]'
+
+
+def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
+    from data_loaders.registry import load_study
+    from pbo_core.explain import tree_view
+    from pbo_core.explain.naming import item_names
+    from pbo_core.models.dt import DTSurrogate
+
+    study = load_study("pmr-demo")
+    model = DTSurrogate().fit(study.data)
+    view = tree_view(model, data=study.data, item_names=item_names(study.data))
+    depth = min(int(model.tree_.max_depth), 6)  # the Tree explorer's default depth shown
+    shown = depth if depth < int(model.tree_.max_depth) else None
+    expected = view.layout(max_depth=shown)
+    work = tmp_path / "work"
+    work.mkdir()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            pg = browser.new_context(viewport={"width": 1400, "height": 1700}).new_page()
+            pg.set_default_timeout(180_000)
+            with streamlit_server(work) as url:
+                pg.goto(f"{url}/tree_explorer")
+                wait_until_idle(pg)
+                box = pg.locator('[data-testid="stSelectbox"]', has_text="Study").first
+                box.click()
+                pg.get_by_role("option", name="Patient message triage (demo)").click()
+                wait_until_idle(pg)
+                frame = pg.frame_locator(TREE_FRAME).first
+                sync_api.expect(frame.locator("#tree-svg")).to_contain_text(
+                    "Patient message triage", timeout=120_000
+                )
+                rects = frame.locator("g.node > rect")
+                ids = frame.locator("g.node")
+                got = {}
+                for k in range(ids.count()):
+                    i = int(ids.nth(k).get_attribute("data-id") or -1)
+                    r = rects.nth(k)
+                    x, w = float(r.get_attribute("x") or 0), float(r.get_attribute("width") or 0)
+                    got[i] = x + w / 2
+                assert set(got) == set(expected)
+                # the title line shifts the Python layout's tops only; x must agree
+                for i, (x, *_rest) in expected.items():
+                    assert got[i] == pytest.approx(x, abs=0.5), i
+                frame.get_by_role("button", name="Fit").click()
+                pg.wait_for_timeout(800)
+                zoom = frame.locator("#tree-zoom").inner_text()
+                print("Fit overview zoom:", zoom)
+                shot = tmp_path / "tree_fit_overview.png"
+                pg.screenshot(path=str(shot))
+                if os.environ.get("DTPBO_UPDATE_SCREENSHOTS") == "1":
+                    target = ROOT / "dashboard" / "screenshots" / "tree_fit_overview.png"
+                    pg.screenshot(path=str(target))
+        finally:
+            browser.close()
