@@ -68,6 +68,8 @@ METHODS: dict[str, Callable[..., Strategy]] = {
         **kw,
     ),
     "gp-fixed20": lambda **kw: GPStrategy(kappasharp="fixed20", name="gp-fixed20", **kw),
+    # connected querying (Xu et al. 2024; KappaSharp Table 5): one side is x_{t-1}
+    "gp-connected": lambda **kw: GPStrategy(connected=True, name="gp-connected", **kw),
     "gp-ks-jitter": lambda **kw: GPStrategy(kappasharp="jitter", name="gp-ks-jitter", **kw),
     "gp-ks-diagonal": lambda **kw: GPStrategy(kappasharp="diagonal", name="gp-ks-diagonal", **kw),
     "gp-ks-metriconly": lambda **kw: GPStrategy(
