@@ -120,6 +120,9 @@ def run_cell(cell: Cell, callback: Callable[[int, RunResult], None] | None = Non
     for key in ("ratio", "max_depth", "ks_tau", "ks_alpha", "eubo", "botorch_priors"):
         if cell.get(key) is not None:
             df[key] = cell[key]
+    failures = getattr(strategy, "fit_failures_", None)
+    if failures is not None:  # BoTorch fits that failed (the model kept its initial values)
+        df["fit_failures"] = len(failures)
     trace = getattr(strategy, "activation_trace", None)
     if callable(trace):
         rec = trace()

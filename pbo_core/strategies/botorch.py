@@ -95,6 +95,30 @@ def _covar_module_06(dim: int) -> Any:
     ).to(torch.float64)
 
 
+class _BotorchDebugLog(logging.Handler):
+    """Collects the DEBUG messages of BoTorch's fit attempts while the context is open."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if msg.startswith("Fit attempt"):
+            self.messages.append(msg[:400])
+
+    def __enter__(self) -> _BotorchDebugLog:
+        self._logger = logging.getLogger("botorch")
+        self._level = self._logger.level
+        self._logger.addHandler(self)
+        self._logger.setLevel(logging.DEBUG)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self)
+        self._logger.setLevel(self._level)
+
+
 class BotorchStrategy:
     """PairwiseGP (Laplace, scaled RBF) and analytic EUBO, optionally with KappaSharp.
 
@@ -191,7 +215,7 @@ class BotorchStrategy:
             X, comp, covar_module=covar, input_transform=Normalize(d=d, bounds=self._bounds)
         )
         mll = PairwiseLaplaceMarginalLogLikelihood(model.likelihood, model)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _BotorchDebugLog() as attempts:
             # BoTorch reports every jitter it adds and every ABNORMAL L-BFGS exit; in a
             # benchmark loop those thousands of lines hide everything else
             warnings.simplefilter("ignore")
@@ -199,6 +223,8 @@ class BotorchStrategy:
                 fit_gpytorch_mll(mll)
             except Exception as exc:  # BoTorch restores the initial hyperparameters
                 reason = f"{type(exc).__name__}: {exc}"
+                if attempts.messages:  # why the attempts failed (BoTorch logs it at DEBUG)
+                    reason += " Last attempt: " + " ".join(attempts.messages[-1].split())
                 self.fit_failures_.append({"n_pairs": data.n_pairs, "reason": reason})
                 logger.warning(
                     "%s: fit failed at %d comparisons (%s)", self.name, data.n_pairs, reason
