@@ -4,7 +4,6 @@ Skipped unless the ``bench`` extra (torch + botorch) is installed (CI installs i
 """
 
 import logging
-
 import os
 
 import numpy as np
@@ -19,10 +18,10 @@ else:
     torch = pytest.importorskip("torch")
     pytest.importorskip("botorch")
 
-from pbo_core.data import PreferenceData, Schema  # noqa: E402
-from pbo_core.models.gp.kappasharp import condition_number, correction  # noqa: E402
-from pbo_core.strategies.botorch import BotorchStrategy  # noqa: E402
-from pbo_core.strategies.registry import make_strategy  # noqa: E402
+from pbo_core.data import PreferenceData, Schema
+from pbo_core.models.gp.kappasharp import condition_number, correction
+from pbo_core.strategies.botorch import BotorchStrategy
+from pbo_core.strategies.registry import make_strategy
 
 
 def _data(seed: int = 0, n: int = 16, m: int = 14, d: int = 3) -> PreferenceData:
@@ -47,7 +46,8 @@ def test_06_priors_are_botorch_06_defaults() -> None:
     assert (float(box.a), float(box.b)) == (1.0, 4.0)
     cur = BotorchStrategy(priors="current")
     cur.fit(_data())
-    assert float(cur.model.covar_module.base_kernel.lengthscale_prior.concentration) == pytest.approx(2.4)
+    cur_prior = cur.model.covar_module.base_kernel.lengthscale_prior
+    assert float(cur_prior.concentration) == pytest.approx(2.4)
     with pytest.raises(ValueError, match="priors"):
         BotorchStrategy(priors="0.5")
 
