@@ -110,6 +110,10 @@ class _BotorchDebugLog(logging.Handler):
     def __enter__(self) -> _BotorchDebugLog:
         self._logger = logging.getLogger("botorch")
         self._level = self._logger.level
+        # BoTorch's own handlers keep printing only what they printed before
+        self._others = [(h, h.level) for h in self._logger.handlers]
+        for h, lvl in self._others:
+            h.setLevel(max(lvl, self._logger.getEffectiveLevel()))
         self._logger.addHandler(self)
         self._logger.setLevel(logging.DEBUG)
         return self
@@ -117,6 +121,8 @@ class _BotorchDebugLog(logging.Handler):
     def __exit__(self, *exc: object) -> None:
         self._logger.removeHandler(self)
         self._logger.setLevel(self._level)
+        for h, lvl in self._others:
+            h.setLevel(lvl)
 
 
 class BotorchStrategy:
