@@ -317,7 +317,7 @@ if tab_run.open:
             format_func=_function_label,
             key="cv_r_fn",
         )
-        methods = [m for m in METHODS if m != "botorch-gp"]
+        methods = [m for m in METHODS if not m.startswith("botorch")]
         chosen = c2.multiselect("Methods", methods, default=["dt", "gp"], key="cv_r_methods")
         c1, c2, c3 = st.columns(3)
         seeds = c1.slider("Seeds", 1, 10, 3, key="cv_r_seeds")

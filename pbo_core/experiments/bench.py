@@ -47,7 +47,16 @@ __all__ = [
 #: ``ratio`` / ``max_depth``: DT surrogate (F.4 / F.7); ``dim``: function dimension (F.5);
 #: ``ks_tau`` / ``ks_alpha``: KappaSharp threshold and calibration exponent; ``eubo``:
 #: ``"paper"`` for KappaSharp's EUBO optimiser settings (4 restarts, 32 raw samples).
-SWEEP_PARAMS = ("dim", "noise", "ratio", "max_depth", "ks_tau", "ks_alpha", "eubo")
+SWEEP_PARAMS = (
+    "dim",
+    "noise",
+    "ratio",
+    "max_depth",
+    "ks_tau",
+    "ks_alpha",
+    "eubo",
+    "botorch_priors",
+)
 
 #: Strategy options taken from a cell (cell key -> :func:`make_strategy` keyword).
 _STRATEGY_OPTIONS = {
@@ -56,6 +65,7 @@ _STRATEGY_OPTIONS = {
     "ks_tau": "tau",
     "ks_alpha": "alpha",
     "eubo": "eubo",
+    "botorch_priors": "priors",
 }
 
 
@@ -107,9 +117,12 @@ def run_cell(cell: Cell, callback: Callable[[int, RunResult], None] | None = Non
     df["init"] = str(cell.get("init", "lhs"))
     df["iters"] = int(cell["iters"])
     df["n_init"] = int(cell["n_init"])
-    for key in ("ratio", "max_depth", "ks_tau", "ks_alpha", "eubo"):
+    for key in ("ratio", "max_depth", "ks_tau", "ks_alpha", "eubo", "botorch_priors"):
         if cell.get(key) is not None:
             df[key] = cell[key]
+    failures = getattr(strategy, "fit_failures_", None)
+    if failures is not None:  # BoTorch fits that failed (the model kept its initial values)
+        df["fit_failures"] = len(failures)
     trace = getattr(strategy, "activation_trace", None)
     if callable(trace):
         rec = trace()
@@ -404,6 +417,14 @@ def build_parser() -> argparse.ArgumentParser:
         "default) or paper (KappaSharp App. G.2: 32 raw samples, 4 restarts)",
     )
     p.add_argument(
+        "--botorch-priors",
+        choices=("current", "0.6"),
+        default=None,
+        help="PairwiseGP hyperparameter priors of the botorch-gp* methods: current (the "
+        "installed BoTorch's defaults; default) or 0.6 (BoTorch 0.6.x: lengthscale "
+        "Gamma(1.2, 0.5) from 0.4, outputscale SmoothedBox(1, 4); the KappaSharp paper's stack)",
+    )
+    p.add_argument(
         "--init",
         default="lhs",
         help="initial design: lhs (--n-init Latin-hypercube pairs; DT-PBO) or the KappaSharp "
@@ -463,6 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sweeps[key] = _grid(text, conv, "--" + key.replace("_", "-"))
     if args.eubo is not None:
         sweeps["eubo"] = [args.eubo]
+    if args.botorch_priors is not None:
+        sweeps["botorch_priors"] = [args.botorch_priors]
     _check_options(functions, methods, sweeps)
     combos = [dict(zip(sweeps, vals, strict=True)) for vals in product(*sweeps.values())]
     cells = [
@@ -514,6 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 _DT_OPTIONS = ("ratio", "max_depth")
 _GP_OPTIONS = ("ks_tau", "ks_alpha", "eubo")
+_BOTORCH_OPTIONS = ("botorch_priors",)
 
 
 def _applies(key: str, method: str) -> bool:
@@ -521,14 +545,17 @@ def _applies(key: str, method: str) -> bool:
     if key in _DT_OPTIONS:
         return method.startswith("dt")
     if key in _GP_OPTIONS:
-        return method.startswith("gp")
+        return method.startswith("gp") or (key != "eubo" and method.startswith("botorch"))
+    if key in _BOTORCH_OPTIONS:
+        return method.startswith("botorch")
     return True
 
 
 def _check_options(functions: list[str], methods: list[str], sweeps: dict[str, list]) -> None:
     for key in sweeps:
-        if key in _DT_OPTIONS + _GP_OPTIONS and not any(_applies(key, m) for m in methods):
-            kind = "dt" if key in _DT_OPTIONS else "gp"
+        options = _DT_OPTIONS + _GP_OPTIONS + _BOTORCH_OPTIONS
+        if key in options and not any(_applies(key, m) for m in methods):
+            kind = "dt" if key in _DT_OPTIONS else ("botorch" if key in _BOTORCH_OPTIONS else "gp")
             raise SystemExit(f"--{key.replace('_', '-')} applies only to {kind} methods")
     for d in sweeps.get("dim", []):
         for fn in functions:

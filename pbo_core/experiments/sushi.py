@@ -45,6 +45,8 @@ def sushi_pbo_cell(cell: Cell) -> pd.DataFrame:
                 "question": int(cell["n_init"]) + step,
                 "rho_regret": rho_regret(order, scores),
                 "top1_error": top1_rank_error(int(order[0]), scores),
+                # other items predicted exactly as good as the favourite (a tree's leaf)
+                "top1_ties": int(np.sum(scores == scores[int(order[0])]) - 1),
                 "time_s": float(res.time[step]),
             }
         )
@@ -67,4 +69,15 @@ def summarize_sushi_pbo(rows: pd.DataFrame, found_at: int = 9) -> dict[str, Any]
                 float((at["top1_error"] == 0).mean()) if len(at) else None
             ),
         }
+        if "top1_ties" in g:
+            # "found" read three ways per question: jointly first (ties allowed, the
+            # share above), alone first, and first after a random tie-break (1 / (1 + ties))
+            first = g["top1_error"] == 0
+            alone = first & (g["top1_ties"] == 0)
+            drawn = first / (1.0 + g["top1_ties"])
+            out["methods"][method].update(
+                share_first_joint=[float(v) for v in first.groupby(g["question"]).mean()],
+                share_first_alone=[float(v) for v in alone.groupby(g["question"]).mean()],
+                share_first_random_tiebreak=[float(v) for v in drawn.groupby(g["question"]).mean()],
+            )
     return out

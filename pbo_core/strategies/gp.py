@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import minimize
 
 from pbo_core.acquisition.eubo import eubo
-from pbo_core.acquisition.gp import gp_pair_eubo, maximize_gp_eubo
+from pbo_core.acquisition.gp import eubo_value_and_grad, gp_pair_eubo, maximize_gp_eubo
 from pbo_core.data import PreferenceData
 from pbo_core.models.gp import GPSurrogate, KappaSharpMode
 from pbo_core.strategies.base import LoopState, QuerySide
@@ -21,6 +22,11 @@ class GPStrategy:
     current recommendation, then L-BFGS-B with the analytic gradient). Schemas with
     integer-coded or categorical columns use candidate search only, in the schema space.
 
+    With ``connected=True`` (connected querying, Xu et al. 2024, as KappaSharp's Sec. 6
+    baseline runs it: ``x'_t = x_{t-1}``), one side of every query is the previous query's
+    new point (after the initial design: the last item added) and EUBO chooses only the
+    other side, so the comparison graph stays one chain.
+
     Parameters
     ----------
     kappasharp
@@ -34,6 +40,8 @@ class GPStrategy:
         ``optimize_acqf`` (overrides ``n_raw`` and ``n_restarts``).
     tau, alpha
         KappaSharp activation threshold and calibration exponent (``None``: 0.30, 0.1).
+    connected
+        Connected querying (see above).
     name
         Method name stored in results.
     **gp_kwargs
@@ -51,6 +59,7 @@ class GPStrategy:
         eubo: str = "ours",
         tau: float | None = None,
         alpha: float | None = None,
+        connected: bool = False,
         **gp_kwargs: object,
     ) -> None:
         if eubo not in ("ours", "paper"):
@@ -64,6 +73,8 @@ class GPStrategy:
         self.n_raw, self.n_restarts = (32, 4) if eubo == "paper" else (n_raw, n_restarts)
         self.name = name
         self.n_leaves = 0
+        self.connected = connected
+        self._previous: int | None = None
 
     def activation_trace(self) -> list[dict]:
         """KappaSharp's record per fit (step, decisiveness, EMA, active, eta); ``[]`` if off."""
@@ -79,6 +90,8 @@ class GPStrategy:
 
     def propose(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
         """The EUBO-maximising comparison."""
+        if self.connected:
+            return self._propose_connected(state, rng)
         m = self.model
         if state.problem.finite:
             X = state.data.X
@@ -120,3 +133,57 @@ class GPStrategy:
         if len(anchors) and np.allclose(zb, anchors[0], atol=1e-9):
             return xa, state.recommendation
         return xa, xb
+
+    def _propose_connected(
+        self, state: LoopState, rng: np.random.Generator
+    ) -> tuple[QuerySide, QuerySide]:
+        """``(x_{t-1}, argmax_x EUBO(x_{t-1}, x))``: one side is the previous query point."""
+        m = self.model
+        prev = state.data.n_items - 1 if self._previous is None else self._previous
+        X = state.data.X
+        if state.problem.finite:
+            mean, cov = m.posterior(X)
+            v = np.diag(cov)
+            others = np.array(
+                [
+                    j
+                    for j in range(len(X))
+                    if j != prev and (min(prev, j), max(prev, j)) not in state.asked_pairs
+                ]
+                or [j for j in range(len(X)) if j != prev]
+            )
+            vals = eubo(mean[prev], mean[others], v[prev], v[others], cov[prev, others])
+            j = int(others[int(np.argmax(vals))])
+            self._previous = j
+            return prev, j
+        schema = state.problem.schema
+        enc = m.encoder_
+        za = enc(X[[prev]])
+        if schema.is_integer.any() or schema.is_categorical.any():
+            b = schema.bounds
+            cand = b[:, 0] + (b[:, 1] - b[:, 0]) * rng.random((self.n_raw, len(b)))
+            isint = schema.is_integer
+            cand[:, isint] = np.round(cand[:, isint])
+            vals = gp_pair_eubo(m, np.repeat(za, len(cand), axis=0), enc(cand))
+            self._previous = state.data.n_items
+            return prev, cand[int(np.argmax(vals))]
+        p = za.shape[1]
+        B = rng.random((self.n_raw, p))
+        vals = gp_pair_eubo(m, np.repeat(za, self.n_raw, axis=0), B)
+        za = za[0]
+
+        def neg(zb: np.ndarray) -> tuple[float, np.ndarray]:
+            val, g = eubo_value_and_grad(m, za, zb)
+            return -val, -g[p:]
+
+        best_z, best_v = B[int(np.argmax(vals))], float(np.max(vals))
+        for k in np.argsort(-vals)[: self.n_restarts]:
+            res = minimize(neg, B[k], jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * p)
+            if (
+                np.all(np.isfinite(res.x))
+                and np.max(np.abs(res.x - za)) > 1e-4
+                and -res.fun > best_v
+            ):
+                best_z, best_v = res.x.copy(), float(-res.fun)
+        self._previous = state.data.n_items  # the new point gets the next index
+        return prev, enc.from_unit(best_z)

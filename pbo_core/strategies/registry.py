@@ -17,16 +17,20 @@ from pbo_core.strategies.gp import GPStrategy
 __all__ = ["METHODS", "SUSHI_METHODS", "make_strategy"]
 
 
-def _botorch_strategy() -> Strategy:
-    # delayed import: BotorchStrategy pulls in torch and botorch (optional bench extra)
-    from pbo_core.strategies.botorch import BotorchStrategy
+def _botorch(name: str, kappasharp: str = "off") -> Callable[..., Strategy]:
+    def factory(**kw: object) -> Strategy:
+        # delayed import: BotorchStrategy pulls in torch and botorch (optional bench extra)
+        from pbo_core.strategies.botorch import BotorchStrategy
 
-    return BotorchStrategy()
+        return BotorchStrategy(name=name, kappasharp=kappasharp, **kw)  # type: ignore[arg-type]
+
+    return factory
 
 
 #: Named methods: name -> factory. Factories take keyword options: the DT methods
 #: ``DTSurrogate`` options (``ratio``, ``max_depth``), the GP methods ``eubo``, ``tau``,
-#: ``alpha`` (see :class:`~pbo_core.strategies.gp.GPStrategy`).
+#: ``alpha`` (see :class:`~pbo_core.strategies.gp.GPStrategy`), the ``botorch-gp*``
+#: methods ``priors``, ``tau``, ``alpha`` (:class:`~pbo_core.strategies.botorch.BotorchStrategy`).
 METHODS: dict[str, Callable[..., Strategy]] = {
     "dt": lambda **kw: DTStrategy(within="auto", name="dt", **kw),
     "dt-literal": lambda **kw: DTStrategy(within="none", name="dt-literal", ties="first", **kw),
@@ -64,13 +68,19 @@ METHODS: dict[str, Callable[..., Strategy]] = {
         **kw,
     ),
     "gp-fixed20": lambda **kw: GPStrategy(kappasharp="fixed20", name="gp-fixed20", **kw),
+    # connected querying (Xu et al. 2024; KappaSharp Table 5): one side is x_{t-1}
+    "gp-connected": lambda **kw: GPStrategy(connected=True, name="gp-connected", **kw),
     "gp-ks-jitter": lambda **kw: GPStrategy(kappasharp="jitter", name="gp-ks-jitter", **kw),
     "gp-ks-diagonal": lambda **kw: GPStrategy(kappasharp="diagonal", name="gp-ks-diagonal", **kw),
     "gp-ks-metriconly": lambda **kw: GPStrategy(
         kappasharp="metriconly", name="gp-ks-metriconly", **kw
     ),
     "gp-ks-covonly": lambda **kw: GPStrategy(kappasharp="covonly", name="gp-ks-covonly", **kw),
-    "botorch-gp": _botorch_strategy,
+    # BoTorch's PairwiseGP (bench extra); option ``priors`` = "current" | "0.6"
+    "botorch-gp": _botorch("botorch-gp"),
+    "botorch-gp-ks-static": _botorch("botorch-gp-ks-static", "static"),
+    "botorch-gp-ks-adaptive": _botorch("botorch-gp-ks-adaptive", "adaptive"),
+    "botorch-gp-fixed20": _botorch("botorch-gp-fixed20", "fixed20"),
 }
 
 #: The methods of the Sushi PBO experiment (Fig. 3/7).

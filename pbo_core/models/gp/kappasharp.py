@@ -120,6 +120,42 @@ def calibrate_eta(
     return None, k0, k0
 
 
+def mode_correction(
+    mode: str, H: np.ndarray, prior_precision_diag: np.ndarray, alpha: float = ALPHA
+) -> tuple[np.ndarray | None, float | None, float, float]:
+    """The diagonal ``R`` a mode adds, from ``eta*`` calibrated on ``H`` (Eq. 9, Eq. 10).
+
+    Shared by our GP and the BoTorch reference (:mod:`pbo_core.strategies.botorch`).
+
+    Parameters
+    ----------
+    mode
+        A KappaSharp mode (``"jitter"``: ``c I`` with the trace of ``R(eta*)``;
+        ``"diagonal"``: ``eta* I``; every other mode: ``R(eta*)`` of Eq. 9).
+    H
+        Posterior Hessian ``K^-1 + W`` at the plain MAP, ``(n, n)``.
+    prior_precision_diag
+        ``a_i = (K^-1)_ii``.
+    alpha
+        Calibration exponent of Eq. 10.
+
+    Returns
+    -------
+    R, eta, kappa_before, kappa_after
+        ``R`` and ``eta`` are ``None`` when no grid value reaches the target.
+    """
+    a = np.asarray(prior_precision_diag, dtype=float)
+    eta, k0, k1 = calibrate_eta(H, a, alpha=alpha)
+    if eta is None:
+        return None, None, k0, k1
+    R = correction(a, eta)
+    if mode == "jitter":
+        R = np.full_like(R, R.mean())  # c I with tr(c I) = tr R(eta*)
+    elif mode == "diagonal":
+        R = np.full_like(R, eta)
+    return R, eta, k0, k1
+
+
 def decisiveness(mean_diff: float, var_diff: float, noise_var: float = MODEL_NOISE_VAR) -> float:
     """``s = 1 - H(p) / log 2`` with ``p = Phi(|mean_diff| / sqrt(var_diff + noise_var))``.
 
@@ -340,16 +376,10 @@ def kappasharp_step(
     if not active:
         return KappaSharpStep(False, None, None, record)
     W, H = hessians()
-    a = np.diag(H) - np.diag(W)  # prior precisions (K^-1)_ii
-    eta, k0, k1 = calibrate_eta(H, a, alpha=alpha)
+    R, eta, k0, k1 = mode_correction(mode, H, np.diag(H) - np.diag(W), alpha=alpha)
     record.update(kappa_before=k0, kappa_after=k1, eta=eta)
-    if eta is None:
+    if R is None:
         return KappaSharpStep(False, None, None, record)
-    R = correction(a, eta)
-    if mode == "jitter":
-        R = np.full_like(R, R.mean())  # c I with tr(c I) = tr R(eta*)
-    elif mode == "diagonal":
-        R = np.full_like(R, eta)
     try:
         if mode == "covonly":
             state = covonly_state(K, plain, R)
