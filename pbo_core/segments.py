@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
 from typing import Any, Literal
 
@@ -63,6 +64,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from scipy.special import expit
+from threadpoolctl import ThreadpoolController
 
 from pbo_core.data import Schema, Study
 from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
@@ -101,6 +103,12 @@ ALPHAS_INTERACTION: np.ndarray = np.logspace(4, 0, 9)
 #: Personal strengths ``rho`` of Eq. 6 searched by CV, strongest first.
 RHOS: np.ndarray = np.logspace(3, -2, 11)
 _BATCH_CELLS = 3_000_000
+
+
+@lru_cache(maxsize=1)
+def _threadpools() -> ThreadpoolController:
+    """BLAS controller: the fits solve small systems, where threads only contend."""
+    return ThreadpoolController()
 
 
 # ----------------------------------------------------------------------------- arrays
@@ -216,7 +224,7 @@ def _kron_newton(
     max_iter: int = 50,
     tol: float = 1e-8,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """MAP and Hessian of the Eq. 3 logit, ``z_i = d_i^T B x_{u(i)}``, prior ``N(0, diag(prec)^-1)``.
+    """MAP and Hessian of the Eq. 3 logit ``z_i = d_i^T B x_u(i)``, prior ``N(0, diag(prec)^-1)``.
 
     ``Dp`` ``(R, m, p)``: every respondent's difference rows, padded (weight 0 in ``Wp``);
     ``X1`` ``(R, 1 + q)``. The comparison row is ``kron(d_i, x_u)``, so the Hessian is
@@ -350,7 +358,10 @@ class CovariateLogit:
 
     def fit(self, arr: CohortArrays, users: np.ndarray) -> CovariateLogit:
         """Fit on the respondents at positions ``users``."""
-        users = np.asarray(users, dtype=np.int64)
+        with _threadpools().limit(limits=1, user_api="blas"):  # small solves: no threads
+            return self._fit(arr, np.asarray(users, dtype=np.int64))
+
+    def _fit(self, arr: CohortArrays, users: np.ndarray) -> CovariateLogit:
         Dp, Wp = _padded(arr, users)
         X1 = np.hstack([np.ones((len(users), 1)), arr.Xu[users]])
         p = Dp.shape[2]
@@ -496,15 +507,23 @@ def grow_instability_tree(
                 M = np.zeros((len(idx), d.shape[1], d.shape[1]))
                 np.add.at(M, local, (e * (1 - e))[:, None, None] * d[:, :, None] * d[:, None, :])
                 best = _best_split(
-                    arr.U[idx, c], s, M, bool(is_cat[c]), c, min_users_leaf, max_exhaustive,
+                    arr.U[idx, c],
+                    s,
+                    M,
+                    bool(is_cat[c]),
+                    c,
+                    min_users_leaf,
+                    max_exhaustive,
                     -neg_stat,
                 )
         if best is None:
             tree.leaf_of_node[node] = len(tree.leaf_of_node)
             continue
         col = arr.U[idx, best.column]
-        right = np.isin(col.astype(int), list(best.right)) if is_cat[best.column] else (
-            col >= best.threshold
+        right = (
+            np.isin(col.astype(int), list(best.right))
+            if is_cat[best.column]
+            else (col >= best.threshold)
         )
         tree.split[node] = best
         a = new(int((~right).sum()), tree.depth[node] + 1)
@@ -614,9 +633,14 @@ class SegmentLogitHierarchy:
     def fixed(self) -> SegmentLogitHierarchy:
         """Unfitted copy with ``shrinkage`` fixed at the chosen value (Eq. 6 CV)."""
         out = SegmentLogitHierarchy(
-            split=self.split, max_depth=self.max_depth, min_users_leaf=self.min_users_leaf,
-            alpha=self.alpha, shrinkage=self.shrinkage_, split_columns=self.split_columns,
-            n_folds=self.n_folds, seed=self.seed,
+            split=self.split,
+            max_depth=self.max_depth,
+            min_users_leaf=self.min_users_leaf,
+            alpha=self.alpha,
+            shrinkage=self.shrinkage_,
+            split_columns=self.split_columns,
+            n_folds=self.n_folds,
+            seed=self.seed,
         )
         out.study_ = self.study_
         return out
@@ -629,8 +653,13 @@ class SegmentLogitHierarchy:
     def _tree(self, arr: CohortArrays, users: np.ndarray, prec: np.ndarray) -> UserTree:
         if self.split == "instability":
             return grow_instability_tree(
-                arr, users, prec, np.zeros_like(prec), max_depth=self.max_depth,
-                min_users_leaf=self.min_users_leaf, alpha=self.alpha,
+                arr,
+                users,
+                prec,
+                np.zeros_like(prec),
+                max_depth=self.max_depth,
+                min_users_leaf=self.min_users_leaf,
+                alpha=self.alpha,
                 columns=self._columns(arr),
             )
         if self.split != "consistency":
@@ -640,8 +669,11 @@ class SegmentLogitHierarchy:
         D = split_counts(self.study_, users, None)
         cols = self._columns(arr)
         tree = grow_user_tree(
-            arr.U[np.ix_(users, cols)], D, arr.user_schema.is_categorical[cols],
-            max_depth=self.max_depth, min_users_leaf=self.min_users_leaf,
+            arr.U[np.ix_(users, cols)],
+            D,
+            arr.user_schema.is_categorical[cols],
+            max_depth=self.max_depth,
+            min_users_leaf=self.min_users_leaf,
         )
         for sp in tree.split:  # back to columns of the full encoded user matrix
             if sp is not None:
@@ -652,6 +684,12 @@ class SegmentLogitHierarchy:
         self, arr: CohortArrays, users: np.ndarray, study: Study | None = None
     ) -> SegmentLogitHierarchy:
         """Grow the user tree and fit the segment logits on respondents ``users``."""
+        with _threadpools().limit(limits=1, user_api="blas"):  # small solves: no threads
+            return self._fit(arr, users, study)
+
+    def _fit(
+        self, arr: CohortArrays, users: np.ndarray, study: Study | None
+    ) -> SegmentLogitHierarchy:
         if study is not None:
             self.study_ = study
         users = np.sort(np.asarray(users, dtype=np.int64))
@@ -673,7 +711,9 @@ class SegmentLogitHierarchy:
             fold_of[users] = folds
             f = fold_of[arr.user[m]]
             K, A = int(folds.max()) + 1, len(ALPHAS)
-            mus = [PooledLogit(self.pooled_.alpha_).fit(arr, users[folds != k]).coef_ for k in range(K)]
+            mus = [
+                PooledLogit(self.pooled_.alpha_).fit(arr, users[folds != k]).coef_ for k in range(K)
+            ]
             P = np.tile(ALPHAS[:, None] * scale**2, (K, 1))
             Mu = np.repeat(np.stack(mus), A, axis=0)
             loss = np.zeros(A)
@@ -767,9 +807,14 @@ class PersonalLogit:
         """Variant name of the centre model."""
         return str(self.centre.name)
 
-    def fit(self, arr: CohortArrays, users: np.ndarray, study: Study | None = None) -> PersonalLogit:
+    def fit(
+        self, arr: CohortArrays, users: np.ndarray, study: Study | None = None
+    ) -> PersonalLogit:
         """Fit the centre on ``users`` and choose ``rho`` by respondent-fold CV (Eq. 6)."""
-        users = np.sort(np.asarray(users, dtype=np.int64))
+        with _threadpools().limit(limits=1, user_api="blas"):  # small solves: no threads
+            return self._fit(arr, np.sort(np.asarray(users, dtype=np.int64)), study)
+
+    def _fit(self, arr: CohortArrays, users: np.ndarray, study: Study | None) -> PersonalLogit:
         kw = {"study": study} if isinstance(self.centre, SegmentLogitHierarchy) else {}
         self.centre_ = self.centre.fit(arr, users, **kw)
         self.scale_ = _scale(arr.d[arr.pair_mask(users)])
@@ -821,9 +866,7 @@ class PersonalLogit:
             loss[a] = float((T * link_nll(z, "logit")).sum())
         return loss
 
-    def coefficients(
-        self, arr: CohortArrays, user: int, own: Sequence[np.ndarray]
-    ) -> np.ndarray:
+    def coefficients(self, arr: CohortArrays, user: int, own: Sequence[np.ndarray]) -> np.ndarray:
         """``(len(own), p)`` MAPs of Eq. 6 for respondent position ``user``; ``own[k]`` are
         difference rows of the answers seen so far (empty rows: the cold start)."""
         c = self.centre_.centres(arr, np.array([user]))[0]

@@ -13,7 +13,14 @@ first need into the per-user data folder), ``elicitation``, ``sessions`` (the SQ
 of elicitation sessions and sidebar paths) and ``pmr``.
 """
 
-from dashboard._services.analyses import evidence, hierarchy, sensitivity, user_groups
+from dashboard._services.analyses import (
+    cold_start_table,
+    evidence,
+    hierarchy,
+    segments,
+    sensitivity,
+    user_groups,
+)
 from dashboard._services.elicitation import (
     Wording,
     attribute_summary,
@@ -106,6 +113,7 @@ __all__ = [
     "cached_extractions",
     "chart_templates",
     "chosen_respondent",
+    "cold_start_table",
     "data_item_names",
     "data_paths",
     "dataset_of",
@@ -144,6 +152,7 @@ __all__ = [
     "result_folders",
     "result_kind",
     "results_home",
+    "segments",
     "sensitivity",
     "session_items",
     "session_items_table",

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from threadpoolctl import threadpool_limits
 
 from pbo_core.experiments.rho_regret import mean_ci
