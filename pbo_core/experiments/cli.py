@@ -94,6 +94,7 @@ from pbo_core.experiments.cohorts import (
     segment_report,
     summarize_hierarchy,
     summarize_swissmetro_cohorts,
+    sushi_cold_start,
     swissmetro_cell_grid,
     swissmetro_cohort_cell,
     swissmetro_study,
@@ -434,6 +435,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     elif cmd == "hierarchy":
         summary = summarize_hierarchy(rows)
+        # the user-covariate Bradley-Terry models beside the hierarchy (cold start)
+        summary["cold_start_baselines"] = sushi_cold_start(
+            args.dataset, args.users, args.seed, args.data_dir, args.max_depth
+        )
     else:
         table = summarize_sensitivity(rows)
         if not args.quiet:
