@@ -780,14 +780,15 @@ class SegmentLogitHierarchy:
         rows = []
         for g, who in sorted(self.segment_paths().items()):
             row: dict[str, Any] = {"segment": g, "respondents": int(self.segment_users_[g])}
-            row["who"] = who
-            for j, col in enumerate(design.columns):
-                unit = f" per {col.unit}" if col.unit else ""
-                row[f"{col.label}{unit}"] = float(self.segment_coef_[g, j])
             if it >= 0 and ic >= 0:
                 v, se = value_of_time(self.segment_coef_[g], self.segment_cov_[g], it, ic)
                 row["value of time (CHF/h)"] = v
                 row["VOT 95% CI"] = f"[{v - 1.96 * se:.0f}, {v + 1.96 * se:.0f}]"
+            for j in sorted(range(len(design.columns)), key=lambda j: j not in (it, ic)):
+                col = design.columns[j]
+                unit = f" per {col.unit}" if col.unit else ""
+                row[f"{col.label}{unit}"] = float(self.segment_coef_[g, j])
+            row["who"] = who
             rows.append(row)
         return pd.DataFrame(rows)
 
