@@ -252,6 +252,30 @@ def grow_user_tree(
     return tree
 
 
+def split_counts(study: Study, sel: np.ndarray, split_items: np.ndarray | None) -> np.ndarray:
+    """Net-count rows (Eq. 15) of the respondents at positions ``sel`` of ``study``.
+
+    ``split_items``: optional coarse item of every item (default: the study's
+    ``extras["hierarchy_split_items"]``); comparisons within one coarse item are left out.
+    """
+    resp = study.respondents()
+    pos = {r: k for k, r in enumerate(resp)}
+    pair_user = np.array([pos[r] for r in study.data.respondent])
+    keep = np.isin(pair_user, sel)
+    split_pairs, n_split = study.data.pairs, study.data.n_items
+    if split_items is None:
+        split_items = study.extras.get("hierarchy_split_items")
+    if split_items is not None:
+        codes = np.asarray(split_items, dtype=np.int64)
+        if codes.shape != (study.data.n_items,) or (len(codes) and codes.min() < 0):
+            raise ValueError("split_items needs one non-negative code per item")
+        split_pairs, n_split = codes[study.data.pairs], int(codes.max()) + 1
+        keep &= split_pairs[:, 0] != split_pairs[:, 1]
+    local = {u: k for k, u in enumerate(sel)}
+    users_local = np.array([local[u] for u in pair_user[keep]], dtype=np.int64)
+    return net_counts(split_pairs[keep], users_local, len(sel), n_split)
+
+
 # ----------------------------------------------------------------------------- hierarchy
 class UserItemHierarchy:
     """A user tree whose leaves hold item trees.
@@ -317,19 +341,7 @@ class UserItemHierarchy:
         U_all = self.user_schema_.encode(study.users.loc[resp], source=f"{study.key} users")
         pos = {r: k for k, r in enumerate(resp)}
         pair_user = np.array([pos[r] for r in study.data.respondent])
-        keep = np.isin(pair_user, sel)
-        split_pairs, n_split = study.data.pairs, study.data.n_items
-        if split_items is None:
-            split_items = study.extras.get("hierarchy_split_items")
-        if split_items is not None:
-            codes = np.asarray(split_items, dtype=np.int64)
-            if codes.shape != (study.data.n_items,) or (len(codes) and codes.min() < 0):
-                raise ValueError("split_items needs one non-negative code per item")
-            split_pairs, n_split = codes[study.data.pairs], int(codes.max()) + 1
-            keep &= split_pairs[:, 0] != split_pairs[:, 1]
-        local = {u: k for k, u in enumerate(sel)}
-        users_local = np.array([local[u] for u in pair_user[keep]], dtype=np.int64)
-        D = net_counts(split_pairs[keep], users_local, len(sel), n_split)
+        D = split_counts(study, sel, split_items)
         self.U_ = U_all[sel]
         self.users_ = sel
         self.user_tree_ = grow_user_tree(

@@ -14,9 +14,11 @@ of elicitation sessions and sidebar paths) and ``pmr``.
 """
 
 from dashboard._services.analyses import (
+    cold_start_table,
     evidence,
     hierarchy,
     hierarchy_view,
+    segments,
     sensitivity,
     user_groups,
 )
@@ -117,6 +119,7 @@ __all__ = [
     "cached_extractions",
     "chart_templates",
     "chosen_respondent",
+    "cold_start_table",
     "data_item_names",
     "data_paths",
     "dataset_of",
@@ -160,6 +163,7 @@ __all__ = [
     "result_folders",
     "result_kind",
     "results_home",
+    "segments",
     "sensitivity",
     "session_items",
     "session_items_table",

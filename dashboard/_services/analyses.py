@@ -1,4 +1,4 @@
-"""Feature sensitivity and the user/item hierarchy (cached)."""
+"""Feature sensitivity, the user/item hierarchy and its segment logits (cached)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,15 @@ import streamlit as st
 from dashboard._services.studies import study_token
 from pbo_core import explain
 from pbo_core.data import Study
+from pbo_core.experiments.cohorts import (
+    BASELINES,
+    TREE_FAMILY,
+    summarize_swissmetro_cohorts,
+)
 from pbo_core.explain.evidence import respondent_evidence
 from pbo_core.explain.sensitivity import leave_one_out_study
 from pbo_core.hierarchy import UserItemHierarchy
+from pbo_core.segments import SegmentLogitHierarchy, cohort_arrays
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -102,6 +108,52 @@ def hierarchy_view(
         int(item_max_depth),
         h,
     )
+
+
+@st.cache_resource(show_spinner="Fitting the segment logits...", max_entries=8)
+def _segments(
+    token: Any, n_users: int, max_depth: int, min_users_leaf: int, _study: Study
+) -> SegmentLogitHierarchy:
+    n = min(int(n_users), len(_study.respondents()))
+    return SegmentLogitHierarchy(max_depth=max_depth, min_users_leaf=min_users_leaf).fit(
+        cohort_arrays(_study), np.arange(n), study=_study
+    )
+
+
+def segments(
+    study: Study, n_users: int, max_depth: int, min_users_leaf: int
+) -> SegmentLogitHierarchy:
+    """Parameter-instability user tree with segment logits on the first ``n_users`` (cached)."""
+    return _segments(study_token(study), int(n_users), int(max_depth), int(min_users_leaf), study)
+
+
+def _interval(mean: float, ci: list[float], digits: int = 3) -> str:
+    return f"{mean:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def cold_start_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: held-out accuracy at 0 and at all own tasks, and the paired difference
+    to the covariate-interaction logit at 0 tasks (mean [95 % CI] over new respondents)."""
+    s = summarize_swissmetro_cohorts(rows)
+    out = []
+    for v, x in s["variants"].items():
+        q = x["tasks_answered"]
+        row = {
+            "variant": v,
+            "family": "tree" if v in TREE_FAMILY else ("baseline" if v in BASELINES else ""),
+            "respondents": x["respondents"],
+            "0 own tasks": _interval(x["test_acc_mean"][0], x["test_acc_ci95"][0])
+            if q and q[0] == 0
+            else "",
+            f"{q[-1]} own tasks": _interval(x["test_acc_mean"][-1], x["test_acc_ci95"][-1]),
+        }
+        key = f"{v}_minus_logit-interaction"
+        d = s["paired_difference"].get(key)
+        if d and 0 in d["tasks_answered"]:
+            k = d["tasks_answered"].index(0)
+            row["minus interaction logit, 0 tasks"] = _interval(d["mean"][k], d["ci95"][k])
+        out.append(row)
+    return pd.DataFrame(out).fillna("")
 
 
 def user_groups(h: Any) -> pd.DataFrame:

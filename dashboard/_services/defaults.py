@@ -24,6 +24,17 @@ from pbo_core.experiments.cohorts import swissmetro_cell_grid, swissmetro_cohort
 from pbo_core.experiments.rho_regret import rho_cells, rho_regret_cell
 from pbo_core.experiments.runner import Cell, cell_path, run_grid
 
+#: SwissMetro variants of the page's default cohort grid (the Eq. 15 linear variant is in
+#: the full experiment only): 15 respondents x 6 variants = 90 cells.
+DEFAULT_PAGE_VARIANTS = (
+    "plain",
+    "pooled",
+    "hierarchy",
+    "logit-pooled",
+    "logit-interaction",
+    "hierarchy-mob",
+)
+
 
 def results_home() -> Path:
     """Per-user folder of results the dashboard reads and writes by default."""
@@ -122,10 +133,17 @@ GRIDS: dict[str, DefaultGrid] = {
         ),
         DefaultGrid(
             "hierarchy-swissmetro",
-            "SwissMetro: 30 new respondents warm-started from the hierarchy of 1,000 earlier "
-            "ones (seeded arrival order), held-out accuracy of 2 tasks per respondent",
+            "SwissMetro: 15 new respondents warm-started from 600 earlier ones (seeded "
+            "arrival order): DT warm starts, segment logits and the two logit baselines, "
+            "held-out accuracy of 2 tasks per respondent",
             "python -m pbo_core.experiments hierarchy --study swissmetro --out DIR",
-            lambda: swissmetro_cell_grid(1030, 1000, base=dict(_BASE, seed=0), first_user=1000),
+            lambda: swissmetro_cell_grid(
+                615,
+                600,
+                base=dict(_BASE, seed=0),
+                first_user=600,
+                variants=DEFAULT_PAGE_VARIANTS,
+            ),
             swissmetro_cohort_cell,
         ),
     )

@@ -13,7 +13,11 @@ st.title("User/item hierarchy")
 st.caption(
     "A **user tree** splits respondents by their own features (age, gender, region, ...) "
     "into groups that agree on the direction of their comparisons (Eq. 15); each group gets "
-    "an **item tree** trained on its comparisons. New users start from their group's tree."
+    "an **item tree** trained on its comparisons. New users start from their group's tree. "
+    "Below: **segments** split where the trade-offs differ (a parameter-instability test "
+    "on each segment's logit), each with its slopes in units and its value of time, and "
+    "the cold-start accuracy of new respondents beside the pooled and the "
+    "covariate-interaction logit."
 )
 
 
@@ -91,6 +95,19 @@ else:
             )
             st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
 
+    st.markdown("#### Segments with linear item models (slopes in units, value of time)")
+    seg = svc.segments(study, n_users, depth, min_leaf)
+    table = seg.segment_table()
+    st.caption(
+        f"{len(table)} segment(s) of the first {n_users} respondents: a user tree split where "
+        "the segment logits' coefficients are unstable (score test clustered by respondent, "
+        "Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit shrunk toward "
+        f"the pooled one (strength {seg.shrinkage_:g}, by CV over respondents). Slopes are "
+        "utility per unit (logit scale); value of time = 60 x time slope / cost slope, "
+        "95 % delta-method interval."
+    )
+    st.dataframe(table, hide_index=True, width="stretch")
+
 
 st.markdown("#### Cohort curves: new users with and without the hierarchy")
 root = st.session_state.get("cv_root_value", str(svc.results_home()))
@@ -101,10 +118,14 @@ if acc_folders:
     st.caption(
         "SwissMetro: respondents arrive in a seeded order; each new respondent's 2 held-out "
         "tasks are predicted after 0, 1, ... of their own tasks by a **plain** DT on their "
-        "answers, by the warm start from **all earlier respondents pooled**, and by the "
-        "warm start from their **user-tree group** (user tree on the modes, item trees on "
-        "the group's profile comparisons). Bigger cohorts: `python -m pbo_core.experiments "
-        "hierarchy --study swissmetro --out DIR` (folder set on the Convergence page)."
+        "answers, by the warm start from **all earlier respondents pooled**, by the "
+        "warm start from their **user-tree group** (`hierarchy`: user tree on the modes, item "
+        "trees on the group's profile comparisons), by the **segment logits** of the "
+        "parameter-instability user tree (`hierarchy-mob`), and by the baselines: the "
+        "**pooled logit** and the **covariate-interaction logit** (mode constants and slopes "
+        "interacted with purpose, GA, income, who pays, ...). Bigger cohorts: `python -m "
+        "pbo_core.experiments hierarchy --study swissmetro --out DIR` (folder set on the "
+        "Convergence page)."
     )
     folder = st.selectbox(
         "Result folder",
@@ -126,6 +147,11 @@ if acc_folders:
         ),
         width="stretch",
     )
+    st.markdown(
+        "**Cold start beside the baselines** (mean [95 % CI] over the new respondents; the "
+        "difference is paired, same respondents and held-out tasks)"
+    )
+    st.dataframe(svc.cold_start_table(rows), hide_index=True, width="stretch")
 if not folders and not acc_folders:
     st.info(
         f"No hierarchy results under `{root}` (folder set on the Convergence page). Create "

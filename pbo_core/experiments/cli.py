@@ -47,9 +47,12 @@ Commands
     ``--study swissmetro`` (bundled): respondents arrive in a seeded order in cohorts of
     ``--refit-every`` (200); each new respondent's 2 held-out tasks are predicted after
     0, 1, ... of their own tasks by a plain DT, the warm start from all earlier
-    respondents pooled, and the warm start from their user-tree group (user tree on the
-    three modes, item trees on the group's pooled profile comparisons); mean held-out
-    accuracy per number of tasks with a 95 % CI.
+    respondents pooled, the warm start from their user-tree group (user tree on the
+    three modes, item trees on the group's pooled profile comparisons), and the linear
+    item models of :mod:`pbo_core.segments`: the pooled logit and the covariate-interaction
+    logit (baselines), the Eq. 15 user tree and the parameter-instability user tree with
+    segment logits; mean held-out accuracy per number of tasks with a 95 % CI, paired
+    differences, the cold-start verdict and the last cohort's segments (value of time).
 ``rho-regret``
     rho-regret (top 3, App. G.1) per question, DT variants vs GP vs random pairs:
     ``--study pmr-demo`` triages an inbox of the demo against its true urgency model;
@@ -93,8 +96,10 @@ from pbo_core.experiments.accuracy import (
 )
 from pbo_core.experiments.cohorts import (
     hierarchy_cell,
+    segment_report,
     summarize_hierarchy,
     summarize_swissmetro_cohorts,
+    sushi_cold_start,
     swissmetro_cell_grid,
     swissmetro_cohort_cell,
     swissmetro_study,
@@ -439,8 +444,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = {"study": args.study, **summarize_rho_regret(rows)}
     elif cmd == "hierarchy" and args.study == "swissmetro":
         summary = {"study": "swissmetro", **summarize_swissmetro_cohorts(rows)}
+        last = int(rows["cohort"].max()) * k
+        if last > 0:  # the segments and strengths of the last cohort's linear models
+            summary["last_cohort"] = segment_report(
+                last, args.seed, args.max_depth, args.min_users, args.data_dir
+            )
     elif cmd == "hierarchy":
         summary = summarize_hierarchy(rows)
+        # the user-covariate Bradley-Terry models beside the hierarchy (cold start)
+        summary["cold_start_baselines"] = sushi_cold_start(
+            args.dataset, args.users, args.seed, args.data_dir, args.max_depth
+        )
     else:
         table = summarize_sensitivity(rows)
         if not args.quiet:

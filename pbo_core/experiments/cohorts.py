@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
+from pbo_core.data import Feature, PreferenceData, Schema, Study
 from pbo_core.experiments.rho_regret import mean_ci
 from pbo_core.experiments.runner import Cell
 from pbo_core.experiments.studies import load_study_cached, respondent_split
@@ -24,6 +26,14 @@ from pbo_core.loop import run_pbo
 from pbo_core.metrics import rho_regret
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.problem import Problem
+from pbo_core.segments import (
+    CohortArrays,
+    CovariateLogit,
+    PersonalLogit,
+    PooledLogit,
+    SegmentLogitHierarchy,
+    cohort_arrays,
+)
 from pbo_core.strategies.dt import DTStrategy
 
 
@@ -104,10 +114,143 @@ def summarize_hierarchy(rows: pd.DataFrame, early: int = 5) -> dict[str, Any]:
     return out
 
 
+#: Sushi respondent features of the covariate Bradley-Terry model (few levels each).
+SUSHI_COVARIATES = ("gender", "age", "region_15", "east_west_15", "region_now", "moved")
+
+
+def sushi_bt_study(study: Study) -> Study:
+    """Sushi set A as a Bradley-Terry study: the item itself is the only attribute."""
+    n = study.data.n_items
+    names = study.extras.get("item_names")
+    levels = (
+        tuple(str(x) for x in names) if names is not None else tuple(f"sushi {i}" for i in range(n))
+    )
+    schema = Schema((Feature("sushi", "categorical", levels=levels, label="Sushi"),))
+    data = PreferenceData(
+        np.arange(n, dtype=float)[:, None],
+        study.data.pairs,
+        schema=schema,
+        respondent=study.data.respondent,
+    )
+    return Study(
+        f"{study.key}-bt",
+        study.title,
+        schema,
+        data,
+        users=study.users,
+        user_schema=study.user_schema,
+    )
+
+
+def sushi_cold_start(
+    dataset: str, n_users: int, seed: int, data_dir: str | None, max_depth: int
+) -> dict[str, Any]:
+    """Sushi set A cold start: the first half of the users trains, the second half is new.
+
+    Per new user (none of their own answers): pairwise accuracy of the predicted order on
+    their 45 comparisons and the true rank of the predicted favourite (0 = their favourite),
+    for the Bradley-Terry model (pooled logit on item indicators), the BT model with
+    covariates (every item worth interacted with :data:`SUSHI_COVARIATES`, L2 by CV over
+    training users), the BT tree (parameter-instability user tree with BT segments, as
+    psychotree's ``bttree``) and the Eq. 15 hierarchy's group item tree, with paired
+    differences.
+    """
+    if dataset.upper() != "A":
+        return {"note": "set A only (set B: 100 items, 10 per user)"}
+    study = load_study_cached(f"sushi-{dataset.lower()}", data_dir)
+    bt = sushi_bt_study(study)
+    arr = cohort_arrays(bt, covariates=SUSHI_COVARIATES)
+    n = min(int(n_users), arr.n_users)
+    train, test = np.arange(n // 2), np.arange(n // 2, n)
+    models: dict[str, Any] = {
+        "bt-pooled": PooledLogit(seed=seed),
+        "bt-covariates": CovariateLogit(seed=seed),
+        "bt-tree": SegmentLogitHierarchy(seed=seed, max_depth=max_depth),
+    }
+    Z = arr.design.transform(bt.data.X)
+    scores: dict[str, np.ndarray] = {}
+    info: dict[str, Any] = {}
+    for name, m in models.items():
+        m.fit(arr, train)
+        scores[name] = m.centres(arr, test) @ Z.T  # (users, items)
+        info[name] = {
+            k.rstrip("_"): float(getattr(m, k)) for k in ("alpha_", "shrinkage_") if hasattr(m, k)
+        }
+        if isinstance(m, SegmentLogitHierarchy):
+            info[name]["segments"] = int(m.user_tree_.n_leaves)
+            info[name]["who"] = m.segment_paths()
+    h = UserItemHierarchy(max_depth=max_depth, item_max_depth=max_depth).fit(study, users=train)
+    leaves = h.assign(study.users.loc[study.respondents()[test]])
+    scores["hierarchy"] = np.stack([h.item_tree(g).predict(study.data.X) for g in leaves])
+    info["hierarchy"] = {"user_groups": int(h.user_tree_.n_leaves)}
+    rows = []
+    for i, u in enumerate(test):
+        m = arr.user == u
+        pairs = study.data.pairs[m]
+        order = np.asarray(study.extras["true_order"][u])
+        rank = np.empty(len(order), dtype=int)
+        rank[order] = np.arange(len(order))
+        for name, sc in scores.items():
+            rows.append(
+                {
+                    "user": int(u),
+                    "variant": name,
+                    "question": 0,
+                    "test_acc": _pair_accuracy(sc[i], pairs),
+                    "favourite_rank": int(rank[int(np.argmax(sc[i]))]),
+                }
+            )
+    df = pd.DataFrame(rows)
+    out: dict[str, Any] = {
+        "train_users": len(train),
+        "new_users": len(test),
+        "metric": "pairwise accuracy of the cold-start order on all 45 comparisons (ties 1/2); "
+        "favourite_rank: true rank (0 = favourite) of the predicted favourite",
+        "models": info,
+        "variants": {},
+    }
+    for name, g in df.groupby("variant", sort=False):
+        a = mean_ci(g.groupby("question")["test_acc"])
+        r = mean_ci(g.groupby("question")["favourite_rank"])
+        out["variants"][str(name)] = {
+            "test_acc_mean": a["mean"][0],
+            "test_acc_ci95": a["ci95"][0],
+            "favourite_rank_mean": r["mean"][0],
+            "favourite_rank_ci95": r["ci95"][0],
+        }
+    wide = df.pivot_table(index=["user", "question"], columns="variant", values="test_acc")
+    out["paired_difference"] = {
+        f"{a}_minus_{b}": _paired(wide, a, b)
+        for a in ("bt-tree", "hierarchy")
+        for b in ("bt-pooled", "bt-covariates")
+    }
+    return out
+
+
 # ----------------------------------------------------------------------------- SwissMetro
 def swissmetro_study(data_dir: str | None = None) -> Any:
     """SwissMetro with profiles as items (the bundled default)."""
     return load_study_cached("swissmetro", data_dir)
+
+
+#: Variants of the SwissMetro cohorts with a linear item model (Eq. 6 of pbo_core.segments).
+LOGIT_VARIANTS: tuple[str, ...] = (
+    "logit-pooled",
+    "logit-interaction",
+    "hierarchy-linear",
+    "hierarchy-mob",
+)
+#: Every variant of the default SwissMetro grid, in report order.
+SWISSMETRO_VARIANTS: tuple[str, ...] = ("plain", "pooled", "hierarchy", *LOGIT_VARIANTS)
+#: Tree-family variants (DT warm starts and user trees); the rest are textbook baselines.
+TREE_FAMILY: tuple[str, ...] = ("plain", "pooled", "hierarchy", "hierarchy-linear", "hierarchy-mob")
+BASELINES: tuple[str, ...] = ("logit-pooled", "logit-interaction")
+
+
+@lru_cache(maxsize=2)
+def swissmetro_arrays(data_dir: str | None = None) -> CohortArrays:
+    """Design differences, respondents and covariates of SwissMetro (cached)."""
+    return cohort_arrays(swissmetro_study(data_dir))
 
 
 def respondent_permutation(n: int, seed: int) -> np.ndarray:
@@ -128,6 +271,38 @@ def swissmetro_hierarchy(
     ).fit(profiles, users=np.sort(users))  # user tree on modes (loader hint)
 
 
+@lru_cache(maxsize=8)
+def swissmetro_segment_model(
+    n_prev: int, seed: int, variant: str, max_depth: int, min_users: int, data_dir: str | None
+) -> PersonalLogit:
+    """Linear-item-model variant fitted to the first ``n_prev`` arriving respondents.
+
+    ``logit-pooled`` (Eq. 2), ``logit-interaction`` (Eq. 3), ``hierarchy-linear`` (the
+    Eq. 15 user tree of ``hierarchy`` with segment logits, Eq. 4) and ``hierarchy-mob``
+    (the parameter-instability user tree, Eq. 5, with its defaults: depth 4, 30
+    respondents per segment, Bonferroni level 0.05); each with the Eq. 6 update from own
+    answers, every strength chosen by CV on these respondents only.
+    """
+    study = swissmetro_study(data_dir)
+    arr = swissmetro_arrays(data_dir)
+    users = np.sort(respondent_permutation(arr.n_users, seed)[:n_prev])
+    centre: Any
+    if variant == "logit-pooled":
+        centre = PooledLogit(seed=seed)
+    elif variant == "logit-interaction":
+        centre = CovariateLogit(seed=seed)
+    elif variant == "hierarchy-linear":
+        centre = SegmentLogitHierarchy(
+            split="consistency", max_depth=max_depth, min_users_leaf=min_users, seed=seed
+        )
+    elif variant == "hierarchy-mob":
+        centre = SegmentLogitHierarchy(seed=seed)
+    else:
+        raise ValueError(f"unknown linear variant {variant!r}; choose from {LOGIT_VARIANTS}")
+    with threadpool_limits(1, user_api="blas"):  # small solves: threads only contend
+        return PersonalLogit(centre, seed=seed).fit(arr, users, study=study)
+
+
 def swissmetro_cell_grid(
     n_users: int,
     refit_every: int = 200,
@@ -137,12 +312,13 @@ def swissmetro_cell_grid(
     min_users: int = 20,
     test_tasks: int = 2,
     first_user: int = 0,
+    variants: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
     """Cells of the SwissMetro cohort experiment: arrivals ``first_user .. n_users - 1``.
 
-    Arrival ``u`` is in cohort ``u // refit_every``; ``plain`` for every arrival, the two
-    warm starts (``pooled``, ``hierarchy``) from cohort 1 on (cohort 0 has no earlier
-    respondents).
+    Arrival ``u`` is in cohort ``u // refit_every``; ``plain`` for every arrival, the
+    warm starts (``pooled``, ``hierarchy``) and the linear variants
+    (:data:`LOGIT_VARIANTS`) from cohort 1 on (cohort 0 has no earlier respondents).
     """
     k = int(refit_every)
     return [
@@ -158,7 +334,7 @@ def swissmetro_cell_grid(
             variant=v,
         )
         for u in range(first_user, n_users)
-        for v in ("plain", "pooled", "hierarchy")
+        for v in (variants or SWISSMETRO_VARIANTS)
         if v == "plain" or u >= k
     ]
 
@@ -192,6 +368,8 @@ def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
     variant = str(cell["variant"])
     depth = int(cell["max_depth"])
     leaf = -1
+    if variant in LOGIT_VARIANTS:
+        return _linear_cell(cell, data, resp, pos, tasks, train_tasks, test_mask)
     if variant != "plain":
         h = swissmetro_hierarchy(
             n_prev,
@@ -229,6 +407,67 @@ def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _linear_cell(
+    cell: Cell,
+    data: Any,
+    resp: Any,
+    pos: int,
+    tasks: np.ndarray,
+    train_tasks: list[Any],
+    test_mask: np.ndarray,
+) -> pd.DataFrame:
+    """A new respondent under a linear variant: Eq. 6 after 0, 1, ... own tasks."""
+    variant = str(cell["variant"])
+    n_prev = int(cell["cohort"]) * int(cell["refit_every"])
+    model = swissmetro_segment_model(
+        n_prev,
+        int(cell["seed"]),
+        variant,
+        int(cell["max_depth"]),
+        int(cell["min_users"]),
+        cell.get("data_dir"),
+    )
+    arr = swissmetro_arrays(cell.get("data_dir"))
+    Z = arr.design.transform(data.X)
+    d = Z[data.pairs[:, 0]] - Z[data.pairs[:, 1]]
+    own = [d[np.isin(tasks, train_tasks[:k]) & ~test_mask] for k in range(len(train_tasks) + 1)]
+    with threadpool_limits(1, user_api="blas"):
+        B = model.coefficients(arr, pos, own)
+    centre = model.centre_
+    leaf = (
+        int(centre.user_tree_.apply(arr.U[[pos]], arr.user_schema.is_categorical)[0])
+        if isinstance(centre, SegmentLogitHierarchy)
+        else -1
+    )
+    test_pairs = data.pairs[test_mask]
+    return pd.DataFrame(
+        [
+            {
+                "user": int(cell["user"]),
+                "respondent": int(resp),
+                "cohort": int(cell["cohort"]),
+                "variant": variant,
+                "user_leaf": leaf,
+                "question": k,
+                "test_acc": _pair_accuracy(Z @ B[k], test_pairs),
+                "n_test_pairs": len(test_pairs),
+            }
+            for k in range(len(own))
+        ]
+    )
+
+
+def _paired(wide: pd.DataFrame, a: str, b: str) -> dict[str, Any]:
+    diff = (wide[a] - wide[b]).dropna().rename("d").reset_index()
+    ci = mean_ci(diff.groupby("question")["d"])
+    return {
+        "tasks_answered": [int(q) for q in sorted(diff["question"].unique())],
+        "mean": ci["mean"],
+        "ci95": ci["ci95"],
+        "median": [float(v) for v in diff.groupby("question")["d"].median()],
+    }
+
+
 def summarize_swissmetro_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
     """Mean held-out accuracy per number of own tasks, per variant (cohorts >= 1), 95 % CI."""
     later = rows[rows["cohort"] > 0]
@@ -250,17 +489,61 @@ def summarize_swissmetro_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
             "test_acc_se": ci["se"],
             "test_acc_ci95": ci["ci95"],
         }
-    # paired per respondent (same held-out tasks): hierarchy minus each other variant
+    # paired per respondent (same held-out tasks)
     wide = later.pivot_table(index=["user", "question"], columns="variant", values="test_acc")
-    out["paired_difference"] = {}
-    if "hierarchy" in wide.columns:
-        for other in ("pooled", "plain"):
-            if other in wide.columns:
-                diff = (wide["hierarchy"] - wide[other]).dropna().rename("d").reset_index()
-                ci = mean_ci(diff.groupby("question")["d"])
-                out["paired_difference"][f"hierarchy_minus_{other}"] = {
-                    "tasks_answered": [int(q) for q in sorted(diff["question"].unique())],
-                    "mean": ci["mean"],
-                    "ci95": ci["ci95"],
-                }
+    have = set(wide.columns)
+    pairs = [("hierarchy", o) for o in ("pooled", "plain")]
+    pairs += [(t, b) for t in TREE_FAMILY for b in BASELINES]
+    pairs += [("hierarchy-mob", "hierarchy-linear"), ("logit-interaction", "logit-pooled")]
+    out["paired_difference"] = {
+        f"{a}_minus_{b}": _paired(wide, a, b) for a, b in pairs if a in have and b in have
+    }
+    out["cold_start"] = _cold_start(out, wide)
+    return out
+
+
+def _cold_start(out: dict[str, Any], wide: pd.DataFrame) -> dict[str, Any]:
+    """Best tree-family variant at 0 own tasks against the two logits (issue 21's test)."""
+    at0 = {
+        v: x["test_acc_mean"][x["tasks_answered"].index(0)]
+        for v, x in out["variants"].items()
+        if 0 in x["tasks_answered"]
+    }
+    trees = [v for v in TREE_FAMILY if v in at0]
+    res: dict[str, Any] = {"accuracy_at_0_tasks": at0}
+    if not trees:
+        return res
+    best = max(trees, key=lambda v: at0[v])
+    res["best_tree_family"] = best
+    for b in BASELINES:
+        if b in wide.columns:
+            p = _paired(wide, best, b)
+            k = p["tasks_answered"].index(0)
+            res[f"best_minus_{b}"] = {"mean": p["mean"][k], "ci95": p["ci95"][k]}
+    if "best_minus_logit-interaction" in res:
+        res["at_least_interaction_minus_0.01"] = bool(
+            res["best_minus_logit-interaction"]["mean"] >= -0.01
+        )
+    if "best_minus_logit-pooled" in res:
+        res["above_pooled_logit_ci"] = bool(res["best_minus_logit-pooled"]["ci95"][0] > 0)
+    return res
+
+
+def segment_report(
+    n_prev: int, seed: int, max_depth: int, min_users: int, data_dir: str | None
+) -> dict[str, Any]:
+    """Segments of the ``hierarchy-mob`` model of ``n_prev`` respondents, and every linear
+    variant's chosen strengths (for the JSON and the page)."""
+    out: dict[str, Any] = {"earlier_respondents": n_prev, "models": {}}
+    for v in LOGIT_VARIANTS:
+        m = swissmetro_segment_model(n_prev, seed, v, max_depth, min_users, data_dir)
+        c = m.centre_
+        info: dict[str, Any] = {"personal_strength_rho": m.rho_}
+        for attr in ("alpha_", "shrinkage_"):
+            if hasattr(c, attr):
+                info[attr.rstrip("_")] = float(getattr(c, attr))
+        if isinstance(c, SegmentLogitHierarchy):
+            info["segments"] = int(c.user_tree_.n_leaves)
+            info["segment_table"] = c.segment_table().to_dict(orient="records")
+        out["models"][v] = info
     return out

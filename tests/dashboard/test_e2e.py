@@ -315,6 +315,28 @@ def test_every_page_has_content_on_first_visit_of_a_fresh_install(fresh_server, 
     snap(page, "convergence_rho_regret", docs=True)
 
 
+def test_hierarchy_page_shows_segments_and_the_cold_start_baselines(fresh_server, page) -> None:
+    url, _ = fresh_server
+    page.goto(f"{url}/hierarchy")
+    page.locator("h1", has_text="User/item hierarchy").wait_for()
+    seg = page.get_by_text("Segments with linear item models", exact=False)
+    seg.wait_for(timeout=600_000)
+    page.get_by_text("Cold start beside the baselines", exact=False).wait_for(timeout=600_000)
+    settle(page, timeout=600_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.get_by_text("value of time = 60 x time slope / cost slope").count() == 1
+    page.wait_for_timeout(1500)
+    snap(page, "hierarchy", docs=True)
+    seg.scroll_into_view_if_needed()
+    page.evaluate("window.scrollBy(0, -80)")
+    page.wait_for_timeout(1000)
+    snap(page, "hierarchy_segments", docs=True)
+    page.get_by_text("Cold start beside the baselines", exact=False).scroll_into_view_if_needed()
+    page.evaluate("window.scrollBy(0, -700)")
+    page.wait_for_timeout(1000)
+    snap(page, "hierarchy_cold_start", docs=True)
+
+
 def test_elicitation_session_survives_a_browser_reload(server, page) -> None:
     """10 answers including one "no preference", a reload: still 10 answers, same favourite."""
     expect = sync_api.expect

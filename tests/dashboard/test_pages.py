@@ -473,7 +473,7 @@ def test_convergence_first_visit_computes_defaults_once(app, tmp_path, monkeypat
 # ----------------------------------------------------------------------------- hierarchy
 def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("DTPBO_NO_DEFAULT_RESULTS")
-    _small_default_grids(monkeypatch, keep=9)  # 3 new respondents x 3 variants
+    _small_default_grids(monkeypatch, keep=6)  # 1 new respondent x 6 variants
     at = app("hierarchy")
     no_exception(at)
     assert at.selectbox(key="hi_study").value == "swissmetro"
@@ -482,8 +482,21 @@ def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> N
     assert int(metrics(at)["User groups"]) > 1
     (curve,) = charts(at)
     variants = {r["variant"] for r in chart_data(curve)}
-    assert variants == {"plain", "pooled", "hierarchy"}
-    assert len(list((tmp_path / "data_home" / "results").rglob("cell-*.parquet"))) == 9
+    assert variants == {
+        "plain",
+        "pooled",
+        "hierarchy",
+        "logit-pooled",
+        "logit-interaction",
+        "hierarchy-mob",
+    }
+    assert len(list((tmp_path / "data_home" / "results").rglob("cell-*.parquet"))) == 6
+    # the segments' slopes in units and the cold start beside the baselines
+    frames = {tuple(f.value.columns): f.value for f in at.dataframe}
+    seg = next(v for k, v in frames.items() if "value of time (CHF/h)" in k)
+    assert "Travel time (min) per min" in seg.columns and len(seg) >= 1
+    cold = next(v for k, v in frames.items() if "0 own tasks" in k)
+    assert {"logit-interaction", "hierarchy-mob"} <= set(cold["variant"])
 
 
 def test_hierarchy_without_user_features_explains(app, monkeypatch) -> None:

@@ -110,6 +110,14 @@ def test_hierarchy_command_produces_cohort_curves(capsys, monkeypatch) -> None:
     assert cohorts == {(0, "plain"), (0, "hierarchy"), (1, "plain"), (1, "hierarchy")}
     assert all(len(c["regret_mean"]) == 5 for c in s["cohorts"])
     assert "hierarchy_mean_regret_first_5_questions" in s
+    # the user-covariate Bradley-Terry models beside the hierarchy, same new users
+    cold = s["cold_start_baselines"]
+    assert cold["train_users"] == 12 and cold["new_users"] == 12
+    v = cold["variants"]
+    assert set(v) == {"bt-pooled", "bt-covariates", "bt-tree", "hierarchy"}
+    assert all(0 <= x["test_acc_mean"] <= 1 and x["favourite_rank_mean"] >= 0 for x in v.values())
+    d = cold["paired_difference"]["bt-tree_minus_bt-covariates"]["mean"][0]
+    assert d == pytest.approx(v["bt-tree"]["test_acc_mean"] - v["bt-covariates"]["test_acc_mean"])
 
 
 def test_conjoint_accuracy_runs_on_swissmetro(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from pbo_core.experiments import cli as experiments
 from pbo_core.experiments.cohorts import (
+    SWISSMETRO_VARIANTS,
     respondent_permutation,
     swissmetro_cell_grid,
     swissmetro_hierarchy,
@@ -119,7 +120,7 @@ def test_swissmetro_hierarchy_splits_on_modes() -> None:
 def test_hierarchy_swissmetro_command_small(capsys) -> None:
     cells = swissmetro_cell_grid(8, 5)
     assert {c["variant"] for c in cells if c["user"] < 5} == {"plain"}
-    assert {c["variant"] for c in cells if c["user"] >= 5} == {"plain", "pooled", "hierarchy"}
+    assert {c["variant"] for c in cells if c["user"] >= 5} == set(SWISSMETRO_VARIANTS)
     out = _run(
         capsys,
         "hierarchy",
@@ -148,6 +149,18 @@ def test_hierarchy_swissmetro_command_small(capsys) -> None:
     paired = s["paired_difference"]["hierarchy_minus_plain"]
     h, p = s["variants"]["hierarchy"]["test_acc_mean"], s["variants"]["plain"]["test_acc_mean"]
     np.testing.assert_allclose(paired["mean"], np.subtract(h, p), atol=1e-12)
+    # the baselines at every number of own tasks, and the cold-start verdict
+    for v in ("logit-pooled", "logit-interaction", "hierarchy-mob"):
+        assert len(s["variants"][v]["test_acc_mean"]) == len(h)
+    cold = s["cold_start"]
+    assert cold["best_tree_family"] in cold["accuracy_at_0_tasks"]
+    d = s["paired_difference"]["hierarchy-mob_minus_logit-interaction"]
+    m, li = s["variants"]["hierarchy-mob"], s["variants"]["logit-interaction"]
+    np.testing.assert_allclose(
+        d["mean"], np.subtract(m["test_acc_mean"], li["test_acc_mean"]), atol=1e-12
+    )
+    seg = s["last_cohort"]["models"]["hierarchy-mob"]
+    assert seg["segments"] == len(seg["segment_table"]) >= 1
 
 
 def test_sushi_a_case_reuses_the_sushi_pbo_path(capsys, tmp_path) -> None:

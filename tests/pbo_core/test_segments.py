@@ -1,0 +1,160 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from pbo_core.data import Feature, PreferenceData, Schema, Study
+from pbo_core.models.linear import newton_batch
+from pbo_core.segments import (
+    CovariateLogit,
+    PersonalLogit,
+    PooledLogit,
+    SegmentLogitHierarchy,
+    _kron_newton,
+    _padded,
+    cohort_arrays,
+    value_of_time,
+)
+
+#: true (time, cost) slopes per level of the 'pass' feature: pass holders care about time
+SLOPES = {0: (-0.02, -0.04), 1: (-0.06, -0.01)}
+
+
+def travellers(n_users: int = 160, tasks: int = 9, seed: int = 0, groups: bool = True) -> Study:
+    """Respondents choosing between two trips; a travel pass changes their trade-off."""
+    rng = np.random.default_rng(seed)
+    item_schema = Schema(
+        (
+            Feature("time", "numeric", bounds=(0, 200), unit="min"),
+            Feature("cost", "numeric", bounds=(0, 200), unit="CHF"),
+        )
+    )
+    has_pass = rng.integers(0, 2, n_users)
+    noise = rng.integers(0, 3, n_users)
+    X, pairs, resp, task = [], [], [], []
+    for u in range(n_users):
+        bt, bc = SLOPES[int(has_pass[u]) if groups else 0]
+        for t in range(tasks):
+            a, b = rng.uniform(10, 150, (2, 2))
+            ua, ub = bt * a[0] + bc * a[1], bt * b[0] + bc * b[1]
+            win = rng.random() < 1.0 / (1.0 + np.exp(-(ua - ub)))
+            X += [a, b]
+            i = len(X) - 2
+            pairs.append([i, i + 1] if win else [i + 1, i])
+            resp.append(u)
+            task.append(t)
+    users = pd.DataFrame(
+        {
+            "pass": np.where(has_pass == 1, "yes", "no"),
+            "region": np.array(["north", "south", "west"])[noise],
+        },
+        index=pd.Index(np.arange(n_users), name="respondent"),
+    )
+    user_schema = Schema(
+        (
+            Feature("pass", "binary", levels=("no", "yes")),
+            Feature("region", "categorical", levels=("north", "south", "west")),
+        )
+    )
+    data = PreferenceData(
+        np.array(X), np.array(pairs), schema=item_schema, respondent=np.array(resp)
+    )
+    return Study(
+        "trips",
+        "Trips",
+        item_schema,
+        data,
+        users=users,
+        user_schema=user_schema,
+        extras={"pair_task": np.array(task)},
+    )
+
+
+def test_instability_tree_splits_on_the_feature_that_changes_the_trade_off() -> None:
+    study = travellers()
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    h = SegmentLogitHierarchy().fit(arr, np.arange(arr.n_users))
+    assert h.user_tree_.n_leaves == 2  # pass splits; region is noise and stops (Eq. 5)
+    assert "pass" in h.rule(0, True).lower()
+    table = h.segment_table()
+    assert set(table["respondents"]) <= {int(n) for n in np.bincount(h.user_leaf_)}
+    yes = h.assign(pd.DataFrame({"pass": ["yes"], "region": ["north"]}))[0]
+    no = h.assign(pd.DataFrame({"pass": ["no"], "region": ["north"]}))[0]
+    vot = dict(zip(table["segment"], table["value of time (CHF/h)"], strict=True))
+    # truth: 60 * 0.06 / 0.01 = 360 CHF/h with the pass, 60 * 0.02 / 0.04 = 30 without
+    assert vot[yes] > 150 and vot[no] < 60
+
+
+def test_no_split_without_parameter_instability() -> None:
+    study = travellers(groups=False, seed=3)
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    h = SegmentLogitHierarchy().fit(arr, np.arange(arr.n_users))
+    assert h.user_tree_.n_leaves == 1
+
+
+def test_consistency_split_needs_the_study_and_uses_eq15() -> None:
+    study = travellers()
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    with pytest.raises(ValueError, match="needs the study"):
+        SegmentLogitHierarchy(split="consistency").fit(arr, np.arange(arr.n_users))
+    h = SegmentLogitHierarchy(split="consistency", min_users_leaf=10)
+    h.fit(arr, np.arange(arr.n_users), study=study)
+    assert h.user_tree_.n_leaves >= 1 and len(h.segment_coef_) == h.user_tree_.n_leaves
+
+
+def test_interaction_logit_recovers_the_covariate_effect_and_beats_pooled() -> None:
+    study = travellers(n_users=200)
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    train, test = np.arange(150), np.arange(150, 200)
+    inter = CovariateLogit().fit(arr, train)
+    pooled = PooledLogit().fit(arr, train)
+    C = inter.centres(arr, test)
+    has_pass = arr.U[test, 0] == 1
+    # time slope (column 0) more negative with the pass, cost slope (1) less negative
+    assert C[has_pass, 0].mean() < C[~has_pass, 0].mean()
+    assert C[has_pass, 1].mean() > C[~has_pass, 1].mean()
+
+    def acc(centres: np.ndarray) -> float:
+        m = np.isin(arr.user, test)
+        row = {u: i for i, u in enumerate(test)}
+        z = (arr.d[m] * centres[[row[u] for u in arr.user[m]]]).sum(axis=1)
+        return float((z > 0).mean())
+
+    assert acc(C) > acc(pooled.centres(arr, test)) + 0.02
+
+
+def test_kron_newton_matches_the_dense_glm() -> None:
+    study = travellers(n_users=30, tasks=4)
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    users = np.arange(arr.n_users)
+    Dp, Wp = _padded(arr, users)
+    X1 = np.hstack([np.ones((len(users), 1)), arr.Xu])
+    rows = (arr.d[:, :, None] * X1[arr.user][:, None, :]).reshape(len(arr.d), -1)
+    prec = np.full(rows.shape[1], 0.3)
+    b, H = _kron_newton(Dp, Wp, X1, prec)
+    ref, Href = newton_batch(
+        rows[None], np.ones((1, len(rows))), prec[None], np.zeros((1, len(prec))), "logit"
+    )
+    np.testing.assert_allclose(b, ref[0], atol=1e-6)
+    np.testing.assert_allclose(H, Href[0], rtol=1e-6, atol=1e-8)
+
+
+def test_personal_update_starts_at_the_centre_and_moves_with_own_answers() -> None:
+    study = travellers(n_users=120)
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    m = PersonalLogit(PooledLogit()).fit(arr, np.arange(100))
+    assert m.rho_ > 0
+    u = 110
+    rows = arr.d[arr.user == u]
+    B = m.coefficients(arr, u, [rows[:0], rows])
+    np.testing.assert_allclose(B[0], m.centre_.coef_, atol=1e-9)  # cold start = centre
+    assert not np.allclose(B[1], B[0])
+
+
+def test_value_of_time_and_its_delta_method_se() -> None:
+    beta = np.array([-0.03, -0.015])
+    cov = np.array([[1e-5, 2e-6], [2e-6, 4e-6]])
+    v, se = value_of_time(beta, cov, 0, 1)
+    assert v == pytest.approx(120.0)
+    g = np.array([60 / -0.015, -60 * -0.03 / 0.015**2])
+    assert se == pytest.approx(np.sqrt(g @ cov @ g))
+    assert np.isnan(value_of_time(np.array([-0.03, 0.0]), cov, 0, 1)[0])
