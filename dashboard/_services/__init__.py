@@ -13,7 +13,14 @@ first need into the per-user data folder), ``elicitation``, ``sessions`` (the SQ
 of elicitation sessions and sidebar paths) and ``pmr``.
 """
 
-from dashboard._services.analyses import evidence, hierarchy, sensitivity, user_groups
+from dashboard._services.analyses import (
+    default_sensitivity_methods,
+    evidence,
+    hierarchy,
+    sensitivity,
+    sensitivity_methods,
+    user_groups,
+)
 from dashboard._services.elicitation import (
     Wording,
     attribute_summary,
@@ -118,6 +125,7 @@ __all__ = [
     "data_paths",
     "dataset_of",
     "default_sensitive",
+    "default_sensitivity_methods",
     "endpoint_reachable",
     "ensure_default",
     "env_stamp",
@@ -154,6 +162,7 @@ __all__ = [
     "result_kind",
     "results_home",
     "sensitivity",
+    "sensitivity_methods",
     "session_items",
     "session_items_table",
     "session_leaf_table",

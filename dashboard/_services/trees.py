@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,7 +159,25 @@ def _choice(study: Study) -> TreeChoice:
     return TreeChoice(best, table, n_resp, data.n_pairs)
 
 
-_JOBS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tree-choice")
+#: One background comparison at a time (the machine's cores are shared with the pages).
+_JOB_LOCK = threading.Lock()
+
+
+def _in_background(fn: Callable[..., Any], *args: Any) -> Future:
+    """Run ``fn(*args)`` in a daemon thread (never delays the app's exit); its Future."""
+    fut: Future = Future()
+
+    def run() -> None:
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            with _JOB_LOCK:
+                fut.set_result(fn(*args))
+        except BaseException as exc:  # the page re-raises it from Future.result()
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name="tree-choice", daemon=True).start()
+    return fut
 
 
 def _choice_and_fit(study: Study) -> TreeChoice:
@@ -170,7 +189,7 @@ def _choice_and_fit(study: Study) -> TreeChoice:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _choice_job(token: Any, _study: Study) -> Future:
-    return _JOBS.submit(_choice_and_fit, _study)
+    return _in_background(_choice_and_fit, _study)
 
 
 def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
