@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import threading
 import time
@@ -69,7 +70,7 @@ TREE_MODELS: dict[str, str] = {
 #: Baselines scored beside the trees in the study-level comparison (cheap, tuned by CV).
 CHOICE_BASELINES = ("logit-shrink", "logit-pooled")
 #: Respondents whose comparisons the study-level comparison uses (the first N).
-CHOICE_RESPONDENTS = 60
+CHOICE_RESPONDENTS = 40
 
 
 def tree_models(study: Study) -> list[str]:
@@ -128,11 +129,11 @@ class TreeChoice:
         )
 
 
-def _choice(study: Study) -> TreeChoice:
+def _choice(study: Study, n_respondents: int) -> TreeChoice:
     data, tasks = study.data, _tasks(study)
     n_resp = 0
     if data.respondent is not None:
-        keep = study.respondents()[:CHOICE_RESPONDENTS]
+        keep = study.respondents()[:n_respondents]
         mask = np.isin(data.respondent, keep)
         data = data.select_pairs(mask, drop_unused_items=True)
         tasks = tasks[mask] if tasks is not None else None
@@ -180,16 +181,24 @@ def _in_background(fn: Callable[..., Any], *args: Any) -> Future:
     return fut
 
 
-def _choice_and_fit(study: Study) -> TreeChoice:
-    choice = _choice(study)
+def _choice_and_fit(study: Study, n_respondents: int, token: Any) -> TreeChoice:
+    choice = _choice(study, n_respondents)
     if choice.best != "dt":  # the winner's full fit, so the page draws it at once
-        _fit_pooled(study_token(study), choice.best, study)
+        _fit_pooled(token, choice.best, study)
     return choice
 
 
+def _fingerprint(study: Study) -> tuple[Any, ...]:
+    """The study's key and a hash of its comparisons (the same data, wherever loaded from)."""
+    d = study.data
+    h = hashlib.sha1(np.ascontiguousarray(d.pairs).tobytes())
+    h.update(np.ascontiguousarray(d.X).tobytes())
+    return (study.key, d.n_pairs, d.n_items, h.hexdigest())
+
+
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _choice_job(token: Any, _study: Study) -> Future:
-    return _in_background(_choice_and_fit, _study)
+def _choice_job(fingerprint: Any, n_respondents: int, _study: Study, _token: Any) -> Future:
+    return _in_background(_choice_and_fit, _study, n_respondents, _token)
 
 
 def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
@@ -198,7 +207,7 @@ def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
     ``None`` while the comparison runs (``wait=True`` blocks until it is done). A failed
     comparison raises its error.
     """
-    job = _choice_job(study_token(study), study)
+    job = _choice_job(_fingerprint(study), CHOICE_RESPONDENTS, study, study_token(study))
     if not wait and not job.done():
         return None
     return job.result()

@@ -89,9 +89,7 @@ def _trips(n_items: int = 120, n_pairs: int = 1500, seed: int = 0) -> Preference
 
 @pytest.fixture(scope="module")
 def trip_model() -> LinearLeafDTSurrogate:
-    return LinearLeafDTSurrogate(linear_features="all", max_depth=1, slope_ratio=0.01).fit(
-        _trips()
-    )
+    return LinearLeafDTSurrogate(linear_features="all", max_depth=1, slope_ratio=0.01).fit(_trips())
 
 
 def test_slope_posterior_matches_utility_differences(trip_model) -> None:
@@ -100,9 +98,9 @@ def test_slope_posterior_matches_utility_differences(trip_model) -> None:
     m = trip_model
     mean, cov = m.slope_posterior()
     np.testing.assert_allclose(mean, m.leaf_slopes_.to_numpy())
-    x = m._X_fit[:1].copy()
+    x = _trips().X[:1].copy()
     leaf = int(m.apply(x)[0])
-    pair = np.vstack([x, x + [[1e-3, 0.0]]])
+    pair = np.vstack([x, x + np.array([[1e-3, 0.0]])])
     assert (m.apply(pair) == leaf).all()
     mu, c = m.posterior(pair)
     d = np.array([-1.0, 1.0]) / 1e-3
