@@ -89,6 +89,7 @@ from dashboard._services.studies import (
 from dashboard._services.trees import (
     TREE_MODELS,
     TreeChoice,
+    background_choice,
     data_item_names,
     default_sensitive,
     fit_model,
@@ -117,6 +118,7 @@ __all__ = [
     "TreeChoice",
     "Wording",
     "attribute_summary",
+    "background_choice",
     "benchmark_grid",
     "cached_extractions",
     "chart_templates",

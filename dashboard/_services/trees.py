@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 import threading
 import time
@@ -201,16 +202,33 @@ def _choice_job(fingerprint: Any, n_respondents: int, _study: Study, _token: Any
     return _in_background(_choice_and_fit, _study, n_respondents, _token)
 
 
+def background_choice() -> bool:
+    """Is the background comparison on (``DTPBO_NO_TREE_CHOICE=1`` turns it off: the page
+    then starts on the paper DT and compares only when the Held-out evidence tab opens)?"""
+    return os.environ.get("DTPBO_NO_TREE_CHOICE", "") != "1"
+
+
 def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
     """The study's most accurate tree model (held-out), computed once in the background.
 
-    ``None`` while the comparison runs (``wait=True`` blocks until it is done). A failed
-    comparison raises its error.
+    ``None`` while the comparison runs or when it is off (:func:`background_choice`);
+    ``wait=True`` starts it if needed and blocks until it is done. A failed comparison
+    raises its error.
     """
+    if not wait and not background_choice():
+        key = (_fingerprint(study), CHOICE_RESPONDENTS)
+        done = _DONE.get(key)
+        return done
     job = _choice_job(_fingerprint(study), CHOICE_RESPONDENTS, study, study_token(study))
     if not wait and not job.done():
         return None
-    return job.result()
+    choice = job.result()
+    _DONE[(_fingerprint(study), CHOICE_RESPONDENTS)] = choice
+    return choice
+
+
+#: Finished comparisons (so a page without the background job still uses a done one).
+_DONE: dict[Any, TreeChoice] = {}
 
 
 def tradeoff_table(model: Any) -> pd.DataFrame:

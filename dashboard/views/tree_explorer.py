@@ -69,7 +69,12 @@ method = c_model.selectbox(
     "(strengths by cross-validation over choice tasks), drawn with the shown "
     "respondent's own leaf values and slopes.",
 )
-if choice is None:
+if choice is None and not svc.background_choice():
+    c_why.caption(
+        "The paper DT is shown; the held-out comparison of the tree models (which picks the "
+        "default) runs when the Held-out evidence tab opens."
+    )
+elif choice is None:
     c_why.info(
         "Comparing the held-out accuracy of the tree models on this study in the background "
         "(5-fold cross-validation over choice tasks; about a minute). Until it is done the "

@@ -37,6 +37,8 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("DTPBO_DATA_HOME", str(tmp_path / "data_home"))
     # default grids (first-visit content) only in the tests that ask for them
     monkeypatch.setenv("DTPBO_NO_DEFAULT_RESULTS", "1")
+    # nor the Tree explorer's background comparison of tree models (its own tests on)
+    monkeypatch.setenv("DTPBO_NO_TREE_CHOICE", "1")
     monkeypatch.setenv("DTPBO_LLM_CACHE", str(tmp_path / "llm_cache.sqlite"))
     monkeypatch.chdir(tmp_path)
     return tmp_path

@@ -73,7 +73,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("e2e")
     _bench_results(work / "data_home" / "results" / "bench")
     with streamlit_server(
-        work, extra_env={"DTPBO_NO_DEFAULT_RESULTS": "1"}, keep_env=KEEP_ENV
+        work,
+        extra_env={"DTPBO_NO_DEFAULT_RESULTS": "1", "DTPBO_NO_TREE_CHOICE": "1"},
+        keep_env=KEEP_ENV,
     ) as url:
         yield url
 
