@@ -130,7 +130,9 @@ class TreeChoice:
         )
 
 
-def _choice(study: Study, n_respondents: int) -> TreeChoice:
+def compare_trees(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> TreeChoice:
+    """Held-out accuracy (5-fold CV over tasks) of the tree models and two baselines on
+    the first ``n_respondents`` respondents of ``study`` (all of a pooled study)."""
     data, tasks = study.data, _tasks(study)
     n_resp = 0
     if data.respondent is not None:
@@ -183,7 +185,7 @@ def _in_background(fn: Callable[..., Any], *args: Any) -> Future:
 
 
 def _choice_and_fit(study: Study, n_respondents: int, token: Any) -> TreeChoice:
-    choice = _choice(study, n_respondents)
+    choice = compare_trees(study, n_respondents)
     if choice.best != "dt":  # the winner's full fit, so the page draws it at once
         _fit_pooled(token, choice.best, study)
     return choice

@@ -170,8 +170,13 @@ if len(vot_all):
 if pick >= 0:
     leaf = int(model.apply(data.X[[pick]])[0])
     s = explain.leaf_summaries(model)[leaf]
+    own = (
+        f" (this item: {float(model.predict(data.X[[pick]])[0]):+.2f}, from the leaf's slopes)"
+        if not tradeoffs.empty
+        else ""
+    )
     st.info(
-        f"**{labels[pick]}** is in leaf {s.number}: utility {s.mean:+.2f} ± {s.sd:.2f}, "
+        f"**{labels[pick]}** is in leaf {s.number}: utility {s.mean:+.2f} ± {s.sd:.2f}{own}, "
         f"rank {s.rank} of {explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
         + ("Because " + " AND ".join(s.conditions) if s.conditions else "(root leaf)")
     )
