@@ -157,7 +157,7 @@ def compare_trees(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> Tree
             by_resp.append(name)
     table = heldout_accuracy(data, {}, tasks=tasks, fitters=fitters, by_respondent=by_resp)
     table.insert(0, "key", table["method"])
-    table["method"] = [TREE_MODELS.get(k, k) for k in table["key"]]
+    table["method"] = [TREE_MODELS.get(k, f"{k} (baseline)") for k in table["key"]]
     trees = table[table["key"].isin(TREE_MODELS) & table["heldout"].notna()]
     best = str(trees.loc[trees["heldout"].idxmax(), "key"]) if len(trees) else "dt"
     return TreeChoice(best, table, n_resp, data.n_pairs)

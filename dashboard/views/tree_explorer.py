@@ -8,6 +8,7 @@ accuracy on the study (``svc.tree_choice``, computed once in the background).
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import _charts as charts
@@ -28,7 +29,8 @@ st.caption(
 )
 
 
-def _evidence_table(ev):  # type: ignore[no-untyped-def]
+def _evidence_table(ev: pd.DataFrame) -> pd.DataFrame:
+    """Held-out evidence as shown: percentages and the CI as text."""
     return ev.assign(
         **{
             "training": (100 * ev["train"]).round(1),

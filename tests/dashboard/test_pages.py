@@ -232,7 +232,7 @@ def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch) -> Non
     at = app("tree_explorer", sel_study="electricity", te_view="Held-out evidence")
     no_exception(at)
     models = at.dataframe[0].value  # the tree models and baselines on the study
-    assert {"Linear-leaf tree (dt-linear)", "logit-shrink"} <= set(models["method"])
+    assert {"Linear-leaf tree (dt-linear)", "logit-shrink (baseline)"} <= set(models["method"])
     table = at.dataframe[1].value  # the paper DT on the respondent's own data
     assert list(table["method"]) == [
         "DT (the tree shown)",

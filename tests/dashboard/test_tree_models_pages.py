@@ -53,7 +53,8 @@ def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_m
     at.run()
     ev = at.dataframe[0].value
     assert {"Paper DT (constant leaves)", "Linear-leaf tree (dt-linear)"} <= set(ev["method"])
-    assert {"logit-shrink", "logit-pooled"} <= set(ev["method"])  # the baselines beside
+    # the baselines beside the trees
+    assert {"logit-shrink (baseline)", "logit-pooled (baseline)"} <= set(ev["method"])
     trees_only = ev[ev["method"].isin(tree_svc.TREE_MODELS.values())]
     best = trees_only.loc[trees_only["held-out"].idxmax(), "method"]
     assert tree_svc.TREE_MODELS[_model_box(at).value] == best
