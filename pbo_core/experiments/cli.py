@@ -29,8 +29,10 @@ Commands
     Discard straddlers (depth unrestricted, ``dt``) vs keep them (max depth 4,
     ``dt-keep``): accuracy and tree size (paper Table 2), beside the baselines.
 ``sensitivity``
-    Leave-one-out feature sensitivity (Table 10 layout) for any study, and the accuracy
-    of every ``--methods`` model on the same split (the baseline row in context).
+    Leave-one-out feature sensitivity (Table 10 layout) for any study: one block per
+    ``--methods`` model (any accuracy method; default the paper DT, ``dt-linear`` and the
+    baseline most accurate on the split), each change paired per respondent with a 95 %
+    CI, and every ablated model's accuracy with all features on the same split.
 ``pmr-llm-vs-tree``
     PMR test pairs (inbox B): ask an OpenAI-compatible endpoint which message is more
     urgent, and compare with a tree trained on inbox A's LLM-extracted features (Table
