@@ -71,7 +71,7 @@ TREE_MODELS: dict[str, str] = {
 #: Baselines scored beside the trees in the study-level comparison (cheap, tuned by CV).
 CHOICE_BASELINES = ("logit-shrink", "logit-pooled")
 #: Respondents whose comparisons the study-level comparison uses (the first N).
-CHOICE_RESPONDENTS = 40
+CHOICE_RESPONDENTS = 30
 
 
 def tree_models(study: Study) -> list[str]:

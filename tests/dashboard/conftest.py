@@ -60,3 +60,22 @@ def app() -> Callable[..., object]:
         return at
 
     return make
+
+
+@pytest.fixture
+def quick_dt_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry's ``dt-linear`` with the prior strengths its inner CV picks on Train
+    (shrinkage 3, slope ratio 0.01) instead of the CV (~30 s per fit on Train): pages,
+    not the fit, are what the dashboard tests time."""
+    import dataclasses
+
+    from pbo_core.experiments.accuracy import ACCURACY_METHODS
+    from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+
+    fast = dataclasses.replace(
+        ACCURACY_METHODS["dt-linear"],
+        fit=lambda d, t: LinearLeafDTSurrogate(
+            linear_features="all", pooling="shrink", slope_ratio=0.01, shrinkage=3.0, max_depth=3
+        ).fit(d, tasks=t),
+    )
+    monkeypatch.setitem(ACCURACY_METHODS, "dt-linear", fast)

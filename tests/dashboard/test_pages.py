@@ -225,7 +225,7 @@ def test_split_tooltips_explain_straddlers(app) -> None:
     assert "straddled the split" in root["tooltip"] and "not passed down" in root["tooltip"]
 
 
-def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch) -> None:
+def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch, quick_dt_linear) -> None:
     from dashboard._services import trees as tree_svc
 
     monkeypatch.setattr(tree_svc, "CHOICE_RESPONDENTS", 5)  # the study-level table: small

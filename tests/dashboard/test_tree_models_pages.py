@@ -2,34 +2,24 @@
 the default is the most accurate tree, linear leaves read in the attributes' units with a
 value of time, and the sensitivity page ablates several models side by side.
 
-The registry's ``dt-linear`` chooses its prior strengths by an inner CV (about 30 s on
-Train); here it is replaced by the same model with the strengths that CV picks on Train,
-so the pages, not the fit, are what these tests time.
+The registry's ``dt-linear`` is replaced by the same model with the prior strengths its
+inner CV picks on Train (fixture ``quick_dt_linear``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import pytest
 
 from dashboard._services import trees as tree_svc
 from pbo_core.experiments.accuracy import ACCURACY_METHODS
-from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
 from tests.dashboard.test_pages import charts, metrics, no_exception, texts, tree_text
 from tests.dashboard.test_pages import trees as tree_views
 
 
 @pytest.fixture
-def quick_models(monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = dataclasses.replace(
-        ACCURACY_METHODS["dt-linear"],
-        fit=lambda d, t: LinearLeafDTSurrogate(
-            linear_features="all", pooling="shrink", slope_ratio=0.01, shrinkage=3.0, max_depth=3
-        ).fit(d, tasks=t),
-    )
-    monkeypatch.setitem(ACCURACY_METHODS, "dt-linear", fast)
+def quick_models(monkeypatch: pytest.MonkeyPatch, quick_dt_linear: None) -> None:
     monkeypatch.setattr(tree_svc, "CHOICE_RESPONDENTS", 7)  # also a cache key of its own
     monkeypatch.setenv("DTPBO_NO_TREE_CHOICE", "0")  # the background comparison on
 
