@@ -101,7 +101,7 @@ def fit_model(study: Study, respondent: Any, method: str, *, min_samples_split: 
         return fit_tree(study, respondent, min_samples_split=min_samples_split)
     model = _fit_pooled(study_token(study), method, study)
     if respondent is not None and study.data.respondent is not None:
-        model = model.for_respondent(respondent)
+        model = model.for_respondent(respondent, respondent_data(study, respondent).X)
     return model
 
 

@@ -158,8 +158,8 @@ m4.metric(
 if len(vot_all):
     v = vot_all.iloc[0]
     m5.metric(
-        "Value of time (overall)",
-        f"{v['estimate']:.3g} {v['unit']}",
+        f"Value of time ({v['unit']})",
+        f"{v['estimate']:.3g}",
         help="Time slope / price slope of the slopes averaged over the leaves (weighted by "
         "their items), with its 95% Fieller interval from the posterior: "
         + (

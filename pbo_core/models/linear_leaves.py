@@ -730,12 +730,19 @@ class LinearLeafDTSurrogate:
         return competition_rank(self.predict(X, respondent))
 
     # ------------------------------------------------------------------ display
-    def for_respondent(self, respondent: Any) -> LinearLeafDTSurrogate:
-        """A shallow copy whose ``leaf_mean_``/``leaf_cov_``/``leaf_slopes_`` are one person's."""
+    def for_respondent(self, respondent: Any, X: np.ndarray | None = None) -> LinearLeafDTSurrogate:
+        """A shallow copy whose ``leaf_mean_``/``leaf_cov_``/``leaf_slopes_`` are one person's.
+
+        With ``X`` (that person's items) the copy's ``item_leaf_`` (leaf item counts of
+        the display) is the leaf of each row of ``X`` instead of the training items.
+        """
         theta, S = self._params(respondent)
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)
         out.theta_, out.theta_cov_ = theta, S
+        if X is not None:
+            X = check_input(X, getattr(self, "n_features_in_", None), type(self).__name__)
+            out.item_leaf_, out._X_fit = self.tree_.apply(X), X
         out._set_display(theta, S)
         return out
 

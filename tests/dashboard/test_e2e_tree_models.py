@@ -66,8 +66,8 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
     expect(svg).to_contain_text("per hour (more is worse)")
     expect(svg).to_contain_text("Value of time:")
     expect(svg).to_contain_text("overall value of time")
-    vot = metric(page, "Value of time (overall)").inner_text()
-    assert re.fullmatch(r"[0-9.]+ guilders per hour", vot), vot
+    vot = metric(page, "Value of time (guilders per hour)").inner_text()
+    assert re.fullmatch(r"[0-9.]+", vot) and float(vot) > 0, vot
     page.wait_for_timeout(800)
     snap(page, "tree_explorer", docs=True)
     # the export carries the slopes and the value of time
