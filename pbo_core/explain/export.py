@@ -452,7 +452,7 @@ def _leaf_lines(
         return title, [f"utility {s.mean:+.2f} ± {s.sd:.2f}", plural(s.n_items, "item")]
     # linear leaf: the level at the leaf's average item, then the slopes and the VOT
     lines = [f"utility at centre {s.mean:+.2f} ± {s.sd:.2f}", plural(s.n_items, "item")]
-    lines += labels.leaf_slope_lines(model, s.leaf)
+    lines += labels.leaf_slope_lines(model, s.leaf, short=True)
     vot = labels.value_of_time(model).get(s.leaf)
     if vot is not None:
         lines.append(vot.text(short=True))
@@ -516,7 +516,10 @@ def tree_view(
             path_txt = " AND ".join(s.conditions) or "all items"
             tip = f"{t}: {path_txt}. Posterior utility {s.mean:+.2f} ± {s.sd:.2f}."
             if labels.has_slopes(model):
-                tip += " Slopes (utility per unit, noise units): " + "; ".join(lines[2:]) + "."
+                full = labels.leaf_slope_lines(model, s.leaf)
+                vot = labels.value_of_time(model).get(s.leaf)
+                full += [vot.text()] if vot is not None else []
+                tip += " Slopes (utility per unit, noise units): " + "; ".join(full) + "."
             if its:
                 tip += f" Items ({len(its)}): " + "; ".join(its[:40])
                 tip += f"; and {len(its) - 40} more" if len(its) > 40 else ""

@@ -123,23 +123,27 @@ def _amount(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
-def slope_label(feature: Feature, column_label: str, slope: float, code: Any = None) -> str:
+def slope_label(
+    feature: Feature, column_label: str, slope: float, code: Any = None, short: bool = False
+) -> str:
     """One slope in the attribute's own unit with a direction word.
 
     Numeric: ``"Price: -0.32 per guilder (more is worse)"``; times in minutes (or seconds)
     per hour (minute). Ordinal: per level step toward the last level ("up"). Indicator columns
     (binary, categorical level, multi-hot value): the shift against the reference.
+    ``short`` (tree boxes) drops the "(more is ...)" phrase of numeric and ordinal slopes.
     """
     word = "better" if slope > 0 else "worse"
+    tail = "" if short else f" (more is {word})"
     if feature.kind == "numeric":
         h = hours_per_unit(feature)
         if h is not None and h < 1:
             per, value = ("minute", slope * (1 / 60) / h) if h < 1 / 60 else ("hour", slope / h)
         else:
             per, value = singular_unit(feature.unit) or "unit", slope
-        return f"{feature.display}: {_num(value)} per {per} (more is {word})"
+        return f"{feature.display}: {_num(value)} per {per}{tail}"
     if feature.kind == "ordinal" and code is None and feature.levels:
-        return f"{feature.display}: {_num(slope)} per level up (more is {word})"
+        return f"{feature.display}: {_num(slope)} per level up{tail}"
     return f"{column_label}: {_num(slope)} ({word})"
 
 
@@ -268,12 +272,12 @@ def tradeoffs(model: Any, respondent: Any = None) -> list[TradeOff]:
 
 def ratio_text(r: Ratio, unit: str, short: bool = False) -> str:
     """``"10.6 guilders per hour [95% CI 8.9, 12.5]"``, or the estimate with the reason
-    there is no finite interval."""
+    there is no finite interval (``short``: ``"10.6 guilders/hour [8.9, 12.5]"``)."""
     if r.bounded:
         ci = f"[{'' if short else '95% CI '}{_amount(r.low)}, {_amount(r.high)}]"
     else:
         ci = "[CI unbounded]" if short else "[95% CI unbounded: price effect not clearly nonzero]"
-    return f"{_amount(r.estimate)} {unit} {ci}"
+    return f"{_amount(r.estimate)} {unit.replace(' per ', '/') if short else unit} {ci}"
 
 
 def tradeoff_table(
@@ -321,11 +325,11 @@ def has_slopes(model: Any) -> bool:
     return bool(getattr(model, "slope_columns_", None)) and hasattr(model, "slope_posterior")
 
 
-def leaf_slope_lines(model: Any, leaf: int) -> list[str]:
+def leaf_slope_lines(model: Any, leaf: int, short: bool = False) -> list[str]:
     """The slope labels of one leaf (:func:`slope_label`), in design-column order."""
     mean, _ = model.slope_posterior()
     return [
-        slope_label(f, col.label, float(v), col.code)
+        slope_label(f, col.label, float(v), col.code, short=short)
         for (f, col), v in zip(slope_columns(model), mean[int(leaf)], strict=True)
     ]
 
