@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test run lint bench clean setup
+.PHONY: test test-fast run lint bench clean setup
 
 setup: $(STAMP)
 
@@ -19,6 +19,12 @@ $(STAMP): pyproject.toml requirements.txt
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The edit-test loop: everything but the tests marked slow, the browser (e2e) and the
+# real-model (llm) tests; `make test` (CI) runs them all.
+test-fast: $(STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -m "not slow and not e2e and not llm" $(PYTEST_ARGS)
 
 run: $(STAMP)
 	$(BIN)/python -m dashboard --server.showEmailPrompt=false --browser.gatherUsageStats=false

@@ -51,7 +51,7 @@ from feature_extraction.spec import (
     parse_json_content,
 )
 from pbo_core.data import PreferenceData, Schema
-from pbo_core.metrics import pairwise_accuracy
+from pbo_core.metrics import accuracy
 from pbo_core.models.dt import DTSurrogate
 
 log = logging.getLogger(__name__)
@@ -64,12 +64,6 @@ HARD_CATEGORIES: tuple[str, ...] = ("same_leaf", "equal_utility", "preferred_low
 
 
 # ---------------------------------------------------------------------- scoring
-def model_accuracy(model: Any, data: PreferenceData, *, ties: float = 0.5) -> float:
-    """Pairwise accuracy (:func:`pbo_core.metrics.pairwise_accuracy`) of a fitted
-    surrogate on ``data``'s pairs; a tie counts ``ties``."""
-    return pairwise_accuracy(np.asarray(model.predict(data.X), dtype=float), data.pairs, ties=ties)
-
-
 def hard_pairs(model: Any, data: PreferenceData, *, tol: float = 1e-9) -> pd.DataFrame:
     """The pairs of ``data`` the fitted DT explains worst.
 
@@ -575,7 +569,7 @@ class FeatureProposer:
             if not len(val) or not len(fit):
                 continue
             model = self.surrogate().fit(data.select_pairs(fit))
-            scores.append(model_accuracy(model, data.select_pairs(val)))
+            scores.append(accuracy(model, data.select_pairs(val)))
         if not scores:
             raise ValueError("no fold has both fit and validation pairs")
         return scores

@@ -810,6 +810,3 @@ def study_item_set(study: Study, *, max_items: int | None = None, seed: int = 0)
         "utilities": utilities,
         "name": study.key,
     }
-
-
-# ----------------------------------------------------------------------------- sensitivity

@@ -18,7 +18,8 @@ every item ``i`` has a utility ``u_i`` and "``w`` beats ``l``" has likelihood
     Per user, wins minus losses of every item (unseen items 0): a sanity floor.
 
 The MAPs are found by Newton's method (the global model with the item-Laplacian
-Hessian, the users as one batch, see :func:`pbo_core.models.linear.newton_batch`);
+Hessian, :func:`pbo_core.models.glm.item_map`; the users as one batch,
+:func:`pbo_core.models.glm.newton_batch`);
 ``prior strength="cv"`` picks from a log grid by the held-out log loss (``cv_score``).
 All models follow the shared surrogate interface. Prediction methods take item rows
 ``X``: the training item matrix itself (any array equal to it), 1-D integer item indices,
@@ -36,17 +37,20 @@ import pandas as pd
 
 from pbo_core.data import PreferenceData
 from pbo_core.metrics import competition_rank
-from pbo_core.models.linear import (
+from pbo_core.models.glm import (
     PaddedBatch,
     alpha_grid,
     cv_respondents,
     heldout_loss,
+    item_map,
     link_terms,
     newton_batch,
+    pair_tasks,
     predictive_prob,
+    resolve_strength,
     spd_inv_batch,
-    task_folds,
 )
+from pbo_core.models.linear import task_folds
 
 __all__ = [
     "BradleyTerrySurrogate",
@@ -60,72 +64,7 @@ __all__ = [
 Link = Literal["logit", "probit"]
 
 
-# ----------------------------------------------------------------------------- solver
-def item_map(
-    winner: np.ndarray,
-    loser: np.ndarray,
-    weight: np.ndarray,
-    n_items: int,
-    prec: float,
-    link: str,
-    *,
-    mean: np.ndarray | None = None,
-    init: np.ndarray | None = None,
-    max_iter: int = 100,
-    tol: float = 1e-9,
-) -> tuple[np.ndarray, np.ndarray]:
-    """MAP item utilities and the Hessian (posterior precision) of one pooled model.
-
-    Minimises ``sum_k weight_k (-log F(u[w_k] - u[l_k])) + prec/2 ||u - mean||^2`` by
-    Newton with backtracking; the likelihood Hessian is a weighted graph Laplacian built
-    in ``O(pairs + items^2)``.
-    """
-    m = int(n_items)
-    mu = np.zeros(m) if mean is None else np.asarray(mean, dtype=float)
-    u = mu.copy() if init is None else np.asarray(init, dtype=float).copy()
-    w, lo, c = np.asarray(winner), np.asarray(loser), np.asarray(weight, dtype=float)
-
-    def terms(u: np.ndarray, need: bool) -> tuple[float, np.ndarray, np.ndarray]:
-        z = u[w] - u[lo]
-        nll, g1, h1 = link_terms(z, link)
-        dev = u - mu
-        obj = float(c @ nll + 0.5 * prec * (dev @ dev))
-        if not need:
-            return obj, dev, dev
-        gz = c * g1
-        grad = np.bincount(w, gz, minlength=m) - np.bincount(lo, gz, minlength=m) + prec * dev
-        hz = c * h1
-        H = np.zeros((m, m))
-        np.add.at(H, (w, lo), -hz)
-        H = H + H.T
-        H[np.diag_indices(m)] = (
-            np.bincount(w, hz, minlength=m) + np.bincount(lo, hz, minlength=m) + prec
-        )
-        return obj, grad, H
-
-    obj, grad, H = terms(u, True)
-    for _ in range(max_iter):
-        try:
-            step = np.linalg.solve(H, grad)
-        except np.linalg.LinAlgError:
-            step = np.linalg.lstsq(H, grad, rcond=None)[0]
-        dec = float(grad @ step)
-        if dec <= tol * tol:
-            break
-        t = 1.0
-        while True:
-            new = u - t * step
-            obj_new = terms(new, False)[0]
-            if obj_new <= obj - 0.25 * t * dec or t < 1e-10:
-                break
-            t *= 0.5
-        if not obj_new < obj:
-            break
-        u = new
-        obj, grad, H = terms(u, True)
-    return u, H
-
-
+# ----------------------------------------------------------------------------- counts
 def _aggregate(pairs: np.ndarray, m: int, groups: np.ndarray, n_groups: int):
     """Distinct (winner, loser) rows and their counts per group ``(n_groups, n_distinct)``."""
     code = pairs[:, 0].astype(np.int64) * m + pairs[:, 1]
@@ -222,15 +161,6 @@ def _key(r: Any) -> Any:
     return r.item() if isinstance(r, np.generic) else r
 
 
-def _pair_tasks(data: PreferenceData, tasks: np.ndarray | None) -> np.ndarray:
-    if tasks is None:
-        return np.arange(data.n_pairs)
-    t = np.asarray(tasks)
-    if len(t) != data.n_pairs:
-        raise ValueError(f"{len(t)} task ids for {data.n_pairs} comparisons")
-    return t
-
-
 # ----------------------------------------------------------------------------- global
 class ItemUtilitySurrogate(_ItemPredictor):
     """Pooled item utilities (Bradley-Terry / Thurstone) with an L2 prior.
@@ -286,31 +216,26 @@ class ItemUtilitySurrogate(_ItemPredictor):
         _, rcode = _respondents(data)
         grid = alpha_grid(self.alphas)
         folds = task_folds(
-            self.n_folds, np.random.default_rng(self.random_state), _pair_tasks(data, tasks), rcode
+            self.n_folds, np.random.default_rng(self.random_state), pair_tasks(data, tasks), rcode
         )
         K = int(folds.max(initial=0)) + 1
         w, lo, counts = _aggregate(data.pairs, m, folds, K)
         total = counts.sum(axis=0)
         kw = {"max_iter": self.max_iter, "tol": self.tol}
-        loss = None
-        if isinstance(self.alpha, str):
-            if self.alpha != "cv":
-                raise ValueError(f"alpha must be a number or 'cv', got {self.alpha!r}")
-            if K < 2:
-                alpha = float(grid[len(grid) // 2])
-            else:
-                loss = np.zeros(len(grid))
-                for k in range(K):
-                    u = None
-                    for a_i, a in enumerate(grid):  # strong -> weak, warm starts
-                        u, _ = item_map(w, lo, total - counts[k], m, a, self.link, init=u, **kw)
-                        z = u[w] - u[lo]
-                        loss[a_i] += counts[k] @ heldout_loss(z, self.cv_score, self.link)
-                alpha = float(grid[int(np.argmin(loss))])
-        else:
-            alpha = float(self.alpha)
-            if not alpha > 0:
-                raise ValueError(f"alpha must be > 0 for item utilities, got {alpha}")
+
+        def cv_loss() -> np.ndarray:
+            loss = np.zeros(len(grid))
+            for k in range(K):
+                u = None
+                for a_i, a in enumerate(grid):  # strong -> weak, warm starts
+                    u, _ = item_map(w, lo, total - counts[k], m, a, self.link, init=u, **kw)
+                    z = u[w] - u[lo]
+                    loss[a_i] += counts[k] @ heldout_loss(z, self.cv_score, self.link)
+            return loss
+
+        alpha, loss = resolve_strength(
+            self.alpha, grid, K, cv_loss, positive=True, what=" for item utilities"
+        )
         fold_u = np.zeros((K, m))
         if K >= 2:
             for k in range(K):
@@ -475,31 +400,25 @@ class ItemOffsetSurrogate(_ItemPredictor):
             real[r, : len(it)] = True
         P = PaddedBatch(ids, D, mask, fo, rows)
         grid = glob.alphas_
-        self.cv_loss_ = None
-        if isinstance(self.tau, str):
-            if self.tau != "cv":
-                raise ValueError(f"tau must be a number or 'cv', got {self.tau!r}")
-            if K < 2:
-                tau = float(grid[len(grid) // 2])
-            else:
-                centres = fold_u[:, loc] * real  # (K, R, m_max)
-                lossr = cv_respondents(
-                    P,
-                    K,
-                    np.ones(m_max),
-                    grid,
-                    centres,
-                    self.link,
-                    self.max_iter,
-                    self.tol,
-                    self.cv_score,
-                )
-                self.cv_loss_ = lossr.sum(axis=0)
-                tau = float(grid[int(np.argmin(self.cv_loss_))])
-        else:
-            tau = float(self.tau)
-            if not tau > 0:
-                raise ValueError(f"tau must be > 0, got {tau}")
+        tau, lossr = resolve_strength(
+            self.tau,
+            grid,
+            K,
+            lambda: cv_respondents(
+                P,
+                K,
+                np.ones(m_max),
+                grid,
+                fold_u[:, loc] * real,  # (K, R, m_max) fold centres
+                self.link,
+                self.max_iter,
+                self.tol,
+                self.cv_score,
+            ),
+            name="tau",
+            positive=True,
+        )
+        self.cv_loss_ = None if lossr is None else lossr.sum(axis=0)
         mean = u[loc] * real
         v, Hr = newton_batch(
             D,

@@ -53,24 +53,37 @@ Variants
 
 Utilities are in units of the link's latent scale (logistic noise of the difference for
 logit, standard normal noise of the difference for probit), not the ``sigma_noise`` units of
-:mod:`pbo_core.laplace`; :meth:`prob_prefer` integrates the coefficient uncertainty
+:mod:`pbo_core.models.leaves`; :meth:`prob_prefer` integrates the coefficient uncertainty
 accordingly (exactly for probit, the probit approximation of the logistic for logit).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, log_ndtr, ndtr
+from scipy.special import ndtr
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import competition_rank
 from pbo_core.models.base import check_input
+from pbo_core.models.glm import (
+    DEFAULT_ALPHAS,
+    alpha_grid,
+    cv_respondents,
+    heldout_loss,
+    link_terms,
+    newton_batch,
+    newton_chunked,
+    pad_respondents,
+    pair_tasks,
+    predictive_prob,
+    resolve_strength,
+    spd_inv_batch,
+)
 
 __all__ = [
     "DEFAULT_ALPHAS",
@@ -83,178 +96,6 @@ __all__ = [
 ]
 
 Link = Literal["logit", "probit"]
-
-#: Default log grid of prior strengths (on the standardised scale), strongest first.
-DEFAULT_ALPHAS: np.ndarray = np.logspace(3, -3, 13)
-
-#: Cap on ``problems x pairs x columns`` of one batched Newton call (memory bound).
-_BATCH_CELLS = 4_000_000
-
-
-# ----------------------------------------------------------------------------- links
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def _mills_ratio(z: np.ndarray) -> np.ndarray:
-    """``phi(z) / Phi(z)`` in log space (as :func:`pbo_core.laplace.mills_ratio`)."""
-    return np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z))
-
-
-def link_terms(z: np.ndarray, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Negative log-likelihood ``-log F(z)``, its first and second derivatives in ``z``."""
-    if link == "logit":
-        nll = np.logaddexp(0.0, -z)
-        s_neg = expit(-z)
-        return nll, -s_neg, s_neg * expit(z)
-    if link == "probit":
-        r = _mills_ratio(z)
-        h = np.clip(r * (z + r), 0.0, 1.0)
-        return -log_ndtr(z), -r, h
-    raise ValueError(f"link must be 'logit' or 'probit', got {link!r}")
-
-
-def link_nll(z: np.ndarray, link: str) -> np.ndarray:
-    """``-log F(z)`` only."""
-    if link == "logit":
-        return np.logaddexp(0.0, -z)
-    if link == "probit":
-        return -log_ndtr(z)
-    raise ValueError(f"link must be 'logit' or 'probit', got {link!r}")
-
-
-def predictive_prob(mean_diff: np.ndarray, var_diff: np.ndarray, link: str) -> np.ndarray:
-    """``P(a > b)`` integrated over a Gaussian utility difference ``N(mean, var)``.
-
-    Probit: exact, ``Phi(m / sqrt(1 + v))``. Logit: the probit approximation
-    ``sigma(m / sqrt(1 + pi v / 8))`` (MacKay 1992).
-    """
-    m = np.asarray(mean_diff, dtype=float)
-    v = np.maximum(np.asarray(var_diff, dtype=float), 0.0)
-    if link == "probit":
-        return ndtr(m / np.sqrt(1.0 + v))
-    return expit(m / np.sqrt(1.0 + (math.pi / 8.0) * v))
-
-
-# ----------------------------------------------------------------------------- solver
-def _objective(
-    D: np.ndarray, w: np.ndarray, prec: np.ndarray, mean: np.ndarray, beta: np.ndarray, link: str
-) -> np.ndarray:
-    z = (D @ beta[:, :, None])[:, :, 0]
-    dev = beta - mean
-    return (w * link_nll(z, link)).sum(axis=1) + 0.5 * (prec * dev * dev).sum(axis=1)
-
-
-def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    try:
-        return np.linalg.solve(H, g[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        return np.einsum("bpq,bq->bp", np.linalg.pinv(H, hermitian=True), g)
-
-
-def newton_batch(
-    D: np.ndarray,
-    w: np.ndarray,
-    prec: np.ndarray,
-    mean: np.ndarray,
-    link: str,
-    *,
-    init: np.ndarray | None = None,
-    max_iter: int = 100,
-    tol: float = 1e-9,
-) -> tuple[np.ndarray, np.ndarray]:
-    """MAP of ``B`` independent penalised GLMs on pair differences, by batched Newton.
-
-    Problem ``b`` minimises ``sum_n w[b,n] (-log F(D[b,n] @ beta)) +
-    1/2 sum_p prec[b,p] (beta_p - mean[b,p])^2``.
-
-    Parameters
-    ----------
-    D
-        ``(B, n, p)`` difference rows (may be a broadcast view); padded rows need weight 0.
-    w
-        ``(B, n)`` non-negative weights (counts; 0 = not in this problem).
-    prec, mean
-        ``(B, p)`` diagonal prior precision and mean.
-    link
-        ``"logit"`` or ``"probit"``.
-    init
-        Optional ``(B, p)`` starting point (default: the prior mean).
-    max_iter, tol
-        Newton cap, and tolerance on the Newton decrement ``sqrt(g^T H^-1 g)``.
-
-    Returns
-    -------
-    beta : ndarray, shape (B, p)
-    hessian : ndarray, shape (B, p, p)
-        Hessian of the objective at ``beta`` (the Laplace posterior precision).
-    """
-    B, _, p = D.shape
-    beta = (mean if init is None else init).astype(float, copy=True)
-    eye = np.eye(p)
-    active = np.arange(B)
-    H_out = np.empty((B, p, p))
-    for _ in range(max_iter + 1):
-        if active.size == 0:
-            break
-        Da, wa, pa, ma, ba = D[active], w[active], prec[active], mean[active], beta[active]
-        z = (Da @ ba[:, :, None])[:, :, 0]
-        nll, g1, h1 = link_terms(z, link)
-        dev = ba - ma
-        obj = (wa * nll).sum(axis=1) + 0.5 * (pa * dev * dev).sum(axis=1)
-        Dt = np.swapaxes(Da, 1, 2)
-        grad = (Dt @ (wa * g1)[:, :, None])[:, :, 0] + pa * dev
-        H = (Dt * (wa * h1)[:, None, :]) @ Da + pa[:, :, None] * eye
-        H_out[active] = H
-        step = _solve(H, grad)
-        dec = (grad * step).sum(axis=1)
-        go = dec > tol * tol
-        if _ == max_iter or not go.any():
-            break
-        active, Da, wa, pa, ma = active[go], Da[go], wa[go], pa[go], ma[go]
-        ba, step, dec, obj = ba[go], step[go], dec[go], obj[go]
-        t = np.ones(active.size)
-        new = ba - step
-        obj_new = np.empty(active.size)
-        todo = np.arange(active.size)  # problems still backtracking
-        for _bt in range(40):
-            obj_new[todo] = _objective(Da[todo], wa[todo], pa[todo], ma[todo], new[todo], link)
-            ok = obj_new[todo] <= obj[todo] - 0.25 * t[todo] * dec[todo]
-            todo = todo[~ok]
-            if todo.size == 0:
-                break
-            t[todo] *= 0.5
-            new[todo] = ba[todo] - t[todo, None] * step[todo]
-        improved = obj_new < obj
-        beta[active] = np.where(improved[:, None], new, ba)
-        active = active[improved]  # no representable decrease: converged
-    return beta, H_out
-
-
-def heldout_loss(z: np.ndarray, score: str, link: str) -> np.ndarray:
-    """CV loss of held-out comparisons with latent differences ``z`` (winner minus loser).
-
-    ``"log_loss"``: ``-log F(z)``; ``"error"``: 1 if ``z < 0``, 1/2 if ``z == 0`` (the
-    accuracy of :func:`pbo_core.metrics.pairwise_accuracy`, as a loss).
-    """
-    if score == "log_loss":
-        return link_nll(z, link)
-    if score == "error":
-        return np.where(z < 0, 1.0, np.where(z == 0, 0.5, 0.0))
-    raise ValueError(f"cv_score must be 'log_loss' or 'error', got {score!r}")
-
-
-def _chunks(n_problems: int, cells_per_problem: int) -> list[slice]:
-    size = max(1, _BATCH_CELLS // max(1, cells_per_problem))
-    return [slice(i, min(i + size, n_problems)) for i in range(0, n_problems, size)]
-
-
-def spd_inv_batch(H: np.ndarray) -> np.ndarray:
-    """Symmetric inverse of a batch of SPD matrices (pseudo-inverse if singular)."""
-    try:
-        inv = np.linalg.inv(H)
-    except np.linalg.LinAlgError:
-        inv = np.linalg.pinv(H, hermitian=True)
-    return 0.5 * (inv + np.swapaxes(inv, -1, -2))
 
 
 # ----------------------------------------------------------------------------- design
@@ -360,13 +201,6 @@ def task_folds(
     return fold_of_task[inv]
 
 
-def alpha_grid(alphas: Sequence[float] | np.ndarray | None) -> np.ndarray:
-    g = DEFAULT_ALPHAS if alphas is None else np.asarray(alphas, dtype=float).ravel()
-    if g.size == 0 or np.any(g <= 0) or not np.all(np.isfinite(g)):
-        raise ValueError("alphas must be a non-empty grid of positive numbers")
-    return np.sort(g)[::-1]  # strongest first: argmin ties go to the stronger prior
-
-
 def _rms_scale(d: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """Root mean square of each difference column (1 where a column never varies)."""
     if len(d) == 0:
@@ -459,15 +293,6 @@ class _LinearPredictor:
 def _pair_design(data: PreferenceData, design: LinearDesign) -> tuple[np.ndarray, np.ndarray]:
     Z = design.transform(data.X)
     return Z[data.pairs[:, 0]] - Z[data.pairs[:, 1]], Z
-
-
-def _tasks(data: PreferenceData, tasks: np.ndarray | None) -> np.ndarray:
-    if tasks is None:
-        return np.arange(data.n_pairs)
-    t = np.asarray(tasks)
-    if len(t) != data.n_pairs:
-        raise ValueError(f"{len(t)} task ids for {data.n_pairs} comparisons")
-    return t
 
 
 def _fit_single(
@@ -598,31 +423,20 @@ class LinearUtilitySurrogate(_LinearPredictor):
         p = d.shape[1]
         scale = _rms_scale(d) if self.standardize else np.ones(p)
         w = np.ones(len(d))
-        self.cv_loss_: np.ndarray | None = None
-        self.alphas_: np.ndarray | None = None
-        if isinstance(self.alpha, str):
-            if self.alpha != "cv":
-                raise ValueError(f"alpha must be a number or 'cv', got {self.alpha!r}")
-            grid = alpha_grid(self.alphas)
-            folds = task_folds(
-                self.n_folds,
-                np.random.default_rng(self.random_state),
-                _tasks(data, tasks),
-                data.respondent,
-            )
-            K = int(folds.max(initial=0)) + 1
-            if K < 2:
-                alpha = float(grid[len(grid) // 2])
-            else:
-                loss, _ = _cv_pooled(
-                    d, folds, K, scale, grid, self.link, self.max_iter, self.tol, self.cv_score
-                )
-                alpha = float(grid[int(np.argmin(loss))])
-                self.cv_loss_, self.alphas_ = loss, grid
-        else:
-            alpha = float(self.alpha)
-            if not alpha >= 0:
-                raise ValueError(f"alpha must be >= 0, got {alpha}")
+        grid = alpha_grid(self.alphas)
+        rng = np.random.default_rng(self.random_state)
+        folds = task_folds(self.n_folds, rng, pair_tasks(data, tasks), data.respondent)
+        K = int(folds.max(initial=0)) + 1
+        alpha, loss = resolve_strength(
+            self.alpha,
+            grid,
+            K,
+            lambda: _cv_pooled(
+                d, folds, K, scale, grid, self.link, self.max_iter, self.tol, self.cv_score
+            )[0],
+        )
+        self.cv_loss_: np.ndarray | None = loss
+        self.alphas_: np.ndarray | None = grid if loss is not None else None
         prec = alpha * scale**2
         b, H = _fit_single(d, w, prec, np.zeros(p), self.link, self.max_iter, self.tol)
         self.design_ = design
@@ -651,71 +465,6 @@ class ProbitSurrogate(LinearUtilitySurrogate):
 
 
 # ----------------------------------------------------------------------------- per respondent
-@dataclass
-class PaddedBatch:
-    """Per-respondent difference rows padded to a common length."""
-
-    ids: np.ndarray  # (R,) respondent ids
-    D: np.ndarray  # (R, n_max, p)
-    mask: np.ndarray  # (R, n_max) real rows
-    folds: np.ndarray  # (R, n_max) fold of every row (-1 on padding)
-    rows: list[np.ndarray]  # pair indices of every respondent
-
-
-def _pad(d: np.ndarray, respondent: np.ndarray, folds: np.ndarray) -> PaddedBatch:
-    ids, first = np.unique(respondent, return_index=True)
-    ids = ids[np.argsort(first)]  # order of first appearance
-    rows = [np.flatnonzero(respondent == r) for r in ids]
-    n_max = max(len(r) for r in rows)
-    R, p = len(ids), d.shape[1]
-    D = np.zeros((R, n_max, p))
-    mask = np.zeros((R, n_max), dtype=bool)
-    fo = np.full((R, n_max), -1, dtype=np.int64)
-    for i, r in enumerate(rows):
-        D[i, : len(r)] = d[r]
-        mask[i, : len(r)] = True
-        fo[i, : len(r)] = folds[r]
-    return PaddedBatch(ids, D, mask, fo, rows)
-
-
-def cv_respondents(
-    P: PaddedBatch,
-    K: int,
-    prec_unit: np.ndarray,
-    grid: np.ndarray,
-    prior_mean: np.ndarray,
-    link: str,
-    max_iter: int,
-    tol: float,
-    score: str = "log_loss",
-) -> np.ndarray:
-    """Held-out loss ``(R, A)`` of per-respondent fits over the strength grid.
-
-    ``prior_mean`` is ``(K, R, p)`` (fold-specific prior centres) and ``prec_unit`` the
-    ``(p,)`` precision of strength 1.
-    """
-    R, n, p = P.D.shape
-    A = len(grid)
-    loss = np.zeros((R, A))
-    for k in range(K):
-        train_w = (P.mask & (P.folds != k)).astype(float)  # (R, n)
-        held = P.mask & (P.folds == k)
-        if not held.any():
-            continue
-        for sl in _chunks(R, A * n * p):
-            r_idx = np.arange(R)[sl]
-            nr = len(r_idx)
-            Db = np.repeat(P.D[r_idx], A, axis=0)  # (nr*A, n, p)
-            W = np.repeat(train_w[r_idx], A, axis=0)
-            prec = np.tile(grid[:, None] * prec_unit[None, :], (nr, 1))
-            mean = np.repeat(prior_mean[k, r_idx], A, axis=0)
-            beta, _ = newton_batch(Db, W, prec, mean, link, max_iter=max_iter, tol=tol)
-            z = np.einsum("bnp,bp->bn", Db, beta).reshape(nr, A, n)
-            nll = heldout_loss(z, score, link) * held[r_idx][:, None, :]
-            loss[r_idx] += nll.sum(axis=2)
-    return loss
-
-
 class RespondentLinearSurrogate(_LinearPredictor):
     """One linear utility per respondent, optionally shrunk toward the pooled model.
 
@@ -814,9 +563,9 @@ class RespondentLinearSurrogate(_LinearPredictor):
         unit = scale**2
         grid = alpha_grid(self.alphas)
         rng = np.random.default_rng(self.random_state)
-        folds = task_folds(self.n_folds, rng, _tasks(data, tasks), resp)
+        folds = task_folds(self.n_folds, rng, pair_tasks(data, tasks), resp)
         K = int(folds.max(initial=0)) + 1
-        P = _pad(d, resp, folds)
+        P = pad_respondents(d, resp, folds)
         R = len(P.ids)
         selection = self.alpha_selection or "pooled"
         score = self.cv_score
@@ -851,37 +600,25 @@ class RespondentLinearSurrogate(_LinearPredictor):
                 fold_centres = np.repeat(bk[:, None, :], R, axis=1)
 
         # strength of the respondents' prior
-        self.cv_loss_: np.ndarray | None = None
-        if isinstance(self.alpha, str):
-            if self.alpha != "cv":
-                raise ValueError(f"alpha must be a number or 'cv', got {self.alpha!r}")
-            if K < 2:
-                r_alpha = np.full(R, float(grid[len(grid) // 2]))
-            else:
-                loss = cv_respondents(
-                    P, K, unit, grid, fold_centres, link, self.max_iter, self.tol, score
-                )
-                self.cv_loss_ = loss
-                if selection == "pooled":
-                    r_alpha = np.full(R, float(grid[int(np.argmin(loss.sum(axis=0)))]))
-                else:
-                    r_alpha = grid[np.argmin(loss, axis=1)]
+        alpha, loss = resolve_strength(
+            self.alpha,
+            grid,
+            K,
+            lambda: cv_respondents(
+                P, K, unit, grid, fold_centres, link, self.max_iter, self.tol, score
+            ),
+        )
+        self.cv_loss_: np.ndarray | None = loss
+        if loss is not None and selection == "respondent":
+            r_alpha = grid[np.argmin(loss, axis=1)]
         else:
-            a = float(self.alpha)
-            if not a >= 0:
-                raise ValueError(f"alpha must be >= 0, got {a}")
-            r_alpha = np.full(R, a)
+            r_alpha = np.full(R, alpha)
 
         # final fits
         W = P.mask.astype(float)
         prec = r_alpha[:, None] * unit[None, :]
         mean = np.broadcast_to(centre, (R, p)).copy()
-        beta = np.empty((R, p))
-        H = np.empty((R, p, p))
-        for sl in _chunks(R, P.D.shape[1] * p):
-            beta[sl], H[sl] = newton_batch(
-                P.D[sl], W[sl], prec[sl], mean[sl], link, max_iter=self.max_iter, tol=self.tol
-            )
+        beta, H = newton_chunked(P.D, W, prec, mean, link, max_iter=self.max_iter, tol=self.tol)
         cov = spd_inv_batch(H)
 
         self.design_ = design
@@ -907,16 +644,15 @@ class RespondentLinearSurrogate(_LinearPredictor):
         self, d: np.ndarray, folds: np.ndarray, K: int, scale: np.ndarray, grid: np.ndarray
     ) -> tuple[float, np.ndarray | None]:
         """Strength of the pooled centre and its CV losses (held-out log loss)."""
-        if not isinstance(self.pooled_alpha, str):
-            return float(self.pooled_alpha), None
-        if self.pooled_alpha != "cv":
-            raise ValueError(f"pooled_alpha must be a number or 'cv', got {self.pooled_alpha!r}")
-        if K < 2:
-            return float(grid[len(grid) // 2]), None
-        loss, _ = _cv_pooled(
-            d, folds, K, scale, grid, self.link, self.max_iter, self.tol, "log_loss"
+        return resolve_strength(
+            self.pooled_alpha,
+            grid,
+            K,
+            lambda: _cv_pooled(
+                d, folds, K, scale, grid, self.link, self.max_iter, self.tol, "log_loss"
+            )[0],
+            name="pooled_alpha",
         )
-        return float(grid[int(np.argmin(loss))]), loss
 
     def get_params(self) -> dict[str, object]:
         """Constructor parameters (scikit-learn style)."""

@@ -1,4 +1,4 @@
-"""Preference trees with linear leaves, pooled across respondents (issue 16, section 2).
+"""Preference trees with linear leaves, pooled across respondents.
 
 Model
 -----
@@ -23,7 +23,7 @@ single leaf is the Bayesian linear probit model. Comparisons have the probit lik
 DT-PBO Eq. 2, ``P(w > l) = Phi((u(w) - u(l)) / sqrt(2))``, utilities in ``sigma_noise``
 units. Stacking ``theta_r = (a_r, b_r)`` every comparison is linear in ``theta_r`` with
 design row ``(phi(w) - phi(l)) / sqrt(2)``, so the fit is a penalised probit GLM
-(:func:`pbo_core.models.linear.newton_batch`, all respondents and CV cells batched).
+(:func:`pbo_core.models.glm.newton_batch`, all respondents and CV cells batched).
 
 Prior and pooling
 -----------------
@@ -60,7 +60,7 @@ the smaller tree and then the stronger prior. Depths whose tree on all training 
 more than ``max_leaves`` leaves are not considered (the readability goal: 12 leaves with
 slopes, 24 constant), and depth 0 (a single leaf, the linear model itself) never is.
 
-Tree structure: the tree is grown on the comparisons alone (residual-free, as today), not
+Tree structure: the tree is grown on the comparisons alone (residual-free), not
 refitted on residuals of the linear part. That keeps the tree the paper's tree (the same
 readable consistency-score splits, straddler handling and back-ends), costs one tree per
 CV cell instead of an alternating fit, and the leaf slopes then show how the trade-offs
@@ -68,12 +68,12 @@ differ between the regions the comparisons separate.
 
 Measured (``python tests/benchmarks/tree_accuracy.py``; the ``conjoint-accuracy`` split,
 seed 0, 2 held-out tasks per respondent, ties 1/2, mean over respondents [95 % bootstrap
-CI]; GP from the README's ``conjoint-accuracy`` table)::
+CI]; GP from the ``conjoint-accuracy`` table in docs/case-studies.md)::
 
     method                                       train                  electricity
     per-respondent logit (RespondentLinear)      0.796 [0.757, 0.834]   0.858 [0.838, 0.877]
-    GP (README)                                  0.657                  0.838
-    dt (today, per respondent)                   0.578 (5.3 leaves)     0.831 (4.7 leaves)
+    GP (docs)                                    0.657                  0.838
+    dt (per respondent)                          0.578 (5.3 leaves)     0.831 (4.7 leaves)
     dt-pooled (PooledDTSurrogate)                0.653 (16 leaves)      0.794 (10 leaves)
     dt-linear-pooled, numeric slopes, CV depth   0.713 (8 leaves)       0.818 (9 leaves)
     dt-linear-pooled, all slopes, CV depth       0.802 (2 leaves)       timed out (30 min)
@@ -100,8 +100,9 @@ import pandas as pd
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import competition_rank
 from pbo_core.models.base import check_input, probit_preference
+from pbo_core.models.glm import newton_chunked, pad_rows, respondent_rows, spd_inv_batch
 from pbo_core.models.leaves import laplace_fit
-from pbo_core.models.linear import LinearDesign, newton_batch, spd_inv_batch, task_folds
+from pbo_core.models.linear import LinearDesign, task_folds
 from pbo_core.models.tree import StraddlerMode, Tree, build_tree
 
 __all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "condition_on_sum"]
@@ -114,7 +115,6 @@ DEFAULT_SLOPE_RATIOS: tuple[float, ...] = (10.0, 1.0, 0.1, 0.01, 0.001)
 DEFAULT_DEPTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
-_BATCH_CELLS = 4_000_000
 
 Pooling = Literal["none", "shrink"]
 SlopeMode = Literal["leaf", "shared", "both"]
@@ -383,30 +383,7 @@ class LinearLeafDTSurrogate:
         self, D: np.ndarray, W: np.ndarray, prec: np.ndarray, mean: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Batched MAP and Hessian; ``D`` ``(B, n, p)`` rows already scaled by 1/sqrt(2)."""
-        B, n, p = D.shape
-        beta = np.empty((B, p))
-        H = np.empty((B, p, p))
-        step = max(1, _BATCH_CELLS // max(1, n * p))
-        for i in range(0, B, step):
-            sl = slice(i, min(i + step, B))
-            beta[sl], H[sl] = newton_batch(
-                D[sl], W[sl], prec[sl], mean[sl], "probit", max_iter=self.max_iter, tol=self.tol
-            )
-        return beta, H
-
-    @staticmethod
-    def _padded(d: np.ndarray, rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-respondent difference rows padded to one length, mask, and row index."""
-        n_max = max(1, max(len(r) for r in rows))
-        R, p = len(rows), d.shape[1]
-        D = np.zeros((R, n_max, p))
-        mask = np.zeros((R, n_max), dtype=bool)
-        idx = np.full((R, n_max), -1, dtype=np.int64)
-        for i, r in enumerate(rows):
-            D[i, : len(r)] = d[r]
-            mask[i, : len(r)] = True
-            idx[i, : len(r)] = r
-        return D, mask, idx
+        return newton_chunked(D, W, prec, mean, "probit", max_iter=self.max_iter, tol=self.tol)
 
     def _pooled_theta(self, d: np.ndarray, w: np.ndarray, base: np.ndarray) -> np.ndarray:
         """Pooled MAP (base prior) on difference rows ``d`` with weights ``w``."""
@@ -442,9 +419,7 @@ class LinearLeafDTSurrogate:
         z = self._z(X)
         k = z.shape[1]
         resp = data.respondent if data.respondent is not None else np.zeros(n, dtype=np.int64)
-        ids, first = np.unique(resp, return_index=True)
-        ids = ids[np.argsort(first)]
-        rows = [np.flatnonzero(resp == r) for r in ids]
+        ids, rows = respondent_rows(resp)
         dz = z[pairs[:, 0]] - z[pairs[:, 1]]
         scale = np.sqrt((dz * dz).mean(axis=0)) if k else np.zeros(0)
         scale = np.where(scale > 1e-12, scale, 1.0)
@@ -549,7 +524,7 @@ class LinearLeafDTSurrogate:
                 zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs[train], 1)[0]
                 phi = self._phi(leaf, z, cen, zmean, m)
                 d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
-                D, mask, _ = self._padded(d, rows)
+                D, mask, _ = pad_rows(d, rows)
                 trw = np.zeros(mask.shape)
                 held = np.zeros(mask.shape)
                 for i, r in enumerate(rows):
@@ -622,7 +597,7 @@ class LinearLeafDTSurrogate:
                 theta[i], cov[i] = res.map, res.cov
                 cond.append((res.mean_c, res.cov_c))  # the DT's own conditioning
         else:
-            D, mask, _ = self._padded(d, rows)
+            D, mask, _ = pad_rows(d, rows)
             theta, H = self._solve(
                 D, mask.astype(float), np.tile(prec, (R, 1)), np.tile(mean0, (R, 1))
             )

@@ -4,7 +4,7 @@
 questions (one point sampled uniformly inside each chosen leaf, or one item of each
 chosen leaf for finite item sets). The ``within`` option decides when a question is asked
 *inside* a leaf instead, which the tree needs to keep growing (qEUBO alone never asks
-within-leaf pairs, so the tree stalls; see README "Choosing the query rule"):
+within-leaf pairs, so the tree stalls; see docs/method-and-benchmarks.md):
 
 ``"none"``
     Literal Algorithm 1 of the paper: qEUBO only (method ``dt-literal``).
@@ -37,7 +37,7 @@ over when every leaf is resolved.
 With ``persist=True`` a challenger that beats the incumbent earns another challenge on the
 next query (at most ``persist_max`` in a row): a success rule in the spirit of the
 (1+1)-evolution strategy, which keeps refining while local moves pay off and returns to
-qEUBO exploration as soon as they stop. See README "Choosing the query rule" for the
+qEUBO exploration as soon as they stop. See docs/method-and-benchmarks.md for the
 measured comparison of all rules.
 """
 

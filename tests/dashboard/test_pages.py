@@ -4,7 +4,6 @@ missing data give the help text instead of a traceback."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -102,18 +101,15 @@ def test_every_page_loads_on_bundled_data(app, page: str) -> None:
     assert at.title[0].value
 
 
-def test_warm_page_switches_are_fast(app) -> None:
+def test_warm_page_switches_run_cleanly(app) -> None:
     at = app()
     for page in PAGES:  # warm every cache
         at.switch_page(f"views/{page}.py").run()
-    timings = {}
     for page in PAGES:
-        t0 = time.perf_counter()
         at.switch_page(f"views/{page}.py").run()
-        timings[page] = time.perf_counter() - t0
         no_exception(at)
-    # well under a second in practice (~0.05-0.2 s); generous for loaded CI machines
-    assert max(timings.values()) < 2.0, timings
+        assert at.title[0].value
+    # their wall time (target < 2 s each) is measured by tests/benchmarks/apptest_switches.py
 
 
 # ----------------------------------------------------------------------------- case studies

@@ -16,11 +16,12 @@ from data_loaders.sushi import (
     sushi_status,
 )
 from pbo_core.data import DataValidationError
+from tests.fixtures.shared_data import real_sushi_dir
 from tests.fixtures.synthetic import sushi_zip_bytes, write_sushi_tiny
 
-REAL = Path("/work/shared/data/sushi")
+REAL = real_sushi_dir()  # $DTPBO_SUSHI_DIR or ../shared/data/sushi beside the checkout
 needs_real = pytest.mark.skipif(
-    not (REAL / "sushi3b.5000.10.score").is_file(), reason="real SUSHI data not present"
+    REAL is None, reason="real SUSHI data not present ($DTPBO_SUSHI_DIR, ../shared/data/sushi)"
 )
 
 

@@ -1,7 +1,6 @@
 import gzip
 import hashlib
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -200,9 +199,8 @@ def test_cached_and_read_only() -> None:
     assert s.license.startswith("MIT") and "Bierlaire" in s.citation and s.source
 
 
-def test_loading_is_fast() -> None:
-    t = time.perf_counter()
-    sm._build(
+def test_building_the_bundled_study_runs() -> None:
+    s = sm._build(
         read_swissmetro(),
         str(SWISSMETRO_FILE),
         purposes=None,
@@ -211,7 +209,8 @@ def test_loading_is_fast() -> None:
         respondents=None,
         exclude=(),
     )
-    assert time.perf_counter() - t < 1.0
+    assert s.data.n_pairs > 0
+    # the wall time (target < 1 s) is measured by tests/benchmarks/fit_timings.py
 
 
 # ----------------------------------------------------------------------------- availability

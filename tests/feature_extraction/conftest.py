@@ -23,6 +23,7 @@ llama.cpp server; with ``reject_object_schema`` a ``json_object`` request carryi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -199,8 +200,9 @@ class ServerHandle:
         self.base_url = f"http://127.0.0.1:{port}/v1"
 
 
-@pytest.fixture(scope="session")
-def _scripted_server() -> Iterator[ServerHandle]:
+@contextlib.contextmanager
+def scripted_server() -> Iterator[ServerHandle]:
+    """Run the scripted server in a thread on a free port (also used by benchmarks)."""
     state = ScriptedLLM()
     port = free_port()
     config = uvicorn.Config(
@@ -214,9 +216,17 @@ def _scripted_server() -> Iterator[ServerHandle]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("scripted LLM server did not start")
         time.sleep(0.02)
-    yield ServerHandle(state, port, server)
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield ServerHandle(state, port, server)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def _scripted_server() -> Iterator[ServerHandle]:
+    with scripted_server() as handle:
+        yield handle
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 
 import pandas as pd
 import pytest
@@ -279,15 +278,13 @@ def test_auto_mode_uses_full_concurrency_and_stores_the_format_at_once(server, t
                 stored_at_first_result.append(cache.get_meta(key))
 
         cfg = config(server, max_concurrency=4)
-        t0 = time.perf_counter()
         res = extract_features(
             items(*(f"k{i}" for i in range(n))), SPEC, cfg, cache=cache, progress=progress
         )
-        elapsed = time.perf_counter() - t0
     assert all(r.ok for r in res.records)
     assert st.max_in_flight == 4  # all tasks queued before negotiation run concurrently
-    # one probe, then 19 requests 4 at a time: ~6 * 0.2 s (sequential would be 4 s)
-    assert elapsed < 2.5
+    # the wall time (one probe, then 19 requests 4 at a time: ~6 x 0.2 s) is measured by
+    # tests/benchmarks/extraction_concurrency.py
     assert stored_at_first_result == ["json_schema"]  # persisted before the run ends
 
 

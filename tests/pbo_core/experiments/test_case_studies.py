@@ -1,12 +1,13 @@
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from pbo_core.experiments import cli as experiments
+from tests.fixtures.shared_data import real_sushi_dir
 
-SUSHI = "/work/shared/data/sushi"
+_REAL_SUSHI = real_sushi_dir()  # $DTPBO_SUSHI_DIR or ../shared/data/sushi beside the checkout
+SUSHI = str(_REAL_SUSHI) if _REAL_SUSHI is not None else ""
 
 
 def run(capsys, *args):
@@ -79,7 +80,7 @@ def test_sensitivity_pooled_pmr_demo(capsys) -> None:
     assert all(r["delta test CI low (pp)"] <= r["delta test (pp)"] for r in logit[1:])
 
 
-@pytest.mark.skipif(not os.path.isdir(SUSHI), reason="Sushi data not present")
+@pytest.mark.skipif(not SUSHI, reason="Sushi data not present ($DTPBO_SUSHI_DIR, ../shared)")
 def test_sushi_commands_on_real_data(capsys, monkeypatch) -> None:
     monkeypatch.setenv("DTPBO_SUSHI_DIR", SUSHI)
     s = run(capsys, "sushi-pbo", "--users", "6", "--iters", "6", "--methods", "dt,gp")
@@ -96,7 +97,7 @@ def test_unknown_method_is_rejected() -> None:
         experiments.main(["sushi-pbo", "--methods", "magic", "--quiet"])
 
 
-@pytest.mark.skipif(not os.path.isdir(SUSHI), reason="Sushi data not present")
+@pytest.mark.skipif(not SUSHI, reason="Sushi data not present ($DTPBO_SUSHI_DIR, ../shared)")
 def test_hierarchy_command_produces_cohort_curves(capsys, monkeypatch) -> None:
     monkeypatch.setenv("DTPBO_SUSHI_DIR", SUSHI)
     s = run(

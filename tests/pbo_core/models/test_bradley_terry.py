@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -162,9 +160,9 @@ def test_item_lookup_errors():
         m.predict(np.zeros((2, 5)))
 
 
-def test_offsets_fast_for_thousands_of_users():
+@pytest.mark.slow
+def test_offsets_fit_thousands_of_users():
     data, _ = sushi_like(n_users=2000, seed=6)
-    t0 = time.perf_counter()
     m = ItemOffsetSurrogate().fit(data)
     assert len(m.respondents_) == 2000
-    assert time.perf_counter() - t0 < 60.0
+    # the wall time (target < 60 s) is measured by tests/benchmarks/fit_timings.py
