@@ -106,10 +106,9 @@ for c, m in zip(cols, shown, strict=False):
 cols[-1].metric("Respondents", int(blocks["respondents"].iloc[0]))
 
 st.markdown("#### Test-accuracy change per removed feature")
-chart_cols = st.columns(len(shown))
-for c, m in zip(chart_cols, shown, strict=True):
+for m in shown:  # one full-width chart per model, one below the other
     table = blocks[blocks["method"] == m].reset_index(drop=True)
-    with c:
+    with st.container():
         st.markdown(f"**{labels.get(m, m)}**")
         st.altair_chart(charts.sensitivity_bars(table), width="stretch")
         noisy = table[table["within noise"].eq(True)]["feature removed"].tolist()

@@ -69,9 +69,14 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
     expect(svg).to_contain_text("overall value of time")
     vot = metric(page, "Value of time (guilders per hour)").inner_text()
     assert re.fullmatch(r"[0-9.]+", vot) and float(vot) > 0, vot
-    frame.get_by_role("button", name="Fit").click()  # the whole tree in the view
-    page.wait_for_timeout(800)
+    # the screenshot: a wide window, so the whole 8-leaf tree fits at a readable zoom
+    page.set_viewport_size({"width": 2400, "height": 1500})
+    settle(page)
+    page.frame_locator(TREE_FRAME).first.get_by_role("button", name="Fit").click()
+    page.wait_for_timeout(1000)
     snap(page, "tree_explorer", docs=True)
+    page.set_viewport_size({"width": 1400, "height": 1700})
+    settle(page)
     # the export carries the slopes and the value of time
     with page.expect_download() as dl:
         page.get_by_role("button", name="Download SVG").click()
