@@ -98,7 +98,8 @@ def summarize_ablation(rows: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFr
 
     Returns ``{method: table}`` in the order the methods appear in ``rows``; each table
     has the columns of :func:`~pbo_core.explain.sensitivity.summarize_sensitivity` plus
-    ``method`` and ``respondents`` (units with a baseline test accuracy).
+    ``method`` and ``respondents`` (respondents with a baseline test accuracy; 1 for a
+    pooled study's split, whose rows are its comparisons).
     """
     out: dict[str, pd.DataFrame] = {}
     if rows.empty:
@@ -129,7 +130,10 @@ def summarize_ablation(rows: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFr
         stacked = pd.concat(parts, ignore_index=True)
         table = summarize_sensitivity(stacked.drop(columns="unit"), seed=seed)
         table.insert(0, "method", name)
-        table["respondents"] = int(np.isfinite(base["test_acc"].to_numpy(float)).sum())
+        # a pooled study's split has one row per comparison ("test-k"/"train-k"): 1 unit
+        per_pair = base.index.astype(str).str.match(r"(test|train)-\d+$").all()
+        n_units = int(np.isfinite(base["test_acc"].to_numpy(float)).sum())
+        table["respondents"] = 1 if per_pair and len(base) else n_units
         out[str(name)] = table
     return out
 

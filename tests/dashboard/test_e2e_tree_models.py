@@ -103,6 +103,8 @@ def test_sensitivity_ablates_three_models_side_by_side(server, page) -> None:
     expect = sync_api.expect
     page.goto(f"{server}/sensitivity")
     settle(page, timeout=600_000)
+    expect(page.get_by_text("Test accuracy with every feature")).to_be_visible(timeout=600_000)
+    settle(page, timeout=600_000)
     for label in ("dt (paper DT)", "dt-linear (linear-leaf tree)", "(best baseline here)"):
         expect(page.locator('[data-testid="stMetric"]', has_text=label).first).to_be_visible()
     charts = page.locator('[data-testid="stVegaLiteChart"]')

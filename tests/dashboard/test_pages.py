@@ -339,7 +339,7 @@ def test_sensitivity_table_and_bars(app) -> None:
     assert metrics(at)["Respondents"] == "3"
 
 
-def test_sensitivity_pmr_uses_its_inbox_split(app) -> None:
+def test_sensitivity_pmr_uses_its_inbox_split(app, quick_dt_linear) -> None:
     at = app("sensitivity", sel_study="pmr-demo")
     no_exception(at)
     assert metrics(at)["Respondents"] == "1"
