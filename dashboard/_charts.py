@@ -97,7 +97,10 @@ def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
     ]
     order = body.sort_values("delta test (pp)")["feature removed"].tolist()
     y = alt.Y(
-        "feature removed:N", sort=order, title="feature removed", axis=alt.Axis(labelLimit=320)
+        "feature removed:N",
+        sort=order,
+        title="feature removed",
+        axis=alt.Axis(labelLimit=320, labelOverlap=False),
     )
     tooltip = [
         "feature removed:N",

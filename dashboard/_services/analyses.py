@@ -11,15 +11,69 @@ import streamlit as st
 from dashboard._services.studies import study_token
 from pbo_core import explain
 from pbo_core.data import Study
+from pbo_core.experiments.accuracy import ACCURACY_METHODS, study_kind
 from pbo_core.experiments.cohorts import (
     BASELINES,
     TREE_FAMILY,
     summarize_swissmetro_cohorts,
 )
+from pbo_core.experiments.sensitivity import (
+    ablation_rows,
+    best_baseline,
+    fraction_split,
+    summarize_ablation,
+)
 from pbo_core.explain.evidence import respondent_evidence
-from pbo_core.explain.sensitivity import leave_one_out_study
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.segments import SegmentLogitHierarchy, cohort_arrays
+
+#: Models the sensitivity page ablates by default, before the best baseline.
+SENSITIVITY_TREES = ("dt", "dt-linear")
+
+
+def sensitivity_methods(study: Study) -> list[str]:
+    """Accuracy methods of the registry that apply to ``study`` (registry order)."""
+    kind = study_kind(study)
+    return [n for n, m in ACCURACY_METHODS.items() if kind in m.studies]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _baseline_choice(
+    token: Any,
+    test_fraction: float,
+    seed: int,
+    n_respondents: int,
+    use_study_split: bool,
+    _study: Study,
+) -> str | None:
+    split = fraction_split(
+        _study,
+        test_fraction=test_fraction,
+        seed=seed,
+        n_respondents=n_respondents,
+        use_study_split=use_study_split,
+    )
+    names = [n for n in sensitivity_methods(_study) if ACCURACY_METHODS[n].family == "baseline"]
+    if _study.data.respondent is None:  # per-respondent baselines need respondents
+        names = [n for n in names if not ACCURACY_METHODS[n].respondent_predict]
+    return best_baseline(ablation_rows(split, names, features=[]), seed=seed)
+
+
+def default_sensitivity_methods(
+    study: Study, test_fraction: float, seed: int, n_respondents: int, use_study_split: bool
+) -> tuple[list[str], str | None]:
+    """The paper DT, ``dt-linear`` and the baseline most accurate on the same split."""
+    best = _baseline_choice(
+        study_token(study),
+        float(test_fraction),
+        int(seed),
+        int(n_respondents),
+        bool(use_study_split),
+        study,
+    )
+    have = sensitivity_methods(study)
+    out = [m for m in SENSITIVITY_TREES if m in have]
+    return out + ([best] if best is not None and best not in out else []), best
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -29,27 +83,44 @@ def _sensitivity(
     seed: int,
     n_respondents: int,
     use_study_split: bool,
+    methods: tuple[str, ...],
     _study: Study,
 ) -> pd.DataFrame:
-    return leave_one_out_study(
+    split = fraction_split(
         _study,
         test_fraction=test_fraction,
         seed=seed,
         n_respondents=n_respondents,
         use_study_split=use_study_split,
     )
+    blocks = summarize_ablation(ablation_rows(split, methods), seed=seed)
+    if not blocks:
+        return pd.DataFrame()
+    return pd.concat(blocks.values(), ignore_index=True)
 
 
 def sensitivity(
-    study: Study, test_fraction: float, seed: int, n_respondents: int, use_study_split: bool
+    study: Study,
+    test_fraction: float,
+    seed: int,
+    n_respondents: int,
+    use_study_split: bool,
+    methods: tuple[str, ...] = ("dt",),
 ) -> pd.DataFrame:
-    """Leave-one-out table averaged over respondents (cached)."""
+    """Leave-one-out blocks (one per method, column ``method``) on one split (cached).
+
+    The split holds out ``test_fraction`` of each of the first ``n_respondents``
+    respondents' choice tasks (:func:`pbo_core.experiments.sensitivity.fraction_split`;
+    pooled models are fitted on those respondents only); each block's change has a 95 %
+    bootstrap CI over respondents (over test comparisons for a pooled study).
+    """
     return _sensitivity(
         study_token(study),
         float(test_fraction),
         int(seed),
         int(n_respondents),
         bool(use_study_split),
+        tuple(methods),
         study,
     )
 

@@ -10,11 +10,14 @@ from dashboard import _ui as ui
 
 st.title("Feature sensitivity")
 st.caption(
-    "Refit the tree without each feature in turn and measure pairwise accuracy on held-out "
-    "comparisons. A large drop means the preferences depend on that feature. Per-respondent "
-    "studies average the per-respondent tables and give each change a 95% bootstrap CI over "
-    "respondents: grey bars are changes inside the noise (the CI contains 0, the dashed "
-    "'no change' line). Chance accuracy is 50%."
+    "Refit each model without each feature in turn and measure pairwise accuracy on "
+    "held-out comparisons. A large drop means the model's predictions depend on that "
+    "feature. Any model of the accuracy experiments can be ablated, several side by side "
+    "(default: the paper's DT, the linear-leaf tree and the most accurate baseline on the "
+    "same split). Per-respondent studies pair each respondent's change on the same held-out "
+    "tasks and give it a 95% bootstrap CI over respondents: grey bars are changes inside "
+    "the noise (the CI contains 0, the dashed 'no change' line). Pooled models are fitted "
+    "on the respondents averaged. Chance accuracy is 50%."
 )
 
 key, study = ui.require_study("Feature sensitivity", key="fs_study")
@@ -56,10 +59,29 @@ if per_resp:
 
 with st.spinner("Preparing the tree kernels (once per start)..."):
     svc.warm_up()
-with st.spinner("Refitting without each feature..."):
-    table = svc.sensitivity(study, frac, seed, n_resp, use_split)
+with st.spinner("Scoring the baselines on this split (to pick the best one)..."):
+    default, best = svc.default_sensitivity_methods(study, frac, seed, n_resp, use_split)
+labels = {n: n for n in svc.sensitivity_methods(study)}
+labels.update({"dt": "dt (paper DT)", "dt-linear": "dt-linear (linear-leaf tree)"})
+if best is not None:
+    labels[best] = f"{best} (best baseline here)"
+methods = st.multiselect(
+    "Models to ablate (side by side)",
+    list(labels),
+    default=default,
+    format_func=lambda n: labels[n],
+    key=f"fs_methods::{key}",
+    help="Methods of the accuracy registry (python -m pbo_core.experiments "
+    "conjoint-accuracy --help). The best baseline is the one with the highest test "
+    "accuracy with all features on this split.",
+)
+if not methods:
+    st.info("Choose at least one model.")
+    st.stop()
+with st.spinner(f"Refitting {len(methods)} model(s) without each feature..."):
+    blocks = svc.sensitivity(study, frac, seed, n_resp, use_split, tuple(methods))
 
-if table.empty:
+if blocks.empty:
     st.warning(
         "No respondent has enough comparisons for a hold-out split (at least two choice "
         "tasks are needed). Choose other settings."
@@ -67,27 +89,40 @@ if table.empty:
     st.stop()
 
 names = {f.name: f.display for f in study.schema.features}
-table = table.assign(**{"feature removed": table["feature removed"].map(lambda n: names.get(n, n))})
-base = table.iloc[0]
-b1, b2, b3 = st.columns(3)
-b1.metric("Baseline train accuracy", f"{base['train acc (%)']:.1f}%")
-b2.metric(
-    "Baseline test accuracy",
-    f"{base['test acc (%)']:.1f}%",
-    help="Pairwise accuracy on the held-out comparisons; 50% is chance.",
+blocks = blocks.assign(
+    **{"feature removed": blocks["feature removed"].map(lambda n: names.get(n, n))}
 )
-b3.metric("Respondents", int(table["respondents"].iloc[0]))
+shown = [m for m in methods if m in set(blocks["method"])]
+base = blocks[blocks["feature removed"] == "None (baseline)"].set_index("method")
+st.markdown("#### Test accuracy with every feature")
+cols = st.columns(len(shown) + 1)
+for c, m in zip(cols, shown, strict=False):
+    c.metric(
+        labels.get(m, m),
+        f"{base.loc[m, 'test acc (%)']:.1f}%",
+        help=f"Train {base.loc[m, 'train acc (%)']:.1f}%. Pairwise accuracy on the held-out "
+        "comparisons; 50% is chance.",
+    )
+cols[-1].metric("Respondents", int(blocks["respondents"].iloc[0]))
 
 st.markdown("#### Test-accuracy change per removed feature")
-st.altair_chart(charts.sensitivity_bars(table), width="stretch")
-noisy = table[table["within noise"].eq(True)]["feature removed"].tolist()
-if noisy:
-    st.caption("Inside the noise (95% CI contains no change): " + ", ".join(map(str, noisy)) + ".")
-elif table["delta test CI low (pp)"].isna().all():
-    st.caption("One train/test split: no CI over respondents, so small changes may be noise.")
-st.markdown("#### Leave-one-out table")
+for m in shown:  # one full-width chart per model, one below the other
+    table = blocks[blocks["method"] == m].reset_index(drop=True)
+    with st.container():
+        st.markdown(f"**{labels.get(m, m)}**")
+        st.altair_chart(charts.sensitivity_bars(table), width="stretch")
+        noisy = table[table["within noise"].eq(True)]["feature removed"].tolist()
+        if noisy:
+            st.caption(
+                "Inside the noise (95% CI contains no change): " + ", ".join(map(str, noisy)) + "."
+            )
+        elif table["delta test CI low (pp)"].isna().all():
+            st.caption(
+                "One train/test split: no CI over respondents, so small changes may be noise."
+            )
+st.markdown("#### Leave-one-out table (one block per model)")
 st.dataframe(
-    table.drop(columns=["respondents"]).fillna({"delta train (pp)": 0.0, "delta test (pp)": 0.0}),
+    blocks.drop(columns=["respondents"]).fillna({"delta train (pp)": 0.0, "delta test (pp)": 0.0}),
     hide_index=True,
     width="stretch",
     column_config={
@@ -104,7 +139,7 @@ st.dataframe(
 )
 st.download_button(
     "Download CSV",
-    table.to_csv(index=False),
+    blocks.to_csv(index=False),
     file_name=f"sensitivity-{key}.csv",
     mime="text/csv",
     key="fs_download",

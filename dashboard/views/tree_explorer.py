@@ -1,7 +1,14 @@
-"""Tree explorer: the DT learned from one respondent's comparisons (or the pooled data)."""
+"""Tree explorer: a tree model of one respondent's comparisons (or the pooled data).
+
+Models: the paper's DT (constant leaves, fitted on the respondent's own comparisons), the
+linear-leaf tree ``dt-linear`` and the pooled DT (both fitted on the whole study and
+shown with the respondent's posterior). The default is the one with the best held-out
+accuracy on the study (``svc.tree_choice``, computed once in the background).
+"""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import _charts as charts
@@ -11,13 +18,30 @@ from pbo_core import explain, metrics
 
 st.title("Tree explorer")
 st.caption(
-    "The decision tree DT-PBO learns directly from the comparisons. Splits show the "
+    "A preference tree learned from the comparisons: the paper's DT (constant leaves), the "
+    "linear-leaf tree (each leaf also holds slopes: how utility changes per guilder, per "
+    "hour, ..., and the value of time they imply) or the pooled DT. Splits show the "
     "question, the number of comparisons it was chosen on and its consistency score (hover "
     "a box: it also says how many comparisons straddled the split and so reached neither "
     "child). Leaves are numbered in rank order (leaf 1 is the best) and show the posterior "
     "utility (mean ± sd, in units of the comparison noise) and their items by name with "
     "the comparisons each won and lost, coloured from red (low) to green (high)."
 )
+
+
+def _evidence_table(ev: pd.DataFrame) -> pd.DataFrame:
+    """Held-out evidence as shown: percentages and the CI as text."""
+    return ev.assign(
+        **{
+            "training": (100 * ev["train"]).round(1),
+            "held-out": (100 * ev["heldout"]).round(1),
+            "95% CI": [
+                f"{100 * lo:.1f} – {100 * hi:.1f}"
+                for lo, hi in zip(ev["ci_low"], ev["ci_high"], strict=True)
+            ],
+        }
+    )[["method", "training", "held-out", "95% CI", "n_heldout", "error"]]
+
 
 c_study, c_resp = st.columns(2)
 key, study = ui.require_study("The tree explorer", key="te_study", container=c_study)
@@ -32,6 +56,42 @@ if data.n_pairs == 0:
 with st.spinner("Preparing the tree kernels (once per start; first install compiles them)..."):
     svc.warm_up()
 
+choices = svc.tree_models(study)
+choice = svc.tree_choice(study)
+default = choice.best if choice is not None and choice.best in choices else choices[0]
+c_model, c_why = st.columns([1, 2])
+method = c_model.selectbox(
+    "Model",
+    choices,
+    index=choices.index(default),
+    format_func=lambda k: svc.TREE_MODELS[k],
+    key=f"te_model::{key}::{default}",
+    help="Paper DT: constant leaves, fitted on the shown respondent's comparisons. "
+    "Linear-leaf tree and pooled DT: one tree fitted on every respondent's comparisons "
+    "(strengths by cross-validation over choice tasks), drawn with the shown "
+    "respondent's own leaf values and slopes.",
+)
+if choice is None and not svc.background_choice():
+    c_why.caption(
+        "The paper DT is shown; the held-out comparison of the tree models (which picks the "
+        "default) runs when the Held-out evidence tab opens."
+    )
+elif choice is None:
+    c_why.info(
+        "Comparing the held-out accuracy of the tree models on this study in the background "
+        "(5-fold cross-validation over choice tasks; about a minute). Until it is done the "
+        "paper DT is shown; the page then switches to the most accurate tree."
+    )
+
+    @st.fragment(run_every=2.0)
+    def _wait_for_choice() -> None:
+        if svc.tree_choice(study) is not None:
+            st.rerun()
+
+    _wait_for_choice()
+else:
+    c_why.caption(choice.reason())
+
 c1, c2, c3 = st.columns(3)
 prune = c2.slider(
     "Prune small leaves: min. comparisons to split a node",
@@ -39,9 +99,11 @@ prune = c2.slider(
     30,
     1,
     key="te_prune",
-    help="Refits the tree with min_samples_split: nodes with fewer comparisons stay leaves.",
+    disabled=method != "dt",
+    help="Refits the paper DT with min_samples_split: nodes with fewer comparisons stay "
+    "leaves (the pooled trees have their size chosen by cross-validation).",
 )
-model = svc.fit_tree(study, resp, min_samples_split=prune)
+model = svc.fit_model(study, resp, method, min_samples_split=prune)
 tree_depth = int(model.tree_.max_depth)
 if tree_depth >= 2:
     depth = c1.slider(
@@ -76,7 +138,13 @@ title = study.title + (f" — respondent {resp}" if resp is not None else "")
 shown_depth = depth if 1 <= depth < tree_depth else None
 view = svc.tree_view(model, data, highlight=highlight, sensitive=sensitive, title=title)
 
-m1, m2, m3, m4 = st.columns(4)
+tradeoffs = svc.tradeoff_table(model)
+vot_all = (
+    tradeoffs[(tradeoffs["leaf"] == "overall") & (tradeoffs["trade-off"] == "value of time")]
+    if not tradeoffs.empty
+    else tradeoffs
+)
+m1, m2, m3, m4, m5 = st.columns(5)
 m1.metric("Leaves", model.n_leaves_)
 m2.metric("Depth", tree_depth)
 m3.metric("Comparisons", data.n_pairs)
@@ -87,12 +155,30 @@ m4.metric(
     "accuracy on comparisons the tree did not see, with a 95% CI, next to the GP and the "
     "logit baseline.",
 )
+if len(vot_all):
+    v = vot_all.iloc[0]
+    m5.metric(
+        f"Value of time ({v['unit']})",
+        f"{v['estimate']:.3g}",
+        help="Time slope / price slope of the slopes averaged over the leaves (weighted by "
+        "their items), with its 95% Fieller interval from the posterior: "
+        + (
+            f"{v['95% CI low']:.3g} – {v['95% CI high']:.3g}."
+            if v["interval"] == "Fieller"
+            else "unbounded (the price slope is not clearly nonzero)."
+        ),
+    )
 
 if pick >= 0:
     leaf = int(model.apply(data.X[[pick]])[0])
     s = explain.leaf_summaries(model)[leaf]
+    own = (
+        f" (this item: {float(model.predict(data.X[[pick]])[0]):+.2f}, from the leaf's slopes)"
+        if not tradeoffs.empty
+        else ""
+    )
     st.info(
-        f"**{labels[pick]}** is in leaf {s.number}: utility {s.mean:+.2f} ± {s.sd:.2f}, "
+        f"**{labels[pick]}** is in leaf {s.number}: utility {s.mean:+.2f} ± {s.sd:.2f}{own}, "
         f"rank {s.rank} of {explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
         + ("Because " + " AND ".join(s.conditions) if s.conditions else "(root leaf)")
     )
@@ -142,6 +228,13 @@ if tab_leaves.open:
         st.caption(
             "Every leaf with all its items by name; (won/lost) counts the respondent's "
             "comparisons each item won and lost."
+            + (
+                " Linear leaves: the utility is shown at the leaf's average item, and the "
+                "slopes say how it changes per unit of each attribute (in units of the "
+                "comparison noise)."
+                if not tradeoffs.empty
+                else ""
+            )
         )
         st.dataframe(
             svc.leaf_table(model, data),
@@ -153,8 +246,56 @@ if tab_leaves.open:
                 "item names (won/lost)": st.column_config.TextColumn(width="large"),
             },
         )
+        if not tradeoffs.empty:
+            st.markdown("#### Trade-offs: what one unit of each attribute is worth in money")
+            st.caption(
+                "Ratio of an attribute's slope to the price slope, per leaf and overall (the "
+                "slopes averaged over leaves, weighted by their items). Value of time = time "
+                "slope / price slope, in money per hour saved; the others: the money one more "
+                "unit is worth (negative: it has to be compensated). 95% intervals by "
+                "Fieller's method from the joint Gaussian posterior of the two slopes; "
+                "'unbounded' when the price slope is not clearly nonzero (no finite interval "
+                "exists then)."
+            )
+            st.dataframe(
+                tradeoffs,
+                hide_index=True,
+                width="stretch",
+                column_config={
+                    c: st.column_config.NumberColumn(format="%.3g")
+                    for c in ("estimate", "95% CI low", "95% CI high")
+                },
+            )
 if tab_ev.open:
     with tab_ev:
+        st.markdown("#### Which tree is most accurate on this study")
+        if choice is None:
+            with st.spinner("Comparing the tree models on this study (held-out)..."):
+                choice = svc.tree_choice(study, wait=True)
+        st.caption(
+            "Every model predicts each comparison after being fitted without it: 5-fold "
+            "cross-validation over whole choice tasks on the pooled study"
+            + (f" (the first {choice.n_respondents} respondents)" if choice.n_respondents else "")
+            + ", the same folds for every model. The paper DT is fitted per respondent; the "
+            "pooled models (their strengths chosen by inner cross-validation on each fold's "
+            "training tasks) predict with each respondent's own utilities. The logits are "
+            "the textbook baselines. CI: 95% percentile bootstrap over comparisons."
+        )
+        ct = choice.table
+        st.altair_chart(charts.evidence_chart(ct), width="stretch")
+        st.dataframe(_evidence_table(ct), hide_index=True, width="stretch")
+        losers = ct[ct["key"].isin(svc.TREE_MODELS) & (ct["ci_high"] < ct["heldout"].max())]
+        if len(losers):
+            st.caption(
+                "Below the best model's mean with their whole 95% CI: "
+                + ", ".join(losers["method"])
+                + "."
+            )
+        st.markdown(
+            "#### The paper DT on the data shown ("
+            + ("respondent " + str(resp) if resp is not None else "pooled")
+            + ")"
+        )
         st.caption(
             "Each comparison predicted by models fitted without it: 5-fold cross-validation "
             "over whole choice tasks when the study records them (otherwise over "
@@ -167,17 +308,7 @@ if tab_ev.open:
             st.info("Too few choice tasks to hold any out.")
         else:
             st.altair_chart(charts.evidence_chart(ev), width="stretch")
-            table = ev.assign(
-                **{
-                    "training": (100 * ev["train"]).round(1),
-                    "held-out": (100 * ev["heldout"]).round(1),
-                    "95% CI": [
-                        f"{100 * lo:.1f} – {100 * hi:.1f}"
-                        for lo, hi in zip(ev["ci_low"], ev["ci_high"], strict=True)
-                    ],
-                }
-            )[["method", "training", "held-out", "95% CI", "n_heldout", "error"]]
-            st.dataframe(table, hide_index=True, width="stretch")
+            st.dataframe(_evidence_table(ev), hide_index=True, width="stretch")
             dt = ev.iloc[0]
             if dt["n_heldout"] < 30:
                 st.caption(
@@ -191,7 +322,7 @@ if tab_strad.open:
             "**Discard** (Eq. 8, default) leaves them out of the split search below; **keep** "
             "(App. C.2) sends them to the winner's side with the split column masked. Both "
             "trees are capped at the depth chosen here (paper Table 2 uses 4) and drawn at "
-            "full width, one below the other."
+            "full width, one below the other. (Both are the paper's DT on the data shown.)"
         )
         cap = st.slider("Depth cap", 1, 8, 4, key="te_strad_cap")
         for mode in ("discard", "keep"):

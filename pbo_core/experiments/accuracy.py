@@ -49,6 +49,7 @@ from pbo_core.experiments.studies import (
     load_study_file,
     respondent_split,
 )
+from pbo_core.explain.sensitivity import drop_features
 from pbo_core.metrics import paired_difference, pairwise_accuracy, summarize
 from pbo_core.models.bradley_terry import (
     CopelandSurrogate,
@@ -71,6 +72,7 @@ __all__ = [
     "make_split",
     "parse_methods",
     "register",
+    "split_rows",
     "study_kind",
     "summarize_methods",
 ]
@@ -547,10 +549,39 @@ def _tasks_of(study: Study, mask: np.ndarray) -> np.ndarray | None:
 
 
 def accuracy_cell(cell: Cell) -> pd.DataFrame:
-    """Rows (one per respondent) of one method on one split (see :func:`accuracy_cells`)."""
-    split = make_split(cell)
-    method = ACCURACY_METHODS[cell["method"]]
-    data = split.study.data
+    """Rows (one per respondent) of one method on one split (see :func:`accuracy_cells`).
+
+    A cell with ``drop_feature`` fits and scores the method without that feature's
+    columns (the leave-one-out ablation of :mod:`pbo_core.experiments.sensitivity`).
+    """
+    return split_rows(
+        make_split(cell),
+        ACCURACY_METHODS[cell["method"]],
+        chunk=cell.get("chunk"),
+        drop_feature=cell.get("drop_feature"),
+    )
+
+
+def _without(data: PreferenceData, feature: str | None) -> PreferenceData:
+    if feature is None:
+        return data
+    return drop_features(data, data.get_schema(), [feature])
+
+
+def split_rows(
+    split: Split,
+    method: AccuracyMethod,
+    *,
+    chunk: Sequence[int] | None = None,
+    drop_feature: str | None = None,
+) -> pd.DataFrame:
+    """Rows (one per respondent) of ``method`` on ``split``, optionally without a feature.
+
+    Pooled methods are fitted once on ``split.train``; respondent-scope methods on each
+    respondent's training comparisons (respondents ``chunk = (lo, hi)``, default all).
+    ``drop_feature`` removes that feature's columns before fitting and scoring.
+    """
+    data = _without(split.study.data, drop_feature)
     rows: list[dict[str, Any]] = []
     if method.scope == "pooled":
         train = data.select_pairs(split.train, drop_unused_items=False)
@@ -572,11 +603,11 @@ def accuracy_cell(cell: Cell) -> pd.DataFrame:
         return pd.DataFrame(rows)
     if split.new_respondents:
         raise ValueError(f"{method.name}: per-respondent methods cannot predict new respondents")
-    lo, hi = cell.get("chunk") or (0, len(split.rows))
+    lo, hi = chunk or (0, len(split.rows))
     for i in range(int(lo), int(hi)):
         r = split.respondents[i]
         r_rows = split.rows[i]
-        own = data if r is None else split.study.for_respondent(r)
+        own = data if r is None else _without(split.study.for_respondent(r), drop_feature)
         mask = split.test[r_rows]
         train = own.select_pairs(split.train[r_rows], drop_unused_items=False)
         test = own.select_pairs(mask, drop_unused_items=False)

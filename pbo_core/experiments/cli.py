@@ -29,8 +29,10 @@ Commands
     Discard straddlers (depth unrestricted, ``dt``) vs keep them (max depth 4,
     ``dt-keep``): accuracy and tree size (paper Table 2), beside the baselines.
 ``sensitivity``
-    Leave-one-out feature sensitivity (Table 10 layout) for any study, and the accuracy
-    of every ``--methods`` model on the same split (the baseline row in context).
+    Leave-one-out feature sensitivity (Table 10 layout) for any study: one block per
+    ``--methods`` model (any accuracy method; default the paper DT, ``dt-linear`` and the
+    baseline most accurate on the split), each change paired per respondent with a 95 %
+    CI, and every ablated model's accuracy with all features on the same split.
 ``report``
     One self-contained HTML file for a study (``--study KEY`` or ``--data``): summary, the
     tree of ``--respondent`` (default the first) as SVG with every leaf's items, held-out
@@ -113,15 +115,19 @@ from pbo_core.experiments.rho_regret import (
     summarize_rho_regret,
 )
 from pbo_core.experiments.runner import Cell, progress_printer, run_grid, write_json
-from pbo_core.experiments.sensitivity import sensitivity_cell
+from pbo_core.experiments.sensitivity import (
+    BASELINE_ROW,
+    ablation_cell,
+    ablation_cells,
+    best_baseline,
+    summarize_ablation,
+)
 
 #: Default test tasks per respondent for conjoint studies.
 from pbo_core.experiments.studies import (
     TEST_TASKS,
-    load_study_cached,
 )
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
-from pbo_core.explain.sensitivity import summarize_sensitivity
 from pbo_core.strategies.registry import METHODS, SUSHI_METHODS
 
 
@@ -227,6 +233,70 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         "methods": methods,
         "skipped": skipped,
         "summary": summary,
+    }
+
+
+#: Methods ablated when ``sensitivity`` gets no ``--methods`` (plus the best baseline).
+SENSITIVITY_TREES = ("dt", "dt-linear")
+
+
+def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """Leave-one-out blocks of every ``--methods`` model on one split; the JSON summary.
+
+    Without ``--methods``: the paper's DT, ``dt-linear`` and the baseline with the best
+    test accuracy on this split (every applicable baseline is scored first).
+    """
+    tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(args.study, 2)
+    cell: dict[str, Any] = dict(base, experiment="sensitivity", study=args.study, split="tasks")
+    cell.update(test_tasks=tt, respondents=args.respondents)
+    cell = {k: v for k, v in cell.items() if v is not None}
+    split = make_split(cell)
+    kind = study_kind(split.study)
+
+    def run(cells: list[dict[str, Any]]) -> pd.DataFrame:
+        return run_grid(
+            cells,
+            ablation_cell,
+            out_dir=args.out,
+            jobs=args.jobs,
+            fresh=args.fresh,
+            progress=progress,
+        )
+
+    chosen_by = "--methods"
+    if args.methods is None:
+        baselines = [
+            m
+            for m in parse_methods(None, kind, "sensitivity")
+            if ACCURACY_METHODS[m].family == "baseline"
+        ]
+        best = best_baseline(run(ablation_cells(cell, baselines, split, [])), seed=args.seed)
+        methods = [m for m in SENSITIVITY_TREES if kind in ACCURACY_METHODS[m].studies]
+        methods += [best] if best is not None else []
+        chosen_by = f"default: {', '.join(SENSITIVITY_TREES)} and the best baseline ({best})"
+    else:
+        methods = parse_methods(args.methods, kind, "sensitivity")
+    features = split.study.schema.names
+    rows = run(ablation_cells(cell, methods, split, features))
+    blocks = summarize_ablation(rows, seed=args.seed)
+    accuracy = summarize_methods(rows[rows["feature removed"] == BASELINE_ROW], seed=args.seed)
+    if not args.quiet:
+        for name, table in blocks.items():
+            print(f"\n{name}", file=sys.stderr)
+            body = table.drop(columns=["method"])
+            print(body.to_string(index=False, float_format=lambda v: f"{v:.1f}"), file=sys.stderr)
+        print(format_table(accuracy), file=sys.stderr)
+    records = {m: t.to_dict(orient="records") for m, t in blocks.items()}
+    return {
+        "study": args.study,
+        "split": split.kind,
+        "test_tasks": tt,
+        "methods": methods,
+        "methods_chosen_by": chosen_by,
+        "features": features,
+        "tables": records,
+        "table": records[methods[0]] if methods and methods[0] in records else [],
+        "baseline_accuracy": accuracy,
     }
 
 
@@ -421,20 +491,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(_accuracy(args, base, progress), args.json)
         return 0
     else:  # sensitivity
-        study = load_study_cached(args.study, args.data_dir)
-        n_resp = len(study.respondents())
-        if args.respondents is not None:
-            n_resp = min(n_resp, args.respondents)
-        tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(args.study, 2)
-        if study.extras.get("split") is not None:
-            idx = [-1]
-        else:
-            idx = list(range(n_resp))
-        cells = [
-            dict(base, study=args.study, respondent_index=i, test_tasks=tt, experiment=cmd)
-            for i in idx
-        ]
-        fn = sensitivity_cell
+        write_json({"command": cmd, "summary": _sensitivity(args, base, progress)}, args.json)
+        return 0
     rows = run_grid(
         cells, fn, out_dir=args.out, jobs=args.jobs, fresh=args.fresh, progress=progress
     )
@@ -449,23 +507,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary["last_cohort"] = segment_report(
                 last, args.seed, args.max_depth, args.min_users, args.data_dir
             )
-    elif cmd == "hierarchy":
+    else:
         summary = summarize_hierarchy(rows)
         # the user-covariate Bradley-Terry models beside the hierarchy (cold start)
         summary["cold_start_baselines"] = sushi_cold_start(
             args.dataset, args.users, args.seed, args.data_dir, args.max_depth
         )
-    else:
-        table = summarize_sensitivity(rows)
-        if not args.quiet:
-            print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"), file=sys.stderr)
-        # the baseline row in context: every method's accuracy on the same split
-        args.split = "tasks"
-        acc = _accuracy(args, base, progress)
-        summary = {
-            "study": args.study,
-            "table": table.to_dict(orient="records"),
-            "baseline_accuracy": acc["summary"],
-        }
     write_json({"command": cmd, "summary": summary}, args.json)
     return 0

@@ -6,11 +6,17 @@ comparison is predicted by models fitted without it: ``n_folds``-fold cross-vali
 over whole choice tasks when task ids exist (a task's comparisons share a fold, as in the
 experiments' respondent split), over comparisons otherwise. The same folds serve every
 method, so the DT, the GP and the logit baseline are compared like for like.
+
+Pooled models of many respondents (``fitters``) get each fold's training comparisons
+with their task ids (their own inner cross-validation then keeps tasks whole) and, when
+named in ``by_respondent``, predict every held-out comparison with the utilities of the
+respondent who made it; :class:`PerRespondent` fits one model per respondent (the
+paper's DT as it is used per respondent) for the same comparison.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,10 +30,51 @@ from pbo_core.models.linear import LogitSurrogate, task_folds
 
 
 def pair_correct(scores: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    """Per comparison: 1 if the winner scores higher, 0.5 on a tie, 0 otherwise."""
+    """Per comparison: 1 if the winner scores higher, 0.5 on a tie, 0 otherwise (NaN when
+    a score is NaN: no prediction)."""
     s = np.asarray(scores, dtype=float)
     w, lo = s[pairs[:, 0]], s[pairs[:, 1]]
-    return np.where(w > lo, 1.0, np.where(w == lo, 0.5, 0.0))
+    out = np.where(w > lo, 1.0, np.where(w == lo, 0.5, 0.0))
+    return np.where(np.isnan(w) | np.isnan(lo), np.nan, out)
+
+
+class PerRespondent:
+    """One model per respondent of ``data`` (``factory()`` each), asked per respondent.
+
+    ``predict(X, respondent=r)`` is respondent ``r``'s model (``NaN`` for a respondent
+    without training comparisons); ``predict(X)`` without a respondent raises.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self.factory = factory
+
+    def fit(self, data: PreferenceData) -> PerRespondent:
+        if data.respondent is None:
+            raise ValueError("PerRespondent needs respondent ids")
+        self.models_: dict[Any, Any] = {}
+        for r in dict.fromkeys(data.respondent.tolist()):
+            mask = data.respondent == r
+            self.models_[r] = self.factory().fit(data.select_pairs(mask, drop_unused_items=False))
+        return self
+
+    def predict(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        if respondent is None:
+            raise ValueError("PerRespondent predicts for one respondent at a time")
+        m = self.models_.get(respondent)
+        return np.full(len(X), np.nan) if m is None else m.predict(X)
+
+
+def _correct(model: Any, data: PreferenceData, rows: np.ndarray, by_resp: bool) -> np.ndarray:
+    """Per comparison in ``rows``: correct (1, 1/2 tie, 0); per respondent if ``by_resp``."""
+    if not by_resp or data.respondent is None:
+        return pair_correct(model.predict(data.X), data.pairs[rows])
+    out = np.empty(len(rows))
+    resp = data.respondent[rows]
+    for r in dict.fromkeys(resp.tolist()):
+        sel = resp == r
+        u = model.predict(data.X, respondent=r)
+        out[sel] = pair_correct(u, data.pairs[rows[sel]])
+    return out
 
 
 def heldout_accuracy(
@@ -38,6 +85,8 @@ def heldout_accuracy(
     n_folds: int = 5,
     seed: int = 0,
     n_boot: int = 2000,
+    fitters: Mapping[str, Callable[[PreferenceData, np.ndarray | None], Any]] | None = None,
+    by_respondent: Collection[str] = (),
 ) -> pd.DataFrame:
     """Training and cross-validated accuracy of each method, with 95 % bootstrap CIs.
 
@@ -53,6 +102,12 @@ def heldout_accuracy(
         single comparisons.
     n_folds
         Folds (fewer when there are fewer tasks); at least 2 tasks are needed.
+    fitters
+        More methods, ``{name: fit(train, train_tasks) -> fitted model}`` (after
+        ``methods``); ``train_tasks`` are the task ids of the training comparisons.
+    by_respondent
+        Names of methods scored with each respondent's own utilities
+        (``predict(X, respondent=r)``; needs ``data.respondent``).
 
     Returns
     -------
@@ -67,8 +122,15 @@ def heldout_accuracy(
         return pd.DataFrame()
     k = int(min(n_folds, n_groups))
     folds = task_folds(k, np.random.default_rng(seed), groups)
+    task_ids = np.asarray(tasks) if tasks is not None else None
+    specs: dict[str, Callable[[PreferenceData, np.ndarray | None], Any]] = {
+        name: (lambda d, t, make=make: make().fit(d)) for name, make in methods.items()
+    }
+    specs.update(fitters or {})
+    everything = np.arange(data.n_pairs)
     rows = []
-    for name, make in methods.items():
+    for name, fit in specs.items():
+        per_r = name in by_respondent
         correct = np.full(data.n_pairs, np.nan)
         error = ""
         try:
@@ -78,10 +140,11 @@ def heldout_accuracy(
                 test = folds == f
                 if not test.any() or test.all():
                     continue
-                model = make().fit(data.select_pairs(~test))
-                correct[test] = pair_correct(model.predict(data.X), data.pairs[test])
-            full = make().fit(data)
-            train = float(np.mean(pair_correct(full.predict(data.X), data.pairs)))
+                t_train = task_ids[~test] if task_ids is not None else None
+                model = fit(data.select_pairs(~test), t_train)
+                correct[test] = _correct(model, data, np.flatnonzero(test), per_r)
+            full = fit(data, task_ids)
+            train = float(np.nanmean(_correct(full, data, everything, per_r)))
         except Exception as exc:  # a baseline that cannot fit these data says why
             train, error = float("nan"), f"{type(exc).__name__}: {exc}"
         ok = correct[np.isfinite(correct)]

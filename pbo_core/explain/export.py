@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from pbo_core.data import PreferenceData, Schema
+from pbo_core.explain import labels
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.metrics import competition_rank
 from pbo_core.models.dt import DTSurrogate
@@ -485,10 +486,19 @@ def _item_records(
     return {k: [t for *_, t in sorted(v)] for k, v in out.items()}
 
 
-def _leaf_lines(s: LeafSummary, n_leaves: int, ranks: Sequence[int]) -> tuple[str, list[str]]:
+def _leaf_lines(
+    s: LeafSummary, n_leaves: int, ranks: Sequence[int], model: Any = None
+) -> tuple[str, list[str]]:
     tied = sum(1 for r in ranks if r == s.rank) > 1
     title = f"Leaf {s.number}" + (f" (tied rank {s.rank})" if tied else "")
-    lines = [f"utility {s.mean:+.2f} ± {s.sd:.2f}", plural(s.n_items, "item")]
+    if model is None or not labels.has_slopes(model):
+        return title, [f"utility {s.mean:+.2f} ± {s.sd:.2f}", plural(s.n_items, "item")]
+    # linear leaf: the level at the leaf's average item, then the slopes and the VOT
+    lines = [f"utility at centre {s.mean:+.2f} ± {s.sd:.2f}", plural(s.n_items, "item")]
+    lines += labels.leaf_slope_lines(model, s.leaf, short=True)
+    vot = labels.value_of_time(model).get(s.leaf)
+    if vot is not None:
+        lines.append(vot.text(short=True))
     return title, lines
 
 
@@ -510,7 +520,10 @@ def tree_view(
     and so reached neither child. Leaves are numbered in rank order (leaf 1 is the best)
     and show mean +- sd (noise units) and, given ``data``, their items by name (from
     ``item_names``, default the item ids) with each item's observed wins and losses.
-    ``highlight`` (one encoded item) marks its path.
+    ``highlight`` (one encoded item) marks its path. Linear leaves
+    (:class:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate`) also show their
+    slopes in the attributes' units and the value of time with its 95 % interval
+    (:mod:`pbo_core.explain.labels`); the title then ends with the overall value of time.
     """
     tree = model.tree_
     schema = schema or model.schema_
@@ -541,10 +554,15 @@ def tree_view(
         )
         if tree.children_left[node] == -1:
             s = leaves[node]
-            t, lines = _leaf_lines(s, model.n_leaves_, ranks)
+            t, lines = _leaf_lines(s, model.n_leaves_, ranks, model)
             its = tuple(items.get(s.leaf, ()))
             path_txt = " AND ".join(s.conditions) or "all items"
             tip = f"{t}: {path_txt}. Posterior utility {s.mean:+.2f} ± {s.sd:.2f}."
+            if labels.has_slopes(model):
+                full = labels.leaf_slope_lines(model, s.leaf)
+                vot = labels.value_of_time(model).get(s.leaf)
+                full += [vot.text()] if vot is not None else []
+                tip += " Slopes (utility per unit, noise units): " + "; ".join(full) + "."
             if its:
                 tip += f" Items ({len(its)}): " + "; ".join(its[:40])
                 tip += f"; and {len(its) - 40} more" if len(its) > 40 else ""
@@ -615,6 +633,10 @@ def tree_view(
         n = stack.pop(0)
         ordered.append(n)
         stack = by_parent.get(n.id, []) + stack
+    overall = labels.value_of_time(model).get(None) if labels.has_slopes(model) else None
+    if overall is not None:
+        vot = labels.ratio_text(overall.ratio, overall.unit, short=True)
+        title = (f"{title} · " if title else "") + f"overall value of time {vot}"
     return TreeView(tuple(ordered), title or "")
 
 

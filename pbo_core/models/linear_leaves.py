@@ -695,12 +695,19 @@ class LinearLeafDTSurrogate(Estimator):
         return competition_rank(self.predict(X, respondent))
 
     # ------------------------------------------------------------------ display
-    def for_respondent(self, respondent: Any) -> LinearLeafDTSurrogate:
-        """A shallow copy whose ``leaf_mean_``/``leaf_cov_``/``leaf_slopes_`` are one person's."""
+    def for_respondent(self, respondent: Any, X: np.ndarray | None = None) -> LinearLeafDTSurrogate:
+        """A shallow copy whose ``leaf_mean_``/``leaf_cov_``/``leaf_slopes_`` are one person's.
+
+        With ``X`` (that person's items) the copy's ``item_leaf_`` (leaf item counts of
+        the display) is the leaf of each row of ``X`` instead of the training items.
+        """
         theta, S = self._params(respondent)
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)
         out.theta_, out.theta_cov_ = theta, S
+        if X is not None:
+            X = check_input(X, getattr(self, "n_features_in_", None), type(self).__name__)
+            out.item_leaf_, out._X_fit = self.tree_.apply(X), X
         out._set_display(theta, S)
         return out
 
@@ -711,6 +718,35 @@ class LinearLeafDTSurrogate(Estimator):
         """
         theta, _ = self._params(respondent)
         return self._slope_table(theta)
+
+    def slope_posterior(
+        self, respondent: Any = None, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Gaussian posterior of the leaf slopes (``sigma_noise`` per attribute unit).
+
+        The slope in leaf ``l`` is the linear map ``A_l theta`` (its leaf block plus the
+        shared block, as :meth:`leaf_slopes`), so under ``N(theta, S)`` it has mean
+        ``A_l theta`` and covariance ``A_l S A_l^T``. Returns ``(m, k)`` means and
+        ``(m, k, k)`` covariances (columns :attr:`slope_columns_`); with ``weights``
+        ``(m,)`` the posterior of the weighted average slope ``sum_l w_l A_l theta /
+        sum_l w_l``: ``(k,)`` and ``(k, k)``. Covariances are symmetrised (PSD).
+        """
+        theta, S = self._params(respondent)
+        m, k, p = self.n_leaves_, len(self._cols), len(theta)
+        A = np.zeros((m, k, p))
+        if k and self.slopes in ("leaf", "both"):
+            for j in range(k):
+                A[np.arange(m), j, m + np.arange(m) * k + j] = 1.0
+        if k and self.slopes in ("shared", "both"):
+            A[:, np.arange(k), p - k + np.arange(k)] = 1.0
+        if weights is not None:
+            w = np.asarray(weights, dtype=float)
+            if w.shape != (m,) or not np.all(w >= 0) or w.sum() <= 0:
+                raise ValueError(f"weights must be {m} non-negative numbers, not all 0")
+            A = np.tensordot(w / w.sum(), A, axes=1)
+        mean = A @ theta
+        cov = A @ S @ np.swapaxes(A, -1, -2)
+        return mean, 0.5 * (cov + np.swapaxes(cov, -1, -2))
 
     def slope_text(self, leaf: int, respondent: Any = None, digits: int = 2) -> list[str]:
         """Readable slopes of one leaf, e.g. ``["Travel time: -0.028 per min"]``."""

@@ -39,6 +39,8 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("DTPBO_DATA_ROOTS", str(tmp_path))
     # default grids (first-visit content) only in the tests that ask for them
     monkeypatch.setenv("DTPBO_NO_DEFAULT_RESULTS", "1")
+    # nor the Tree explorer's background comparison of tree models (its own tests on)
+    monkeypatch.setenv("DTPBO_NO_TREE_CHOICE", "1")
     monkeypatch.setenv("DTPBO_LLM_CACHE", str(tmp_path / "llm_cache.sqlite"))
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -65,3 +67,22 @@ def app() -> Callable[..., object]:
         return at
 
     return make
+
+
+@pytest.fixture
+def quick_dt_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry's ``dt-linear`` with the prior strengths its inner CV picks on Train
+    (shrinkage 3, slope ratio 0.01) instead of the CV (~30 s per fit on Train): pages,
+    not the fit, are what the dashboard tests time."""
+    import dataclasses
+
+    from pbo_core.experiments.accuracy import ACCURACY_METHODS
+    from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+
+    fast = dataclasses.replace(
+        ACCURACY_METHODS["dt-linear"],
+        fit=lambda d, t: LinearLeafDTSurrogate(
+            linear_features="all", pooling="shrink", slope_ratio=0.01, shrinkage=3.0, max_depth=3
+        ).fit(d, tasks=t),
+    )
+    monkeypatch.setitem(ACCURACY_METHODS, "dt-linear", fast)

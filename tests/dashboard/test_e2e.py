@@ -73,7 +73,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("e2e")
     _bench_results(work / "data_home" / "results" / "bench")
     with streamlit_server(
-        work, extra_env={"DTPBO_NO_DEFAULT_RESULTS": "1"}, keep_env=KEEP_ENV
+        work,
+        extra_env={"DTPBO_NO_DEFAULT_RESULTS": "1", "DTPBO_NO_TREE_CHOICE": "1"},
+        keep_env=KEEP_ENV,
     ) as url:
         yield url
 
@@ -156,7 +158,7 @@ def test_tree_explorer_zoom_collapse_items_and_downloads(server, page) -> None:
     n_all = nodes.count()
     assert n_all >= 30
     page.wait_for_timeout(300)
-    snap(page, "tree_explorer", docs=True)  # the opening view: readable, centred on the root
+    snap(page, "tree_explorer_pmr")  # the opening view: readable, centred on the root
     # zoom in: the zoom read-out grows
     zoom = frame.locator("#tree-zoom")
     before = int(zoom.inner_text().rstrip("%"))
@@ -246,7 +248,8 @@ def test_page_switches_and_screenshots(server, page) -> None:
         assert page.locator('[data-testid="stException"]').count() == 0, name
         if name in ("case_studies", "sensitivity", "convergence"):
             page.wait_for_timeout(1500)  # let charts and tables paint
-            snap(page, name, docs=True)
+            # sensitivity.png: the three-model view of test_e2e_tree_models.py
+            snap(page, name, docs=name != "sensitivity")
         if name == "hierarchy":
             page.wait_for_timeout(1500)
             snap(page, name)

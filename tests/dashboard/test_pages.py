@@ -221,10 +221,15 @@ def test_split_tooltips_explain_straddlers(app) -> None:
     assert "straddled the split" in root["tooltip"] and "not passed down" in root["tooltip"]
 
 
-def test_tree_explorer_held_out_evidence_with_baselines(app) -> None:
+def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch, quick_dt_linear) -> None:
+    from dashboard._services import trees as tree_svc
+
+    monkeypatch.setattr(tree_svc, "CHOICE_RESPONDENTS", 5)  # the study-level table: small
     at = app("tree_explorer", sel_study="electricity", te_view="Held-out evidence")
     no_exception(at)
-    table = at.dataframe[0].value
+    models = at.dataframe[0].value  # the tree models and baselines on the study
+    assert {"Linear-leaf tree (dt-linear)", "logit-shrink (baseline)"} <= set(models["method"])
+    table = at.dataframe[1].value  # the paper DT on the respondent's own data
     assert list(table["method"]) == [
         "DT (the tree shown)",
         "GP-Laplace",
@@ -311,7 +316,9 @@ def test_sensitivity_table_and_bars(app) -> None:
     at = app("sensitivity", sel_study="electricity")
     at.slider(key="fs_n::electricity").set_value(3).run()
     no_exception(at)
-    table = at.dataframe[0].value
+    blocks = at.dataframe[0].value
+    assert blocks["method"].iloc[0] == "dt"  # the paper DT's block first
+    table = blocks[blocks["method"] == "dt"].reset_index(drop=True)
     assert table["feature removed"].iloc[0] == "None (baseline)"
     assert len(table) == 7  # baseline + 6 features
     spec = charts(at)[0]
@@ -327,11 +334,12 @@ def test_sensitivity_table_and_bars(app) -> None:
         assert (r["effect"] == "within noise (CI contains 0)") == inside
     before = table.copy()
     at.slider(key="fs_frac").set_value(0.4).run()
-    assert not at.dataframe[0].value.equals(before)
+    after = at.dataframe[0].value
+    assert not after[after["method"] == "dt"].reset_index(drop=True).equals(before)
     assert metrics(at)["Respondents"] == "3"
 
 
-def test_sensitivity_pmr_uses_its_inbox_split(app) -> None:
+def test_sensitivity_pmr_uses_its_inbox_split(app, quick_dt_linear) -> None:
     at = app("sensitivity", sel_study="pmr-demo")
     no_exception(at)
     assert metrics(at)["Respondents"] == "1"

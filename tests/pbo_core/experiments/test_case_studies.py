@@ -70,6 +70,14 @@ def test_sensitivity_pooled_pmr_demo(capsys) -> None:
     lo, hi = acc["dt"]["test_acc_ci95"]
     assert acc["dt"]["n"] > 50 and lo < acc["dt"]["test_acc_mean"] < hi
     assert rows[1]["feature removed"] == "message_actionability"
+    # one leave-one-out block per named method, each on the same split
+    assert list(s["tables"]) == ["dt", "logit-pooled"] == s["methods"]
+    logit = s["tables"]["logit-pooled"]
+    assert logit[0]["feature removed"] == "None (baseline)"
+    assert logit[0]["test acc (%)"] == pytest.approx(100 * acc["logit-pooled"]["test_acc_mean"])
+    assert {r["feature removed"] for r in logit[1:]} == {r["feature removed"] for r in rows[1:]}
+    # pooled split: the change has a CI over the test comparisons
+    assert all(r["delta test CI low (pp)"] <= r["delta test (pp)"] for r in logit[1:])
 
 
 @pytest.mark.slow

@@ -1,0 +1,101 @@
+"""AppTest of the tree models on the Tree explorer and the Feature sensitivity page:
+the default is the most accurate tree, linear leaves read in the attributes' units with a
+value of time, and the sensitivity page ablates several models side by side.
+
+The registry's ``dt-linear`` is replaced by the same model with the prior strengths its
+inner CV picks on Train (fixture ``quick_dt_linear``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dashboard._services import trees as tree_svc
+from data_loaders.registry import load_study
+from pbo_core.experiments.accuracy import ACCURACY_METHODS
+from tests.dashboard.test_pages import charts, metrics, no_exception, texts, tree_text
+from tests.dashboard.test_pages import trees as tree_views
+
+
+@pytest.fixture
+def quick_models(monkeypatch: pytest.MonkeyPatch, quick_dt_linear: None) -> None:
+    monkeypatch.setattr(tree_svc, "CHOICE_RESPONDENTS", 7)  # also a cache key of its own
+    monkeypatch.setenv("DTPBO_NO_TREE_CHOICE", "0")  # the background comparison on
+
+
+def _model_box(at):
+    return next(s for s in at.selectbox if s.label == "Model")
+
+
+def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_models) -> None:
+    at = app("tree_explorer", sel_study="train")
+    assert _model_box(at).value == "dt"  # until the background comparison is done
+    assert "Comparing the held-out accuracy of the tree models" in texts(at)
+    for _ in range(240):
+        if "Default: " in texts(at):
+            break
+        time.sleep(0.5)
+        at.run()
+    no_exception(at)
+    assert "the tree model with the best held-out accuracy on this study" in texts(at)
+    at.session_state["te_view"] = "Held-out evidence"
+    at.run()
+    ev = at.dataframe[0].value
+    assert {"Paper DT (constant leaves)", "Linear-leaf tree (dt-linear)"} <= set(ev["method"])
+    # the baselines beside the trees
+    assert {"logit-shrink (baseline)", "logit-pooled (baseline)"} <= set(ev["method"])
+    trees_only = ev[ev["method"].isin(tree_svc.TREE_MODELS.values())]
+    best = trees_only.loc[trees_only["held-out"].idxmax(), "method"]
+    assert tree_svc.TREE_MODELS[_model_box(at).value] == best
+    for ci, mean in zip(ev["95% CI"], ev["held-out"], strict=True):
+        lo, hi = (float(x) for x in ci.split(" – "))
+        assert lo <= mean <= hi
+    # the linear-leaf tree: slopes in guilders and hours, the value of time
+    _model_box(at).set_value("dt-linear").run()
+    at.session_state["te_view"] = "Tree"
+    at.run()
+    no_exception(at)
+    (view,) = tree_views(at)
+    words = tree_text(view)
+    assert "per guilder (more is worse)" in words and "per hour (more is worse)" in words
+    assert "Value of time: " in words and "overall value of time" in view["title"]
+    assert float(metrics(at)["Value of time (guilders per hour)"]) > 0
+    # the leaves count this respondent's items (the pooled fit has thousands)
+    leaf_counts = [int(n["lines"][1].split()[0]) for n in view["nodes"] if n["kind"] == "leaf"]
+    resp = next(s for s in at.selectbox if s.label.startswith("Respondent")).value
+    assert sum(leaf_counts) == load_study("train").for_respondent(resp).n_items
+    at.session_state["te_view"] = "Leaves"
+    at.run()
+    leaves, trade = at.dataframe[0].value, at.dataframe[1].value
+    assert leaves["slopes (utility per unit)"].str.contains("per guilder").all()
+    assert leaves["value of time [95% CI]"].str.contains("guilders per hour").all()
+    assert list(trade["leaf"])[len(leaves)] == "overall"
+    assert set(trade["interval"]) <= {"Fieller", "unbounded (price effect not clearly nonzero)"}
+    vot = trade[trade["trade-off"] == "value of time"]
+    bounded = vot[vot["interval"] == "Fieller"]
+    assert (
+        (bounded["95% CI low"] <= bounded["estimate"])
+        & (bounded["estimate"] <= bounded["95% CI high"])
+    ).all()
+
+
+def test_sensitivity_ablates_the_default_models_side_by_side(app, quick_models) -> None:
+    at = app("sensitivity", sel_study="train")
+    at.slider(key="fs_n::train").set_value(4).run()
+    no_exception(at)
+    chosen = at.multiselect(key="fs_methods::train").value
+    assert chosen[:2] == ["dt", "dt-linear"] and len(chosen) == 3
+    assert ACCURACY_METHODS[chosen[2]].family == "baseline"
+    table = at.dataframe[0].value
+    assert list(dict.fromkeys(table["method"])) == chosen  # one block per model
+    for m in chosen:
+        block = table[table["method"] == m]
+        assert block["feature removed"].iloc[0] == "None (baseline)"
+        assert len(block) == 5  # baseline + 4 attributes
+    assert len(charts(at)) == 3
+    assert {"dt (paper DT)", "dt-linear (linear-leaf tree)"} <= set(metrics(at))
+    assert metrics(at)["Respondents"] == "4"
+    at.multiselect(key="fs_methods::train").set_value(["logit-shrink"]).run()
+    assert len(charts(at)) == 1 and set(at.dataframe[0].value["method"]) == {"logit-shrink"}

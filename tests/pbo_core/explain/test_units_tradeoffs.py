@@ -1,0 +1,139 @@
+"""Slopes in units and trade-off ratios with Fieller intervals (pbo_core.explain.labels module)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pbo_core import explain
+from pbo_core.data import Feature, PreferenceData, Schema
+from pbo_core.explain import labels
+from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+
+V = np.array([[0.004**2, 0.3 * 0.004 * 0.02], [0.3 * 0.004 * 0.02, 0.02**2]])
+
+
+def test_fieller_interval_covers_a_known_ratio_95_percent_of_the_time() -> None:
+    """Repeated Gaussian estimates around a known (time, price) slope pair: the interval
+    contains the true ratio 0.15 in 95 % of them (4000 draws: +-1.1 pp is 3 s.e.)."""
+    truth = np.array([-0.03, -0.2])
+    rng = np.random.default_rng(7)
+    est = rng.multivariate_normal(truth, V, size=4000)
+    hit = []
+    for a, c in est:
+        r = labels.fieller_ratio(a, c, V)
+        assert r.bounded  # the price slope is 10 sd from 0
+        hit.append(r.low <= 0.15 <= r.high)
+    assert abs(np.mean(hit) - 0.95) < 0.011
+
+
+def test_fieller_interval_matches_posterior_draws_when_the_price_slope_is_clear() -> None:
+    mean = np.array([-0.03, -0.2])
+    draws = np.random.default_rng(3).multivariate_normal(mean, V, size=200_000)
+    ratio = draws[:, 0] / draws[:, 1]
+    lo, hi = np.quantile(ratio, [0.025, 0.975])
+    r = labels.fieller_ratio(*mean, V)
+    assert r.estimate == pytest.approx(0.15)
+    assert r.low == pytest.approx(lo, rel=0.03) and r.high == pytest.approx(hi, rel=0.03)
+
+
+def test_fieller_interval_is_unbounded_when_the_price_slope_is_not_clearly_nonzero() -> None:
+    r = labels.fieller_ratio(-0.03, -0.03, [[1e-4, 0.0], [0.0, 0.02**2]])
+    assert not r.bounded and np.isnan(r.low) and np.isnan(r.high)
+    assert r.estimate == pytest.approx(1.0)
+    assert "unbounded" in labels.ratio_text(r, "guilders per hour")
+    scaled = labels.fieller_ratio(-0.03, -0.2, V).scaled(-60)
+    assert scaled.low < scaled.estimate < scaled.high and scaled.estimate == pytest.approx(-9.0)
+    with pytest.raises(ValueError, match="PSD"):
+        labels.fieller_ratio(1.0, 1.0, [[1.0, 2.0], [2.0, 1.0]])
+
+
+def test_unit_words_and_direction() -> None:
+    assert labels.singular_unit("guilders") == "guilder"
+    assert labels.singular_unit("years") == "year"
+    assert labels.singular_unit("min") == "min" and labels.singular_unit("CHF") == "CHF"
+    price = Feature("price", "numeric", bounds=(1, 125), label="Price", unit="guilders")
+    time = Feature("time", "numeric", bounds=(55, 250), label="Travel time", unit="min")
+    comfort = Feature("comfort", "ordinal", levels=("0", "1", "2"), label="Comfort class")
+    assert labels.slope_label(price, "Price", -0.15) == "Price: -0.15 per guilder (more is worse)"
+    # a time slope per minute reads per hour
+    assert labels.slope_label(time, "T", -0.028) == "Travel time: -1.68 per hour (more is worse)"
+    assert labels.slope_label(comfort, "C", 0.4).endswith("per level up (more is better)")
+    assert labels.is_money(price) and not labels.is_money(time)
+    assert labels.is_money(Feature("chf", "numeric", bounds=(0, 1), unit="CHF"))
+    assert labels.is_money(Feature("ticket_price", "numeric", bounds=(0, 1)))
+    assert labels.is_money(Feature("p", "numeric", bounds=(0, 1), unit="¢/kWh"))
+    assert not labels.is_money(Feature("price", "ordinal", levels=("a", "b")))
+    assert labels.hours_per_unit(time) == pytest.approx(1 / 60)
+
+
+def _trips(n_items: int = 120, n_pairs: int = 1500, seed: int = 0) -> PreferenceData:
+    """Trips with a known utility -0.2 price - 0.02 time: value of time 0.1 guilder per
+    minute = 6 guilders per hour."""
+    rng = np.random.default_rng(seed)
+    schema = Schema(
+        (
+            Feature("price", "numeric", bounds=(5, 40), label="Price", unit="guilders"),
+            Feature("time", "numeric", bounds=(30, 180), label="Travel time", unit="min"),
+        )
+    )
+    X = np.column_stack([rng.uniform(5, 40, n_items), rng.uniform(30, 180, n_items)])
+    u = -0.2 * X[:, 0] - 0.02 * X[:, 1]
+    i, j = rng.integers(0, n_items, (2, n_pairs))
+    keep = i != j
+    i, j = i[keep], j[keep]
+    first_wins = u[i] - u[j] + np.sqrt(2) * rng.standard_normal(len(i)) > 0
+    pairs = np.column_stack([np.where(first_wins, i, j), np.where(first_wins, j, i)])
+    return PreferenceData(X, pairs, schema=schema)
+
+
+@pytest.fixture(scope="module")
+def trip_model() -> LinearLeafDTSurrogate:
+    return LinearLeafDTSurrogate(linear_features="all", max_depth=1, slope_ratio=0.01).fit(_trips())
+
+
+def test_slope_posterior_matches_utility_differences(trip_model) -> None:
+    """The slope of a leaf is the utility difference of two of its items one unit apart;
+    its variance is that difference's posterior variance."""
+    m = trip_model
+    mean, cov = m.slope_posterior()
+    np.testing.assert_allclose(mean, m.leaf_slopes_.to_numpy())
+    x = _trips().X[:1].copy()
+    leaf = int(m.apply(x)[0])
+    pair = np.vstack([x, x + np.array([[1e-3, 0.0]])])
+    assert (m.apply(pair) == leaf).all()
+    mu, c = m.posterior(pair)
+    d = np.array([-1.0, 1.0]) / 1e-3
+    assert d @ mu == pytest.approx(mean[leaf, 0], rel=1e-6)
+    assert d @ c @ d == pytest.approx(cov[leaf, 0, 0], rel=1e-4)
+    w = np.bincount(m.item_leaf_, minlength=m.n_leaves_)
+    avg, avg_cov = m.slope_posterior(weights=w)
+    np.testing.assert_allclose(avg, (w[:, None] * mean).sum(0) / w.sum())
+    assert np.allclose(avg_cov, avg_cov.T) and np.linalg.eigvalsh(avg_cov).min() >= 0
+    with pytest.raises(ValueError, match="weights"):
+        m.slope_posterior(weights=np.zeros(m.n_leaves_))
+
+
+def test_value_of_time_recovers_a_known_truth(trip_model) -> None:
+    vot = labels.value_of_time(trip_model)
+    overall = vot[None]
+    assert overall.unit == "guilders per hour"
+    assert overall.ratio.bounded
+    assert overall.ratio.low < 6.0 < overall.ratio.high
+    assert overall.ratio.high - overall.ratio.low < 4.0
+    assert set(vot) == {*range(trip_model.n_leaves_), None}
+    text = overall.text()
+    assert text.startswith("Value of time: ") and "guilders per hour [95% CI " in text
+
+
+def test_tree_view_shows_linear_leaves_in_units(trip_model) -> None:
+    view = explain.tree_view(trip_model, title="Trips")
+    words = " | ".join(view.texts())
+    assert "per guilder (more is worse)" in words and "per hour (more is worse)" in words
+    assert "Value of time:" in words and "utility at centre" in words
+    assert view.title.startswith("Trips · overall value of time ")
+    svg = view.to_svg()
+    assert "per guilder" in svg and "overall value of time" in svg
+    table = labels.tradeoff_table(labels.tradeoffs(trip_model))
+    assert list(table["leaf"])[-1] == "overall"
+    assert set(table["trade-off"]) == {"value of time"}
