@@ -92,6 +92,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -104,7 +105,7 @@ from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.linear import LinearDesign, newton_batch, spd_inv_batch, task_folds
 from pbo_core.models.tree import StraddlerMode, Tree, build_tree
 
-__all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "condition_on_sum"]
+__all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "SlopePrior", "condition_on_sum"]
 
 #: Default grid of pooling strengths ``lam`` (0 = no pooling), weakest first.
 DEFAULT_SHRINKAGES: tuple[float, ...] = (0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
@@ -118,6 +119,46 @@ _BATCH_CELLS = 4_000_000
 
 Pooling = Literal["none", "shrink"]
 SlopeMode = Literal["leaf", "shared", "both"]
+
+
+@dataclass(frozen=True)
+class SlopePrior:
+    """A Gaussian prior on the shared slopes ``beta`` (diagonal), by design column.
+
+    ``mean[j]`` and ``precision[j]`` belong to the design column named ``columns[j]``
+    (:attr:`LinearLeafDTSurrogate.slope_columns_`), in the attribute's own units (utility
+    in ``sigma_noise`` per unit), so a prior taken from one fit applies to another fit
+    whatever its tree and its pair-difference scale.
+    :meth:`LinearLeafDTSurrogate.population_prior` gives the one a pooled fit implies for a new
+    respondent.
+    """
+
+    columns: tuple[str, ...]
+    mean: np.ndarray
+    precision: np.ndarray
+
+    def __post_init__(self) -> None:
+        mean = np.asarray(self.mean, dtype=float).ravel()
+        prec = np.asarray(self.precision, dtype=float).ravel()
+        if not len(self.columns) == len(mean) == len(prec):
+            raise ValueError(
+                f"SlopePrior: {len(self.columns)} columns, {len(mean)} means and "
+                f"{len(prec)} precisions"
+            )
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(prec)) and np.all(prec > 0)):
+            raise ValueError("SlopePrior: means must be finite and precisions positive")
+        object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "precision", prec)
+
+    def aligned(self, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, precision)`` in the order of ``columns`` (every one must be present)."""
+        pos = {c: i for i, c in enumerate(self.columns)}
+        missing = [c for c in columns if c not in pos]
+        if missing:
+            raise ValueError(f"SlopePrior has no slope for design columns {missing}")
+        idx = np.array([pos[c] for c in columns], dtype=np.int64)
+        return self.mean[idx], self.precision[idx]
 
 
 def condition_on_sum(mean: np.ndarray, cov: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -166,6 +207,12 @@ class LinearLeafDTSurrogate:
         a leaf deviation). Leaf slopes and levels are pulled toward the pooled ones with
         ``shrinkage``; shared slopes have prior strength ``slope_ratio`` about the pooled
         shared slopes (``pooling="shrink"``) or about 0.
+    slope_prior
+        A :class:`SlopePrior` that replaces the base prior of the shared slopes (mean and
+        precision per design column), e.g. the population prior of a pooled fit of earlier
+        respondents (:meth:`population_prior`) when one new respondent is fitted alone. With
+        ``pooling="shrink"`` respondents stay centred on the pooled shared slopes, with
+        this precision. Needs ``slopes`` "shared" or "both".
     leaf_slope_ratio
         With ``slopes="both"``: base prior strength of the leaf deviations from the
         shared slope (on the unit-RMS scale; the pull ``shrinkage`` is added).
@@ -219,6 +266,7 @@ class LinearLeafDTSurrogate:
         slope_ratio: float | Literal["cv"] = 1.0,
         slope_ratios: Sequence[float] | None = None,
         slopes: SlopeMode = "both",
+        slope_prior: SlopePrior | None = None,
         leaf_slope_ratio: float = 1.0,
         pooling: Pooling = "none",
         shrinkage: float | Literal["cv"] = "cv",
@@ -240,6 +288,7 @@ class LinearLeafDTSurrogate:
         self.slope_ratio = slope_ratio
         self.slope_ratios = slope_ratios
         self.slopes = slopes
+        self.slope_prior = slope_prior
         self.leaf_slope_ratio = leaf_slope_ratio
         self.pooling = pooling
         self.shrinkage = shrinkage
@@ -259,7 +308,8 @@ class LinearLeafDTSurrogate:
     def get_params(self) -> dict[str, object]:
         """Constructor parameters (scikit-learn style)."""
         keys = (
-            "ratio linear_features slope_ratio slope_ratios slopes leaf_slope_ratio pooling "
+            "ratio linear_features slope_ratio slope_ratios slopes slope_prior leaf_slope_ratio "
+            "pooling "
             "shrinkage shrinkages "
             "max_depth depths min_samples_split min_split_score straddlers max_leaves "
             "n_folds random_state backend max_iter tol"
@@ -361,23 +411,37 @@ class LinearLeafDTSurrogate:
         lam) s^2`` with ``r_l = rho`` (``slopes="leaf"``) or ``leaf_slope_ratio``
         (``"both"``: the leaf deviations from the shared slope), mean ``lam mu / (r_l +
         lam)``; shared slopes: ``rho s^2``, centred on the pooled shared slopes with
-        ``pooling="shrink"`` (else on 0).
+        ``pooling="shrink"`` (else on 0, or on the mean of ``slope_prior``, whose
+        precision then replaces ``rho s^2``).
         """
         s2, code = self._blocks(m, scale)
         base = self._base_prec(m, scale, rho)
+        base_mean = self._base_mean(m, len(scale))
         pull = np.where(code == 2, 0.0, lam * s2)  # the lam pull (levels, leaf slopes)
         if self.pooling == "shrink":
             pull = np.where(code == 2, base, pull)
             base = np.where(code == 2, 0.0, base)
         prec = base + pull
-        mean = np.zeros_like(prec) if mu is None else pull * mu / prec
-        return prec, mean
+        mean = base * base_mean
+        if mu is not None:
+            mean = mean + pull * mu
+        return prec, mean / prec
 
     def _base_prec(self, m: int, scale: np.ndarray, rho: float) -> np.ndarray:
         """The base prior precision (the pooled model's prior)."""
         s2, code = self._blocks(m, scale)
         leaf_r = float(self.leaf_slope_ratio) if self.slopes == "both" else rho
-        return np.select([code == 0, code == 1], [float(self.ratio), leaf_r * s2], rho * s2)
+        prec = np.select([code == 0, code == 1], [float(self.ratio), leaf_r * s2], rho * s2)
+        if self._prior_shared is not None:
+            prec[code == 2] = self._prior_shared[1]
+        return prec
+
+    def _base_mean(self, m: int, k: int) -> np.ndarray:
+        """The base prior mean: 0, except the shared slopes' under ``slope_prior``."""
+        mean = np.zeros(self._n_params(m, k))
+        if self._prior_shared is not None:
+            mean[len(mean) - k :] = self._prior_shared[0]
+        return mean
 
     def _solve(
         self, D: np.ndarray, W: np.ndarray, prec: np.ndarray, mean: np.ndarray
@@ -408,9 +472,11 @@ class LinearLeafDTSurrogate:
             idx[i, : len(r)] = r
         return D, mask, idx
 
-    def _pooled_theta(self, d: np.ndarray, w: np.ndarray, base: np.ndarray) -> np.ndarray:
+    def _pooled_theta(
+        self, d: np.ndarray, w: np.ndarray, base: np.ndarray, base_mean: np.ndarray
+    ) -> np.ndarray:
         """Pooled MAP (base prior) on difference rows ``d`` with weights ``w``."""
-        beta, _ = self._solve(d[None], w[None], base[None], np.zeros((1, d.shape[1])))
+        beta, _ = self._solve(d[None], w[None], base[None], base_mean[None])
         return beta[0]
 
     # ------------------------------------------------------------------ fit
@@ -441,6 +507,11 @@ class LinearLeafDTSurrogate:
         self.design_, self._cols = design, cols
         z = self._z(X)
         k = z.shape[1]
+        self._prior_shared: tuple[np.ndarray, np.ndarray] | None = None
+        if self.slope_prior is not None:
+            if self.slopes == "leaf":
+                raise ValueError('slope_prior needs slopes="shared" or "both" (shared slopes)')
+            self._prior_shared = self.slope_prior.aligned(self._col_names())
         resp = data.respondent if data.respondent is not None else np.zeros(n, dtype=np.int64)
         ids, first = np.unique(resp, return_index=True)
         ids = ids[np.argsort(first)]
@@ -559,7 +630,9 @@ class LinearLeafDTSurrogate:
                 for h, rho in enumerate(rhos):
                     base = self._base_prec(m, scale, rho)
                     mu = (
-                        self._pooled_theta(d, train.astype(float), base)
+                        self._pooled_theta(
+                            d, train.astype(float), base, self._base_mean(m, z.shape[1])
+                        )
                         if self.pooling == "shrink"
                         else None
                     )
@@ -603,7 +676,8 @@ class LinearLeafDTSurrogate:
             res = laplace_fit(leaf[pairs[:, 0]], leaf[pairs[:, 1]], m, self.ratio)
             mu, mu_cov = res.map, res.cov
         else:
-            b, H = self._solve(d[None], np.ones((1, len(d))), base[None], np.zeros((1, p)))
+            mean_b = self._base_mean(m, k)[None]
+            b, H = self._solve(d[None], np.ones((1, len(d))), base[None], mean_b)
             mu, mu_cov = b[0], spd_inv_batch(H)[0]
         prec, mean0 = self._prior(m, scale, rho, lam, mu if self.pooling == "shrink" else None)
         cond: list[tuple[np.ndarray, np.ndarray]] = []
@@ -669,6 +743,22 @@ class LinearLeafDTSurrogate:
         if k and self.slopes in ("shared", "both"):
             b += theta[len(theta) - k :][None, :]
         return pd.DataFrame(b, columns=self.slope_columns_).rename_axis("leaf")
+
+    def population_prior(self) -> SlopePrior:
+        """The prior this pooled fit implies for the shared slopes of a *new* respondent.
+
+        Mean: the pooled shared slopes (``theta_``); precision: the respondents' prior
+        precision of the shared slopes in this fit (``slope_ratio_ s_j^2``, or the
+        ``slope_prior``'s own), which is what a new respondent joining the pooled model
+        would get. Pass it as ``slope_prior`` to a model fitted on that respondent alone.
+        """
+        if not hasattr(self, "tree_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(data) first")
+        if self.slopes == "leaf" or not len(self._cols):
+            raise ValueError('slope_prior needs shared slopes (slopes "shared" or "both")')
+        k = len(self._cols)
+        prec = self._base_prec(self.n_leaves_, self.scale_, self.slope_ratio_)[-k:]
+        return SlopePrior(tuple(self.slope_columns_), self.theta_[-k:].copy(), prec.copy())
 
     def _col_names(self) -> list[str]:
         return [self.design_.columns[c].name for c in self._cols]
