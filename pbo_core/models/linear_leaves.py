@@ -102,7 +102,13 @@ from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import competition_rank
 from pbo_core.models.base import check_input, probit_preference
 from pbo_core.models.leaves import laplace_fit
-from pbo_core.models.linear import LinearDesign, newton_batch, spd_inv_batch, task_folds
+from pbo_core.models.linear import (
+    LinearDesign,
+    blas_single_thread,
+    newton_batch,
+    spd_inv_batch,
+    task_folds,
+)
 from pbo_core.models.tree import StraddlerMode, Tree, build_tree
 
 __all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "SlopePrior", "condition_on_sum"]
@@ -229,6 +235,10 @@ class LinearLeafDTSurrogate:
         Growth controls, passed to :func:`~pbo_core.models.tree.build_tree`.
     max_leaves
         Readability goal used by ``max_depth="cv"`` (default 12).
+    depth_patience
+        ``max_depth="cv"``: stop the depth path after this many depths in a row that do
+        not lower the best CV error (default 1; ``None``: score every depth). Deeper
+        trees are then not scored; the choice is the first minimum among those scored.
     n_folds, random_state
         CV folds (whole tasks within each respondent) and the seed of their assignment.
     max_iter, tol
@@ -277,6 +287,7 @@ class LinearLeafDTSurrogate:
         min_split_score: float = 0.0,
         straddlers: StraddlerMode = "discard",
         max_leaves: int = 12,
+        depth_patience: int | None = 1,
         n_folds: int = 5,
         random_state: int = 0,
         backend: str = "auto",
@@ -299,6 +310,7 @@ class LinearLeafDTSurrogate:
         self.min_split_score = min_split_score
         self.straddlers = straddlers
         self.max_leaves = max_leaves
+        self.depth_patience = depth_patience
         self.n_folds = n_folds
         self.random_state = random_state
         self.backend = backend
@@ -312,6 +324,7 @@ class LinearLeafDTSurrogate:
             "pooling "
             "shrinkage shrinkages "
             "max_depth depths min_samples_split min_split_score straddlers max_leaves "
+            "depth_patience "
             "n_folds random_state backend max_iter tol"
         ).split()
         return {k: getattr(self, k) for k in keys}
@@ -444,18 +457,35 @@ class LinearLeafDTSurrogate:
         return mean
 
     def _solve(
-        self, D: np.ndarray, W: np.ndarray, prec: np.ndarray, mean: np.ndarray
+        self,
+        D: np.ndarray,
+        W: np.ndarray,
+        prec: np.ndarray,
+        mean: np.ndarray,
+        init: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Batched MAP and Hessian; ``D`` ``(B, n, p)`` rows already scaled by 1/sqrt(2)."""
+        """Batched MAP and Hessian; ``D`` ``(B, n, p)`` rows already scaled by 1/sqrt(2).
+
+        ``init`` (optional ``(B, p)``) warm-starts Newton (default: the prior mean); the
+        objective is strictly convex, so the MAP does not depend on it.
+        """
         B, n, p = D.shape
         beta = np.empty((B, p))
         H = np.empty((B, p, p))
         step = max(1, _BATCH_CELLS // max(1, n * p))
-        for i in range(0, B, step):
-            sl = slice(i, min(i + step, B))
-            beta[sl], H[sl] = newton_batch(
-                D[sl], W[sl], prec[sl], mean[sl], "probit", max_iter=self.max_iter, tol=self.tol
-            )
+        with blas_single_thread():
+            for i in range(0, B, step):
+                sl = slice(i, min(i + step, B))
+                beta[sl], H[sl] = newton_batch(
+                    D[sl],
+                    W[sl],
+                    prec[sl],
+                    mean[sl],
+                    "probit",
+                    init=None if init is None else init[sl],
+                    max_iter=self.max_iter,
+                    tol=self.tol,
+                )
         return beta, H
 
     @staticmethod
@@ -473,10 +503,16 @@ class LinearLeafDTSurrogate:
         return D, mask, idx
 
     def _pooled_theta(
-        self, d: np.ndarray, w: np.ndarray, base: np.ndarray, base_mean: np.ndarray
+        self,
+        d: np.ndarray,
+        w: np.ndarray,
+        base: np.ndarray,
+        base_mean: np.ndarray,
+        init: np.ndarray | None = None,
     ) -> np.ndarray:
         """Pooled MAP (base prior) on difference rows ``d`` with weights ``w``."""
-        beta, _ = self._solve(d[None], w[None], base[None], base_mean[None])
+        start = None if init is None else init[None]
+        beta, _ = self._solve(d[None], w[None], base[None], base_mean[None], init=start)
         return beta[0]
 
     # ------------------------------------------------------------------ fit
@@ -538,8 +574,8 @@ class LinearLeafDTSurrogate:
                     [(dd, la, rh) for dd in depths for la in lams for rh in rhos],
                     columns=["max_depth", "shrinkage", "slope_ratio"],
                 )
-                grid["error"] = err.ravel() / n
-                self.cv_error_ = grid
+                grid["error"] = np.where(np.isfinite(err.ravel()), err.ravel() / n, np.nan)
+                self.cv_error_ = grid  # NaN: a depth the early-stopped path did not reach
                 best = int(np.argmin(err.ravel()))  # first minimum: small tree, order of grid
                 i, j, h = np.unravel_index(best, err.shape)
                 choice = (depths[i], lams[j], rhos[h])
@@ -605,47 +641,75 @@ class LinearLeafDTSurrogate:
         lams: list[float],
         rhos: list[float],
     ) -> np.ndarray:
-        """Held-out errors summed over all comparisons, ``(depths, lams, rhos)``."""
-        err = np.zeros((len(depths), len(lams), len(rhos)))
-        for f in range(K):
-            train = folds != f
-            held_rows = folds == f
-            if not held_rows.any() or not train.any():
-                continue
-            for a, dd in enumerate(depths):
-                tree = self._grow(X, pairs[train], schema, dd)
-                m = tree.n_leaves
-                leaf = tree.apply(X)
-                cen = self._centers(leaf, z, pairs[train], m)
-                zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs[train], 1)[0]
-                phi = self._phi(leaf, z, cen, zmean, m)
-                d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
-                D, mask, _ = self._padded(d, rows)
-                trw = np.zeros(mask.shape)
-                held = np.zeros(mask.shape)
-                for i, r in enumerate(rows):
-                    trw[i, : len(r)] = train[r]
-                    held[i, : len(r)] = held_rows[r]
-                R = D.shape[0]
-                for h, rho in enumerate(rhos):
-                    base = self._base_prec(m, scale, rho)
-                    mu = (
-                        self._pooled_theta(
-                            d, train.astype(float), base, self._base_mean(m, z.shape[1])
-                        )
-                        if self.pooling == "shrink"
-                        else None
-                    )
-                    L = len(lams)
-                    pm = [self._prior(m, scale, rho, la, mu) for la in lams]
-                    prec = np.stack([a_[0] for a_ in pm])
-                    mean = np.stack([a_[1] for a_ in pm])
-                    Db = np.repeat(D, L, axis=0)
-                    Wb = np.repeat(trw, L, axis=0)
-                    beta, _ = self._solve(Db, Wb, np.tile(prec, (R, 1)), np.tile(mean, (R, 1)))
-                    zz = np.einsum("bnp,bp->bn", Db, beta).reshape(R, L, -1)
-                    err[a, :, h] += _error_sum(zz, held[:, None, :]).sum(axis=0)
+        """Held-out errors summed over all comparisons, ``(depths, lams, rhos)``.
+
+        Depths are scored in increasing order; with ``depth_patience`` the path stops
+        after that many depths in a row without a lower best error (their rows, and the
+        rows of the depths not reached, are ``inf``). Within a fold and a depth the
+        Newton solves of the slope-ratio grid are warm-started from the previous one.
+        """
+        err = np.full((len(depths), len(lams), len(rhos)), np.inf)
+        fold_ids = [f for f in range(K) if (folds == f).any() and (folds != f).any()]
+        best, stale = np.inf, 0
+        for a, dd in enumerate(depths):
+            err[a] = 0.0
+            for f in fold_ids:
+                held = folds == f
+                err[a] += self._cv_cell(X, pairs, schema, z, scale, rows, held, dd, lams, rhos)
+            e = float(err[a].min())
+            if e < best:
+                best, stale = e, 0
+            else:
+                stale += 1
+                if self.depth_patience is not None and stale >= self.depth_patience:
+                    break
         return err
+
+    def _cv_cell(
+        self,
+        X: np.ndarray,
+        pairs: np.ndarray,
+        schema: Schema,
+        z: np.ndarray,
+        scale: np.ndarray,
+        rows: list[np.ndarray],
+        held_rows: np.ndarray,
+        dd: int | None,
+        lams: list[float],
+        rhos: list[float],
+    ) -> np.ndarray:
+        """Held-out errors of one fold and one depth, ``(lams, rhos)``."""
+        train = ~held_rows
+        tree = self._grow(X, pairs[train], schema, dd)
+        m = tree.n_leaves
+        leaf = tree.apply(X)
+        cen = self._centers(leaf, z, pairs[train], m)
+        zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs[train], 1)[0]
+        phi = self._phi(leaf, z, cen, zmean, m)
+        d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
+        D, mask, _ = self._padded(d, rows)
+        trw = np.zeros(mask.shape)
+        held = np.zeros(mask.shape)
+        for i, r in enumerate(rows):
+            trw[i, : len(r)] = train[r]
+            held[i, : len(r)] = held_rows[r]
+        R, L = D.shape[0], len(lams)
+        Db = np.repeat(D, L, axis=0)
+        Wb = np.repeat(trw, L, axis=0)
+        out = np.zeros((L, len(rhos)))
+        beta = mu = None
+        base_mean = self._base_mean(m, z.shape[1])
+        for h, rho in enumerate(rhos):
+            base = self._base_prec(m, scale, rho)
+            if self.pooling == "shrink":  # warm start: the previous slope ratio's fit
+                mu = self._pooled_theta(d, train.astype(float), base, base_mean, init=mu)
+            pm = [self._prior(m, scale, rho, la, mu) for la in lams]
+            prec = np.tile(np.stack([a_[0] for a_ in pm]), (R, 1))
+            mean = np.tile(np.stack([a_[1] for a_ in pm]), (R, 1))
+            beta, _ = self._solve(Db, Wb, prec, mean, init=beta)
+            zz = np.einsum("bnp,bp->bn", Db, beta).reshape(R, L, -1)
+            out[:, h] = _error_sum(zz, held[:, None, :]).sum(axis=0)
+        return out
 
     def _fit_final(
         self,

@@ -82,7 +82,8 @@ class LinearLeafStrategy:
     **model_kwargs
         Passed to :class:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate`; the
         defaults here are ``linear_features="all"`` (a slope on every attribute, one per
-        level of a categorical one), ``slope_ratio=1`` and ``max_depth=2``.
+        level of a categorical one), ``slope_ratio=1`` and ``max_depth=1`` (two leaves: the best depth of the pilot
+        in docs/linear-leaf-pbo.md).
     """
 
     ties = "latest-winner"
@@ -101,7 +102,7 @@ class LinearLeafStrategy:
         self.name = name
         self.n_raw = int(n_raw)
         if model is None:
-            opts: dict[str, Any] = {"linear_features": "all", "slope_ratio": 1.0, "max_depth": 2}
+            opts: dict[str, Any] = {"linear_features": "all", "slope_ratio": 1.0, "max_depth": 1}
             opts.update(model_kwargs)
             model = LinearLeafDTSurrogate(slope_prior=slope_prior, **opts)
         elif slope_prior is not None or model_kwargs:
