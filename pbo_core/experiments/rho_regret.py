@@ -49,8 +49,9 @@ from pbo_core.experiments.sushi import sushi_pbo_cell
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import rho_regret, top1_rank_error
 from pbo_core.models.linear import RespondentLinearSurrogate
-from pbo_core.models.linear_leaves import LinearLeafDTSurrogate, SlopePrior
+from pbo_core.models.linear_leaves import SlopePrior
 from pbo_core.problem import Problem
+from pbo_core.strategies.linear_leaves import PRIOR_METHODS, pooled_slope_prior
 from pbo_core.strategies.registry import make_strategy
 
 #: Studies with simulated respondents.
@@ -59,8 +60,6 @@ SIMULATED_STUDIES = ("train", "electricity", "swissmetro")
 RHO_STUDIES = ("pmr-demo", *SIMULATED_STUDIES, "sushi-a")
 #: Default methods: DT variants, GP, random pairs.
 RHO_METHODS = ("dt", "dt-notop", "dt-toponly", "gp", "dt-random")
-#: Methods that take a population prior (``slope_prior``) from earlier respondents.
-PRIOR_METHODS = frozenset({"dt-linear", "linear-eubo"})
 #: Choices of the ``--prior`` option.
 PRIORS = ("pooled", "none")
 
@@ -128,10 +127,7 @@ def population_prior(key: str, n_simulated: int, data_dir: str | None = None) ->
         raise ValueError(f"{key}: every respondent is simulated; no others to fit a prior on")
     task = study.extras.get("pair_task")
     tasks = np.asarray(task)[keep] if task is not None else None
-    model = LinearLeafDTSurrogate(
-        linear_features="all", slopes="shared", max_depth=0, pooling="shrink", slope_ratio="cv"
-    )
-    return model.fit(study.data.select_pairs(keep), tasks=tasks).population_prior()
+    return pooled_slope_prior(study.data.select_pairs(keep), tasks)
 
 
 def rho_regret_cell(cell: Cell) -> pd.DataFrame:

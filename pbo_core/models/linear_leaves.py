@@ -522,7 +522,8 @@ class LinearLeafDTSurrogate:
         Parameters
         ----------
         data
-            Comparisons; ``data.respondent`` (optional) says whose each one is.
+            Comparisons; ``data.respondent`` (optional) says whose each one is. With no
+            comparisons the fit is the prior alone (one leaf).
         tasks
             Optional task id of every comparison (CV folds keep a task together).
 
@@ -537,8 +538,6 @@ class LinearLeafDTSurrogate:
         schema = data.get_schema()
         X, pairs = data.X, data.pairs
         n = len(pairs)
-        if n == 0:
-            raise ValueError("no comparisons to fit")
         design, cols = self._slope_design(schema)
         self.design_, self._cols = design, cols
         z = self._z(X)
@@ -552,8 +551,10 @@ class LinearLeafDTSurrogate:
         ids, first = np.unique(resp, return_index=True)
         ids = ids[np.argsort(first)]
         rows = [np.flatnonzero(resp == r) for r in ids]
+        if n == 0:  # no comparisons yet: the prior alone, one leaf, one respondent
+            ids, rows = np.array([0]), [np.zeros(0, dtype=np.int64)]
         dz = z[pairs[:, 0]] - z[pairs[:, 1]]
-        scale = np.sqrt((dz * dz).mean(axis=0)) if k else np.zeros(0)
+        scale = np.sqrt((dz * dz).mean(axis=0)) if k and n else np.ones(k)
         scale = np.where(scale > 1e-12, scale, 1.0)
         task = np.arange(n) if tasks is None else np.asarray(tasks)
         if len(task) != n:

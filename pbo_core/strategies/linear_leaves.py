@@ -59,10 +59,27 @@ from pbo_core.data import PreferenceData
 from pbo_core.models.linear_leaves import LinearLeafDTSurrogate, SlopePrior
 from pbo_core.strategies.base import LoopState, QuerySide, random_query
 
-__all__ = ["LinearLeafStrategy"]
+__all__ = ["PRIOR_METHODS", "LinearLeafStrategy", "pooled_slope_prior"]
+
+#: Registry methods that take a population prior (``slope_prior``) from earlier respondents.
+PRIOR_METHODS = frozenset({"dt-linear", "linear-eubo"})
 
 #: Relative gap of an EUBO to the best one below which two pairs count as tied.
 _TIE_RTOL = 1e-12
+
+
+def pooled_slope_prior(data: PreferenceData, tasks: np.ndarray | None = None) -> SlopePrior:
+    """The population prior of the shared slopes from earlier respondents' comparisons.
+
+    ``data`` holds several respondents (``data.respondent``); they are fitted together as
+    a single-leaf Bayesian linear probit with a slope on every attribute, each respondent
+    shrunk toward the pooled slopes with the strength chosen by CV over whole ``tasks``
+    (:meth:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate.population_prior`).
+    """
+    model = LinearLeafDTSurrogate(
+        linear_features="all", slopes="shared", max_depth=0, pooling="shrink", slope_ratio="cv"
+    )
+    return model.fit(data, tasks=tasks).population_prior()
 
 
 class LinearLeafStrategy:
@@ -82,8 +99,8 @@ class LinearLeafStrategy:
     **model_kwargs
         Passed to :class:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate`; the
         defaults here are ``linear_features="all"`` (a slope on every attribute, one per
-        level of a categorical one), ``slope_ratio=1`` and ``max_depth=1`` (two leaves: the best depth of the pilot
-        in docs/linear-leaf-pbo.md).
+        level of a categorical one), ``slope_ratio=1`` and ``max_depth=1`` (two leaves:
+        the best depth of the pilot in docs/linear-leaf-pbo.md).
     """
 
     ties = "latest-winner"
@@ -112,26 +129,21 @@ class LinearLeafStrategy:
 
     @property
     def n_leaves(self) -> int:
-        """Leaves of the current tree (0 before the first comparison)."""
+        """Leaves of the current tree."""
         return int(self.model.n_leaves_) if self._fitted else 0
 
     def fit(self, data: PreferenceData) -> None:
-        """Refit the surrogate (nothing to fit before the first comparison)."""
-        self._fitted = data.n_pairs > 0
-        if self._fitted:
-            self.model.fit(data)
+        """Refit the surrogate (before the first comparison: the prior alone)."""
+        self.model.fit(data)
+        self._fitted = True
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Posterior mean utilities (all 0 before the first comparison)."""
-        if not self._fitted:
-            return np.zeros(len(X))
+        """Posterior mean utilities."""
         return self.model.predict(X)
 
     # ------------------------------------------------------------------ propose
     def propose(self, state: LoopState, rng: np.random.Generator) -> tuple[QuerySide, QuerySide]:
         """The pair with the largest EUBO (2) among the candidates."""
-        if not self._fitted:
-            return random_query(state, rng)
         if state.problem.finite:
             return self._finite(state, rng)
         return self._box(state, rng)
