@@ -244,7 +244,7 @@ def mean_ci(values: pd.core.groupby.SeriesGroupBy) -> dict[str, list[Any]]:
 
 
 def summarize_rho_regret(rows: pd.DataFrame) -> dict[str, Any]:
-    """Per method and question: mean rho-regret, s.e. and a 95 % t interval over runs."""
+    """Per method and question: mean rho-regret, s.e., a 95 % t interval and the median."""
     out: dict[str, Any] = {"methods": {}}
     for method, g in rows.groupby("method", sort=False):
         per_q = g.groupby("question")["rho_regret"]
@@ -259,6 +259,7 @@ def summarize_rho_regret(rows: pd.DataFrame) -> dict[str, Any]:
             "rho_regret_ci95": [
                 [float(a), float(b)] for a, b in zip(mean - half, mean + half, strict=True)
             ],
+            "rho_regret_median": [float(v) for v in per_q.median()],
             "final_top1_found": float((final["top1_error"] == 0).mean()),
             "time_s_per_run": float(g.groupby(["unit", "seed"])["time_s"].sum().mean()),
         }
