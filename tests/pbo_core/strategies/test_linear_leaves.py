@@ -195,13 +195,13 @@ def test_no_comparisons_fit_is_the_prior() -> None:
     empty = PreferenceData(X, np.zeros((0, 2), dtype=np.int64), schema=_schema())
     m = LinearLeafDTSurrogate(linear_features="all").fit(empty)
     assert m.n_leaves_ == 1 and np.allclose(m.predict(X), 0.0)
-    mean, cov = m.posterior(X)
+    _, cov = m.posterior(X)
     assert np.all(np.isfinite(cov)) and np.all(np.diag(cov) > 0)
 
 
 def test_session_answers_with_dt_linear_and_a_prior() -> None:
     data = _respondents()
-    X, u = _items(30, seed=1)
+    X, _ = _items(30, seed=1)
     s = ElicitationSession.for_items(
         X,
         _schema(),
