@@ -179,7 +179,8 @@ def newton_batch(
     init: np.ndarray | None = None,
     max_iter: int = 100,
     tol: float = 1e-9,
-) -> tuple[np.ndarray, np.ndarray]:
+    hessian: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None]:
     """MAP of ``B`` independent penalised GLMs on pair differences, by batched Newton.
 
     Problem ``b`` minimises ``sum_n w[b,n] (-log F(D[b,n] @ beta)) +
@@ -199,18 +200,34 @@ def newton_batch(
         Optional ``(B, p)`` starting point (default: the prior mean).
     max_iter, tol
         Newton cap, and tolerance on the Newton decrement ``sqrt(g^T H^-1 g)``.
+    hessian
+        ``False``: the MAP only (``None`` for the Hessian). When ``n < p`` the Newton
+        step is then taken in the ``n``-dimensional dual (Woodbury): with ``P = diag(prec)``
+        and ``Omega = diag(w h)``,
+
+        .. math::
+
+            H^{-1} g = P^{-1} g - P^{-1} D^\\top \\Omega^{1/2} (I + \\Omega^{1/2} K
+            \\Omega^{1/2})^{-1} \\Omega^{1/2} D P^{-1} g, \\qquad K = D P^{-1} D^\\top,
+
+        where ``K`` does not change between iterations (``P`` is fixed): ``O(n^2 p)``
+        once, then ``O(n^3 + n p)`` per iteration instead of ``O(n p^2 + p^3)``. Same
+        MAP (the objective is strictly convex; steps agree to rounding).
 
     Returns
     -------
     beta : ndarray, shape (B, p)
-    hessian : ndarray, shape (B, p, p)
+    hessian : ndarray, shape (B, p, p), or None
         Hessian of the objective at ``beta`` (the Laplace posterior precision).
     """
-    B, _, p = D.shape
+    B, n, p = D.shape
     beta = (mean if init is None else init).astype(float, copy=True)
     eye = np.eye(p)
     active = np.arange(B)
-    H_out = np.empty((B, p, p))
+    dual = not hessian and n < p
+    H_out = np.empty((B, p, p)) if hessian else None
+    K = (D / prec[:, None, :]) @ np.swapaxes(D, 1, 2) if dual else None
+    eye_n = np.eye(n)
     for _ in range(max_iter + 1):
         if active.size == 0:
             break
@@ -221,9 +238,18 @@ def newton_batch(
         obj = (wa * nll).sum(axis=1) + 0.5 * (pa * dev * dev).sum(axis=1)
         Dt = np.swapaxes(Da, 1, 2)
         grad = (Dt @ (wa * g1)[:, :, None])[:, :, 0] + pa * dev
-        H = (Dt * (wa * h1)[:, None, :]) @ Da + pa[:, :, None] * eye
-        H_out[active] = H
-        step = _solve(H, grad)
+        if K is not None:
+            sq = np.sqrt(np.maximum(wa * h1, 0.0))
+            M = eye_n + sq[:, :, None] * K[active] * sq[:, None, :]
+            gp = grad / pa
+            r = sq * (Da @ gp[:, :, None])[:, :, 0]
+            y = _solve(M, r)
+            step = gp - (Dt @ (sq * y)[:, :, None])[:, :, 0] / pa
+        else:
+            H = (Dt * (wa * h1)[:, None, :]) @ Da + pa[:, :, None] * eye
+            if H_out is not None:
+                H_out[active] = H
+            step = _solve(H, grad)
         dec = (grad * step).sum(axis=1)
         go = dec > tol * tol
         if _ == max_iter or not go.any():

@@ -463,20 +463,22 @@ class LinearLeafDTSurrogate:
         prec: np.ndarray,
         mean: np.ndarray,
         init: np.ndarray | None = None,
+        hessian: bool = True,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Batched MAP and Hessian; ``D`` ``(B, n, p)`` rows already scaled by 1/sqrt(2).
 
         ``init`` (optional ``(B, p)``) warm-starts Newton (default: the prior mean); the
-        objective is strictly convex, so the MAP does not depend on it.
+        objective is strictly convex, so the MAP does not depend on it. ``hessian=False``
+        (the CV) returns an empty Hessian and lets Newton step in the dual when ``n < p``.
         """
         B, n, p = D.shape
         beta = np.empty((B, p))
-        H = np.empty((B, p, p))
+        H = np.empty((B, p, p) if hessian else (0, p, p))
         step = max(1, _BATCH_CELLS // max(1, n * p))
         with blas_single_thread():
             for i in range(0, B, step):
                 sl = slice(i, min(i + step, B))
-                beta[sl], H[sl] = newton_batch(
+                b, h = newton_batch(
                     D[sl],
                     W[sl],
                     prec[sl],
@@ -485,7 +487,11 @@ class LinearLeafDTSurrogate:
                     init=None if init is None else init[sl],
                     max_iter=self.max_iter,
                     tol=self.tol,
+                    hessian=hessian,
                 )
+                beta[sl] = b
+                if h is not None:
+                    H[sl] = h
         return beta, H
 
     @staticmethod
@@ -512,7 +518,9 @@ class LinearLeafDTSurrogate:
     ) -> np.ndarray:
         """Pooled MAP (base prior) on difference rows ``d`` with weights ``w``."""
         start = None if init is None else init[None]
-        beta, _ = self._solve(d[None], w[None], base[None], base_mean[None], init=start)
+        beta, _ = self._solve(
+            d[None], w[None], base[None], base_mean[None], init=start, hessian=False
+        )
         return beta[0]
 
     # ------------------------------------------------------------------ fit
@@ -707,7 +715,7 @@ class LinearLeafDTSurrogate:
             pm = [self._prior(m, scale, rho, la, mu) for la in lams]
             prec = np.tile(np.stack([a_[0] for a_ in pm]), (R, 1))
             mean = np.tile(np.stack([a_[1] for a_ in pm]), (R, 1))
-            beta, _ = self._solve(Db, Wb, prec, mean, init=beta)
+            beta, _ = self._solve(Db, Wb, prec, mean, init=beta, hessian=False)
             zz = np.einsum("bnp,bp->bn", Db, beta).reshape(R, L, -1)
             out[:, h] = _error_sum(zz, held[:, None, :]).sum(axis=0)
         return out
