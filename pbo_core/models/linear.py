@@ -227,7 +227,7 @@ def newton_batch(
     dual = not hessian and n < p
     H_out = np.empty((B, p, p)) if hessian else None
     K = (D / prec[:, None, :]) @ np.swapaxes(D, 1, 2) if dual else None
-    eye_n = np.eye(n)
+    eye_n = np.eye(n) if dual else None
     for _ in range(max_iter + 1):
         if active.size == 0:
             break
@@ -238,7 +238,7 @@ def newton_batch(
         obj = (wa * nll).sum(axis=1) + 0.5 * (pa * dev * dev).sum(axis=1)
         Dt = np.swapaxes(Da, 1, 2)
         grad = (Dt @ (wa * g1)[:, :, None])[:, :, 0] + pa * dev
-        if K is not None:
+        if K is not None and eye_n is not None:
             sq = np.sqrt(np.maximum(wa * h1, 0.0))
             M = eye_n + sq[:, :, None] * K[active] * sq[:, None, :]
             gp = grad / pa

@@ -76,8 +76,14 @@ def pooled_slope_prior(data: PreferenceData, tasks: np.ndarray | None = None) ->
     shrunk toward the pooled slopes with the strength chosen by CV over whole ``tasks``
     (:meth:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate.population_prior`).
     """
+    # one leaf: its level never enters a comparison, so the level pull (shrinkage) is moot
     model = LinearLeafDTSurrogate(
-        linear_features="all", slopes="shared", max_depth=0, pooling="shrink", slope_ratio="cv"
+        linear_features="all",
+        slopes="shared",
+        max_depth=0,
+        pooling="shrink",
+        shrinkage=0.0,
+        slope_ratio="cv",
     )
     return model.fit(data, tasks=tasks).population_prior()
 
