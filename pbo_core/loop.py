@@ -19,15 +19,14 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import qmc
-from threadpoolctl import ThreadpoolController
 
 from pbo_core.data import PreferenceData
+from pbo_core.models.glm import blas_single_thread
 from pbo_core.problem import PreferenceOracle, Problem
 from pbo_core.strategies.base import LoopState, Strategy
 
@@ -230,16 +229,10 @@ def run_pbo(
     RunResult
     """
     # the surrogates work on small matrices: BLAS threads only add overhead and contention
-    with _threadpools().limit(limits=1, user_api="blas"):
+    with blas_single_thread():
         return _run_pbo(
             problem, strategy, n_init, n_iter, seed, noise_r, noise_sigma, init, method, callback
         )
-
-
-@lru_cache(maxsize=1)
-def _threadpools() -> ThreadpoolController:
-    """One controller per process (inspecting the loaded libraries is the slow part)."""
-    return ThreadpoolController()
 
 
 def _run_pbo(

@@ -68,7 +68,8 @@ from threadpoolctl import ThreadpoolController
 
 from pbo_core.data import Schema, Study
 from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
-from pbo_core.models.linear import LinearDesign, link_nll, newton_batch, spd_inv_batch
+from pbo_core.models.glm import link_nll, newton_batch, spd_inv_batch
+from pbo_core.models.linear import LinearDesign
 
 __all__ = [
     "DEFAULT_COVARIATES",

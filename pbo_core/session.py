@@ -205,6 +205,10 @@ class ElicitationSession:
         Whether ``problem.utility`` is the true utility (enables :meth:`oracle_winner`).
         Default: true for continuous problems and for finite problems whose utility
         returns finite values.
+    strategy_options
+        Keyword options of the method's factory (:func:`~pbo_core.strategies.make_strategy`),
+        e.g. ``slope_prior`` for ``dt-linear`` / ``linear-eubo`` on a study with earlier
+        respondents.
 
     Examples
     --------
@@ -227,11 +231,13 @@ class ElicitationSession:
         items: pd.DataFrame | None = None,
         has_truth: bool | None = None,
         item_utilities: np.ndarray | None = None,
+        strategy_options: dict[str, Any] | None = None,
     ) -> None:
         if strategy not in METHODS:
             raise KeyError(f"unknown method {strategy!r}; known methods: {sorted(METHODS)}")
         self.problem = problem
         self.strategy_name = strategy
+        self.strategy_options = dict(strategy_options or {})
         self.seed = int(seed)
         self.n_init = int(n_init if n_init is not None else (1 if problem.finite else 2))
         if self.n_init < (0 if problem.finite else 1):
@@ -266,7 +272,7 @@ class ElicitationSession:
         rng_init, _, rng_strategy = (np.random.default_rng(s) for s in ss.spawn(3))
         X0, idx0 = initial_design(problem, self.n_init, rng_init, "lhs")
         self._st = _State(
-            strategy=make_strategy(strategy),
+            strategy=make_strategy(strategy, **self.strategy_options),
             rng=rng_strategy,
             X=np.asarray(X0, dtype=float),
             pairs=np.zeros((0, 2), dtype=np.int64),
@@ -299,6 +305,7 @@ class ElicitationSession:
         name: str = "items",
         seed: int = 0,
         n_init: int | None = None,
+        strategy_options: dict[str, Any] | None = None,
     ) -> ElicitationSession:
         """Session on a finite item set; ``utilities`` (if known) enable simulated answers."""
         X = np.asarray(X, dtype=float)
@@ -315,6 +322,7 @@ class ElicitationSession:
             items=items,
             has_truth=utilities is not None,
             item_utilities=utilities,
+            strategy_options=strategy_options,
         )
 
     @classmethod
@@ -343,6 +351,7 @@ class ElicitationSession:
             "items": self.items,
             "has_truth": self.has_truth,
             "item_utilities": self.item_utilities,
+            "strategy_options": self.strategy_options,
         }
 
     # ------------------------------------------------------------------ views

@@ -22,7 +22,9 @@ from pbo_core import explain
 from pbo_core.benchmarks import available_benchmarks, get_benchmark
 from pbo_core.data import PreferenceData
 from pbo_core.models.dt import DTSurrogate
+from pbo_core.models.linear_leaves import SlopePrior
 from pbo_core.session import ElicitationSession, study_item_set
+from pbo_core.strategies.linear_leaves import PRIOR_METHODS, pooled_slope_prior
 
 
 def two_d_benchmarks() -> list[str]:
@@ -30,15 +32,41 @@ def two_d_benchmarks() -> list[str]:
     return [f for f in available_benchmarks() if get_benchmark(f).dim == 2]
 
 
+@st.cache_resource(show_spinner="Fitting the study's respondents as a prior...", max_entries=8)
+def _study_prior(token: Any, _study: Any) -> SlopePrior:
+    del token  # cache key only (the study object itself is not hashed)
+    task = _study.extras.get("pair_task")
+    return pooled_slope_prior(_study.data, None if task is None else np.asarray(task))
+
+
+def study_prior(study: Any) -> SlopePrior | None:
+    """Population slope prior of a study's respondents (``None`` with fewer than two)."""
+    if study.data.respondent is None or len(study.respondents()) < 2:
+        return None
+    return _study_prior(study_token(study), study)
+
+
 def new_elicitation(kind: str, source: str, method: str, seed: int, max_items: int | None) -> Any:
-    """A fresh :class:`~pbo_core.session.ElicitationSession` on a study or a benchmark."""
+    """A fresh :class:`~pbo_core.session.ElicitationSession` on a study or a benchmark.
+
+    On a study with respondents, ``dt-linear`` and ``linear-eubo`` start from the pooled
+    fit of the study's respondents (:func:`study_prior`).
+    """
     if kind == "benchmark":
         return ElicitationSession.for_benchmark(source, method, seed=seed)
     study, error = get_study(source)
     if study is None:
         raise LookupError(error)
+    options: dict[str, Any] = {}
+    if method in PRIOR_METHODS:
+        prior = study_prior(study)
+        if prior is not None:
+            options["slope_prior"] = prior
     return ElicitationSession.for_items(
-        **study_item_set(study, max_items=max_items, seed=seed), strategy=method, seed=seed
+        **study_item_set(study, max_items=max_items, seed=seed),
+        strategy=method,
+        seed=seed,
+        strategy_options=options,
     )
 
 

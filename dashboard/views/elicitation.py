@@ -36,6 +36,8 @@ RULES = {
     "dt": "DT-PBO (qEUBO over leaves + top-leaf rule)",
     "dt-literal": "DT-PBO, Algorithm 1 literally (qEUBO only)",
     "gp": "GP-Laplace with EUBO",
+    "dt-linear": "Linear-leaf tree with qEUBO (slopes in every leaf; study prior)",
+    "linear-eubo": "Bayesian linear probit with EUBO (one leaf; study prior)",
 }
 MAX_ITEMS = 200
 MODES = {"items": "Items of a study", "benchmark": "2-D benchmark function"}

@@ -108,6 +108,7 @@ from pbo_core.experiments.cohorts import (
 )
 from pbo_core.experiments.report import write_report
 from pbo_core.experiments.rho_regret import (
+    PRIORS,
     RHO_METHODS,
     RHO_STUDIES,
     rho_cells,
@@ -370,6 +371,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--items", type=int, default=30, help="simulated studies: alternatives per respondent"
     )
     s.add_argument("--noise", type=float, default=0.0, help="probit noise r (App. F.6)")
+    s.add_argument(
+        "--prior",
+        choices=PRIORS,
+        default="pooled",
+        help="simulated studies, dt-linear / linear-eubo: start from the pooled fit of the "
+        "respondents not simulated (pooled, default) or from the base prior (none)",
+    )
     _common(s)
     for name, helptext in (
         ("conjoint-accuracy", "trees, GP and baselines on held-out tasks (Table 12)"),
@@ -453,6 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             iters=args.iters,
             n_items=args.items,
             noise_r=args.noise,
+            prior=args.prior,
             base=base,
         )
         fn = rho_regret_cell

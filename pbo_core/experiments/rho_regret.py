@@ -19,6 +19,17 @@ Two kinds of cells, both finite item sets run through :func:`pbo_core.loop.run_p
     favourite of this simulated respondent; the rho-regret is measured against the ranking
     by the fitted utility. This measures query efficiency against a realistic,
     heterogeneous population -- not against the real people, whose utilities are unknown.
+    The truths are linear, which favours the linear methods (``dt-linear``,
+    ``linear-eubo``); pmr-demo's truth is not linear.
+
+    Population prior (``prior="pooled"``, default): the linear methods start each
+    simulated respondent from the pooled fit of the study's *other* respondents -- those
+    not simulated in the run (index ``>= units``), so none of a simulated respondent's
+    own answers enters its prior: a single-leaf Bayesian linear probit of all of them,
+    each respondent shrunk toward the pooled slopes with the strength chosen by task CV
+    (:meth:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate.population_prior`).
+    ``prior="none"`` uses the models' base prior (pmr-demo always does: it has no
+    earlier respondents).
 ``sushi-a``
     The Sushi set A path (:func:`pbo_core.experiments.sushi.sushi_pbo_cell`).
 """
@@ -38,7 +49,9 @@ from pbo_core.experiments.sushi import sushi_pbo_cell
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import rho_regret, top1_rank_error
 from pbo_core.models.linear import RespondentLinearSurrogate
+from pbo_core.models.linear_leaves import SlopePrior
 from pbo_core.problem import Problem
+from pbo_core.strategies.linear_leaves import PRIOR_METHODS, pooled_slope_prior
 from pbo_core.strategies.registry import make_strategy
 
 #: Studies with simulated respondents.
@@ -47,6 +60,8 @@ SIMULATED_STUDIES = ("train", "electricity", "swissmetro")
 RHO_STUDIES = ("pmr-demo", *SIMULATED_STUDIES, "sushi-a")
 #: Default methods: DT variants, GP, random pairs.
 RHO_METHODS = ("dt", "dt-notop", "dt-toponly", "gp", "dt-random")
+#: Choices of the ``--prior`` option.
+PRIORS = ("pooled", "none")
 
 
 def _strict_order(utility: np.ndarray) -> np.ndarray:
@@ -94,6 +109,27 @@ def simulated_problem(
     return problem, _strict_order(utility)
 
 
+@lru_cache(maxsize=4)
+def population_prior(key: str, n_simulated: int, data_dir: str | None = None) -> SlopePrior:
+    """Slope prior from the respondents of a study that are not simulated in the run.
+
+    The first ``n_simulated`` respondents (in the order of :func:`respondent_models`)
+    are left out; the rest are fitted together as a single-leaf Bayesian linear probit
+    with every attribute, shrunk toward the pooled slopes (strength by task CV).
+    """
+    study = load_study_cached(key, data_dir)
+    simulated = respondent_models(key, data_dir).respondents_[:n_simulated]
+    resp = study.data.respondent
+    if resp is None:
+        raise ValueError(f"{key}: no respondent ids, so no earlier respondents for a prior")
+    keep = ~np.isin(resp, simulated)
+    if not keep.any():
+        raise ValueError(f"{key}: every respondent is simulated; no others to fit a prior on")
+    task = study.extras.get("pair_task")
+    tasks = np.asarray(task)[keep] if task is not None else None
+    return pooled_slope_prior(study.data.select_pairs(keep), tasks)
+
+
 def rho_regret_cell(cell: Cell) -> pd.DataFrame:
     """One (study, unit, method, seed) run: rho-regret and top-1 error per question."""
     study = cell["study"]
@@ -115,9 +151,17 @@ def rho_regret_cell(cell: Cell) -> pd.DataFrame:
             study, idx, int(cell["n_items"]), seed, cell.get("data_dir")
         )
         run_seed = seed * 100_003 + idx
+    options: dict[str, Any] = {}
+    if (
+        cell["method"] in PRIOR_METHODS
+        and study in SIMULATED_STUDIES
+        and cell.get("prior", "pooled") == "pooled"
+    ):
+        n_sim = int(cell.get("n_units", idx + 1))
+        options["slope_prior"] = population_prior(study, n_sim, cell.get("data_dir"))
     res = run_pbo(
         problem,
-        make_strategy(cell["method"]),
+        make_strategy(cell["method"], **options),
         n_init=1,
         n_iter=int(cell["iters"]),
         seed=run_seed,
@@ -147,13 +191,18 @@ def rho_cells(
     iters: int,
     n_items: int = 30,
     noise_r: float = 0.0,
+    prior: str = "pooled",
     base: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The grid of the ``rho-regret`` command.
 
     ``units``: inboxes (pmr-demo, at most 2), simulated respondents (first N of the study)
-    or Sushi users; ``seeds``: repetitions per unit (first question, ties, sampled items).
+    or Sushi users; ``seeds``: repetitions per unit (first question, ties, sampled items);
+    ``prior``: population prior of the linear methods on simulated studies (see module
+    docstring).
     """
+    if prior not in PRIORS:
+        raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
     base = dict(base or {})
     if study == "pmr-demo":
         unit_ids: list[Any] = ["A", "B"][: max(1, min(units, 2))]
@@ -162,8 +211,20 @@ def rho_cells(
     extra: dict[str, Any] = {"n_items": n_items} if study in SIMULATED_STUDIES else {}
     if noise_r:
         extra["noise_r"] = noise_r
+    # the linear methods' prior excludes every simulated respondent (keys only on their
+    # cells, so the other methods' stored cells stay valid)
+    with_prior = {"prior": prior, "n_units": len(unit_ids)} if study in SIMULATED_STUDIES else {}
     return [
-        dict(base, study=study, unit=u, method=m, seed=s, iters=iters, **extra)
+        dict(
+            base,
+            study=study,
+            unit=u,
+            method=m,
+            seed=s,
+            iters=iters,
+            **extra,
+            **(with_prior if m in PRIOR_METHODS else {}),
+        )
         for u in unit_ids
         for s in range(seeds)
         for m in methods
@@ -183,7 +244,7 @@ def mean_ci(values: pd.core.groupby.SeriesGroupBy) -> dict[str, list[Any]]:
 
 
 def summarize_rho_regret(rows: pd.DataFrame) -> dict[str, Any]:
-    """Per method and question: mean rho-regret, s.e. and a 95 % t interval over runs."""
+    """Per method and question: mean rho-regret, s.e., a 95 % t interval and the median."""
     out: dict[str, Any] = {"methods": {}}
     for method, g in rows.groupby("method", sort=False):
         per_q = g.groupby("question")["rho_regret"]
@@ -198,6 +259,7 @@ def summarize_rho_regret(rows: pd.DataFrame) -> dict[str, Any]:
             "rho_regret_ci95": [
                 [float(a), float(b)] for a, b in zip(mean - half, mean + half, strict=True)
             ],
+            "rho_regret_median": [float(v) for v in per_q.median()],
             "final_top1_found": float((final["top1_error"] == 0).mean()),
             "time_s_per_run": float(g.groupby(["unit", "seed"])["time_s"].sum().mean()),
         }

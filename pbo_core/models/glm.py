@@ -47,10 +47,12 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from scipy.special import expit, log_ndtr, ndtr
+from threadpoolctl import ThreadpoolController
 
 from pbo_core.data import PreferenceData
 from pbo_core.models.probit import probit_terms
@@ -61,6 +63,7 @@ __all__ = [
     "GLMConvergenceWarning",
     "PaddedBatch",
     "alpha_grid",
+    "blas_single_thread",
     "chunks",
     "cv_respondents",
     "heldout_loss",
@@ -175,7 +178,8 @@ def newton_batch(
     max_iter: int = 100,
     tol: float = 1e-9,
     return_converged: bool = False,
-) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
+    hessian: bool = True,
+) -> tuple[np.ndarray, Any] | tuple[np.ndarray, Any, np.ndarray]:
     """MAP of ``B`` independent penalised GLMs on pair differences (Eq. 1), batched Newton.
 
     Parameters
@@ -195,21 +199,38 @@ def newton_batch(
     return_converged
         Also return the ``(B,)`` mask of problems that met the tolerance (or stopped
         because no representable decrease remained).
+    hessian
+        ``False``: the MAP only (``None`` for the Hessian). When ``n < p`` the Newton
+        step is then taken in the ``n``-dimensional dual (Woodbury): with ``P = diag(prec)``
+        and ``Omega = diag(w h)``,
+
+        .. math::
+
+            H^{-1} g = P^{-1} g - P^{-1} D^\\top \\Omega^{1/2} (I + \\Omega^{1/2} K
+            \\Omega^{1/2})^{-1} \\Omega^{1/2} D P^{-1} g, \\qquad K = D P^{-1} D^\\top,
+
+        where ``K`` does not change between iterations (``P`` is fixed): ``O(n^2 p)``
+        once, then ``O(n^3 + n p)`` per iteration instead of ``O(n p^2 + p^3)``. Same
+        MAP (the objective is strictly convex; steps agree to rounding).
 
     Returns
     -------
     beta : ndarray, shape (B, p)
-    hessian : ndarray, shape (B, p, p)
-        Hessian of the objective at ``beta`` (the Laplace posterior precision).
+    hessian : ndarray, shape (B, p, p), or None
+        Hessian of the objective at ``beta`` (the Laplace posterior precision); ``None``
+        with ``hessian=False``.
     converged : ndarray of bool, shape (B,)
         Only with ``return_converged``. Problems that hit ``max_iter`` above the tolerance
         also raise a :class:`GLMConvergenceWarning`.
     """
-    B, _, p = D.shape
+    B, n, p = D.shape
     beta = (mean if init is None else init).astype(float, copy=True)
     eye = np.eye(p)
     active = np.arange(B)
-    H_out = np.empty((B, p, p))
+    dual = not hessian and n < p
+    H_out = np.empty((B, p, p)) if hessian else None
+    K = (D / prec[:, None, :]) @ np.swapaxes(D, 1, 2) if dual else None
+    eye_n = np.eye(n) if dual else None
     converged = np.ones(B, dtype=bool)
     for it in range(max_iter + 1):
         if active.size == 0:
@@ -221,9 +242,18 @@ def newton_batch(
         obj = (wa * nll).sum(axis=1) + 0.5 * (pa * dev * dev).sum(axis=1)
         Dt = np.swapaxes(Da, 1, 2)
         grad = (Dt @ (wa * g1)[:, :, None])[:, :, 0] + pa * dev
-        H = (Dt * (wa * h1)[:, None, :]) @ Da + pa[:, :, None] * eye
-        H_out[active] = H
-        step = _solve(H, grad)
+        if K is not None and eye_n is not None:
+            sq = np.sqrt(np.maximum(wa * h1, 0.0))
+            M = eye_n + sq[:, :, None] * K[active] * sq[:, None, :]
+            gp = grad / pa
+            r = sq * (Da @ gp[:, :, None])[:, :, 0]
+            y = _solve(M, r)
+            step = gp - (Dt @ (sq * y)[:, :, None])[:, :, 0] / pa
+        else:
+            H = (Dt * (wa * h1)[:, None, :]) @ Da + pa[:, :, None] * eye
+            if H_out is not None:
+                H_out[active] = H
+            step = _solve(H, grad)
         dec = (grad * step).sum(axis=1)
         go = dec > tol * tol
         if it == max_iter:
@@ -252,6 +282,22 @@ def newton_batch(
     if return_converged:
         return beta, H_out, converged
     return beta, H_out
+
+
+@lru_cache(maxsize=1)
+def _threadpools() -> ThreadpoolController:
+    """One controller per process (inspecting the loaded libraries is the slow part)."""
+    return ThreadpoolController()
+
+
+def blas_single_thread() -> Any:
+    """Context manager limiting BLAS to one thread.
+
+    The batched solves work on many small matrices: BLAS threads only add overhead, and
+    on a machine shared by several processes they oversubscribe the cores (measured:
+    a depth-3 Electricity fit took 2.5x longer with the default thread count).
+    """
+    return _threadpools().limit(limits=1, user_api="blas")
 
 
 def chunks(n_problems: int, cells_per_problem: int) -> list[slice]:

@@ -92,6 +92,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -100,12 +101,19 @@ import pandas as pd
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import competition_rank
 from pbo_core.models.base import Estimator, check_input, probit_preference
-from pbo_core.models.glm import newton_chunked, pad_rows, respondent_rows, spd_inv_batch
+from pbo_core.models.glm import (
+    BATCH_CELLS,
+    blas_single_thread,
+    newton_batch,
+    pad_rows,
+    respondent_rows,
+    spd_inv_batch,
+)
 from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.linear import LinearDesign, task_folds
 from pbo_core.models.tree import StraddlerMode, Tree, build_tree
 
-__all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "condition_on_sum"]
+__all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "SlopePrior", "condition_on_sum"]
 
 #: Default grid of pooling strengths ``lam`` (0 = no pooling), weakest first.
 DEFAULT_SHRINKAGES: tuple[float, ...] = (0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
@@ -118,6 +126,46 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 Pooling = Literal["none", "shrink"]
 SlopeMode = Literal["leaf", "shared", "both"]
+
+
+@dataclass(frozen=True)
+class SlopePrior:
+    """A Gaussian prior on the shared slopes ``beta`` (diagonal), by design column.
+
+    ``mean[j]`` and ``precision[j]`` belong to the design column named ``columns[j]``
+    (:attr:`LinearLeafDTSurrogate.slope_columns_`), in the attribute's own units (utility
+    in ``sigma_noise`` per unit), so a prior taken from one fit applies to another fit
+    whatever its tree and its pair-difference scale.
+    :meth:`LinearLeafDTSurrogate.population_prior` gives the one a pooled fit implies for a new
+    respondent.
+    """
+
+    columns: tuple[str, ...]
+    mean: np.ndarray
+    precision: np.ndarray
+
+    def __post_init__(self) -> None:
+        mean = np.asarray(self.mean, dtype=float).ravel()
+        prec = np.asarray(self.precision, dtype=float).ravel()
+        if not len(self.columns) == len(mean) == len(prec):
+            raise ValueError(
+                f"SlopePrior: {len(self.columns)} columns, {len(mean)} means and "
+                f"{len(prec)} precisions"
+            )
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(prec)) and np.all(prec > 0)):
+            raise ValueError("SlopePrior: means must be finite and precisions positive")
+        object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "precision", prec)
+
+    def aligned(self, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, precision)`` in the order of ``columns`` (every one must be present)."""
+        pos = {c: i for i, c in enumerate(self.columns)}
+        missing = [c for c in columns if c not in pos]
+        if missing:
+            raise ValueError(f"SlopePrior has no slope for design columns {missing}")
+        idx = np.array([pos[c] for c in columns], dtype=np.int64)
+        return self.mean[idx], self.precision[idx]
 
 
 def condition_on_sum(mean: np.ndarray, cov: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -166,6 +214,12 @@ class LinearLeafDTSurrogate(Estimator):
         a leaf deviation). Leaf slopes and levels are pulled toward the pooled ones with
         ``shrinkage``; shared slopes have prior strength ``slope_ratio`` about the pooled
         shared slopes (``pooling="shrink"``) or about 0.
+    slope_prior
+        A :class:`SlopePrior` that replaces the base prior of the shared slopes (mean and
+        precision per design column), e.g. the population prior of a pooled fit of earlier
+        respondents (:meth:`population_prior`) when one new respondent is fitted alone. With
+        ``pooling="shrink"`` respondents stay centred on the pooled shared slopes, with
+        this precision. Needs ``slopes`` "shared" or "both".
     leaf_slope_ratio
         With ``slopes="both"``: base prior strength of the leaf deviations from the
         shared slope (on the unit-RMS scale; the pull ``shrinkage`` is added).
@@ -182,6 +236,10 @@ class LinearLeafDTSurrogate(Estimator):
         Growth controls, passed to :func:`~pbo_core.models.tree.build_tree`.
     max_leaves
         Readability goal used by ``max_depth="cv"`` (default 12).
+    depth_patience
+        ``max_depth="cv"``: stop the depth path after this many depths in a row that do
+        not lower the best CV error (default 1; ``None``: score every depth). Deeper
+        trees are then not scored; the choice is the first minimum among those scored.
     n_folds, random_state
         CV folds (whole tasks within each respondent) and the seed of their assignment.
     max_iter, tol
@@ -219,6 +277,7 @@ class LinearLeafDTSurrogate(Estimator):
         slope_ratio: float | Literal["cv"] = 1.0,
         slope_ratios: Sequence[float] | None = None,
         slopes: SlopeMode = "both",
+        slope_prior: SlopePrior | None = None,
         leaf_slope_ratio: float = 1.0,
         pooling: Pooling = "none",
         shrinkage: float | Literal["cv"] = "cv",
@@ -229,6 +288,7 @@ class LinearLeafDTSurrogate(Estimator):
         min_split_score: float = 0.0,
         straddlers: StraddlerMode = "discard",
         max_leaves: int = 12,
+        depth_patience: int | None = 1,
         n_folds: int = 5,
         random_state: int = 0,
         backend: str = "auto",
@@ -240,6 +300,7 @@ class LinearLeafDTSurrogate(Estimator):
         self.slope_ratio = slope_ratio
         self.slope_ratios = slope_ratios
         self.slopes = slopes
+        self.slope_prior = slope_prior
         self.leaf_slope_ratio = leaf_slope_ratio
         self.pooling = pooling
         self.shrinkage = shrinkage
@@ -250,6 +311,7 @@ class LinearLeafDTSurrogate(Estimator):
         self.min_split_score = min_split_score
         self.straddlers = straddlers
         self.max_leaves = max_leaves
+        self.depth_patience = depth_patience
         self.n_folds = n_folds
         self.random_state = random_state
         self.backend = backend
@@ -351,33 +413,89 @@ class LinearLeafDTSurrogate(Estimator):
         lam) s^2`` with ``r_l = rho`` (``slopes="leaf"``) or ``leaf_slope_ratio``
         (``"both"``: the leaf deviations from the shared slope), mean ``lam mu / (r_l +
         lam)``; shared slopes: ``rho s^2``, centred on the pooled shared slopes with
-        ``pooling="shrink"`` (else on 0).
+        ``pooling="shrink"`` (else on 0, or on the mean of ``slope_prior``, whose
+        precision then replaces ``rho s^2``).
         """
         s2, code = self._blocks(m, scale)
         base = self._base_prec(m, scale, rho)
+        base_mean = self._base_mean(m, len(scale))
         pull = np.where(code == 2, 0.0, lam * s2)  # the lam pull (levels, leaf slopes)
         if self.pooling == "shrink":
             pull = np.where(code == 2, base, pull)
             base = np.where(code == 2, 0.0, base)
         prec = base + pull
-        mean = np.zeros_like(prec) if mu is None else pull * mu / prec
-        return prec, mean
+        mean = base * base_mean
+        if mu is not None:
+            mean = mean + pull * mu
+        return prec, mean / prec
 
     def _base_prec(self, m: int, scale: np.ndarray, rho: float) -> np.ndarray:
         """The base prior precision (the pooled model's prior)."""
         s2, code = self._blocks(m, scale)
         leaf_r = float(self.leaf_slope_ratio) if self.slopes == "both" else rho
-        return np.select([code == 0, code == 1], [float(self.ratio), leaf_r * s2], rho * s2)
+        prec = np.select([code == 0, code == 1], [float(self.ratio), leaf_r * s2], rho * s2)
+        if self._prior_shared is not None:
+            prec[code == 2] = self._prior_shared[1]
+        return prec
+
+    def _base_mean(self, m: int, k: int) -> np.ndarray:
+        """The base prior mean: 0, except the shared slopes' under ``slope_prior``."""
+        mean = np.zeros(self._n_params(m, k))
+        if self._prior_shared is not None:
+            mean[len(mean) - k :] = self._prior_shared[0]
+        return mean
 
     def _solve(
-        self, D: np.ndarray, W: np.ndarray, prec: np.ndarray, mean: np.ndarray
+        self,
+        D: np.ndarray,
+        W: np.ndarray,
+        prec: np.ndarray,
+        mean: np.ndarray,
+        init: np.ndarray | None = None,
+        hessian: bool = True,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Batched MAP and Hessian; ``D`` ``(B, n, p)`` rows already scaled by 1/sqrt(2)."""
-        return newton_chunked(D, W, prec, mean, "probit", max_iter=self.max_iter, tol=self.tol)
+        """Batched MAP and Hessian; ``D`` ``(B, n, p)`` rows already scaled by 1/sqrt(2).
 
-    def _pooled_theta(self, d: np.ndarray, w: np.ndarray, base: np.ndarray) -> np.ndarray:
+        ``init`` (optional ``(B, p)``) warm-starts Newton (default: the prior mean); the
+        objective is strictly convex, so the MAP does not depend on it. ``hessian=False``
+        (the CV) returns an empty Hessian and lets Newton step in the dual when ``n < p``.
+        """
+        B, n, p = D.shape
+        beta = np.empty((B, p))
+        H = np.empty((B, p, p) if hessian else (0, p, p))
+        step = max(1, BATCH_CELLS // max(1, n * p))
+        with blas_single_thread():
+            for i in range(0, B, step):
+                sl = slice(i, min(i + step, B))
+                b, h = newton_batch(
+                    D[sl],
+                    W[sl],
+                    prec[sl],
+                    mean[sl],
+                    "probit",
+                    init=None if init is None else init[sl],
+                    max_iter=self.max_iter,
+                    tol=self.tol,
+                    hessian=hessian,
+                )
+                beta[sl] = b
+                if h is not None:
+                    H[sl] = h
+        return beta, H
+
+    def _pooled_theta(
+        self,
+        d: np.ndarray,
+        w: np.ndarray,
+        base: np.ndarray,
+        base_mean: np.ndarray,
+        init: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Pooled MAP (base prior) on difference rows ``d`` with weights ``w``."""
-        beta, _ = self._solve(d[None], w[None], base[None], np.zeros((1, d.shape[1])))
+        start = None if init is None else init[None]
+        beta, _ = self._solve(
+            d[None], w[None], base[None], base_mean[None], init=start, hessian=False
+        )
         return beta[0]
 
     # ------------------------------------------------------------------ fit
@@ -387,7 +505,8 @@ class LinearLeafDTSurrogate(Estimator):
         Parameters
         ----------
         data
-            Comparisons; ``data.respondent`` (optional) says whose each one is.
+            Comparisons; ``data.respondent`` (optional) says whose each one is. With no
+            comparisons the fit is the prior alone (one leaf).
         tasks
             Optional task id of every comparison (CV folds keep a task together).
 
@@ -402,16 +521,21 @@ class LinearLeafDTSurrogate(Estimator):
         schema = data.get_schema()
         X, pairs = data.X, data.pairs
         n = len(pairs)
-        if n == 0:
-            raise ValueError("no comparisons to fit")
         design, cols = self._slope_design(schema)
         self.design_, self._cols = design, cols
         z = self._z(X)
         k = z.shape[1]
+        self._prior_shared: tuple[np.ndarray, np.ndarray] | None = None
+        if self.slope_prior is not None:
+            if self.slopes == "leaf":
+                raise ValueError('slope_prior needs slopes="shared" or "both" (shared slopes)')
+            self._prior_shared = self.slope_prior.aligned(self._col_names())
         resp = data.respondent if data.respondent is not None else np.zeros(n, dtype=np.int64)
         ids, rows = respondent_rows(resp)
+        if n == 0:  # no comparisons yet: the prior alone, one leaf, one respondent
+            ids, rows = np.array([0]), [np.zeros(0, dtype=np.int64)]
         dz = z[pairs[:, 0]] - z[pairs[:, 1]]
-        scale = np.sqrt((dz * dz).mean(axis=0)) if k else np.zeros(0)
+        scale = np.sqrt((dz * dz).mean(axis=0)) if k and n else np.ones(k)
         scale = np.where(scale > 1e-12, scale, 1.0)
         task = np.arange(n) if tasks is None else np.asarray(tasks)
         if len(task) != n:
@@ -432,8 +556,8 @@ class LinearLeafDTSurrogate(Estimator):
                     [(dd, la, rh) for dd in depths for la in lams for rh in rhos],
                     columns=["max_depth", "shrinkage", "slope_ratio"],
                 )
-                grid["error"] = err.ravel() / n
-                self.cv_error_ = grid
+                grid["error"] = np.where(np.isfinite(err.ravel()), err.ravel() / n, np.nan)
+                self.cv_error_ = grid  # NaN: a depth the early-stopped path did not reach
                 best = int(np.argmin(err.ravel()))  # first minimum: small tree, order of grid
                 i, j, h = np.unravel_index(best, err.shape)
                 choice = (depths[i], lams[j], rhos[h])
@@ -499,45 +623,75 @@ class LinearLeafDTSurrogate(Estimator):
         lams: list[float],
         rhos: list[float],
     ) -> np.ndarray:
-        """Held-out errors summed over all comparisons, ``(depths, lams, rhos)``."""
-        err = np.zeros((len(depths), len(lams), len(rhos)))
-        for f in range(K):
-            train = folds != f
-            held_rows = folds == f
-            if not held_rows.any() or not train.any():
-                continue
-            for a, dd in enumerate(depths):
-                tree = self._grow(X, pairs[train], schema, dd)
-                m = tree.n_leaves
-                leaf = tree.apply(X)
-                cen = self._centers(leaf, z, pairs[train], m)
-                zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs[train], 1)[0]
-                phi = self._phi(leaf, z, cen, zmean, m)
-                d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
-                D, mask, _ = pad_rows(d, rows)
-                trw = np.zeros(mask.shape)
-                held = np.zeros(mask.shape)
-                for i, r in enumerate(rows):
-                    trw[i, : len(r)] = train[r]
-                    held[i, : len(r)] = held_rows[r]
-                R = D.shape[0]
-                for h, rho in enumerate(rhos):
-                    base = self._base_prec(m, scale, rho)
-                    mu = (
-                        self._pooled_theta(d, train.astype(float), base)
-                        if self.pooling == "shrink"
-                        else None
-                    )
-                    L = len(lams)
-                    pm = [self._prior(m, scale, rho, la, mu) for la in lams]
-                    prec = np.stack([a_[0] for a_ in pm])
-                    mean = np.stack([a_[1] for a_ in pm])
-                    Db = np.repeat(D, L, axis=0)
-                    Wb = np.repeat(trw, L, axis=0)
-                    beta, _ = self._solve(Db, Wb, np.tile(prec, (R, 1)), np.tile(mean, (R, 1)))
-                    zz = np.einsum("bnp,bp->bn", Db, beta).reshape(R, L, -1)
-                    err[a, :, h] += _error_sum(zz, held[:, None, :]).sum(axis=0)
+        """Held-out errors summed over all comparisons, ``(depths, lams, rhos)``.
+
+        Depths are scored in increasing order; with ``depth_patience`` the path stops
+        after that many depths in a row without a lower best error (their rows, and the
+        rows of the depths not reached, are ``inf``). Within a fold and a depth the
+        Newton solves of the slope-ratio grid are warm-started from the previous one.
+        """
+        err = np.full((len(depths), len(lams), len(rhos)), np.inf)
+        fold_ids = [f for f in range(K) if (folds == f).any() and (folds != f).any()]
+        best, stale = np.inf, 0
+        for a, dd in enumerate(depths):
+            err[a] = 0.0
+            for f in fold_ids:
+                held = folds == f
+                err[a] += self._cv_cell(X, pairs, schema, z, scale, rows, held, dd, lams, rhos)
+            e = float(err[a].min())
+            if e < best:
+                best, stale = e, 0
+            else:
+                stale += 1
+                if self.depth_patience is not None and stale >= self.depth_patience:
+                    break
         return err
+
+    def _cv_cell(
+        self,
+        X: np.ndarray,
+        pairs: np.ndarray,
+        schema: Schema,
+        z: np.ndarray,
+        scale: np.ndarray,
+        rows: list[np.ndarray],
+        held_rows: np.ndarray,
+        dd: int | None,
+        lams: list[float],
+        rhos: list[float],
+    ) -> np.ndarray:
+        """Held-out errors of one fold and one depth, ``(lams, rhos)``."""
+        train = ~held_rows
+        tree = self._grow(X, pairs[train], schema, dd)
+        m = tree.n_leaves
+        leaf = tree.apply(X)
+        cen = self._centers(leaf, z, pairs[train], m)
+        zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs[train], 1)[0]
+        phi = self._phi(leaf, z, cen, zmean, m)
+        d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
+        D, mask, _ = pad_rows(d, rows)
+        trw = np.zeros(mask.shape)
+        held = np.zeros(mask.shape)
+        for i, r in enumerate(rows):
+            trw[i, : len(r)] = train[r]
+            held[i, : len(r)] = held_rows[r]
+        R, L = D.shape[0], len(lams)
+        Db = np.repeat(D, L, axis=0)
+        Wb = np.repeat(trw, L, axis=0)
+        out = np.zeros((L, len(rhos)))
+        beta = mu = None
+        base_mean = self._base_mean(m, z.shape[1])
+        for h, rho in enumerate(rhos):
+            base = self._base_prec(m, scale, rho)
+            if self.pooling == "shrink":  # warm start: the previous slope ratio's fit
+                mu = self._pooled_theta(d, train.astype(float), base, base_mean, init=mu)
+            pm = [self._prior(m, scale, rho, la, mu) for la in lams]
+            prec = np.tile(np.stack([a_[0] for a_ in pm]), (R, 1))
+            mean = np.tile(np.stack([a_[1] for a_ in pm]), (R, 1))
+            beta, _ = self._solve(Db, Wb, prec, mean, init=beta, hessian=False)
+            zz = np.einsum("bnp,bp->bn", Db, beta).reshape(R, L, -1)
+            out[:, h] = _error_sum(zz, held[:, None, :]).sum(axis=0)
+        return out
 
     def _fit_final(
         self,
@@ -568,7 +722,8 @@ class LinearLeafDTSurrogate(Estimator):
             res = laplace_fit(leaf[pairs[:, 0]], leaf[pairs[:, 1]], m, self.ratio)
             mu, mu_cov = res.map, res.cov
         else:
-            b, H = self._solve(d[None], np.ones((1, len(d))), base[None], np.zeros((1, p)))
+            mean_b = self._base_mean(m, k)[None]
+            b, H = self._solve(d[None], np.ones((1, len(d))), base[None], mean_b)
             mu, mu_cov = b[0], spd_inv_batch(H)[0]
         prec, mean0 = self._prior(m, scale, rho, lam, mu if self.pooling == "shrink" else None)
         cond: list[tuple[np.ndarray, np.ndarray]] = []
@@ -634,6 +789,22 @@ class LinearLeafDTSurrogate(Estimator):
         if k and self.slopes in ("shared", "both"):
             b += theta[len(theta) - k :][None, :]
         return pd.DataFrame(b, columns=self.slope_columns_).rename_axis("leaf")
+
+    def population_prior(self) -> SlopePrior:
+        """The prior this pooled fit implies for the shared slopes of a *new* respondent.
+
+        Mean: the pooled shared slopes (``theta_``); precision: the respondents' prior
+        precision of the shared slopes in this fit (``slope_ratio_ s_j^2``, or the
+        ``slope_prior``'s own), which is what a new respondent joining the pooled model
+        would get. Pass it as ``slope_prior`` to a model fitted on that respondent alone.
+        """
+        if not hasattr(self, "tree_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(data) first")
+        if self.slopes == "leaf" or not len(self._cols):
+            raise ValueError('slope_prior needs shared slopes (slopes "shared" or "both")')
+        k = len(self._cols)
+        prec = self._base_prec(self.n_leaves_, self.scale_, self.slope_ratio_)[-k:]
+        return SlopePrior(tuple(self.slope_columns_), self.theta_[-k:].copy(), prec.copy())
 
     def _col_names(self) -> list[str]:
         return [self.design_.columns[c].name for c in self._cols]

@@ -13,6 +13,7 @@ from pbo_core.models.gp.kappasharp import EQ1_NOISE_VAR
 from pbo_core.strategies.base import Strategy
 from pbo_core.strategies.dt import DTStrategy, RandomStrategy
 from pbo_core.strategies.gp import GPStrategy
+from pbo_core.strategies.linear_leaves import LinearLeafStrategy
 
 __all__ = ["METHODS", "SUSHI_METHODS", "make_strategy"]
 
@@ -30,7 +31,9 @@ def _botorch(name: str, kappasharp: str = "off") -> Callable[..., Strategy]:
 #: Named methods: name -> factory. Factories take keyword options: the DT methods
 #: ``DTSurrogate`` options (``ratio``, ``max_depth``), the GP methods ``eubo``, ``tau``,
 #: ``alpha`` (see :class:`~pbo_core.strategies.gp.GPStrategy`), the ``botorch-gp*``
-#: methods ``priors``, ``tau``, ``alpha`` (:class:`~pbo_core.strategies.botorch.BotorchStrategy`).
+#: methods ``priors``, ``tau``, ``alpha`` (:class:`~pbo_core.strategies.botorch.BotorchStrategy`),
+#: the linear-leaf methods ``slope_prior`` and ``LinearLeafDTSurrogate`` options
+#: (:class:`~pbo_core.strategies.linear_leaves.LinearLeafStrategy`).
 METHODS: dict[str, Callable[..., Strategy]] = {
     "dt": lambda **kw: DTStrategy(within="auto", name="dt", **kw),
     "dt-literal": lambda **kw: DTStrategy(within="none", name="dt-literal", ties="first", **kw),
@@ -57,6 +60,13 @@ METHODS: dict[str, Callable[..., Strategy]] = {
         within="none", straddlers="keep", **{"max_depth": 6, **kw}, name="dt-keep"
     ),
     "dt-random": lambda **kw: RandomStrategy(**kw),
+    # linear leaves: qEUBO over the joint Gaussian posterior (options: slope_prior, n_raw,
+    # LinearLeafDTSurrogate options such as max_depth)
+    "dt-linear": lambda **kw: LinearLeafStrategy(name="dt-linear", **kw),
+    # the textbook baseline: one leaf, the Bayesian linear probit with the same EUBO
+    "linear-eubo": lambda **kw: LinearLeafStrategy(
+        name="linear-eubo", **{"max_depth": 0, "slopes": "shared", **kw}
+    ),
     "gp": lambda **kw: GPStrategy(name="gp", **kw),
     "gp-ks-static": lambda **kw: GPStrategy(kappasharp="static", name="gp-ks-static", **kw),
     "gp-ks-adaptive": lambda **kw: GPStrategy(kappasharp="adaptive", name="gp-ks-adaptive", **kw),

@@ -845,3 +845,16 @@ def test_pmr_synth_absent_says_how_to_get_it(app) -> None:
     at = app("pmr")
     assert "PMR-Synth-Inboxes is not configured" in [e.label for e in at.expander]
     assert "huggingface.co/datasets/PortalPal-AI/PMR-Synth-Inboxes" in texts(at)
+
+
+def test_elicitation_with_the_linear_leaf_strategy(app) -> None:
+    """dt-linear asks questions on a study (its respondents as prior) and shows its tree."""
+    at = app("elicitation")
+    at.selectbox(key="el_method").set_value("dt-linear").run()
+    no_exception(at)
+    for k, side in enumerate("ABA", start=1):
+        at.button(key=f"el_pick_{side}").click().run()
+        no_exception(at)
+        assert metrics(at)["Answers"] == str(k)
+    m = metrics(at)
+    assert m["Favourite"] != "—" and int(m["Leaves"]) >= 1
