@@ -235,7 +235,7 @@ def attributes_from_rows(rows: pd.DataFrame) -> tuple[list[Attribute], list[Prob
 
 def attributes_from_json(content: bytes, file: str) -> tuple[list[Attribute], list[Problem]]:
     """An uploaded JSON attribute table (the format of ``--attributes``) and its problems."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with _staging() as tmp:
         staged = Path(tmp) / "attributes.json"
         staged.write_bytes(content)
         try:
@@ -247,6 +247,18 @@ def attributes_from_json(content: bytes, file: str) -> tuple[list[Attribute], li
 # ----------------------------------------------------------------------------- checking
 _LOC = re.compile(r"line (\d+)")
 _COL = re.compile(r"column '([^']+)'")
+
+
+def _staging() -> tempfile.TemporaryDirectory[str]:
+    """A throw-away folder for an upload's bytes, below the per-user data folder.
+
+    Uploads are staged there (not in the system temp folder) so that the loaders, which
+    the dashboard confines to the allowed data roots (:mod:`data_loaders.access`), may read
+    them; the folder is removed when the check is done.
+    """
+    root = data_home() / "staging"
+    root.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(dir=root)
 
 
 def _problem(exc: Exception, file: str, staged: str) -> Problem:
@@ -307,7 +319,7 @@ def check_upload(
             problems.append(Problem(name, f"{len(data) / 2**20:.1f} MB is over {MAX_UPLOAD_MB} MB"))
     if problems:
         return None, problems
-    with tempfile.TemporaryDirectory() as tmp:
+    with _staging() as tmp:
         staged = Path(tmp) / "choices.csv"
         staged.write_bytes(content)
         try:
@@ -335,7 +347,7 @@ def check_upload(
 def _read_respondents(
     content: bytes, name: str, key: str
 ) -> tuple[pd.DataFrame | None, list[Problem]]:
-    with tempfile.TemporaryDirectory() as tmp:
+    with _staging() as tmp:
         staged = Path(tmp) / "respondents.csv"
         staged.write_bytes(content)
         try:
