@@ -109,8 +109,13 @@ def page(browser) -> Iterator[object]:
         ctx.close()
 
 
-def settle(pg, timeout: float = 60_000) -> float:
-    """Wait until the app has finished running; returns when it was last busy."""
+def settle(pg, timeout: float = 240_000) -> float:
+    """Wait until the app has finished running; returns when it was last busy.
+
+    The limit is generous on purpose: on a 2-core CI machine the first-visit grids
+    (Convergence, hierarchy cold start) run beside these pages; speed is measured in
+    ``tests/benchmarks/browser_latency.py``, not here.
+    """
     return wait_until_idle(pg, quiet_ms=300, timeout=timeout)
 
 
