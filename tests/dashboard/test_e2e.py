@@ -157,7 +157,7 @@ def test_tree_explorer_zoom_collapse_items_and_downloads(server, page) -> None:
     pick_study(page, "Patient message triage (demo)")
     frame = page.frame_locator(TREE_FRAME).first
     # the view of the chosen study (not the previous study's, still fading out)
-    expect(frame.locator("#tree-svg")).to_contain_text("Patient message triage", timeout=60_000)
+    expect(frame.locator("#tree-svg")).to_contain_text("Patient message triage", timeout=240_000)
     nodes = frame.locator("g.node")
     nodes.first.wait_for(state="visible")
     n_all = nodes.count()
@@ -199,7 +199,7 @@ def test_tree_explorer_zoom_collapse_items_and_downloads(server, page) -> None:
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     # held-out evidence: the tree next to the GP and the logit baseline, with CIs
     page.get_by_role("tab", name="Held-out evidence").click()
-    settle(page, timeout=120_000)
+    settle(page)
     page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible", timeout=240_000)
     expect(page.get_by_text("Logit (linear utility)").first).to_be_visible()
     page.wait_for_timeout(800)
@@ -298,7 +298,7 @@ def test_every_page_has_content_on_first_visit_of_a_fresh_install(fresh_server, 
         page.locator(CONTENT).first.wait_for(state="visible", timeout=30_000)
         first[title] = round(time.perf_counter() - t0, 2)
         assert first[title] <= 30.0, (title, first[title])
-        settle(page, timeout=120_000)
+        settle(page)
         done[title] = round(time.perf_counter() - t0, 2)
         assert page.locator('[data-testid="stException"]').count() == 0, title
         snap(page, f"first_visit_{path or 'case_studies'}")
@@ -318,7 +318,7 @@ def test_every_page_has_content_on_first_visit_of_a_fresh_install(fresh_server, 
     page.get_by_role("tab", name="rho-regret").click()
     page.get_by_text("rho-regret (top 3) per question").first.wait_for(timeout=60_000)
     page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
-    settle(page, timeout=120_000)
+    settle(page)
     page.wait_for_timeout(1000)
     snap(page, "convergence_rho_regret", docs=True)
 
