@@ -278,7 +278,7 @@ def _option(col: Any, side: str, sess: ElicitationSession, x: Any, idx: int | No
             st.caption(f"True utility f(x) = {u:.4g} (shown so you can play the decision maker).")
         st.button(
             words.pick.format(side=side),
-            key=f"el_pick_{side}",
+            key=f"el_pick_{side}_{len(sess.actions)}",  # one widget per question: see live()
             on_click=_act,
             args=(side, len(sess.actions)),
             type="primary",
@@ -380,9 +380,14 @@ def live() -> None:
     _option(cols[1], "B", sess, q.b, q.index_b)
 
     b = st.columns(6)
-    at = len(sess.actions)  # a click answers this question only (no double counting)
-    b[0].button("No preference", key="el_tie", on_click=_act, args=("tie", at), width="stretch")
-    b[1].button("Skip this question", key="el_skip", on_click=_act, args=("skip", at))
+    # A click answers this question only. The answer buttons' keys carry the question's
+    # number: Streamlit binds a callback's args to the widget's latest render, so with one
+    # key per side the second click of a double click (sent before the page redrew) would
+    # carry the *next* question's number and be counted. A stale key has no callback.
+    at = len(sess.actions)
+    tie, skip = f"el_tie_{at}", f"el_skip_{at}"
+    b[0].button("No preference", key=tie, on_click=_act, args=("tie", at), width="stretch")
+    b[1].button("Skip this question", key=skip, on_click=_act, args=("skip", at))
     b[2].button("Undo", key="el_undo", on_click=_undo, disabled=not sess.can_undo)
     if sess.has_truth:
         b[3].button("Let the true utility answer", key="el_oracle", on_click=_auto, args=(1,))

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import dashboard.pages
+from tests.dashboard._answers import answer_button
 from tests.fixtures.synthetic import write_sushi_tiny
 
 PAGES = tuple(Path(script).stem for script, _, _ in dashboard.pages.PAGES)
@@ -563,7 +564,7 @@ def test_elicitation_answers_update_the_tree(app) -> None:
     assert metrics(at)["Answers"] == "0"
     first = tree_text(trees(at)[0])
     for side in "ABA":
-        at.button(key=f"el_pick_{side}").click().run()
+        answer_button(at, side).click().run()
         no_exception(at)
     assert metrics(at)["Answers"] == "3"
     assert tree_text(trees(at)[0]) != first
@@ -578,7 +579,7 @@ def test_elicitation_answers_update_the_tree(app) -> None:
 def test_elicitation_loads_a_comparison_file(app) -> None:
     at = app("elicitation")
     for side in "AB":
-        at.button(key=f"el_pick_{side}").click().run()
+        answer_button(at, side).click().run()
     sess = next(iter(at.session_state["el_sessions"].values()))
     csv = sess.to_frame().to_csv(index=False).encode()
     at.button(key="el_restart").click().run()
@@ -615,7 +616,7 @@ def test_elicitation_with_gp_and_pmr_items(app) -> None:
     at = app("elicitation")
     at.selectbox(key="el_method").set_value("gp").run()
     no_exception(at)
-    at.button(key="el_pick_A").click().run()
+    answer_button(at, "A").click().run()
     no_exception(at)
     assert "Leaves" not in metrics(at) and not dots(at)
     assert charts(at)  # predicted utilities of the items
@@ -635,7 +636,7 @@ def test_elicitation_names_items_and_shows_no_favourite_before_an_answer(app) ->
     assert metrics(at)["Favourite"] == "—"
     assert "+0.00" not in shown
     assert not [c for c in charts(at) if "Favourite after each answer" in str(c.get("title"))]
-    at.button(key="el_pick_A").click().run()
+    answer_button(at, "A").click().run()
     fav = metrics(at)["Favourite"]
     assert "Fixed price" in fav or "Contract" in fav  # a description, not an id
     assert not fav.isdigit()
@@ -647,19 +648,19 @@ def test_elicitation_pmr_asks_which_message_is_more_urgent(app) -> None:
     no_exception(at)
     heads = [h.value for h in at.subheader]
     assert any("Which message is more urgent?" in h for h in heads), heads
-    assert at.button(key="el_pick_A").label == "A is more urgent"
+    assert answer_button(at, "A").label == "A is more urgent"
 
 
 def test_elicitation_no_preference_skip_and_undo(app) -> None:
     at = app("elicitation")
-    at.button(key="el_pick_A").click().run()
-    at.button(key="el_tie").click().run()
+    answer_button(at, "A").click().run()
+    answer_button(at, "tie").click().run()
     no_exception(at)
     assert metrics(at)["Answers"] == "2"
     sess = next(iter(at.session_state["el_sessions"].values()))
     assert sess.actions == ["A", "tie"] and len(sess.pairs) == 3
     before = sess.next_query()
-    at.button(key="el_skip").click().run()
+    answer_button(at, "skip").click().run()
     assert metrics(at)["Answers"] == "2" and "1 skipped" in texts(at)
     after = sess.next_query()
     assert {after.index_a, after.index_b} != {before.index_a, before.index_b}
@@ -687,8 +688,8 @@ def test_elicitation_favourite_over_time_chart(app) -> None:
 
 def test_elicitation_session_survives_a_new_app_run_and_resumes(app) -> None:
     at = app("elicitation")
-    for key in ("el_pick_A", "el_tie", "el_pick_B"):
-        at.button(key=key).click().run()
+    for action in ("A", "tie", "B"):
+        answer_button(at, action).click().run()
     fav = metrics(at)["Favourite"]
     link = {"session": str(at.query_params["session"])}
     # another visitor (no link, no visitor cookie) starts afresh and sees none of it
@@ -853,7 +854,7 @@ def test_elicitation_with_the_linear_leaf_strategy(app) -> None:
     at.selectbox(key="el_method").set_value("dt-linear").run()
     no_exception(at)
     for k, side in enumerate("ABA", start=1):
-        at.button(key=f"el_pick_{side}").click().run()
+        answer_button(at, side).click().run()
         no_exception(at)
         assert metrics(at)["Answers"] == str(k)
     m = metrics(at)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from dashboard._services import sessions as store
+from tests.dashboard._answers import answer_button
 
 
 def metrics(at: Any) -> dict[str, str]:
@@ -29,7 +30,7 @@ def no_exception(at: Any) -> None:
 
 def answer(at: Any, keys: str) -> None:
     for k in keys:
-        at.button(key={"A": "el_pick_A", "B": "el_pick_B", "=": "el_tie"}[k]).click().run()
+        answer_button(at, k).click().run()
         no_exception(at)
 
 
@@ -65,12 +66,12 @@ def test_a_failed_write_is_shown_and_not_counted(app, monkeypatch) -> None:
 
     real = store.record_action
     monkeypatch.setattr(store, "record_action", locked)
-    at.button(key="el_pick_B").click().run()
+    answer_button(at, "B").click().run()
     no_exception(at)
     assert "not saved" in "\n".join(e.value for e in at.error)
     assert metrics(at)["Answers"] == "1"  # the page never shows an unsaved answer
     monkeypatch.setattr(store, "record_action", real)
-    at.button(key="el_pick_B").click().run()  # retried: now stored
+    answer_button(at, "B").click().run()  # retried: now stored
     sid = str(at.query_params["session"])
     assert metrics(at)["Answers"] == "2" and store.load_session(sid).actions == ["A", "B"]
 
