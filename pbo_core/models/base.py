@@ -67,11 +67,27 @@ class Estimator:
 
     ``__init__`` names every parameter and stores each unchanged under its own name;
     fitted state ends in ``_``. A subclass that only fixes some of its base's parameters
-    (``ProbitSurrogate`` fixes ``link``) takes ``**kwargs`` and lists them in
-    ``_fixed_params``; its parameters are then the base's minus those.
+    says so in its class statement, ``class ProbitSurrogate(LinearUtilitySurrogate,
+    link="probit")``: its ``__init__`` takes the base's other parameters, and those are
+    its parameters (the fixed ones are listed in ``_fixed_params``).
     """
 
     _fixed_params: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **fixed: Any) -> None:
+        super().__init_subclass__()
+        if not fixed:
+            return
+
+        def __init__(self: Estimator, **kwargs: Any) -> None:
+            clash = sorted(set(fixed) & set(kwargs))
+            if clash:
+                raise TypeError(f"{cls.__name__} fixes {clash}; it is not a parameter")
+            super(cls, self).__init__(**fixed, **kwargs)
+
+        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+        cls.__init__ = __init__  # type: ignore[method-assign]
+        cls._fixed_params = (*cls._fixed_params, *fixed)
 
     @classmethod
     def _init_parameters(cls) -> list[inspect.Parameter]:

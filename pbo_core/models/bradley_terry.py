@@ -288,22 +288,12 @@ class ItemUtilitySurrogate(_ItemPredictor):
         )
 
 
-class BradleyTerrySurrogate(ItemUtilitySurrogate):
+class BradleyTerrySurrogate(ItemUtilitySurrogate, link="logit"):
     """:class:`ItemUtilitySurrogate` with the logit link."""
 
-    _fixed_params = ("link",)
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("logit", **kwargs)
-
-
-class ThurstoneSurrogate(ItemUtilitySurrogate):
+class ThurstoneSurrogate(ItemUtilitySurrogate, link="probit"):
     """:class:`ItemUtilitySurrogate` with the probit link."""
-
-    _fixed_params = ("link",)
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("probit", **kwargs)
 
 
 # ----------------------------------------------------------------------------- offsets

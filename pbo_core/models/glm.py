@@ -39,6 +39,11 @@ padding with weight 0) and solved in chunks of at most :data:`BATCH_CELLS`
 ``problems x rows x columns`` (:func:`newton_chunked`). Cross-validated strengths: one
 grid convention (:func:`alpha_grid`, strongest first so ties go to the stronger prior)
 and one resolution of ``"cv"`` (:func:`resolve_strength`).
+
+Prediction: every fitted model here has a Gaussian (Laplace) posterior ``N(theta, S)`` of
+coefficients that enter the utility linearly, ``u(x) = phi(x)^T theta``, so the utilities
+of any set of points are jointly Gaussian with mean ``Phi theta`` and covariance
+``Phi S Phi^T`` (:class:`GaussianLinearUtility`).
 """
 
 from __future__ import annotations
@@ -55,12 +60,15 @@ from scipy.special import expit, log_ndtr, ndtr
 from threadpoolctl import ThreadpoolController
 
 from pbo_core.data import PreferenceData
+from pbo_core.metrics import competition_rank
+from pbo_core.models.base import Estimator
 from pbo_core.models.probit import probit_terms
 
 __all__ = [
     "BATCH_CELLS",
     "DEFAULT_ALPHAS",
     "GLMConvergenceWarning",
+    "GaussianLinearUtility",
     "PaddedBatch",
     "alpha_grid",
     "blas_single_thread",
@@ -125,6 +133,48 @@ def predictive_prob(mean_diff: np.ndarray, var_diff: np.ndarray, link: str) -> n
     if link == "probit":
         return ndtr(m / np.sqrt(1.0 + v))
     return expit(m / np.sqrt(1.0 + (math.pi / 8.0) * v))
+
+
+class GaussianLinearUtility(Estimator):
+    """Prediction from a Gaussian posterior of linear coefficients.
+
+    The utility is ``u(x) = phi(x)^T theta`` with ``theta ~ N(mean, S)`` (one posterior,
+    or one per respondent). A subclass gives the design rows :meth:`_design_rows`
+    ``(n, p)``, the posterior :meth:`_gaussian` ``(p,)``, ``(p, p)`` and the preference
+    probability of a Gaussian utility difference :meth:`_preference`.
+    """
+
+    def _design_rows(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _gaussian(self, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _preference(self, mean_diff: np.ndarray, var_diff: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """Posterior mean utility ``phi(x)^T theta`` ``(n,)`` (``respondent=None``: pooled)."""
+        theta, _ = self._gaussian(respondent)
+        return self._design_rows(X) @ theta
+
+    def posterior(self, X: np.ndarray, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Mean ``Phi theta`` ``(n,)`` and covariance ``Phi S Phi^T`` ``(n, n)`` (symmetric PSD)."""
+        theta, S = self._gaussian(respondent)
+        Phi = self._design_rows(X)
+        cov = Phi @ S @ Phi.T
+        return Phi @ theta, 0.5 * (cov + cov.T)
+
+    def prob_prefer(self, Xa: np.ndarray, Xb: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """``P(a > b)`` ``(n,)`` for paired rows, integrated over the Gaussian posterior."""
+        theta, S = self._gaussian(respondent)
+        d = self._design_rows(Xa) - self._design_rows(Xb)
+        v = np.einsum("np,pq,nq->n", d, S, d)
+        return self._preference(d @ theta, v)
+
+    def rank(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """Competition ranks (1 = best) by posterior mean utility."""
+        return competition_rank(self.predict(X, respondent))
 
 
 def heldout_loss(z: np.ndarray, score: str, link: str) -> np.ndarray:

@@ -68,10 +68,10 @@ import pandas as pd
 from scipy.special import ndtr
 
 from pbo_core.data import PreferenceData, Schema
-from pbo_core.metrics import competition_rank
-from pbo_core.models.base import Estimator, check_input
+from pbo_core.models.base import check_input
 from pbo_core.models.glm import (
     DEFAULT_ALPHAS,
+    GaussianLinearUtility,
     alpha_grid,
     cv_respondents,
     heldout_loss,
@@ -211,7 +211,7 @@ def _rms_scale(d: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- base
-class _LinearPredictor(Estimator):
+class _LinearPredictor(GaussianLinearUtility):
     """Prediction methods shared by every linear-utility model (coefficients fitted)."""
 
     link: str
@@ -232,29 +232,15 @@ class _LinearPredictor(Estimator):
         self._require_fitted()
         return self.coef_, self.coef_cov_
 
-    def predict(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
-        """Posterior mean utility ``z(x) @ coef`` of every row of ``X``."""
-        b, _ = self._coef(respondent)
-        return self._z(X) @ b
+    # GaussianLinearUtility: phi(x) = z(x), theta = the coefficients, the model's own link
+    def _design_rows(self, X: np.ndarray) -> np.ndarray:
+        return self._z(X)
 
-    def posterior(self, X: np.ndarray, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """Mean ``Z coef`` and covariance ``Z Sigma Z^T`` (symmetric PSD) of the utilities."""
-        b, S = self._coef(respondent)
-        Z = self._z(X)
-        cov = Z @ S @ Z.T
-        cov = 0.5 * (cov + cov.T)
-        return Z @ b, cov
+    def _gaussian(self, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        return self._coef(respondent)
 
-    def prob_prefer(self, Xa: np.ndarray, Xb: np.ndarray, respondent: Any = None) -> np.ndarray:
-        """``P(a > b)`` integrated over the Laplace posterior of the coefficients."""
-        b, S = self._coef(respondent)
-        d = self._z(Xa) - self._z(Xb)
-        v = np.einsum("np,pq,nq->n", d, S, d)
-        return predictive_prob(d @ b, v, self.link)
-
-    def rank(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
-        """Competition ranks (1 = best) by posterior mean utility."""
-        return competition_rank(self.predict(X, respondent))
+    def _preference(self, mean_diff: np.ndarray, var_diff: np.ndarray) -> np.ndarray:
+        return predictive_prob(mean_diff, var_diff, self.link)
 
     def coef_table(self, respondent: Any = None) -> pd.DataFrame:
         """Coefficients in original units: feature, coef, se, z, p_value, unit."""
@@ -436,22 +422,12 @@ class LinearUtilitySurrogate(_LinearPredictor):
         return self
 
 
-class LogitSurrogate(LinearUtilitySurrogate):
+class LogitSurrogate(LinearUtilitySurrogate, link="logit"):
     """:class:`LinearUtilitySurrogate` with the logit link (binary MNL)."""
 
-    _fixed_params = ("link",)
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("logit", **kwargs)
-
-
-class ProbitSurrogate(LinearUtilitySurrogate):
+class ProbitSurrogate(LinearUtilitySurrogate, link="probit"):
     """:class:`LinearUtilitySurrogate` with the probit link (Thurstone)."""
-
-    _fixed_params = ("link",)
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("probit", **kwargs)
 
 
 # ----------------------------------------------------------------------------- per respondent

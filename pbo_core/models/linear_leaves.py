@@ -99,10 +99,10 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData, Schema
-from pbo_core.metrics import competition_rank
-from pbo_core.models.base import Estimator, check_input, probit_preference
+from pbo_core.models.base import check_input, probit_preference
 from pbo_core.models.glm import (
     BATCH_CELLS,
+    GaussianLinearUtility,
     blas_single_thread,
     newton_batch,
     pad_rows,
@@ -184,13 +184,30 @@ def condition_on_sum(mean: np.ndarray, cov: np.ndarray, m: int) -> tuple[np.ndar
     return mean_c, cov_c
 
 
+@dataclass(frozen=True)
+class _FitInputs:
+    """What the CV cells and the final fit read (one study, fixed during a fit).
+
+    ``X`` ``(n_items, d)`` item features, ``pairs`` ``(n, 2)`` winner and loser rows,
+    ``z`` ``(n_items, k)`` the slope columns, ``scale`` ``(k,)`` the RMS of their
+    differences, ``rows`` the comparisons of each respondent.
+    """
+
+    X: np.ndarray
+    pairs: np.ndarray
+    schema: Schema
+    z: np.ndarray
+    scale: np.ndarray
+    rows: list[np.ndarray]
+
+
 def _error_sum(z: np.ndarray, held: np.ndarray) -> np.ndarray:
     """Held-out errors (ties 1/2) summed over the last axis, counting ``held`` rows."""
     err = np.where(z < 0, 1.0, np.where(z == 0, 0.5, 0.0))
     return (err * held).sum(axis=-1)
 
 
-class LinearLeafDTSurrogate(Estimator):
+class LinearLeafDTSurrogate(GaussianLinearUtility):
     """Preference tree whose leaves hold a level plus linear slopes, optionally pooled.
 
     Parameters
@@ -541,6 +558,7 @@ class LinearLeafDTSurrogate(Estimator):
         if len(task) != n:
             raise ValueError(f"{len(task)} task ids for {n} comparisons")
 
+        inputs = _FitInputs(X, pairs, schema, z, scale, rows)
         lams = self._grid_lams()
         rhos = self._grid_rhos(k)
         depths = self._grid_depths(X, pairs, schema)
@@ -551,7 +569,7 @@ class LinearLeafDTSurrogate(Estimator):
             folds = task_folds(self.n_folds, rng, task, resp)
             K = int(folds.max(initial=0)) + 1
             if K >= 2:
-                err = self._cv(X, pairs, schema, z, scale, rows, folds, K, depths, lams, rhos)
+                err = self._cv(inputs, folds, K, depths, lams, rhos)
                 grid = pd.DataFrame(
                     [(dd, la, rh) for dd in depths for la in lams for rh in rhos],
                     columns=["max_depth", "shrinkage", "slope_ratio"],
@@ -562,7 +580,7 @@ class LinearLeafDTSurrogate(Estimator):
                 i, j, h = np.unravel_index(best, err.shape)
                 choice = (depths[i], lams[j], rhos[h])
         depth, lam, rho = choice
-        self._fit_final(X, pairs, schema, z, scale, ids, rows, depth, lam, rho)
+        self._fit_final(inputs, ids, depth, lam, rho)
         self.max_depth_, self.shrinkage_, self.slope_ratio_ = depth, float(lam), float(rho)
         self.n_features_in_ = X.shape[1]
         self._X_fit = X
@@ -611,12 +629,7 @@ class LinearLeafDTSurrogate(Estimator):
 
     def _cv(
         self,
-        X: np.ndarray,
-        pairs: np.ndarray,
-        schema: Schema,
-        z: np.ndarray,
-        scale: np.ndarray,
-        rows: list[np.ndarray],
+        inputs: _FitInputs,
         folds: np.ndarray,
         K: int,
         depths: list[int | None],
@@ -637,7 +650,7 @@ class LinearLeafDTSurrogate(Estimator):
             err[a] = 0.0
             for f in fold_ids:
                 held = folds == f
-                err[a] += self._cv_cell(X, pairs, schema, z, scale, rows, held, dd, lams, rhos)
+                err[a] += self._cv_cell(inputs, held, dd, lams, rhos)
             e = float(err[a].min())
             if e < best:
                 best, stale = e, 0
@@ -649,12 +662,7 @@ class LinearLeafDTSurrogate(Estimator):
 
     def _cv_cell(
         self,
-        X: np.ndarray,
-        pairs: np.ndarray,
-        schema: Schema,
-        z: np.ndarray,
-        scale: np.ndarray,
-        rows: list[np.ndarray],
+        inputs: _FitInputs,
         held_rows: np.ndarray,
         dd: int | None,
         lams: list[float],
@@ -662,13 +670,9 @@ class LinearLeafDTSurrogate(Estimator):
     ) -> np.ndarray:
         """Held-out errors of one fold and one depth, ``(lams, rhos)``."""
         train = ~held_rows
-        tree = self._grow(X, pairs[train], schema, dd)
+        z, scale, rows = inputs.z, inputs.scale, inputs.rows
+        tree, _, _, _, d = self._leaf_design(inputs, train, dd)
         m = tree.n_leaves
-        leaf = tree.apply(X)
-        cen = self._centers(leaf, z, pairs[train], m)
-        zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs[train], 1)[0]
-        phi = self._phi(leaf, z, cen, zmean, m)
-        d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
         D, mask, _ = pad_rows(d, rows)
         trw = np.zeros(mask.shape)
         held = np.zeros(mask.shape)
@@ -693,27 +697,34 @@ class LinearLeafDTSurrogate(Estimator):
             out[:, h] = _error_sum(zz, held[:, None, :]).sum(axis=0)
         return out
 
-    def _fit_final(
-        self,
-        X: np.ndarray,
-        pairs: np.ndarray,
-        schema: Schema,
-        z: np.ndarray,
-        scale: np.ndarray,
-        ids: np.ndarray,
-        rows: list[np.ndarray],
-        depth: int | None,
-        lam: float,
-        rho: float,
-    ) -> None:
-        tree = self._grow(X, pairs, schema, depth)
+    def _leaf_design(
+        self, inputs: _FitInputs, fit_rows: np.ndarray | None, depth: int | None
+    ) -> tuple[Tree, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The tree grown on the comparisons ``fit_rows`` (``None``: all) and its design.
+
+        Returns the tree, the leaf of every item ``(n_items,)``, the leaf centres
+        ``(m, k)`` and overall centre ``(k,)`` of the slope columns (from the fitted
+        comparisons' items), and the design rows ``(phi(w) - phi(l)) / sqrt 2`` of *all*
+        comparisons ``(n, p)``.
+        """
+        X, z, pairs = inputs.X, inputs.z, inputs.pairs
+        fit = pairs if fit_rows is None else pairs[fit_rows]
+        tree = self._grow(X, fit, inputs.schema, depth)
         m = tree.n_leaves
-        k = z.shape[1]
         leaf = tree.apply(X)
-        cen = self._centers(leaf, z, pairs, m)
-        zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, pairs, 1)[0]
+        cen = self._centers(leaf, z, fit, m)
+        zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, fit, 1)[0]
         phi = self._phi(leaf, z, cen, zmean, m)
         d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
+        return tree, leaf, cen, zmean, d
+
+    def _fit_final(
+        self, inputs: _FitInputs, ids: np.ndarray, depth: int | None, lam: float, rho: float
+    ) -> None:
+        pairs, scale, rows = inputs.pairs, inputs.scale, inputs.rows
+        tree, leaf, cen, zmean, d = self._leaf_design(inputs, None, depth)
+        m = tree.n_leaves
+        k = inputs.z.shape[1]
         p = d.shape[1]
         base = self._base_prec(m, scale, rho)
         R = len(rows)
@@ -754,7 +765,7 @@ class LinearLeafDTSurrogate(Estimator):
             theta_c, cov_c = condition_on_sum(theta, cov, m)
         mu_c, mu_cov_c = condition_on_sum(mu, mu_cov, m)
 
-        self.schema_: Schema = schema
+        self.schema_: Schema = inputs.schema
         self.tree_: Tree = tree
         self.item_leaf_ = leaf
         self.n_leaves_ = m
@@ -841,29 +852,16 @@ class LinearLeafDTSurrogate(Estimator):
         X = check_input(X, getattr(self, "n_features_in_", None), type(self).__name__)
         return self.tree_.apply(X)
 
-    def predict(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
-        """Posterior mean utility ``phi(x)^T theta`` (``respondent=None``: the pooled model)."""
-        theta, _ = self._params(respondent)
-        return self._rows(X) @ theta
+    # GaussianLinearUtility: phi(x) the leaf design row (Eq. above), DT-PBO's probit
+    # likelihood in sigma_noise units, P(a > b) = Phi(mu_d / sqrt(2 + s_d^2))
+    def _design_rows(self, X: np.ndarray) -> np.ndarray:
+        return self._rows(X)
 
-    def posterior(self, X: np.ndarray, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """Mean ``Phi theta`` ``(n,)`` and covariance ``Phi S Phi^T`` ``(n, n)`` (symmetric PSD)."""
-        theta, S = self._params(respondent)
-        Phi = self._rows(X)
-        cov = Phi @ S @ Phi.T
-        cov = 0.5 * (cov + cov.T)
-        return Phi @ theta, cov
+    def _gaussian(self, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        return self._params(respondent)
 
-    def prob_prefer(self, Xa: np.ndarray, Xb: np.ndarray, respondent: Any = None) -> np.ndarray:
-        """``P(a > b) = Phi(mu_d / sqrt(2 + s_d^2))`` over the Gaussian posterior."""
-        theta, S = self._params(respondent)
-        d = self._rows(Xa) - self._rows(Xb)
-        v = np.einsum("np,pq,nq->n", d, S, d)
-        return probit_preference(d @ theta, v)
-
-    def rank(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
-        """Competition ranks (1 = best) of the rows of ``X``."""
-        return competition_rank(self.predict(X, respondent))
+    def _preference(self, mean_diff: np.ndarray, var_diff: np.ndarray) -> np.ndarray:
+        return probit_preference(mean_diff, var_diff)
 
     # ------------------------------------------------------------------ display
     def for_respondent(self, respondent: Any, X: np.ndarray | None = None) -> LinearLeafDTSurrogate:
