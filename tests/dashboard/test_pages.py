@@ -102,6 +102,7 @@ def test_every_page_loads_on_bundled_data(app, page: str) -> None:
     assert at.title[0].value
 
 
+@pytest.mark.slow
 def test_warm_page_switches_run_cleanly(app) -> None:
     at = app()
     for page in PAGES:  # warm every cache
@@ -313,6 +314,7 @@ def test_png_export_needs_no_system_tools() -> None:
 
 
 # ----------------------------------------------------------------------------- sensitivity
+@pytest.mark.slow
 def test_sensitivity_table_and_bars(app) -> None:
     at = app("sensitivity", sel_study="electricity")
     at.slider(key="fs_n::electricity").set_value(3).run()
@@ -340,6 +342,7 @@ def test_sensitivity_table_and_bars(app) -> None:
     assert metrics(at)["Respondents"] == "3"
 
 
+@pytest.mark.slow
 def test_sensitivity_pmr_uses_its_inbox_split(app, quick_dt_linear) -> None:
     at = app("sensitivity", sel_study="pmr-demo")
     no_exception(at)
@@ -480,6 +483,7 @@ def test_convergence_first_visit_computes_defaults_once(app, tmp_path, monkeypat
 
 
 # ----------------------------------------------------------------------------- hierarchy
+@pytest.mark.slow
 def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("DTPBO_NO_DEFAULT_RESULTS")
     _small_default_grids(monkeypatch, keep=6)  # 1 new respondent x 6 variants

@@ -207,6 +207,7 @@ def _run_cli(args: list[str], tmp: Path, tag: str) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path) -> None:
     spec, items = load_spec(None), _demo()
     keys = _keys(spec, items)

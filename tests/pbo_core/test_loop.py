@@ -52,7 +52,13 @@ def test_result_shapes_and_frame(branin) -> None:
 
 # the botorch-gp-ks-* variants share botorch-gp's loop code (their hook is tested in
 # tests/pbo_core/strategies/test_botorch_kappasharp.py); one BoTorch loop is enough here
-@pytest.mark.parametrize("method", sorted(m for m in METHODS if not m.startswith("botorch-gp-")))
+@pytest.mark.parametrize(
+    "method",
+    [
+        pytest.param(m, marks=pytest.mark.slow) if m == "botorch-gp" else m  # ~20 s: torch
+        for m in sorted(m for m in METHODS if not m.startswith("botorch-gp-"))
+    ],
+)
 def test_every_method_runs_on_continuous_and_finite_problems(method, branin) -> None:
     if method.startswith("botorch") and os.environ.get("DTPBO_REQUIRE_BENCH") != "1":
         pytest.importorskip("botorch", reason="botorch-gp needs the bench extra")

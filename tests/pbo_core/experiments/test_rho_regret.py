@@ -72,7 +72,9 @@ def test_pmr_demo_triage_truth_and_curves(capsys, tmp_path) -> None:
     assert again["summary"] == s
 
 
-@pytest.mark.parametrize("study", ["electricity", "swissmetro"])
+@pytest.mark.parametrize(
+    "study", ["electricity", pytest.param("swissmetro", marks=pytest.mark.slow)]
+)
 def test_simulated_respondents_use_fitted_utilities(capsys, study) -> None:
     p0, order0 = simulated_problem(study, 0, 12, seed=0)
     assert len(p0.items) == 12 and len(np.unique(p0.items, axis=0)) == 12
@@ -117,6 +119,7 @@ def test_swissmetro_hierarchy_splits_on_modes() -> None:
     assert sorted(perm.tolist()) == list(range(1191))
 
 
+@pytest.mark.slow
 def test_hierarchy_swissmetro_command_small(capsys) -> None:
     cells = swissmetro_cell_grid(8, 5)
     assert {c["variant"] for c in cells if c["user"] < 5} == {"plain"}
