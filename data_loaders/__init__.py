@@ -12,6 +12,9 @@ Modules
 -------
 ``registry``
     Every study with its availability; ``load_study(key, **options)``.
+``cached``
+    ``load_study_cached`` (a registry key) and ``load_study_file`` (an analyst's own
+    choice file), cached per process: what the case-study command lines bind.
 ``conjoint``
     Generic choice-based conjoint loader (package: attributes and attribute tables,
     exclusion rules, the long-format build, the long/wide readers) used by the presets

@@ -101,6 +101,7 @@ __all__ = [
     "DEMO_URGENCY_WEIGHTS",
     "PMR_DIR_ENV",
     "demo_true_urgency",
+    "inbox_urgency",
     "load_pmr_demo",
     "load_pmr_synth",
     "pack_text",
@@ -438,6 +439,29 @@ def demo_true_urgency(truth: pd.DataFrame, weights: Mapping[str, Any] | None = N
         u += w[name] * np.minimum(count(name), 2)
     u += np.array([w["acuity_conflict"][v] for v in truth["acuity_conflict"]])
     return u
+
+
+def inbox_urgency(study: Study, inbox: str) -> tuple[np.ndarray, np.ndarray]:
+    """The messages of one inbox of the demo study and their ground-truth urgency.
+
+    Parameters
+    ----------
+    study
+        The ``pmr-demo`` study (:func:`load_pmr_demo`; ``extras["truth"]`` holds
+        ``true_urgency`` per ``message_id``).
+    inbox
+        ``"A"`` or ``"B"``: the prefix of the inbox's message ids.
+
+    Returns
+    -------
+    rows, urgency
+        Item indices of the inbox's messages in ``study.data`` (item order) and the
+        true urgency of each; both empty when no message id starts with ``inbox``.
+    """
+    ids = study.data.items["message_id"].astype(str).to_numpy()
+    rows = np.flatnonzero(np.char.startswith(ids.astype(str), inbox))
+    truth = study.extras["truth"].set_index("message_id")
+    return rows, truth.loc[ids[rows], "true_urgency"].to_numpy(float)
 
 
 def _demo_file(name: str) -> Path:

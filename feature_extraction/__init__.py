@@ -14,8 +14,11 @@ cache     :class:`ExtractionCache`: SQLite (WAL) cache and Table 4-style statist
 evaluate  :func:`score_against_truth`: per-feature agreement with known features.
 propose   App. G.2 feature proposal from the comparisons the tree explains worst (import
           it from ``feature_extraction.propose``; it brings in the DT surrogate).
-cli       ``python -m feature_extraction {extract,stats,score,propose}`` (an app: it also
-          reads studies through :mod:`data_loaders`, which nothing else here imports).
+pmr_llm   DT-PBO Table 1's PMR row: pure-LLM pairwise urgency vs LLM features + a DT
+          (import it from ``feature_extraction.pmr_llm``; it brings in the DT surrogate).
+cli       ``python -m feature_extraction {extract,stats,score,propose,pmr-llm-vs-tree}``
+          (an app: it also reads studies through :mod:`data_loaders`, which nothing else
+          here imports).
 """
 
 from feature_extraction.cache import ExtractionCache, default_cache_path

@@ -1,4 +1,8 @@
-"""Command line: ``python -m feature_extraction {extract,stats,score,propose} ...``.
+"""Command line: ``python -m feature_extraction {extract,stats,score,propose,pmr-llm-vs-tree}``.
+
+This module is an app: it alone in :mod:`feature_extraction` imports :mod:`data_loaders`
+(an exception of the layers contract in ``.importlinter``); it loads the studies and
+hands them to the other modules (``pmr-llm-vs-tree``: :mod:`feature_extraction.pmr_llm`).
 
 Examples
 --------
@@ -10,6 +14,11 @@ Extract the Table 9 features of the demo inbox with a local llama.cpp server::
 Running-time statistics (DT-PBO Table 4 style) of everything in the cache::
 
     python -m feature_extraction stats
+
+Pure-LLM pairwise urgency vs a tree on LLM-extracted features (Table 1's PMR row)::
+
+    python -m feature_extraction pmr-llm-vs-tree --study pmr-demo \\
+        --base-url http://127.0.0.1:8080/v1 --model smollm2 --json -
 
 The API key is read from ``DTPBO_LLM_API_KEY`` or ``OPENAI_API_KEY`` (never from the
 command line, so it does not end up in shell history or process lists).
@@ -32,9 +41,11 @@ from pathlib import Path
 import pandas as pd
 
 from data_loaders import pmr
+from feature_extraction import pmr_llm
 from feature_extraction.cache import ExtractionCache, default_cache_path, format_stats
 from feature_extraction.client import (
     ENV_VARS,
+    LLMConfig,
     RedactingFilter,
     add_endpoint_arguments,
     config_from_args,
@@ -42,7 +53,8 @@ from feature_extraction.client import (
 from feature_extraction.evaluate import score_against_truth
 from feature_extraction.extract import extract_features, load_table, records_to_jsonl, save_table
 from feature_extraction.propose import FeatureProposer, save_records
-from feature_extraction.spec import PROMPT_VERSION, default_spec_path, load_spec
+from feature_extraction.spec import PROMPT_VERSION, default_spec_path, load_spec, table9_spec
+from pbo_core.data import Study
 
 STUDIES = ("pmr-demo", "pmr")
 
@@ -130,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--out", required=True, help="proposal records (JSON)")
     pr.add_argument("--cache", default=None, help=cache_help)
     add_endpoint_arguments(pr)
+
+    pl = sub.add_parser(
+        "pmr-llm-vs-tree",
+        help="pure-LLM pairwise urgency vs LLM features + DT (Table 1, PMR row)",
+        description=pmr_llm.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    pmr_llm.add_arguments(pl)
     return ap
 
 
@@ -252,6 +272,67 @@ def _cmd_propose(args: argparse.Namespace) -> int:
     return 0
 
 
+def pmr_llm_study(
+    study_key: str,
+    features: str,
+    data_dir: str | None,
+    config: LLMConfig | None,
+    cache: str | None,
+) -> tuple[Study, str]:
+    """The PMR study of ``pmr-llm-vs-tree`` with the tree's features, and their source.
+
+    Parameters
+    ----------
+    study_key
+        ``"pmr-demo"`` (the bundled demo inbox) or ``"pmr"`` (PMR-Synth in ``data_dir``).
+    features
+        ``"extract"`` (ask ``config``'s endpoint, cached in ``cache``), ``"truth"`` (the
+        demo inbox's known features) or the path of a table written by ``extract``.
+    data_dir
+        PMR-Synth folder (default ``$DTPBO_PMR_DIR``).
+    config
+        Endpoint settings (needed for ``"extract"``).
+    cache
+        Extraction cache file (default :func:`default_cache_path`).
+
+    Returns
+    -------
+    study, source
+        The study (:func:`pmr_llm.run_pmr_llm_vs_tree` reads its ``extras``) and a
+        description of where the features came from.
+    """
+    if features not in ("truth", "extract"):
+        table = load_table(features, table9_spec())
+        source = f"table {features}"
+    elif features == "truth":
+        if study_key != "pmr-demo":
+            raise SystemExit("--features truth exists only for pmr-demo")
+        return pmr.load_pmr_demo(), "ground truth (demo inbox)"
+    else:
+        assert config is not None
+        base = pmr.load_pmr_demo() if study_key == "pmr-demo" else pmr.load_pmr_synth(data_dir)
+        with ExtractionCache(Path(cache) if cache else default_cache_path()) as c:
+            result = extract_features(pmr.pmr_texts(base), table9_spec(), config, cache=c)
+        table = result.table()
+        n_ok = int((table["status"] == "ok").sum())
+        if n_ok == 0:
+            counts = ", ".join(f"{k} {v}" for k, v in result.counts().items() if v)
+            raise SystemExit(
+                f"error: {config.model} at {config.base_url} gave no usable features for any "
+                f"of the {len(table)} messages ({counts}); the tree cannot be trained (the "
+                "log above says why; --features truth or a table from `python -m "
+                "feature_extraction extract` train it without the endpoint)"
+            )
+        source = f"extracted by {config.model} ({n_ok}/{len(table)} messages ok)"
+    if study_key == "pmr-demo":
+        return pmr.load_pmr_demo(features=table), source
+    return pmr.load_pmr_synth(data_dir, features=table), source
+
+
+def _cmd_pmr_llm(args: argparse.Namespace) -> int:
+    return pmr_llm.run(args, pmr_llm_study)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m feature_extraction``."""
     args = build_parser().parse_args(argv)
@@ -272,6 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "stats": _cmd_stats,
         "score": _cmd_score,
         "propose": _cmd_propose,
+        "pmr-llm-vs-tree": _cmd_pmr_llm,
     }[args.command]
     return cmd(args)
 

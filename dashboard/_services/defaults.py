@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from data_loaders._common import data_home
+from data_loaders.cached import load_study_cached
+from data_loaders.pmr import inbox_urgency
 from pbo_core import __version__
 from pbo_core.experiments.bench import run_cell
 from pbo_core.experiments.cohorts import swissmetro_cell_grid, swissmetro_cohort_cell
@@ -88,6 +91,9 @@ def _bench_one(cell: Cell) -> pd.DataFrame:
     return run_cell(cell)
 
 
+#: A rho-regret cell with the command line's loaders bound (picklable for joblib).
+_rho_one = partial(rho_regret_cell, load_study=load_study_cached, inbox_urgency=inbox_urgency)
+
 #: The default grids, by name.
 GRIDS: dict[str, DefaultGrid] = {
     g.name: g
@@ -113,7 +119,7 @@ GRIDS: dict[str, DefaultGrid] = {
                 iters=15,
                 base=dict(_BASE, seed=0),
             ),
-            rho_regret_cell,
+            _rho_one,
         ),
         DefaultGrid(
             "rho-train",
@@ -129,7 +135,7 @@ GRIDS: dict[str, DefaultGrid] = {
                 n_items=30,
                 base=dict(_BASE, seed=0),
             ),
-            rho_regret_cell,
+            _rho_one,
         ),
         DefaultGrid(
             "hierarchy-swissmetro",
@@ -144,7 +150,7 @@ GRIDS: dict[str, DefaultGrid] = {
                 first_user=600,
                 variants=DEFAULT_PAGE_VARIANTS,
             ),
-            swissmetro_cohort_cell,
+            partial(swissmetro_cohort_cell, load_study=load_study_cached),
         ),
     )
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ import streamlit as st
 from dashboard import _charts as charts
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from data_loaders.cached import load_study_cached
 from pbo_core import __version__
 from pbo_core.benchmarks import KAPPASHARP_FUNCTIONS, PAPER_FUNCTIONS, available_benchmarks
 from pbo_core.experiments.bench import run_cell, summarize
@@ -297,7 +299,12 @@ if tab_sushi.open:
                         bar.progress(done / max(total, 1), text=f"{done}/{total} runs")
 
                     out = Path(root).expanduser() / "sushi-pbo"
-                    run_grid(cells, sushi_pbo_cell, out_dir=out, progress=_progress)
+                    run_grid(
+                        cells,
+                        partial(sushi_pbo_cell, load_study=load_study_cached),
+                        out_dir=out,
+                        progress=_progress,
+                    )
                     st.success(f"Wrote {len(cells)} runs to `{out}`.")
                     st.rerun()
 

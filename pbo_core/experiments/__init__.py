@@ -3,12 +3,13 @@
 Modules: :mod:`~pbo_core.experiments.runner` (:func:`run_grid` on joblib or Dask, tidy
 Parquet per cell, resume, per-step hook), :mod:`~pbo_core.experiments.bench` (benchmark
 cells, summaries, ``python -m pbo_core.bench``) and
-the case studies (the apps layer: they load studies through :mod:`data_loaders`, so
-this package ``__init__`` does not import them): :mod:`~pbo_core.experiments.studies`
-(loading, task splits), :mod:`~pbo_core.experiments.sushi`,
-:mod:`~pbo_core.experiments.accuracy`, :mod:`~pbo_core.experiments.sensitivity`,
-:mod:`~pbo_core.experiments.cohorts` and :mod:`~pbo_core.experiments.cli`
-(``python -m pbo_core.experiments``).
+the case studies (this package ``__init__`` does not import them; they take study loaders
+as arguments): :mod:`~pbo_core.experiments.studies` (loader types, task splits),
+:mod:`~pbo_core.experiments.sushi`, :mod:`~pbo_core.experiments.accuracy`,
+:mod:`~pbo_core.experiments.sensitivity`, :mod:`~pbo_core.experiments.cohorts`,
+:mod:`~pbo_core.experiments.rho_regret`, :mod:`~pbo_core.experiments.report` and
+:mod:`~pbo_core.experiments.cli` (``python -m pbo_core.experiments``, the app that binds
+:mod:`data_loaders`' loaders to them).
 """
 
 from pbo_core.experiments.bench import run_cell, summarize

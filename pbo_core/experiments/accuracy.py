@@ -14,6 +14,10 @@ method registry, :data:`ACCURACY_METHODS`, on one split per (study, seed):
 * ``study``: a pooled study's own train/test split (``extras["split"]``, PMR); without
   respondents, the comparisons are the unit the CIs resample (one row per comparison).
 
+Studies are loaded by callables passed in (:class:`~pbo_core.experiments.studies.LoadStudy`
+for a registry key, :class:`~pbo_core.experiments.studies.LoadStudyFile` for an analyst's
+own file; the command line binds :mod:`data_loaders.cached`), never stored in a cell.
+
 A *respondent-scope* method is fitted on one respondent's training comparisons; a
 *pooled* method once on every respondent's training comparisons (with the task of each
 comparison, so its inner cross-validation folds whole tasks), predicting with
@@ -44,11 +48,7 @@ import pandas as pd
 
 from pbo_core.data import PreferenceData, Study
 from pbo_core.experiments.runner import Cell
-from pbo_core.experiments.studies import (
-    load_study_cached,
-    load_study_file,
-    respondent_split,
-)
+from pbo_core.experiments.studies import LoadStudy, LoadStudyFile, respondent_split
 from pbo_core.explain.sensitivity import drop_features
 from pbo_core.metrics import paired_difference, pairwise_accuracy, summarize
 from pbo_core.models.bradley_terry import (
@@ -408,8 +408,10 @@ def _study_split(study: Study) -> Split:
     return Split(study, "study", np.asarray([None]), rows, s == "train", s == "test")
 
 
-def _load(cell: Cell) -> Study:
+def _load(cell: Cell, load_study: LoadStudy, load_study_file: LoadStudyFile | None) -> Study:
     if cell.get("data"):
+        if load_study_file is None:
+            raise ValueError(f"{cell['data']}: a cell with own data needs load_study_file")
         return load_study_file(
             str(cell["data"]),
             cell["format"],
@@ -419,7 +421,7 @@ def _load(cell: Cell) -> Study:
             cell.get("profile_col", "profile"),
             cell.get("chosen_col"),
         )
-    return load_study_cached(cell["study"], cell.get("data_dir"))
+    return load_study(cell["study"], cell.get("data_dir"))
 
 
 _SPLIT_KEYS = (
@@ -442,9 +444,13 @@ _SPLIT_KEYS = (
 
 
 @lru_cache(maxsize=8)
-def _split_cached(key: tuple[tuple[str, Any], ...]) -> Split:
+def _split_cached(
+    key: tuple[tuple[str, Any], ...],
+    load_study: LoadStudy,
+    load_study_file: LoadStudyFile | None,
+) -> Split:
     cell = dict(key)
-    study = _load(cell)
+    study = _load(cell, load_study, load_study_file)
     kind = cell.get("split", "tasks")
     seed = int(cell.get("seed", 0))
     if kind == "tasks":
@@ -462,9 +468,25 @@ def _split_cached(key: tuple[tuple[str, Any], ...]) -> Split:
     raise ValueError(f"unknown split {kind!r}")
 
 
-def make_split(cell: Cell) -> Split:
-    """The split a cell describes (cached per process)."""
-    return _split_cached(tuple((k, cell[k]) for k in _SPLIT_KEYS if cell.get(k) is not None))
+def make_split(
+    cell: Cell, *, load_study: LoadStudy, load_study_file: LoadStudyFile | None = None
+) -> Split:
+    """The split a cell describes (cached per process).
+
+    Parameters
+    ----------
+    cell
+        The split keys: ``study`` (and ``data_dir``) or an own file (``data``,
+        ``format``, ``attributes``, the column names), ``split``, ``seed``,
+        ``test_tasks``, ``respondents``, ``users``, ``holdout``.
+    load_study
+        Loads a registry study (:class:`~pbo_core.experiments.studies.LoadStudy`).
+    load_study_file
+        Loads an own file (:class:`~pbo_core.experiments.studies.LoadStudyFile`);
+        required when the cell has ``data``.
+    """
+    key = tuple((k, cell[k]) for k in _SPLIT_KEYS if cell.get(k) is not None)
+    return _split_cached(key, load_study, load_study_file)
 
 
 # ----------------------------------------------------------------------------- cells
@@ -548,14 +570,19 @@ def _tasks_of(study: Study, mask: np.ndarray) -> np.ndarray | None:
     return None if task is None else np.asarray(task)[mask]
 
 
-def accuracy_cell(cell: Cell) -> pd.DataFrame:
+def accuracy_cell(
+    cell: Cell, *, load_study: LoadStudy, load_study_file: LoadStudyFile | None = None
+) -> pd.DataFrame:
     """Rows (one per respondent) of one method on one split (see :func:`accuracy_cells`).
 
     A cell with ``drop_feature`` fits and scores the method without that feature's
     columns (the leave-one-out ablation of :mod:`pbo_core.experiments.sensitivity`).
+    ``load_study`` and ``load_study_file`` load the cell's study (:func:`make_split`);
+    bind them with :func:`functools.partial` for
+    :func:`~pbo_core.experiments.runner.run_grid`.
     """
     return split_rows(
-        make_split(cell),
+        make_split(cell, load_study=load_study, load_study_file=load_study_file),
         ACCURACY_METHODS[cell["method"]],
         chunk=cell.get("chunk"),
         drop_feature=cell.get("drop_feature"),

@@ -2,8 +2,12 @@
 
 The command line of the case-study modules (:mod:`~pbo_core.experiments.sushi`,
 :mod:`~pbo_core.experiments.accuracy`, :mod:`~pbo_core.experiments.sensitivity`,
-:mod:`~pbo_core.experiments.cohorts`), which sit in the apps layer above
-:mod:`data_loaders`.
+:mod:`~pbo_core.experiments.cohorts`, :mod:`~pbo_core.experiments.rho_regret`,
+:mod:`~pbo_core.experiments.report`). This module is an app: it alone in
+:mod:`pbo_core` imports :mod:`data_loaders` (an exception of the layers contract in
+``.importlinter``) and binds its loaders -- :func:`data_loaders.cached.load_study_cached`,
+:func:`data_loaders.cached.load_study_file`, :func:`data_loaders.pmr.inbox_urgency` -- to
+the case-study functions, which take them as arguments.
 
 Commands
 --------
@@ -39,9 +43,10 @@ Commands
     evidence with baselines and CIs, leave-one-out sensitivity, versions
     (:mod:`~pbo_core.explain.report`; the dashboard's "Download report").
 ``pmr-llm-vs-tree``
+    Alias of ``python -m feature_extraction pmr-llm-vs-tree`` (same flags and output):
     PMR test pairs (inbox B): ask an OpenAI-compatible endpoint which message is more
     urgent, and compare with a tree trained on inbox A's LLM-extracted features (Table
-    1's PMR row; :mod:`~pbo_core.experiments.pmr_llm`).
+    1's PMR row; :mod:`feature_extraction.pmr_llm`).
 ``hierarchy``
     Users of Sushi set A or B in cohorts of ``--refit-every`` (default 50): each user is
     elicited with a plain DT and with the user/item hierarchy refitted on all earlier
@@ -77,14 +82,17 @@ Accuracies count a predicted tie as one half.
 from __future__ import annotations
 
 import argparse
+import runpy
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import pandas as pd
 
+from data_loaders.cached import load_study_cached, load_study_file
+from data_loaders.pmr import inbox_urgency
 from pbo_core import __version__
-from pbo_core.experiments import pmr_llm
 from pbo_core.experiments.accuracy import (
     ACCURACY_METHODS,
     accuracy_cell,
@@ -123,11 +131,7 @@ from pbo_core.experiments.sensitivity import (
     best_baseline,
     summarize_ablation,
 )
-
-#: Default test tasks per respondent for conjoint studies.
-from pbo_core.experiments.studies import (
-    TEST_TASKS,
-)
+from pbo_core.experiments.studies import TEST_TASKS
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.strategies.registry import METHODS, SUSHI_METHODS
 
@@ -202,7 +206,7 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(label, 2)
         cell.update(test_tasks=tt, respondents=args.respondents)
     cell = {k: v for k, v in cell.items() if v is not None}
-    split = make_split(cell)
+    split = make_split(cell, load_study=load_study_cached, load_study_file=load_study_file)
     kind = study_kind(split.study)
     methods = parse_methods(args.methods, kind, cmd)
     skipped: dict[str, str] = {}
@@ -217,7 +221,7 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
             raise SystemExit("--split respondents: no pooled method among --methods")
     rows = run_grid(
         accuracy_cells(cell, methods, split),
-        accuracy_cell,
+        partial(accuracy_cell, load_study=load_study_cached, load_study_file=load_study_file),
         out_dir=args.out,
         jobs=args.jobs,
         fresh=args.fresh,
@@ -251,13 +255,13 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
     cell: dict[str, Any] = dict(base, experiment="sensitivity", study=args.study, split="tasks")
     cell.update(test_tasks=tt, respondents=args.respondents)
     cell = {k: v for k, v in cell.items() if v is not None}
-    split = make_split(cell)
+    split = make_split(cell, load_study=load_study_cached)
     kind = study_kind(split.study)
 
     def run(cells: list[dict[str, Any]]) -> pd.DataFrame:
         return run_grid(
             cells,
-            ablation_cell,
+            partial(ablation_cell, load_study=load_study_cached),
             out_dir=args.out,
             jobs=args.jobs,
             fresh=args.fresh,
@@ -412,23 +416,55 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="HTML file to write")
     s.add_argument("--data-dir", default=None, help="where the study's data are (if not bundled)")
     _own_data_args(s)
+    # The alias takes every word after it unparsed (prefix_chars="+": "--model" is a
+    # word, not an option here) and hands them to the new command, which parses them.
     s = sub.add_parser(
         "pmr-llm-vs-tree",
-        help="pure-LLM pairwise urgency vs LLM features + DT (Table 1, PMR row)",
-        description=pmr_llm.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="pure-LLM pairwise urgency vs LLM features + DT (Table 1, PMR row); alias of "
+        "python -m feature_extraction pmr-llm-vs-tree (same flags)",
+        add_help=False,
+        prefix_chars="+",
     )
-    pmr_llm.add_arguments(s)
+    s.add_argument("words", nargs="*", help="the flags of the new command")
     return p
+
+
+#: Where ``pmr-llm-vs-tree`` lives now (it needs :mod:`feature_extraction`, a higher layer).
+PMR_LLM_MODULE = "feature_extraction"
+
+
+def pmr_llm_alias(words: Sequence[str]) -> int:
+    """``pmr-llm-vs-tree WORDS``: run ``python -m feature_extraction pmr-llm-vs-tree WORDS``.
+
+    A hand-off at process level, not an import: :mod:`pbo_core` must not import
+    :mod:`feature_extraction` (the layers contract of ``.importlinter``), so the
+    command's module is run as ``__main__`` with :func:`runpy.run_module` and
+    ``sys.argv`` set, as the shell would run it; flags, output and exit status are the
+    new command's. An integer exit status is returned; an error message
+    (``SystemExit("error: ...")``) propagates as it did before the move.
+    """
+    saved = sys.argv
+    sys.argv = [f"python -m {PMR_LLM_MODULE}", "pmr-llm-vs-tree", *words]
+    try:
+        runpy.run_module(PMR_LLM_MODULE, run_name="__main__", alter_sys=False)
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return int(stop.code or 0)
+        raise
+    finally:
+        sys.argv = saved
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     args = build_parser().parse_args(argv)
     if args.command == "pmr-llm-vs-tree":
-        return pmr_llm.main(args)
+        return pmr_llm_alias(args.words)
     if args.command == "report":
-        return write_report(args, argv)
+        return write_report(
+            args, argv, load_study=load_study_cached, load_study_file=load_study_file
+        )
     progress = progress_printer(args.quiet, "cells")
 
     base = {"version": __version__, "seed": args.seed}
@@ -446,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for u in range(args.users)
             for m in methods
         ]
-        fn = sushi_pbo_cell
+        fn = partial(sushi_pbo_cell, load_study=load_study_cached)
     elif cmd == "rho-regret":
         methods = [m.strip() for m in args.methods.split(",") if m.strip()]
         bad = [m for m in methods if m not in METHODS]
@@ -464,10 +500,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             prior=args.prior,
             base=base,
         )
-        fn = rho_regret_cell
+        fn = partial(rho_regret_cell, load_study=load_study_cached, inbox_urgency=inbox_urgency)
     elif cmd == "hierarchy" and args.study == "swissmetro":
         k = args.refit_every or 200
-        n = len(swissmetro_study(args.data_dir).respondents())
+        n = len(swissmetro_study(args.data_dir, load_study=load_study_cached).respondents())
         n = min(n, args.users) if args.users is not None else n
         cells = swissmetro_cell_grid(
             n,
@@ -477,7 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             min_users=args.min_users,
             test_tasks=args.test_tasks,
         )
-        fn = swissmetro_cohort_cell
+        fn = partial(swissmetro_cohort_cell, load_study=load_study_cached)
     elif cmd == "hierarchy":
         k = args.refit_every or 50
         args.users = args.users if args.users is not None else 900
@@ -495,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for u in range(args.users)
             for v in ("plain", "hierarchy")
         ]
-        fn = hierarchy_cell
+        fn = partial(hierarchy_cell, load_study=load_study_cached)
     elif cmd in ("sushi-generalization", "conjoint-accuracy", "straddler-ablation"):
         write_json(_accuracy(args, base, progress), args.json)
         return 0
@@ -514,13 +550,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         last = int(rows["cohort"].max()) * k
         if last > 0:  # the segments and strengths of the last cohort's linear models
             summary["last_cohort"] = segment_report(
-                last, args.seed, args.max_depth, args.min_users, args.data_dir
+                last,
+                args.seed,
+                args.max_depth,
+                args.min_users,
+                args.data_dir,
+                load_study=load_study_cached,
             )
     else:
         summary = summarize_hierarchy(rows)
         # the user-covariate Bradley-Terry models beside the hierarchy (cold start)
         summary["cold_start_baselines"] = sushi_cold_start(
-            args.dataset, args.users, args.seed, args.data_dir, args.max_depth
+            args.dataset,
+            args.users,
+            args.seed,
+            args.data_dir,
+            args.max_depth,
+            load_study=load_study_cached,
         )
     write_json({"command": cmd, "summary": summary}, args.json)
     return 0

@@ -6,6 +6,11 @@ respondents after each of their own tasks; the user tree is grown on the three m
 (every respondent compares the same three items, so Eq. 15 finds groups)
 and each group's item tree on the group's pooled profile comparisons (profiles are
 rarely shared, but their attributes -- mode, time, cost, headway, seats -- are).
+
+Every function that reads a study takes ``load_study``, a
+:class:`~pbo_core.experiments.studies.LoadStudy` (the command line binds
+:func:`data_loaders.cached.load_study_cached`; this module does not import
+:mod:`data_loaders`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from pbo_core.data import Feature, PreferenceData, Schema, Study
 from pbo_core.experiments.rho_regret import mean_ci
 from pbo_core.experiments.runner import Cell
-from pbo_core.experiments.studies import load_study_cached, respondent_split
+from pbo_core.experiments.studies import LoadStudy, respondent_split
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import rho_regret
@@ -38,17 +43,25 @@ from pbo_core.strategies.dt import DTStrategy
 
 
 @lru_cache(maxsize=4)
-def fitted_hierarchy(dataset: str, n_prev: int, data_dir: str | None, max_depth: int) -> Any:
-    study = load_study_cached(f"sushi-{dataset.lower()}", data_dir)
+def fitted_hierarchy(
+    dataset: str, n_prev: int, data_dir: str | None, max_depth: int, *, load_study: LoadStudy
+) -> Any:
+    """User/item hierarchy on the first ``n_prev`` users of Sushi set ``dataset`` (cached)."""
+    study = load_study(f"sushi-{dataset.lower()}", data_dir)
     return UserItemHierarchy(max_depth=max_depth, item_max_depth=max_depth).fit(
         study, users=np.arange(n_prev)
     )
 
 
-def hierarchy_cell(cell: Cell) -> pd.DataFrame:
-    """One user of a cohort, with or without the user/item hierarchy (App. G.1, Fig. 17)."""
+def hierarchy_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
+    """One user of a cohort, with or without the user/item hierarchy (App. G.1, Fig. 17).
+
+    ``load_study`` loads the Sushi set (:class:`~pbo_core.experiments.studies.LoadStudy`;
+    bind it with :func:`functools.partial` for
+    :func:`~pbo_core.experiments.runner.run_grid`).
+    """
     dataset = cell["dataset"]
-    study = load_study_cached(f"sushi-{dataset.lower()}", cell.get("data_dir"))
+    study = load_study(f"sushi-{dataset.lower()}", cell.get("data_dir"))
     user = int(cell["user"])
     depth = int(cell["max_depth"])
     order = np.asarray(study.extras["true_order"][user])  # item indices, best first
@@ -60,7 +73,7 @@ def hierarchy_cell(cell: Cell) -> pd.DataFrame:
     problem = Problem.from_items(f"sushi-{dataset}/{user}", X, utility_all[items], study.schema)
     n_prev = int(cell["cohort"]) * int(cell["refit_every"])
     if cell["variant"] == "hierarchy" and n_prev > 0:
-        h = fitted_hierarchy(dataset, n_prev, cell.get("data_dir"), depth)
+        h = fitted_hierarchy(dataset, n_prev, cell.get("data_dir"), depth, load_study=load_study)
         resp = study.respondents()[user]
         leaf = int(h.assign(study.users.loc[[resp]])[0])
         strategy: Any = DTStrategy(
@@ -143,7 +156,13 @@ def sushi_bt_study(study: Study) -> Study:
 
 
 def sushi_cold_start(
-    dataset: str, n_users: int, seed: int, data_dir: str | None, max_depth: int
+    dataset: str,
+    n_users: int,
+    seed: int,
+    data_dir: str | None,
+    max_depth: int,
+    *,
+    load_study: LoadStudy,
 ) -> dict[str, Any]:
     """Sushi set A cold start: the first half of the users trains, the second half is new.
 
@@ -153,11 +172,12 @@ def sushi_cold_start(
     covariates (every item worth interacted with :data:`SUSHI_COVARIATES`, L2 by CV over
     training users), the BT tree (parameter-instability user tree with BT segments, as
     psychotree's ``bttree``) and the Eq. 15 hierarchy's group item tree, with paired
-    differences.
+    differences. ``load_study`` loads the Sushi set
+    (:class:`~pbo_core.experiments.studies.LoadStudy`).
     """
     if dataset.upper() != "A":
         return {"note": "set A only (set B: 100 items, 10 per user)"}
-    study = load_study_cached(f"sushi-{dataset.lower()}", data_dir)
+    study = load_study(f"sushi-{dataset.lower()}", data_dir)
     bt = sushi_bt_study(study)
     arr = cohort_arrays(bt, covariates=SUSHI_COVARIATES)
     n = min(int(n_users), arr.n_users)
@@ -228,9 +248,9 @@ def sushi_cold_start(
 
 
 # ----------------------------------------------------------------------------- SwissMetro
-def swissmetro_study(data_dir: str | None = None) -> Any:
-    """SwissMetro with profiles as items (the bundled default)."""
-    return load_study_cached("swissmetro", data_dir)
+def swissmetro_study(data_dir: str | None = None, *, load_study: LoadStudy) -> Any:
+    """SwissMetro with profiles as items (the bundled default), through ``load_study``."""
+    return load_study("swissmetro", data_dir)
 
 
 #: Variants of the SwissMetro cohorts with a linear item model (Eq. 6 of pbo_core.segments).
@@ -248,9 +268,9 @@ BASELINES: tuple[str, ...] = ("logit-pooled", "logit-interaction")
 
 
 @lru_cache(maxsize=2)
-def swissmetro_arrays(data_dir: str | None = None) -> CohortArrays:
+def swissmetro_arrays(data_dir: str | None = None, *, load_study: LoadStudy) -> CohortArrays:
     """Design differences, respondents and covariates of SwissMetro (cached)."""
-    return cohort_arrays(swissmetro_study(data_dir))
+    return cohort_arrays(swissmetro_study(data_dir, load_study=load_study))
 
 
 def respondent_permutation(n: int, seed: int) -> np.ndarray:
@@ -260,10 +280,17 @@ def respondent_permutation(n: int, seed: int) -> np.ndarray:
 
 @lru_cache(maxsize=4)
 def swissmetro_hierarchy(
-    n_prev: int, seed: int, variant: str, max_depth: int, min_users: int, data_dir: str | None
+    n_prev: int,
+    seed: int,
+    variant: str,
+    max_depth: int,
+    min_users: int,
+    data_dir: str | None,
+    *,
+    load_study: LoadStudy,
 ) -> UserItemHierarchy:
     """Hierarchy on the first ``n_prev`` arriving respondents (``pooled``: one group)."""
-    profiles = swissmetro_study(data_dir)
+    profiles = swissmetro_study(data_dir, load_study=load_study)
     users = respondent_permutation(len(profiles.respondents()), seed)[:n_prev]
     depth = 0 if variant == "pooled" else max_depth
     return UserItemHierarchy(
@@ -273,7 +300,14 @@ def swissmetro_hierarchy(
 
 @lru_cache(maxsize=8)
 def swissmetro_segment_model(
-    n_prev: int, seed: int, variant: str, max_depth: int, min_users: int, data_dir: str | None
+    n_prev: int,
+    seed: int,
+    variant: str,
+    max_depth: int,
+    min_users: int,
+    data_dir: str | None,
+    *,
+    load_study: LoadStudy,
 ) -> PersonalLogit:
     """Linear-item-model variant fitted to the first ``n_prev`` arriving respondents.
 
@@ -283,8 +317,8 @@ def swissmetro_segment_model(
     respondents per segment, Bonferroni level 0.05); each with the Eq. 6 update from own
     answers, every strength chosen by CV on these respondents only.
     """
-    study = swissmetro_study(data_dir)
-    arr = swissmetro_arrays(data_dir)
+    study = swissmetro_study(data_dir, load_study=load_study)
+    arr = swissmetro_arrays(data_dir, load_study=load_study)
     users = np.sort(respondent_permutation(arr.n_users, seed)[:n_prev])
     centre: Any
     if variant == "logit-pooled":
@@ -344,15 +378,18 @@ def _pair_accuracy(scores: np.ndarray, pairs: np.ndarray) -> float:
     return float(np.mean(np.where(d > 0, 1.0, np.where(d == 0, 0.5, 0.0))))
 
 
-def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
+def swissmetro_cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
     """A new SwissMetro respondent: held-out accuracy after each of their own tasks.
 
     The respondent's ``test_tasks`` held-out tasks (seeded) are predicted after 0, 1, ...
     of their other tasks (file order) by a plain DT on their own answers, by the warm
     start from all earlier respondents pooled (``pooled``), and by the warm start from
     their user-tree group (``hierarchy``; user tree on modes, item trees on profiles).
+    ``load_study`` loads SwissMetro (:class:`~pbo_core.experiments.studies.LoadStudy`;
+    bind it with :func:`functools.partial` for
+    :func:`~pbo_core.experiments.runner.run_grid`).
     """
-    profiles = swissmetro_study(cell.get("data_dir"))
+    profiles = swissmetro_study(cell.get("data_dir"), load_study=load_study)
     resp_ids = profiles.respondents()
     order = respondent_permutation(len(resp_ids), int(cell["seed"]))
     pos = int(order[int(cell["user"])])
@@ -369,7 +406,7 @@ def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
     depth = int(cell["max_depth"])
     leaf = -1
     if variant in LOGIT_VARIANTS:
-        return _linear_cell(cell, data, resp, pos, tasks, train_tasks, test_mask)
+        return _linear_cell(cell, data, resp, pos, tasks, train_tasks, test_mask, load_study)
     if variant != "plain":
         h = swissmetro_hierarchy(
             n_prev,
@@ -378,6 +415,7 @@ def swissmetro_cohort_cell(cell: Cell) -> pd.DataFrame:
             depth,
             int(cell["min_users"]),
             cell.get("data_dir"),
+            load_study=load_study,
         )
         leaf = int(h.assign(profiles.users.loc[[resp]])[0])
         warm = h.warm_start_surrogate(leaf, data.X)
@@ -415,6 +453,7 @@ def _linear_cell(
     tasks: np.ndarray,
     train_tasks: list[Any],
     test_mask: np.ndarray,
+    load_study: LoadStudy,
 ) -> pd.DataFrame:
     """A new respondent under a linear variant: Eq. 6 after 0, 1, ... own tasks."""
     variant = str(cell["variant"])
@@ -426,8 +465,9 @@ def _linear_cell(
         int(cell["max_depth"]),
         int(cell["min_users"]),
         cell.get("data_dir"),
+        load_study=load_study,
     )
-    arr = swissmetro_arrays(cell.get("data_dir"))
+    arr = swissmetro_arrays(cell.get("data_dir"), load_study=load_study)
     Z = arr.design.transform(data.X)
     d = Z[data.pairs[:, 0]] - Z[data.pairs[:, 1]]
     own = [d[np.isin(tasks, train_tasks[:k]) & ~test_mask] for k in range(len(train_tasks) + 1)]
@@ -530,13 +570,21 @@ def _cold_start(out: dict[str, Any], wide: pd.DataFrame) -> dict[str, Any]:
 
 
 def segment_report(
-    n_prev: int, seed: int, max_depth: int, min_users: int, data_dir: str | None
+    n_prev: int,
+    seed: int,
+    max_depth: int,
+    min_users: int,
+    data_dir: str | None,
+    *,
+    load_study: LoadStudy,
 ) -> dict[str, Any]:
     """Segments of the ``hierarchy-mob`` model of ``n_prev`` respondents, and every linear
     variant's chosen strengths (for the JSON and the page)."""
     out: dict[str, Any] = {"earlier_respondents": n_prev, "models": {}}
     for v in LOGIT_VARIANTS:
-        m = swissmetro_segment_model(n_prev, seed, v, max_depth, min_users, data_dir)
+        m = swissmetro_segment_model(
+            n_prev, seed, v, max_depth, min_users, data_dir, load_study=load_study
+        )
         c = m.centre_
         info: dict[str, Any] = {"personal_strength_rho": m.rho_}
         for attr in ("alpha_", "shrinkage_"):

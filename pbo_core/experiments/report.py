@@ -1,8 +1,10 @@
 """``python -m pbo_core.experiments report``: a study's self-contained HTML report.
 
-Loads the study as every other command does (a registry key, or an analyst's own file
-through :func:`~pbo_core.experiments.studies.load_study_file`, the ``--data`` path of
-``conjoint-accuracy``) and writes :func:`pbo_core.explain.report.build_report`.
+Loads the study as every other command does (a registry key through a
+:class:`~pbo_core.experiments.studies.LoadStudy`, or an analyst's own file through a
+:class:`~pbo_core.experiments.studies.LoadStudyFile`, the ``--data`` path of
+``conjoint-accuracy``; :mod:`pbo_core.experiments.cli` passes
+:mod:`data_loaders.cached`'s) and writes :func:`pbo_core.explain.report.build_report`.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from pbo_core.data import Study
-from pbo_core.experiments.studies import load_study_cached, load_study_file
+from pbo_core.experiments.studies import LoadStudy, LoadStudyFile
 from pbo_core.explain.report import build_report, study_report
 
 
-def _study(args: argparse.Namespace) -> Study:
+def _study(
+    args: argparse.Namespace, load_study: LoadStudy, load_study_file: LoadStudyFile
+) -> Study:
     if getattr(args, "data", None):
         if not args.attributes:
             raise SystemExit("--data needs --attributes TABLE.json")
@@ -34,7 +38,7 @@ def _study(args: argparse.Namespace) -> Study:
         )
     if not args.study:
         raise SystemExit("report needs --study KEY or --data PATH")
-    return load_study_cached(args.study, args.data_dir)
+    return load_study(args.study, args.data_dir)
 
 
 def pick_respondent(study: Study, wanted: str | None) -> Any:
@@ -48,9 +52,20 @@ def pick_respondent(study: Study, wanted: str | None) -> Any:
     raise SystemExit(f"no respondent {wanted!r} in {study.key} (respondents: {first}, ...)")
 
 
-def write_report(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
-    """Compute and write the report of ``args``; prints the file written."""
-    study = _study(args)
+def write_report(
+    args: argparse.Namespace,
+    argv: Sequence[str] | None = None,
+    *,
+    load_study: LoadStudy,
+    load_study_file: LoadStudyFile,
+) -> int:
+    """Compute and write the report of ``args``; prints the file written.
+
+    ``load_study`` loads ``--study``
+    (:class:`~pbo_core.experiments.studies.LoadStudy`) and ``load_study_file`` an own
+    ``--data`` file (:class:`~pbo_core.experiments.studies.LoadStudyFile`).
+    """
+    study = _study(args, load_study, load_study_file)
     words = list(sys.argv[1:] if argv is None else argv)
     command = "python -m pbo_core.experiments " + shlex.join(words)
     parts = study_report(study, pick_respondent(study, args.respondent), commands=[command])

@@ -6,7 +6,8 @@ Two kinds of cells, both finite item sets run through :func:`pbo_core.loop.run_p
 ``pmr-demo`` (triage)
     "Which message is more urgent?": the items are the messages of one inbox of the demo
     (inbox A or B, 30 messages each); the oracle answers with the documented ground-truth
-    urgency model (``truth.true_urgency``, noiseless unless ``noise_r`` is given). The
+    urgency model (an :class:`InboxUrgency`, e.g. :func:`data_loaders.pmr.inbox_urgency`,
+    noiseless unless ``noise_r`` is given). The
     rho-regret is the top-3 regret of App. G.1 against the true urgency ranking (ties of
     the truth broken by message order). One cell per (inbox, method, seed).
 ``train`` / ``electricity`` / ``swissmetro`` (simulated respondents)
@@ -32,19 +33,24 @@ Two kinds of cells, both finite item sets run through :func:`pbo_core.loop.run_p
     earlier respondents).
 ``sushi-a``
     The Sushi set A path (:func:`pbo_core.experiments.sushi.sushi_pbo_cell`).
+
+Studies come from a :class:`~pbo_core.experiments.studies.LoadStudy` and the triage truth
+from an :class:`InboxUrgency`, both passed in (the command line binds
+:mod:`data_loaders`' functions; this module does not import them).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from pbo_core.data import Study
 from pbo_core.experiments.runner import Cell
-from pbo_core.experiments.studies import load_study_cached
+from pbo_core.experiments.studies import LoadStudy
 from pbo_core.experiments.sushi import sushi_pbo_cell
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import rho_regret, top1_rank_error
@@ -64,39 +70,74 @@ RHO_METHODS = ("dt", "dt-notop", "dt-toponly", "gp", "dt-random")
 PRIORS = ("pooled", "none")
 
 
+class InboxUrgency(Protocol):
+    """The triage truth of one demo inbox, e.g. :func:`data_loaders.pmr.inbox_urgency`.
+
+    ``inbox_urgency(study, inbox) -> (rows, urgency)``: the item indices of the messages
+    of inbox ``inbox`` (``"A"`` or ``"B"``) in ``study.data`` and their ground-truth
+    urgency (float array, same length; both empty when the inbox has no message).
+    """
+
+    def __call__(self, study: Study, inbox: str) -> tuple[np.ndarray, np.ndarray]: ...
+
+
 def _strict_order(utility: np.ndarray) -> np.ndarray:
     """Item indices best first (ties broken by index)."""
     return np.lexsort((np.arange(len(utility)), -np.asarray(utility, dtype=float)))
 
 
 @lru_cache(maxsize=4)
-def respondent_models(key: str, data_dir: str | None = None) -> RespondentLinearSurrogate:
-    """Per-respondent logit utilities of a bundled study (the simulated truths)."""
-    study = load_study_cached(key, data_dir)
+def respondent_models(
+    key: str, data_dir: str | None = None, *, load_study: LoadStudy
+) -> RespondentLinearSurrogate:
+    """Per-respondent logit utilities of a bundled study (the simulated truths).
+
+    ``load_study`` loads ``key`` (:class:`~pbo_core.experiments.studies.LoadStudy`).
+    """
+    study = load_study(key, data_dir)
     task = study.extras.get("pair_task")
     tasks = np.asarray(task) if task is not None else None
     return RespondentLinearSurrogate("logit", shrink=True, alpha="cv").fit(study.data, tasks=tasks)
 
 
-def pmr_problem(inbox: str) -> tuple[Problem, np.ndarray]:
-    """The triage problem of one demo inbox and its true urgency order."""
-    study = load_study_cached("pmr-demo")
-    truth = study.extras["truth"]
-    ids = study.data.items["message_id"].astype(str).to_numpy()
-    sel = np.flatnonzero(np.char.startswith(ids.astype(str), inbox))
+def pmr_problem(
+    inbox: str, *, load_study: LoadStudy, inbox_urgency: InboxUrgency
+) -> tuple[Problem, np.ndarray]:
+    """The triage problem of one demo inbox and its true urgency order.
+
+    Parameters
+    ----------
+    inbox
+        ``"A"`` or ``"B"``.
+    load_study
+        Loads ``"pmr-demo"`` (:class:`~pbo_core.experiments.studies.LoadStudy`).
+    inbox_urgency
+        The inbox's messages and their true urgency (:class:`InboxUrgency`).
+    """
+    study = load_study("pmr-demo")
+    sel, urgency = inbox_urgency(study, inbox)
     if len(sel) == 0:
         raise ValueError(f"no messages of inbox {inbox!r} in pmr-demo")
-    urgency = truth.set_index("message_id").loc[ids[sel], "true_urgency"].to_numpy(float)
+    urgency = np.asarray(urgency, dtype=float)
     problem = Problem.from_items(f"pmr-demo/{inbox}", study.data.X[sel], urgency, study.schema)
     return problem, _strict_order(urgency)
 
 
 def simulated_problem(
-    key: str, respondent_index: int, n_items: int, seed: int, data_dir: str | None = None
+    key: str,
+    respondent_index: int,
+    n_items: int,
+    seed: int,
+    data_dir: str | None = None,
+    *,
+    load_study: LoadStudy,
 ) -> tuple[Problem, np.ndarray]:
-    """Items drawn from a study and one simulated respondent's true (fitted) utility."""
-    study = load_study_cached(key, data_dir)
-    model = respondent_models(key, data_dir)
+    """Items drawn from a study and one simulated respondent's true (fitted) utility.
+
+    ``load_study`` loads ``key`` (:class:`~pbo_core.experiments.studies.LoadStudy`).
+    """
+    study = load_study(key, data_dir)
+    model = respondent_models(key, data_dir, load_study=load_study)
     resp = model.respondents_[respondent_index]
     X_all = study.data.X
     # distinct rows only (Problem.from_items identifies items by their encoded row)
@@ -110,15 +151,18 @@ def simulated_problem(
 
 
 @lru_cache(maxsize=4)
-def population_prior(key: str, n_simulated: int, data_dir: str | None = None) -> SlopePrior:
+def population_prior(
+    key: str, n_simulated: int, data_dir: str | None = None, *, load_study: LoadStudy
+) -> SlopePrior:
     """Slope prior from the respondents of a study that are not simulated in the run.
 
     The first ``n_simulated`` respondents (in the order of :func:`respondent_models`)
     are left out; the rest are fitted together as a single-leaf Bayesian linear probit
     with every attribute, shrunk toward the pooled slopes (strength by task CV).
+    ``load_study`` loads ``key`` (:class:`~pbo_core.experiments.studies.LoadStudy`).
     """
-    study = load_study_cached(key, data_dir)
-    simulated = respondent_models(key, data_dir).respondents_[:n_simulated]
+    study = load_study(key, data_dir)
+    simulated = respondent_models(key, data_dir, load_study=load_study).respondents_[:n_simulated]
     resp = study.data.respondent
     if resp is None:
         raise ValueError(f"{key}: no respondent ids, so no earlier respondents for a prior")
@@ -130,12 +174,28 @@ def population_prior(key: str, n_simulated: int, data_dir: str | None = None) ->
     return pooled_slope_prior(study.data.select_pairs(keep), tasks)
 
 
-def rho_regret_cell(cell: Cell) -> pd.DataFrame:
-    """One (study, unit, method, seed) run: rho-regret and top-1 error per question."""
+def rho_regret_cell(
+    cell: Cell, *, load_study: LoadStudy, inbox_urgency: InboxUrgency | None = None
+) -> pd.DataFrame:
+    """One (study, unit, method, seed) run: rho-regret and top-1 error per question.
+
+    Parameters
+    ----------
+    cell
+        A cell of :func:`rho_cells`.
+    load_study
+        Loads the cell's study (:class:`~pbo_core.experiments.studies.LoadStudy`).
+    inbox_urgency
+        The triage truth of ``pmr-demo`` cells (:class:`InboxUrgency`; required for them).
+
+    Bind both with :func:`functools.partial` for
+    :func:`~pbo_core.experiments.runner.run_grid` (the cell itself holds no callable).
+    """
     study = cell["study"]
     if study == "sushi-a":
         rows = sushi_pbo_cell(
-            dict(cell, user=int(cell["unit"]), iters=int(cell["iters"]), n_init=1)
+            dict(cell, user=int(cell["unit"]), iters=int(cell["iters"]), n_init=1),
+            load_study=load_study,
         )
         rows["study"] = study
         rows["unit"] = str(cell["unit"])
@@ -143,12 +203,16 @@ def rho_regret_cell(cell: Cell) -> pd.DataFrame:
         return rows
     seed = int(cell["seed"])
     if study == "pmr-demo":
-        problem, order = pmr_problem(str(cell["unit"]))
+        if inbox_urgency is None:
+            raise ValueError("pmr-demo cells need inbox_urgency (the triage truth)")
+        problem, order = pmr_problem(
+            str(cell["unit"]), load_study=load_study, inbox_urgency=inbox_urgency
+        )
         run_seed = seed
     else:
         idx = int(cell["unit"])
         problem, order = simulated_problem(
-            study, idx, int(cell["n_items"]), seed, cell.get("data_dir")
+            study, idx, int(cell["n_items"]), seed, cell.get("data_dir"), load_study=load_study
         )
         run_seed = seed * 100_003 + idx
     options: dict[str, Any] = {}
@@ -158,7 +222,9 @@ def rho_regret_cell(cell: Cell) -> pd.DataFrame:
         and cell.get("prior", "pooled") == "pooled"
     ):
         n_sim = int(cell.get("n_units", idx + 1))
-        options["slope_prior"] = population_prior(study, n_sim, cell.get("data_dir"))
+        options["slope_prior"] = population_prior(
+            study, n_sim, cell.get("data_dir"), load_study=load_study
+        )
     res = run_pbo(
         problem,
         make_strategy(cell["method"], **options),

@@ -40,6 +40,7 @@ from pbo_core.experiments.accuracy import (
     summarize_methods,
 )
 from pbo_core.experiments.runner import Cell
+from pbo_core.experiments.studies import LoadStudy, LoadStudyFile
 from pbo_core.explain.sensitivity import summarize_sensitivity
 
 __all__ = [
@@ -71,9 +72,15 @@ def _tag(rows: pd.DataFrame, feature: str | None) -> pd.DataFrame:
     return rows.assign(**{"feature removed": BASELINE_ROW if feature is None else feature})
 
 
-def ablation_cell(cell: Cell) -> pd.DataFrame:
-    """Accuracy rows of one method without ``cell["drop_feature"]`` (if any), tagged."""
-    return _tag(accuracy_cell(cell), cell.get("drop_feature"))
+def ablation_cell(
+    cell: Cell, *, load_study: LoadStudy, load_study_file: LoadStudyFile | None = None
+) -> pd.DataFrame:
+    """Accuracy rows of one method without ``cell["drop_feature"]`` (if any), tagged.
+
+    The loaders are those of :func:`~pbo_core.experiments.accuracy.accuracy_cell`.
+    """
+    rows = accuracy_cell(cell, load_study=load_study, load_study_file=load_study_file)
+    return _tag(rows, cell.get("drop_feature"))
 
 
 def ablation_rows(

@@ -1,18 +1,27 @@
-"""Case-study inputs: study loading (through :mod:`data_loaders`), respondent task splits.
+"""Case-study inputs: how studies are loaded (typed callables), respondent task splits.
 
-This and the other case-study modules sit in the apps layer (above :mod:`data_loaders`);
-nothing below :mod:`pbo_core.experiments` imports them."""
+The case-study modules (:mod:`~pbo_core.experiments.sushi`,
+:mod:`~pbo_core.experiments.accuracy`, :mod:`~pbo_core.experiments.cohorts`,
+:mod:`~pbo_core.experiments.rho_regret`, :mod:`~pbo_core.experiments.report`, ...) do not
+import :mod:`data_loaders` (a higher layer): their cells and functions take a
+:class:`LoadStudy` (and, for an analyst's own file, a :class:`LoadStudyFile`). The
+command line :mod:`pbo_core.experiments.cli` and the dashboard bind
+:func:`data_loaders.cached.load_study_cached` and
+:func:`data_loaders.cached.load_study_file` (cached per process); a grid passes its
+cell function to :func:`~pbo_core.experiments.runner.run_grid` as a
+:func:`functools.partial` of the module-level function, which pickles for joblib
+workers. The loaders are never part of a cell (cells are hashed for resume).
+
+Nothing below :mod:`pbo_core.experiments` imports these modules.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from data_loaders.registry import load_study
-from data_loaders.user_studies import ColumnMap, load_choice_file
 from pbo_core.data import PreferenceData, Study
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.gp import GPSurrogate
@@ -21,50 +30,40 @@ from pbo_core.models.gp import GPSurrogate
 TEST_TASKS = {"bela": 2, "presidential": 3, "train": 2, "electricity": 2}
 
 
-@lru_cache(maxsize=8)
-def load_study_cached(key: str, data_dir: str | None = None) -> Study:
-    """A registry study (``data_dir``: its folder or file when not bundled), once per process."""
-    opts: dict[str, Any] = {}
-    if data_dir:
-        opts["data_dir" if key.startswith("sushi") else "path"] = data_dir
-    return load_study(key, **opts)
+class LoadStudy(Protocol):
+    """Loads a registry study by key, e.g. :func:`data_loaders.cached.load_study_cached`.
 
-
-@lru_cache(maxsize=4)
-def load_study_file(
-    path: str,
-    fmt: Literal["long", "wide"],
-    attributes: str,
-    respondent: str = "respondent",
-    task: str = "task",
-    profile: str = "profile",
-    chosen: str | None = None,
-    alternatives: Sequence[str] = ("1", "2"),
-) -> Study:
-    """An analyst's own choice data (long or wide CSV + JSON attribute table), once per process.
-
-    Parameters
-    ----------
-    path
-        CSV file (``.gz`` allowed).
-    fmt
-        ``"long"`` (one row per respondent x task x profile, :func:`load_conjoint_long`) or
-        ``"wide"`` (one row per task, :func:`load_conjoint_wide`).
-    attributes
-        JSON attribute table (:func:`data_loaders.conjoint.read_attribute_table`).
-    respondent, task, profile, chosen
-        Column names; ``chosen`` defaults to ``"chosen"`` (long: the 1/0 flag) or
-        ``"choice"`` (wide: the chosen alternative). ``profile`` is used by the long format.
-    alternatives
-        Wide format: the alternatives' column suffixes.
-
-    Raises
-    ------
-    DataValidationError
-        For malformed data, naming the file and line (from the readers).
+    ``load_study(key, data_dir=None) -> Study``: ``key`` is a registry key (``"train"``,
+    ``"sushi-a"``, ``"swissmetro"``, ``"pmr-demo"``, ...); ``data_dir`` is the study's
+    folder or file when it is not bundled. Implementations should cache per process
+    (many cells load the same study) and must be picklable (module-level functions are)
+    when a grid runs on joblib workers.
     """
-    columns = ColumnMap(fmt, respondent, task, profile, chosen, tuple(alternatives))
-    return load_choice_file(path, attributes, columns)
+
+    def __call__(self, key: str, data_dir: str | None = None) -> Study: ...
+
+
+class LoadStudyFile(Protocol):
+    """Loads an analyst's own choice file, e.g. :func:`data_loaders.cached.load_study_file`.
+
+    ``load_study_file(path, fmt, attributes, respondent, task, profile, chosen,
+    alternatives) -> Study``: ``path`` a long or wide CSV (``fmt``), ``attributes`` its
+    JSON attribute table, then the column names (``chosen=None``: the format's default)
+    and the wide format's alternative suffixes. Cached per process and picklable, as
+    :class:`LoadStudy`.
+    """
+
+    def __call__(
+        self,
+        path: str,
+        fmt: Literal["long", "wide"],
+        attributes: str,
+        respondent: str = "respondent",
+        task: str = "task",
+        profile: str = "profile",
+        chosen: str | None = None,
+        alternatives: Sequence[str] = ("1", "2"),
+    ) -> Study: ...
 
 
 def fit_model(kind: str, data: PreferenceData, **kw: Any) -> Any:

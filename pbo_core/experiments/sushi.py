@@ -8,20 +8,25 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.experiments.runner import Cell
-
-#: Default test tasks per respondent for conjoint studies.
-from pbo_core.experiments.studies import (
-    load_study_cached,
-)
+from pbo_core.experiments.studies import LoadStudy
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import rho_regret, top1_rank_error
 from pbo_core.problem import Problem
 from pbo_core.strategies.registry import make_strategy
 
 
-def sushi_pbo_cell(cell: Cell) -> pd.DataFrame:
-    """One user x method run on Sushi set A."""
-    study = load_study_cached("sushi-a", cell.get("data_dir"))
+def sushi_pbo_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
+    """One user x method run on Sushi set A.
+
+    Parameters
+    ----------
+    cell
+        ``user``, ``method``, ``n_init``, ``iters``, ``seed`` (and ``data_dir``).
+    load_study
+        Loads ``"sushi-a"`` (:class:`~pbo_core.experiments.studies.LoadStudy`; bind it
+        with :func:`functools.partial` for :func:`~pbo_core.experiments.runner.run_grid`).
+    """
+    study = load_study("sushi-a", cell.get("data_dir"))
     user = int(cell["user"])
     order = np.asarray(study.extras["true_order"][user])
     n = len(order)

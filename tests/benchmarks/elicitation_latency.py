@@ -52,7 +52,7 @@ def session_latencies(method: str, answers: int) -> dict[str, Any]:
     """In-process answer + next question seconds on Electricity items and on Branin."""
     import numpy as np
 
-    from pbo_core.experiments.studies import load_study_cached
+    from data_loaders.cached import load_study_cached
     from pbo_core.session import ElicitationSession, study_item_set
     from pbo_core.strategies.linear_leaves import PRIOR_METHODS, pooled_slope_prior
 

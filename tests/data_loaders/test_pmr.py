@@ -21,6 +21,7 @@ from data_loaders.pmr import (
     DEMO_URGENCY_WEIGHTS,
     PMR_DIR_ENV,
     demo_true_urgency,
+    inbox_urgency,
     load_pmr_demo,
     load_pmr_synth,
     pack_text,
@@ -70,6 +71,19 @@ def test_demo_split_is_by_inbox(demo) -> None:
     msgs = pd.read_csv(DEMO_DIR / "messages.csv")
     by_inbox = msgs.groupby("inbox")["scenario"].apply(set)
     assert not (by_inbox["A"] & by_inbox["B"])
+
+
+def test_inbox_urgency_gives_each_inbox_its_messages_and_true_urgency(demo) -> None:
+    items = demo.data.items
+    truth = demo.extras["truth"].set_index("message_id")["true_urgency"]
+    for inbox in ("A", "B"):
+        rows, urgency = inbox_urgency(demo, inbox)
+        assert len(rows) == len(urgency) == 30
+        assert (items["inbox"].to_numpy()[rows] == inbox).all()
+        ids = items["message_id"].to_numpy()[rows]
+        np.testing.assert_array_equal(urgency, truth.loc[ids].to_numpy(float))
+    rows, urgency = inbox_urgency(demo, "C")
+    assert len(rows) == len(urgency) == 0
 
 
 def test_demo_truth_is_spec_valid_and_labels_follow_the_model(demo) -> None:

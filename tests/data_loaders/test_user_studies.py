@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from data_loaders import user_studies as us
+from data_loaders.cached import load_study_file
 from data_loaders.registry import list_studies, load_study
-from pbo_core.experiments.studies import load_study_file
 
 
 def long_frame(seed: int = 0) -> pd.DataFrame:

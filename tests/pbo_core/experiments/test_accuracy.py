@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from data_loaders.cached import load_study_cached
 from data_loaders.conjoint import Attribute, write_attribute_table
 from pbo_core.data import PreferenceData
 from pbo_core.experiments import accuracy as acc
 from pbo_core.experiments import cli
-from pbo_core.experiments.studies import load_study_cached, respondent_split, train_test
+from pbo_core.experiments.studies import respondent_split, train_test
 from pbo_core.metrics import accuracy as pair_accuracy
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.linear import LogitSurrogate
@@ -145,9 +146,9 @@ def test_bootstrap_ci_covers_the_true_mean_in_simulation() -> None:
 # ----------------------------------------------------------------------------- cells
 def test_cells_reproduce_the_per_respondent_split_and_pooled_fit() -> None:
     cell = {"study": "electricity", "split": "tasks", "seed": 0, "test_tasks": 2, "respondents": 5}
-    split = acc.make_split(cell)
+    split = acc.make_split(cell, load_study=load_study_cached)
     study = load_study_cached("electricity")
-    dt = acc.accuracy_cell(dict(cell, method="dt"))
+    dt = acc.accuracy_cell(dict(cell, method="dt"), load_study=load_study_cached)
     for i, r in enumerate(split.respondents):
         data, mask = respondent_split(study, r, 2, 0)
         tr, te = train_test(data, mask)
@@ -158,7 +159,7 @@ def test_cells_reproduce_the_per_respondent_split_and_pooled_fit() -> None:
         assert row["train_acc"] == pytest.approx(pair_accuracy(m, tr))
         assert row["leaves"] == m.n_leaves_
     # the pooled fit uses every training comparison of the evaluated respondents
-    pooled = acc.accuracy_cell(dict(cell, method="logit-pooled"))
+    pooled = acc.accuracy_cell(dict(cell, method="logit-pooled"), load_study=load_study_cached)
     train_rows = np.isin(study.data.respondent, split.respondents)
     assert np.array_equal(split.train | split.test, train_rows)
     ref = LogitSurrogate().fit(

@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from data_loaders.cached import load_study_cached
+from data_loaders.pmr import inbox_urgency
 from pbo_core.experiments import cli as experiments
 from pbo_core.experiments.cohorts import (
     SWISSMETRO_VARIANTS,
@@ -22,7 +24,7 @@ def _run(capsys, *argv: str) -> dict:
 
 
 def test_pmr_demo_triage_truth_and_curves(capsys, tmp_path) -> None:
-    problem, order = pmr_problem("A")
+    problem, order = pmr_problem("A", load_study=load_study_cached, inbox_urgency=inbox_urgency)
     assert len(problem.items) == 30
     u = problem.utility(problem.items)
     assert np.all(np.diff(u[order]) <= 0)  # order is the true urgency, most urgent first
@@ -76,12 +78,12 @@ def test_pmr_demo_triage_truth_and_curves(capsys, tmp_path) -> None:
     "study", ["electricity", pytest.param("swissmetro", marks=pytest.mark.slow)]
 )
 def test_simulated_respondents_use_fitted_utilities(capsys, study) -> None:
-    p0, order0 = simulated_problem(study, 0, 12, seed=0)
+    p0, order0 = simulated_problem(study, 0, 12, seed=0, load_study=load_study_cached)
     assert len(p0.items) == 12 and len(np.unique(p0.items, axis=0)) == 12
     u0 = p0.utility(p0.items)
     assert np.all(np.diff(u0[order0]) <= 0)
     # heterogeneous truths: two respondents do not share one utility function
-    model = respondent_models(study)
+    model = respondent_models(study, load_study=load_study_cached)
     u1 = model.predict(p0.items, respondent=model.respondents_[1])
     assert np.allclose(u0, model.predict(p0.items, respondent=model.respondents_[0]))
     assert not np.allclose(u0, u1)
@@ -110,10 +112,10 @@ def test_unknown_rho_method_is_rejected() -> None:
 
 
 def test_swissmetro_hierarchy_splits_on_modes() -> None:
-    h = swissmetro_hierarchy(600, 0, "hierarchy", 3, 20, None)
+    h = swissmetro_hierarchy(600, 0, "hierarchy", 3, 20, None, load_study=load_study_cached)
     assert h.user_tree_.n_leaves > 1  # Eq. 15 on modes separates respondents
     assert "Surveyed among" in h.rule(0, True) or h.user_tree_.split[0] is not None
-    pooled = swissmetro_hierarchy(600, 0, "pooled", 3, 20, None)
+    pooled = swissmetro_hierarchy(600, 0, "pooled", 3, 20, None, load_study=load_study_cached)
     assert pooled.user_tree_.n_leaves == 1
     perm = respondent_permutation(1191, 0)
     assert sorted(perm.tolist()) == list(range(1191))

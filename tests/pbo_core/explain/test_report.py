@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from data_loaders.cached import load_study_cached
 from pbo_core.experiments.cli import main
-from pbo_core.experiments.studies import load_study_cached
 from pbo_core.explain.report import (
     ReportParts,
     build_report,

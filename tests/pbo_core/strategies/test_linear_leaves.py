@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from data_loaders.cached import load_study_cached
 from pbo_core.acquisition.eubo import eubo
 from pbo_core.benchmarks import get_benchmark
 from pbo_core.data import Feature, PreferenceData, Schema
@@ -222,7 +223,7 @@ def test_rho_regret_cells_carry_the_prior_only_for_linear_methods() -> None:
     assert by["dt-linear"]["n_units"] == 2
     with pytest.raises(ValueError, match="prior must be one of"):
         rho_cells("train", ["dt-linear"], units=1, seeds=1, iters=1, prior="flat")
-    prior = population_prior("train", 2)
+    prior = population_prior("train", 2, load_study=load_study_cached)
     assert prior.columns == ("price", "time", "changes", "comfort")
 
 

@@ -1,6 +1,6 @@
 """DT-PBO Table 1's PMR row: pure-LLM pairwise ranking vs LLM features + a decision tree.
 
-``python -m pbo_core.experiments pmr-llm-vs-tree`` asks an OpenAI-compatible endpoint,
+``python -m feature_extraction pmr-llm-vs-tree`` asks an OpenAI-compatible endpoint,
 for every test pair of a PMR study (inbox B of the demo inbox ``pmr-demo`` or of
 PMR-Synth ``pmr``), "which of these two messages is more urgent?" and compares its answers
 with a DT-PBO tree trained on inbox A's comparisons of the extracted features
@@ -13,8 +13,9 @@ position bias of the model cannot masquerade as accuracy; answers that fail vali
 are re-asked with the error fed back (``max_validation_retries``), and a pair without a
 valid answer counts as a coin flip (0.5), like a predicted tie of the tree.
 
-This is an apps-layer module (it loads studies and calls the endpoint); the import
-contract keeps grids and benchmark cells free of it.
+The experiment's logic; :mod:`feature_extraction.cli` loads the study (it alone here
+imports :mod:`data_loaders`) and extracts the features. ``python -m pbo_core.experiments
+pmr-llm-vs-tree`` is an alias that hands off to the same command (same flags and output).
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from data_loaders import pmr
 from feature_extraction.cache import ExtractionCache, completion_key, default_cache_path
 from feature_extraction.client import (
     LLMClient,
@@ -39,8 +39,6 @@ from feature_extraction.client import (
     add_endpoint_arguments,
     config_from_args,
 )
-from feature_extraction.extract import extract_features, load_table
-from feature_extraction.spec import table9_spec
 from pbo_core.data import Study
 from pbo_core.experiments.runner import write_json
 from pbo_core.metrics import bootstrap_ci, paired_difference
@@ -51,9 +49,17 @@ __all__ = [
     "add_arguments",
     "ask_pairs",
     "pair_messages",
+    "run",
     "run_pmr_llm_vs_tree",
     "summarize_pmr",
     "tree_correct",
+]
+
+#: Loads the study of ``--study`` with the tree's features: ``(study_key, features,
+#: data_dir, config, cache) -> (study, description of the features' source)``
+#: (:func:`feature_extraction.cli.pmr_llm_study`).
+StudyWithFeatures = Callable[
+    [str, str, str | None, LLMConfig | None, str | None], tuple[Study, str]
 ]
 
 #: JSON schema of the pairwise answer.
@@ -171,38 +177,6 @@ def tree_correct(study: Study, ratio: float = 0.25) -> np.ndarray:
     u = DTSurrogate(ratio=ratio).fit(train).predict(test.X)
     w, lo = u[test.pairs[:, 0]], u[test.pairs[:, 1]]
     return np.where(w > lo, 1.0, np.where(w == lo, 0.5, 0.0))
-
-
-def _load(
-    study_key: str, features: str, data_dir: str | None, config: LLMConfig | None, cache: str | None
-) -> tuple[Study, str]:
-    """The study with the requested features and a description of where they came from."""
-    if features not in ("truth", "extract"):
-        table = load_table(features, table9_spec())
-        source = f"table {features}"
-    elif features == "truth":
-        if study_key != "pmr-demo":
-            raise SystemExit("--features truth exists only for pmr-demo")
-        return pmr.load_pmr_demo(), "ground truth (demo inbox)"
-    else:
-        assert config is not None
-        base = pmr.load_pmr_demo() if study_key == "pmr-demo" else pmr.load_pmr_synth(data_dir)
-        with ExtractionCache(Path(cache) if cache else default_cache_path()) as c:
-            result = extract_features(pmr.pmr_texts(base), table9_spec(), config, cache=c)
-        table = result.table()
-        n_ok = int((table["status"] == "ok").sum())
-        if n_ok == 0:
-            counts = ", ".join(f"{k} {v}" for k, v in result.counts().items() if v)
-            raise SystemExit(
-                f"error: {config.model} at {config.base_url} gave no usable features for any "
-                f"of the {len(table)} messages ({counts}); the tree cannot be trained (the "
-                "log above says why; --features truth or a table from `python -m "
-                "feature_extraction extract` train it without the endpoint)"
-            )
-        source = f"extracted by {config.model} ({n_ok}/{len(table)} messages ok)"
-    if study_key == "pmr-demo":
-        return pmr.load_pmr_demo(features=table), source
-    return pmr.load_pmr_synth(data_dir, features=table), source
 
 
 def run_pmr_llm_vs_tree(
@@ -329,10 +303,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_endpoint_arguments(p)
 
 
-def main(args: argparse.Namespace) -> int:
-    """Run the command from parsed arguments (see :func:`add_arguments`)."""
+def run(args: argparse.Namespace, load: StudyWithFeatures) -> int:
+    """Run the command from parsed arguments (see :func:`add_arguments`).
+
+    ``load`` gives the study with the tree's features (:data:`StudyWithFeatures`; the
+    command line passes :func:`feature_extraction.cli.pmr_llm_study`).
+    """
     cfg = config_from_args(args)
-    study, source = _load(args.study, args.features, args.data_dir, cfg, args.cache)
+    study, source = load(args.study, args.features, args.data_dir, cfg, args.cache)
     with ExtractionCache(Path(args.cache) if args.cache else default_cache_path()) as cache:
         rows = run_pmr_llm_vs_tree(
             study, cfg, max_pairs=args.max_pairs, seed=args.seed, cache=cache

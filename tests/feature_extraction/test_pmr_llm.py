@@ -1,4 +1,5 @@
-"""``pmr-llm-vs-tree`` against the project's scripted OpenAI-compatible test server.
+"""``python -m feature_extraction pmr-llm-vs-tree`` against the project's scripted
+OpenAI-compatible test server.
 
 Plumbing only: the server's answers are schema-valid but content-free (derived from a
 hash of the request), so the LLM accuracy is not meaningful here.
@@ -11,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from pbo_core.experiments import cli, pmr_llm
+from feature_extraction import cli, pmr_llm
 from tests.fixtures.fault_server import FaultConfig, FaultServer
 
 

@@ -1,0 +1,68 @@
+"""Studies loaded once per process: the loaders the case-study command lines bind.
+
+:func:`load_study_cached` (a registry key) and :func:`load_study_file` (an analyst's own
+choice file) keep an LRU cache per process, so the cells of one grid -- every worker of
+:func:`pbo_core.experiments.runner.run_grid` runs many -- parse a study once. The
+case-study modules of :mod:`pbo_core.experiments` take them as arguments
+(:class:`pbo_core.experiments.studies.LoadStudy`,
+:class:`~pbo_core.experiments.studies.LoadStudyFile`); their command line
+(:mod:`pbo_core.experiments.cli`) and the dashboard bind them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, Literal
+
+from data_loaders.registry import load_study
+from data_loaders.user_studies import ColumnMap, load_choice_file
+from pbo_core.data import Study
+
+__all__ = ["load_study_cached", "load_study_file"]
+
+
+@lru_cache(maxsize=8)
+def load_study_cached(key: str, data_dir: str | None = None) -> Study:
+    """A registry study (``data_dir``: its folder or file when not bundled), once per process."""
+    opts: dict[str, Any] = {}
+    if data_dir:
+        opts["data_dir" if key.startswith("sushi") else "path"] = data_dir
+    return load_study(key, **opts)
+
+
+@lru_cache(maxsize=4)
+def load_study_file(
+    path: str,
+    fmt: Literal["long", "wide"],
+    attributes: str,
+    respondent: str = "respondent",
+    task: str = "task",
+    profile: str = "profile",
+    chosen: str | None = None,
+    alternatives: Sequence[str] = ("1", "2"),
+) -> Study:
+    """An analyst's own choice data (long or wide CSV + JSON attribute table), once per process.
+
+    Parameters
+    ----------
+    path
+        CSV file (``.gz`` allowed).
+    fmt
+        ``"long"`` (one row per respondent x task x profile, :func:`load_conjoint_long`) or
+        ``"wide"`` (one row per task, :func:`load_conjoint_wide`).
+    attributes
+        JSON attribute table (:func:`data_loaders.conjoint.read_attribute_table`).
+    respondent, task, profile, chosen
+        Column names; ``chosen`` defaults to ``"chosen"`` (long: the 1/0 flag) or
+        ``"choice"`` (wide: the chosen alternative). ``profile`` is used by the long format.
+    alternatives
+        Wide format: the alternatives' column suffixes.
+
+    Raises
+    ------
+    DataValidationError
+        For malformed data, naming the file and line (from the readers).
+    """
+    columns = ColumnMap(fmt, respondent, task, profile, chosen, tuple(alternatives))
+    return load_choice_file(path, attributes, columns)
