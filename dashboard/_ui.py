@@ -13,6 +13,7 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard._services import sessions as store
+from pbo_core.explain.export import OUTLINE_LEAVES
 
 #: Cookie (and session-state key) holding this browser's visitor token.
 VISITOR_COOKIE = "dtpbo_visitor"
@@ -139,6 +140,8 @@ def respondent_picker(study: Any, *, key: str, container: Any = None) -> Any:
 
 
 _TREE_JS = Path(__file__).resolve().parent / "static" / "tree_view.js"
+#: Tallest tree view "fit the tree" opens (px); taller outlines scroll (drag / wheel).
+MAX_FIT_HEIGHT = 2400
 
 _TREE_HTML = """<!doctype html><html><head><meta charset="utf-8"><style>
 body {{ margin: 0; font-family: Helvetica, Arial, sans-serif; font-size: 13px; background: #fff; }}
@@ -182,17 +185,24 @@ def _json_for_script(obj: Any) -> str:
 
 
 def interactive_tree(
-    view: Any, *, name: str, height: int = 560, max_depth: int | None = None
+    view: Any,
+    *,
+    name: str,
+    height: int = 560,
+    max_depth: int | None = None,
+    style: str = "tree",
 ) -> None:
     """The tree in an interactive SVG: pan, zoom, collapse/expand, full screen.
 
     Drawn in the browser by a small script shipped with the dashboard
-    (``dashboard/static/tree_view.js``, no network, no Graphviz program).
+    (``dashboard/static/tree_view.js``, no network, no Graphviz program); ``style`` is
+    ``"tree"`` (top-down) or ``"outline"`` (one indented row per box).
     """
+    opts = {"name": name, "max_depth": max_depth, "collapsed": [], "style": style}
     doc = _TREE_HTML.format(
         svg_h=height,
         data=_json_for_script(view.to_dict()),
-        opts=_json_for_script({"name": name, "max_depth": max_depth, "collapsed": []}),
+        opts=_json_for_script(opts),
         js=_TREE_JS.read_text(encoding="utf-8"),
     )
     st.iframe(doc, height=height + 100)
@@ -224,17 +234,41 @@ def tree_with_downloads(
             on_click="ignore",
         )
         return
-    tall = st.select_slider(
-        "View height",
-        options=[400, 560, 760, 1000],
-        value=height if height in (400, 560, 760, 1000) else 560,
-        key=f"{key}_height",
-        help="Height of the tree view in pixels; the view also has a full-screen button.",
+    n_leaves = sum(n.kind == "leaf" for n in tree.nodes)
+    c1, c2 = st.columns([2, 3])
+    choice = c1.segmented_control(
+        "Layout",
+        ["Automatic", "Top-down tree", "Outline"],
+        default="Automatic",
+        key=f"{key}_layout",
+        help=(
+            "Top-down: the classic tree drawing. Outline: one indented row per box, so "
+            "every box reads at 100 % however many leaves the tree has. Automatic: the "
+            f"outline above {OUTLINE_LEAVES} leaves (this tree has {n_leaves})."
+        ),
     )
-    interactive_tree(tree, name=name, height=int(tall), max_depth=max_depth)
+    outline = choice == "Outline" or (choice != "Top-down tree" and n_leaves > OUTLINE_LEAVES)
+    style = "outline" if outline else "tree"
+    tall = c2.select_slider(
+        "View height",
+        options=["fit", 400, 560, 760, 1000, 1400, 2000],
+        value=height if height in (400, 560, 760, 1000) else "fit",
+        key=f"{key}_height",
+        format_func=lambda v: "fit the tree" if v == "fit" else f"{v} px",
+        help=(
+            "Height of the tree view in pixels (fit the tree: the outline's full height, "
+            f"up to {MAX_FIT_HEIGHT} px, or 560 px for the top-down tree); the view also "
+            "has a full-screen button."
+        ),
+    )
+    if tall == "fit":
+        rows = tree.layout(max_depth=max_depth, style=style) if outline else {}
+        need = max((y + h for _, y, _, h, _ in rows.values()), default=0.0) + 12
+        tall = min(max(int(need), 400), MAX_FIT_HEIGHT) if outline else 560
+    interactive_tree(tree, name=name, height=int(tall), max_depth=max_depth, style=style)
 
     def svg() -> str:  # rendered when clicked (deferred download)
-        return tree.to_svg(max_depth=max_depth)
+        return tree.to_svg(max_depth=max_depth, style=style)
 
     cols = st.columns(4)
     cols[0].download_button(

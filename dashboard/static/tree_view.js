@@ -1,7 +1,9 @@
 // Interactive tree view for DT-PBO Explorer (no dependencies, no network).
 // Lays out the tree like pbo_core.explain.export.TreeView.layout, draws SVG, and supports
 // wheel/button zoom, drag to pan, click a split to collapse/expand its subtree, click a
-// leaf to list all its items, full screen, and SVG/PNG download of what is shown.
+// leaf to list all its items, full screen, and SVG/PNG download of what is shown. Two
+// layouts, as TreeView.layout: "tree" (top-down tidy tree) and "outline" (one indented row
+// per node, for trees too wide to read top-down), chosen by the page (OPTS.style).
 (function () {
   const VIEW = JSON.parse(document.getElementById("tree-data").textContent);
   const OPTS = JSON.parse(document.getElementById("tree-opts").textContent);
@@ -16,9 +18,28 @@
   const svg = document.getElementById("tree-svg");
   const panel = document.getElementById("tree-panel");
   let scale = 1, tx = 0, ty = 0, layoutBox = { w: 100, h: 100 };
+  const style = OPTS.style === "outline" ? "outline" : "tree";
   const root = VIEW.nodes.length ? VIEW.nodes[0].id : null;
+  const INDENT = 22;
+
+  function outlineLayout() {
+    // one row per visible node, depth first ("yes" side first), indented per level
+    const out = new Map(), level = new Map(), stack = root === null ? [] : [root];
+    let y = VIEW.title ? 24 : 4;
+    while (stack.length) {
+      const i = stack.pop(), n = nodes.get(i);
+      const closed = shut.has(i) && kids.get(i).length > 0;
+      level.set(i, n.parent < 0 ? 0 : level.get(n.parent) + 1);
+      const [w, h] = closed ? [n.ocw, n.och] : [n.ow, n.oh];
+      out.set(i, { x: 4 + level.get(i) * INDENT + w / 2, y, w, h, closed });
+      y += h + 4;
+      if (!closed) stack.push(...kids.get(i).slice().reverse());
+    }
+    return out;
+  }
 
   function layout() {
+    if (style === "outline") return outlineLayout();
     const size = new Map(), level = new Map(), visible = [];
     const stack = root === null ? [] : [root];
     while (stack.length) {
@@ -88,6 +109,11 @@
       if (n.parent < 0 || !lay.has(n.parent)) return;
       const p = lay.get(n.parent), y0 = p.y + p.h, y1 = b.y, ym = (y0 + y1) / 2;
       const bold = n.on_path && nodes.get(n.parent).on_path;
+      if (style === "outline") {  // an elbow from below the parent's left edge to the row
+        const x0 = p.x - p.w / 2 + INDENT / 2;
+        g.appendChild(el("path", { d: `M${x0},${y0} V${b.y + b.h / 2} H${b.x - b.w / 2}`, fill: "none", stroke: bold ? "#1f4e79" : "#888", "stroke-width": bold ? 3 : 1 }));
+        return;
+      }
       g.appendChild(el("path", { d: `M${p.x},${y0} C${p.x},${ym} ${b.x},${ym} ${b.x},${y1}`, fill: "none", stroke: bold ? "#1f4e79" : "#666", "stroke-width": bold ? 3 : 1 }));
       if (n.edge) g.appendChild(el("text", { x: (p.x + b.x) / 2, y: ym - 2, "text-anchor": "middle", "font-size": 10, fill: "#333" }, n.edge));
     });
@@ -97,6 +123,14 @@
       grp.appendChild(el("title", {}, n.tooltip + (kids.get(i).length ? (b.closed ? " — click to expand." : " — click to collapse.") : (n.items.length ? " — click to list every item." : ""))));
       grp.appendChild(el("rect", { x: b.x - b.w / 2, y: b.y, width: b.w, height: b.h, rx: 6, fill: n.fill, stroke: n.on_path ? "#1f4e79" : "#555", "stroke-width": n.on_path ? 3 : 1, "stroke-dasharray": b.closed ? "4 2" : "none" }));
       const ty0 = b.y + 4 + 11;
+      if (style === "outline") {
+        const rows = b.closed ? n.outline_closed : n.outline, left = b.x - b.w / 2 + 8;
+        rows.forEach((t, k) => grp.appendChild(el("text", k ? { x: left, y: ty0 + k * 14 } : { x: left, y: ty0, "font-weight": "bold" }, t)));
+        if (n.warn) grp.appendChild(el("text", { x: left, y: ty0 + rows.length * 14, fill: "#b00020" }, n.warn));
+        grp.addEventListener("click", (ev) => { ev.stopPropagation(); clicked(i); });
+        g.appendChild(grp);
+        return;
+      }
       n.title_lines.forEach((t, k) => {
         grp.appendChild(el("text", { x: b.x, y: ty0 + k * 14, "text-anchor": "middle", "font-weight": "bold" }, t));
       });
@@ -173,8 +207,9 @@
   on("b-out", () => zoomAt(0.8, ...centre()));
   on("b-fit", fit);
   on("b-real", () => { scale = 1; tx = 4; ty = 4; apply(); });
-  on("b-expand", () => { shut.clear(); draw(); fit(); });
-  on("b-collapse", () => { VIEW.nodes.forEach((n) => { if (n.depth >= 2 && kids.get(n.id).length) shut.add(n.id); }); draw(); fit(); });
+  const refit = () => (style === "outline" ? start() : fit());  // an outline stays legible
+  on("b-expand", () => { shut.clear(); draw(); refit(); });
+  on("b-collapse", () => { VIEW.nodes.forEach((n) => { if (n.depth >= 2 && kids.get(n.id).length) shut.add(n.id); }); draw(); refit(); });
   on("b-full", () => {
     const fe = window.frameElement;
     const target = fe && fe.requestFullscreen ? fe : document.documentElement;
@@ -195,6 +230,7 @@
   function start() {
     // small trees fit the view; big ones open at a readable scale centred on the root
     fit();
+    if (style === "outline" && scale < 1) { scale = 1; tx = 4; ty = 4; apply(); return; }
     if (scale < 0.6) {
       const r = svg.getBoundingClientRect(), lay = layout(), b = lay.get(root);
       scale = 0.6; tx = r.width / 2 - b.x * scale; ty = 4; apply();

@@ -12,7 +12,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -189,6 +189,12 @@ def wrap_title(title: str, width: int = TITLE_WRAP) -> list[str]:
 
 _LINE_H = 14
 _PAD = 8
+#: Outline layout: indentation per level (px) and characters per line of a row.
+OUTLINE_INDENT = 22.0
+OUTLINE_WRAP = 96
+#: Leaves above which the dashboard opens a tree as an outline (a top-down drawing of
+#: more leaves is wider than a page at a legible scale).
+OUTLINE_LEAVES = 16
 
 
 def _text_width(text: str, bold: bool = False) -> float:
@@ -271,6 +277,25 @@ class TreeView:
             body.append(node.warn)
         return body
 
+    def outline_lines(self, node: ViewNode, collapsed: bool) -> list[str]:
+        """The node as one outline row: edge, title and its first facts, wrapped.
+
+        ``"yes: Message actionability = emergency ...? · 211 comparisons · score 0.51"``;
+        a leaf adds its utility and item count, a collapsed split its summary.
+        """
+        body = list(node.summary if collapsed and node.summary else node.lines)
+        facts = body[:2] if node.kind == "leaf" or collapsed else body[:1]
+        text = " · ".join([node.title, *(f for f in facts if not f.startswith("("))])
+        if node.edge:
+            text = f"{node.edge}: {text}"
+        return textwrap.wrap(text, OUTLINE_WRAP, break_long_words=False) or [""]
+
+    def outline_box(self, node: ViewNode, collapsed: bool = False) -> tuple[float, float]:
+        lines = self.outline_lines(node, collapsed)
+        extra = [node.warn] if node.warn else []
+        w = max([_text_width(lines[0], True), *(_text_width(t) for t in [*lines[1:], *extra])])
+        return w + 2 * _PAD, _LINE_H * (len(lines) + len(extra)) + _PAD
+
     def box(self, node: ViewNode, collapsed: bool = False) -> tuple[float, float]:
         body = self.node_lines(node, collapsed)
         head = wrap_title(node.title)
@@ -278,9 +303,21 @@ class TreeView:
         return max(w + 2 * _PAD, 60.0), _LINE_H * (len(head) + len(body)) + _PAD
 
     def layout(
-        self, collapsed: Sequence[int] = (), max_depth: int | None = None
+        self,
+        collapsed: Sequence[int] = (),
+        max_depth: int | None = None,
+        style: Literal["tree", "outline"] = "tree",
     ) -> dict[int, tuple[float, float, float, float, bool]]:
-        """``{node: (x_centre, y_top, width, height, collapsed)}`` of the visible nodes."""
+        """``{node: (x_centre, y_top, width, height, collapsed)}`` of the visible nodes.
+
+        ``style="tree"``: top-down tidy tree. ``"outline"``: one row per node in
+        depth-first order (the "yes" side first), indented :data:`OUTLINE_INDENT` px per
+        level, so a tree of any number of leaves is as wide as its longest row.
+        """
+        if style == "outline":
+            return self._outline_layout(collapsed, max_depth)
+        if style != "tree":
+            raise ValueError(f"style must be 'tree' or 'outline', got {style!r}")
         kids = self.children()
         by_id = {n.id: n for n in self.nodes}
         shut = set(collapsed)
@@ -324,10 +361,48 @@ class TreeView:
             )
         return out
 
+    def _visible(self, collapsed: Sequence[int], max_depth: int | None) -> tuple[list[int], set]:
+        """Visible nodes in depth-first order and the set of shut (collapsed) ones."""
+        kids = self.children()
+        shut = set(collapsed)
+        if max_depth is not None:
+            shut |= {n.id for n in self.nodes if n.depth >= max_depth and kids[n.id]}
+        shut = {i for i in shut if kids[i]}
+        visible: list[int] = []
+        stack = [self.nodes[0].id] if self.nodes else []
+        while stack:
+            i = stack.pop()
+            visible.append(i)
+            if i not in shut:
+                stack += kids[i][::-1]
+        return visible, shut
+
+    def _outline_layout(
+        self, collapsed: Sequence[int], max_depth: int | None
+    ) -> dict[int, tuple[float, float, float, float, bool]]:
+        by_id = {n.id: n for n in self.nodes}
+        visible, shut = self._visible(collapsed, max_depth)
+        level: dict[int, int] = {}
+        out: dict[int, tuple[float, float, float, float, bool]] = {}
+        y = 24.0 if self.title else 4.0
+        for i in visible:
+            n = by_id[i]
+            level[i] = 0 if n.parent < 0 else level[n.parent] + 1
+            w, h = self.outline_box(n, i in shut)
+            out[i] = (4.0 + level[i] * OUTLINE_INDENT + w / 2, y, w, h, i in shut)
+            y += h + 4.0
+        return out
+
     # ---------------------------------------------------------------- renderers
-    def to_svg(self, collapsed: Sequence[int] = (), max_depth: int | None = None) -> str:
+    def to_svg(
+        self,
+        collapsed: Sequence[int] = (),
+        max_depth: int | None = None,
+        style: Literal["tree", "outline"] = "tree",
+    ) -> str:
         """A standalone SVG document (text as text, a tooltip per box)."""
-        lay = self.layout(collapsed, max_depth)
+        lay = self.layout(collapsed, max_depth, style)
+        outline = style == "outline"
         by_id = {n.id: n for n in self.nodes}
         width = max((x + w / 2 for x, _, w, _, _ in lay.values()), default=100) + 8
         height = max((y + h for _, y, _, h, _ in lay.values()), default=40) + 8
@@ -344,12 +419,21 @@ class TreeView:
                 f'<text x="{width / 2:.0f}" y="16" text-anchor="middle" font-size="13"'
                 f' font-weight="bold">{esc(self.title)}</text>'
             )
-        for i, (x, y, _w, _h, _c) in lay.items():
+        for i, (x, y, cw, ch, _c) in lay.items():
             n = by_id[i]
             if n.parent < 0 or n.parent not in lay:
                 continue
-            px, py, _, ph, _ = lay[n.parent]
+            px, py, pw, ph, _ = lay[n.parent]
             y0, y1 = py + ph, y
+            if outline:  # an elbow from below the parent's left edge to the row's left
+                bold = n.on_path and by_id[n.parent].on_path
+                stroke = 'stroke="#1f4e79" stroke-width="3"' if bold else 'stroke="#888"'
+                x0, ym = px - pw / 2 + OUTLINE_INDENT / 2, y + ch / 2
+                parts.append(
+                    f'<path d="M{x0:.1f},{y0:.1f} V{ym:.1f} H{x - cw / 2:.1f}" fill="none"'
+                    f" {stroke}/>"
+                )
+                continue
             bold = n.on_path and by_id[n.parent].on_path
             stroke = (
                 'stroke="#1f4e79" stroke-width="3"' if bold else 'stroke="#666" stroke-width="1"'
@@ -372,6 +456,21 @@ class TreeView:
                 f' fill="{n.fill}" {stroke}/>'
             )
             ty = y + _PAD / 2 + 11
+            if outline:
+                rows = self.outline_lines(n, shut)
+                for k, line in enumerate(rows):
+                    weight = ' font-weight="bold"' if k == 0 else ""
+                    parts.append(
+                        f'<text x="{x - w / 2 + _PAD:.1f}" y="{ty + k * _LINE_H:.1f}"{weight}>'
+                        f"{esc(line)}</text>"
+                    )
+                if n.warn:
+                    parts.append(
+                        f'<text x="{x - w / 2 + _PAD:.1f}" y="{ty + len(rows) * _LINE_H:.1f}"'
+                        f' fill="#b00020">{esc(n.warn)}</text>'
+                    )
+                parts.append("</g>")
+                continue
             head = wrap_title(n.title)
             for k, line in enumerate(head):
                 parts.append(
@@ -436,6 +535,8 @@ class TreeView:
         for n in self.nodes:
             w, h = self.box(n)
             cw, ch = self.box(n, True) if kids[n.id] else (w, h)
+            ow, oh = self.outline_box(n)
+            ocw, och = self.outline_box(n, True) if kids[n.id] else (ow, oh)
             nodes.append(
                 {
                     "id": n.id,
@@ -456,6 +557,12 @@ class TreeView:
                     "h": h,
                     "cw": cw,
                     "ch": ch,
+                    "outline": self.outline_lines(n, False),
+                    "outline_closed": self.outline_lines(n, True),
+                    "ow": ow,
+                    "oh": oh,
+                    "ocw": ocw,
+                    "och": och,
                 }
             )
         return {"title": self.title, "nodes": nodes}

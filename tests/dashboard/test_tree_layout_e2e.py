@@ -1,5 +1,6 @@
-"""The browser lays the tree out as the Python export does (tidy tree), and the PMR demo
-tree's Fit overview is photographed for the docs. Skipped without Playwright/Chromium."""
+"""The browser lays the tree out as the Python export does (outline and tidy tree), and the
+PMR demo tree's overview - an outline, every box legible at 100 % - is photographed for the
+docs. Skipped without Playwright/Chromium."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
     view = tree_view(model, data=study.data, item_names=item_names(study.data))
     depth = min(int(model.tree_.max_depth), 6)  # the Tree explorer's default depth shown
     shown = depth if depth < int(model.tree_.max_depth) else None
+    outline = view.layout(max_depth=shown, style="outline")
     expected = view.layout(max_depth=shown)
     work = tmp_path / "work"
     work.mkdir()
@@ -39,7 +41,8 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
             executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
         )
         try:
-            pg = browser.new_context(viewport={"width": 1400, "height": 1700}).new_page()
+            # tall enough for the page header and the whole outline (~1,840 px) in one shot
+            pg = browser.new_context(viewport={"width": 1400, "height": 3000}).new_page()
             pg.set_default_timeout(180_000)
             with streamlit_server(work) as url:
                 pg.goto(f"{url}/tree_explorer")
@@ -52,26 +55,41 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
                 sync_api.expect(frame.locator("#tree-svg")).to_contain_text(
                     "Patient message triage", timeout=120_000
                 )
-                rects = frame.locator("g.node > rect")
-                ids = frame.locator("g.node")
-                got = {}
-                for k in range(ids.count()):
-                    i = int(ids.nth(k).get_attribute("data-id") or -1)
-                    r = rects.nth(k)
-                    x, w = float(r.get_attribute("x") or 0), float(r.get_attribute("width") or 0)
-                    got[i] = x + w / 2
-                assert set(got) == set(expected)
-                # the title line shifts the Python layout's tops only; x must agree
-                for i, (x, *_rest) in expected.items():
-                    assert got[i] == pytest.approx(x, abs=0.5), i
+                # 34 leaves: the page opens the outline, as tall as the tree, at 100 %
+                _same_x(frame, outline)
                 frame.get_by_role("button", name="Fit").click()
                 pg.wait_for_timeout(800)
-                zoom = frame.locator("#tree-zoom").inner_text()
-                print("Fit overview zoom:", zoom)
+                zoom = int(frame.locator("#tree-zoom").inner_text().rstrip("%"))
+                print("Fit overview (outline) zoom:", zoom)
+                assert zoom >= 100  # every box's text at (at least) its 11 px size
                 shot = tmp_path / "tree_fit_overview.png"
                 pg.screenshot(path=str(shot))
                 if os.environ.get("DTPBO_UPDATE_SCREENSHOTS") == "1":
                     target = ROOT / "dashboard" / "screenshots" / "tree_fit_overview.png"
                     pg.screenshot(path=str(target))
+                # the top-down tidy tree on request, laid out as the Python export does
+                pg.locator("button", has_text="Top-down tree").first.click()
+                wait_until_idle(pg)
+                frame = pg.frame_locator(TREE_FRAME).first
+                sync_api.expect(frame.locator("#tree-svg")).to_contain_text(
+                    "Patient message triage", timeout=120_000
+                )
+                _same_x(frame, expected)
         finally:
             browser.close()
+
+
+def _same_x(frame, expected: dict) -> None:
+    """Every box the browser drew has the Python layout's horizontal centre (0.5 px)."""
+    rects = frame.locator("g.node > rect")
+    ids = frame.locator("g.node")
+    got = {}
+    for k in range(ids.count()):
+        i = int(ids.nth(k).get_attribute("data-id") or -1)
+        r = rects.nth(k)
+        x, w = float(r.get_attribute("x") or 0), float(r.get_attribute("width") or 0)
+        got[i] = x + w / 2
+    assert set(got) == set(expected)
+    # the title line shifts the Python layout's tops only; x must agree
+    for i, (x, *_rest) in expected.items():
+        assert got[i] == pytest.approx(x, abs=0.5), i

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import itertools
 
 import pytest
@@ -60,3 +61,43 @@ def test_collapsed_subtrees_are_laid_out_as_one_box(pmr_view) -> None:
     assert max(x + w / 2 for x, _, w, _, _ in shallow.values()) < max(
         x + w / 2 for x, _, w, _, _ in full.values()
     )
+
+
+def test_outline_gives_every_box_its_own_row_indented_by_level(pmr_view) -> None:
+    from pbo_core.explain.export import OUTLINE_INDENT
+
+    lay = pmr_view.layout(style="outline")
+    assert set(lay) == {n.id for n in pmr_view.nodes}  # nothing collapsed: every box
+    by_id = {n.id: n for n in pmr_view.nodes}
+    rows = sorted(lay, key=lambda i: lay[i][1])
+    # depth first, the "yes" side before the "no" side: a parent's row precedes its children
+    kids = pmr_view.children()
+    for i in rows:
+        for a, b in itertools.pairwise(kids[i]):
+            assert lay[i][1] < lay[a][1] < lay[b][1]
+    # rows never overlap, and each is indented one step per level below the root
+    for a, b in itertools.pairwise(rows):
+        assert lay[a][1] + lay[a][3] <= lay[b][1]
+    level = {pmr_view.nodes[0].id: 0}
+    for i in rows[1:]:
+        level[i] = level[by_id[i].parent] + 1
+        x, _, w, _, _ = lay[i]
+        assert x - w / 2 == pytest.approx(4.0 + OUTLINE_INDENT * level[i])
+    # the 34-leaf tree that is ~7,000 px wide top-down fits a page column as an outline
+    tree_width = max(x + w / 2 for x, _, w, _, _ in pmr_view.layout().values())
+    width = max(x + w / 2 for x, _, w, _, _ in lay.values())
+    assert width < 940 < tree_width
+
+
+def test_outline_svg_names_every_box_with_its_edge(pmr_view) -> None:
+    svg = pmr_view.to_svg(style="outline", max_depth=2)
+    shown = pmr_view.layout(style="outline", max_depth=2)
+    assert svg.count('<g class="node"') == len(shown)
+    for i in shown:
+        n = next(n for n in pmr_view.nodes if n.id == i)
+        first = pmr_view.outline_lines(n, collapsed=i in shown and shown[i][4])[0]
+        assert html.escape(first) in svg
+        if n.edge:
+            assert first.startswith(f"{n.edge}: ")
+    with pytest.raises(ValueError, match="style"):
+        pmr_view.layout(style="sideways")
