@@ -59,6 +59,10 @@ def split_multi_hot(value: Any) -> list[str]:
     return [str(p) for p in value]
 
 
+#: :attr:`Study.extras` key of the true utility per item id (as text), when a study knows it.
+TRUE_UTILITY = "true_utility"
+
+
 class DataValidationError(ValueError):
     """Raised when items, pairs or a schema are malformed; the message names the place."""
 
@@ -783,7 +787,11 @@ class Study:
     user_schema
         Optional schema of ``users``.
     extras
-        Loader-specific extras (e.g. the true ranking of each Sushi user).
+        Loader-specific extras (e.g. the true ranking of each Sushi user). One key is
+        read by the core: ``extras[TRUE_UTILITY]`` (``"true_utility"``), a mapping from
+        item id (as text) to the item's true utility, when the study knows it (the PMR
+        demo's urgency); live sessions on the study's items then report regret against
+        it (:func:`pbo_core.session.study_item_set`).
     """
 
     key: str
