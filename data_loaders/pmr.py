@@ -94,7 +94,7 @@ from data_loaders._common import (
 from data_loaders.access import check_file, check_folder
 from feature_extraction.extract import check_unique_message_ids, load_table
 from feature_extraction.spec import Spec, table9_spec
-from pbo_core.data import DataValidationError, PreferenceData, Schema, Study
+from pbo_core.data import TRUE_UTILITY, DataValidationError, PreferenceData, Schema, Study
 
 __all__ = [
     "DEMO_DIR",
@@ -495,7 +495,8 @@ def load_pmr_demo(features: str | os.PathLike[str] | pd.DataFrame = "truth") -> 
         ``medications``, ``ehr``) and the features. Pairs = urgency comparisons within each
         inbox. ``extras``: ``split`` (``"train"``/``"test"`` per pair: inbox A/B),
         ``train``/``test`` PreferenceData views, ``truth`` (ground-truth features and
-        ``true_urgency``), ``texts``, ``features_source``, ``urgency_model``,
+        ``true_urgency``), ``true_utility`` (message id -> true urgency, what live
+        sessions score against), ``texts``, ``features_source``, ``urgency_model``,
         ``dropped_items``, ``dropped_pairs``.
     """
     spec = table9_spec()
@@ -541,6 +542,13 @@ def load_pmr_demo(features: str | os.PathLike[str] | pd.DataFrame = "truth") -> 
         license="MIT (part of this project; entirely synthetic)",
         extras={
             "truth": truth,
+            TRUE_UTILITY: dict(
+                zip(
+                    truth["message_id"].astype(str),
+                    truth["true_urgency"].astype(float),
+                    strict=True,
+                )
+            ),
             "features_source": source_name,
             "urgency_model": dict(DEMO_URGENCY_WEIGHTS),
             "dropped_items": dropped,

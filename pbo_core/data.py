@@ -9,8 +9,9 @@ the dashboard displays it. Nothing downstream knows which loader produced the da
 ``Schema``
     Ordered features. Encodes a table of items to the float matrix the surrogates use
     (one column per numeric/ordinal/categorical/binary feature, one binary column per
-    value of a multi-hot feature) and decodes split rules back to readable text
-    ("test sensitivity >= 80%", "party in {Democrat}").
+    value of a multi-hot feature) and decodes it back to an item table. Readable split
+    rules ("test sensitivity >= 80%", "party in {Democrat}") and attribute tables come
+    from :mod:`pbo_core.explain.labels`.
 ``PreferenceData``
     Items (encoded matrix ``X`` plus an optional display table) and pairwise
     comparisons ``pairs`` (winner index, loser index), optionally with the respondent
@@ -40,6 +41,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from pbo_core.text import fmt_number, humanize, with_unit
+
 FeatureKind = Literal["numeric", "ordinal", "categorical", "binary", "multi_hot"]
 FEATURE_KINDS: tuple[str, ...] = ("numeric", "ordinal", "categorical", "binary", "multi_hot")
 
@@ -54,6 +57,10 @@ def split_multi_hot(value: Any) -> list[str]:
     if isinstance(value, str):
         return [p.strip() for p in value.split(MULTI_HOT_SEPARATOR) if p.strip()]
     return [str(p) for p in value]
+
+
+#: :attr:`Study.extras` key of the true utility per item id (as text), when a study knows it.
+TRUE_UTILITY = "true_utility"
 
 
 class DataValidationError(ValueError):
@@ -150,7 +157,7 @@ class Feature:
         for v, meaning in self.special:
             if x == v:
                 return meaning
-        return _with_unit(_fmt_number(x), self.unit)
+        return with_unit(fmt_number(x), self.unit)
 
     @property
     def n_columns(self) -> int:
@@ -218,36 +225,6 @@ class Column:
 def _frozen(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
-
-
-def _fmt_number(x: float) -> str:
-    """Compact number for rules: 3 significant digits, no trailing zeros."""
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    digits = max(0, 2 - math.floor(math.log10(abs(x))))
-    s = f"{x:.{digits}f}"
-    if "." in s:
-        s = s.rstrip("0").rstrip(".")
-    return s
-
-
-def humanize(code: str) -> str:
-    """A snake_case code in words: ``"same_day_triage_or_call"`` -> ``"same-day triage or
-    call"``-like text (underscores become spaces); other strings are returned unchanged."""
-    if "_" not in code:
-        return code
-    return " ".join(w for w in code.split("_") if w)
-
-
-def _with_unit(value: str, unit: str) -> str:
-    """``value`` with its unit; a plural unit turns singular for exactly 1 ("1 year")."""
-    if not unit:
-        return value
-    if unit in ("%", "°"):
-        return f"{value}{unit}"
-    if value in ("1", "-1") and unit.isalpha() and unit.endswith("s") and len(unit) > 3:
-        unit = unit[:-1]
-    return f"{value} {unit}"
 
 
 @dataclass(frozen=True)
@@ -559,51 +536,6 @@ class Schema:
             col += 1
         return pd.DataFrame(data)
 
-    # ------------------------------------------------------------------ rules
-    def describe_threshold(self, column: int, threshold: float, right: bool) -> str:
-        """Readable condition ``x[column] >= threshold`` (``right``) or ``< threshold``.
-
-        Ordinal thresholds print the range of level labels on their side, both ends named
-        so the scale's direction shows ("Comfort class: 1 (middle) .. 2 (least
-        comfortable)", "sensitivity = 90%" for a single level); binary ones print the
-        chosen value ("invitation = telephone call"), multi-hot ones membership
-        ("red flags include chest pain"); numeric ones add the meaning of special codes on
-        their side ("Fixed price < 3.5 ¢/kWh (or variable rate)"). snake_case level codes
-        read as words.
-        """
-        c = self.columns[column]
-        f = self.features[c.feature]
-        if f.kind == "numeric":
-            op = ">=" if right else "<"
-            text = f"{f.display} {op} {_with_unit(_fmt_number(threshold), f.unit)}"
-            codes = [m for v, m in f.special if (v >= threshold) == right]
-            return text + (f" (or {' or '.join(codes)})" if codes else "")
-        if f.kind == "ordinal":
-            # ordinal rules name the range of levels on their side, ends included, so the
-            # direction of the scale reads from the level labels ("1 .. 2 (least comfortable)")
-            k = math.floor(threshold) + 1  # first code on the right side
-            k = min(max(k, 1), len(f.levels) - 1)
-            lo, hi = (k, len(f.levels) - 1) if right else (0, k - 1)
-            if lo == hi:
-                return f"{f.display} = {_with_unit(f.level_label(lo), f.unit)}"
-            first = _with_unit(f.level_label(lo), f.unit)
-            last = _with_unit(f.level_label(hi), f.unit)
-            return f"{f.display}: {first} .. {last}"
-        if f.kind == "binary":
-            return f"{f.display} = {f.level_label(1 if right else 0)}"
-        # multi-hot column
-        verb = "includes" if right else "does not include"
-        return f"{f.display} {verb} {humanize(str(c.value))}"
-
-    def describe_categories(self, column: int, codes: Iterable[int]) -> str:
-        """Readable condition "feature in {levels}" for a categorical column."""
-        c = self.columns[column]
-        f = self.features[c.feature]
-        labels = [f.level_label(int(k)) for k in sorted(set(int(k) for k in codes))]
-        if len(labels) == 1:
-            return f"{f.display} = {labels[0]}"
-        return f"{f.display} in {{{', '.join(labels)}}}"
-
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready representation."""
@@ -613,28 +545,6 @@ class Schema:
     def from_dict(cls, d: Mapping[str, Any]) -> Schema:
         """Inverse of :meth:`to_dict`."""
         return cls(tuple(Feature.from_dict(f) for f in d["features"]))
-
-    def attribute_table(self) -> pd.DataFrame:
-        """One row per feature: name, label, kind, levels or range, unit, description."""
-        rows = []
-        for f in self.features:
-            if f.kind == "numeric":
-                rng = f"{_fmt_number(f.bounds[0])} – {_fmt_number(f.bounds[1])}" if f.bounds else ""
-            elif f.kind == "binary":
-                rng = " / ".join(f.levels or ("0", "1"))
-            else:
-                rng = " / ".join(f.levels)
-            rows.append(
-                {
-                    "feature": f.name,
-                    "label": f.display,
-                    "kind": f.kind,
-                    "levels or range": rng,
-                    "unit": f.unit,
-                    "description": f.description,
-                }
-            )
-        return pd.DataFrame(rows)
 
 
 def _check_matrix(X: np.ndarray, source: str) -> np.ndarray:
@@ -877,7 +787,11 @@ class Study:
     user_schema
         Optional schema of ``users``.
     extras
-        Loader-specific extras (e.g. the true ranking of each Sushi user).
+        Loader-specific extras (e.g. the true ranking of each Sushi user). One key is
+        read by the core: ``extras[TRUE_UTILITY]`` (``"true_utility"``), a mapping from
+        item id (as text) to the item's true utility, when the study knows it (the PMR
+        demo's urgency); live sessions on the study's items then report regret against
+        it (:func:`pbo_core.session.study_item_set`).
     """
 
     key: str
@@ -907,7 +821,3 @@ class Study:
             "items": self.data.n_items,
             "comparisons": self.data.n_pairs,
         }
-
-    def attribute_table(self) -> pd.DataFrame:
-        """The attribute table shown in the dashboard."""
-        return self.schema.attribute_table()

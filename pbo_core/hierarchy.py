@@ -46,6 +46,7 @@ import pandas as pd
 from pbo_core.data import PreferenceData, Schema, Study
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.leaves import laplace_fit
+from pbo_core.rules import describe_side
 
 MAX_BINS = 64
 
@@ -379,11 +380,7 @@ class UserItemHierarchy:
         """Readable condition of user-tree ``node`` on its right (``True``) or left side."""
         sp = self.user_tree_.split[node]
         assert sp is not None
-        if self.user_schema_.is_categorical[sp.column]:
-            f = self.user_schema_.features[self.user_schema_.columns[sp.column].feature]
-            codes = sp.right if right else frozenset(range(len(f.levels))) - sp.right
-            return self.user_schema_.describe_categories(sp.column, codes)
-        return self.user_schema_.describe_threshold(sp.column, sp.threshold, right)
+        return describe_side(self.user_schema_, sp.column, sp.threshold, sp.right, right)
 
     # ------------------------------------------------------------------ warm start
     def warm_start_surrogate(self, leaf: int, user_items: np.ndarray) -> WarmStartDT:

@@ -70,6 +70,7 @@ from pbo_core.data import Schema, Study
 from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
 from pbo_core.models.glm import link_nll, newton_batch, spd_inv_batch
 from pbo_core.models.linear import LinearDesign
+from pbo_core.rules import describe_side
 
 __all__ = [
     "DEFAULT_COVARIATES",
@@ -751,13 +752,9 @@ class SegmentLogitHierarchy:
 
     def rule(self, node: int, right: bool) -> str:
         """Readable condition of user-tree ``node`` on its right (``True``) or left side."""
-        sch, sp = self.arr_.user_schema, self.user_tree_.split[node]
+        sp = self.user_tree_.split[node]
         assert sp is not None
-        if sch.is_categorical[sp.column]:
-            f = sch.features[sch.columns[sp.column].feature]
-            codes = sp.right if right else frozenset(range(len(f.levels))) - sp.right
-            return sch.describe_categories(sp.column, codes)
-        return sch.describe_threshold(sp.column, sp.threshold, right)
+        return describe_side(self.arr_.user_schema, sp.column, sp.threshold, sp.right, right)
 
     def segment_paths(self) -> dict[int, str]:
         """Segment -> its rule path ("GA travel card = yes AND ...")."""

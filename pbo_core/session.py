@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.benchmarks import get_benchmark
-from pbo_core.data import PreferenceData, Schema, Study
+from pbo_core.data import TRUE_UTILITY, PreferenceData, Schema, Study
 from pbo_core.explain.export import leaf_summaries
 from pbo_core.loop import initial_design, recommend
 from pbo_core.problem import Problem
@@ -791,10 +791,12 @@ class ElicitationSession:
 # ----------------------------------------------------------------------------- item sets
 def study_item_set(study: Study, *, max_items: int | None = None, seed: int = 0) -> dict[str, Any]:
     """Distinct items of a study for a session: ``X``, ``schema``, ``item_ids``, ``items``
-    and ``utilities`` (ground truth when the study has one, e.g. the PMR demo's urgency).
+    and ``utilities``.
 
-    Items with equal ids are merged; with ``max_items`` a seeded random sample is kept
-    (in the original order).
+    ``utilities`` is the ground truth when the study supplies one for every kept item in
+    ``study.extras["true_utility"]`` (item id as text -> true utility, e.g. the PMR
+    demo's urgency), else ``None``. Items with equal ids are merged; with ``max_items`` a
+    seeded random sample is kept (in the original order).
     """
     data = study.data
     ids = data.ids()
@@ -805,12 +807,11 @@ def study_item_set(study: Study, *, max_items: int | None = None, seed: int = 0)
         keep = np.sort(rng.choice(keep, size=max_items, replace=False))
     items = data.items.iloc[keep].reset_index(drop=True) if data.items is not None else None
     utilities = None
-    truth = study.extras.get("truth")
-    if isinstance(truth, pd.DataFrame) and {"message_id", "true_urgency"} <= set(truth.columns):
-        u = truth.set_index(truth["message_id"].astype(str))["true_urgency"]
+    truth = study.extras.get(TRUE_UTILITY)
+    if truth is not None:
         sel = [str(i) for i in np.asarray(ids)[keep]]
-        if all(s in u.index for s in sel):
-            utilities = u.loc[sel].to_numpy(dtype=float)
+        if all(s in truth for s in sel):
+            utilities = np.array([truth[s] for s in sel], dtype=float)
     return {
         "X": data.X[keep],
         "schema": study.schema,

@@ -1,8 +1,16 @@
-"""PMR inboxes: extracted features, the urgency tree, the LLM endpoint."""
+"""PMR inboxes: the LLM endpoint, feature extraction and proposals, the urgency tree.
+
+The PMR page draws; everything it runs goes through here: the endpoint settings and
+probe, extraction (cache-aware), reading uploaded tables and proposal records, scoring
+against the ground truth, a proposal round, the analyst's accepted spec, and the ranked
+messages of the urgency tree.
+"""
 
 from __future__ import annotations
 
+import json
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -11,9 +19,20 @@ import pandas as pd
 import streamlit as st
 
 from dashboard._services.studies import get_study, study_status, study_statuses, study_token
+from dashboard._services.trees import items_table
 from data_loaders import pmr
-from feature_extraction import ExtractionCache
-from feature_extraction.extract import Extractor, as_items
+from feature_extraction import (
+    ExtractionCache,
+    ExtractionResult,
+    LLMConfig,
+    Spec,
+    default_cache_path,
+    extract_features,
+    load_table,
+    score_against_truth,
+)
+from feature_extraction.extract import Extractor, ProgressCallback, as_items
+from feature_extraction.propose import FeatureProposer, ProposalRecord, apply_decisions
 from pbo_core.data import Study
 from pbo_core.models.dt import DTSurrogate
 
@@ -94,3 +113,139 @@ def cached_extractions(
 def study_titles() -> dict[str, str]:
     """Display title of every registry key."""
     return {s.key: s.title for s in study_statuses()}
+
+
+# --------------------------------------------------------------------------- LLM settings
+def llm_config(base_url: str, model: str, api_key: str, **kw: Any) -> LLMConfig:
+    """Endpoint settings from the page's fields; empty fields fall back to the environment.
+
+    Raises
+    ------
+    ValueError
+        If a ``DTPBO_LLM_*`` / ``OPENAI_*`` environment variable is malformed.
+    """
+    return LLMConfig.from_env(
+        base_url=base_url.strip() or None,
+        model=model.strip() or None,
+        api_key=api_key or None,
+        **kw,
+    )
+
+
+def default_extraction_cache() -> str:
+    """The default extraction cache file (``$DTPBO_LLM_CACHE`` or the user cache folder)."""
+    return str(default_cache_path())
+
+
+# --------------------------------------------------------------------------- messages
+def message_texts(study: Study) -> pd.DataFrame:
+    """``message_id`` and ``text`` (what the LLM reads) of every message of a PMR study."""
+    return pmr.pmr_texts(study)
+
+
+def message_features(
+    study: Study, extracted: pd.DataFrame | None, message_id: str
+) -> pd.DataFrame | None:
+    """The ground-truth and extracted features of one message side by side (``None``: none)."""
+    spec = study.extras["spec"]
+    truth = study.extras.get("truth")
+    rows = {}
+    if truth is not None:
+        rows["ground truth"] = truth.set_index("message_id").loc[message_id, spec.names]
+    if extracted is not None and message_id in set(extracted["message_id"].astype(str)):
+        rows["extracted"] = extracted.set_index("message_id").loc[message_id, spec.names]
+    return pd.DataFrame(rows) if rows else None
+
+
+# --------------------------------------------------------------------------- extraction
+def run_extraction(
+    texts: pd.DataFrame,
+    spec: Spec,
+    config: LLMConfig,
+    cache_path: str,
+    progress: ProgressCallback | None = None,
+) -> ExtractionResult:
+    """Extract the features of ``texts`` through the cache at ``cache_path``."""
+    with ExtractionCache(Path(cache_path).expanduser()) as cache:
+        return extract_features(texts, spec, config, cache=cache, progress=progress)
+
+
+def read_extracted_table(blob: bytes, spec: Spec, name: str) -> pd.DataFrame:
+    """An uploaded extracted table (CSV / JSON / Parquet bytes), checked against ``spec``."""
+    return load_table(blob, spec, name=name)
+
+
+def extracted_csv(table: pd.DataFrame) -> str:
+    """An extracted table as CSV, multi-valued cells joined by ``;``."""
+    return table.map(lambda v: ";".join(v) if isinstance(v, list) else v).to_csv(index=False)
+
+
+def score_extraction(study: Study, extracted: pd.DataFrame) -> pd.DataFrame:
+    """Per-feature agreement of an extracted table with the study's ground truth."""
+    spec = study.extras["spec"]
+    truth = study.extras["truth"]
+    return score_against_truth(extracted, truth[["message_id", *spec.names]], spec)
+
+
+# --------------------------------------------------------------------------- proposals
+def read_proposals(blob: bytes) -> list[ProposalRecord]:
+    """Proposal records from the JSON ``python -m feature_extraction propose --out`` writes."""
+    return [ProposalRecord.from_dict(d) for d in json.loads(blob)]
+
+
+def proposal_features(study: Study, extracted: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The features a proposal round explains: extracted, else the ground truth, else none."""
+    if extracted is not None:
+        return extracted
+    truth = study.extras.get("truth")
+    if truth is None:
+        return None
+    return truth[["message_id", *study.extras["spec"].names]]
+
+
+def propose_feature(
+    study: Study, features: pd.DataFrame, config: LLMConfig, cache_path: str
+) -> list[ProposalRecord]:
+    """One feature-proposal round (App. G.2) on the study's training pairs."""
+    pairs = study.extras["pair_ids"]
+    with ExtractionCache(Path(cache_path).expanduser()) as cache:
+        recs, _, _ = FeatureProposer(study.extras["spec"], config, cache=cache).run(
+            pmr.pmr_texts(study), features, pairs[pairs["split"] == "train"], rounds=1
+        )
+    return recs
+
+
+def proposals_json(records: Sequence[ProposalRecord]) -> str:
+    """Reviewed proposal records as JSON (what the page offers for download)."""
+    return json.dumps([r.to_dict() for r in records], indent=1, ensure_ascii=False)
+
+
+def accepted_spec(spec: Spec, records: Sequence[ProposalRecord]) -> Spec:
+    """The spec plus every proposed feature the analyst accepted.
+
+    Raises
+    ------
+    ValueError
+        If an accepted proposal is not a valid spec entry.
+    """
+    return apply_decisions(spec, records)
+
+
+def spec_json(spec: Spec) -> str:
+    """A spec as JSON."""
+    return json.dumps(spec.to_dict(), indent=1, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- urgency tree
+def ranked_messages(model: DTSurrogate, features_study: Study, study: Study) -> pd.DataFrame:
+    """The messages ranked by the urgency tree, with inbox, text and the true urgency
+    (when ``study`` has its ground truth)."""
+    ranked = items_table(model, features_study.data)
+    items_f = features_study.data.items.set_index("message_id")
+    ranked.insert(1, "inbox", items_f.loc[ranked["item"], "inbox"].to_numpy())
+    ranked.insert(2, "message", items_f.loc[ranked["item"], "message"].to_numpy())
+    truth = study.extras.get("truth")
+    if truth is not None:
+        tu = truth.set_index("message_id")["true_urgency"]
+        ranked.insert(3, "true urgency", tu.reindex(ranked["item"]).to_numpy())
+    return ranked

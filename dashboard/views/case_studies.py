@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from dashboard._study_import import add_study_form, apply_pending_choice, remove_button
+from pbo_core.explain import labels
 
 st.title("Case studies")
 st.caption(
@@ -72,7 +73,7 @@ st.markdown(
 remove_button(key, study.title)
 
 st.markdown("#### Attributes")
-st.dataframe(study.attribute_table(), hide_index=True, width="stretch")
+st.dataframe(labels.attribute_table(study.schema), hide_index=True, width="stretch")
 
 if svc.is_per_respondent(study):
     st.markdown("#### Respondent")
@@ -121,4 +122,6 @@ if study.users is not None:
     with st.expander(f"Respondent features ({len(study.users):,} respondents)"):
         st.dataframe(study.users.head(500), width="stretch")
         if study.user_schema is not None:
-            st.dataframe(study.user_schema.attribute_table(), hide_index=True, width="stretch")
+            st.dataframe(
+                labels.attribute_table(study.user_schema), hide_index=True, width="stretch"
+            )

@@ -6,9 +6,6 @@ LLM client; it is never shown, logged, cached or written to any downloaded file.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -16,16 +13,6 @@ import streamlit as st
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from dashboard._uploads import upload_name
-from data_loaders.pmr import pmr_texts
-from feature_extraction import (
-    ExtractionCache,
-    LLMConfig,
-    default_cache_path,
-    extract_features,
-    load_table,
-)
-from feature_extraction.evaluate import score_against_truth
-from feature_extraction.propose import FeatureProposer, ProposalRecord, apply_decisions
 from pbo_core import explain, metrics
 
 st.title("PMR features")
@@ -54,26 +41,16 @@ if study is None:
     ui.unavailable(key, "This page")
     st.stop()
 spec = study.extras["spec"]
-texts = pmr_texts(study)
+texts = svc.message_texts(study)
 truth = study.extras.get("truth")
 ext_key = f"pmr_extracted::{key}"
 extracted: pd.DataFrame | None = st.session_state.get(ext_key)
 props_key = f"pmr_proposals::{key}"
 
-
-def _llm_config(base_url: str, model: str, api_key: str, **kw: object):
-    return LLMConfig.from_env(
-        base_url=base_url.strip() or None,
-        model=model.strip() or None,
-        api_key=api_key or None,
-        **kw,
-    )
-
-
 # --------------------------------------------------------------------------- endpoint
 with st.expander("LLM endpoint (for extraction and feature proposals)"):
     try:
-        env_cfg = _llm_config("", "", "")
+        env_cfg = svc.llm_config("", "", "")
         env_base, env_model = env_cfg.base_url or "", env_cfg.model
         env_key = bool(env_cfg.api_key)
     except ValueError as exc:
@@ -99,14 +76,14 @@ with st.expander("LLM endpoint (for extraction and feature proposals)"):
         + ". Used only for requests: never shown, logged, cached or saved.",
     )
     cache_path = c2.text_input(
-        "Extraction cache", value=str(default_cache_path()), key="pmr_cache", disabled=shared
+        "Extraction cache", value=svc.default_extraction_cache(), key="pmr_cache", disabled=shared
     )
-    cache_path = str(default_cache_path()) if shared else cache_path
+    cache_path = svc.default_extraction_cache() if shared else cache_path
     c3, c4, c5 = st.columns(3)
     limit = int(c3.number_input("Messages (first N)", 1, len(texts), len(texts), key="pmr_limit"))
     timeout = float(c4.number_input("Timeout per request (s)", 5, 600, 60, key="pmr_timeout"))
     retries = int(c5.number_input("Retries per request", 0, 8, 1, key="pmr_retries"))
-    cfg = _llm_config(base_url, model_name, api_key, timeout=timeout, max_retries=retries)
+    cfg = svc.llm_config(base_url, model_name, api_key, timeout=timeout, max_retries=retries)
     st.caption(
         f"Endpoint: {cfg.base_url or 'the OpenAI API'} · model: {cfg.model or '(none)'} · "
         f"API key: {'set' if cfg.api_key else 'not set'}"
@@ -131,15 +108,11 @@ if tab_msg.open:
         mid = st.selectbox("Read a message", ids, key=f"pmr_msg::{key}")
         left, right = st.columns([3, 2])
         left.code(texts.set_index("message_id").loc[mid, "text"], language=None, wrap_lines=True)
-        rows = {}
-        if truth is not None:
-            rows["ground truth"] = truth.set_index("message_id").loc[mid, spec.names]
-        if extracted is not None and mid in set(extracted["message_id"].astype(str)):
-            rows["extracted"] = extracted.set_index("message_id").loc[mid, spec.names]
+        features = svc.message_features(study, extracted, mid)
         with right:
-            if rows:
+            if features is not None:
                 ui.full_table(
-                    pd.DataFrame(rows).map(lambda v: "; ".join(v) if isinstance(v, list) else v),
+                    features.map(lambda v: "; ".join(v) if isinstance(v, list) else v),
                     width="stretch",
                 )
             else:
@@ -180,10 +153,7 @@ if tab_ext.open:
                             done / max(total, 1), text=f"{done}/{total} messages extracted"
                         )
 
-                    with ExtractionCache(Path(cache_path).expanduser()) as cache:
-                        result = extract_features(
-                            todo_texts, spec, cfg, cache=cache, progress=_progress
-                        )
+                    result = svc.run_extraction(todo_texts, spec, cfg, cache_path, _progress)
                     bar.progress(1.0, text="finished")
                     counts = result.counts()
                     table = result.table()
@@ -214,7 +184,7 @@ if tab_ext.open:
             # parsed in memory: the browser's file name is never joined to a path
             up_name = upload_name(up.name)
             try:
-                extracted = load_table(up.getvalue(), spec, name=up_name)
+                extracted = svc.read_extracted_table(up.getvalue(), spec, up_name)
             except Exception as exc:
                 st.error(f"Could not read {up_name}: {exc}")
             else:
@@ -229,9 +199,7 @@ if tab_ext.open:
             )
             st.download_button(
                 "Download extracted table (CSV)",
-                extracted.map(lambda v: ";".join(v) if isinstance(v, list) else v).to_csv(
-                    index=False
-                ),
+                svc.extracted_csv(extracted),
                 file_name=f"features-{key}.csv",
                 mime="text/csv",
                 key="pmr_ext_download",
@@ -249,7 +217,7 @@ if tab_cmp.open:
                 "table on the **Extraction** tab."
             )
         else:
-            score = score_against_truth(extracted, truth[["message_id", *spec.names]], spec)
+            score = svc.score_extraction(study, extracted)
             show = score.reset_index()
             st.dataframe(
                 show[
@@ -299,7 +267,7 @@ if tab_prop.open:
         )
         if up is not None and st.session_state.get("pmr_prop_file") != up.file_id:
             try:
-                recs = [ProposalRecord.from_dict(d) for d in json.loads(up.getvalue())]
+                recs = svc.read_proposals(up.getvalue())
             except Exception as exc:
                 st.error(f"Could not read {upload_name(up.name)}: {exc}")
             else:
@@ -310,24 +278,12 @@ if tab_prop.open:
             if not cfg.model or not reachable:
                 st.error(f"No LLM endpoint reachable: {why or 'name the model first'}.")
             else:
-                features = (
-                    extracted
-                    if extracted is not None
-                    else truth[["message_id", *spec.names]]
-                    if truth is not None
-                    else None
-                )
+                features = svc.proposal_features(study, extracted)
                 if features is None:
                     st.error("Extract the features first.")
                 else:
-                    pairs = study.extras["pair_ids"]
-                    with (
-                        st.spinner("Asking the LLM..."),
-                        ExtractionCache(Path(cache_path).expanduser()) as cache,
-                    ):
-                        recs, _, _ = FeatureProposer(spec, cfg, cache=cache).run(
-                            texts, features, pairs[pairs["split"] == "train"], rounds=1
-                        )
+                    with st.spinner("Asking the LLM..."):
+                        recs = svc.propose_feature(study, features, cfg, cache_path)
                     st.session_state[props_key] = [*st.session_state.get(props_key, []), *recs]
         records = st.session_state.get(props_key, [])
         if not records:
@@ -367,20 +323,20 @@ if tab_prop.open:
             c1, c2 = st.columns(2)
             c1.download_button(
                 "Download reviewed records (JSON)",
-                json.dumps([r.to_dict() for r in records], indent=1, ensure_ascii=False),
+                svc.proposals_json(records),
                 file_name="proposals-reviewed.json",
                 mime="application/json",
                 key="pmr_prop_dl",
                 on_click="ignore",
             )
             try:
-                new_spec = apply_decisions(spec, records)
+                new_spec = svc.accepted_spec(spec, records)
             except ValueError as exc:  # SpecError: an accepted proposal is not a valid entry
                 c2.error(f"An accepted proposal is not a valid spec entry: {exc}")
             else:
                 c2.download_button(
                     f"Download the spec with accepted features ({len(new_spec)} features)",
-                    json.dumps(new_spec.to_dict(), indent=1, ensure_ascii=False),
+                    svc.spec_json(new_spec),
                     file_name="spec-accepted.json",
                     mime="application/json",
                     key="pmr_spec_dl",
@@ -426,11 +382,5 @@ if tab_tree.open:
                 max_depth=shown if shown < tree_depth else None,
                 height=760,
             )
-            ranked = svc.items_table(model, fstudy.data)
-            items_f = fstudy.data.items.set_index("message_id")
-            ranked.insert(1, "inbox", items_f.loc[ranked["item"], "inbox"].to_numpy())
-            ranked.insert(2, "message", items_f.loc[ranked["item"], "message"].to_numpy())
-            if truth is not None:
-                tu = truth.set_index("message_id")["true_urgency"]
-                ranked.insert(3, "true urgency", tu.reindex(ranked["item"]).to_numpy())
+            ranked = svc.ranked_messages(model, fstudy, study)
             st.dataframe(ranked, hide_index=True, width="stretch")

@@ -1,7 +1,8 @@
 """Explanations: readable rules and exports, feature sensitivity, graph diagnostics.
 
-Modules: :mod:`~pbo_core.explain.export` (rules, leaf summaries, DOT, JSON, user/item
-hierarchies), :mod:`~pbo_core.explain.sensitivity` (leave-one-out feature sensitivity)
+Modules: :mod:`~pbo_core.explain.labels` (readable text: split rules, attribute tables,
+slopes, trade-offs), :mod:`~pbo_core.explain.export` (rules, leaf summaries, DOT, JSON,
+user/item hierarchies), :mod:`~pbo_core.explain.sensitivity` (leave-one-out feature sensitivity)
 and :mod:`~pbo_core.explain.diagnostics` (comparison-graph components, Hessian rank,
 condition number, effective degrees of freedom).
 """

@@ -63,13 +63,18 @@ def split_rules(tree_model: DTSurrogate, schema: Schema | None = None) -> list[t
             ncat = int(tree.n_categories[c])
             right = [k for k in range(ncat) if (mask >> k) & 1]
             left = [k for k in range(ncat) if not (mask >> k) & 1]
-            out.append((schema.describe_categories(c, right), schema.describe_categories(c, left)))
+            out.append(
+                (
+                    labels.describe_categories(schema, c, right),
+                    labels.describe_categories(schema, c, left),
+                )
+            )
         else:
             t = float(tree.threshold[node])
             out.append(
                 (
-                    schema.describe_threshold(c, t, right=True),
-                    schema.describe_threshold(c, t, right=False),
+                    labels.describe_threshold(schema, c, t, right=True),
+                    labels.describe_threshold(schema, c, t, right=False),
                 )
             )
     return out

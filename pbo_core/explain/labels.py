@@ -1,4 +1,16 @@
-"""Readable slopes and trade-off ratios in the attributes' own units.
+"""Readable text: split rules, attribute tables, slopes and trade-off ratios.
+
+The one place analysts' words come from:
+
+* split rules: :func:`describe_threshold` (``"Comfort class: 1 (middle) .. 2 (least
+  comfortable)"``, ``"contract >= 1 year"``), :func:`describe_categories` (``"party in
+  {Democrat, Independent}"``) and :func:`describe_side`, with snake_case codes in words
+  (:func:`humanize`). They live in the low-level :mod:`pbo_core.rules` and
+  :mod:`pbo_core.text` (user and segment trees below this layer word their splits with
+  them) and are re-exported here;
+* :func:`attribute_table`: one row per attribute of a schema, as the dashboard and the
+  report show it;
+* slopes and trade-off ratios in the attributes' own units (below).
 
 A linear leaf (:class:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate`) changes the
 utility (in units of the comparison noise ``sigma_noise``) by ``b_j`` per unit of
@@ -46,13 +58,20 @@ import pandas as pd
 from scipy.special import ndtri
 
 from pbo_core.data import Feature, Schema
+from pbo_core.rules import describe_categories, describe_side, describe_threshold
+from pbo_core.text import fmt_number, humanize
 
 __all__ = [
     "MONEY_UNITS",
     "Ratio",
     "TradeOff",
+    "attribute_table",
+    "describe_categories",
+    "describe_side",
+    "describe_threshold",
     "fieller_ratio",
     "hours_per_unit",
+    "humanize",
     "is_money",
     "price_column",
     "ratio_text",
@@ -78,6 +97,29 @@ _HOURS = {
     "h": 1.0, "hr": 1.0, "hrs": 1.0, "hour": 1.0, "hours": 1.0,
 }  # fmt: skip
 _Z95 = 1.959963984540054
+
+
+def attribute_table(schema: Schema) -> pd.DataFrame:
+    """One row per feature: name, label, kind, levels or range, unit, description."""
+    rows = []
+    for f in schema.features:
+        if f.kind == "numeric":
+            rng = f"{fmt_number(f.bounds[0])} – {fmt_number(f.bounds[1])}" if f.bounds else ""
+        elif f.kind == "binary":
+            rng = " / ".join(f.levels or ("0", "1"))
+        else:
+            rng = " / ".join(f.levels)
+        rows.append(
+            {
+                "feature": f.name,
+                "label": f.display,
+                "kind": f.kind,
+                "levels or range": rng,
+                "unit": f.unit,
+                "description": f.description,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def singular_unit(unit: str) -> str:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import Study
+from pbo_core.explain import labels
 from pbo_core.explain.evidence import respondent_evidence
 from pbo_core.explain.export import TreeView, tree_view
 from pbo_core.explain.naming import item_names
@@ -450,7 +451,7 @@ def build_report(parts: ReportParts) -> str:
         )
         + "</ul>",
         "<h3>Attributes</h3>",
-        _table(study.attribute_table()),
+        _table(labels.attribute_table(study.schema)),
     ]
     out.append('<h2 id="tree">Tree</h2>')
     out.append(

@@ -55,6 +55,29 @@ def test_endpoint_probe_reports_closed_ports_and_bad_urls() -> None:
         assert ok
 
 
+def test_pmr_services_read_score_and_rank_without_an_endpoint() -> None:
+    from data_loaders.registry import load_study
+    from feature_extraction.propose import ProposalRecord
+
+    study = load_study("pmr-demo")
+    spec = study.extras["spec"]
+    truth = study.extras["truth"][["message_id", *spec.names]]
+    mid = str(truth["message_id"].iloc[0])
+    side = svc.message_features(study, truth, mid)
+    assert list(side.columns) == ["ground truth", "extracted"] and len(side) == len(spec)
+    assert svc.proposal_features(study, None).equals(truth)
+    assert (svc.score_extraction(study, truth)["accuracy"] == 1.0).all()
+    back = svc.read_extracted_table(svc.extracted_csv(truth).encode(), spec, "t.csv")
+    assert len(back) == len(truth)
+    recs = [ProposalRecord(round=0, status="failed", error="gone")]
+    assert [r.error for r in svc.read_proposals(svc.proposals_json(recs))] == ["gone"]
+    assert len(svc.accepted_spec(spec, recs)) == len(spec)
+    model = svc.urgency_tree(study, "truth")
+    ranked = svc.ranked_messages(model, study, study)
+    assert {"inbox", "message", "true urgency"} <= set(ranked.columns)
+    assert len(ranked) == len(svc.message_texts(study)) == 60
+
+
 def test_mean_se_and_result_kinds() -> None:
     df = pd.DataFrame(
         {"method": ["a", "a", "b", "b"], "step": [0, 0, 0, 0], "regret": [1.0, 3.0, 2.0, 2.0]}

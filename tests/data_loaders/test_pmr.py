@@ -31,7 +31,7 @@ from data_loaders.pmr import (
 )
 from feature_extraction.extract import save_table
 from feature_extraction.spec import table9_spec
-from pbo_core.data import DataValidationError, PreferenceData
+from pbo_core.data import TRUE_UTILITY, DataValidationError, PreferenceData
 from pbo_core.metrics import pairwise_accuracy
 
 SPEC = table9_spec()
@@ -97,6 +97,9 @@ def test_demo_truth_is_spec_valid_and_labels_follow_the_model(demo) -> None:
     assert (counts == 5).all()
     u = demo_true_urgency(truth)
     assert np.allclose(u, truth["true_urgency"], atol=1e-3)
+    # live sessions score against the true urgency the loader supplies per message id
+    true_u = demo.extras[TRUE_UTILITY]
+    assert [true_u[m] for m in truth["message_id"].astype(str)] == list(truth["true_urgency"])
     uw = u[demo.data.pairs[:, 0]]
     ul = u[demo.data.pairs[:, 1]]
     agree = np.mean(uw > ul)

@@ -19,6 +19,7 @@ from data_loaders.swissmetro import (
     read_swissmetro,
 )
 from pbo_core.data import DataValidationError
+from pbo_core.explain import labels
 from pbo_core.explain.export import describe_hierarchy
 from pbo_core.hierarchy import UserItemHierarchy
 
@@ -171,21 +172,27 @@ def test_attribute_labels_read_as_rules() -> None:
     s = load_swissmetro()
     sch = s.schema
     assert sch.names == ["mode", "time", "cost", "headway", "airline_seats"]
-    assert sch.describe_threshold(sch.names.index("time"), 95.0, True) == "Travel time >= 95 min"
-    assert sch.describe_threshold(sch.names.index("cost"), 20.0, False) == "Cost < 20 CHF"
-    assert sch.describe_threshold(sch.names.index("headway"), 45.0, True) == "Headway >= 45 min"
-    assert sch.describe_categories(0, [0, 2]) == "Mode in {Train, Car}"
+    assert (
+        labels.describe_threshold(sch, sch.names.index("time"), 95.0, True)
+        == "Travel time >= 95 min"
+    )
+    assert labels.describe_threshold(sch, sch.names.index("cost"), 20.0, False) == "Cost < 20 CHF"
+    assert (
+        labels.describe_threshold(sch, sch.names.index("headway"), 45.0, True)
+        == "Headway >= 45 min"
+    )
+    assert labels.describe_categories(sch, 0, [0, 2]) == "Mode in {Train, Car}"
     us = s.user_schema
-    assert us.describe_threshold(us.names.index("ga"), 0.5, True) == "GA travel card = yes"
-    assert us.describe_threshold(us.names.index("gender"), 0.5, True) == "Gender = male"
+    assert labels.describe_threshold(us, us.names.index("ga"), 0.5, True) == "GA travel card = yes"
+    assert labels.describe_threshold(us, us.names.index("gender"), 0.5, True) == "Gender = male"
     lug = us.names.index("luggage")
     assert us["luggage"].kind == "ordinal"
     assert us["luggage"].levels == ("none", "one piece", "several pieces")
-    assert us.describe_threshold(lug, 0.5, True) == "Luggage: one piece .. several pieces"
+    assert labels.describe_threshold(us, lug, 0.5, True) == "Luggage: one piece .. several pieces"
     assert "increasing" in us["luggage"].description
     for f in (*sch.features, *us.features):
         assert f.label and f.description, f.name
-    table = s.attribute_table()
+    table = labels.attribute_table(s.schema)
     assert list(table["unit"]) == ["", "min", "CHF", "min", ""]
     assert us["income"].levels[-1] == "unknown" and us["age"].levels[-1] == "unknown"
 

@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 
 from pbo_core.data import DataValidationError, Feature, PreferenceData, Schema, Study
+from pbo_core.explain import labels
 
 
 @pytest.fixture
@@ -81,16 +82,16 @@ def test_missing_field_is_named(schema) -> None:
 
 
 def test_rules_are_readable(schema) -> None:
-    assert schema.describe_threshold(0, 12.5, right=True) == "cost >= 12.5 BRB"
-    assert schema.describe_threshold(0, 12.5, right=False) == "cost < 12.5 BRB"
+    assert labels.describe_threshold(schema, 0, 12.5, right=True) == "cost >= 12.5 BRB"
+    assert labels.describe_threshold(schema, 0, 12.5, right=False) == "cost < 12.5 BRB"
     # ordinal rules name both ends of their range, so the scale's direction shows
-    assert schema.describe_threshold(1, 1.5, right=True) == "sensitivity: 80% .. 90%"
-    assert schema.describe_threshold(1, 1.5, right=False) == "sensitivity: 60% .. 70%"
-    assert schema.describe_threshold(1, 2.5, right=True) == "sensitivity = 90%"
-    assert schema.describe_threshold(3, 0.5, right=True) == "phone = telephone call"
-    assert schema.describe_categories(2, [0]) == "party = Democrat"
-    assert schema.describe_categories(2, [2, 0]) == "party in {Democrat, Independent}"
-    assert schema.describe_threshold(4, 0.5, right=True) == "flags includes chest pain"
+    assert labels.describe_threshold(schema, 1, 1.5, right=True) == "sensitivity: 80% .. 90%"
+    assert labels.describe_threshold(schema, 1, 1.5, right=False) == "sensitivity: 60% .. 70%"
+    assert labels.describe_threshold(schema, 1, 2.5, right=True) == "sensitivity = 90%"
+    assert labels.describe_threshold(schema, 3, 0.5, right=True) == "phone = telephone call"
+    assert labels.describe_categories(schema, 2, [0]) == "party = Democrat"
+    assert labels.describe_categories(schema, 2, [2, 0]) == "party in {Democrat, Independent}"
+    assert labels.describe_threshold(schema, 4, 0.5, right=True) == "flags includes chest pain"
 
 
 def test_schema_roundtrip_and_without(schema) -> None:
@@ -140,7 +141,7 @@ def test_for_respondent_keeps_only_their_items(schema) -> None:
     assert data.respondents().tolist() == ["a", "b"]
     study = Study("demo", "Demo", schema, data, license="MIT")
     assert study.counts() == {"respondents": 2, "items": 3, "comparisons": 3}
-    assert list(study.attribute_table()["feature"]) == schema.names
+    assert list(labels.attribute_table(study.schema)["feature"]) == schema.names
     with pytest.raises(KeyError, match="no pairs for respondent 'z'"):
         data.for_respondent("z")
 

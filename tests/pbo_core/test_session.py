@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pbo_core.data import Feature, Schema
+from pbo_core.data import TRUE_UTILITY, Feature, Schema
 from pbo_core.loop import run_pbo
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.problem import Problem
@@ -269,6 +269,16 @@ def test_study_item_set_dedupes_and_samples() -> None:
     part = study_item_set(study, max_items=5, seed=1)
     assert part["X"].shape == (5, 3)
     assert list(part["item_ids"]) == sorted(part["item_ids"])  # original order kept
+
+
+def test_study_item_set_takes_the_true_utility_the_study_supplies() -> None:
+    study = toy_study()
+    _, _, u = small_items()
+    study.extras[TRUE_UTILITY] = {str(i): float(v) for i, v in enumerate(u)}
+    part = study_item_set(study, max_items=5, seed=1)
+    assert np.array_equal(part["utilities"], u[part["item_ids"]])
+    study.extras[TRUE_UTILITY] = {"0": 1.0}  # not every item known: no ground truth
+    assert study_item_set(study)["utilities"] is None
 
 
 # ----------------------------------------------------------------------------- ties, skips

@@ -11,7 +11,7 @@ import pytest
 
 from data_loaders.registry import StudyUnavailableError, list_studies, load_study
 from pbo_core.data import Feature, PreferenceData, Schema
-from pbo_core.explain import plural, to_dot, tree_view
+from pbo_core.explain import labels, plural, to_dot, tree_view
 from pbo_core.models.dt import DTSurrogate
 
 SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
@@ -64,8 +64,8 @@ def test_pmr_spec_levels_read_as_words() -> None:
 def test_ordinal_rules_show_the_direction_of_the_scale() -> None:
     train = load_study("train")
     c = train.schema.names.index("comfort")
-    right = train.schema.describe_threshold(c, 0.5, right=True)
-    left = train.schema.describe_threshold(c, 0.5, right=False)
+    right = labels.describe_threshold(train.schema, c, 0.5, right=True)
+    left = labels.describe_threshold(train.schema, c, 0.5, right=False)
     assert right == "Comfort class: 1 (middle) .. 2 (least comfortable)"
     assert left == "Comfort class = 0 (most comfortable)"
 
@@ -75,8 +75,8 @@ def test_plurals_and_singular_units() -> None:
     assert plural(2, "comparison") == "2 comparisons"
     assert plural(1, "leaf", "leaves") == "1 leaf" and plural(3, "leaf", "leaves") == "3 leaves"
     s = Schema((Feature("contract", "numeric", bounds=(0, 5), unit="years"),))
-    assert s.describe_threshold(0, 1.0, right=True) == "contract >= 1 year"
-    assert s.describe_threshold(0, 2.0, right=True) == "contract >= 2 years"
+    assert labels.describe_threshold(s, 0, 1.0, right=True) == "contract >= 1 year"
+    assert labels.describe_threshold(s, 0, 2.0, right=True) == "contract >= 2 years"
 
 
 def test_special_codes_are_spelled_out() -> None:
@@ -85,10 +85,12 @@ def test_special_codes_are_spelled_out() -> None:
     assert price.format_value(0.0) == "variable rate"
     assert price.format_value(7.0) == "7 ¢/kWh"
     c = elec.schema.names.index("price")
-    assert elec.schema.describe_threshold(c, 3.5, right=False).endswith("(or variable rate)")
-    assert "variable" not in elec.schema.describe_threshold(c, 3.5, right=True)
+    assert labels.describe_threshold(elec.schema, c, 3.5, right=False).endswith(
+        "(or variable rate)"
+    )
+    assert "variable" not in labels.describe_threshold(elec.schema, c, 3.5, right=True)
     k = elec.schema.names.index("contract")
-    assert elec.schema.describe_threshold(k, 0.5, right=False).endswith("(or no contract)")
+    assert labels.describe_threshold(elec.schema, k, 0.5, right=False).endswith("(or no contract)")
     # the special codes survive a JSON round trip of the schema
     assert Schema.from_dict(elec.schema.to_dict())["price"].special == ((0.0, "variable rate"),)
 
