@@ -37,7 +37,7 @@ import pandas as pd
 from pbo_core.data import Study
 from pbo_core.explain import labels
 from pbo_core.explain.evidence import respondent_evidence
-from pbo_core.explain.export import TreeView, tree_view
+from pbo_core.explain.export import OUTLINE_LEAVES, TreeView, tree_view
 from pbo_core.explain.naming import item_names
 from pbo_core.explain.sensitivity import leave_one_out_study
 from pbo_core.models.dt import DTSurrogate
@@ -463,7 +463,8 @@ def build_report(parts: ReportParts) -> str:
     for heading, view in parts.trees:
         n_leaves = sum(1 for n in view.nodes if n.kind == "leaf")
         out.append(f"<h3>{esc(heading)} ({n_leaves} leaves)</h3>")
-        out.append(f'<div class="tree" data-tree="{esc(heading)}">{view.to_svg()}</div>')
+        style = "outline" if n_leaves > OUTLINE_LEAVES else "tree"  # legible at any size
+        out.append(f'<div class="tree" data-tree="{esc(heading)}">{view.to_svg(style=style)}</div>')
         out.append(_chart(leaf_spec(view), "leaf utilities"))
         out.append("<h3>Every leaf and its items</h3>")
         out.append(_table(_leaf_table(view)))
