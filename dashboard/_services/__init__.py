@@ -108,6 +108,7 @@ from dashboard._services.studies import (
     study_statuses,
     study_token,
     usable_study_keys,
+    warm_up_first_study,
 )
 from dashboard._services.trees import (
     TREE_MODELS,
@@ -121,6 +122,7 @@ from dashboard._services.trees import (
     items_table,
     leaf_numbers,
     leaf_table,
+    start_worker,
     svg_to_png,
     tradeoff_table,
     tree_choice,
@@ -216,6 +218,7 @@ __all__ = [
     "session_tree",
     "shared_server",
     "spec_json",
+    "start_worker",
     "state_token",
     "study_status",
     "study_statuses",
@@ -232,5 +235,6 @@ __all__ = [
     "usable_study_keys",
     "user_groups",
     "warm_up",
+    "warm_up_first_study",
     "wording",
 ]

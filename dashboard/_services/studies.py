@@ -286,6 +286,21 @@ def get_study(key: str) -> tuple[Study | None, str | None]:
         return None, f"{type(exc).__name__}: the data could not be loaded (see the server log)"
 
 
+def warm_up_first_study() -> str | None:
+    """Load the study the pages open on (the first usable one) into the study cache.
+
+    For the launcher's preload (``python -m dashboard``), outside any browser session, so
+    that the first visitor's page does not parse it. It fills the cache entry
+    :func:`get_study` uses when no sidebar path is typed (a new visitor has none).
+    Returns the study's key, or ``None`` when no study is usable.
+    """
+    for info in list_studies():
+        if info.available:
+            _load_study(info.key, (), env_stamp())
+            return info.key
+    return None
+
+
 def usable_study_keys(predicate: Callable[[StudyStatus], bool] | None = None) -> list[str]:
     """Keys of studies that can be loaded here."""
     return [s.key for s in study_statuses() if s.usable and (predicate is None or predicate(s))]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import multiprocessing
+import multiprocessing.pool
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,9 +20,16 @@ import streamlit as st
 from dashboard._services.studies import respondent_data, study_token
 from pbo_core import explain
 from pbo_core.data import Feature, PreferenceData, Schema, Study
-from pbo_core.experiments.accuracy import ACCURACY_METHODS, study_kind
+from pbo_core.experiments.accuracy import ACCURACY_METHODS
+from pbo_core.experiments.tree_choice import (
+    TreeChoice,
+    applicable,
+    choose_and_fit,
+    ready,
+    study_tasks,
+)
+from pbo_core.experiments.tree_choice import compare_trees as compare_models
 from pbo_core.explain import labels, naming
-from pbo_core.explain.evidence import PerRespondent, heldout_accuracy
 from pbo_core.models.dt import DTSurrogate
 
 
@@ -76,13 +83,7 @@ CHOICE_RESPONDENTS = 30
 
 def tree_models(study: Study) -> list[str]:
     """The tree models that apply to ``study`` (registry keys, explorer order)."""
-    kind = study_kind(study)
-    return [m for m in TREE_MODELS if kind in ACCURACY_METHODS[m].studies]
-
-
-def _tasks(study: Study) -> np.ndarray | None:
-    t = study.extras.get("pair_task")
-    return None if t is None or len(t) != study.data.n_pairs else np.asarray(t)
+    return applicable(study, list(TREE_MODELS))
 
 
 @st.cache_resource(
@@ -90,7 +91,7 @@ def _tasks(study: Study) -> np.ndarray | None:
     max_entries=8,
 )
 def _fit_pooled(token: Any, method: str, _study: Study) -> Any:
-    return ACCURACY_METHODS[method].fit(_study.data, _tasks(_study))
+    return ACCURACY_METHODS[method].fit(_study.data, study_tasks(_study))
 
 
 def fit_model(study: Study, respondent: Any, method: str, *, min_samples_split: int = 1) -> Any:
@@ -99,96 +100,77 @@ def fit_model(study: Study, respondent: Any, method: str, *, min_samples_split: 
     posterior (``for_respondent``; the population fit for pooled data)."""
     if method == "dt":
         return fit_tree(study, respondent, min_samples_split=min_samples_split)
-    model = _fit_pooled(study_token(study), method, study)
+    token = study_token(study)
+    model = _BACKGROUND_FITS.get((token, method))  # the winner, fitted by the comparison
+    if model is None:
+        model = _fit_pooled(token, method, study)
     if respondent is not None and study.data.respondent is not None:
         model = model.for_respondent(respondent, respondent_data(study, respondent).X)
     return model
 
 
-@dataclass(frozen=True)
-class TreeChoice:
-    """Held-out accuracy of the tree models (and two baselines) on a study; the winner."""
-
-    best: str
-    table: pd.DataFrame
-    n_respondents: int
-    n_comparisons: int
-
-    def reason(self) -> str:
-        """Why ``best`` is the default, in one sentence with its figures."""
-        row = self.table.set_index("key").loc[self.best]
-        who = (
-            f"the first {self.n_respondents} respondents' {self.n_comparisons} comparisons"
-            if self.n_respondents
-            else f"{self.n_comparisons} comparisons"
-        )
-        return (
-            f"Default: **{TREE_MODELS[self.best]}**, the tree model with the best held-out "
-            f"accuracy on this study, {100 * row['heldout']:.1f}% (95% CI "
-            f"{100 * row['ci_low']:.1f}–{100 * row['ci_high']:.1f}), 5-fold cross-validation "
-            f"over whole choice tasks on {who}; see the Held-out evidence tab."
-        )
-
-
 def compare_trees(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> TreeChoice:
-    """Held-out accuracy (5-fold CV over tasks) of the tree models and two baselines on
-    the first ``n_respondents`` respondents of ``study`` (all of a pooled study)."""
-    data, tasks = study.data, _tasks(study)
-    n_resp = 0
-    if data.respondent is not None:
-        keep = study.respondents()[:n_respondents]
-        mask = np.isin(data.respondent, keep)
-        data = data.select_pairs(mask, drop_unused_items=True)
-        tasks = tasks[mask] if tasks is not None else None
-        n_resp = len(keep)
-    fitters: dict[str, Callable[[PreferenceData, np.ndarray | None], Any]] = {}
-    by_resp = []
-    names = [*tree_models(study), *CHOICE_BASELINES]
-    if data.respondent is None:
-        names = [n for n in names if n != "logit-shrink"]
-    for name in names:
-        m = ACCURACY_METHODS[name]
-        if name == "dt" and data.respondent is not None:  # the paper's DT is per respondent
-            fitters[name] = lambda d, t: PerRespondent(DTSurrogate).fit(d)
-            by_resp.append(name)
-            continue
-        fitters[name] = m.fit
-        if m.respondent_predict and data.respondent is not None:
-            by_resp.append(name)
-    table = heldout_accuracy(data, {}, tasks=tasks, fitters=fitters, by_respondent=by_resp)
-    table.insert(0, "key", table["method"])
-    table["method"] = [TREE_MODELS.get(k, f"{k} (baseline)") for k in table["key"]]
-    trees = table[table["key"].isin(TREE_MODELS) & table["heldout"].notna()]
-    best = str(trees.loc[trees["heldout"].idxmax(), "key"]) if len(trees) else "dt"
-    return TreeChoice(best, table, n_resp, data.n_pairs)
+    """Held-out accuracy (5-fold CV over tasks) of the explorer's tree models and
+    :data:`CHOICE_BASELINES` on the first ``n_respondents`` respondents of ``study``
+    (:func:`pbo_core.experiments.tree_choice.compare_trees`)."""
+    return compare_models(study, TREE_MODELS, CHOICE_BASELINES, n_respondents)
 
 
-#: One background comparison at a time (the machine's cores are shared with the pages).
-_JOB_LOCK = threading.Lock()
+@functools.cache
+def _worker_pool() -> multiprocessing.pool.Pool:
+    """One worker process for the background comparisons, one comparison at a time.
+
+    A process, not a thread: the comparison is up to a minute of mostly Python-level CPU,
+    and in a thread it held the web server's interpreter lock while pages were drawn.
+    ``spawn`` (no fork of a threaded server); the worker runs at the lowest CPU priority,
+    below the pages, and is a daemon, so stopping the server never waits for a comparison.
+    :func:`start_worker` starts it before the first visitor.
+    """
+    return multiprocessing.get_context("spawn").Pool(
+        processes=1, initializer=os.nice, initargs=(19,)
+    )
 
 
-def _in_background(fn: Callable[..., Any], *args: Any) -> Future:
-    """Run ``fn(*args)`` in a daemon thread (never delays the app's exit); its Future."""
+def _submit(fn: Callable[..., Any], *args: Any) -> Future:
+    """Run ``fn(*args)`` in the worker process; its Future."""
     fut: Future = Future()
-
-    def run() -> None:
-        if not fut.set_running_or_notify_cancel():
-            return
-        try:
-            with _JOB_LOCK:
-                fut.set_result(fn(*args))
-        except BaseException as exc:  # the page re-raises it from Future.result()
-            fut.set_exception(exc)
-
-    threading.Thread(target=run, name="tree-choice", daemon=True).start()
+    fut.set_running_or_notify_cancel()
+    _worker_pool().apply_async(fn, args, callback=fut.set_result, error_callback=fut.set_exception)
     return fut
 
 
-def _choice_and_fit(study: Study, n_respondents: int, token: Any) -> TreeChoice:
-    choice = compare_trees(study, n_respondents)
-    if choice.best != "dt":  # the winner's full fit, so the page draws it at once
-        _fit_pooled(token, choice.best, study)
-    return choice
+def start_worker() -> float:
+    """Start the background worker process and let it import the models (the launcher's
+    preload calls this, so a first visitor's comparison does not start a Python process
+    and its imports beside the page being drawn). Returns the seconds taken."""
+    t0 = time.perf_counter()
+    _submit(ready).result()
+    return time.perf_counter() - t0
+
+
+#: Winners fitted by the background comparison: (study token, method) -> model.
+_BACKGROUND_FITS: dict[tuple[Any, str], Any] = {}
+
+
+def _choice_in_background(study: Study, n_respondents: int, token: Any) -> Future:
+    """Start :func:`pbo_core.experiments.tree_choice.choose_and_fit` in the worker process;
+    a Future of its :class:`TreeChoice` (the winner's fit is kept for :func:`fit_model`)."""
+    job = _submit(choose_and_fit, study, TREE_MODELS, CHOICE_BASELINES, n_respondents)
+    out: Future = Future()
+    out.set_running_or_notify_cancel()
+
+    def done(f: Future) -> None:
+        try:
+            choice, model = f.result()
+        except BaseException as exc:  # the page re-raises it from Future.result()
+            out.set_exception(exc)
+            return
+        if model is not None:
+            _BACKGROUND_FITS[(token, choice.best)] = model
+        out.set_result(choice)
+
+    job.add_done_callback(done)
+    return out
 
 
 def _fingerprint(study: Study) -> tuple[Any, ...]:
@@ -201,7 +183,7 @@ def _fingerprint(study: Study) -> tuple[Any, ...]:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _choice_job(fingerprint: Any, n_respondents: int, _study: Study, _token: Any) -> Future:
-    return _in_background(_choice_and_fit, _study, n_respondents, _token)
+    return _choice_in_background(_study, n_respondents, _token)
 
 
 def background_choice() -> bool:

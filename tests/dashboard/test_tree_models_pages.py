@@ -9,6 +9,7 @@ inner CV picks on Train (fixture ``quick_dt_linear``).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -23,6 +24,10 @@ from tests.dashboard.test_pages import trees as tree_views
 def quick_models(monkeypatch: pytest.MonkeyPatch, quick_dt_linear: None) -> None:
     monkeypatch.setattr(tree_svc, "CHOICE_RESPONDENTS", 7)  # also a cache key of its own
     monkeypatch.setenv("DTPBO_NO_TREE_CHOICE", "0")  # the background comparison on
+    # in a thread of this process, so the quick dt-linear above applies (the worker
+    # process itself: tests/dashboard/test_services.py)
+    worker = ThreadPoolExecutor(max_workers=1)
+    monkeypatch.setattr(tree_svc, "_submit", worker.submit)
 
 
 def _model_box(at):

@@ -1,0 +1,67 @@
+"""The held-out comparison that picks the Tree explorer's default tree."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import numpy as np
+import pytest
+
+from data_loaders.registry import load_study
+from pbo_core.data import PreferenceData
+from pbo_core.experiments import tree_choice
+from pbo_core.experiments.accuracy import ACCURACY_METHODS
+
+TREES = {"dt": "Paper DT", "dt-pooled": "Pooled DT"}
+BASELINES = ("logit-shrink", "logit-pooled")
+
+
+@pytest.fixture(scope="module")
+def train():
+    return load_study("train")
+
+
+def test_compare_trees_scores_trees_and_baselines_and_picks_the_best_tree(train) -> None:
+    choice = tree_choice.compare_trees(train, TREES, BASELINES, n_respondents=6)
+    t = choice.table
+    assert list(t["key"]) == ["dt", "dt-pooled", "logit-shrink", "logit-pooled"]
+    assert list(t["method"]) == [
+        "Paper DT",
+        "Pooled DT",
+        "logit-shrink (baseline)",
+        "logit-pooled (baseline)",
+    ]
+    assert choice.n_respondents == 6
+    keep = train.respondents()[:6]
+    assert choice.n_comparisons == int(np.isin(train.data.respondent, keep).sum())
+    trees = t[t["key"].isin(list(TREES))]
+    assert choice.best == trees.loc[trees["heldout"].idxmax(), "key"]
+    assert ((t["ci_low"] <= t["heldout"]) & (t["heldout"] <= t["ci_high"])).all()
+    best = t.set_index("key").loc[choice.best]
+    reason = choice.reason()
+    assert TREES[choice.best] in reason and f"{100 * best['heldout']:.1f}%" in reason
+    assert "the first 6 respondents'" in reason
+
+
+def test_a_pooled_study_drops_baselines_of_respondents_own_utilities(train) -> None:
+    d = train.data  # the same comparisons without respondents
+    pooled = dataclasses.replace(
+        train, data=PreferenceData(d.X, d.pairs[:400], schema=d.schema), extras={}
+    )
+    choice = tree_choice.compare_trees(pooled, TREES, BASELINES, n_respondents=6)
+    assert "logit-shrink" not in set(choice.table["key"])
+    assert ACCURACY_METHODS["logit-shrink"].respondent_predict
+    assert "logit-pooled" in set(choice.table["key"]) and choice.n_respondents == 0
+
+
+def test_choose_and_fit_returns_the_winners_fit_and_pickles(train) -> None:
+    choice, model = tree_choice.choose_and_fit(train, TREES, BASELINES, n_respondents=6)
+    if choice.best == "dt":
+        assert model is None
+    else:
+        assert model.predict(train.data.X[:3]).shape == (3,)
+    # what crosses to and from the dashboard's worker process
+    again = pickle.loads(pickle.dumps((train, TREES, BASELINES, choice, model)))
+    assert again[3].best == choice.best
+    assert tree_choice.ready() is True
