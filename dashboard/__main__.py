@@ -44,10 +44,25 @@ def preload() -> float:
     return time.perf_counter() - t0
 
 
+#: Printed when :func:`preload` is done (after Streamlit's own "You can now view ..." lines):
+#: from then on a first visitor's page only computes its own content.
+READY = "DT-PBO Explorer is ready"
+
+
+def preload_and_report() -> None:
+    """:func:`preload`, then say on standard output that the app is ready."""
+    seconds = preload()
+    print(
+        f"  {READY} (pages' modules, tree kernels, the first study and the background "
+        f"worker loaded in {seconds:.1f} s).",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Start :func:`preload` in the background, then ``streamlit run`` the app."""
+    """Start :func:`preload_and_report` in the background, then ``streamlit run`` the app."""
     args = sys.argv[1:] if argv is None else list(argv)
-    threading.Thread(target=preload, name="dtpbo-preload", daemon=True).start()
+    threading.Thread(target=preload_and_report, name="dtpbo-preload", daemon=True).start()
     sys.argv = ["streamlit", "run", str(APP), *args]
     try:
         cli.main(prog_name="streamlit")

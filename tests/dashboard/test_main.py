@@ -54,3 +54,10 @@ def test_preload_imports_every_page_dependency_and_loads_the_kernels() -> None:
     # the kernel warm-up is cached: a second call returns the same recorded time
     svc = sys.modules["dashboard._services"]
     assert svc.warm_up() == svc.warm_up()
+
+
+def test_the_launcher_says_when_the_preload_is_done(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(launcher, "preload", lambda: 2.25)
+    launcher.preload_and_report()
+    out = capsys.readouterr().out
+    assert launcher.READY in out and "loaded in 2.2 s" in out
