@@ -294,11 +294,29 @@ def warm_up_first_study() -> str | None:
     :func:`get_study` uses when no sidebar path is typed (a new visitor has none).
     Returns the study's key, or ``None`` when no study is usable.
     """
-    for info in list_studies():
-        if info.available:
-            _load_study(info.key, (), env_stamp())
-            return info.key
+    # outside a session Streamlit logs "missing ScriptRunContext" for the cache's spinner
+    log = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    quiet = _DropMessage("missing ScriptRunContext")
+    log.addFilter(quiet)
+    try:
+        for info in list_studies():
+            if info.available:
+                _load_study(info.key, (), env_stamp())
+                return info.key
+    finally:
+        log.removeFilter(quiet)
     return None
+
+
+class _DropMessage(logging.Filter):
+    """A logging filter that drops records containing ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
 
 
 def usable_study_keys(predicate: Callable[[StudyStatus], bool] | None = None) -> list[str]:

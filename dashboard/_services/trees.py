@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import multiprocessing
-import multiprocessing.pool
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -26,6 +26,7 @@ from pbo_core.experiments.tree_choice import (
     applicable,
     choose_and_fit,
     ready,
+    serve,
     study_tasks,
 )
 from pbo_core.experiments.tree_choice import compare_trees as compare_models
@@ -116,26 +117,54 @@ def compare_trees(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> Tree
     return compare_models(study, TREE_MODELS, CHOICE_BASELINES, n_respondents)
 
 
-@functools.cache
-def _worker_pool() -> multiprocessing.pool.Pool:
-    """One worker process for the background comparisons, one comparison at a time.
+class _Worker:
+    """One worker process for the background comparisons, one call at a time.
 
     A process, not a thread: the comparison is up to a minute of mostly Python-level CPU,
     and in a thread it held the web server's interpreter lock while pages were drawn.
-    ``spawn`` (no fork of a threaded server); the worker runs at the lowest CPU priority,
-    below the pages, and is a daemon, so stopping the server never waits for a comparison.
-    :func:`start_worker` starts it before the first visitor.
+    ``spawn`` (no fork of a threaded server); the process runs
+    :func:`pbo_core.experiments.tree_choice.serve` at the lowest CPU priority, below the
+    pages, and is a daemon: stopping the server terminates it and never waits for a
+    comparison. A worker that dies makes the waiting call raise (the page shows it).
     """
-    return multiprocessing.get_context("spawn").Pool(
-        processes=1, initializer=os.nice, initargs=(19,)
-    )
+
+    def __init__(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self.process = ctx.Process(
+            target=serve, args=(child,), name="dtpbo-tree-choice", daemon=True
+        )
+        self.process.start()
+        child.close()
+        self._lock = threading.Lock()
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in the worker process (blocks; one call at a time)."""
+        with self._lock:
+            self._conn.send((fn, args))
+            ok, value = self._conn.recv()
+        if not ok:
+            raise value
+        return value
+
+
+@functools.cache
+def _worker() -> _Worker:
+    return _Worker()
 
 
 def _submit(fn: Callable[..., Any], *args: Any) -> Future:
-    """Run ``fn(*args)`` in the worker process; its Future."""
+    """Run ``fn(*args)`` in the worker process; its Future (resolved by a daemon thread)."""
     fut: Future = Future()
     fut.set_running_or_notify_cancel()
-    _worker_pool().apply_async(fn, args, callback=fut.set_result, error_callback=fut.set_exception)
+
+    def run() -> None:
+        try:
+            fut.set_result(_worker().call(fn, *args))
+        except BaseException as exc:  # the page re-raises it from Future.result()
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name="tree-choice-wait", daemon=True).start()
     return fut
 
 

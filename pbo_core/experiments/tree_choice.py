@@ -9,13 +9,15 @@ respondent, the pooled models predicting with each respondent's own utilities.
 :func:`choose_and_fit` also fits the winner on the whole study, so a caller can draw it at
 once. It imports no user-interface code and takes and returns only picklable objects, so
 the dashboard runs it in a separate process (a minute of CPU that must not hold the web
-server's interpreter lock while pages are drawn).
+server's interpreter lock while pages are drawn), whose loop is :func:`serve`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ __all__ = [
     "choose_and_fit",
     "compare_trees",
     "ready",
+    "serve",
     "study_tasks",
 ]
 
@@ -147,6 +150,26 @@ def choose_and_fit(
 
 
 def ready() -> bool:
-    """``True``: submitted to a fresh worker process, it makes the worker import this
-    module and what it needs (the models, the accuracy registry) before any real job."""
+    """``True``: sent to a fresh worker process, it makes the worker import this module
+    and what it needs (the models, the accuracy registry) before any real job."""
     return True
+
+
+def serve(conn: Connection, niceness: int = 19) -> None:
+    """The loop of a worker process: run the calls that arrive on ``conn``, one at a time.
+
+    Each message is ``(function, args)`` (both picklable); the answer is ``(True, result)``
+    or ``(False, exception)``. Runs at ``niceness`` (lowest CPU priority by default) and
+    returns when the other end closes.
+    """
+    os.nice(niceness)
+    while True:
+        try:
+            fn, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer = (True, fn(*args))
+        except Exception as exc:  # sent back and re-raised by the caller
+            answer = (False, exc)
+        conn.send(answer)

@@ -65,3 +65,20 @@ def test_choose_and_fit_returns_the_winners_fit_and_pickles(train) -> None:
     again = pickle.loads(pickle.dumps((train, TREES, BASELINES, choice, model)))
     assert again[3].best == choice.best
     assert tree_choice.ready() is True
+
+
+def test_serve_answers_calls_and_errors_until_the_other_end_closes() -> None:
+    import threading
+    from multiprocessing import Pipe
+
+    ours, theirs = Pipe()
+    t = threading.Thread(target=tree_choice.serve, args=(theirs, 0), daemon=True)
+    t.start()
+    ours.send((divmod, (7, 2)))
+    assert ours.recv() == (True, (3, 1))
+    ours.send((int, ("not a number",)))
+    ok, exc = ours.recv()
+    assert not ok and isinstance(exc, ValueError)
+    ours.close()
+    t.join(5)
+    assert not t.is_alive()
