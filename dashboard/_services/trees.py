@@ -137,20 +137,32 @@ class _Worker:
         self.process.start()
         child.close()
         self._lock = threading.Lock()
+        self.broken = False
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` in the worker process (blocks; one call at a time)."""
         with self._lock:
-            self._conn.send((fn, args))
-            ok, value = self._conn.recv()
+            try:
+                self._conn.send((fn, args))
+                ok, value = self._conn.recv()
+            except (EOFError, OSError):  # the process died: this worker is done
+                self.broken = True
+                raise
         if not ok:
             raise value
         return value
 
 
-@functools.cache
+_WORKER: list[_Worker] = []
+_WORKER_LOCK = threading.Lock()
+
+
 def _worker() -> _Worker:
-    return _Worker()
+    """The worker process; a new one if there is none yet or the last one died."""
+    with _WORKER_LOCK:
+        if not _WORKER or _WORKER[0].broken or not _WORKER[0].process.is_alive():
+            _WORKER[:] = [_Worker()]
+        return _WORKER[0]
 
 
 def _submit(fn: Callable[..., Any], *args: Any) -> Future:

@@ -145,5 +145,11 @@ def test_the_tree_comparison_runs_in_a_low_priority_worker_process() -> None:
         )
     assert tree_svc._submit(os.getpid).result() != os.getpid()
     assert tree_svc._submit(os.nice, 0).result() == min(19, os.nice(0) + 19)
-    assert tree_svc._worker().process.daemon  # never delays the server's exit
+    worker = tree_svc._worker()
+    assert worker.process.daemon  # never delays the server's exit
+    # a worker that dies fails the call it was running and is replaced for the next one
+    dying = tree_svc._submit(os._exit, 1)
+    with pytest.raises((EOFError, OSError)):
+        dying.result(timeout=60)
+    assert tree_svc._submit(os.getpid).result(timeout=120) != worker.process.pid
     assert tree_svc.start_worker() >= 0.0
