@@ -285,7 +285,7 @@ def _load_default(stamp: tuple[str, int, int]) -> Study:
         user_columns=(),
         read_csv_kwargs=None,
     )
-    freeze(study.data.X, study.data.pairs, study.data.respondent)
+    freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 
 

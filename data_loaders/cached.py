@@ -11,9 +11,8 @@ case-study modules of :mod:`pbo_core.experiments` take them as arguments
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from data_loaders.registry import load_study
 from data_loaders.user_studies import ColumnMap, load_choice_file
@@ -32,37 +31,22 @@ def load_study_cached(key: str, data_dir: str | None = None) -> Study:
 
 
 @lru_cache(maxsize=4)
-def load_study_file(
-    path: str,
-    fmt: Literal["long", "wide"],
-    attributes: str,
-    respondent: str = "respondent",
-    task: str = "task",
-    profile: str = "profile",
-    chosen: str | None = None,
-    alternatives: Sequence[str] = ("1", "2"),
-) -> Study:
-    """An analyst's own choice data (long or wide CSV + JSON attribute table), once per process.
+def load_study_file(path: str, attributes: str | None, columns: str) -> Study:
+    """An analyst's own choice data (long or wide CSV), once per process.
 
     Parameters
     ----------
     path
         CSV file (``.gz`` allowed).
-    fmt
-        ``"long"`` (one row per respondent x task x profile, :func:`load_conjoint_long`) or
-        ``"wide"`` (one row per task, :func:`load_conjoint_wide`).
     attributes
-        JSON attribute table (:func:`data_loaders.conjoint.read_attribute_table`).
-    respondent, task, profile, chosen
-        Column names; ``chosen`` defaults to ``"chosen"`` (long: the 1/0 flag) or
-        ``"choice"`` (wide: the chosen alternative). ``profile`` is used by the long format.
-    alternatives
-        Wide format: the alternatives' column suffixes.
+        JSON attribute table (:func:`data_loaders.conjoint.read_attribute_table`), or
+        ``None`` to infer it from the columns.
+    columns
+        The layout and column names, :meth:`data_loaders.user_studies.ColumnMap.to_json`.
 
     Raises
     ------
     DataValidationError
         For malformed data, naming the file and line (from the readers).
     """
-    columns = ColumnMap(fmt, respondent, task, profile, chosen, tuple(alternatives))
-    return load_choice_file(path, attributes, columns)
+    return load_choice_file(path, attributes, ColumnMap.from_json(columns))

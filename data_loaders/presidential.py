@@ -396,7 +396,7 @@ def _load_default(stamp: tuple[str, int, int], mapping_stamp: tuple[str, int, in
     study = _load(
         Path(stamp[0]), read_mapping(mapping_stamp[0]), check_condition=True, read_csv_kwargs=None
     )
-    freeze(study.data.X, study.data.pairs, study.data.respondent)
+    freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 
 

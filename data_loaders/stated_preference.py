@@ -170,7 +170,7 @@ def _train() -> Study:
             license=_LICENSE,
         ),
     )
-    freeze(study.data.X, study.data.pairs, study.data.respondent)
+    freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 
 
@@ -202,7 +202,7 @@ def _electricity() -> Study:
             license=_LICENSE,
         ),
     )
-    freeze(study.data.X, study.data.pairs, study.data.respondent)
+    freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 
 
@@ -227,7 +227,7 @@ def load_train(pivot: bool | PivotMode = False) -> Study:
 @lru_cache(maxsize=2)
 def _train_pivoted(mode: PivotMode) -> Study:
     study = pivot_study(_train(), TRAIN_PIVOT_FEATURES, mode)
-    freeze(study.data.X, study.data.pairs, study.data.respondent)
+    freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 
 
@@ -238,7 +238,7 @@ def pivot_study(study: Study, features: tuple[str, ...], mode: PivotMode = "rati
     over every alternative shown to ``r`` (all their tasks: a property of the design
     they saw, not of their answers). ``"ratio"`` replaces ``x_j`` by ``x_j / m_rj``,
     ``"difference"`` by ``x_j - m_rj``. Items become one row per (respondent, item), so the
-    pairs are renumbered; their order, respondents and ``extras["pair_task"]`` are kept.
+    pairs are renumbered; their order, respondents and tasks are kept.
     """
     if mode not in ("ratio", "difference"):
         raise ValueError(f"pivot must be 'ratio' or 'difference', got {mode!r}")
@@ -286,6 +286,7 @@ def pivot_study(study: Study, features: tuple[str, ...], mode: PivotMode = "rati
         respondent=resp,
         users=data.users,
         source=f"{data.source} (pivot={mode})",
+        task=data.task,
     )
     return replace(
         study,

@@ -794,8 +794,7 @@ def _build(
     study.users = users
     study.user_schema = Schema(tuple(a.to_feature() for a in USER_ATTRIBUTES))
     study.data.users = users
-    pair_task = np.asarray(study.extras["pair_task"])
-    n_tasks = len(pd.unique(pd.MultiIndex.from_arrays([study.data.respondent, pair_task])))
+    n_tasks = study.data.n_tasks()
     study.extras.update(
         {
             "items_kind": items,
@@ -817,7 +816,7 @@ def _build(
         freeze(split_items)
         study.extras["hierarchy_split_items"] = split_items
         study.extras["hierarchy_split_label"] = "mode (Train, Swissmetro, Car)"
-    freeze(study.data.X, study.data.pairs, study.data.respondent, pair_task)
+    freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 
 
@@ -873,8 +872,9 @@ def load_swissmetro(
     -------
     Study
         Parsed once per process for the same file and options (arrays read-only) unless
-        ``respondents`` or ``exclude`` is given. ``extras`` holds ``pair_task`` (task
-        1-9 of each pair within its respondent), ``pair_line`` (file line of the task),
+        ``respondents`` or ``exclude`` is given. ``data.task`` is the task
+        (1-9 within its respondent) of each pair; ``extras`` holds ``pair_line`` (file
+        line of the task),
         ``excluded``, ``respondent_summary``, ``n_tasks`` and ``columns``
         (:func:`column_table`).
     """

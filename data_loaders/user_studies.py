@@ -23,6 +23,7 @@ Uploads are limited to :data:`MAX_UPLOAD_MB` MB each.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -99,6 +100,55 @@ class ColumnMap:
         cols = [self.respondent, self.task, self.chosen_column]
         return cols + ([self.profile] if self.format == "long" else [])
 
+    def to_json(self) -> str:
+        """The mapping as canonical JSON (hashable: a grid cell's ``columns``)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ColumnMap:
+        """Inverse of :meth:`to_json`."""
+        d = dict(json.loads(text))
+        if "alternatives" in d:
+            d["alternatives"] = tuple(str(a) for a in d["alternatives"])
+        return cls(**d)
+
+
+def add_column_args(p: argparse.ArgumentParser) -> None:
+    """The choice-file flags shared by every command that reads an analyst's own file
+    (``import-study``, ``conjoint-accuracy --data``, ``report --data``)."""
+    p.add_argument("--format", choices=("long", "wide"), default="long", help="layout of the file")
+    p.add_argument(
+        "--attributes",
+        default=None,
+        help="JSON attribute table (default: inferred from the columns, as the page does)",
+    )
+    p.add_argument("--respondent-col", default="respondent")
+    p.add_argument("--task-col", default="task")
+    p.add_argument("--profile-col", default="profile", help="alternative column (long)")
+    p.add_argument(
+        "--chosen-col",
+        default=None,
+        help="chosen flag (long, default 'chosen') or chosen alternative (wide, 'choice')",
+    )
+    p.add_argument(
+        "--alternatives",
+        default=None,
+        help="wide: the alternatives' column suffixes, comma-separated (default 1,2)",
+    )
+
+
+def column_map(args: argparse.Namespace) -> ColumnMap:
+    """The :class:`ColumnMap` of the flags of :func:`add_column_args`."""
+    alts = tuple(a.strip() for a in (args.alternatives or "").split(",") if a.strip())
+    return ColumnMap(
+        args.format,
+        args.respondent_col,
+        args.task_col,
+        args.profile_col,
+        args.chosen_col,
+        alts or ("1", "2"),
+    )
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -112,17 +162,22 @@ class Problem:
 
 def load_choice_file(
     path: str | Path,
-    attributes: str | Path | Sequence[Attribute],
+    attributes: str | Path | Sequence[Attribute] | None,
     columns: ColumnMap = ColumnMap(),
     meta: StudyMeta | None = None,
 ) -> Study:
     """Long or wide choice data (CSV) with its attribute table, through the conjoint loaders.
+
+    ``attributes=None`` infers the table from the columns (:func:`infer_attributes`, as the
+    Add-a-study form does).
 
     Raises
     ------
     DataValidationError
         For malformed data, naming the file, line and column (from the readers).
     """
+    if attributes is None:
+        attributes = infer_attributes(read_csv_lines(Path(path)), columns)
     if columns.format == "long":
         return load_conjoint_long(
             path,

@@ -15,7 +15,8 @@ the dashboard displays it. Nothing downstream knows which loader produced the da
 ``PreferenceData``
     Items (encoded matrix ``X`` plus an optional display table) and pairwise
     comparisons ``pairs`` (winner index, loser index), optionally with the respondent
-    of every pair and a table of user features. Validated on construction.
+    and the choice task of every pair and a table of user features. Validated on
+    construction; every selection keeps the respondents and tasks of the kept pairs.
 ``Study``
     A named case study: schema, pooled preference data (per-respondent views), and the
     provenance shown in the dashboard (description, source, citation, licence).
@@ -577,6 +578,12 @@ class PreferenceData:
         Optional labels of the items (e.g. profile ids); defaults to ``0..n_items-1``.
     respondent
         Optional respondent id of every pair (pooled multi-respondent data).
+    task
+        Optional choice-task id of every pair: the comparisons one choice produced (the
+        chosen alternative beats each other one) share a task. Ids need only be unique
+        within a respondent (task ``1`` of respondent ``a`` and task ``1`` of respondent
+        ``b`` are two tasks; :meth:`task_keys` numbers them apart). ``None``: every
+        comparison is a task of its own.
     users
         Optional table of respondent features indexed by respondent id.
     source
@@ -597,6 +604,7 @@ class PreferenceData:
     respondent: np.ndarray | None = None
     users: pd.DataFrame | None = None
     source: str = "data"
+    task: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.X = _check_matrix(self.X, f"{self.source} items")
@@ -651,6 +659,12 @@ class PreferenceData:
                 raise DataValidationError(
                     f"{self.source}: {len(self.respondent)} respondent ids for {len(p)} pairs"
                 )
+        if self.task is not None:
+            self.task = np.asarray(self.task)
+            if len(self.task) != len(p):
+                raise DataValidationError(
+                    f"{self.source}: {len(self.task)} task ids for {len(p)} pairs"
+                )
 
     @classmethod
     def from_validated_arrays(
@@ -672,6 +686,7 @@ class PreferenceData:
         obj.respondent = None
         obj.users = None
         obj.source = "data"
+        obj.task = None
         return obj
 
     # ------------------------------------------------------------------ views
@@ -716,19 +731,37 @@ class PreferenceData:
         _, first = np.unique(self.respondent, return_index=True)
         return self.respondent[np.sort(first)]
 
+    def task_keys(self) -> np.ndarray:
+        """An integer per comparison, equal exactly for comparisons of one choice task.
+
+        Tasks are told apart by respondent and task id; without task ids every comparison
+        is its own task (``0 .. n_pairs-1``).
+        """
+        if self.task is None:
+            return np.arange(self.n_pairs, dtype=np.int64)
+        if self.respondent is None:
+            return np.unique(self.task, return_inverse=True)[1].astype(np.int64).reshape(-1)
+        frame = pd.DataFrame({"r": self.respondent, "t": self.task})
+        return frame.groupby(["r", "t"], sort=False).ngroup().to_numpy(dtype=np.int64)
+
+    def n_tasks(self) -> int:
+        """Number of distinct choice tasks (comparisons when there are no task ids)."""
+        return len(np.unique(self.task_keys()))
+
     def select_pairs(
         self, mask_or_index: np.ndarray, *, drop_unused_items: bool = False
     ) -> PreferenceData:
         """A view with a subset of the pairs (boolean mask or integer index).
 
-        With ``drop_unused_items`` only items that appear in the kept pairs remain (and
-        indices are renumbered).
+        The kept pairs keep their respondents and tasks. With ``drop_unused_items`` only
+        items that appear in the kept pairs remain (and indices are renumbered).
         """
         sel = np.asarray(mask_or_index)
         pairs = self.pairs[sel]
         resp = self.respondent[sel] if self.respondent is not None else None
+        task = self.task[sel] if self.task is not None else None
         if not drop_unused_items:
-            return replace(self, pairs=pairs, respondent=resp)
+            return replace(self, pairs=pairs, respondent=resp, task=task)
         used = np.unique(pairs)
         remap = np.full(self.n_items, -1, dtype=np.int64)
         remap[used] = np.arange(len(used))
@@ -739,6 +772,7 @@ class PreferenceData:
             items=self.items.iloc[used].reset_index(drop=True) if self.items is not None else None,
             item_ids=self.ids()[used],
             respondent=resp,
+            task=task,
         )
 
     def for_respondent(self, respondent: Any) -> PreferenceData:

@@ -71,6 +71,7 @@ from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
 from pbo_core.models.glm import link_nll, newton_batch, spd_inv_batch
 from pbo_core.models.linear import LinearDesign
 from pbo_core.rules import describe_side
+from pbo_core.splits import pair_tasks
 
 __all__ = [
     "DEFAULT_COVARIATES",
@@ -167,8 +168,7 @@ def cohort_arrays(study: Study, covariates: Sequence[str] | None = None) -> Coho
     design = LinearDesign(study.schema)
     Z = design.transform(study.data.X)
     d = Z[study.data.pairs[:, 0]] - Z[study.data.pairs[:, 1]]
-    task_raw = study.extras.get("pair_task")
-    task = np.asarray(task_raw) if task_raw is not None else np.arange(len(d))
+    task = pair_tasks(study.data)
     U = study.user_schema.encode(study.users.loc[resp], source=f"{study.key} users")
     present = {f.name for f in study.user_schema.features}
     cov = tuple(c for c in (covariates or DEFAULT_COVARIATES) if c in present)

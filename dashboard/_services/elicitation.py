@@ -35,8 +35,7 @@ def two_d_benchmarks() -> list[str]:
 @st.cache_resource(show_spinner="Fitting the study's respondents as a prior...", max_entries=8)
 def _study_prior(token: Any, _study: Any) -> SlopePrior:
     del token  # cache key only (the study object itself is not hashed)
-    task = _study.extras.get("pair_task")
-    return pooled_slope_prior(_study.data, None if task is None else np.asarray(task))
+    return pooled_slope_prior(_study.data)
 
 
 def study_prior(study: Any) -> SlopePrior | None:

@@ -24,7 +24,7 @@ key, study = ui.require_study("Feature sensitivity", key="fs_study")
 
 per_resp = svc.is_per_respondent(study)
 has_split = study.extras.get("split") is not None and not per_resp
-has_tasks = study.extras.get("pair_task") is not None
+has_tasks = study.data.task is not None
 
 c1, c2, c3 = st.columns(3)
 use_split = False

@@ -267,9 +267,9 @@ def build_from_long(
         respondent=resp_values[pair_rows],
         users=users,
         source=meta.key,
+        task=task_values[pair_rows],
     )
     extras: dict[str, Any] = {
-        "pair_task": task_values[pair_rows],
         "pair_line": labels[pair_rows],
         "respondent_summary": summary,
         "excluded": excluded,

@@ -118,7 +118,7 @@ def load_conjoint_long(
     -------
     Study
         Items = distinct profiles; pairs = chosen beats each other real alternative.
-        ``extras`` holds ``pair_task`` (task of each pair), ``pair_line``,
+        ``data.task`` is the task of each pair; ``extras`` holds ``pair_line``,
         ``respondent_summary``, ``excluded`` and ``n_identical_skipped``.
 
     Raises

@@ -180,7 +180,7 @@ register(
         "dt-pooled",
         "tree",
         "pooled",
-        lambda d, t: PooledDTSurrogate().fit(d, tasks=t),
+        lambda d, t: PooledDTSurrogate().fit(d),
         respondent_predict=True,
         studies=_CONJOINT,
         description="one tree on the pooled comparisons, each respondent's constant leaves "
@@ -194,7 +194,7 @@ register(
         "pooled",
         lambda d, t: LinearLeafDTSurrogate(
             linear_features="all", pooling="shrink", slope_ratio="cv", max_depth=3
-        ).fit(d, tasks=t),
+        ).fit(d),
         respondent_predict=True,
         description="pooled tree of depth 3 whose leaves hold a level plus each "
         "respondent's slopes on every attribute, shrunk toward the pooled fit "
@@ -216,7 +216,7 @@ for _link in ("logit", "probit"):
             f"{_link}-pooled",
             "baseline",
             "pooled",
-            lambda d, t, k=_link: LinearUtilitySurrogate(k).fit(d, tasks=t),
+            lambda d, t, k=_link: LinearUtilitySurrogate(k).fit(d),
             description=f"one {_link} for everybody, L2 by inner CV (log loss) over tasks",
         )
     )
@@ -225,7 +225,7 @@ for _link in ("logit", "probit"):
             f"{_link}-respondent",
             "baseline",
             "pooled",
-            lambda d, t, k=_link: RespondentLinearSurrogate(k).fit(d, tasks=t),
+            lambda d, t, k=_link: RespondentLinearSurrogate(k).fit(d),
             respondent_predict=True,
             description=f"{_link} per respondent, one L2 strength by inner CV (error)",
         )
@@ -235,7 +235,7 @@ for _link in ("logit", "probit"):
             f"{_link}-shrink",
             "baseline",
             "pooled",
-            lambda d, t, k=_link: RespondentLinearSurrogate(k, shrink=True).fit(d, tasks=t),
+            lambda d, t, k=_link: RespondentLinearSurrogate(k, shrink=True).fit(d),
             respondent_predict=True,
             description=f"{_link} per respondent shrunk toward the pooled {_link} (CV)",
         )
@@ -245,7 +245,7 @@ register(
         "bt-popularity",
         "baseline",
         "pooled",
-        lambda d, t: ItemUtilitySurrogate().fit(d, tasks=t),
+        lambda d, t: ItemUtilitySurrogate().fit(d),
         studies=_ITEMS,
         description="item Bradley-Terry for everybody (global popularity), L2 by CV",
     )
@@ -255,7 +255,7 @@ register(
         "bt-offsets",
         "baseline",
         "pooled",
-        lambda d, t: ItemOffsetSurrogate().fit(d, tasks=t),
+        lambda d, t: ItemOffsetSurrogate().fit(d),
         studies=_ITEMS,
         respondent_predict=True,
         description="item Bradley-Terry plus per-user offsets shrunk to zero (CV)",
@@ -266,7 +266,7 @@ register(
         "copeland",
         "baseline",
         "pooled",
-        lambda d, t: CopelandSurrogate().fit(d, tasks=t),
+        lambda d, t: CopelandSurrogate().fit(d),
         studies=_ITEMS,
         respondent_predict=True,
         description="per-user wins minus losses of every item (sanity floor)",
@@ -412,27 +412,15 @@ def _load(cell: Cell, load_study: LoadStudy, load_study_file: LoadStudyFile | No
     if cell.get("data"):
         if load_study_file is None:
             raise ValueError(f"{cell['data']}: a cell with own data needs load_study_file")
-        return load_study_file(
-            str(cell["data"]),
-            cell["format"],
-            str(cell["attributes"]),
-            cell.get("respondent_col", "respondent"),
-            cell.get("task_col", "task"),
-            cell.get("profile_col", "profile"),
-            cell.get("chosen_col"),
-        )
+        return load_study_file(str(cell["data"]), cell.get("attributes"), str(cell["columns"]))
     return load_study(cell["study"], cell.get("data_dir"))
 
 
 _SPLIT_KEYS = (
     "study",
     "data",
-    "format",
     "attributes",
-    "respondent_col",
-    "task_col",
-    "profile_col",
-    "chosen_col",
+    "columns",
     "data_dir",
     "split",
     "seed",
@@ -477,7 +465,7 @@ def make_split(
     ----------
     cell
         The split keys: ``study`` (and ``data_dir``) or an own file (``data``,
-        ``format``, ``attributes``, the column names), ``split``, ``seed``,
+        ``attributes``, ``columns``: JSON of the layout and column names), ``split``, ``seed``,
         ``test_tasks``, ``respondents``, ``users``, ``holdout``.
     load_study
         Loads a registry study (:class:`~pbo_core.experiments.studies.LoadStudy`).
@@ -566,7 +554,7 @@ def _pair_rows(row: dict[str, Any], u: np.ndarray, train: np.ndarray, test: np.n
 
 def _tasks_of(study: Study, mask: np.ndarray) -> np.ndarray | None:
     """Choice task of each selected comparison (CV folds are drawn within respondents)."""
-    task = study.extras.get("pair_task")
+    task = study.data.task
     return None if task is None else np.asarray(task)[mask]
 
 

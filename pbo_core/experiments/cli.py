@@ -92,6 +92,7 @@ import pandas as pd
 
 from data_loaders.cached import load_study_cached, load_study_file
 from data_loaders.pmr import inbox_urgency
+from data_loaders.user_studies import add_column_args, column_map
 from pbo_core import __version__
 from pbo_core.experiments.accuracy import (
     ACCURACY_METHODS,
@@ -157,16 +158,7 @@ def _methods_arg(p: argparse.ArgumentParser) -> None:
 
 def _own_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="an analyst's own choice data (CSV)")
-    p.add_argument("--format", choices=("long", "wide"), default="long", help="layout of --data")
-    p.add_argument("--attributes", default=None, help="JSON attribute table of --data")
-    p.add_argument("--respondent-col", default="respondent")
-    p.add_argument("--task-col", default="task")
-    p.add_argument("--profile-col", default="profile", help="alternative column (long)")
-    p.add_argument(
-        "--chosen-col",
-        default=None,
-        help="chosen flag (long, default 'chosen') or chosen alternative (wide, 'choice')",
-    )
+    add_column_args(p)
     p.add_argument(
         "--split",
         choices=("tasks", "respondents"),
@@ -184,16 +176,10 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         cell.update(study="sushi-a", split=args.split, users=args.users, holdout=args.holdout)
         label = "sushi-a"
     elif getattr(args, "data", None):
-        if not args.attributes:
-            raise SystemExit("--data needs --attributes TABLE.json")
         cell.update(
             data=str(args.data),
-            format=args.format,
-            attributes=str(args.attributes),
-            respondent_col=args.respondent_col,
-            task_col=args.task_col,
-            profile_col=args.profile_col,
-            chosen_col=args.chosen_col,
+            attributes=str(args.attributes) if args.attributes else None,
+            columns=column_map(args).to_json(),
         )
         label = str(args.data)
     elif args.study:
@@ -462,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "pmr-llm-vs-tree":
         return pmr_llm_alias(args.words)
     if args.command == "report":
+        args.columns = column_map(args).to_json()
         return write_report(
             args, argv, load_study=load_study_cached, load_study_file=load_study_file
         )

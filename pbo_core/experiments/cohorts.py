@@ -39,6 +39,7 @@ from pbo_core.segments import (
     SegmentLogitHierarchy,
     cohort_arrays,
 )
+from pbo_core.splits import pair_tasks
 from pbo_core.strategies.dt import DTStrategy
 
 
@@ -144,6 +145,7 @@ def sushi_bt_study(study: Study) -> Study:
         study.data.pairs,
         schema=schema,
         respondent=study.data.respondent,
+        task=study.data.task,
     )
     return Study(
         f"{study.key}-bt",
@@ -398,7 +400,7 @@ def swissmetro_cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame
     if split is None:
         return pd.DataFrame()
     data, test_mask = split
-    tasks = np.asarray(profiles.extras["pair_task"])[profiles.data.respondent == resp]
+    tasks = pair_tasks(profiles.data)[profiles.data.respondent == resp]
     train_tasks = list(dict.fromkeys(tasks[~test_mask]))
     test_pairs = data.pairs[test_mask]
     n_prev = int(cell["cohort"]) * int(cell["refit_every"])

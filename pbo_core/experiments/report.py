@@ -25,17 +25,7 @@ def _study(
     args: argparse.Namespace, load_study: LoadStudy, load_study_file: LoadStudyFile
 ) -> Study:
     if getattr(args, "data", None):
-        if not args.attributes:
-            raise SystemExit("--data needs --attributes TABLE.json")
-        return load_study_file(
-            str(args.data),
-            args.format,
-            str(args.attributes),
-            respondent=args.respondent_col,
-            task=args.task_col,
-            profile=args.profile_col,
-            chosen=args.chosen_col,
-        )
+        return load_study_file(str(args.data), args.attributes, args.columns)
     if not args.study:
         raise SystemExit("report needs --study KEY or --data PATH")
     return load_study(args.study, args.data_dir)

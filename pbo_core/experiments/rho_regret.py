@@ -95,9 +95,7 @@ def respondent_models(
     ``load_study`` loads ``key`` (:class:`~pbo_core.experiments.studies.LoadStudy`).
     """
     study = load_study(key, data_dir)
-    task = study.extras.get("pair_task")
-    tasks = np.asarray(task) if task is not None else None
-    return RespondentLinearSurrogate("logit", shrink=True, alpha="cv").fit(study.data, tasks=tasks)
+    return RespondentLinearSurrogate("logit", shrink=True, alpha="cv").fit(study.data)
 
 
 def pmr_problem(
@@ -169,9 +167,7 @@ def population_prior(
     keep = ~np.isin(resp, simulated)
     if not keep.any():
         raise ValueError(f"{key}: every respondent is simulated; no others to fit a prior on")
-    task = study.extras.get("pair_task")
-    tasks = np.asarray(task)[keep] if task is not None else None
-    return pooled_slope_prior(study.data.select_pairs(keep), tasks)
+    return pooled_slope_prior(study.data.select_pairs(keep))
 
 
 def rho_regret_cell(

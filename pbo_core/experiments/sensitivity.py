@@ -184,7 +184,7 @@ def fraction_split(
             test[np.random.default_rng(seed).choice(n, size=k, replace=False)] = True
             train = ~test
         return Split(study, "study", np.asarray([None]), [np.arange(n)], train, test)
-    tasks = study.extras.get("pair_task")
+    tasks = study.data.task
     ids, rows = [], []
     for k, r in enumerate(study.respondents()[: max(1, int(n_respondents))]):
         r_rows = np.flatnonzero(data.respondent == r)

@@ -17,14 +17,14 @@ Nothing below :mod:`pbo_core.experiments` imports these modules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from pbo_core.data import PreferenceData, Study
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.gp import GPSurrogate
+from pbo_core.splits import pair_tasks
 
 #: Default test tasks per respondent for conjoint studies.
 TEST_TASKS = {"bela": 2, "presidential": 3, "train": 2, "electricity": 2}
@@ -46,24 +46,14 @@ class LoadStudy(Protocol):
 class LoadStudyFile(Protocol):
     """Loads an analyst's own choice file, e.g. :func:`data_loaders.cached.load_study_file`.
 
-    ``load_study_file(path, fmt, attributes, respondent, task, profile, chosen,
-    alternatives) -> Study``: ``path`` a long or wide CSV (``fmt``), ``attributes`` its
-    JSON attribute table, then the column names (``chosen=None``: the format's default)
-    and the wide format's alternative suffixes. Cached per process and picklable, as
-    :class:`LoadStudy`.
+    ``load_study_file(path, attributes, columns) -> Study``: ``path`` a long or wide CSV,
+    ``attributes`` its JSON attribute table (``None``: inferred from the columns) and
+    ``columns`` the layout and column names as JSON text
+    (:meth:`data_loaders.user_studies.ColumnMap.to_json`; text, so a grid cell holding it
+    stays hashable). Cached per process and picklable, as :class:`LoadStudy`.
     """
 
-    def __call__(
-        self,
-        path: str,
-        fmt: Literal["long", "wide"],
-        attributes: str,
-        respondent: str = "respondent",
-        task: str = "task",
-        profile: str = "profile",
-        chosen: str | None = None,
-        alternatives: Sequence[str] = ("1", "2"),
-    ) -> Study: ...
+    def __call__(self, path: str, attributes: str | None, columns: str) -> Study: ...
 
 
 def fit_model(kind: str, data: PreferenceData, **kw: Any) -> Any:
@@ -95,8 +85,7 @@ def respondent_split(
     """
     data = study.for_respondent(respondent)
     mask_r = study.data.respondent == respondent
-    task = study.extras.get("pair_task")
-    tasks = np.asarray(task)[mask_r] if task is not None else np.arange(data.n_pairs)
+    tasks = pair_tasks(study.data)[mask_r]
     uniq = np.unique(tasks)
     if len(uniq) <= n_test_tasks:
         return None

@@ -69,8 +69,8 @@ class TreeChoice:
 
 
 def study_tasks(study: Study) -> np.ndarray | None:
-    """The choice task of every comparison (``extras["pair_task"]``), or ``None``."""
-    t = study.extras.get("pair_task")
+    """The choice task of every comparison (``study.data.task``), or ``None``."""
+    t = study.data.task
     return None if t is None or len(t) != study.data.n_pairs else np.asarray(t)
 
 

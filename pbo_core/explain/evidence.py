@@ -217,7 +217,7 @@ def respondent_evidence(
     records them."""
     pooled = respondent is None or study.data.respondent is None
     data = study.data if pooled else study.for_respondent(respondent)
-    tasks = study.extras.get("pair_task")
+    tasks = study.data.task
     if tasks is not None and not pooled:
         tasks = np.asarray(tasks)[study.data.respondent == respondent]
     if tasks is not None and len(tasks) != data.n_pairs:

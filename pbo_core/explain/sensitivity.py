@@ -42,6 +42,7 @@ def drop_features(data: PreferenceData, schema: Schema, names: Sequence[str]) ->
         respondent=data.respondent,
         users=data.users,
         source=data.source,
+        task=data.task,
     )
 
 
@@ -185,7 +186,7 @@ def leave_one_out_study(
         if progress is not None:
             progress(1, 1)
     else:
-        tasks = study.extras.get("pair_task")
+        tasks = study.data.task
         resp = study.respondents()[: max(1, int(n_respondents))]
         for k, r in enumerate(resp):
             mask = data.respondent == r

@@ -46,12 +46,11 @@ from pbo_core.models.glm import (
     item_map,
     link_terms,
     newton_batch,
-    pair_tasks,
     predictive_prob,
     resolve_strength,
     spd_inv_batch,
 )
-from pbo_core.models.linear import task_folds
+from pbo_core.splits import pair_tasks, task_folds
 
 __all__ = [
     "BradleyTerrySurrogate",
@@ -209,7 +208,7 @@ class ItemUtilitySurrogate(_ItemPredictor):
         self.tol = tol
 
     def _fold_fits(
-        self, data: PreferenceData, tasks: np.ndarray | None
+        self, data: PreferenceData
     ) -> tuple[float, np.ndarray, int, np.ndarray | None, np.ndarray]:
         """Chosen alpha, pair folds, K, CV losses, and the fold fits at the chosen alpha."""
         link_terms(np.zeros(1), self.link)
@@ -217,7 +216,7 @@ class ItemUtilitySurrogate(_ItemPredictor):
         _, rcode = _respondents(data)
         grid = alpha_grid(self.alphas)
         folds = task_folds(
-            self.n_folds, np.random.default_rng(self.random_state), pair_tasks(data, tasks), rcode
+            self.n_folds, np.random.default_rng(self.random_state), pair_tasks(data), rcode
         )
         K = int(folds.max(initial=0)) + 1
         w, lo, counts = _aggregate(data.pairs, m, folds, K)
@@ -245,9 +244,9 @@ class ItemUtilitySurrogate(_ItemPredictor):
         self.alphas_ = grid
         return alpha, folds, K, loss, fold_u
 
-    def fit(self, data: PreferenceData, tasks: np.ndarray | None = None) -> ItemUtilitySurrogate:
+    def fit(self, data: PreferenceData) -> ItemUtilitySurrogate:
         """Fit the pooled utilities to all comparisons of ``data``."""
-        alpha, _, _, loss, _ = self._fold_fits(data, tasks)
+        alpha, _, _, loss, _ = self._fold_fits(data)
         w, lo, total = self._agg
         u, H = item_map(
             w, lo, total, data.n_items, alpha, self.link, max_iter=self.max_iter, tol=self.tol
@@ -352,7 +351,7 @@ class ItemOffsetSurrogate(_ItemPredictor):
         self.max_iter = max_iter
         self.tol = tol
 
-    def fit(self, data: PreferenceData, tasks: np.ndarray | None = None) -> ItemOffsetSurrogate:
+    def fit(self, data: PreferenceData) -> ItemOffsetSurrogate:
         """Fit the global utilities, then every user's offsets."""
         glob = ItemUtilitySurrogate(
             self.link,
@@ -364,7 +363,7 @@ class ItemOffsetSurrogate(_ItemPredictor):
             max_iter=self.max_iter,
             tol=self.tol,
         )
-        alpha, folds, K, loss, fold_u = glob._fold_fits(data, tasks)
+        alpha, folds, K, loss, fold_u = glob._fold_fits(data)
         w, lo, total = glob._agg
         u, H = item_map(
             w, lo, total, data.n_items, alpha, self.link, max_iter=self.max_iter, tol=self.tol
@@ -487,7 +486,7 @@ class CopelandSurrogate(_ItemPredictor):
 
     link = "copeland"
 
-    def fit(self, data: PreferenceData, tasks: np.ndarray | None = None) -> CopelandSurrogate:
+    def fit(self, data: PreferenceData) -> CopelandSurrogate:
         """Count wins and losses per user."""
         ids, rcode = _respondents(data)
         R, m = len(ids), data.n_items

@@ -59,7 +59,6 @@ import numpy as np
 from scipy.special import expit, log_ndtr, ndtr
 from threadpoolctl import ThreadpoolController
 
-from pbo_core.data import PreferenceData
 from pbo_core.metrics import competition_rank
 from pbo_core.models.base import Estimator
 from pbo_core.models.probit import probit_terms
@@ -82,7 +81,6 @@ __all__ = [
     "newton_chunked",
     "pad_respondents",
     "pad_rows",
-    "pair_tasks",
     "predictive_prob",
     "resolve_strength",
     "respondent_rows",
@@ -556,16 +554,6 @@ def resolve_strength(
     if not (v > 0 if positive else v >= 0):
         raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'}{what}, got {v}")
     return v, None
-
-
-def pair_tasks(data: PreferenceData, tasks: np.ndarray | None) -> np.ndarray:
-    """Task id of every comparison (default: one task per comparison)."""
-    if tasks is None:
-        return np.arange(data.n_pairs)
-    t = np.asarray(tasks)
-    if len(t) != data.n_pairs:
-        raise ValueError(f"{len(t)} task ids for {data.n_pairs} comparisons")
-    return t
 
 
 def cv_respondents(

@@ -25,7 +25,7 @@ Choosing the prior strength
 ---------------------------
 ``alpha="cv"`` (default) picks ``alpha`` from a log grid by K-fold cross-validation on the
 *training* comparisons: folds are made of whole tasks (all comparisons of one choice task
-stay together; pass ``tasks=`` to :meth:`fit`, default one task per comparison), assigned
+stay together: ``data.task``, default one task per comparison), assigned
 within each respondent, and the criterion (``cv_score``) is the held-out log loss of the
 plug-in MAP prediction (``"log_loss"``) or the held-out error rate with ties counting 1/2
 (``"error"``, the accuracy the experiments report). Ties go to the stronger prior. The
@@ -79,11 +79,11 @@ from pbo_core.models.glm import (
     newton_batch,
     newton_chunked,
     pad_respondents,
-    pair_tasks,
     predictive_prob,
     resolve_strength,
     spd_inv_batch,
 )
+from pbo_core.splits import pair_tasks, task_folds
 
 __all__ = [
     "DEFAULT_ALPHAS",
@@ -92,7 +92,6 @@ __all__ = [
     "LogitSurrogate",
     "ProbitSurrogate",
     "RespondentLinearSurrogate",
-    "task_folds",
 ]
 
 Link = Literal["logit", "probit"]
@@ -175,32 +174,6 @@ class LinearDesign:
 
 
 # ----------------------------------------------------------------------------- folds
-def task_folds(
-    n_folds: int,
-    rng: np.random.Generator,
-    tasks: np.ndarray,
-    respondent: np.ndarray | None = None,
-) -> np.ndarray:
-    """Fold (``0 .. n_folds-1``) of every comparison; whole tasks per fold, within respondents.
-
-    The distinct tasks of each respondent are shuffled and dealt round-robin, so every
-    respondent with at least ``n_folds`` tasks has tasks in every fold. Respondents with
-    fewer tasks get fewer folds (some folds hold none of their comparisons).
-    """
-    tasks = np.asarray(tasks)
-    resp = np.zeros(len(tasks), dtype=np.int64) if respondent is None else np.asarray(respondent)
-    _, r_code = np.unique(resp, return_inverse=True)
-    _, t_code = np.unique(tasks, return_inverse=True)
-    key = r_code.astype(np.int64) * (int(t_code.max(initial=0)) + 1) + t_code
-    uniq, inv = np.unique(key, return_inverse=True)
-    owner = uniq // (int(t_code.max(initial=0)) + 1)
-    fold_of_task = np.empty(len(uniq), dtype=np.int64)
-    for r in np.unique(owner):
-        idx = np.flatnonzero(owner == r)
-        fold_of_task[rng.permutation(idx)] = np.arange(len(idx)) % n_folds
-    return fold_of_task[inv]
-
-
 def _rms_scale(d: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """Root mean square of each difference column (1 where a column never varies)."""
     if len(d) == 0:
@@ -387,8 +360,8 @@ class LinearUtilitySurrogate(_LinearPredictor):
         self.max_iter = max_iter
         self.tol = tol
 
-    def fit(self, data: PreferenceData, tasks: np.ndarray | None = None) -> LinearUtilitySurrogate:
-        """Fit to the comparisons of ``data`` (``tasks``: task id per comparison, for CV)."""
+    def fit(self, data: PreferenceData) -> LinearUtilitySurrogate:
+        """Fit to the comparisons of ``data`` (CV folds keep each of ``data.task`` whole)."""
         link_terms(np.zeros(1), self.link)  # validates the link
         design = LinearDesign(data.get_schema())
         d, _ = _pair_design(data, design)
@@ -397,7 +370,7 @@ class LinearUtilitySurrogate(_LinearPredictor):
         w = np.ones(len(d))
         grid = alpha_grid(self.alphas)
         rng = np.random.default_rng(self.random_state)
-        folds = task_folds(self.n_folds, rng, pair_tasks(data, tasks), data.respondent)
+        folds = task_folds(self.n_folds, rng, pair_tasks(data), data.respondent)
         K = int(folds.max(initial=0)) + 1
         alpha, loss = resolve_strength(
             self.alpha,
@@ -515,10 +488,8 @@ class RespondentLinearSurrogate(_LinearPredictor):
         self.max_iter = max_iter
         self.tol = tol
 
-    def fit(
-        self, data: PreferenceData, tasks: np.ndarray | None = None
-    ) -> RespondentLinearSurrogate:
-        """Fit every respondent of ``data`` (``tasks``: task id per comparison, for CV)."""
+    def fit(self, data: PreferenceData) -> RespondentLinearSurrogate:
+        """Fit every respondent of ``data`` (CV folds keep each of ``data.task`` whole)."""
         link = self.link
         link_terms(np.zeros(1), link)
         design = LinearDesign(data.get_schema())
@@ -529,7 +500,7 @@ class RespondentLinearSurrogate(_LinearPredictor):
         unit = scale**2
         grid = alpha_grid(self.alphas)
         rng = np.random.default_rng(self.random_state)
-        folds = task_folds(self.n_folds, rng, pair_tasks(data, tasks), resp)
+        folds = task_folds(self.n_folds, rng, pair_tasks(data), resp)
         K = int(folds.max(initial=0)) + 1
         P = pad_respondents(d, resp, folds)
         R = len(P.ids)
@@ -552,7 +523,7 @@ class RespondentLinearSurrogate(_LinearPredictor):
                 standardize=self.standardize,
                 max_iter=self.max_iter,
                 tol=self.tol,
-            ).fit(data, tasks)
+            ).fit(data)
             pooled.cv_loss_ = pooled_loss
             pooled.alphas_ = grid if pooled_loss is not None else None
             centre = pooled.coef_

@@ -51,8 +51,8 @@ Choosing the strengths and the tree size
 ----------------------------------------
 ``shrinkage="cv"`` (and ``max_depth="cv"``, ``slope_ratio="cv"``) are chosen together by
 K-fold cross-validation on the *training* comparisons only: folds hold whole tasks of a
-respondent (``fit(data, tasks=...)``; default one task per comparison, dealt within each
-respondent by :func:`pbo_core.models.linear.task_folds`). For every fold the tree, the
+respondent (``data.task``; default one task per comparison, dealt within each
+respondent by :func:`pbo_core.splits.task_folds`). For every fold the tree, the
 leaf centring and the pooled centre are refitted without the fold, so no held-out
 comparison informs any part of the prediction it is scored on. The criterion is the
 held-out error with ties counting 1/2 (the accuracy the experiments report); ties go to
@@ -110,8 +110,9 @@ from pbo_core.models.glm import (
     spd_inv_batch,
 )
 from pbo_core.models.leaves import laplace_fit
-from pbo_core.models.linear import LinearDesign, task_folds
+from pbo_core.models.linear import LinearDesign
 from pbo_core.models.tree import StraddlerMode, Tree, build_tree
+from pbo_core.splits import pair_tasks, task_folds
 
 __all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "SlopePrior", "condition_on_sum"]
 
@@ -516,16 +517,15 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         return beta[0]
 
     # ------------------------------------------------------------------ fit
-    def fit(self, data: PreferenceData, tasks: np.ndarray | None = None) -> LinearLeafDTSurrogate:
+    def fit(self, data: PreferenceData) -> LinearLeafDTSurrogate:
         """Grow the tree, choose strengths by CV on ``data`` and fit every respondent.
 
         Parameters
         ----------
         data
             Comparisons; ``data.respondent`` (optional) says whose each one is. With no
-            comparisons the fit is the prior alone (one leaf).
-        tasks
-            Optional task id of every comparison (CV folds keep a task together).
+            comparisons the fit is the prior alone (one leaf). CV folds keep each task
+            (``data.task``) whole.
 
         Returns
         -------
@@ -554,9 +554,7 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         dz = z[pairs[:, 0]] - z[pairs[:, 1]]
         scale = np.sqrt((dz * dz).mean(axis=0)) if k and n else np.ones(k)
         scale = np.where(scale > 1e-12, scale, 1.0)
-        task = np.arange(n) if tasks is None else np.asarray(tasks)
-        if len(task) != n:
-            raise ValueError(f"{len(task)} task ids for {n} comparisons")
+        task = pair_tasks(data)
 
         inputs = _FitInputs(X, pairs, schema, z, scale, rows)
         lams = self._grid_lams()

@@ -68,12 +68,12 @@ PRIOR_METHODS = frozenset({"dt-linear", "linear-eubo"})
 _TIE_RTOL = 1e-12
 
 
-def pooled_slope_prior(data: PreferenceData, tasks: np.ndarray | None = None) -> SlopePrior:
+def pooled_slope_prior(data: PreferenceData) -> SlopePrior:
     """The population prior of the shared slopes from earlier respondents' comparisons.
 
     ``data`` holds several respondents (``data.respondent``); they are fitted together as
     a single-leaf Bayesian linear probit with a slope on every attribute, each respondent
-    shrunk toward the pooled slopes with the strength chosen by CV over whole ``tasks``
+    shrunk toward the pooled slopes with the strength chosen by CV over whole tasks
     (:meth:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate.population_prior`).
     """
     # one leaf: its level never enters a comparison, so the level pull (shrinkage) is moot
@@ -85,7 +85,7 @@ def pooled_slope_prior(data: PreferenceData, tasks: np.ndarray | None = None) ->
         shrinkage=0.0,
         slope_ratio="cv",
     )
-    return model.fit(data, tasks=tasks).population_prior()
+    return model.fit(data).population_prior()
 
 
 class LinearLeafStrategy:

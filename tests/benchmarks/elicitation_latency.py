@@ -50,7 +50,6 @@ METHODS = ("dt", "dt-linear", "linear-eubo")
 
 def session_latencies(method: str, answers: int) -> dict[str, Any]:
     """In-process answer + next question seconds on Electricity items and on Branin."""
-    import numpy as np
 
     from data_loaders.cached import load_study_cached
     from pbo_core.session import ElicitationSession, study_item_set
@@ -59,8 +58,7 @@ def session_latencies(method: str, answers: int) -> dict[str, Any]:
     study = load_study_cached("electricity")
     options: dict[str, Any] = {}
     if method in PRIOR_METHODS:  # as dashboard._services.elicitation.study_prior
-        tasks = np.asarray(study.extras["pair_task"])
-        options["slope_prior"] = pooled_slope_prior(study.data, tasks)
+        options["slope_prior"] = pooled_slope_prior(study.data)
     out: dict[str, Any] = {}
     for name in ("electricity", "branin"):
         if name == "electricity":

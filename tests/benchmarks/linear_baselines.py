@@ -27,7 +27,7 @@ TEST_TASKS = {"bela": 2, "presidential": 3, "train": 2, "electricity": 2}
 def split(study, n_test: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Test mask over all pairs and the evaluated respondents (the experiments' split)."""
     resp = study.data.respondent
-    task = np.asarray(study.extras["pair_task"])
+    task = study.data.task
     test = np.zeros(len(resp), dtype=bool)
     evaluated = []
     for idx, r in enumerate(study.respondents()):
@@ -63,7 +63,6 @@ def main() -> None:
         study = load_study(key)
         test, evaluated = split(study, TEST_TASKS.get(key, 2), args.seed)
         train = study.data.select_pairs(~test)
-        tasks = np.asarray(study.extras["pair_task"])[~test]
         models = {
             "pooled": lambda: LinearUtilitySurrogate(args.link),
             "per-respondent": lambda: RespondentLinearSurrogate(args.link),
@@ -78,7 +77,7 @@ def main() -> None:
         accs = {}
         for name, make in models.items():
             t0 = time.perf_counter()
-            m = make().fit(train, tasks=tasks)
+            m = make().fit(train)
             dt = time.perf_counter() - t0
             if isinstance(m, RespondentLinearSurrogate):
                 predict = m.predict

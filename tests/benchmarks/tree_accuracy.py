@@ -52,15 +52,13 @@ def evaluate(key: str, methods: list[str], seed: int, pivot: bool) -> dict[str, 
     study = load_study(key, pivot=True) if pivot else load_study(key)
     test, evaluated = split(study, TEST_TASKS.get(key, 2), seed)
     train = study.data.select_pairs(~test)
-    all_tasks = np.asarray(study.extras["pair_task"])
-    tasks = all_tasks[~test]
     rng = np.random.default_rng(12345)
     accs: dict[str, np.ndarray] = {}
     out: dict[str, dict] = {}
     for name in methods:
         t0, c0 = time.perf_counter(), time.process_time()
         if name in POOLED:
-            m = POOLED[name]().fit(train, tasks=tasks)
+            m = POOLED[name]().fit(train)
             acc = per_respondent_accuracy(study, test, evaluated, m.predict)
             leaves = float(getattr(m, "n_leaves_", 1))
             extra = {
@@ -75,10 +73,7 @@ def evaluate(key: str, methods: list[str], seed: int, pivot: bool) -> dict[str, 
                 own = (resp == r) & ~test
                 m = PER_RESPONDENT[name]()
                 d = study.data.select_pairs(own)
-                if isinstance(m, LinearLeafDTSurrogate):
-                    m.fit(d, tasks=all_tasks[own])
-                else:
-                    m.fit(d)
+                m.fit(d)
                 acc_l.append(
                     per_respondent_accuracy(study, test, [r], lambda X, _r, m=m: m.predict(X))[0]
                 )

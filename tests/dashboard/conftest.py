@@ -83,6 +83,6 @@ def quick_dt_linear(monkeypatch: pytest.MonkeyPatch) -> None:
         ACCURACY_METHODS["dt-linear"],
         fit=lambda d, t: LinearLeafDTSurrogate(
             linear_features="all", pooling="shrink", slope_ratio=0.01, shrinkage=3.0, max_depth=3
-        ).fit(d, tasks=t),
+        ).fit(d),
     )
     monkeypatch.setitem(ACCURACY_METHODS, "dt-linear", fast)

@@ -45,7 +45,7 @@ def test_train_counts_and_units() -> None:
     assert s.data.items.iloc[lo]["price"] == raw.loc[0, "price2"] / 100
     # every choice is one pair, in file order
     assert np.array_equal(s.data.respondent, raw["id"].to_numpy())
-    assert np.array_equal(s.extras["pair_task"], raw["choiceid"].to_numpy())
+    assert np.array_equal(s.data.task, raw["choiceid"].to_numpy())
     # the price bound is in guilders
     assert s.schema["price"].bounds == (
         raw[["price1", "price2"]].min().min() / 100,
@@ -69,7 +69,7 @@ def test_electricity_counts_and_pairs() -> None:
     assert s.schema["price"].unit == "¢/kWh" and s.schema["contract"].unit == "years"
     assert s.schema["local"].kind == "binary"
     # 4 alternatives -> the chosen beats the other 3 in every task
-    _, per_task = np.unique(s.extras["pair_task"], return_counts=True)
+    _, per_task = np.unique(s.data.task, return_counts=True)
     assert set(per_task) == {3}
     with gzip.open(ELECTRICITY_FILE, "rt") as fh:
         raw = pd.read_csv(fh)
@@ -100,7 +100,7 @@ def test_train_pivot_is_relative_to_each_respondents_median():
         assert piv.extras["pivot"] == mode
         assert piv.data.n_pairs == base.data.n_pairs
         np.testing.assert_array_equal(piv.data.respondent, base.data.respondent)
-        assert piv.extras["pair_task"] is base.extras["pair_task"]
+        assert piv.data.task is base.data.task
         cols = base.schema.column_indices(["price", "time"])
         for r in base.respondents()[:20]:
             rows = np.flatnonzero(base.data.respondent == r)

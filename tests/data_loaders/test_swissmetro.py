@@ -70,10 +70,10 @@ def test_default_counts_and_exclusions() -> None:
     assert s.extras["excluded"] == {199: "fewer than 1 answered tasks"}
     assert s.extras["n_identical_skipped"] == 0
     # a task gives 2 pairs with a car in the choice set, 1 without
-    key = pd.MultiIndex.from_arrays([s.data.respondent, s.extras["pair_task"]])
+    key = pd.MultiIndex.from_arrays([s.data.respondent, s.data.task])
     per_task = pd.Series(1, index=key).groupby(level=[0, 1]).size()
     assert per_task.value_counts().to_dict() == {2: 9036, 1: 1683}
-    assert set(np.unique(s.extras["pair_task"])) == set(range(1, 10))
+    assert set(np.unique(s.data.task)) == set(range(1, 10))
     assert len(s.users) == 1191 and list(s.users.index) == list(s.respondents())
 
 
@@ -117,7 +117,7 @@ def test_hand_checked_first_task() -> None:
         "mode": "Car", "time": 117.0, "cost": 65.0, "headway": 0.0, "airline_seats": "no",
     }  # fmt: skip
     assert list(s.extras["pair_line"][:2]) == [2, 2]
-    assert list(s.extras["pair_task"][:2]) == [1, 1]
+    assert list(s.data.task[:2]) == [1, 1]
     assert list(s.data.respondent[:2]) == [1, 1]
     # GROUP 2, PURPOSE 1, FIRST 0, TICKET 1, WHO 1, LUGGAGE 0, AGE 3, MALE 0, INCOME 2,
     # GA 0, ORIGIN 2, DEST 1, CAR_AV 1

@@ -103,7 +103,9 @@ def test_saved_study_is_listed_loaded_like_the_cli_and_removed(home: Path) -> No
     assert study.schema["speed"].levels == ("slow", "medium", "fast")
     # the CLI's --data reads the same files into the same comparisons
     cli = load_study_file(
-        str(meta.folder / "choices.csv"), "long", str(meta.folder / "attributes.json")
+        str(meta.folder / "choices.csv"),
+        str(meta.folder / "attributes.json"),
+        us.ColumnMap().to_json(),
     )
     np.testing.assert_array_equal(cli.data.pairs, study.data.pairs)
     np.testing.assert_array_equal(cli.data.X, study.data.X)

@@ -35,5 +35,7 @@ def toy_study(n_resp: int = 4) -> Study:
             pairs.append((w, lo))
             resp.append(r)
             task.append(t)
-    data = PreferenceData(X, np.array(pairs), schema=schema, respondent=np.array(resp))
-    return Study("toy", "Toy", schema, data, extras={"pair_task": np.array(task)})
+    data = PreferenceData(
+        X, np.array(pairs), schema=schema, respondent=np.array(resp), task=np.array(task)
+    )
+    return Study("toy", "Toy", schema, data)

@@ -56,7 +56,11 @@ def travellers(n_users: int = 160, tasks: int = 9, seed: int = 0, groups: bool =
         )
     )
     data = PreferenceData(
-        np.array(X), np.array(pairs), schema=item_schema, respondent=np.array(resp)
+        np.array(X),
+        np.array(pairs),
+        schema=item_schema,
+        respondent=np.array(resp),
+        task=np.array(task),
     )
     return Study(
         "trips",
@@ -65,7 +69,6 @@ def travellers(n_users: int = 160, tasks: int = 9, seed: int = 0, groups: bool =
         data,
         users=users,
         user_schema=user_schema,
-        extras={"pair_task": np.array(task)},
     )
 
 

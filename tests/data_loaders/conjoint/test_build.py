@@ -30,7 +30,7 @@ def test_long_pairs_k_minus_one_and_shared_items() -> None:
     # the same profile is one item: resp 1's winner is resp 2's loser
     assert d.pairs[0, 0] == d.pairs[2, 1]
     assert d.respondent.tolist() == [1, 1, 2]
-    assert study.extras["pair_task"].tolist() == [1, 1, 1]
+    assert study.data.task.tolist() == [1, 1, 1]
     summary = study.extras["respondent_summary"]
     assert summary.loc[1, "n_opt_out"] == 1 and summary.loc[1, "n_answered"] == 1
     assert summary.loc[1, "opt_out_share"] == 0.5

@@ -34,7 +34,7 @@ def test_wide_format(tmp_path: Path) -> None:
     # the profile (10, small, red, no) appears twice and is one item
     assert d.n_items == 5
     assert d.pairs[0, 0] == d.pairs[2, 0]
-    assert s.extras["pair_task"].tolist() == [1, 2, 1]  # tasks numbered per respondent
+    assert s.data.task.tolist() == [1, 2, 1]  # tasks numbered per respondent
     assert s.extras["respondent_summary"].loc[2, "n_opt_out"] == 1
     assert s.extras["pair_line"].tolist() == [2, 3, 4]
 

@@ -162,10 +162,7 @@ def test_cells_reproduce_the_per_respondent_split_and_pooled_fit() -> None:
     pooled = acc.accuracy_cell(dict(cell, method="logit-pooled"), load_study=load_study_cached)
     train_rows = np.isin(study.data.respondent, split.respondents)
     assert np.array_equal(split.train | split.test, train_rows)
-    ref = LogitSurrogate().fit(
-        study.data.select_pairs(split.train),
-        tasks=np.asarray(study.extras["pair_task"])[split.train],
-    )
+    ref = LogitSurrogate().fit(study.data.select_pairs(split.train))
     u = ref.predict(study.data.X)
     for i, r_rows in enumerate(split.rows):
         test_pairs = study.data.pairs[r_rows[split.test[r_rows]]]
@@ -267,9 +264,10 @@ def test_conjoint_accuracy_on_own_long_data_with_respondent_split(tmp_path: Path
     assert doc2["summary"]["dt"]["n"] == 30
 
 
-def test_own_data_needs_attributes() -> None:
-    with pytest.raises(SystemExit, match="--attributes"):
-        cli.main(["conjoint-accuracy", "--data", "x.csv", "--quiet"])
+def test_own_data_infers_the_attribute_table(tmp_path: Path, capsys) -> None:
+    csv, _ = _write_study(tmp_path)
+    doc = run(capsys, "conjoint-accuracy", "--data", str(csv), "--methods", "logit-pooled")
+    assert doc["summary"]["logit-pooled"]["test_acc_mean"] > 0.7  # price and brand inferred
     with pytest.raises(SystemExit, match="--study KEY or --data"):
         cli.main(["conjoint-accuracy", "--quiet"])
 

@@ -29,7 +29,7 @@ def test_fraction_split_holds_out_whole_tasks_of_the_first_respondents() -> None
     later = np.isin(study.data.respondent, [4, 5])
     assert not (split.train | split.test)[later].any()  # only the first 4 respondents
     assert not (split.train & split.test).any()
-    task = study.extras["pair_task"]
+    task = study.data.task
     for r_rows in split.rows:
         assert split.test[r_rows].sum() == 2  # 2 of 6 tasks, one comparison each
         held = set(task[r_rows[split.test[r_rows]]])

@@ -14,7 +14,6 @@ from pbo_core.models.linear import (
     LogitSurrogate,
     ProbitSurrogate,
     RespondentLinearSurrogate,
-    task_folds,
 )
 
 SCHEMA = Schema(
@@ -86,16 +85,6 @@ def test_design_encodes_schema_with_reference_levels_and_units():
     np.testing.assert_array_equal(
         design.transform(X), [[10, 2, 0, 0, 1, 1, 0], [3.5, 0, 0, 1, 0, 0, 1]]
     )
-
-
-def test_task_folds_keep_tasks_whole_within_respondents():
-    tasks = np.repeat(np.arange(20), 3)
-    resp = np.repeat([0, 1], 30)
-    f = task_folds(5, np.random.default_rng(0), tasks, resp)
-    for t in range(20):
-        assert len(set(f[tasks == t])) == 1
-    for r in (0, 1):
-        assert sorted(np.bincount(f[resp == r] // 1, minlength=5)) == [6] * 5
 
 
 # ----------------------------------------------------------------------------- golden
@@ -274,9 +263,8 @@ def test_per_respondent_cv_fits_every_train_respondent():
     from data_loaders.registry import load_study
 
     study = load_study("train")
-    tasks = np.asarray(study.extras["pair_task"])
-    m = RespondentLinearSurrogate(shrink=True).fit(study.data, tasks=tasks)
-    RespondentLinearSurrogate().fit(study.data, tasks=tasks)
+    m = RespondentLinearSurrogate(shrink=True).fit(study.data)
+    RespondentLinearSurrogate().fit(study.data)
     assert len(m.respondents_) == 235
     # the wall time (target < 30 s; about 1.5 s on one core) is measured by
     # tests/benchmarks/fit_timings.py
@@ -285,7 +273,7 @@ def test_per_respondent_cv_fits_every_train_respondent():
 # ----------------------------------------------------------------------------- case studies
 def _conjoint_split(study, n_test: int, seed: int = 0):
     """The held-out tasks of ``python -m pbo_core.experiments conjoint-accuracy``."""
-    resp, task = study.data.respondent, np.asarray(study.extras["pair_task"])
+    resp, task = study.data.respondent, study.data.task
     test = np.zeros(len(resp), dtype=bool)
     evaluated = []
     for idx, r in enumerate(study.respondents()):
@@ -318,14 +306,11 @@ def test_conjoint_test_accuracy_reproduces_reference(key, expected):
     study = load_study(key)
     test, evaluated = _conjoint_split(study, 2)
     train = study.data.select_pairs(~test)
-    tasks = np.asarray(study.extras["pair_task"])[~test]
     models = {
-        "pooled": LogitSurrogate().fit(train, tasks=tasks),
-        "respondent": RespondentLinearSurrogate().fit(train, tasks=tasks),
-        "shrink": RespondentLinearSurrogate(shrink=True).fit(train, tasks=tasks),
-        "shrink-ll": RespondentLinearSurrogate(shrink=True, cv_score="log_loss").fit(
-            train, tasks=tasks
-        ),
+        "pooled": LogitSurrogate().fit(train),
+        "respondent": RespondentLinearSurrogate().fit(train),
+        "shrink": RespondentLinearSurrogate(shrink=True).fit(train),
+        "shrink-ll": RespondentLinearSurrogate(shrink=True, cv_score="log_loss").fit(train),
     }
     resp = study.data.respondent
     for name, m in models.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -132,11 +134,14 @@ def test_cv_uses_only_fit_data_and_stays_within_leaf_goal():
     tasks = np.arange(data.n_pairs) // 2
     test = np.isin(tasks, np.arange(0, tasks.max() + 1, 4))
     kw = dict(pooling="shrink", slope_ratio="cv", max_leaves=4)
-    a = LinearLeafDTSurrogate(**kw).fit(data.select_pairs(~test), tasks=tasks[~test])
+    data = dataclasses.replace(data, task=tasks)
+    a = LinearLeafDTSurrogate(**kw).fit(data.select_pairs(~test))
     flipped = data.pairs.copy()
     flipped[test] = flipped[test][:, ::-1]
-    other = PreferenceData(X=data.X, pairs=flipped, schema=SCHEMA, respondent=data.respondent)
-    b = LinearLeafDTSurrogate(**kw).fit(other.select_pairs(~test), tasks=tasks[~test])
+    other = PreferenceData(
+        X=data.X, pairs=flipped, schema=SCHEMA, respondent=data.respondent, task=tasks
+    )
+    b = LinearLeafDTSurrogate(**kw).fit(other.select_pairs(~test))
     assert a.cv_error_.equals(b.cv_error_)
     np.testing.assert_array_equal(a.respondent_theta_, b.respondent_theta_)
     assert a.n_leaves_ <= 4
