@@ -41,7 +41,7 @@ from feature_extraction.client import (
 )
 from pbo_core.data import Study
 from pbo_core.experiments.runner import write_json
-from pbo_core.metrics import bootstrap_ci, paired_difference
+from pbo_core.metrics import bootstrap_ci, pair_scores, paired_difference
 from pbo_core.models.dt import DTSurrogate
 
 __all__ = [
@@ -175,8 +175,7 @@ def tree_correct(study: Study, ratio: float = 0.25) -> np.ndarray:
     """Per test pair: 1 if the tree trained on the train pairs orders it right, 0.5 tie."""
     train, test = study.extras["train"], study.extras["test"]
     u = DTSurrogate(ratio=ratio).fit(train).predict(test.X)
-    w, lo = u[test.pairs[:, 0]], u[test.pairs[:, 1]]
-    return np.where(w > lo, 1.0, np.where(w == lo, 0.5, 0.0))
+    return pair_scores(u, test.pairs)
 
 
 def run_pmr_llm_vs_tree(

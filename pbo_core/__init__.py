@@ -10,10 +10,13 @@ problem       ``Problem`` (box or finite item set) and the simulated ``Preferenc
 models        Surrogates behind one interface: tree + Laplace leaves = ``DTSurrogate``,
               ``GPSurrogate`` (+ KappaSharp); probit helpers shared by both.
 acquisition   Analytic EUBO, qEUBO over leaf pairs, GP EUBO maximisation.
-strategies    Query rules (``DTStrategy``, ``GPStrategy``) and the one method registry.
+splits        Folds and hold-outs that keep choice tasks (and respondents) whole; ``Split``.
+strategies    Query rules (``DTStrategy``, ``GPStrategy``, ``LinearLeafStrategy``).
+registry      The one model registry (``MODELS``): a name is one model everywhere.
 loop          ``run_pbo``: initial designs, recommendation, ``RunResult``.
 hierarchy     User trees (Eq. 15) with item trees per user group, warm start.
-explain       Rules, DOT/JSON export, leave-one-out sensitivity, graph diagnostics.
+evaluation    The one evaluation core: held-out accuracy, evidence, sensitivity.
+explain       Rules, DOT/JSON export, the HTML report, graph diagnostics.
 session       ``ElicitationSession``: live elicitation (a person answers).
 experiments   Resumable grids (joblib/Dask), benchmark cells, case studies (the apps
               layer: ``python -m pbo_core.experiments``); ``python -m pbo_core.bench``.
@@ -31,11 +34,12 @@ from pbo_core.data import (  # after __version__: submodules read it
 from pbo_core.loop import RunResult, run_pbo
 from pbo_core.models import DTSurrogate, GPSurrogate, Surrogate
 from pbo_core.problem import PreferenceOracle, Problem
+from pbo_core.registry import MODELS, make_model, make_strategy
 from pbo_core.session import ElicitationSession
-from pbo_core.strategies import METHODS, DTStrategy, GPStrategy, make_strategy
+from pbo_core.strategies import DTStrategy, GPStrategy
 
 __all__ = [
-    "METHODS",
+    "MODELS",
     "DTStrategy",
     "DTSurrogate",
     "DataValidationError",
@@ -51,6 +55,7 @@ __all__ = [
     "Study",
     "Surrogate",
     "__version__",
+    "make_model",
     "make_strategy",
     "run_pbo",
 ]

@@ -42,8 +42,10 @@ __all__ = [
     "MeanSE",
     "accuracy",
     "competition_rank",
+    "margin_scores",
     "mean_sd",
     "mean_se",
+    "pair_scores",
     "pairwise_accuracy",
     "rho_regret",
     "rho_regret_max",
@@ -182,26 +184,47 @@ def top1_rank_error(
     return int(np.sum(pool > s[int(true_best)]))
 
 
+def margin_scores(margins: Sequence[float] | np.ndarray, *, ties: float = 0.5) -> np.ndarray:
+    """Per comparison, from the utility margin ``u_winner - u_loser``: 1 if it is positive,
+    ``ties`` if it is 0, 0 if negative (NaN stays NaN: no prediction)."""
+    z = np.asarray(margins, dtype=float)
+    return np.where(np.isnan(z), np.nan, np.where(z > 0, 1.0, np.where(z == 0, ties, 0.0)))
+
+
+def pair_scores(
+    scores: Sequence[float] | np.ndarray,
+    pairs: Sequence[Sequence[int]] | np.ndarray,
+    *,
+    ties: float = 0.5,
+) -> np.ndarray:
+    """Per comparison ``(winner, loser)``: 1 if ``scores[winner] > scores[loser]``, ``ties``
+    if they are equal (default 0.5: a tie is a coin flip, so a constant model scores 0.5,
+    not 0 or 1; 0 counts ties as wrong), 0 otherwise; NaN when either score is NaN.
+
+    The project's one pair accuracy: every accuracy it reports is a mean of these.
+    """
+    s = np.asarray(scores, dtype=float).reshape(-1)
+    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if np.any((p < 0) | (p >= len(s))):
+        raise ValueError(f"pairs name items outside 0..{len(s) - 1}")
+    w, lo = s[p[:, 0]], s[p[:, 1]]
+    out = np.where(w > lo, 1.0, np.where(w == lo, ties, 0.0))
+    return np.where(np.isnan(w) | np.isnan(lo), np.nan, out)
+
+
 def pairwise_accuracy(
     scores: Sequence[float] | np.ndarray,
     pairs: Sequence[Sequence[int]] | np.ndarray,
     *,
     ties: float = 0.5,
 ) -> float:
-    """Share of comparisons ``(winner, loser)`` the scores order correctly.
-
-    A pair counts 1 if ``scores[winner] > scores[loser]``, ``ties`` if the two scores are
-    equal (default 0.5: a tie is a coin flip, so a constant model scores 0.5, not 0 or 1;
-    0 counts ties as wrong), and 0 otherwise. Returns NaN when there are no pairs.
-    """
+    """Share of comparisons ``(winner, loser)`` the scores order correctly: the mean of
+    :func:`pair_scores` (scores must be finite). Returns NaN when there are no pairs."""
     s = _scores(scores)
     p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if len(p) == 0:
         return math.nan
-    if np.any((p < 0) | (p >= len(s))):
-        raise ValueError(f"pairs name items outside 0..{len(s) - 1}")
-    w, lo = s[p[:, 0]], s[p[:, 1]]
-    return float(np.mean(np.where(w > lo, 1.0, np.where(w == lo, ties, 0.0))))
+    return float(np.mean(pair_scores(s, p, ties=ties)))
 
 
 class MeanSD(NamedTuple):

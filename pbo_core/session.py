@@ -49,8 +49,8 @@ from pbo_core.data import TRUE_UTILITY, PreferenceData, Schema, Study
 from pbo_core.explain.export import leaf_summaries
 from pbo_core.loop import initial_design, recommend
 from pbo_core.problem import Problem
+from pbo_core.registry import MODELS, make_strategy
 from pbo_core.strategies.base import LoopState, Strategy
-from pbo_core.strategies.registry import METHODS, make_strategy
 
 __all__ = [
     "TIE",
@@ -189,7 +189,7 @@ class ElicitationSession:
         (:meth:`Problem.from_benchmark`). The true utility is only used by
         :meth:`oracle_winner` (simulated answers) and may be unknown.
     strategy
-        Method name of :data:`pbo_core.strategies.METHODS` (``"dt"``, ``"gp"``, ...).
+        PBO method of :data:`pbo_core.registry.MODELS` (``"dt"``, ``"gp"``, ...).
     seed
         Seeds the initial design and the strategy's draws: the same seed and the same
         answers give the same questions.
@@ -233,8 +233,9 @@ class ElicitationSession:
         item_utilities: np.ndarray | None = None,
         strategy_options: dict[str, Any] | None = None,
     ) -> None:
-        if strategy not in METHODS:
-            raise KeyError(f"unknown method {strategy!r}; known methods: {sorted(METHODS)}")
+        if strategy not in MODELS or MODELS[strategy].strategy is None:
+            pbo = sorted(n for n, s in MODELS.items() if s.strategy is not None)
+            raise KeyError(f"unknown method {strategy!r}; known methods: {pbo}")
         self.problem = problem
         self.strategy_name = strategy
         self.strategy_options = dict(strategy_options or {})

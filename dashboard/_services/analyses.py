@@ -11,30 +11,36 @@ import streamlit as st
 from dashboard._services.studies import study_token
 from pbo_core import explain
 from pbo_core.data import Study
-from pbo_core.experiments.accuracy import ACCURACY_METHODS, study_kind
+from pbo_core.evaluation import (
+    ablation_rows,
+    best_baseline,
+    shown_evidence,
+    summarize_ablation,
+)
 from pbo_core.experiments.cohorts import (
     BASELINES,
     TREE_FAMILY,
     summarize_swissmetro_cohorts,
 )
-from pbo_core.experiments.sensitivity import (
-    ablation_rows,
-    best_baseline,
-    fraction_split,
-    summarize_ablation,
-)
-from pbo_core.explain.evidence import respondent_evidence
 from pbo_core.hierarchy import UserItemHierarchy
+from pbo_core.registry import get, names, not_applicable
 from pbo_core.segments import SegmentLogitHierarchy, cohort_arrays
-
-#: Models the sensitivity page ablates by default, before the best baseline.
-SENSITIVITY_TREES = ("dt", "dt-linear")
+from pbo_core.splits import Split, make_split
 
 
 def sensitivity_methods(study: Study) -> list[str]:
-    """Accuracy methods of the registry that apply to ``study`` (registry order)."""
-    kind = study_kind(study)
-    return [n for n, m in ACCURACY_METHODS.items() if kind in m.studies]
+    """Registry models with an estimator that apply to ``study`` (registry order)."""
+    return [n for n in names(fits=True) if not_applicable(get(n), study) is None]
+
+
+def sensitivity_split(
+    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
+) -> Split:
+    """The split of the Feature sensitivity page: ``kind`` (``"auto"``: what the study's
+    shape calls for), ``test_fraction`` of every unit's tasks (or of the respondents)
+    held out, the first ``n_respondents`` respondents."""
+    n = n_respondents if study.data.respondent is not None else None
+    return make_split(study, kind, seed=seed, fraction=test_fraction, respondents=n)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -43,36 +49,34 @@ def _baseline_choice(
     test_fraction: float,
     seed: int,
     n_respondents: int,
-    use_study_split: bool,
+    kind: str,
     _study: Study,
 ) -> str | None:
-    split = fraction_split(
-        _study,
-        test_fraction=test_fraction,
-        seed=seed,
-        n_respondents=n_respondents,
-        use_study_split=use_study_split,
-    )
-    names = [n for n in sensitivity_methods(_study) if ACCURACY_METHODS[n].family == "baseline"]
-    if _study.data.respondent is None:  # per-respondent baselines need respondents
-        names = [n for n in names if not ACCURACY_METHODS[n].respondent_predict]
-    return best_baseline(ablation_rows(split, names, features=[]), seed=seed)
+    split = sensitivity_split(_study, test_fraction, seed, n_respondents, kind)
+    usable = [
+        n
+        for n in sensitivity_methods(_study)
+        if get(n).family == "baseline"
+        and not_applicable(get(n), _study, new_respondents=split.new_respondents) is None
+    ]
+    if len(split.units) <= 1:  # personal utilities need respondents
+        usable = [n for n in usable if not get(n).respondent_predict]
+    return best_baseline(ablation_rows(split, usable, features=[]), seed=seed)
 
 
 def default_sensitivity_methods(
-    study: Study, test_fraction: float, seed: int, n_respondents: int, use_study_split: bool
+    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
 ) -> tuple[list[str], str | None]:
-    """The paper DT, ``dt-linear`` and the baseline most accurate on the same split."""
+    """The registry's ``sensitivity`` models and the baseline most accurate on the split."""
     best = _baseline_choice(
-        study_token(study),
-        float(test_fraction),
-        int(seed),
-        int(n_respondents),
-        bool(use_study_split),
-        study,
+        study_token(study), float(test_fraction), int(seed), int(n_respondents), kind, study
     )
-    have = sensitivity_methods(study)
-    out = [m for m in SENSITIVITY_TREES if m in have]
+    split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
+    out = [
+        m
+        for m in names(role="sensitivity")
+        if not_applicable(get(m), study, new_respondents=split.new_respondents) is None
+    ]
     return out + ([best] if best is not None and best not in out else []), best
 
 
@@ -82,21 +86,22 @@ def _sensitivity(
     test_fraction: float,
     seed: int,
     n_respondents: int,
-    use_study_split: bool,
+    kind: str,
     methods: tuple[str, ...],
     _study: Study,
 ) -> pd.DataFrame:
-    split = fraction_split(
-        _study,
-        test_fraction=test_fraction,
-        seed=seed,
-        n_respondents=n_respondents,
-        use_study_split=use_study_split,
-    )
-    blocks = summarize_ablation(ablation_rows(split, methods), seed=seed)
+    split = sensitivity_split(_study, test_fraction, seed, n_respondents, kind)
+    ok = [
+        m
+        for m in methods
+        if not_applicable(get(m), _study, new_respondents=split.new_respondents) is None
+    ]
+    blocks = summarize_ablation(ablation_rows(split, ok), seed=seed)
     if not blocks:
         return pd.DataFrame()
-    return pd.concat(blocks.values(), ignore_index=True)
+    table = pd.concat(blocks.values(), ignore_index=True)
+    table.attrs["split"] = split.reason
+    return table
 
 
 def sensitivity(
@@ -104,22 +109,18 @@ def sensitivity(
     test_fraction: float,
     seed: int,
     n_respondents: int,
-    use_study_split: bool,
+    kind: str = "auto",
     methods: tuple[str, ...] = ("dt",),
 ) -> pd.DataFrame:
-    """Leave-one-out blocks (one per method, column ``method``) on one split (cached).
-
-    The split holds out ``test_fraction`` of each of the first ``n_respondents``
-    respondents' choice tasks (:func:`pbo_core.experiments.sensitivity.fraction_split`;
-    pooled models are fitted on those respondents only); each block's change has a 95 %
-    bootstrap CI over respondents (over test comparisons for a pooled study).
-    """
+    """Leave-one-out blocks (one per model, column ``method``) on one split (cached); the
+    split's reason in ``attrs["split"]``. Each block's change has a 95 % bootstrap CI over
+    respondents (over held-out comparisons for a single unit)."""
     return _sensitivity(
         study_token(study),
         float(test_fraction),
         int(seed),
         int(n_respondents),
-        bool(use_study_split),
+        kind,
         tuple(methods),
         study,
     )
@@ -253,43 +254,18 @@ def user_groups(h: Any) -> pd.DataFrame:
 
 
 @st.cache_data(
-    show_spinner="Cross-validating the tree, the GP and the logit (up to a minute for "
-    "large pooled studies; cached afterwards)...",
+    show_spinner="Cross-validating the model shown, the GP and the logit (cached afterwards)...",
     max_entries=64,
 )
 def _evidence(
-    token: Any,
-    respondent: str,
-    max_depth: int | None,
-    min_samples_split: int,
-    straddlers: str,
-    _study: Study,
-    _respondent: Any,
-) -> pd.DataFrame:
-    return respondent_evidence(
-        _study,
-        _respondent,
-        max_depth=max_depth,
-        min_samples_split=min_samples_split,
-        straddlers=straddlers,
-    )
+    token: Any, respondent: str, model: str, _study: Study, _respondent: Any
+) -> tuple[pd.DataFrame, str]:
+    table, split = shown_evidence(_study, _respondent, model)
+    return table, split.reason
 
 
-def evidence(
-    study: Study,
-    respondent: Any,
-    *,
-    max_depth: int | None = None,
-    min_samples_split: int = 1,
-    straddlers: str = "discard",
-) -> pd.DataFrame:
-    """Training and 5-fold held-out accuracy (95 % CI) of the DT, GP and logit (cached)."""
-    return _evidence(
-        study_token(study),
-        repr(respondent),
-        max_depth,
-        int(min_samples_split),
-        straddlers,
-        study,
-        respondent,
-    )
+def evidence(study: Study, respondent: Any, model: str = "dt") -> tuple[pd.DataFrame, str]:
+    """Held-out evidence (5-fold CV, 95 % CI) of the model shown beside the GP and the
+    logit on the data shown (:func:`pbo_core.evaluation.shown_evidence`), and how the
+    comparisons were held out (cached)."""
+    return _evidence(study_token(study), repr(respondent), model, study, respondent)

@@ -23,8 +23,9 @@ from pbo_core.benchmarks import available_benchmarks, get_benchmark
 from pbo_core.data import PreferenceData
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.linear_leaves import SlopePrior
+from pbo_core.registry import get
 from pbo_core.session import ElicitationSession, study_item_set
-from pbo_core.strategies.linear_leaves import PRIOR_METHODS, pooled_slope_prior
+from pbo_core.strategies.linear_leaves import pooled_slope_prior
 
 
 def two_d_benchmarks() -> list[str]:
@@ -57,7 +58,7 @@ def new_elicitation(kind: str, source: str, method: str, seed: int, max_items: i
     if study is None:
         raise LookupError(error)
     options: dict[str, Any] = {}
-    if method in PRIOR_METHODS:
+    if get(method).takes_prior:
         prior = study_prior(study)
         if prior is not None:
             options["slope_prior"] = prior

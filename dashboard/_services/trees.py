@@ -20,18 +20,18 @@ import streamlit as st
 from dashboard._services.studies import respondent_data, study_token
 from pbo_core import explain
 from pbo_core.data import Feature, PreferenceData, Schema, Study
-from pbo_core.experiments.accuracy import ACCURACY_METHODS
 from pbo_core.experiments.tree_choice import (
+    CHOICE_RESPONDENTS,
     TreeChoice,
     applicable,
     choose_and_fit,
     ready,
     serve,
-    study_tasks,
 )
 from pbo_core.experiments.tree_choice import compare_trees as compare_models
 from pbo_core.explain import labels, naming
 from pbo_core.models.dt import DTSurrogate
+from pbo_core.registry import get, names
 
 
 @st.cache_resource(show_spinner="Fitting the tree...", max_entries=64)
@@ -70,20 +70,12 @@ def fit_tree(
     )
 
 
-#: Tree models the explorer draws: registry key -> label.
-TREE_MODELS: dict[str, str] = {
-    "dt": "Paper DT (constant leaves)",
-    "dt-linear": "Linear-leaf tree (dt-linear)",
-    "dt-pooled": "Pooled DT (constant leaves, shrunk)",
-}
-#: Baselines scored beside the trees in the study-level comparison (cheap, tuned by CV).
-CHOICE_BASELINES = ("logit-shrink", "logit-pooled")
-#: Respondents whose comparisons the study-level comparison uses (the first N).
-CHOICE_RESPONDENTS = 30
+#: Tree models the explorer draws (the registry's ``explorer`` role): name -> label.
+TREE_MODELS: dict[str, str] = {n: get(n).label for n in names(role="explorer")}
 
 
 def tree_models(study: Study) -> list[str]:
-    """The tree models that apply to ``study`` (registry keys, explorer order)."""
+    """The tree models that apply to ``study`` (registry names, explorer order)."""
     return applicable(study, list(TREE_MODELS))
 
 
@@ -92,14 +84,16 @@ def tree_models(study: Study) -> list[str]:
     max_entries=8,
 )
 def _fit_pooled(token: Any, method: str, _study: Study) -> Any:
-    return ACCURACY_METHODS[method].fit(_study.data, study_tasks(_study))
+    return get(method).make().fit(_study.data)
 
 
 def fit_model(study: Study, respondent: Any, method: str, *, min_samples_split: int = 1) -> Any:
-    """The drawn model: the paper DT of the respondent's own comparisons (``"dt"``), or a
-    pooled tree of the registry fitted on the whole study and shown with the respondent's
-    posterior (``for_respondent``; the population fit for pooled data)."""
-    if method == "dt":
+    """The drawn model: a per-respondent tree of the respondent's own comparisons (the
+    paper DT), or a pooled tree of the registry fitted on the whole study and shown with
+    the respondent's posterior (``for_respondent``; the population fit for pooled data)."""
+    if get(method).scope == "respondent":
+        if method != "dt":
+            return get(method).make().fit(respondent_data(study, respondent))
         return fit_tree(study, respondent, min_samples_split=min_samples_split)
     token = study_token(study)
     model = _BACKGROUND_FITS.get((token, method))  # the winner, fitted by the comparison
@@ -111,10 +105,9 @@ def fit_model(study: Study, respondent: Any, method: str, *, min_samples_split: 
 
 
 def compare_trees(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> TreeChoice:
-    """Held-out accuracy (5-fold CV over tasks) of the explorer's tree models and
-    :data:`CHOICE_BASELINES` on the first ``n_respondents`` respondents of ``study``
-    (:func:`pbo_core.experiments.tree_choice.compare_trees`)."""
-    return compare_models(study, TREE_MODELS, CHOICE_BASELINES, n_respondents)
+    """Held-out accuracy (5-fold CV) of the explorer's tree models and the registry's
+    ``choice_baseline`` models (:func:`pbo_core.experiments.tree_choice.compare_trees`)."""
+    return compare_models(study, list(TREE_MODELS), None, n_respondents)
 
 
 class _Worker:
@@ -196,7 +189,7 @@ _BACKGROUND_FITS: dict[tuple[Any, str], Any] = {}
 def _choice_in_background(study: Study, n_respondents: int, token: Any) -> Future:
     """Start :func:`pbo_core.experiments.tree_choice.choose_and_fit` in the worker process;
     a Future of its :class:`TreeChoice` (the winner's fit is kept for :func:`fit_model`)."""
-    job = _submit(choose_and_fit, study, TREE_MODELS, CHOICE_BASELINES, n_respondents)
+    job = _submit(choose_and_fit, study, list(TREE_MODELS), None, n_respondents)
     out: Future = Future()
     out.set_running_or_notify_cancel()
 

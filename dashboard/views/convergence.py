@@ -19,8 +19,7 @@ from pbo_core.experiments.bench import run_cell, summarize
 from pbo_core.experiments.rho_regret import summarize_rho_regret
 from pbo_core.experiments.runner import Cell, cell_path, run_grid
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
-from pbo_core.strategies import METHODS
-from pbo_core.strategies.registry import SUSHI_METHODS
+from pbo_core.registry import names
 
 st.title("Convergence")
 st.caption(
@@ -278,7 +277,10 @@ if tab_sushi.open:
                 n_users = c1.number_input("Users", 5, 5000, 30, step=5, key="cv_s_users")
                 iters = c2.number_input("Questions after the first", 1, 44, 20, key="cv_s_iters")
                 meths = c3.multiselect(
-                    "Methods", list(SUSHI_METHODS), default=["dt", "dt-random"], key="cv_s_methods"
+                    "Methods",
+                    names(role="sushi_pbo"),
+                    default=["dt", "dt-random"],
+                    key="cv_s_methods",
                 )
                 if st.button("Run sushi-pbo", key="cv_s_run", disabled=not meths):
                     # name the folder explicitly: the experiment caches studies per folder
@@ -324,7 +326,7 @@ if tab_run.open:
             format_func=_function_label,
             key="cv_r_fn",
         )
-        methods = [m for m in METHODS if not m.startswith("botorch")]
+        methods = [m for m in names(pbo=True) if not m.startswith("botorch")]
         chosen = c2.multiselect("Methods", methods, default=["dt", "gp"], key="cv_r_methods")
         c1, c2, c3 = st.columns(3)
         seeds = c1.slider("Seeds", 1, 10, 3, key="cv_r_seeds")

@@ -30,14 +30,13 @@ from dashboard._services import sessions as store
 from dashboard._uploads import upload_name
 from pbo_core import explain
 from pbo_core.benchmarks import get_benchmark
+from pbo_core.registry import get, names
 from pbo_core.session import ElicitationSession
 
+#: Query rules offered here: the registry's ``elicitation`` role, name -> label.
 RULES = {
-    "dt": "DT-PBO (qEUBO over leaves + top-leaf rule)",
-    "dt-literal": "DT-PBO, Algorithm 1 literally (qEUBO only)",
-    "gp": "GP-Laplace with EUBO",
-    "dt-linear": "Linear-leaf tree with qEUBO (slopes in every leaf; study prior)",
-    "linear-eubo": "Bayesian linear probit with EUBO (one leaf; study prior)",
+    n: get(n).label + (" (study prior)" if get(n).takes_prior else "")
+    for n in names(role="elicitation")
 }
 MAX_ITEMS = 200
 MODES = {"items": "Items of a study", "benchmark": "2-D benchmark function"}

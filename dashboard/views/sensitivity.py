@@ -35,6 +35,7 @@ if has_split:
         key="fs_use_split",
         help="E.g. the PMR inboxes: inbox A trains, inbox B tests.",
     )
+kind = "study" if use_split else ("pooled" if has_split else "auto")
 frac = c1.slider(
     "Held-out fraction of " + ("choice tasks" if has_tasks else "comparisons"),
     0.1,
@@ -60,7 +61,7 @@ if per_resp:
 with st.spinner("Preparing the tree kernels (once per start)..."):
     svc.warm_up()
 with st.spinner("Scoring the baselines on this split (to pick the best one)..."):
-    default, best = svc.default_sensitivity_methods(study, frac, seed, n_resp, use_split)
+    default, best = svc.default_sensitivity_methods(study, frac, seed, n_resp, kind)
 labels = {n: n for n in svc.sensitivity_methods(study)}
 labels.update({"dt": "dt (paper DT)", "dt-linear": "dt-linear (linear-leaf tree)"})
 if best is not None:
@@ -71,15 +72,15 @@ methods = st.multiselect(
     default=default,
     format_func=lambda n: labels[n],
     key=f"fs_methods::{key}",
-    help="Methods of the accuracy registry (python -m pbo_core.experiments "
-    "conjoint-accuracy --help). The best baseline is the one with the highest test "
-    "accuracy with all features on this split.",
+    help="Models of the registry (python -m pbo_core.experiments conjoint-accuracy "
+    "--help). The best baseline is the one with the highest test accuracy with all "
+    "features on this split.",
 )
 if not methods:
     st.info("Choose at least one model.")
     st.stop()
 with st.spinner(f"Refitting {len(methods)} model(s) without each feature..."):
-    blocks = svc.sensitivity(study, frac, seed, n_resp, use_split, tuple(methods))
+    blocks = svc.sensitivity(study, frac, seed, n_resp, kind, tuple(methods))
 
 if blocks.empty:
     st.warning(

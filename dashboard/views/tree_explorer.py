@@ -273,13 +273,14 @@ if tab_ev.open:
             with st.spinner("Comparing the tree models on this study (held-out)..."):
                 choice = svc.tree_choice(study, wait=True)
         st.caption(
-            "Every model predicts each comparison after being fitted without it: 5-fold "
-            "cross-validation over whole choice tasks on the pooled study"
-            + (f" (the first {choice.n_respondents} respondents)" if choice.n_respondents else "")
-            + ", the same folds for every model. The paper DT is fitted per respondent; the "
+            "Every model predicts each comparison after being fitted without it ("
+            + choice.split
+            + (f"; {choice.n_respondents} respondents" if choice.n_respondents else "")
+            + "), the same folds for every model. The paper DT is fitted per respondent; the "
             "pooled models (their strengths chosen by inner cross-validation on each fold's "
-            "training tasks) predict with each respondent's own utilities. The logits are "
-            "the textbook baselines. CI: 95% percentile bootstrap over comparisons."
+            "training tasks) predict with each respondent's own utilities when they saw the "
+            "respondent. The logits are the textbook baselines. CI: 95% percentile bootstrap "
+            "over respondents (over comparisons when there are none)."
         )
         ct = choice.table
         st.altair_chart(charts.evidence_chart(ct), width="stretch")
@@ -291,21 +292,29 @@ if tab_ev.open:
                 + ", ".join(losers["method"])
                 + "."
             )
+        shown_label = svc.TREE_MODELS.get(method, method)
         st.markdown(
-            "#### The paper DT on the data shown ("
-            + ("respondent " + str(resp) if resp is not None else "pooled")
+            f"#### The model shown ({shown_label}) on the data shown ("
+            + ("respondent " + str(resp) if resp is not None else "all respondents")
             + ")"
         )
+        ev, how = svc.evidence(study, resp, method)
         st.caption(
-            "Each comparison predicted by models fitted without it: 5-fold cross-validation "
-            "over whole choice tasks when the study records them (otherwise over "
-            "comparisons), the same folds for every method, on the data shown "
-            f"({'respondent ' + str(resp) if resp is not None else 'pooled'}). The CI is a "
-            "95% percentile bootstrap over the held-out comparisons; 50% is chance."
+            f"Each comparison predicted by models fitted without it ({how}), the same folds "
+            "for every model, beside the GP and the textbook logit"
+            + (
+                "; pooled models also learn from 29 other respondents' comparisons"
+                if resp is not None
+                else ""
+            )
+            + ". The CI is a 95% percentile bootstrap; 50% is chance."
         )
-        ev = svc.evidence(study, resp, min_samples_split=prune)
-        if ev.empty:
-            st.info("Too few choice tasks to hold any out.")
+        if ev.empty or ev["heldout"].isna().all():
+            st.info(
+                "Too few choice tasks to hold any out"
+                + (": " + "; ".join(ev["error"][ev["error"] != ""]) if len(ev) else "")
+                + "."
+            )
         else:
             st.altair_chart(charts.evidence_chart(ev), width="stretch")
             st.dataframe(_evidence_table(ev), hide_index=True, width="stretch")

@@ -23,7 +23,7 @@ import pbo_core.models.gp.surrogate as surrogate
 from pbo_core.benchmarks import get_benchmark
 from pbo_core.loop import run_pbo
 from pbo_core.problem import Problem
-from pbo_core.strategies.registry import make_strategy
+from pbo_core.registry import make_strategy
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from pbo_core.benchmarks import PAPER_FUNCTIONS, available_benchmarks, get_bench
 from pbo_core.experiments.runner import Cell, cell_key, progress_printer, run_grid, write_json
 from pbo_core.loop import INIT_DESIGNS, RunResult, parse_init, run_pbo
 from pbo_core.problem import Problem
-from pbo_core.strategies.registry import METHODS, make_strategy
+from pbo_core.registry import make_strategy, names
 
 __all__ = [
     "SWEEP_PARAMS",
@@ -371,7 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
         f"({', '.join(PAPER_FUNCTIONS)}); known: {', '.join(available_benchmarks())}",
     )
     p.add_argument(
-        "--methods", default="dt", help=f"comma-separated methods; known: {', '.join(METHODS)}"
+        "--methods",
+        default="dt",
+        help=f"comma-separated methods; known: {', '.join(names(pbo=True))}",
     )
     p.add_argument("--seeds", type=int, default=5, help="number of seeds (0..N-1)")
     p.add_argument("--iters", type=int, default=200, help="queries after the initial design")
@@ -456,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m pbo_core.bench``."""
     args = build_parser().parse_args(argv)
     functions = _parse_list(args.functions, available_benchmarks(), "function", PAPER_FUNCTIONS)
-    methods = _parse_list(args.methods, list(METHODS), "method", list(METHODS))
+    methods = _parse_list(args.methods, names(pbo=True), "method", names(pbo=True))
     if args.seeds < 1 or args.iters < 0 or args.n_init < 1:
         raise SystemExit("--seeds must be >= 1, --iters >= 0 and --n-init >= 1")
     try:

@@ -68,7 +68,7 @@ Commands
     alternatives); ``sushi-a`` is the ``sushi-pbo`` case. Mean, s.e. and 95 % CI.
 
 The accuracy commands take ``--methods`` (names of
-:data:`pbo_core.experiments.accuracy.ACCURACY_METHODS`; default every tree variant, the GP
+:data:`pbo_core.registry.MODELS` with an estimator; default every tree variant, the GP
 and every baseline that applies to the study) and report per method the train/test
 accuracy over respondents (mean, sd, median, 95 % bootstrap CI), the mean leaves of its
 trees and the paired difference to the best baseline with its CI.
@@ -94,16 +94,20 @@ from data_loaders.cached import load_study_cached, load_study_file
 from data_loaders.pmr import inbox_urgency
 from data_loaders.user_studies import add_column_args, column_map
 from pbo_core import __version__
+from pbo_core.data import DataValidationError
+from pbo_core.evaluation import (
+    BASELINE_ROW,
+    best_baseline,
+    format_table,
+    summarize,
+    summarize_ablation,
+)
 from pbo_core.experiments.accuracy import (
-    ACCURACY_METHODS,
     accuracy_cell,
     accuracy_cells,
-    format_table,
-    make_split,
+    cell_split,
     note,
     parse_methods,
-    study_kind,
-    summarize_methods,
 )
 from pbo_core.experiments.cohorts import (
     hierarchy_cell,
@@ -125,16 +129,11 @@ from pbo_core.experiments.rho_regret import (
     summarize_rho_regret,
 )
 from pbo_core.experiments.runner import Cell, progress_printer, run_grid, write_json
-from pbo_core.experiments.sensitivity import (
-    BASELINE_ROW,
-    ablation_cell,
-    ablation_cells,
-    best_baseline,
-    summarize_ablation,
-)
+from pbo_core.experiments.sensitivity import ablation_cells
 from pbo_core.experiments.studies import TEST_TASKS
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
-from pbo_core.strategies.registry import METHODS, SUSHI_METHODS
+from pbo_core.registry import get, names
+from pbo_core.splits import SPLIT_KINDS, Split
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -152,59 +151,73 @@ def _methods_arg(p: argparse.ArgumentParser) -> None:
         "--methods",
         default=None,
         help="comma-separated accuracy methods (default: every tree variant, the GP and "
-        "the baselines that apply to the study): " + ", ".join(ACCURACY_METHODS),
+        "the baselines that apply to the study and split): " + ", ".join(names(fits=True)),
     )
 
 
 def _own_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="an analyst's own choice data (CSV)")
     add_column_args(p)
+
+
+def _split_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--split",
-        choices=("tasks", "respondents"),
-        default="tasks",
-        help="tasks: hold out --test-tasks tasks of every respondent (default); "
-        "respondents: hold out 20 %% of whole respondents (pooled methods only)",
+        choices=("auto", *SPLIT_KINDS[:4]),
+        default="auto",
+        help="auto (default): what the data's shape calls for -- tasks: hold out "
+        "--test-tasks tasks of every respondent; respondents: hold out 20 %% of whole "
+        "respondents (when the median respondent has fewer than 3 tasks; pooled models "
+        "only); pooled: 20 %% of the tasks of data without respondents; study: the study's "
+        "own train/test split. The JSON and the table say which split ran and why.",
     )
 
 
-def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> dict[str, Any]:
-    """Run one accuracy experiment; the JSON document."""
-    cmd = args.command
-    cell: dict[str, Any] = dict(base, experiment=cmd)
-    if cmd == "sushi-generalization":
-        cell.update(study="sushi-a", split=args.split, users=args.users, holdout=args.holdout)
-        label = "sushi-a"
-    elif getattr(args, "data", None):
+def _source(args: argparse.Namespace, cell: dict[str, Any]) -> str:
+    """Put the study of ``--study`` / ``--data`` into ``cell``; its label."""
+    if getattr(args, "data", None):
         cell.update(
             data=str(args.data),
             attributes=str(args.attributes) if args.attributes else None,
             columns=column_map(args).to_json(),
         )
-        label = str(args.data)
-    elif args.study:
+        return str(args.data)
+    if args.study:
         cell["study"] = args.study
-        label = args.study
+        return str(args.study)
+    raise SystemExit(f"{args.command} needs --study KEY or --data PATH")
+
+
+def _task_cell(args: argparse.Namespace, base: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The split keys of ``conjoint-accuracy`` / ``straddler-ablation`` / ``sensitivity``."""
+    cell: dict[str, Any] = dict(base, experiment=args.command)
+    label = _source(args, cell)
+    tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(label, 2)
+    cell.update(split=args.split, test_tasks=tt, respondents=args.respondents)
+    return {k: v for k, v in cell.items() if v is not None}, label
+
+
+def _say_split(split: Split, quiet: bool) -> dict[str, Any]:
+    note(f"split: {split.kind} -- {split.reason}", quiet)
+    return {"split": split.kind, "split_reason": split.reason, "units": len(split.units)}
+
+
+def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """Run one accuracy experiment; the JSON document."""
+    cmd = args.command
+    if cmd == "sushi-generalization":
+        cell: dict[str, Any] = dict(base, experiment=cmd, study="sushi-a")
+        cell.update(split=args.split, users=args.users, holdout=args.holdout)
+        label = "sushi-a"
     else:
-        raise SystemExit("conjoint-accuracy needs --study KEY or --data PATH")
-    if cmd != "sushi-generalization":
-        cell["split"] = getattr(args, "split", "tasks")
-        tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(label, 2)
-        cell.update(test_tasks=tt, respondents=args.respondents)
-    cell = {k: v for k, v in cell.items() if v is not None}
-    split = make_split(cell, load_study=load_study_cached, load_study_file=load_study_file)
-    kind = study_kind(split.study)
-    methods = parse_methods(args.methods, kind, cmd)
-    skipped: dict[str, str] = {}
-    if split.new_respondents:
-        for m in methods:
-            if ACCURACY_METHODS[m].scope == "respondent":
-                skipped[m] = "per-respondent method: cannot predict held-out respondents"
-        if skipped:
-            note(f"--split respondents: skipped per-respondent methods {list(skipped)}", False)
-        methods = [m for m in methods if m not in skipped]
-        if not methods:
-            raise SystemExit("--split respondents: no pooled method among --methods")
+        cell, label = _task_cell(args, base)
+    split = cell_split(cell, load_study=load_study_cached, load_study_file=load_study_file)
+    about = _say_split(split, args.quiet)
+    methods, skipped = parse_methods(args.methods, split, cmd)
+    if skipped:
+        note(f"skipped models: {'; '.join(f'{m}: {w}' for m, w in skipped.items())}", args.quiet)
+    if not methods:
+        raise SystemExit(f"no model can be scored on this split ({split.reason})")
     rows = run_grid(
         accuracy_cells(cell, methods, split),
         partial(accuracy_cell, load_study=load_study_cached, load_study_file=load_study_file),
@@ -213,13 +226,15 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         fresh=args.fresh,
         progress=progress,
     )
-    summary = summarize_methods(rows, seed=args.seed)
+    summary = summarize(rows, seed=args.seed)
+    if not summary:
+        raise SystemExit(f"no held-out comparisons on this split ({split.reason})")
     if not args.quiet:
         print(format_table(summary), file=sys.stderr)
     return {
         "command": cmd,
         "study": label,
-        "split": split.kind,
+        **about,
         "seed": args.seed,
         "methods": methods,
         "skipped": skipped,
@@ -227,27 +242,22 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
     }
 
 
-#: Methods ablated when ``sensitivity`` gets no ``--methods`` (plus the best baseline).
-SENSITIVITY_TREES = ("dt", "dt-linear")
-
-
 def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> dict[str, Any]:
     """Leave-one-out blocks of every ``--methods`` model on one split; the JSON summary.
 
-    Without ``--methods``: the paper's DT, ``dt-linear`` and the baseline with the best
-    test accuracy on this split (every applicable baseline is scored first).
+    Without ``--methods``: the registry's ``sensitivity`` models that apply here and the
+    baseline with the best test accuracy on this split (every applicable baseline is
+    scored first).
     """
-    tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(args.study, 2)
-    cell: dict[str, Any] = dict(base, experiment="sensitivity", study=args.study, split="tasks")
-    cell.update(test_tasks=tt, respondents=args.respondents)
-    cell = {k: v for k, v in cell.items() if v is not None}
-    split = make_split(cell, load_study=load_study_cached)
-    kind = study_kind(split.study)
+    cell, label = _task_cell(args, base)
+    loaders = {"load_study": load_study_cached, "load_study_file": load_study_file}
+    split = cell_split(cell, **loaders)
+    about = _say_split(split, args.quiet)
 
     def run(cells: list[dict[str, Any]]) -> pd.DataFrame:
         return run_grid(
             cells,
-            partial(ablation_cell, load_study=load_study_cached),
+            partial(accuracy_cell, **loaders),
             out_dir=args.out,
             jobs=args.jobs,
             fresh=args.fresh,
@@ -256,21 +266,20 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
 
     chosen_by = "--methods"
     if args.methods is None:
-        baselines = [
-            m
-            for m in parse_methods(None, kind, "sensitivity")
-            if ACCURACY_METHODS[m].family == "baseline"
-        ]
+        usable, _ = parse_methods(None, split, "sensitivity")
+        baselines = [m for m in usable if get(m).family == "baseline"]
         best = best_baseline(run(ablation_cells(cell, baselines, split, [])), seed=args.seed)
-        methods = [m for m in SENSITIVITY_TREES if kind in ACCURACY_METHODS[m].studies]
-        methods += [best] if best is not None else []
-        chosen_by = f"default: {', '.join(SENSITIVITY_TREES)} and the best baseline ({best})"
+        trees = [m for m in names(role="sensitivity") if m in usable]
+        methods = trees + ([best] if best is not None else [])
+        chosen_by = f"default: {', '.join(trees)} and the best baseline ({best})"
     else:
-        methods = parse_methods(args.methods, kind, "sensitivity")
+        methods, _ = parse_methods(args.methods, split, "sensitivity")
+    if not methods:
+        raise SystemExit(f"no model can be scored on this split ({split.reason})")
     features = split.study.schema.names
     rows = run(ablation_cells(cell, methods, split, features))
     blocks = summarize_ablation(rows, seed=args.seed)
-    accuracy = summarize_methods(rows[rows["feature removed"] == BASELINE_ROW], seed=args.seed)
+    accuracy = summarize(rows[rows["feature removed"] == BASELINE_ROW], seed=args.seed)
     if not args.quiet:
         for name, table in blocks.items():
             print(f"\n{name}", file=sys.stderr)
@@ -279,9 +288,9 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
         print(format_table(accuracy), file=sys.stderr)
     records = {m: t.to_dict(orient="records") for m, t in blocks.items()}
     return {
-        "study": args.study,
-        "split": split.kind,
-        "test_tasks": tt,
+        "study": label,
+        **about,
+        "test_tasks": cell.get("test_tasks"),
         "methods": methods,
         "methods_chosen_by": chosen_by,
         "features": features,
@@ -302,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sushi-pbo", help="find each user's favourite sushi (Fig. 3/7)")
     s.add_argument("--users", type=int, default=500, help="first N users (max 5000)")
     s.add_argument("--iters", type=int, default=20, help="queries after the first question")
-    s.add_argument("--methods", default=",".join(SUSHI_METHODS))
+    s.add_argument("--methods", default=",".join(names(role="sushi_pbo")))
     _common(s)
     s = sub.add_parser(
         "sushi-generalization",
@@ -377,13 +386,13 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=helptext)
         s.add_argument(
             "--study",
-            required=name != "conjoint-accuracy",
-            help="registry key: train, electricity, bela, presidential, pmr-demo, ..."
-            + (" (or --data)" if name == "conjoint-accuracy" else ""),
+            default=None,
+            help="registry key: train, electricity, bela, presidential, pmr-demo, an "
+            "imported study's my-... key (or --data)",
         )
         _methods_arg(s)
-        if name == "conjoint-accuracy":
-            _own_data_args(s)
+        _own_data_args(s)
+        _split_arg(s)
         s.add_argument(
             "--test-tasks",
             type=int,
@@ -402,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="HTML file to write")
     s.add_argument("--data-dir", default=None, help="where the study's data are (if not bundled)")
     _own_data_args(s)
+    _split_arg(s)
     # The alias takes every word after it unparsed (prefix_chars="+": "--model" is a
     # word, not an option here) and hands them to the new command, which parses them.
     s = sub.add_parser(
@@ -443,8 +453,19 @@ def pmr_llm_alias(words: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point."""
+    """Entry point: a result, or one line saying why not (exit status 2), never a traceback
+    for bad input or a study that cannot be loaded."""
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args, argv)
+    except (DataValidationError, OSError, ValueError, KeyError, LookupError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """Run the parsed command."""
     if args.command == "pmr-llm-vs-tree":
         return pmr_llm_alias(args.words)
     if args.command == "report":
@@ -461,9 +482,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     fn: Callable[[Cell], pd.DataFrame]
     if cmd == "sushi-pbo":
         methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-        bad = [m for m in methods if m not in SUSHI_METHODS]
+        bad = [m for m in methods if m not in names(pbo=True)]
         if bad:
-            raise SystemExit(f"unknown methods {bad}; choose from {list(SUSHI_METHODS)}")
+            raise SystemExit(f"unknown methods {bad}; choose from {names(pbo=True)}")
         cells = [
             dict(base, user=u, method=m, iters=args.iters, n_init=1)
             for u in range(args.users)
@@ -472,9 +493,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         fn = partial(sushi_pbo_cell, load_study=load_study_cached)
     elif cmd == "rho-regret":
         methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-        bad = [m for m in methods if m not in METHODS]
+        bad = [m for m in methods if m not in names(pbo=True)]
         if bad:
-            raise SystemExit(f"unknown methods {bad}; choose from {sorted(METHODS)}")
+            raise SystemExit(f"unknown methods {bad}; choose from {names(pbo=True)}")
         pmr = args.study == "pmr-demo"
         cells = rho_cells(
             args.study,

@@ -28,7 +28,7 @@ from pbo_core.experiments.runner import Cell
 from pbo_core.experiments.studies import LoadStudy, respondent_split
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.loop import run_pbo
-from pbo_core.metrics import rho_regret
+from pbo_core.metrics import pair_scores, rho_regret
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.problem import Problem
 from pbo_core.segments import (
@@ -376,8 +376,7 @@ def swissmetro_cell_grid(
 
 
 def _pair_accuracy(scores: np.ndarray, pairs: np.ndarray) -> float:
-    d = scores[pairs[:, 0]] - scores[pairs[:, 1]]
-    return float(np.mean(np.where(d > 0, 1.0, np.where(d == 0, 0.5, 0.0))))
+    return float(np.mean(pair_scores(scores, pairs)))
 
 
 def swissmetro_cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:

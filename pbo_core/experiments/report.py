@@ -58,7 +58,12 @@ def write_report(
     study = _study(args, load_study, load_study_file)
     words = list(sys.argv[1:] if argv is None else argv)
     command = "python -m pbo_core.experiments " + shlex.join(words)
-    parts = study_report(study, pick_respondent(study, args.respondent), commands=[command])
+    parts = study_report(
+        study,
+        pick_respondent(study, args.respondent),
+        commands=[command],
+        sensitivity_options={"kind": getattr(args, "split", "auto")},
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(build_report(parts), encoding="utf-8")

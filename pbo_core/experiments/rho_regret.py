@@ -1,7 +1,7 @@
 """rho-regret curves on bundled data (DT-PBO App. G.1): triage and simulated respondents.
 
 Two kinds of cells, both finite item sets run through :func:`pbo_core.loop.run_pbo` with
-:meth:`Problem.from_items` and a method of :mod:`pbo_core.strategies.registry`:
+:meth:`Problem.from_items` and a PBO method of :mod:`pbo_core.registry`:
 
 ``pmr-demo`` (triage)
     "Which message is more urgent?": the items are the messages of one inbox of the demo
@@ -57,15 +57,15 @@ from pbo_core.metrics import rho_regret, top1_rank_error
 from pbo_core.models.linear import RespondentLinearSurrogate
 from pbo_core.models.linear_leaves import SlopePrior
 from pbo_core.problem import Problem
-from pbo_core.strategies.linear_leaves import PRIOR_METHODS, pooled_slope_prior
-from pbo_core.strategies.registry import make_strategy
+from pbo_core.registry import get, make_strategy, names
+from pbo_core.strategies.linear_leaves import pooled_slope_prior
 
 #: Studies with simulated respondents.
 SIMULATED_STUDIES = ("train", "electricity", "swissmetro")
 #: Every study of the command.
 RHO_STUDIES = ("pmr-demo", *SIMULATED_STUDIES, "sushi-a")
 #: Default methods: DT variants, GP, random pairs.
-RHO_METHODS = ("dt", "dt-notop", "dt-toponly", "gp", "dt-random")
+RHO_METHODS = tuple(names(role="rho_regret"))
 #: Choices of the ``--prior`` option.
 PRIORS = ("pooled", "none")
 
@@ -213,7 +213,7 @@ def rho_regret_cell(
         run_seed = seed * 100_003 + idx
     options: dict[str, Any] = {}
     if (
-        cell["method"] in PRIOR_METHODS
+        get(cell["method"]).takes_prior
         and study in SIMULATED_STUDIES
         and cell.get("prior", "pooled") == "pooled"
     ):
@@ -285,7 +285,7 @@ def rho_cells(
             seed=s,
             iters=iters,
             **extra,
-            **(with_prior if m in PRIOR_METHODS else {}),
+            **(with_prior if get(m).takes_prior else {}),
         )
         for u in unit_ids
         for s in range(seeds)

@@ -12,7 +12,7 @@ from pbo_core.experiments.studies import LoadStudy
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import rho_regret, top1_rank_error
 from pbo_core.problem import Problem
-from pbo_core.strategies.registry import make_strategy
+from pbo_core.registry import make_strategy
 
 
 def sushi_pbo_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:

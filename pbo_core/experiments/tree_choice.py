@@ -1,152 +1,157 @@
 """Which tree model is most accurate on a study: the held-out comparison behind a default.
 
 The Tree explorer opens on the tree with the best held-out accuracy on the study. This
-module computes that choice: 5-fold cross-validation over whole choice tasks
-(:func:`pbo_core.explain.evidence.heldout_accuracy`) of the tree models and the textbook
-baselines on the first ``n_respondents`` respondents, the paper's DT fitted per
-respondent, the pooled models predicting with each respondent's own utilities.
+module computes that choice with the evaluation core (:func:`pbo_core.evaluation.compare`):
+5-fold cross-validation on the split the study's shape calls for
+(:func:`pbo_core.splits.auto_kind`: over each respondent's choice tasks, over whole
+respondents when they made too few tasks, over the tasks of pooled data), of the
+registry's ``explorer`` trees and ``choice_baseline`` baselines, on a bounded sample of
+respondents (:func:`choice_split`).
 
 :func:`choose_and_fit` also fits the winner on the whole study, so a caller can draw it at
 once. It imports no user-interface code and takes and returns only picklable objects, so
-the dashboard runs it in a separate process (a minute of CPU that must not hold the web
-server's interpreter lock while pages are drawn), whose loop is :func:`serve`.
+the dashboard runs it in a separate process (CPU that must not hold the web server's
+interpreter lock while pages are drawn), whose loop is :func:`serve`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from pbo_core.data import PreferenceData, Study
-from pbo_core.experiments.accuracy import ACCURACY_METHODS, study_kind
-from pbo_core.explain.evidence import PerRespondent, heldout_accuracy
-from pbo_core.models.dt import DTSurrogate
+from pbo_core.data import Study
+from pbo_core.evaluation import compare
+from pbo_core.registry import get, names, not_applicable
+from pbo_core.splits import Split, make_split
 
 __all__ = [
+    "CHOICE_COMPARISONS",
+    "CHOICE_RESPONDENTS",
     "TreeChoice",
     "applicable",
+    "choice_split",
     "choose_and_fit",
     "compare_trees",
     "ready",
     "serve",
-    "study_tasks",
 ]
+
+#: Respondents of a task split that the comparison uses (the first N).
+CHOICE_RESPONDENTS = 30
+#: About this many comparisons at most in a respondent or pooled split (cost bound).
+CHOICE_COMPARISONS = 3000
 
 
 @dataclass(frozen=True)
 class TreeChoice:
     """Held-out accuracy of the tree models (and baselines) on a study; the winner.
 
-    ``table`` has one row per model: ``key`` (registry key), ``method`` (its label),
-    ``train``, ``heldout``, ``ci_low``, ``ci_high``, ``n_heldout``, ``error``.
+    ``table`` is :func:`pbo_core.evaluation.evidence_table`: one row per model, ``key``
+    (registry name), ``method`` (its label), ``family``, ``train``, ``heldout``,
+    ``ci_low``, ``ci_high``, ``n_heldout``, ``error``. ``split`` says how comparisons were
+    held out (one sentence).
     """
 
     best: str
     table: pd.DataFrame
     n_respondents: int
     n_comparisons: int
+    split: str = ""
 
     def reason(self) -> str:
         """Why ``best`` is the default, in one sentence with its figures."""
         row = self.table.set_index("key").loc[self.best]
         who = (
-            f"the first {self.n_respondents} respondents' {self.n_comparisons} comparisons"
+            f"{self.n_respondents} respondents' {self.n_comparisons} comparisons"
             if self.n_respondents
             else f"{self.n_comparisons} comparisons"
         )
         return (
-            f"Default: **{row['method']}**, the tree model with the best held-out "
-            f"accuracy on this study, {100 * row['heldout']:.1f}% (95% CI "
-            f"{100 * row['ci_low']:.1f}–{100 * row['ci_high']:.1f}), 5-fold cross-validation "
-            f"over whole choice tasks on {who}; see the Held-out evidence tab."
+            f"Default: {row['method']}, the tree model with the best held-out accuracy on "
+            f"this study, {100 * row['heldout']:.1f}% (95% CI {100 * row['ci_low']:.1f}–"
+            f"{100 * row['ci_high']:.1f}), on {who}; {self.split}. See the Held-out "
+            "evidence tab."
         )
 
 
-def study_tasks(study: Study) -> np.ndarray | None:
-    """The choice task of every comparison (``study.data.task``), or ``None``."""
-    t = study.data.task
-    return None if t is None or len(t) != study.data.n_pairs else np.asarray(t)
-
-
 def applicable(study: Study, keys: Sequence[str]) -> list[str]:
-    """The accuracy-registry keys among ``keys`` that apply to ``study`` (order kept)."""
-    kind = study_kind(study)
-    return [m for m in keys if kind in ACCURACY_METHODS[m].studies]
+    """The registry names among ``keys`` that can be fitted on ``study`` (order kept)."""
+    return [m for m in keys if not_applicable(get(m), study) is None]
+
+
+def choice_split(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> Split:
+    """5-fold cross-validation on the split the study's shape calls for, on a bounded
+    sample: the first ``n_respondents`` respondents of a task split; as many respondents
+    as make about :data:`CHOICE_COMPARISONS` comparisons of a respondent split."""
+    probe = make_split(study, "auto")
+    if probe.kind == "tasks":
+        return make_split(study, "tasks", n_folds=5, respondents=n_respondents)
+    if probe.kind == "respondents":
+        per = study.data.n_pairs / max(1, len(study.respondents()))
+        n = max(10, int(CHOICE_COMPARISONS / max(per, 1.0)))
+        return make_split(study, "respondents", n_folds=5, respondents=n)
+    if probe.kind == "pairs":  # Sushi: 5 folds of every user's comparisons
+        return make_split(study, "tasks", n_folds=5, respondents=n_respondents)
+    return make_split(study, "pooled", n_folds=5)
 
 
 def compare_trees(
     study: Study,
-    trees: Mapping[str, str],
-    baselines: Sequence[str],
-    n_respondents: int,
+    trees: Sequence[str] | None = None,
+    baselines: Sequence[str] | None = None,
+    n_respondents: int = CHOICE_RESPONDENTS,
 ) -> TreeChoice:
-    """Held-out accuracy (5-fold CV over tasks) of ``trees`` and ``baselines``.
+    """Held-out accuracy (5-fold CV, :func:`choice_split`) of ``trees`` and ``baselines``.
 
     Parameters
     ----------
     study
-        The study; only its first ``n_respondents`` respondents are used (all of a pooled
-        study).
+        The study.
     trees
-        Tree models, accuracy-registry key -> label; those that do not apply to the
-        study are skipped. The winner is the applicable tree with the best held-out mean.
+        Tree models (registry names; default the ``explorer`` role); those that do not
+        apply to the study are skipped. The winner is the tree with the best held-out
+        mean.
     baselines
-        Registry keys of baselines scored beside them (labelled "<key> (baseline)");
-        those predicting with respondents' own utilities are skipped on a pooled study.
+        Baselines scored beside them (default the ``choice_baseline`` role); those with
+        personal utilities are skipped when the split has a single unit.
     n_respondents
-        How many respondents (the first ones) the comparison uses.
+        Respondents of a task split (the first ones).
     """
-    data, tasks = study.data, study_tasks(study)
-    n_resp = 0
-    if data.respondent is not None:
-        keep = study.respondents()[:n_respondents]
-        mask = np.isin(data.respondent, keep)
-        data = data.select_pairs(mask, drop_unused_items=True)
-        tasks = tasks[mask] if tasks is not None else None
-        n_resp = len(keep)
-    fitters: dict[str, Callable[[PreferenceData, np.ndarray | None], Any]] = {}
-    by_resp = []
-    if data.respondent is None:  # a baseline of respondents' own utilities needs respondents
-        baselines = [b for b in baselines if not ACCURACY_METHODS[b].respondent_predict]
-    names = [*applicable(study, list(trees)), *baselines]
-    for name in names:
-        m = ACCURACY_METHODS[name]
-        if name == "dt" and data.respondent is not None:  # the paper's DT is per respondent
-            fitters[name] = lambda d, t: PerRespondent(DTSurrogate).fit(d)
-            by_resp.append(name)
-            continue
-        fitters[name] = m.fit
-        if m.respondent_predict and data.respondent is not None:
-            by_resp.append(name)
-    table = heldout_accuracy(data, {}, tasks=tasks, fitters=fitters, by_respondent=by_resp)
-    table.insert(0, "key", table["method"])
-    table["method"] = [trees.get(k, f"{k} (baseline)") for k in table["key"]]
-    scored = table[table["key"].isin(list(trees)) & table["heldout"].notna()]
-    best = str(scored.loc[scored["heldout"].idxmax(), "key"]) if len(scored) else "dt"
-    return TreeChoice(best, table, n_resp, data.n_pairs)
+    trees = list(trees if trees is not None else names(role="explorer"))
+    base = list(baselines if baselines is not None else names(role="choice_baseline"))
+    split = choice_split(study, n_respondents)
+    if len(split.units) <= 1:
+        base = [b for b in base if not get(b).respondent_predict]
+    models = [*applicable(study, trees), *[b for b in base if b not in trees]]
+    table, best = compare(split, models)
+    used = split.fold != -1
+    n_resp = 0 if study.data.respondent is None else len(split.units)
+    if best is None:
+        best = "dt"
+    return TreeChoice(best, table, n_resp, int(used.sum()), split.reason)
 
 
 def choose_and_fit(
     study: Study,
-    trees: Mapping[str, str],
-    baselines: Sequence[str],
-    n_respondents: int,
+    trees: Sequence[str] | None = None,
+    baselines: Sequence[str] | None = None,
+    n_respondents: int = CHOICE_RESPONDENTS,
 ) -> tuple[TreeChoice, Any]:
     """:func:`compare_trees`, then the winner fitted on the whole study.
 
-    Returns ``(choice, model)``; ``model`` is ``None`` when the winner is the paper's DT
-    (fitted per respondent by the caller, in milliseconds).
+    Returns ``(choice, model)``; ``model`` is ``None`` when the winner is fitted per
+    respondent (the paper's DT: by the caller, in milliseconds).
     """
     choice = compare_trees(study, trees, baselines, n_respondents)
-    if choice.best == "dt":
+    spec = get(choice.best)
+    if spec.scope == "respondent":
         return choice, None
-    return choice, ACCURACY_METHODS[choice.best].fit(study.data, study_tasks(study))
+    return choice, spec.make().fit(study.data)
 
 
 def ready() -> bool:

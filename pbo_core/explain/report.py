@@ -6,11 +6,11 @@
 1. the study summary (provenance, counts, attribute table);
 2. the tree(s) as inline SVG (:meth:`TreeView.to_svg`) and a table of every leaf with its
    lines (utility, slopes where the tree has them) and all its items by name;
-3. held-out evidence (:func:`~pbo_core.explain.evidence.respondent_evidence`): training
+3. held-out evidence (:func:`pbo_core.evaluation.shown_evidence`): training
    and 5-fold cross-validated accuracy with 95 % bootstrap CIs of the tree, the GP and the
    logit baseline, as a table and a chart;
 4. leave-one-out feature sensitivity
-   (:func:`~pbo_core.explain.sensitivity.leave_one_out_study`), table and chart;
+   (:func:`sensitivity_table`, the evaluation core's engine), table and chart;
 5. the command and the package versions that reproduce it.
 
 Charts are Vega-Lite specifications rendered to inline SVG by vl-convert (its bundled
@@ -35,12 +35,18 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import Study
+from pbo_core.evaluation import (
+    ablation_rows,
+    best_baseline,
+    default_models,
+    shown_evidence,
+    summarize_ablation,
+)
 from pbo_core.explain import labels
-from pbo_core.explain.evidence import respondent_evidence
 from pbo_core.explain.export import OUTLINE_LEAVES, TreeView, tree_view
 from pbo_core.explain.naming import item_names
-from pbo_core.explain.sensitivity import leave_one_out_study
 from pbo_core.models.dt import DTSurrogate
+from pbo_core.splits import make_split
 
 __all__ = [
     "ReportParts",
@@ -55,12 +61,14 @@ __all__ = [
     "versions",
 ]
 
-#: Sensitivity settings of the report (the Feature sensitivity page's defaults).
+#: Sensitivity settings of the report (the Feature sensitivity page's defaults): the split
+#: the study's shape calls for (:func:`pbo_core.splits.make_split`), ``fraction`` of each
+#: unit's tasks held out, the first ``respondents`` respondents.
 SENSITIVITY_DEFAULTS: dict[str, Any] = {
-    "test_fraction": 0.2,
+    "fraction": 0.2,
     "seed": 0,
-    "n_respondents": 10,
-    "use_study_split": True,
+    "respondents": 50,
+    "kind": "auto",
 }
 
 _BASELINE = "None (baseline)"
@@ -71,8 +79,8 @@ class ReportParts:
     """What a report shows, computed by :func:`study_report` or by the dashboard's caches.
 
     ``trees`` pairs a heading with a drawable view; ``evidence`` is a
-    :func:`~pbo_core.explain.evidence.heldout_accuracy` table and ``sensitivity`` a
-    :func:`~pbo_core.explain.sensitivity.leave_one_out_study` table (either may be empty);
+    :func:`pbo_core.evaluation.evidence_table` and ``sensitivity`` a
+    :func:`sensitivity_table` (either may be empty);
     ``settings`` and ``commands`` are printed in the reproduction section.
     """
 
@@ -104,11 +112,34 @@ def study_report(
     model = DTSurrogate(min_samples_split=min_samples_split).fit(data)
     title = study.title + (f" — respondent {respondent}" if respondent is not None else "")
     view = tree_view(model, data=data, item_names=item_names(data), title=title)
-    ev = respondent_evidence(study, respondent, min_samples_split=min_samples_split)
     opts = {**SENSITIVITY_DEFAULTS, **dict(sensitivity_options or {})}
-    sens = leave_one_out_study(study, **opts)
+    ev, ev_split = shown_evidence(study, respondent, "dt", kind=opts.get("kind", "auto"))
+    sens = sensitivity_table(study, **opts)
     settings = report_settings(min_samples_split, opts)
+    settings["evidence"] = f"{ev_split.reason}; seed 0, 2000 bootstrap resamples"
     return ReportParts(study, respondent, [(title, view)], ev, sens, settings, list(commands))
+
+
+def sensitivity_table(
+    study: Study,
+    *,
+    fraction: float = 0.2,
+    seed: int = 0,
+    respondents: int | None = 50,
+    kind: str = "auto",
+) -> pd.DataFrame:
+    """Leave-one-out blocks of the paper DT and the best baseline on the split the study's
+    shape calls for (:mod:`pbo_core.evaluation`), one table with a ``method`` column; the
+    split's reason in ``attrs["split"]``."""
+    n = respondents if study.data.respondent is not None else None
+    split = make_split(study, kind, seed=seed, fraction=fraction, respondents=n)
+    base = [m for m in default_models(split) if m.split("-")[0] in ("logit", "probit")]
+    best = best_baseline(ablation_rows(split, base, features=[]), seed=seed) if base else None
+    models = [m for m in ("dt",) if m in default_models(split)] + ([best] if best else [])
+    blocks = summarize_ablation(ablation_rows(split, models), seed=seed)
+    table = pd.concat(blocks.values(), ignore_index=True) if blocks else pd.DataFrame()
+    table.attrs["split"] = split.reason
+    return table
 
 
 def report_settings(
@@ -118,7 +149,6 @@ def report_settings(
     return {
         "tree min_samples_split": min_samples_split,
         "tree straddlers": "discard",
-        "evidence": "5-fold CV over choice tasks, seed 0, 2000 bootstrap resamples",
         **{f"sensitivity {k}": v for k, v in sensitivity_options.items()},
     }
 
@@ -473,12 +503,13 @@ def build_report(parts: ReportParts) -> str:
     if ev is None or ev.empty:
         out.append("<p>Too few choice tasks to hold any out.</p>")
     else:
+        how = str(parts.settings.get("evidence", "cross-validation"))
         out.append(
-            '<p class="muted">Each comparison predicted by models fitted without it: '
-            f"{int(ev['folds'].iloc[0])}-fold cross-validation over whole choice tasks when "
-            "the study records them (otherwise over comparisons), the same folds for every "
-            "method. The CI is a 95% percentile bootstrap over the held-out comparisons; "
-            "50% is chance (dashed red line).</p>"
+            '<p class="muted">Each comparison predicted by models fitted without it '
+            f"({esc(how)}), the same folds for every model. The CI is a 95% percentile "
+            "bootstrap over respondents (over the held-out comparisons of a single "
+            "respondent or of data without respondents); 50% is chance (dashed red "
+            "line).</p>"
         )
         out.append(_chart(evidence_spec(ev), "held-out evidence"))
         shown = pd.DataFrame(
@@ -499,13 +530,15 @@ def build_report(parts: ReportParts) -> str:
         out.append("<p>No respondent has enough comparisons for a hold-out split.</p>")
     else:
         n_resp = int(sens["respondents"].iloc[0]) if "respondents" in sens else 1
+        first = sens[sens["method"] == sens["method"].iloc[0]] if "method" in sens else sens
         out.append(
-            '<p class="muted">The tree refitted without each feature in turn, pairwise '
-            f"accuracy on held-out comparisons, averaged over {n_resp} "
-            f"{'respondent' if n_resp == 1 else 'respondents'} (95% bootstrap CI over "
-            "respondents where there are several; grey bars: the CI contains 0).</p>"
+            '<p class="muted">Each model refitted without each feature in turn, pairwise '
+            f"accuracy on held-out comparisons ({esc(str(sens.attrs.get('split', '')))}), "
+            f"averaged over {n_resp} {'respondent' if n_resp == 1 else 'respondents'} "
+            "(95% bootstrap CI over respondents where there are several; grey bars: the CI "
+            "contains 0). The chart shows the first model; the table every model.</p>"
         )
-        out.append(_chart(sensitivity_spec(sens), "leave-one-out"))
+        out.append(_chart(sensitivity_spec(first), "leave-one-out"))
         cols = [c for c in sens.columns if c != "respondents"]
         out.append(_table(sens[cols], {c: "+.1f" if "delta" in c else ".1f" for c in cols}))
     out.append('<h2 id="reproduce">Reproduce</h2>')

@@ -59,7 +59,7 @@ import numpy as np
 from scipy.special import expit, log_ndtr, ndtr
 from threadpoolctl import ThreadpoolController
 
-from pbo_core.metrics import competition_rank
+from pbo_core.metrics import competition_rank, margin_scores
 from pbo_core.models.base import Estimator
 from pbo_core.models.probit import probit_terms
 
@@ -184,7 +184,7 @@ def heldout_loss(z: np.ndarray, score: str, link: str) -> np.ndarray:
     if score == "log_loss":
         return link_nll(z, link)
     if score == "error":
-        return np.where(z < 0, 1.0, np.where(z == 0, 0.5, 0.0))
+        return 1.0 - margin_scores(z)
     raise ValueError(f"cv_score must be 'log_loss' or 'error', got {score!r}")
 
 

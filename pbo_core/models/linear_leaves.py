@@ -99,6 +99,7 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData, Schema
+from pbo_core.metrics import margin_scores
 from pbo_core.models.base import check_input, probit_preference
 from pbo_core.models.glm import (
     BATCH_CELLS,
@@ -204,8 +205,7 @@ class _FitInputs:
 
 def _error_sum(z: np.ndarray, held: np.ndarray) -> np.ndarray:
     """Held-out errors (ties 1/2) summed over the last axis, counting ``held`` rows."""
-    err = np.where(z < 0, 1.0, np.where(z == 0, 0.5, 0.0))
-    return (err * held).sum(axis=-1)
+    return ((1.0 - margin_scores(z)) * held).sum(axis=-1)
 
 
 class LinearLeafDTSurrogate(GaussianLinearUtility):

@@ -3,19 +3,16 @@
 Modules: :mod:`~pbo_core.strategies.base` (the :class:`Strategy` protocol, ``LoopState``),
 :mod:`~pbo_core.strategies.dt` (DT-PBO rules), :mod:`~pbo_core.strategies.gp` (GP + EUBO),
 :mod:`~pbo_core.strategies.linear_leaves` (linear-leaf trees + EUBO),
-:mod:`~pbo_core.strategies.botorch` (BoTorch reference, optional) and
-:mod:`~pbo_core.strategies.registry` (the one method registry).
+:mod:`~pbo_core.strategies.botorch` (BoTorch reference, optional). Named methods are
+entries of the one model registry, :mod:`pbo_core.registry`.
 """
 
 from pbo_core.strategies.base import LoopState, QuerySide, Strategy
 from pbo_core.strategies.dt import DTStrategy, RandomStrategy, WithinRule
 from pbo_core.strategies.gp import GPStrategy
 from pbo_core.strategies.linear_leaves import LinearLeafStrategy
-from pbo_core.strategies.registry import METHODS, SUSHI_METHODS, make_strategy
 
 __all__ = [
-    "METHODS",
-    "SUSHI_METHODS",
     "DTStrategy",
     "GPStrategy",
     "LinearLeafStrategy",
@@ -24,5 +21,4 @@ __all__ = [
     "RandomStrategy",
     "Strategy",
     "WithinRule",
-    "make_strategy",
 ]

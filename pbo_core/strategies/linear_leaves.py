@@ -59,10 +59,7 @@ from pbo_core.data import PreferenceData
 from pbo_core.models.linear_leaves import LinearLeafDTSurrogate, SlopePrior
 from pbo_core.strategies.base import LoopState, QuerySide, random_query
 
-__all__ = ["PRIOR_METHODS", "LinearLeafStrategy", "pooled_slope_prior"]
-
-#: Registry methods that take a population prior (``slope_prior``) from earlier respondents.
-PRIOR_METHODS = frozenset({"dt-linear", "linear-eubo"})
+__all__ = ["LinearLeafStrategy", "pooled_slope_prior"]
 
 #: Relative gap of an EUBO to the best one below which two pairs count as tied.
 _TIE_RTOL = 1e-12

@@ -52,12 +52,13 @@ def session_latencies(method: str, answers: int) -> dict[str, Any]:
     """In-process answer + next question seconds on Electricity items and on Branin."""
 
     from data_loaders.cached import load_study_cached
+    from pbo_core.registry import get
     from pbo_core.session import ElicitationSession, study_item_set
-    from pbo_core.strategies.linear_leaves import PRIOR_METHODS, pooled_slope_prior
+    from pbo_core.strategies.linear_leaves import pooled_slope_prior
 
     study = load_study_cached("electricity")
     options: dict[str, Any] = {}
-    if method in PRIOR_METHODS:  # as dashboard._services.elicitation.study_prior
+    if get(method).takes_prior:  # as dashboard._services.elicitation.study_prior
         options["slope_prior"] = pooled_slope_prior(study.data)
     out: dict[str, Any] = {}
     for name in ("electricity", "branin"):

@@ -19,7 +19,7 @@ import numpy as np
 from pbo_core.benchmarks import PAPER_FUNCTIONS, get_benchmark
 from pbo_core.loop import run_pbo
 from pbo_core.problem import Problem
-from pbo_core.strategies import make_strategy
+from pbo_core.registry import make_strategy
 
 
 def fingerprints(functions, seeds: int, iters: int, method: str = "dt") -> dict:

@@ -44,7 +44,7 @@ from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.leaves import fit_leaf_posterior
 from pbo_core.models.tree import build_tree
 from pbo_core.problem import Problem
-from pbo_core.strategies import make_strategy
+from pbo_core.registry import make_strategy
 
 
 def baseline() -> float:

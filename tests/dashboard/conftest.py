@@ -76,13 +76,11 @@ def quick_dt_linear(monkeypatch: pytest.MonkeyPatch) -> None:
     not the fit, are what the dashboard tests time."""
     import dataclasses
 
-    from pbo_core.experiments.accuracy import ACCURACY_METHODS
     from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+    from pbo_core.registry import DT_LINEAR, MODELS
 
+    quick = {**DT_LINEAR, "slope_ratio": 0.01, "shrinkage": 3.0}
     fast = dataclasses.replace(
-        ACCURACY_METHODS["dt-linear"],
-        fit=lambda d, t: LinearLeafDTSurrogate(
-            linear_features="all", pooling="shrink", slope_ratio=0.01, shrinkage=3.0, max_depth=3
-        ).fit(d),
+        MODELS["dt-linear"], estimator=lambda **kw: LinearLeafDTSurrogate(**{**quick, **kw})
     )
-    monkeypatch.setitem(ACCURACY_METHODS, "dt-linear", fast)
+    monkeypatch.setitem(MODELS, "dt-linear", fast)

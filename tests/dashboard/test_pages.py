@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import dashboard.pages
+from pbo_core.registry import get
 from tests.dashboard._answers import answer_button
 from tests.fixtures.synthetic import write_sushi_tiny
 
@@ -230,16 +231,14 @@ def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch, quick_
     at = app("tree_explorer", sel_study="electricity", te_view="Held-out evidence")
     no_exception(at)
     models = at.dataframe[0].value  # the tree models and baselines on the study
-    assert {"Linear-leaf tree (dt-linear)", "logit-shrink (baseline)"} <= set(models["method"])
-    table = at.dataframe[1].value  # the paper DT on the respondent's own data
-    assert list(table["method"]) == [
-        "DT (the tree shown)",
-        "GP-Laplace",
-        "Logit (linear utility)",
-    ]
+    assert {"Linear-leaf tree (dt-linear)", "Logit per respondent, shrunk"} <= set(models["method"])
+    table = at.dataframe[1].value  # the model shown on the respondent's own data
+    shown = next(s for s in at.selectbox if s.label == "Model").value
+    assert list(table["method"]) == [get(shown).label, get("gp").label, get("logit-pooled").label]
+    assert f"The model shown ({get(shown).label})" in texts(at)
     lo, hi = (table["95% CI"].iloc[0].split(" – ")) if "–" in table["95% CI"].iloc[0] else (0, 0)
     assert float(lo) <= float(table["held-out"].iloc[0]) <= float(hi)
-    assert (table["n_heldout"] == 36).all()  # every comparison predicted once
+    assert (table["n_heldout"] == 36).all()  # every comparison of the respondent predicted once
     spec = charts(at)[0]
     assert {"held-out (95% CI)", "training"} <= {r.get("kind") for r in chart_data(spec)}
 

@@ -15,7 +15,7 @@ import pytest
 
 from dashboard._services import trees as tree_svc
 from data_loaders.registry import load_study
-from pbo_core.experiments.accuracy import ACCURACY_METHODS
+from pbo_core.registry import get
 from tests.dashboard.test_pages import charts, metrics, no_exception, texts, tree_text
 from tests.dashboard.test_pages import trees as tree_views
 
@@ -50,7 +50,7 @@ def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_m
     ev = at.dataframe[0].value
     assert {"Paper DT (constant leaves)", "Linear-leaf tree (dt-linear)"} <= set(ev["method"])
     # the baselines beside the trees
-    assert {"logit-shrink (baseline)", "logit-pooled (baseline)"} <= set(ev["method"])
+    assert {get("logit-shrink").label, get("logit-pooled").label} <= set(ev["method"])
     trees_only = ev[ev["method"].isin(tree_svc.TREE_MODELS.values())]
     best = trees_only.loc[trees_only["held-out"].idxmax(), "method"]
     assert tree_svc.TREE_MODELS[_model_box(at).value] == best
@@ -92,7 +92,7 @@ def test_sensitivity_ablates_the_default_models_side_by_side(app, quick_models) 
     no_exception(at)
     chosen = at.multiselect(key="fs_methods::train").value
     assert chosen[:2] == ["dt", "dt-linear"] and len(chosen) == 3
-    assert ACCURACY_METHODS[chosen[2]].family == "baseline"
+    assert get(chosen[2]).family == "baseline"
     table = at.dataframe[0].value
     assert list(dict.fromkeys(table["method"])) == chosen  # one block per model
     for m in chosen:

@@ -7,7 +7,8 @@ from pbo_core.benchmarks import get_benchmark
 from pbo_core.data import Feature, Schema
 from pbo_core.loop import recommend, run_pbo
 from pbo_core.problem import PreferenceOracle, Problem
-from pbo_core.strategies import METHODS, DTStrategy, make_strategy
+from pbo_core.registry import make_strategy, names
+from pbo_core.strategies import DTStrategy
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_result_shapes_and_frame(branin) -> None:
     "method",
     [
         pytest.param(m, marks=pytest.mark.slow) if m == "botorch-gp" else m  # ~20 s: torch
-        for m in sorted(m for m in METHODS if not m.startswith("botorch-gp-"))
+        for m in sorted(m for m in names(pbo=True) if not m.startswith("botorch-gp-"))
     ],
 )
 def test_every_method_runs_on_continuous_and_finite_problems(method, branin) -> None:
@@ -112,7 +113,7 @@ def test_recommendation_ties_go_to_the_latest_winner() -> None:
 
 
 def test_unknown_method_and_rule() -> None:
-    with pytest.raises(KeyError, match="known methods"):
+    with pytest.raises(KeyError, match="known models"):
         make_strategy("nope")
     with pytest.raises(ValueError, match="within-leaf rule"):
         DTStrategy(within="sometimes")  # type: ignore[arg-type]

@@ -10,8 +10,8 @@ from pbo_core.data import TRUE_UTILITY, Feature, Schema
 from pbo_core.loop import run_pbo
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.problem import Problem
+from pbo_core.registry import make_strategy
 from pbo_core.session import ElicitationSession, study_item_set
-from pbo_core.strategies import make_strategy
 from tests.pbo_core.study_fixtures import small_items, toy_study
 
 

@@ -1,4 +1,4 @@
-"""Accuracy experiments: method registry, splits, summaries with CIs, the CLI end to end."""
+"""Accuracy experiments: default models, cells over the evaluation core, the CLI end to end."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from data_loaders.conjoint import Attribute, write_attribute_table
 from pbo_core.data import PreferenceData
 from pbo_core.experiments import accuracy as acc
 from pbo_core.experiments import cli
+from pbo_core.experiments.accuracy import cell_split
 from pbo_core.experiments.studies import respondent_split, train_test
 from pbo_core.metrics import accuracy as pair_accuracy
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.linear import LogitSurrogate
+from pbo_core.registry import MODELS, ModelSpec, make_model, register
 
 
 def run(capsys, *args: str) -> dict:
@@ -25,29 +27,38 @@ def run(capsys, *args: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-# ----------------------------------------------------------------------------- registry
-def test_registry_entries_and_defaults() -> None:
-    reg = acc.ACCURACY_METHODS
-    for name in ("dt", "dt-keep", "gp", "logit-pooled", "logit-respondent", "logit-shrink"):
-        assert name in reg and "conjoint" in reg[name].studies
-    assert {m.family for m in reg.values()} == {"tree", "gp", "baseline"}
-    assert reg["dt"].scope == "respondent" and reg["logit-shrink"].scope == "pooled"
-    assert reg["logit-shrink"].respondent_predict and not reg["logit-pooled"].respondent_predict
-    conj = acc.default_methods("conjoint")
-    assert "bt-offsets" not in conj and "copeland" not in conj and "gp" in conj
-    assert {"bt-popularity", "bt-offsets", "copeland"} <= set(acc.default_methods("items"))
-    assert "gp" not in acc.default_methods("conjoint", "straddler-ablation")
-    with pytest.raises(SystemExit, match="unknown methods"):
-        acc.parse_methods("dt,magic", "conjoint", "conjoint-accuracy")
-    with pytest.raises(SystemExit, match="do not apply"):
-        acc.parse_methods("bt-offsets", "conjoint", "conjoint-accuracy")
-    assert acc.parse_methods(" gp, dt ,gp", "conjoint", "x") == ["gp", "dt"]
+# ----------------------------------------------------------------------------- defaults
+def test_default_models_follow_the_study_and_the_split() -> None:
+    conj = cell_split({"study": "electricity", "respondents": 5}, load_study=load_study_cached)
+    models, skipped = acc.parse_methods(None, conj)
+    assert "bt-offsets" not in models and "copeland" not in models and "gp" in models
+    assert "gp" not in acc.parse_methods(None, conj, "straddler-ablation")[0]
+    held = cell_split(
+        {"study": "electricity", "respondents": 10, "split": "respondents"},
+        load_study=load_study_cached,
+    )
+    models, skipped = acc.parse_methods(None, held)
+    assert {"dt", "dt-keep", "gp"} == set(skipped) and "dt" not in models
+    with pytest.raises(SystemExit, match="unknown models"):
+        acc.parse_methods("dt,magic", conj)
+    with pytest.raises(SystemExit, match="finite item set"):
+        acc.parse_methods("bt-offsets", conj)
+    with pytest.raises(SystemExit, match="never saw"):
+        acc.parse_methods("dt", held)
+    assert acc.parse_methods(" gp, dt ,gp", conj)[0] == ["gp", "dt"]
 
 
-def test_adding_a_method_is_one_entry(capsys) -> None:
+def test_adding_a_model_is_one_registry_entry(capsys) -> None:
     name = "dt-depth1-test"
-    acc.register(
-        acc.AccuracyMethod(name, "tree", "pooled", lambda d, t: DTSurrogate(max_depth=1).fit(d))
+    register(
+        ModelSpec(
+            name,
+            "DT of depth 1",
+            "test entry",
+            "tree",
+            scope="pooled",
+            estimator=lambda **kw: DTSurrogate(max_depth=1, **kw),
+        )
     )
     try:
         doc = run(
@@ -63,9 +74,7 @@ def test_adding_a_method_is_one_entry(capsys) -> None:
         s = doc["summary"][name]
         assert s["n"] == 6 and s["mean_leaves"] <= 2 and s["mean_depth"] <= 1
     finally:
-        del acc.ACCURACY_METHODS[name]
-    with pytest.raises(ValueError, match="family"):
-        acc.register(acc.AccuracyMethod("x", "forest", "pooled", lambda d, t: None))  # type: ignore[arg-type]
+        del MODELS[name]
 
 
 def test_straddler_rule_discard_unrestricted_keep_capped_at_4() -> None:
@@ -74,79 +83,18 @@ def test_straddler_rule_discard_unrestricted_keep_capped_at_4() -> None:
     x = np.arange(40, dtype=float)[:, None]
     pairs = np.array([[i + 1, i] for i in range(39)] + [[i + 2, i] for i in range(38)])
     data = PreferenceData(x, pairs)
-    discard = acc.ACCURACY_METHODS["dt"].fit(data, None)
-    keep = acc.ACCURACY_METHODS["dt-keep"].fit(data, None)
+    discard = make_model("dt").fit(data)
+    keep = make_model("dt-keep").fit(data)
     assert discard.straddlers == "discard" and discard.max_depth is None
     assert keep.straddlers == "keep" and keep.max_depth == 4
     assert discard.tree_.max_depth > 4
     assert keep.tree_.max_depth <= 4
 
 
-# ----------------------------------------------------------------------------- summaries
-def _rows(values: dict[str, tuple[str, np.ndarray]]) -> pd.DataFrame:
-    out = []
-    for name, (family, v) in values.items():
-        for i, x in enumerate(v):
-            out.append(
-                {
-                    "respondent": str(i),
-                    "method": name,
-                    "family": family,
-                    "train_acc": min(1.0, x + 0.1),
-                    "test_acc": x,
-                    "test_ties": 0.0,
-                    "leaves": 3.0 if family == "tree" else None,
-                    "depth": None,
-                }
-            )
-    return pd.DataFrame(out)
-
-
-def test_summary_has_ci_median_and_paired_difference_to_best_baseline() -> None:
-    rng = np.random.default_rng(0)
-    base = rng.uniform(0.5, 0.9, size=40)
-    rows = _rows(
-        {
-            "tree": ("tree", base - 0.2),
-            "weak": ("baseline", base - 0.1),
-            "strong": ("baseline", base),
-        }
-    )
-    s = acc.summarize_methods(rows, seed=3)
-    assert list(s) == ["tree", "weak", "strong"]
-    for name, m in s.items():
-        lo, hi = m["test_acc_ci95"]
-        assert lo <= m["test_acc_mean"] <= hi, name
-        assert m["n"] == 40
-        assert m["test_acc_median"] == pytest.approx(np.median(rows[rows.method == name].test_acc))
-        assert m["test_acc_sd"] > 0 and m["test_acc_se"] == pytest.approx(
-            m["test_acc_sd"] / 40**0.5
-        )
-    d = s["tree"]["paired_diff_vs_best_baseline"]
-    assert d["baseline"] == "strong" and d["mean_diff"] == pytest.approx(-0.2)
-    assert d["ci95"] == pytest.approx([-0.2, -0.2])  # a constant difference: no spread
-    assert s["weak"]["paired_diff_vs_best_baseline"]["mean_diff"] == pytest.approx(-0.1)
-    assert s["tree"]["mean_leaves"] == 3.0 and s["strong"]["mean_leaves"] is None
-    # a method's CI does not depend on which other methods ran
-    alone = acc.summarize_methods(rows[rows.method != "weak"], seed=3)
-    assert alone["tree"]["test_acc_ci95"] == s["tree"]["test_acc_ci95"]
-
-
-def test_bootstrap_ci_covers_the_true_mean_in_simulation() -> None:
-    rng = np.random.default_rng(1)
-    hits = 0
-    for k in range(200):
-        v = rng.binomial(4, 0.7, size=60) / 4  # per-respondent accuracy on 4 test pairs
-        s = acc.summarize_methods(_rows({"m": ("baseline", v)}), seed=k, n_boot=400)["m"]
-        lo, hi = s["test_acc_ci95"]
-        hits += lo <= 0.7 <= hi
-    assert 0.88 <= hits / 200 <= 0.99
-
-
 # ----------------------------------------------------------------------------- cells
 def test_cells_reproduce_the_per_respondent_split_and_pooled_fit() -> None:
     cell = {"study": "electricity", "split": "tasks", "seed": 0, "test_tasks": 2, "respondents": 5}
-    split = acc.make_split(cell, load_study=load_study_cached)
+    split = cell_split(cell, load_study=load_study_cached)
     study = load_study_cached("electricity")
     dt = acc.accuracy_cell(dict(cell, method="dt"), load_study=load_study_cached)
     for i, r in enumerate(split.respondents):
@@ -184,6 +132,7 @@ def test_methods_flag_filters_and_json_shape(capsys, tmp_path: Path) -> None:
         str(tmp_path),
     )
     assert doc["study"] == "train" and doc["split"] == "tasks" and doc["skipped"] == {}
+    assert doc["split_reason"].startswith("some of every respondent's choice tasks held out")
     s = doc["summary"]
     assert list(s) == ["dt", "logit-shrink"]
     keys = {
@@ -245,7 +194,7 @@ def test_conjoint_accuracy_on_own_long_data_with_respondent_split(tmp_path: Path
     args += ["--attributes", str(table), "--split", "respondents", "--json", str(out)]
     assert cli.main(args) == 0
     err = capsys.readouterr().err
-    assert "skipped per-respondent methods" in err
+    assert "skipped models: dt: a per-respondent model" in err
     doc = json.loads(out.read_text())
     assert doc["split"] == "respondents"
     assert {"dt", "dt-keep", "gp"} == set(doc["skipped"])

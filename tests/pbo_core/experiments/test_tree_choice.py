@@ -11,9 +11,9 @@ import pytest
 from data_loaders.registry import load_study
 from pbo_core.data import PreferenceData
 from pbo_core.experiments import tree_choice
-from pbo_core.experiments.accuracy import ACCURACY_METHODS
+from pbo_core.registry import get
 
-TREES = {"dt": "Paper DT", "dt-pooled": "Pooled DT"}
+TREES = ["dt", "dt-pooled"]
 BASELINES = ("logit-shrink", "logit-pooled")
 
 
@@ -26,22 +26,17 @@ def test_compare_trees_scores_trees_and_baselines_and_picks_the_best_tree(train)
     choice = tree_choice.compare_trees(train, TREES, BASELINES, n_respondents=6)
     t = choice.table
     assert list(t["key"]) == ["dt", "dt-pooled", "logit-shrink", "logit-pooled"]
-    assert list(t["method"]) == [
-        "Paper DT",
-        "Pooled DT",
-        "logit-shrink (baseline)",
-        "logit-pooled (baseline)",
-    ]
+    assert list(t["method"]) == [get(k).label for k in t["key"]]
     assert choice.n_respondents == 6
     keep = train.respondents()[:6]
     assert choice.n_comparisons == int(np.isin(train.data.respondent, keep).sum())
-    trees = t[t["key"].isin(list(TREES))]
+    trees = t[t["key"].isin(TREES)]
     assert choice.best == trees.loc[trees["heldout"].idxmax(), "key"]
     assert ((t["ci_low"] <= t["heldout"]) & (t["heldout"] <= t["ci_high"])).all()
     best = t.set_index("key").loc[choice.best]
     reason = choice.reason()
-    assert TREES[choice.best] in reason and f"{100 * best['heldout']:.1f}%" in reason
-    assert "the first 6 respondents'" in reason
+    assert get(choice.best).label in reason and f"{100 * best['heldout']:.1f}%" in reason
+    assert "6 respondents'" in reason and "5-fold cross-validation" in reason
 
 
 def test_a_pooled_study_drops_baselines_of_respondents_own_utilities(train) -> None:
@@ -51,8 +46,9 @@ def test_a_pooled_study_drops_baselines_of_respondents_own_utilities(train) -> N
     )
     choice = tree_choice.compare_trees(pooled, TREES, BASELINES, n_respondents=6)
     assert "logit-shrink" not in set(choice.table["key"])
-    assert ACCURACY_METHODS["logit-shrink"].respondent_predict
+    assert get("logit-shrink").respondent_predict
     assert "logit-pooled" in set(choice.table["key"]) and choice.n_respondents == 0
+    assert "pooled data" in choice.split
 
 
 def test_choose_and_fit_returns_the_winners_fit_and_pickles(train) -> None:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pbo_core.data import Feature, PreferenceData, Schema
-from pbo_core.explain import leaf_summaries, leave_one_out, split_rules, to_dot, to_json
+from pbo_core.explain import leaf_summaries, split_rules, to_dot, to_json
 from pbo_core.models.dt import DTSurrogate
 
 
@@ -65,41 +65,6 @@ def test_json_roundtrip(fitted) -> None:
     leaves = [n for n in d["nodes"] if "leaf" in n]
     assert len(leaves) == model.n_leaves_
     assert Schema.from_dict(d["schema"]) == model.schema_
-
-
-def test_leave_one_out_table_layout(fitted) -> None:
-    _, data, schema = fitted
-    rng = np.random.default_rng(1)
-    test_mask = rng.random(data.n_pairs) < 0.25
-    train, test = data.select_pairs(~test_mask), data.select_pairs(test_mask)
-    table = leave_one_out(train, test, schema)
-    assert list(table.columns) == [
-        "feature removed",
-        "train acc (%)",
-        "delta train (pp)",
-        "test acc (%)",
-        "delta test (pp)",
-    ]
-    assert table.iloc[0]["feature removed"] == "None (baseline)"
-    assert sorted(table["feature removed"][1:]) == sorted(schema.names)
-    deltas = table["delta test (pp)"][1:].to_numpy()
-    assert np.all(np.diff(deltas) >= 0)  # sorted, biggest drop first
-    # the utility weighs sensitivity most: removing it hurts the test accuracy most
-    assert table.iloc[1]["feature removed"] == "sensitivity"
-
-
-def test_pmr_demo_leave_one_out_drops_most_without_actionability() -> None:
-    from data_loaders.pmr import load_pmr_demo
-
-    study = load_pmr_demo()
-    split = np.asarray(study.extras["split"])
-    train = study.data.select_pairs(split == "train")
-    test = study.data.select_pairs(split == "test")
-    table = leave_one_out(train, test, study.schema)
-    # the documented ground-truth urgency model weighs message_actionability most
-    assert table.iloc[1]["feature removed"] == "message_actionability"
-    assert table.iloc[1]["delta test (pp)"] < -10
-    assert len(table) == 1 + len(study.schema.names) == 12
 
 
 def test_sensitive_attributes_match_whole_words() -> None:

@@ -12,7 +12,7 @@ from pbo_core.loop import run_pbo
 from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.gp.laplace import evidence_and_gradient, laplace_map, rbf_kernel
 from pbo_core.problem import Problem
-from pbo_core.strategies import make_strategy
+from pbo_core.registry import make_strategy
 
 
 def unit_schema(d: int) -> Schema:

@@ -72,7 +72,7 @@ def test_decisiveness_scale() -> None:
 
 
 def test_score_noise_reaches_the_surrogate_and_the_registry() -> None:
-    from pbo_core.strategies.registry import METHODS
+    from pbo_core.registry import MODELS
 
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(24, 2))
@@ -84,10 +84,10 @@ def test_score_noise_reaches_the_surrogate_and_the_registry() -> None:
         gp = GPSurrogate(kappasharp="adaptive", kappasharp_score_noise_var=var).fit(data)
         scores[var] = gp.decisiveness_
     assert scores[EQ1_NOISE_VAR] > scores[2.0]
-    strat = METHODS["gp-ks-adaptive-eq1"]()
+    strat = MODELS["gp-ks-adaptive-eq1"].strategy()
     assert strat.model.kappasharp == "adaptive"
     assert strat.model.kappasharp_score_noise_var == EQ1_NOISE_VAR
-    assert METHODS["gp-ks-adaptive"]().model.kappasharp_score_noise_var == 2.0
+    assert MODELS["gp-ks-adaptive"].strategy().model.kappasharp_score_noise_var == 2.0
 
 
 def test_adaptive_activation_switches_on_and_off() -> None:

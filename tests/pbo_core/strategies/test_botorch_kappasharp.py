@@ -20,8 +20,8 @@ else:
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.models.gp.kappasharp import condition_number, correction
+from pbo_core.registry import make_strategy
 from pbo_core.strategies.botorch import BotorchStrategy
-from pbo_core.strategies.registry import make_strategy
 
 
 def _data(seed: int = 0, n: int = 16, m: int = 14, d: int = 3) -> PreferenceData:

@@ -6,7 +6,7 @@ from pbo_core.benchmarks import get_benchmark
 from pbo_core.explain.diagnostics import n_components
 from pbo_core.loop import run_pbo
 from pbo_core.problem import Problem
-from pbo_core.strategies.registry import make_strategy
+from pbo_core.registry import make_strategy
 
 T = 6
 

@@ -16,8 +16,9 @@ from pbo_core.experiments.rho_regret import population_prior, rho_cells
 from pbo_core.loop import run_pbo
 from pbo_core.models.linear_leaves import LinearLeafDTSurrogate, SlopePrior
 from pbo_core.problem import Problem
+from pbo_core.registry import make_strategy
 from pbo_core.session import ElicitationSession
-from pbo_core.strategies import LinearLeafStrategy, LoopState, make_strategy
+from pbo_core.strategies import LinearLeafStrategy, LoopState
 from pbo_core.strategies.linear_leaves import pooled_slope_prior
 
 

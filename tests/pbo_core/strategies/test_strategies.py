@@ -1,4 +1,4 @@
-"""The method registry and the pieces every strategy shares (pbo_core.strategies)."""
+"""Every PBO method of the registry and the pieces strategies share (pbo_core.strategies)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import pytest
 from pbo_core.benchmarks import get_benchmark
 from pbo_core.data import Feature, PreferenceData, Schema
 from pbo_core.problem import Problem
-from pbo_core.strategies import METHODS, SUSHI_METHODS, LoopState, Strategy, make_strategy
+from pbo_core.registry import make_strategy, names
+from pbo_core.strategies import LoopState, Strategy
 from pbo_core.strategies.base import pick_item_pair, random_query
 from pbo_core.strategies.dt import DTStrategy, RandomStrategy
 from pbo_core.strategies.gp import GPStrategy
 
 
-@pytest.mark.parametrize("name", [m for m in METHODS if not m.startswith("botorch")])
+@pytest.mark.parametrize("name", [m for m in names(pbo=True) if not m.startswith("botorch")])
 def test_every_method_is_a_fresh_strategy_with_what_the_loop_reads(name: str) -> None:
     a, b = make_strategy(name), make_strategy(name)
     assert a is not b
@@ -25,12 +26,12 @@ def test_every_method_is_a_fresh_strategy_with_what_the_loop_reads(name: str) ->
 
 
 def test_unknown_method_names_the_known_ones() -> None:
-    with pytest.raises(KeyError, match=r"known methods: .*'dt'"):
+    with pytest.raises(KeyError, match=r"known models: .*'dt'"):
         make_strategy("dt-nonsense")
 
 
 def test_sushi_methods_are_registered_with_their_rules() -> None:
-    assert set(SUSHI_METHODS) <= set(METHODS)
+    assert set(names(role="sushi_pbo")) <= set(names(pbo=True))
     top = make_strategy("dt-toponly")
     assert isinstance(top, DTStrategy) and top.within == "top-leaf" and top.within_every == 1
     notop = make_strategy("dt-notop")

@@ -1,0 +1,633 @@
+"""The one evaluation core: held-out accuracy of registry models on a split, and its summaries.
+
+Everything that reports how well a model predicts comparisons it did not see is a thin
+summary of :func:`score_model` on a :class:`~pbo_core.splits.Split`: the accuracy
+experiments (``conjoint-accuracy``, ``sushi-generalization``, ``straddler-ablation``), the
+Tree explorer's held-out evidence and its default model (:func:`compare`), leave-one-out
+feature sensitivity on the command line, in the report and on the dashboard
+(:func:`ablation_rows`, :func:`summarize_ablation`).
+
+Scoring
+-------
+A comparison ``(w, l)`` predicted with utilities ``u`` scores 1 when ``u_w > u_l``, 1/2 on
+a tie and 0 otherwise (:func:`pbo_core.metrics.pair_scores`, the project's one pair
+accuracy). For every tested fold ``f`` of the split, a **pooled** model
+(``scope="pooled"``) is fitted once on the fold's training comparisons and predicts every
+unit (with the unit's own utilities when it has them, ``respondent_predict``, unless the
+unit is a respondent it never saw); a **per-respondent** model is fitted on each unit's own
+training comparisons (its items only, as :meth:`~pbo_core.data.PreferenceData.for_respondent`
+gives them). A unit's test accuracy is the mean score of its tested comparisons,
+
+.. math::
+
+    \\mathrm{acc}_r = \\frac{1}{|T_r|} \\sum_{(w,l) \\in T_r}
+        \\big( [u_w > u_l] + \\tfrac12 [u_w = u_l] \\big),                      \\qquad (1)
+
+and its training accuracy the same over its training comparisons (averaged over folds).
+
+Summaries
+---------
+Units are respondents; with a single unit (data without respondents, one respondent) its
+tested comparisons are the units. Per model: mean, sd, median and a 95 % percentile
+bootstrap CI of (1) over units, and the paired difference to the best ``"baseline"``
+(highest mean) with its CI (:func:`summarize`).
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pbo_core.data import PreferenceData, Schema, Study
+from pbo_core.metrics import bootstrap_ci, pair_scores, paired_difference
+from pbo_core.metrics import summarize as _summ
+from pbo_core.registry import ModelSpec, get, names, not_applicable
+from pbo_core.splits import Split, auto_kind, make_split
+
+__all__ = [
+    "BASELINE_ROW",
+    "NotApplicableError",
+    "ablation_rows",
+    "best_baseline",
+    "compare",
+    "default_models",
+    "drop_features",
+    "evidence_split",
+    "evidence_table",
+    "format_table",
+    "score_model",
+    "score_models",
+    "shown_evidence",
+    "summarize",
+    "summarize_ablation",
+    "summarize_sensitivity",
+]
+
+#: The ``feature removed`` value of the all-features row of a sensitivity table.
+BASELINE_ROW = "None (baseline)"
+
+
+class NotApplicableError(ValueError):
+    """A model cannot be scored on this split; the message says why."""
+
+
+def drop_features(data: PreferenceData, schema: Schema, names_: Sequence[str]) -> PreferenceData:
+    """The same items and comparisons without the named features' columns."""
+    keep_schema = schema.without(names_)
+    drop = set(schema.column_indices(names_).tolist())
+    cols = [i for i in range(schema.n_columns) if i not in drop]
+    return PreferenceData(
+        X=data.X[:, cols],
+        pairs=data.pairs,
+        schema=keep_schema,
+        items=data.items,
+        item_ids=data.item_ids,
+        respondent=data.respondent,
+        users=data.users,
+        source=data.source,
+        task=data.task,
+    )
+
+
+def _without(data: PreferenceData, feature: str | None) -> PreferenceData:
+    return data if feature is None else drop_features(data, data.get_schema(), [feature])
+
+
+def _leaves(model: Any) -> float | None:
+    n = getattr(model, "n_leaves_", None)
+    return None if n is None else float(n)
+
+
+def _depth(model: Any) -> float | None:
+    depth = getattr(getattr(model, "tree_", None), "max_depth", None)
+    return None if depth is None else float(depth)
+
+
+class _Unit:
+    """Accumulates one unit's scores over the folds."""
+
+    def __init__(self) -> None:
+        self.test: list[np.ndarray] = []
+        self.ties: list[np.ndarray] = []
+        self.train: list[float] = []
+        self.train_scores: list[np.ndarray] = []
+        self.n_train: list[int] = []
+        self.leaves: list[float] = []
+        self.depth: list[float] = []
+        self.fit_s = 0.0
+
+    def add(self, model: Any, u: np.ndarray, tr: np.ndarray, te: np.ndarray, fit_s: float) -> None:
+        if len(te):
+            self.test.append(pair_scores(u, te))
+            self.ties.append((u[te[:, 0]] == u[te[:, 1]]).astype(float))
+        scores = pair_scores(u, tr)
+        self.train_scores.append(scores)
+        self.train.append(float(np.mean(scores)) if len(tr) else float("nan"))
+        self.n_train.append(len(tr))
+        for acc, fn in ((self.leaves, _leaves), (self.depth, _depth)):
+            v = fn(model)
+            if v is not None:
+                acc.append(v)
+        self.fit_s += fit_s
+
+
+def _mean(x: list[float]) -> float | None:
+    v = [a for a in x if a is not None and np.isfinite(a)]
+    return float(np.mean(v)) if v else None
+
+
+def _rows(split: Split, spec: ModelSpec, units: dict[int, _Unit]) -> list[dict[str, Any]]:
+    """One row per unit, or one per tested comparison when the split has a single unit."""
+    nan = float("nan")
+    out = []
+    for i, acc in units.items():
+        r = split.units[i]
+        test = np.concatenate(acc.test) if acc.test else np.zeros(0)
+        ties = np.concatenate(acc.ties) if acc.ties else np.zeros(0)
+        train = _mean(acc.train)
+        row = {
+            "respondent": "all" if r is None else str(r),
+            "method": spec.name,
+            "family": spec.family,
+            "train_acc": nan if train is None else train,
+            "test_acc": float(test.mean()) if len(test) else nan,
+            "test_ties": float(ties.mean()) if len(ties) else nan,
+            "n_train": round(float(np.mean(acc.n_train))) if acc.n_train else 0,
+            "n_test": len(test),
+            "leaves": _mean(acc.leaves),
+            "depth": _mean(acc.depth),
+            "fit_s": acc.fit_s,
+        }
+        if len(split.units) > 1:
+            out.append(row)
+            continue
+        # a single unit: its comparisons are the resampled units (a test row scores 1,
+        # 1/2 or 0, a training row its training score; the means are the unit's)
+        for k, (v, tie) in enumerate(zip(test, ties, strict=True)):
+            out.append(
+                dict(
+                    row,
+                    respondent=f"test-{k}",
+                    train_acc=nan,
+                    test_acc=float(v),
+                    test_ties=float(tie),
+                )
+            )
+        train_scores = acc.train_scores[0] if len(acc.train_scores) == 1 else np.asarray(acc.train)
+        for k, v in enumerate(train_scores):
+            out.append(
+                dict(row, respondent=f"train-{k}", train_acc=float(v), test_acc=nan, test_ties=nan)
+            )
+    return out
+
+
+def score_model(
+    split: Split,
+    model: str | ModelSpec,
+    *,
+    chunk: Sequence[int] | None = None,
+    drop_feature: str | None = None,
+    reuse: bool = True,
+) -> pd.DataFrame:
+    """Held-out scores of one registry model on ``split`` (rows per unit, see module doc).
+
+    Parameters
+    ----------
+    split
+        The split (:func:`pbo_core.splits.make_split`).
+    model
+        Registry name or entry.
+    chunk
+        Per-respondent models: only the units ``lo <= i < hi`` (the resumable unit of a
+        grid); pooled models score every unit.
+    drop_feature
+        Fit and score without that feature's columns (leave-one-out sensitivity).
+    reuse
+        Cross-validation of a per-respondent model: settings the first fold learns
+        (e.g. the GP's kernel hyperparameters) are reused by the other folds of the unit.
+
+    Returns
+    -------
+    DataFrame with columns ``respondent``, ``method``, ``family``, ``train_acc``,
+    ``test_acc``, ``test_ties``, ``n_train``, ``n_test``, ``leaves``, ``depth``, ``fit_s``.
+
+    Raises
+    ------
+    NotApplicableError
+        When the model cannot be scored here (:func:`pbo_core.registry.not_applicable`).
+    """
+    spec = get(model) if isinstance(model, str) else model
+    why = not_applicable(spec, split.study, new_respondents=split.new_respondents)
+    if why is not None:
+        raise NotApplicableError(f"{spec.name}: {why}")
+    data = _without(split.study.data, drop_feature)
+    pairs = data.pairs
+    units: dict[int, _Unit] = {}
+    if spec.scope == "pooled":
+        for f in split.test_folds:
+            train, test = split.train_mask(f), split.test_mask(f)
+            t0 = time.perf_counter()
+            fitted = spec.make().fit(data.select_pairs(train))
+            fit_s = (time.perf_counter() - t0) / max(1, len(split.units))
+            population = fitted.predict(data.X)
+            for i, r in enumerate(split.units):
+                rows = split.rows[i]
+                personal = spec.respondent_predict and r is not None and not split.new_respondents
+                u = fitted.predict(data.X, respondent=r) if personal else population
+                tr, te = pairs[rows[train[rows]]], pairs[rows[test[rows]]]
+                units.setdefault(i, _Unit()).add(fitted, u, tr, te, fit_s)
+        return pd.DataFrame(_rows(split, spec, units))
+    if split.new_respondents:
+        raise NotApplicableError(
+            f"{spec.name}: {not_applicable(spec, split.study, new_respondents=True)}"
+        )
+    lo, hi = chunk or (0, len(split.units))
+    for i in range(int(lo), int(hi)):
+        r = split.units[i]
+        rows = split.rows[i]
+        own = (
+            data
+            if r is None or data.respondent is None
+            else _without(split.study.for_respondent(r), drop_feature)
+        )
+        learned: dict[str, Any] = {}
+        for f in split.test_folds:
+            train, test = split.train_mask(f)[rows], split.test_mask(f)[rows]
+            t0 = time.perf_counter()
+            fitted = spec.make(**learned).fit(own.select_pairs(train))
+            fit_s = time.perf_counter() - t0
+            if reuse and spec.reuse is not None and not learned and split.n_folds > 1:
+                learned = spec.reuse(fitted)
+            u = fitted.predict(own.X)
+            units.setdefault(i, _Unit()).add(fitted, u, own.pairs[train], own.pairs[test], fit_s)
+    return pd.DataFrame(_rows(split, spec, units))
+
+
+def score_models(
+    split: Split,
+    models: Sequence[str],
+    *,
+    drop_feature: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """:func:`score_model` of several models; the rows, and why each failed one failed.
+
+    A model that does not apply or fails to fit is left out of the rows and named in the
+    second value with one sentence (its exception's message).
+    """
+    parts, errors = [], {}
+    for k, name in enumerate(models):
+        if progress is not None:
+            progress(k, len(models), name)
+        try:
+            parts.append(score_model(split, name, drop_feature=drop_feature))
+        except NotApplicableError as exc:
+            errors[name] = str(exc).split(": ", 1)[-1]
+        except Exception as exc:  # a model that cannot fit these data says why, once
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    if progress is not None:
+        progress(len(models), len(models), "")
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return rows, errors
+
+
+# ----------------------------------------------------------------------------- summaries
+def _method_rng(seed: int, name: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), zlib.crc32(name.encode())])
+
+
+def _mean_or_none(x: pd.Series) -> float | None:
+    v = pd.to_numeric(x, errors="coerce").dropna()
+    return float(v.mean()) if len(v) else None
+
+
+def summarize(
+    rows: pd.DataFrame, *, seed: int = 0, n_boot: int = 2000
+) -> dict[str, dict[str, Any]]:
+    """Per model: train/test accuracy over units, CI, tree size, paired difference.
+
+    Parameters
+    ----------
+    rows
+        Rows of :func:`score_model` (one per unit x model).
+    seed
+        Seed of the bootstrap (each model's own stream, so its CI does not depend on which
+        other models ran).
+    n_boot
+        Bootstrap resamples of units.
+
+    Returns
+    -------
+    dict
+        ``{model: {"family", "n", "train_acc_mean", "train_acc_sd", "test_acc_mean",
+        "test_acc_sd", "test_acc_se", "test_acc_median", "test_acc_ci95", "test_tie_share",
+        "mean_leaves", "mean_depth", "paired_diff_vs_best_baseline": {"baseline", "n",
+        "mean_diff", "ci95"}}}``; the paired difference is this model minus the baseline
+        with the highest mean test accuracy (``None`` when no baseline ran).
+    """
+    if rows.empty:
+        return {}
+    order = list(dict.fromkeys(rows["method"]))
+    wide = rows.drop_duplicates(["respondent", "method"]).pivot(
+        index="respondent", columns="method", values="test_acc"
+    )
+    out: dict[str, dict[str, Any]] = {}
+    means: dict[str, float] = {}
+    for name in order:
+        g = rows[rows["method"] == name]
+        tr = _summ(g["train_acc"].to_numpy(float), rng=_method_rng(seed, name), n_boot=1)
+        te = _summ(g["test_acc"].to_numpy(float), rng=_method_rng(seed, name), n_boot=n_boot)
+        means[name] = te.mean
+        out[name] = {
+            "family": str(g["family"].iloc[0]),
+            "n": int(te.n),
+            "train_acc_mean": tr.mean,
+            "train_acc_sd": tr.sd,
+            "test_acc_mean": te.mean,
+            "test_acc_sd": te.sd,
+            "test_acc_se": te.se,
+            "test_acc_median": te.median,
+            "test_acc_ci95": [te.ci95[0], te.ci95[1]],
+            "test_tie_share": _mean_or_none(g["test_ties"]),
+            "mean_leaves": _mean_or_none(g["leaves"]),
+            "mean_depth": _mean_or_none(g["depth"]),
+        }
+    baselines = [m for m in order if out[m]["family"] == "baseline" and np.isfinite(means[m])]
+    best = max(baselines, key=lambda m: means[m]) if baselines else None
+    for name in order:
+        if best is None:
+            out[name]["paired_diff_vs_best_baseline"] = None
+            continue
+        d = paired_difference(
+            wide[name].to_numpy(float),
+            wide[best].to_numpy(float),
+            rng=_method_rng(seed + 1, name),
+            n_boot=n_boot,
+        )
+        out[name]["paired_diff_vs_best_baseline"] = {
+            "baseline": best,
+            "n": int(d.n),
+            "mean_diff": d.mean_diff,
+            "ci95": [d.ci[0], d.ci[1]],
+        }
+    return out
+
+
+def best_baseline(rows: pd.DataFrame, seed: int = 0) -> str | None:
+    """The ``"baseline"``-family model with the highest mean test accuracy in ``rows``."""
+    if rows.empty:
+        return None
+    s = summarize(rows[rows["family"] == "baseline"], seed=seed, n_boot=1)
+    ok = {m: v["test_acc_mean"] for m, v in s.items() if np.isfinite(v["test_acc_mean"])}
+    return max(ok, key=lambda m: ok[m]) if ok else None
+
+
+def format_table(summary: dict[str, dict[str, Any]]) -> str:
+    """A summary as a fixed-width text table (printed on stderr by the commands)."""
+    lines = [
+        f"{'method':18s} {'n':>5s} {'train':>6s} {'test':>6s} {'95% CI':>15s} "
+        f"{'median':>6s} {'leaves':>6s} {'diff vs best baseline [95% CI]':>34s}"
+    ]
+    for name, s in summary.items():
+        lo, hi = s["test_acc_ci95"]
+        leaves = "" if s["mean_leaves"] is None else f"{s['mean_leaves']:.1f}"
+        d = s["paired_diff_vs_best_baseline"]
+        diff = (
+            ""
+            if d is None
+            else f"{d['mean_diff']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] {d['baseline']}"
+        )
+        lines.append(
+            f"{name:18s} {s['n']:5d} {s['train_acc_mean']:6.3f} {s['test_acc_mean']:6.3f} "
+            f"[{lo:.3f}, {hi:.3f}] {s['test_acc_median']:6.3f} {leaves:>6s} {diff:>34s}"
+        )
+    return "\n".join(lines)
+
+
+def evidence_table(
+    summary: dict[str, dict[str, Any]], errors: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """One row per model as pages show it: ``key``, ``method`` (its label), ``family``,
+    ``train``, ``heldout``, ``ci_low``, ``ci_high``, ``n_heldout`` and ``error`` (why it
+    could not be scored, else ``""``)."""
+    rows = []
+    for key, s in summary.items():
+        rows.append(
+            {
+                "key": key,
+                "method": get(key).label,
+                "family": s["family"],
+                "train": s["train_acc_mean"],
+                "heldout": s["test_acc_mean"],
+                "ci_low": s["test_acc_ci95"][0],
+                "ci_high": s["test_acc_ci95"][1],
+                "n_heldout": s["n"],
+                "error": "",
+            }
+        )
+    nan = float("nan")
+    for key, why in (errors or {}).items():
+        spec = get(key)
+        rows.append(
+            {
+                "key": key,
+                "method": spec.label,
+                "family": spec.family,
+                "train": nan,
+                "heldout": nan,
+                "ci_low": nan,
+                "ci_high": nan,
+                "n_heldout": 0,
+                "error": why,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "key",
+            "method",
+            "family",
+            "train",
+            "heldout",
+            "ci_low",
+            "ci_high",
+            "n_heldout",
+            "error",
+        ],
+    )
+
+
+def default_models(split: Split, role: str = "accuracy") -> list[str]:
+    """The models of ``role`` that can be scored on ``split``, in registry order."""
+    return [
+        n
+        for n in names(role=role, fits=True)
+        if not_applicable(get(n), split.study, new_respondents=split.new_respondents) is None
+    ]
+
+
+def compare(
+    split: Split,
+    models: Sequence[str],
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[pd.DataFrame, str | None]:
+    """Held-out evidence of ``models`` on ``split`` and the best tree among them.
+
+    Returns the :func:`evidence_table` (models that could not be scored carry their
+    reason) and the tree model with the highest held-out mean (``None`` when no tree
+    could be scored).
+    """
+    rows, errors = score_models(split, models, progress=progress)
+    table = evidence_table(summarize(rows, seed=seed, n_boot=n_boot), errors)
+    trees = table[(table["family"] == "tree") & table["heldout"].notna()]
+    best = str(trees.loc[trees["heldout"].idxmax(), "key"]) if len(trees) else None
+    return table, best
+
+
+#: Other respondents whose comparisons train a pooled model in :func:`shown_evidence`.
+EVIDENCE_OTHERS = 29
+
+
+def evidence_split(
+    study: Study, respondent: Any = None, *, n_folds: int = 5, kind: str = "auto"
+) -> Split:
+    """5-fold cross-validation on the data a page shows: one respondent's choice tasks
+    (the comparisons of the first :data:`EVIDENCE_OTHERS` other respondents train pooled
+    models in every fold), or, for ``respondent=None``, ``kind`` (``"auto"``: the split
+    the study's shape calls for, :func:`pbo_core.splits.auto_kind`)."""
+    if respondent is not None and study.data.respondent is not None:
+        return make_split(
+            study, "tasks", n_folds=n_folds, respondents=[respondent], others=EVIDENCE_OTHERS
+        )
+    if kind == "auto":
+        kind, _ = auto_kind(study)
+    if kind in ("study", "pairs", "items"):
+        kind = "pooled" if study.data.respondent is None else "tasks"
+    return make_split(study, kind, n_folds=n_folds)
+
+
+def shown_evidence(
+    study: Study,
+    respondent: Any = None,
+    model: str = "dt",
+    baselines: Sequence[str] = ("gp", "logit-pooled"),
+    *,
+    seed: int = 0,
+    kind: str = "auto",
+) -> tuple[pd.DataFrame, Split]:
+    """Held-out evidence for the model a page shows, beside the GP and the textbook logit,
+    on the data shown (:func:`evidence_split`); the table and the split."""
+    split = evidence_split(study, respondent, kind=kind)
+    models = [model, *[b for b in baselines if b != model]]
+    table, _ = compare(split, models, seed=seed)
+    return table, split
+
+
+# ----------------------------------------------------------------------------- sensitivity
+def _tag(rows: pd.DataFrame, feature: str | None) -> pd.DataFrame:
+    return rows.assign(**{"feature removed": BASELINE_ROW if feature is None else feature})
+
+
+def ablation_rows(
+    split: Split,
+    models: Sequence[str],
+    features: Sequence[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    chunk: Sequence[int] | None = None,
+) -> pd.DataFrame:
+    """Rows of every model with all features and without each one (tagged ``feature
+    removed``), in this process."""
+    feats = list(features) if features is not None else split.study.schema.names
+    jobs = [(m, f) for m in models for f in [None, *feats]]
+    parts = []
+    for k, (m, f) in enumerate(jobs):
+        parts.append(_tag(score_model(split, m, drop_feature=f, chunk=chunk), f))
+        if progress is not None:
+            progress(k + 1, len(jobs))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def summarize_sensitivity(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Average per-unit tables; DT-PBO Table 10 layout sorted by the test change.
+
+    ``rows`` stacks tables (each starting with its :data:`BASELINE_ROW`) with columns
+    ``feature removed``, ``train acc (%)``, ``delta train (pp)``, ``test acc (%)``,
+    ``delta test (pp)``. With several tables the test change gets a 95 % percentile
+    bootstrap CI over them (``delta test CI low (pp)``, ``... high (pp)``) and ``within
+    noise`` says whether that CI contains 0. One table: NaN CIs, ``within noise`` ``None``.
+    """
+    cols = ["train acc (%)", "delta train (pp)", "test acc (%)", "delta test (pp)"]
+    avg = rows.groupby("feature removed", sort=False)[cols].mean().reset_index()
+    n_tables = int((rows["feature removed"] == BASELINE_ROW).sum())
+    lo, hi, noise = [], [], []
+    for k, name in enumerate(avg["feature removed"]):
+        d = rows.loc[rows["feature removed"] == name, "delta test (pp)"].to_numpy(float)
+        d = d[np.isfinite(d)]
+        if name == BASELINE_ROW or n_tables < 2 or len(d) < 2:
+            lo.append(np.nan)
+            hi.append(np.nan)
+            noise.append(None)
+            continue
+        c_lo, c_hi = bootstrap_ci(d, rng=np.random.default_rng([seed, k]))
+        lo.append(c_lo)
+        hi.append(c_hi)
+        noise.append(bool(c_lo <= 0.0 <= c_hi))
+    avg["delta test CI low (pp)"] = lo
+    avg["delta test CI high (pp)"] = hi
+    avg["within noise"] = noise
+    base = avg[avg["feature removed"] == BASELINE_ROW]
+    body = avg[avg["feature removed"] != BASELINE_ROW].sort_values("delta test (pp)", kind="stable")
+    return pd.concat([base, body], ignore_index=True)
+
+
+def summarize_ablation(rows: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """One Table 10 block per model: accuracies, the paired change and its 95 % CI.
+
+    For unit ``r`` and feature ``f`` the change is paired on the same held-out
+    comparisons, ``Delta_{r,f} = acc_r(without f) - acc_r(all)``. Returns ``{model:
+    table}`` in the order the models appear in ``rows``; each table has the columns of
+    :func:`summarize_sensitivity` plus ``method`` and ``respondents`` (units with a
+    baseline test accuracy; 1 for a single-unit split, whose rows are its comparisons).
+    """
+    out: dict[str, pd.DataFrame] = {}
+    if rows.empty:
+        return out
+    for name in dict.fromkeys(rows["method"]):
+        g = rows[rows["method"] == name]
+        base = g[g["feature removed"] == BASELINE_ROW].set_index("respondent")
+        parts = []
+        for feat, h in g.groupby("feature removed", sort=False):
+            h = h.set_index("respondent")
+            b = base.reindex(h.index)
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "unit": h.index,
+                        "feature removed": feat,
+                        "train acc (%)": 100 * h["train_acc"].to_numpy(float),
+                        "delta train (pp)": np.nan
+                        if feat == BASELINE_ROW
+                        else 100 * (h["train_acc"] - b["train_acc"]).to_numpy(float),
+                        "test acc (%)": 100 * h["test_acc"].to_numpy(float),
+                        "delta test (pp)": np.nan
+                        if feat == BASELINE_ROW
+                        else 100 * (h["test_acc"] - b["test_acc"]).to_numpy(float),
+                    }
+                )
+            )
+        stacked = pd.concat(parts, ignore_index=True)
+        table = summarize_sensitivity(stacked.drop(columns="unit"), seed=seed)
+        table.insert(0, "method", name)
+        per_pair = base.index.astype(str).str.match(r"(test|train)-\d+$").all()
+        n_units = int(np.isfinite(base["test_acc"].to_numpy(float)).sum())
+        table["respondents"] = 1 if per_pair and len(base) else n_units
+        out[str(name)] = table
+    return out

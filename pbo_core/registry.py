@@ -1,0 +1,649 @@
+"""The one model registry: a name is one model, everywhere.
+
+Every page and command that offers models lists them from :data:`MODELS`: the PBO
+benchmarks (``python -m pbo_core.bench``), the case-study experiments (accuracy,
+sensitivity, rho-regret, Sushi), the Tree explorer and its default choice, the live
+elicitation page and the report. An entry (:class:`ModelSpec`) holds
+
+* the **estimator**: an unfitted surrogate with ``fit(data) -> self`` and ``predict(X)``
+  (and ``predict(X, respondent=r)`` for pooled models with personal utilities), its
+  parameters fixed here once, so ``dt-linear`` is the same model in an accuracy table, on
+  the Tree explorer and behind the elicitation page's questions;
+* the **strategy** (optional): the query rule that asks the next comparison with that same
+  model (:mod:`pbo_core.strategies`); a query-rule variant of another entry's model names
+  it in ``model_of`` (``dt-toponly`` asks differently, but fits ``dt``'s tree);
+* what it **needs** of a study (:data:`NEEDS`), whether it is fitted per respondent or on
+  the pooled comparisons (``scope``), its ``family`` (tree, GP, baseline: ``tree`` says it
+  draws a tree) and the ``roles`` in which pages and commands offer it by default.
+
+Adding a model is its module plus one :func:`register` call here; the estimator contract
+test (``tests/pbo_core/test_registry.py``) picks every entry up from :data:`MODELS`.
+
+The BoTorch reference (``botorch-gp*``) needs the optional ``bench`` extra and is imported
+only when asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pbo_core.data import Study
+from pbo_core.models.bradley_terry import (
+    CopelandSurrogate,
+    ItemOffsetSurrogate,
+    ItemUtilitySurrogate,
+)
+from pbo_core.models.dt import DTSurrogate
+from pbo_core.models.gp import GPSurrogate
+from pbo_core.models.gp.kappasharp import EQ1_NOISE_VAR
+from pbo_core.models.linear import LinearUtilitySurrogate, RespondentLinearSurrogate
+from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+from pbo_core.models.pooled_dt import PooledDTSurrogate
+from pbo_core.strategies.base import Strategy
+from pbo_core.strategies.dt import DTStrategy, RandomStrategy
+from pbo_core.strategies.gp import GPStrategy
+from pbo_core.strategies.linear_leaves import LinearLeafStrategy
+
+__all__ = [
+    "MODELS",
+    "NEEDS",
+    "ROLES",
+    "ModelSpec",
+    "get",
+    "make_model",
+    "make_strategy",
+    "names",
+    "not_applicable",
+    "register",
+    "study_kind",
+]
+
+Family = Literal["tree", "gp", "baseline"]
+Scope = Literal["respondent", "pooled"]
+
+#: What an entry may need of a study: ``conjoint_design`` (items are profiles described by
+#: attributes, a design; not a fixed item set such as Sushi's), ``item_set`` (a finite
+#: item set every respondent compares, Sushi), ``respondent_features`` (a table of
+#: respondent features, ``study.users``). A ``scope="respondent"`` model also needs
+#: several tasks of every respondent it predicts (it never sees other respondents).
+NEEDS = frozenset({"conjoint_design", "item_set", "respondent_features"})
+
+#: Where pages and commands offer an entry by default: ``accuracy`` (the accuracy
+#: experiments' default list), ``explorer`` (drawn by the Tree explorer, which opens on the
+#: most accurate), ``choice_baseline`` (scored beside the explorer's trees), ``sensitivity``
+#: (ablated by default, beside the best baseline), ``elicitation`` (a query rule of the
+#: live elicitation page), ``sushi_pbo`` and ``rho_regret`` (the default methods of those
+#: commands).
+ROLES = frozenset(
+    {
+        "accuracy",
+        "explorer",
+        "choice_baseline",
+        "sensitivity",
+        "elicitation",
+        "sushi_pbo",
+        "rho_regret",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One named model.
+
+    Parameters
+    ----------
+    name
+        The key (``--methods``, URLs, result files).
+    label
+        What pages show.
+    description
+        One line for ``--help``, tables and the README.
+    family
+        ``"tree"``, ``"gp"`` or ``"baseline"``; the best ``"baseline"`` is the reference
+        of every paired difference.
+    scope
+        ``"respondent"``: fitted on one respondent's comparisons at a time;
+        ``"pooled"``: fitted once on every respondent's comparisons.
+    estimator
+        ``estimator(**params) -> unfitted model`` (``None``: a query rule of
+        ``model_of``'s model, or a strategy without a model of ours).
+    strategy
+        ``strategy(**options) -> Strategy`` asking the next comparison with this model;
+        ``None`` when the model is not used for PBO.
+    model_of
+        Strategy-only entries: the entry whose estimator the strategy fits.
+    respondent_predict
+        Pooled models with one utility per respondent, asked with
+        ``predict(X, respondent=r)``; otherwise ``predict(X)`` for everybody.
+    needs
+        Subset of :data:`NEEDS`.
+    roles
+        Subset of :data:`ROLES`.
+    takes_prior
+        The strategy accepts ``slope_prior``, a population prior of the shared slopes
+        from earlier respondents (:func:`pbo_core.strategies.linear_leaves.pooled_slope_prior`).
+    reuse
+        ``reuse(fitted) -> params``: settings a fit learned that later fits of the same
+        data's cross-validation folds may reuse instead of learning them again (the GP's
+        kernel hyperparameters); ``None``: every fit learns everything.
+    """
+
+    name: str
+    label: str
+    description: str
+    family: Family
+    scope: Scope = "respondent"
+    estimator: Callable[..., Any] | None = None
+    strategy: Callable[..., Strategy] | None = None
+    model_of: str | None = None
+    respondent_predict: bool = False
+    needs: frozenset[str] = field(default_factory=frozenset)
+    roles: frozenset[str] = field(default_factory=frozenset)
+    takes_prior: bool = False
+    reuse: Callable[[Any], dict[str, Any]] | None = None
+
+    @property
+    def tree(self) -> bool:
+        """Does the model draw a tree?"""
+        return self.family == "tree"
+
+    @property
+    def fits(self) -> bool:
+        """Has the entry an estimator (usable for held-out accuracy)?"""
+        return self.estimator is not None
+
+    def make(self, **params: Any) -> Any:
+        """A fresh unfitted estimator (``params`` override the registered ones)."""
+        if self.estimator is None:
+            raise TypeError(f"{self.name} has no estimator of its own (model of {self.model_of})")
+        return self.estimator(**params)
+
+
+#: The registry: name -> entry, in the order pages and tables list them.
+MODELS: dict[str, ModelSpec] = {}
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    """Add ``spec`` to :data:`MODELS` (replacing one of the same name); checks its fields."""
+    if spec.family not in ("tree", "gp", "baseline"):
+        raise ValueError(f"{spec.name}: family must be tree, gp or baseline")
+    if spec.scope not in ("respondent", "pooled"):
+        raise ValueError(f"{spec.name}: scope must be respondent or pooled")
+    if not spec.needs <= NEEDS or not spec.roles <= ROLES:
+        raise ValueError(f"{spec.name}: unknown needs or roles")
+    if spec.estimator is None and spec.strategy is None:
+        raise ValueError(f"{spec.name}: an entry needs an estimator or a strategy")
+    if spec.model_of is not None and spec.model_of not in MODELS:
+        raise ValueError(f"{spec.name}: model_of {spec.model_of!r} is not registered")
+    MODELS[spec.name] = spec
+    return spec
+
+
+def get(name: str) -> ModelSpec:
+    """The entry ``name``; a ``KeyError`` naming the known entries otherwise."""
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise KeyError(f"unknown model {name!r}; known models: {list(MODELS)}") from None
+
+
+def names(
+    *,
+    role: str | None = None,
+    family: str | None = None,
+    fits: bool | None = None,
+    pbo: bool | None = None,
+) -> list[str]:
+    """Names of the entries with ``role`` / ``family``, an estimator (``fits``) or a strategy
+    (``pbo``), in registry order."""
+    out = []
+    for n, s in MODELS.items():
+        if role is not None and role not in s.roles:
+            continue
+        if family is not None and s.family != family:
+            continue
+        if fits is not None and s.fits != fits:
+            continue
+        if pbo is not None and (s.strategy is not None) != pbo:
+            continue
+        out.append(n)
+    return out
+
+
+def make_model(name: str, **params: Any) -> Any:
+    """A fresh unfitted estimator of entry ``name`` (``model_of``'s for a query rule)."""
+    spec = get(name)
+    return get(spec.model_of).make(**params) if spec.model_of else spec.make(**params)
+
+
+def make_strategy(name: str, **options: object) -> Strategy:
+    """A fresh strategy of entry ``name``.
+
+    Parameters
+    ----------
+    name
+        Entry name.
+    **options
+        Keyword options of the entry's strategy (e.g. ``ratio`` and ``max_depth`` for the
+        DT rules, ``tau`` for the GP rules, ``slope_prior`` for entries that
+        ``takes_prior``); an option the strategy does not take raises ``TypeError``.
+    """
+    spec = get(name)
+    if spec.strategy is None:
+        raise KeyError(f"{name} is not a PBO method; PBO methods: {names(pbo=True)}")
+    return spec.strategy(**options)
+
+
+def study_kind(study: Study) -> str:
+    """``"items"`` for a finite item set shared by respondents (Sushi), else ``"conjoint"``."""
+    return "items" if "true_order" in study.extras else "conjoint"
+
+
+def not_applicable(spec: ModelSpec, study: Study, *, new_respondents: bool = False) -> str | None:
+    """Why ``spec`` cannot be fitted or scored on ``study``, or ``None`` when it can.
+
+    ``new_respondents``: the evaluation predicts respondents the model never saw (a
+    per-respondent model cannot).
+    """
+    if not spec.fits:
+        return "a query rule: its model is " + str(spec.model_of)
+    kind = study_kind(study)
+    if "item_set" in spec.needs and kind != "items":
+        return "needs a finite item set that every respondent compares"
+    if "conjoint_design" in spec.needs and kind != "conjoint":
+        return "needs items described by a conjoint design"
+    if "respondent_features" in spec.needs and study.users is None:
+        return "needs respondent features"
+    if spec.scope == "respondent" and new_respondents:
+        return "a per-respondent model cannot predict respondents it never saw"
+    return None
+
+
+# ----------------------------------------------------------------------------- entries
+def _entries(specs: Iterable[ModelSpec]) -> None:
+    for s in specs:
+        register(s)
+
+
+def _dt(**kw: Any) -> DTSurrogate:
+    return DTSurrogate(**kw)
+
+
+def _dt_rule(name: str, **rule: Any) -> Callable[..., Strategy]:
+    def factory(**kw: Any) -> Strategy:
+        return DTStrategy(name=name, **{**rule, **kw})
+
+    return factory
+
+
+def _botorch(name: str, kappasharp: str = "off") -> Callable[..., Strategy]:
+    def factory(**kw: object) -> Strategy:
+        # delayed import: BotorchStrategy pulls in torch and botorch (optional bench extra)
+        from pbo_core.strategies.botorch import BotorchStrategy
+
+        return BotorchStrategy(name=name, kappasharp=kappasharp, **kw)  # type: ignore[arg-type]
+
+    return factory
+
+
+def _gp_rule(name: str, **rule: Any) -> Callable[..., Strategy]:
+    def factory(**kw: Any) -> Strategy:
+        return GPStrategy(name=name, **{**rule, **kw})
+
+    return factory
+
+
+#: The linear-leaf tree's parameters (one model: accuracy tables, Tree explorer, queries).
+DT_LINEAR = {"linear_features": "all", "pooling": "shrink", "slope_ratio": "cv", "max_depth": 3}
+#: The textbook Bayesian linear probit (one leaf, slopes on every attribute).
+LINEAR_EUBO = {"linear_features": "all", "slopes": "shared", "max_depth": 0, "slope_ratio": 1.0}
+#: The straddler ablation's tree (paper Table 2: straddlers kept, max depth 4).
+DT_KEEP = {"straddlers": "keep", "max_depth": 4}
+
+
+def _linear_leaf_rule(name: str, params: dict[str, Any]) -> Callable[..., Strategy]:
+    def factory(*, slope_prior: Any = None, n_raw: int = 256, **kw: Any) -> Strategy:
+        model = LinearLeafDTSurrogate(slope_prior=slope_prior, **{**params, **kw})
+        return LinearLeafStrategy(name=name, n_raw=n_raw, model=model)
+
+    return factory
+
+
+_ACC = frozenset({"accuracy"})
+_ITEMS = frozenset({"item_set"})
+_DESIGN = frozenset({"conjoint_design"})
+
+_entries(
+    [
+        ModelSpec(
+            "dt",
+            "Paper DT (constant leaves)",
+            "DT-PBO per respondent (straddlers discarded, depth unrestricted); queries: "
+            "qEUBO over leaves with the top-leaf rule",
+            "tree",
+            estimator=_dt,
+            strategy=_dt_rule("dt", within="auto"),
+            roles=frozenset(
+                {"accuracy", "explorer", "sensitivity", "elicitation", "sushi_pbo", "rho_regret"}
+            ),
+        ),
+        ModelSpec(
+            "dt-literal",
+            "DT-PBO, Algorithm 1 literally (qEUBO only)",
+            "the paper DT asked by qEUBO over leaf pairs only (no within-leaf rule)",
+            "tree",
+            strategy=_dt_rule("dt-literal", within="none", ties="first"),
+            model_of="dt",
+            roles=frozenset({"elicitation"}),
+        ),
+        ModelSpec(
+            "dt-incumbent",
+            "DT, incumbent challenged every 2nd query",
+            "the paper DT; every 2nd query the incumbent meets a new point of the top leaf",
+            "tree",
+            strategy=_dt_rule("dt-incumbent", within="incumbent", within_every=2),
+            model_of="dt",
+        ),
+        ModelSpec(
+            "dt-local",
+            "DT, incumbent challenged every query",
+            "the paper DT; every query the incumbent meets a new point of the top leaf",
+            "tree",
+            strategy=_dt_rule("dt-local", within="incumbent", within_every=1),
+            model_of="dt",
+        ),
+        ModelSpec(
+            "dt-topleaf",
+            "DT, top-leaf rule every 2nd query",
+            "the paper DT; every 2nd query two points of the top leaf (Sec. 3.3)",
+            "tree",
+            strategy=_dt_rule("dt-topleaf", within="top-leaf", within_every=2),
+            model_of="dt",
+        ),
+        ModelSpec(
+            "dt-toponly",
+            "DT, top-leaf rule every query",
+            "the paper DT; the top-leaf rule on every query (Sushi 'dt-toponly')",
+            "tree",
+            strategy=_dt_rule("dt-toponly", within="top-leaf", within_every=1),
+            model_of="dt",
+            roles=frozenset({"sushi_pbo", "rho_regret"}),
+        ),
+        ModelSpec(
+            "dt-notop",
+            "DT, qEUBO without top-leaf prioritisation",
+            "the paper DT; qEUBO with latest-winner ties (Sushi 'no top-leaf prioritisation')",
+            "tree",
+            strategy=_dt_rule("dt-notop", within="none"),
+            model_of="dt",
+            roles=frozenset({"sushi_pbo", "rho_regret"}),
+        ),
+        ModelSpec(
+            "dt-lambda",
+            "DT, qEUBO + lambda I_struct",
+            "App. C.3 I_struct with the leaf's split held fixed (the paper's definition)",
+            "tree",
+            strategy=_dt_rule("dt-lambda", within="lambda", lam=1.0),
+            model_of="dt",
+        ),
+        ModelSpec(
+            "dt-lambda-reopt",
+            "DT, qEUBO + lambda I_struct (split re-optimised)",
+            "the earlier I_struct variant: the best split re-optimised after appending",
+            "tree",
+            strategy=_dt_rule("dt-lambda-reopt", within="lambda", lam=1.0, lambda_split="reopt"),
+            model_of="dt",
+        ),
+        ModelSpec(
+            "dt-random",
+            "DT, random pairs",
+            "uniformly random comparisons; the paper DT only makes the recommendation",
+            "tree",
+            strategy=lambda **kw: RandomStrategy(**kw),
+            model_of="dt",
+            roles=frozenset({"sushi_pbo", "rho_regret"}),
+        ),
+        ModelSpec(
+            "dt-keep",
+            "DT, straddlers kept (depth 4)",
+            "DT per respondent, straddlers kept (App. C.2), max depth 4 (Table 2)",
+            "tree",
+            estimator=lambda **kw: DTSurrogate(**{**DT_KEEP, **kw}),
+            strategy=_dt_rule("dt-keep", within="none", **DT_KEEP),
+            roles=_ACC,
+        ),
+        ModelSpec(
+            "dt-pooled",
+            "Pooled DT (constant leaves, shrunk)",
+            "one tree on the pooled comparisons, each respondent's constant leaves shrunk "
+            "toward the pooled leaves (strength and depth by task CV, <= 24 leaves)",
+            "tree",
+            scope="pooled",
+            estimator=lambda **kw: PooledDTSurrogate(**kw),
+            respondent_predict=True,
+            needs=_DESIGN,
+            roles=frozenset({"accuracy", "explorer"}),
+        ),
+        ModelSpec(
+            "dt-linear",
+            "Linear-leaf tree (dt-linear)",
+            "pooled tree of depth 3 whose leaves hold a level plus each respondent's slopes "
+            "on every attribute, shrunk toward the pooled fit (strengths by task CV); "
+            "queries: qEUBO over its Gaussian posterior",
+            "tree",
+            scope="pooled",
+            estimator=lambda **kw: LinearLeafDTSurrogate(**{**DT_LINEAR, **kw}),
+            strategy=_linear_leaf_rule("dt-linear", DT_LINEAR),
+            respondent_predict=True,
+            needs=_DESIGN,
+            roles=frozenset({"accuracy", "explorer", "sensitivity", "elicitation"}),
+            takes_prior=True,
+        ),
+        ModelSpec(
+            "gp",
+            "GP-Laplace with EUBO",
+            "GP-Laplace per respondent (ARD RBF, evidence-fitted); queries: EUBO",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(**kw),
+            strategy=_gp_rule("gp"),
+            reuse=lambda m: {
+                "fit_hyperparameters": False,
+                "lengthscale": m.lengthscale_,
+                "outputscale": m.outputscale_,
+            },
+            roles=frozenset({"accuracy", "elicitation", "sushi_pbo", "rho_regret"}),
+        ),
+        ModelSpec(
+            "gp-ks-static",
+            "GP, static KappaSharp",
+            "the GP with KappaSharp's static diagonal correction (Eq. 8-10)",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(kappasharp="static", **kw),
+            strategy=_gp_rule("gp-ks-static", kappasharp="static"),
+        ),
+        ModelSpec(
+            "gp-ks-adaptive",
+            "GP, adaptive KappaSharp",
+            "the GP with Adaptive KappaSharp (Alg. 1)",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(kappasharp="adaptive", **kw),
+            strategy=_gp_rule("gp-ks-adaptive", kappasharp="adaptive"),
+        ),
+        ModelSpec(
+            "gp-ks-adaptive-eq1",
+            "GP, adaptive KappaSharp (Eq. 1 noise)",
+            "Eq. 12's 2 sigma^2 read as the simulated noise (sigma = 0.1), not the model's 2",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(
+                kappasharp="adaptive", kappasharp_score_noise_var=EQ1_NOISE_VAR, **kw
+            ),
+            strategy=_gp_rule(
+                "gp-ks-adaptive-eq1",
+                kappasharp="adaptive",
+                kappasharp_score_noise_var=EQ1_NOISE_VAR,
+            ),
+        ),
+        ModelSpec(
+            "gp-fixed20",
+            "GP, KappaSharp fixed at 20",
+            "the GP with the condition number fixed to 20 (KappaSharp Table 3)",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(kappasharp="fixed20", **kw),
+            strategy=_gp_rule("gp-fixed20", kappasharp="fixed20"),
+        ),
+        ModelSpec(
+            "gp-connected",
+            "GP, connected querying",
+            "connected querying (Xu et al. 2024; KappaSharp Table 5): one side is x_{t-1}",
+            "gp",
+            strategy=_gp_rule("gp-connected", connected=True),
+            model_of="gp",
+        ),
+        ModelSpec(
+            "gp-ks-jitter",
+            "GP, KappaSharp ablation: jitter",
+            "KappaSharp ablation: a plain jitter instead of the correction",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(kappasharp="jitter", **kw),
+            strategy=_gp_rule("gp-ks-jitter", kappasharp="jitter"),
+        ),
+        ModelSpec(
+            "gp-ks-diagonal",
+            "GP, KappaSharp ablation: diagonal",
+            "KappaSharp ablation: the diagonal correction only",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(kappasharp="diagonal", **kw),
+            strategy=_gp_rule("gp-ks-diagonal", kappasharp="diagonal"),
+        ),
+        ModelSpec(
+            "gp-ks-metriconly",
+            "GP, KappaSharp ablation: metric only",
+            "KappaSharp ablation: the correction in the Newton metric only",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(kappasharp="metriconly", **kw),
+            strategy=_gp_rule("gp-ks-metriconly", kappasharp="metriconly"),
+        ),
+        ModelSpec(
+            "gp-ks-covonly",
+            "GP, KappaSharp ablation: covariance only",
+            "KappaSharp ablation: the correction in the posterior covariance only",
+            "gp",
+            estimator=lambda **kw: GPSurrogate(kappasharp="covonly", **kw),
+            strategy=_gp_rule("gp-ks-covonly", kappasharp="covonly"),
+        ),
+        ModelSpec(
+            "botorch-gp",
+            "BoTorch PairwiseGP with EUBO",
+            "BoTorch's PairwiseGP (bench extra); option priors = current | 0.6",
+            "gp",
+            strategy=_botorch("botorch-gp"),
+        ),
+        ModelSpec(
+            "botorch-gp-ks-static",
+            "BoTorch PairwiseGP, static KappaSharp",
+            "BoTorch's PairwiseGP with the static KappaSharp hook (bench extra)",
+            "gp",
+            strategy=_botorch("botorch-gp-ks-static", "static"),
+        ),
+        ModelSpec(
+            "botorch-gp-ks-adaptive",
+            "BoTorch PairwiseGP, adaptive KappaSharp",
+            "BoTorch's PairwiseGP with the adaptive KappaSharp hook (bench extra)",
+            "gp",
+            strategy=_botorch("botorch-gp-ks-adaptive", "adaptive"),
+        ),
+        ModelSpec(
+            "botorch-gp-fixed20",
+            "BoTorch PairwiseGP, KappaSharp fixed at 20",
+            "BoTorch's PairwiseGP with the condition number fixed to 20 (bench extra)",
+            "gp",
+            strategy=_botorch("botorch-gp-fixed20", "fixed20"),
+        ),
+    ]
+)
+
+for _link in ("logit", "probit"):
+    _entries(
+        [
+            ModelSpec(
+                f"{_link}-pooled",
+                f"{_link.capitalize()}, pooled",
+                f"one {_link} for everybody, L2 by inner CV (log loss) over tasks",
+                "baseline",
+                scope="pooled",
+                estimator=lambda k=_link, **kw: LinearUtilitySurrogate(k, **kw),
+                roles=frozenset({"accuracy", "choice_baseline"}) if _link == "logit" else _ACC,
+            ),
+            ModelSpec(
+                f"{_link}-respondent",
+                f"{_link.capitalize()} per respondent",
+                f"{_link} per respondent, one L2 strength by inner CV (error)",
+                "baseline",
+                scope="pooled",
+                estimator=lambda k=_link, **kw: RespondentLinearSurrogate(k, **kw),
+                respondent_predict=True,
+                roles=_ACC,
+            ),
+            ModelSpec(
+                f"{_link}-shrink",
+                f"{_link.capitalize()} per respondent, shrunk",
+                f"{_link} per respondent shrunk toward the pooled {_link} (CV)",
+                "baseline",
+                scope="pooled",
+                estimator=lambda k=_link, **kw: RespondentLinearSurrogate(k, shrink=True, **kw),
+                respondent_predict=True,
+                roles=frozenset({"accuracy", "choice_baseline"}) if _link == "logit" else _ACC,
+            ),
+        ]
+    )
+
+_entries(
+    [
+        ModelSpec(
+            "linear-eubo",
+            "Bayesian linear probit with EUBO",
+            "the textbook Bayesian linear probit (one leaf, slopes on every attribute); "
+            "queries: EUBO",
+            "baseline",
+            estimator=lambda **kw: LinearLeafDTSurrogate(**{**LINEAR_EUBO, **kw}),
+            strategy=_linear_leaf_rule("linear-eubo", LINEAR_EUBO),
+            roles=frozenset({"elicitation"}),
+            takes_prior=True,
+        ),
+        ModelSpec(
+            "bt-popularity",
+            "Item Bradley-Terry (popularity)",
+            "item Bradley-Terry for everybody (global popularity), L2 by CV",
+            "baseline",
+            scope="pooled",
+            estimator=lambda **kw: ItemUtilitySurrogate(**kw),
+            needs=_ITEMS,
+            roles=_ACC,
+        ),
+        ModelSpec(
+            "bt-offsets",
+            "Item Bradley-Terry + personal offsets",
+            "item Bradley-Terry plus per-user offsets shrunk to zero (CV)",
+            "baseline",
+            scope="pooled",
+            estimator=lambda **kw: ItemOffsetSurrogate(**kw),
+            respondent_predict=True,
+            needs=_ITEMS,
+            roles=_ACC,
+        ),
+        ModelSpec(
+            "copeland",
+            "Copeland (wins minus losses)",
+            "per-user wins minus losses of every item (sanity floor)",
+            "baseline",
+            scope="pooled",
+            estimator=lambda **kw: CopelandSurrogate(**kw),
+            respondent_predict=True,
+            needs=_ITEMS,
+            roles=_ACC,
+        ),
+    ]
+)

@@ -1,0 +1,111 @@
+"""The one model registry (pbo_core.registry): every entry honours the estimator contract."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pbo_core.data import Feature, PreferenceData, Schema, Study
+from pbo_core.models.base import Estimator, clone
+from pbo_core.registry import (
+    MODELS,
+    ModelSpec,
+    get,
+    make_model,
+    make_strategy,
+    names,
+    not_applicable,
+    register,
+)
+
+SCHEMA = Schema(
+    (
+        Feature("price", "numeric", bounds=(0, 10)),
+        Feature("brand", "categorical", levels=("a", "b", "c")),
+    )
+)
+
+
+def _study(n_resp: int = 4, tasks: int = 6) -> Study:
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(0, 10, 24), rng.integers(0, 3, 24)]).astype(float)
+    u = -X[:, 0] + 2.0 * (X[:, 1] == 1)
+    pairs, resp, task = [], [], []
+    for r in range(n_resp):
+        for t in range(tasks):
+            i, j = rng.choice(24, size=2, replace=False)
+            pairs.append((i, j) if u[i] > u[j] else (j, i))
+            resp.append(r)
+            task.append(t)
+    data = PreferenceData(
+        X, np.array(pairs), schema=SCHEMA, respondent=np.array(resp), task=np.array(task)
+    )
+    return Study("toy", "Toy", SCHEMA, data)
+
+
+FITTED = [n for n in names(fits=True)]
+
+
+@pytest.mark.parametrize("name", FITTED)
+def test_every_estimator_fits_predicts_and_clones(name: str) -> None:
+    """The estimator contract, for every entry with an estimator (no hand-kept list)."""
+    spec = get(name)
+    study = _study()
+    if not_applicable(spec, study) is not None:
+        study = dataclasses.replace(study, extras={"true_order": np.zeros((4, 24), dtype=int)})
+    model = spec.make()
+    assert isinstance(model, Estimator)
+    assert clone(model).get_params() == model.get_params()
+    assert model.fit(study.data) is model  # fit returns self
+    u = model.predict(study.data.X)
+    assert u.shape == (study.data.n_items,) and np.isfinite(u).all()
+    if spec.respondent_predict:
+        v = model.predict(study.data.X, respondent=study.respondents()[0])
+        assert v.shape == u.shape and np.isfinite(v).all()
+
+
+@pytest.mark.parametrize("name", names(pbo=True))
+def test_a_strategy_fits_the_model_of_its_entry(name: str) -> None:
+    """One name = one model: the PBO rule's surrogate has the entry's (or model_of's)
+    estimator parameters."""
+    spec = get(name)
+    if name.startswith("botorch"):
+        pytest.skip("BoTorch's PairwiseGP is not one of our estimators")
+    strategy = make_strategy(name)
+    want = make_model(name)
+    got = strategy.model
+    assert type(got) is type(want)
+    assert {k: v for k, v in got.get_params().items() if k != "slope_prior"} == {
+        k: v for k, v in want.get_params().items() if k != "slope_prior"
+    }, spec.name
+
+
+def test_entries_say_what_they_need_and_where_they_appear() -> None:
+    assert get("dt").tree and get("dt").scope == "respondent"
+    assert get("logit-shrink").respondent_predict and not get("logit-pooled").respondent_predict
+    assert names(role="explorer") == ["dt", "dt-pooled", "dt-linear"]
+    assert set(names(role="choice_baseline")) == {"logit-pooled", "logit-shrink"}
+    assert {"dt", "dt-linear", "gp", "linear-eubo", "dt-literal"} == set(names(role="elicitation"))
+    assert get("dt-toponly").model_of == "dt" and not get("dt-toponly").fits
+    assert get("dt-linear").takes_prior and not get("dt").takes_prior
+    study = _study()
+    assert "item set" in not_applicable(get("bt-offsets"), study)
+    assert "never saw" in not_applicable(get("dt"), study, new_respondents=True)
+    assert not_applicable(get("dt-linear"), study, new_respondents=True) is None
+    assert "query rule" in not_applicable(get("dt-notop"), study)
+
+
+def test_register_checks_the_entry() -> None:
+    with pytest.raises(ValueError, match="family"):
+        register(ModelSpec("x", "X", "", "forest", estimator=dict))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs or roles"):
+        register(ModelSpec("x", "X", "", "tree", estimator=dict, roles=frozenset({"menu"})))
+    with pytest.raises(ValueError, match="estimator or a strategy"):
+        register(ModelSpec("x", "X", "", "tree"))
+    assert "x" not in MODELS
+    with pytest.raises(KeyError, match="known models"):
+        get("nonsense")
+    with pytest.raises(KeyError, match="not a PBO method"):
+        make_strategy("logit-pooled")
