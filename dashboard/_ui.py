@@ -62,6 +62,49 @@ def keep_visitor_cookie() -> None:
     )
 
 
+#: Session-state key of the deep link last applied (``study``, ``respondent``, ``model``).
+_LINK = "_deep_link"
+#: URL parameters a view can be shared by: ``/<page>?study=KEY&respondent=R&model=M``.
+LINK_PARAMS = ("study", "respondent", "model")
+
+
+def apply_deep_link() -> None:
+    """Point the shared choices at the URL's ``study``, ``respondent`` and ``model`` when
+    the URL changed (a shared link, a bookmark, the address typed); call before any page
+    draws its pickers. The pages keep the URL in step with what they show
+    (:func:`show_in_url`), so the address bar always holds a link to the current view."""
+    link = tuple(st.query_params.get(k) for k in LINK_PARAMS)
+    if link == st.session_state.get(_LINK):
+        return
+    st.session_state[_LINK] = link
+    study, respondent, model = link
+    if study:
+        st.session_state[svc.STUDY_KEY] = study
+        st.session_state["_link_study"] = study
+        if respondent:
+            st.session_state[f"_link_respondent::{study}"] = respondent
+    if model:
+        st.session_state["_link_model"] = model
+
+
+def show_in_url(**values: Any) -> None:
+    """Write the view's ``study`` / ``respondent`` / ``model`` into the URL (``None``
+    removes one), so the address bar is a link to what is shown."""
+    for k, v in values.items():
+        if v is None:
+            if k in st.query_params:
+                del st.query_params[k]
+        elif st.query_params.get(k) != str(v):
+            st.query_params[k] = str(v)
+    st.session_state[_LINK] = tuple(st.query_params.get(k) for k in LINK_PARAMS)
+
+
+def linked_model(options: Sequence[str]) -> str | None:
+    """The model a deep link asks for, when it is one of ``options`` (else ``None``)."""
+    m = st.session_state.get("_link_model")
+    return m if m in options else None
+
+
 def synced_selectbox(
     label: str,
     options: Sequence[Any],
@@ -74,15 +117,18 @@ def synced_selectbox(
 ) -> Any:
     """A selectbox whose choice lives in ``st.session_state[state_key]``.
 
-    Widget state is per page; ``state_key`` is shared, so every page that shows a picker
-    for the same thing starts from the last choice made anywhere. A page whose options do
-    not include the shared choice shows its first option without changing the choice.
+    ``state_key`` is shared, so every page that shows a picker for the same thing shows
+    the last choice made anywhere (or the one a deep link asked for). A page whose options
+    do not include the shared choice shows its first option without changing the choice.
     """
     opts = list(options)
     if not opts:
         return None
     cur = st.session_state.get(state_key)
-    index = opts.index(cur) if cur in opts else 0
+    if cur in opts:
+        st.session_state[key] = cur  # the page follows the shared choice
+    elif st.session_state.get(key) not in opts:
+        st.session_state[key] = opts[0]
 
     def sync() -> None:
         st.session_state[state_key] = st.session_state[key]
@@ -91,7 +137,6 @@ def synced_selectbox(
     value = where.selectbox(
         label,
         opts,
-        index=index,
         key=key,
         format_func=format_func,
         on_change=sync,
@@ -115,6 +160,7 @@ def study_picker(
     if not include_unusable:
         statuses = [s for s in statuses if s.usable]
     titles = {s.key: s.title + ("" if s.usable else "  (not available)") for s in statuses}
+    linked_missing(list(titles))
     return synced_selectbox(
         label,
         list(titles),
@@ -125,18 +171,40 @@ def study_picker(
     )
 
 
+def linked_missing(options: Sequence[str]) -> None:
+    """Say so (once) when a deep link names a study that is not among ``options``."""
+    wanted = st.session_state.pop("_link_study", None)
+    if wanted and wanted not in options:
+        st.warning(
+            f"The link asks for the study {wanted!r}, which is not available on this page "
+            "here; showing another one. Pick a study below, or import it under Case studies."
+        )
+
+
 def respondent_picker(study: Any, *, key: str, container: Any = None) -> Any:
-    """Pick a respondent of a per-respondent study (shared choice); ``None`` if pooled."""
-    if not svc.is_per_respondent(study):
+    """Pick a respondent of a per-respondent study (shared choice, linked by the URL's
+    ``respondent``); ``None`` if pooled or when respondents made too few choice tasks for
+    a personal tree (the pages then show the pooled model)."""
+    if not svc.is_per_respondent(study) or not svc.has_personal_data(study):
+        show_in_url(respondent=None)
         return None
     resp = list(study.respondents())
-    return synced_selectbox(
-        f"Respondent ({len(resp)})",
+    wanted = st.session_state.pop(f"_link_respondent::{study.key}", None)
+    if wanted is not None:
+        match = next((r for r in resp if str(r) == str(wanted)), None)
+        if match is not None:
+            st.session_state[svc.respondent_key(study.key)] = match
+        else:
+            st.warning(f"No respondent {wanted!r} in this study: showing another one.")
+    value = synced_selectbox(
+        f"Respondent ({len(resp):,})",
         resp,
         svc.respondent_key(study.key),
         key=f"{key}::{study.key}",
         container=container,
     )
+    show_in_url(respondent=value)
+    return value
 
 
 _TREE_JS = Path(__file__).resolve().parent / "static" / "tree_view.js"
@@ -332,6 +400,7 @@ def require_study(
     if study_key is None:
         st.info("No study is available.")
         st.stop()
+    show_in_url(study=study_key)
     study, _error = svc.get_study(study_key)
     if study is None:
         unavailable(study_key, what)

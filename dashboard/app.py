@@ -108,6 +108,7 @@ def main() -> None:
     page = st.navigation(pages)
     st.sidebar.caption("DT-PBO Explorer: interpretable preferential Bayesian optimisation")
     ui.visitor_owner()
+    ui.apply_deep_link()
     with st.sidebar:
         ui.keep_visitor_cookie()
     _data_locations()

@@ -71,7 +71,7 @@ from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
 from pbo_core.models.glm import link_nll, newton_batch, spd_inv_batch
 from pbo_core.models.linear import LinearDesign
 from pbo_core.rules import describe_side
-from pbo_core.splits import pair_tasks
+from pbo_core.splits import holdout_tasks, pair_tasks
 
 __all__ = [
     "DEFAULT_COVARIATES",
@@ -839,10 +839,9 @@ class PersonalLogit:
         for r, c in zip(held, C, strict=True):
             m = arr.user == r
             d, t = arr.d[m], arr.task[m]
-            uniq = np.unique(t)
-            if len(uniq) <= self.test_tasks:
+            test = holdout_tasks(t, rng, n_test=self.test_tasks)
+            if test is None:
                 continue
-            test = np.isin(t, rng.choice(uniq, self.test_tasks, replace=False))
             own = list(dict.fromkeys(t[~test]))
             for k in range(1, len(own) + 1):
                 probs_d.append(d)

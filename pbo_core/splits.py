@@ -41,6 +41,7 @@ __all__ = [
     "holdout_tasks",
     "make_split",
     "pair_tasks",
+    "respondent_holdout",
     "task_folds",
     "tasks_per_respondent",
 ]
@@ -132,6 +133,21 @@ def holdout_groups(
     n_test = min(len(ids) - 1, max(1, round(float(fraction) * len(ids))))
     held = ids[sorted(rng.choice(len(ids), size=n_test, replace=False))]
     return held, np.isin(g, held)
+
+
+def respondent_holdout(
+    study: Study, respondent: Any, n_test_tasks: int, seed: int
+) -> tuple[PreferenceData, np.ndarray] | None:
+    """One respondent's data (their items only) and test mask: ``n_test_tasks`` of their
+    tasks held out, drawn with ``default_rng([seed, index])`` (``index``: the respondent's
+    position in ``study.respondents()``) as a ``tasks`` split draws them; ``None`` when the
+    respondent has no more tasks than that."""
+    rows = study.data.respondent == respondent
+    idx = int(np.flatnonzero(study.respondents() == respondent)[0])
+    mask = holdout_tasks(
+        pair_tasks(study.data)[rows], np.random.default_rng([seed, idx]), n_test=n_test_tasks
+    )
+    return None if mask is None else (study.for_respondent(respondent), mask)
 
 
 # ----------------------------------------------------------------------------- splits

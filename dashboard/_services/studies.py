@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from data_loaders import access, user_studies
 from data_loaders._common import DataNotAvailableError
 from data_loaders.registry import StudyInfo, StudyUnavailableError, list_studies, load_study
 from pbo_core.data import DataValidationError, PreferenceData, Study
+from pbo_core.splits import MIN_TASKS_FOR_TASK_SPLIT, tasks_per_respondent
 
 _LOG = logging.getLogger(__name__)
 
@@ -329,14 +331,29 @@ def is_per_respondent(study: Study) -> bool:
     return study.data.respondent is not None and len(study.respondents()) > 1
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _median_tasks(token: Any, _study: Study) -> float:
+    return float(np.median(tasks_per_respondent(_study)))
+
+
+def has_personal_data(study: Study) -> bool:
+    """Did the median respondent make enough choice tasks for a personal model to learn
+    from some and be checked on others (:data:`pbo_core.splits.MIN_TASKS_FOR_TASK_SPLIT`)?
+    When not, pages show the pooled model instead of a respondent picker."""
+    if study.data.respondent is None:
+        return False
+    return _median_tasks(study_token(study), study) >= MIN_TASKS_FOR_TASK_SPLIT
+
+
 def respondent_key(study_key: str) -> str:
     """Session-state key of the chosen respondent of a study."""
     return f"sel_respondent::{study_key}"
 
 
 def chosen_respondent(study: Study) -> Any:
-    """The respondent chosen for a study (``None`` for pooled, single-respondent studies)."""
-    if not is_per_respondent(study):
+    """The respondent chosen for a study (``None`` for pooled, single-respondent studies
+    and studies whose respondents made too few tasks for a personal model)."""
+    if not is_per_respondent(study) or not has_personal_data(study):
         return None
     resp = list(study.respondents())
     cur = st.session_state.get(respondent_key(study.key))

@@ -41,6 +41,7 @@ apply_pending_choice()
 key = ui.study_picker(key="cs_study", include_unusable=True)
 if key is None:
     st.stop()
+ui.show_in_url(study=key)
 status = svc.study_status(key)
 study, error = svc.get_study(key)
 
@@ -75,18 +76,24 @@ remove_button(key, study.title)
 st.markdown("#### Attributes")
 st.dataframe(labels.attribute_table(study.schema), hide_index=True, width="stretch")
 
-if svc.is_per_respondent(study):
+resp_shown = None
+if svc.is_per_respondent(study) and svc.has_personal_data(study):
     st.markdown("#### Respondent")
-    resp = ui.respondent_picker(study, key="cs_resp")
-    data = svc.respondent_data(study, resp)
+    resp_shown = ui.respondent_picker(study, key="cs_resp")
+    data = svc.respondent_data(study, resp_shown)
     st.caption(
-        f"Respondent {resp}: {data.n_items} items, {data.n_pairs} comparisons. The tree "
-        "explorer and the live pages use this respondent."
+        f"Respondent {resp_shown}: {data.n_items} items, {data.n_pairs} comparisons. The "
+        "tree explorer and the live pages use this respondent."
+    )
+elif svc.is_per_respondent(study):
+    st.caption(
+        "Respondents made too few choice tasks each for personal models (median under 3): "
+        "the pages fit one model on every respondent's comparisons and check it on whole "
+        "respondents it never saw."
     )
 else:
     st.caption("One pooled set of comparisons: the pages fit one tree on all of them.")
 
-resp_shown = resp if svc.is_per_respondent(study) else None
 st.markdown("#### Report")
 st.caption(
     "One self-contained HTML file to share offline (e-mail, slides): this study's summary, "

@@ -61,6 +61,8 @@ def _set_controls(rec: store.SessionRecord) -> None:
     """Point the page's controls at a stored session (before the widgets are drawn)."""
     st.session_state["el_mode"] = rec.kind
     st.session_state["el_study" if rec.kind == "items" else "el_fn"] = rec.source
+    if rec.kind == "items":
+        st.session_state[svc.STUDY_KEY] = rec.source
     if rec.method in RULES:
         st.session_state["el_method"] = rec.method
     st.session_state["el_seed"] = rec.seed
@@ -114,9 +116,11 @@ c1, c2, c3 = st.columns([2, 2, 1])
 max_items: int | None = None
 if mode == "items":
     keys = svc.usable_study_keys()
-    if st.session_state.get("el_study") not in keys:
-        st.session_state["el_study"] = "electricity" if "electricity" in keys else keys[0]
-    source = c1.selectbox("Study", keys, key="el_study", format_func=svc.study_titles().get)
+    ui.linked_missing(keys)
+    source = ui.synced_selectbox(
+        "Study", keys, svc.STUDY_KEY, key="el_study", format_func=svc.study_titles().get
+    )
+    ui.show_in_url(study=source)
     study, error = svc.get_study(source)
     if study is None:
         ui.unavailable(source, "Live elicitation on this study")
@@ -133,6 +137,9 @@ else:
     if st.session_state.get("el_fn") not in fns:
         st.session_state["el_fn"] = "branin" if "branin" in fns else fns[0]
     source = c1.selectbox("Function", fns, key="el_fn")
+linked_rule = ui.linked_model(list(RULES))
+if linked_rule is not None and st.session_state.pop("_link_model", None):
+    st.session_state["el_method"] = linked_rule
 method = c2.selectbox("Query rule", list(RULES), format_func=RULES.get, key="el_method")
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="el_seed"))
 st.text_input(

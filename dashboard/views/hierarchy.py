@@ -35,6 +35,7 @@ if not keys:
     ui.unavailable("sushi-a", "The user/item hierarchy")
     st.caption("None of the bundled studies records respondent features.")
 else:
+    ui.linked_missing(keys)
     key = ui.synced_selectbox(
         "Study",
         keys,
@@ -42,6 +43,7 @@ else:
         key="hi_study",
         format_func=svc.study_titles().get,
     )
+    ui.show_in_url(study=key)
     study, error = svc.get_study(key)
     if study is None or study.users is None:
         st.error(error or f"{key} has no respondent features.")

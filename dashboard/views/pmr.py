@@ -29,6 +29,7 @@ if "pmr" not in keys:
 if not keys:
     ui.unavailable("pmr-demo", "This page")
     st.stop()
+ui.linked_missing(keys)
 key = ui.synced_selectbox(
     "Inbox",
     keys,
@@ -36,6 +37,7 @@ key = ui.synced_selectbox(
     key="pmr_study",
     format_func=svc.study_titles().get,
 )
+ui.show_in_url(study=key)
 study, error = svc.get_study(key)
 if study is None:
     ui.unavailable(key, "This page")

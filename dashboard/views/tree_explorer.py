@@ -46,7 +46,13 @@ def _evidence_table(ev: pd.DataFrame) -> pd.DataFrame:
 c_study, c_resp = st.columns(2)
 key, study = ui.require_study("The tree explorer", key="te_study", container=c_study)
 resp = ui.respondent_picker(study, key="te_resp", container=c_resp)
-if resp is None:
+if resp is None and svc.is_per_respondent(study):
+    c_resp.caption(
+        "Respondents made too few choice tasks each for a personal tree (median under "
+        "3): one tree on every respondent's comparisons, checked on whole respondents it "
+        "never saw (Held-out evidence)."
+    )
+elif resp is None:
     c_resp.caption("Pooled data: one tree on all comparisons.")
 data = svc.respondent_data(study, resp)
 if data.n_pairs == 0:
@@ -58,7 +64,14 @@ with st.spinner("Preparing the tree kernels (once per start; first install compi
 
 choices = svc.tree_models(study)
 choice = svc.tree_choice(study)
-default = choice.best if choice is not None and choice.best in choices else choices[0]
+linked = ui.linked_model(choices)
+default = (
+    linked
+    if linked is not None
+    else choice.best
+    if choice is not None and choice.best in choices
+    else choices[0]
+)
 c_model, c_why = st.columns([1, 2])
 method = c_model.selectbox(
     "Model",
@@ -71,7 +84,10 @@ method = c_model.selectbox(
     "(strengths by cross-validation over choice tasks), drawn with the shown "
     "respondent's own leaf values and slopes.",
 )
-if choice is None and not svc.background_choice():
+ui.show_in_url(model=method)
+if linked is not None:
+    c_why.caption(f"{svc.TREE_MODELS[linked]}: the model this link asks for.")
+elif choice is None and not svc.background_choice():
     c_why.caption(
         "The paper DT is shown; the held-out comparison of the tree models (which picks the "
         "default) runs when the Held-out evidence tab opens."

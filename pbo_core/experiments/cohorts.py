@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from pbo_core.data import Feature, PreferenceData, Schema, Study
 from pbo_core.experiments.rho_regret import mean_ci
 from pbo_core.experiments.runner import Cell
-from pbo_core.experiments.studies import LoadStudy, respondent_split
+from pbo_core.experiments.studies import LoadStudy
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import pair_scores, rho_regret
@@ -39,7 +39,7 @@ from pbo_core.segments import (
     SegmentLogitHierarchy,
     cohort_arrays,
 )
-from pbo_core.splits import pair_tasks
+from pbo_core.splits import pair_tasks, respondent_holdout
 from pbo_core.strategies.dt import DTStrategy
 
 
@@ -395,7 +395,7 @@ def swissmetro_cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame
     order = respondent_permutation(len(resp_ids), int(cell["seed"]))
     pos = int(order[int(cell["user"])])
     resp = resp_ids[pos]
-    split = respondent_split(profiles, resp, int(cell["test_tasks"]), int(cell["seed"]))
+    split = respondent_holdout(profiles, resp, int(cell["test_tasks"]), int(cell["seed"]))
     if split is None:
         return pd.DataFrame()
     data, test_mask = split

@@ -1,4 +1,4 @@
-"""Case-study inputs: how studies are loaded (typed callables), respondent task splits.
+"""Case-study inputs: how studies are loaded (typed callables).
 
 The case-study modules (:mod:`~pbo_core.experiments.sushi`,
 :mod:`~pbo_core.experiments.accuracy`, :mod:`~pbo_core.experiments.cohorts`,
@@ -17,14 +17,9 @@ Nothing below :mod:`pbo_core.experiments` imports these modules.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-import numpy as np
-
-from pbo_core.data import PreferenceData, Study
-from pbo_core.models.dt import DTSurrogate
-from pbo_core.models.gp import GPSurrogate
-from pbo_core.splits import pair_tasks
+from pbo_core.data import Study
 
 #: Default test tasks per respondent for conjoint studies.
 TEST_TASKS = {"bela": 2, "presidential": 3, "train": 2, "electricity": 2}
@@ -54,42 +49,3 @@ class LoadStudyFile(Protocol):
     """
 
     def __call__(self, path: str, attributes: str | None, columns: str) -> Study: ...
-
-
-def fit_model(kind: str, data: PreferenceData, **kw: Any) -> Any:
-    """Fit ``DTSurrogate`` (``kind="dt"``) or ``GPSurrogate`` (``"gp"``) with ``kw``."""
-    if kind == "dt":
-        return DTSurrogate(**kw).fit(data)
-    if kind == "gp":
-        return GPSurrogate(**kw).fit(data)
-    raise KeyError(kind)
-
-
-def train_test(
-    data: PreferenceData, test_mask: np.ndarray
-) -> tuple[PreferenceData, PreferenceData]:
-    """Train pairs (items they use) and test pairs (all items) of one respondent."""
-    train = data.select_pairs(~test_mask, drop_unused_items=False)
-    test = data.select_pairs(test_mask, drop_unused_items=False)
-    return train, test
-
-
-def respondent_split(
-    study: Study, respondent: Any, n_test_tasks: int, seed: int
-) -> tuple[PreferenceData, np.ndarray] | None:
-    """One respondent's data and test mask: ``n_test_tasks`` of their tasks held out.
-
-    The tasks are drawn with ``np.random.default_rng([seed, index])`` (``index``: the
-    respondent's position in ``study.respondents()``); ``None`` when the respondent has
-    no more tasks than that.
-    """
-    data = study.for_respondent(respondent)
-    mask_r = study.data.respondent == respondent
-    tasks = pair_tasks(study.data)[mask_r]
-    uniq = np.unique(tasks)
-    if len(uniq) <= n_test_tasks:
-        return None
-    idx = int(np.flatnonzero(study.respondents() == respondent)[0])
-    rng = np.random.default_rng([seed, idx])
-    test_tasks = rng.choice(uniq, size=n_test_tasks, replace=False)
-    return data, np.isin(tasks, test_tasks)

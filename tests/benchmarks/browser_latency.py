@@ -223,7 +223,7 @@ def run(answers: int, root: Path = ROOT, first_view_repeats: int = 3) -> dict[st
             ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
             pg = ctx.new_page()
             pg.set_default_timeout(120_000)
-            pg.goto(f"{url}/elicitation")
+            pg.goto(f"{url}/elicitation?study=electricity")
             settle(pg)
             elec = answer_latencies(pg, answers)
             pg.get_by_text("2-D benchmark function").click()

@@ -108,7 +108,7 @@ async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Bar
     ctx.set_default_timeout(180_000)
     try:
         pg = await ctx.new_page()
-        await pg.goto(f"{url}/elicitation")
+        await pg.goto(f"{url}/elicitation?study=electricity")
         await _idle(pg)
         await _wait_metric(pg, "Answers", "0")
         await start.wait()  # everyone has the page open before anyone answers

@@ -95,7 +95,7 @@ def browser_latencies(methods: list[str], answers: int) -> dict[str, Any]:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         pg = browser.new_context(viewport={"width": 1400, "height": 1600}).new_page()
         pg.set_default_timeout(120_000)
-        pg.goto(f"{url}/elicitation")
+        pg.goto(f"{url}/elicitation?study=electricity")
         settle(pg)
         for method in methods:
             pg.locator('[data-testid="stSelectbox"]', has_text="Query rule").first.click()

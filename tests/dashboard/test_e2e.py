@@ -208,7 +208,7 @@ def test_tree_explorer_zoom_collapse_items_and_downloads(server, page) -> None:
 
 def test_live_elicitation_three_answers_change_the_tree(server, page) -> None:
     expect = sync_api.expect
-    page.goto(f"{server}/elicitation")
+    page.goto(f"{server}/elicitation?study=electricity")
     settle(page)
     frame = page.frame_locator(TREE_FRAME).first
     frame.locator("g.node").first.wait_for(state="visible", timeout=60_000)
@@ -355,7 +355,7 @@ def test_hierarchy_page_shows_segments_and_the_cold_start_baselines(fresh_server
 def test_elicitation_session_survives_a_browser_reload(server, page) -> None:
     """10 answers including one "no preference", a reload: still 10 answers, same favourite."""
     expect = sync_api.expect
-    page.goto(f"{server}/elicitation")
+    page.goto(f"{server}/elicitation?study=electricity")
     settle(page)
     page.get_by_role("button", name="Start over").click()
     expect(metric(page, "Answers")).to_have_text("0", timeout=60_000)

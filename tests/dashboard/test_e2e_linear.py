@@ -25,7 +25,7 @@ pytestmark = pytest.mark.e2e
 
 def test_live_elicitation_answers_ten_questions_with_dt_linear(server, page) -> None:  # noqa: F811
     expect = sync_api.expect
-    page.goto(f"{server}/elicitation")
+    page.goto(f"{server}/elicitation?study=electricity")
     settle(page)
     page.locator('[data-testid="stSelectbox"]', has_text="Query rule").first.click()
     page.get_by_role("option", name=RULES["dt-linear"]).click()

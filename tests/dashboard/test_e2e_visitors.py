@@ -146,8 +146,8 @@ def test_two_visitors_keep_their_own_sessions_and_a_link_resumes(browser, shared
     expect = sync_api.expect
     ctx_a, ctx_b, ctx_c = _context(browser), _context(browser), _context(browser)
     try:
-        a = _open(ctx_a, f"{url}/elicitation")
-        b = _open(ctx_b, f"{url}/elicitation")  # open, nothing answered
+        a = _open(ctx_a, f"{url}/elicitation?study=electricity")
+        b = _open(ctx_b, f"{url}/elicitation?study=electricity")  # open, nothing answered
         _answer(a, "ABA", 0)
         b.reload()
         settle(b)
@@ -200,7 +200,7 @@ def test_killing_the_server_mid_answer_loses_at_most_that_answer(
     ctx = _context(browser)
     try:
         with streamlit_server(work, extra_env=env, port=port) as url:
-            pg = _open(ctx, f"{url}/elicitation")
+            pg = _open(ctx, f"{url}/elicitation?study=electricity")
             _answer(pg, "AB", 0)
             sid = _sid(pg)
             pg.get_by_role("button", name="I prefer A").click()

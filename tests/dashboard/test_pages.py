@@ -631,7 +631,7 @@ def test_elicitation_with_gp_and_pmr_items(app) -> None:
 
 
 def test_elicitation_names_items_and_shows_no_favourite_before_an_answer(app) -> None:
-    at = app("elicitation")
+    at = app("elicitation", sel_study="electricity")
     heads = [h.value for h in at.subheader]
     assert any("Which electricity offer would you choose?" in h for h in heads), heads
     shown = texts(at)

@@ -15,11 +15,11 @@ from pbo_core.data import PreferenceData
 from pbo_core.experiments import accuracy as acc
 from pbo_core.experiments import cli
 from pbo_core.experiments.accuracy import cell_split
-from pbo_core.experiments.studies import respondent_split, train_test
 from pbo_core.metrics import accuracy as pair_accuracy
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.linear import LogitSurrogate
 from pbo_core.registry import MODELS, ModelSpec, make_model, register
+from pbo_core.splits import respondent_holdout
 
 
 def run(capsys, *args: str) -> dict:
@@ -98,8 +98,8 @@ def test_cells_reproduce_the_per_respondent_split_and_pooled_fit() -> None:
     study = load_study_cached("electricity")
     dt = acc.accuracy_cell(dict(cell, method="dt"), load_study=load_study_cached)
     for i, r in enumerate(split.respondents):
-        data, mask = respondent_split(study, r, 2, 0)
-        tr, te = train_test(data, mask)
+        data, mask = respondent_holdout(study, r, 2, 0)
+        tr, te = data.select_pairs(~mask), data.select_pairs(mask)
         m = DTSurrogate().fit(tr)
         row = dt.iloc[i]
         assert row["respondent"] == str(r)
