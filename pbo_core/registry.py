@@ -438,7 +438,6 @@ _entries(
             estimator=lambda **kw: LinearLeafDTSurrogate(**{**DT_LINEAR, **kw}),
             strategy=_linear_leaf_rule("dt-linear", DT_LINEAR),
             respondent_predict=True,
-            needs=_DESIGN,
             roles=frozenset({"accuracy", "explorer", "sensitivity", "elicitation"}),
             takes_prior=True,
         ),

@@ -37,6 +37,7 @@ from dashboard._services.elicitation import (
     new_elicitation,
     no_leaf_boxes,
     option_table,
+    rule_label,
     session_items,
     session_items_table,
     session_leaf_table,
@@ -112,7 +113,6 @@ from dashboard._services.studies import (
     warm_up_first_study,
 )
 from dashboard._services.trees import (
-    TREE_MODELS,
     TreeChoice,
     background_choice,
     data_item_names,
@@ -138,7 +138,6 @@ __all__ = [
     "PATHS_KEY",
     "RESULT_KINDS",
     "STUDY_KEY",
-    "TREE_MODELS",
     "DefaultGrid",
     "StudyStatus",
     "TreeChoice",
@@ -208,6 +207,7 @@ __all__ = [
     "result_folders",
     "result_kind",
     "results_home",
+    "rule_label",
     "run_extraction",
     "score_extraction",
     "segments",

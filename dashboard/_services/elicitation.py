@@ -39,6 +39,11 @@ def _study_prior(token: Any, _study: Any) -> SlopePrior:
     return pooled_slope_prior(_study.data)
 
 
+def rule_label(name: str) -> str:
+    """A query rule as the Live elicitation page names it (the registry's label)."""
+    return get(name).label + (" (study prior)" if get(name).takes_prior else "")
+
+
 def study_prior(study: Any) -> SlopePrior | None:
     """Population slope prior of a study's respondents (``None`` with fewer than two)."""
     if study.data.respondent is None or len(study.respondents()) < 2:

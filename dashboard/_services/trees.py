@@ -70,13 +70,10 @@ def fit_tree(
     )
 
 
-#: Tree models the explorer draws (the registry's ``explorer`` role): name -> label.
-TREE_MODELS: dict[str, str] = {n: get(n).label for n in names(role="explorer")}
-
-
 def tree_models(study: Study) -> list[str]:
-    """The tree models that apply to ``study`` (registry names, explorer order)."""
-    return applicable(study, list(TREE_MODELS))
+    """The tree models the explorer draws (the registry's ``explorer`` role) that apply to
+    ``study``, in registry order."""
+    return applicable(study, names(role="explorer"))
 
 
 @st.cache_resource(
@@ -107,7 +104,7 @@ def fit_model(study: Study, respondent: Any, method: str, *, min_samples_split: 
 def compare_trees(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> TreeChoice:
     """Held-out accuracy (5-fold CV) of the explorer's tree models and the registry's
     ``choice_baseline`` models (:func:`pbo_core.experiments.tree_choice.compare_trees`)."""
-    return compare_models(study, list(TREE_MODELS), None, n_respondents)
+    return compare_models(study, names(role="explorer"), None, n_respondents)
 
 
 class _Worker:
@@ -189,7 +186,7 @@ _BACKGROUND_FITS: dict[tuple[Any, str], Any] = {}
 def _choice_in_background(study: Study, n_respondents: int, token: Any) -> Future:
     """Start :func:`pbo_core.experiments.tree_choice.choose_and_fit` in the worker process;
     a Future of its :class:`TreeChoice` (the winner's fit is kept for :func:`fit_model`)."""
-    job = _submit(choose_and_fit, study, list(TREE_MODELS), None, n_respondents)
+    job = _submit(choose_and_fit, study, names(role="explorer"), None, n_respondents)
     out: Future = Future()
     out.set_running_or_notify_cancel()
 

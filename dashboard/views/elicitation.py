@@ -30,14 +30,9 @@ from dashboard._services import sessions as store
 from dashboard._uploads import upload_name
 from pbo_core import explain
 from pbo_core.benchmarks import get_benchmark
-from pbo_core.registry import get, names
+from pbo_core.registry import names
 from pbo_core.session import ElicitationSession
 
-#: Query rules offered here: the registry's ``elicitation`` role, name -> label.
-RULES = {
-    n: get(n).label + (" (study prior)" if get(n).takes_prior else "")
-    for n in names(role="elicitation")
-}
 MAX_ITEMS = 200
 MODES = {"items": "Items of a study", "benchmark": "2-D benchmark function"}
 #: A session resumed within this many seconds of its last write by an earlier server
@@ -63,7 +58,7 @@ def _set_controls(rec: store.SessionRecord) -> None:
     st.session_state["el_study" if rec.kind == "items" else "el_fn"] = rec.source
     if rec.kind == "items":
         st.session_state[svc.STUDY_KEY] = rec.source
-    if rec.method in RULES:
+    if rec.method in names(role="elicitation"):
         st.session_state["el_method"] = rec.method
     st.session_state["el_seed"] = rec.seed
     st.session_state["el_participant"] = rec.participant
@@ -137,10 +132,12 @@ else:
     if st.session_state.get("el_fn") not in fns:
         st.session_state["el_fn"] = "branin" if "branin" in fns else fns[0]
     source = c1.selectbox("Function", fns, key="el_fn")
-linked_rule = ui.linked_model(list(RULES))
+linked_rule = ui.linked_model(names(role="elicitation"))
 if linked_rule is not None and st.session_state.pop("_link_model", None):
     st.session_state["el_method"] = linked_rule
-method = c2.selectbox("Query rule", list(RULES), format_func=RULES.get, key="el_method")
+method = c2.selectbox(
+    "Query rule", names(role="elicitation"), format_func=svc.rule_label, key="el_method"
+)
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="el_seed"))
 st.text_input(
     "Participant name (optional)",

@@ -15,6 +15,7 @@ from dashboard import _charts as charts
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core import explain, metrics
+from pbo_core.registry import get
 
 st.title("Tree explorer")
 st.caption(
@@ -77,7 +78,7 @@ method = c_model.selectbox(
     "Model",
     choices,
     index=choices.index(default),
-    format_func=lambda k: svc.TREE_MODELS[k],
+    format_func=lambda k: get(k).label,
     key=f"te_model::{key}::{default}",
     help="Paper DT: constant leaves, fitted on the shown respondent's comparisons. "
     "Linear-leaf tree and pooled DT: one tree fitted on every respondent's comparisons "
@@ -86,7 +87,7 @@ method = c_model.selectbox(
 )
 ui.show_in_url(model=method)
 if linked is not None:
-    c_why.caption(f"{svc.TREE_MODELS[linked]}: the model this link asks for.")
+    c_why.caption(f"{get(linked).label}: the model this link asks for.")
 elif choice is None and not svc.background_choice():
     c_why.caption(
         "The paper DT is shown; the held-out comparison of the tree models (which picks the "
@@ -301,14 +302,14 @@ if tab_ev.open:
         ct = choice.table
         st.altair_chart(charts.evidence_chart(ct), width="stretch")
         st.dataframe(_evidence_table(ct), hide_index=True, width="stretch")
-        losers = ct[ct["key"].isin(svc.TREE_MODELS) & (ct["ci_high"] < ct["heldout"].max())]
+        losers = ct[(ct["family"] == "tree") & (ct["ci_high"] < ct["heldout"].max())]
         if len(losers):
             st.caption(
                 "Below the best model's mean with their whole 95% CI: "
                 + ", ".join(losers["method"])
                 + "."
             )
-        shown_label = svc.TREE_MODELS.get(method, method)
+        shown_label = get(method).label
         st.markdown(
             f"#### The model shown ({shown_label}) on the data shown ("
             + ("respondent " + str(resp) if resp is not None else "all respondents")

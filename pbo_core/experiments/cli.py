@@ -122,7 +122,6 @@ from pbo_core.experiments.cohorts import (
 from pbo_core.experiments.report import write_report
 from pbo_core.experiments.rho_regret import (
     PRIORS,
-    RHO_METHODS,
     RHO_STUDIES,
     rho_cells,
     rho_regret_cell,
@@ -357,7 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(s)
     s = sub.add_parser("rho-regret", help="rho-regret per question on bundled data (App. G.1)")
     s.add_argument("--study", choices=RHO_STUDIES, required=True)
-    s.add_argument("--methods", default=",".join(RHO_METHODS), help="registry method names")
+    s.add_argument(
+        "--methods", default=",".join(names(role="rho_regret")), help="registry method names"
+    )
     s.add_argument(
         "--units",
         type=int,

@@ -57,7 +57,7 @@ from pbo_core.metrics import rho_regret, top1_rank_error
 from pbo_core.models.linear import RespondentLinearSurrogate
 from pbo_core.models.linear_leaves import SlopePrior
 from pbo_core.problem import Problem
-from pbo_core.registry import get, make_strategy, names
+from pbo_core.registry import get, make_strategy
 from pbo_core.strategies.linear_leaves import pooled_slope_prior
 
 #: Studies with simulated respondents.
@@ -65,7 +65,6 @@ SIMULATED_STUDIES = ("train", "electricity", "swissmetro")
 #: Every study of the command.
 RHO_STUDIES = ("pmr-demo", *SIMULATED_STUDIES, "sushi-a")
 #: Default methods: DT variants, GP, random pairs.
-RHO_METHODS = tuple(names(role="rho_regret"))
 #: Choices of the ``--prior`` option.
 PRIORS = ("pooled", "none")
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData
-from pbo_core.metrics import competition_rank
+from pbo_core.metrics import competition_rank, margin_scores
 from pbo_core.models.base import Estimator
 from pbo_core.models.glm import (
     PaddedBatch,
@@ -513,4 +513,4 @@ class CopelandSurrogate(_ItemPredictor):
     def prob_prefer(self, Xa: np.ndarray, Xb: np.ndarray, respondent: Any = None) -> np.ndarray:
         """1, 1/2 or 0 as the score of ``a`` is above, equal to or below that of ``b``."""
         ma, mb = self.predict(Xa, respondent), self.predict(Xb, respondent)
-        return np.where(ma > mb, 1.0, np.where(ma == mb, 0.5, 0.0))
+        return margin_scores(ma - mb)

@@ -84,7 +84,7 @@ def browser_latencies(methods: list[str], answers: int) -> dict[str, Any]:
     """Answer -> next question in Chromium, per method, on the Electricity items."""
     from playwright.sync_api import sync_playwright
 
-    from dashboard.views.elicitation import RULES
+    from dashboard._services.elicitation import rule_label
 
     out: dict[str, Any] = {}
     with (
@@ -99,7 +99,7 @@ def browser_latencies(methods: list[str], answers: int) -> dict[str, Any]:
         settle(pg)
         for method in methods:
             pg.locator('[data-testid="stSelectbox"]', has_text="Query rule").first.click()
-            pg.get_by_role("option", name=RULES[method]).click()
+            pg.get_by_role("option", name=rule_label(method)).click()
             settle(pg)
             pg.locator("h3", has_text="Question 1:").first.wait_for(state="visible")
             out[method] = summary(answer_latencies(pg, answers))

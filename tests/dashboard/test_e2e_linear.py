@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.views.elicitation import RULES
+from dashboard._services.elicitation import rule_label
 from tests.dashboard.test_e2e import (  # noqa: F401  (pytest fixtures)
     TREE_FRAME,
     browser,
@@ -28,7 +28,7 @@ def test_live_elicitation_answers_ten_questions_with_dt_linear(server, page) -> 
     page.goto(f"{server}/elicitation?study=electricity")
     settle(page)
     page.locator('[data-testid="stSelectbox"]', has_text="Query rule").first.click()
-    page.get_by_role("option", name=RULES["dt-linear"]).click()
+    page.get_by_role("option", name=rule_label("dt-linear")).click()
     settle(page, timeout=300_000)  # the first visit fits the study's respondents (the prior)
     expect(metric(page, "Answers")).to_have_text("0", timeout=60_000)
     for k, side in enumerate("ABBABAABBA", start=1):

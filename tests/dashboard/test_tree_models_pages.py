@@ -51,9 +51,9 @@ def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_m
     assert {"Paper DT (constant leaves)", "Linear-leaf tree (dt-linear)"} <= set(ev["method"])
     # the baselines beside the trees
     assert {get("logit-shrink").label, get("logit-pooled").label} <= set(ev["method"])
-    trees_only = ev[ev["method"].isin(tree_svc.TREE_MODELS.values())]
+    trees_only = ev[ev["method"].isin([get(n).label for n in tree_svc.names(role="explorer")])]
     best = trees_only.loc[trees_only["held-out"].idxmax(), "method"]
-    assert tree_svc.TREE_MODELS[_model_box(at).value] == best
+    assert get(_model_box(at).value).label == best
     for ci, mean in zip(ev["95% CI"], ev["held-out"], strict=True):
         lo, hi = (float(x) for x in ci.split(" – "))
         assert lo <= mean <= hi
