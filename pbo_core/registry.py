@@ -51,6 +51,7 @@ __all__ = [
     "NEEDS",
     "ROLES",
     "ModelSpec",
+    "fit_for",
     "get",
     "make_model",
     "make_strategy",
@@ -235,6 +236,27 @@ def make_strategy(name: str, **options: object) -> Strategy:
     if spec.strategy is None:
         raise KeyError(f"{name} is not a PBO method; PBO methods: {names(pbo=True)}")
     return spec.strategy(**options)
+
+
+def fit_for(
+    name: str, study: Study, respondent: Any = None, *, fitted: Any = None, **params: Any
+) -> Any:
+    """Model ``name`` as a page or a report shows it for ``respondent`` (``None``: the pooled
+    data): a per-respondent model fitted on that respondent's comparisons; a pooled model
+    fitted on the whole study (or ``fitted``, such a fit made earlier) and, for a tree with
+    personal utilities, that respondent's posterior on their own items."""
+    spec = get(name)
+    data = (
+        study.data
+        if respondent is None or study.data.respondent is None
+        else study.for_respondent(respondent)
+    )
+    if spec.scope == "respondent":
+        return make_model(name, **params).fit(data)
+    model = fitted if fitted is not None else make_model(name, **params).fit(study.data)
+    if data is not study.data and spec.respondent_predict and spec.tree:
+        return model.for_respondent(respondent, data.X)
+    return model
 
 
 def study_kind(study: Study) -> str:

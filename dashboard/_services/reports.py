@@ -1,44 +1,27 @@
-"""The "Download report" of a study: :mod:`pbo_core.explain.report` on the pages' caches."""
+"""The "Download report" of a study: :func:`pbo_core.explain.report.study_report`, as the
+command line's ``report`` writes it, cached per study, respondent and model."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dashboard._services.analyses import evidence, sensitivity
-from dashboard._services.studies import respondent_data
-from dashboard._services.trees import fit_tree, tree_view
+import streamlit as st
+
+from dashboard._services.studies import study_token
 from pbo_core.data import Study
-from pbo_core.explain.report import (
-    SENSITIVITY_DEFAULTS,
-    ReportParts,
-    build_report,
-    report_command,
-    report_settings,
-)
+from pbo_core.explain.report import build_report, report_command, study_report
 
 
-def report_html(study: Study, respondent: Any, command: str | None = None) -> str:
-    """The self-contained HTML report of ``respondent``'s tree (``None``: pooled), built from
-    the same cached tree, held-out evidence and sensitivity table the pages show."""
-    data = respondent_data(study, respondent)
-    model = fit_tree(study, respondent)
-    title = study.title + (f" — respondent {respondent}" if respondent is not None else "")
-    view = tree_view(model, data, title=title)
-    opts = dict(SENSITIVITY_DEFAULTS)
-    table = sensitivity(
-        study,
-        opts["test_fraction"],
-        opts["seed"],
-        opts["n_respondents"],
-        opts["use_study_split"],
-    )
-    parts = ReportParts(
-        study,
-        respondent,
-        [(title, view)],
-        evidence(study, respondent),
-        table,
-        report_settings(1, opts),
-        [command or report_command(study.key, respondent)],
-    )
+@st.cache_data(show_spinner=False, max_entries=16)
+def _report(token: Any, respondent: str, model: str, command: str, _study: Study, _r: Any) -> str:
+    parts = study_report(_study, _r, model=model, commands=[command])
     return build_report(parts)
+
+
+def report_html(
+    study: Study, respondent: Any, model: str = "dt", command: str | None = None
+) -> str:
+    """The self-contained HTML report of ``model``'s tree for ``respondent`` (``None``:
+    pooled), the same document ``python -m pbo_core.experiments report`` writes."""
+    cmd = command or report_command(study.key, respondent, model)
+    return _report(study_token(study), repr(respondent), model, cmd, study, respondent)

@@ -31,7 +31,7 @@ from pbo_core.experiments.tree_choice import (
 from pbo_core.experiments.tree_choice import compare_trees as compare_models
 from pbo_core.explain import labels, naming
 from pbo_core.models.dt import DTSurrogate
-from pbo_core.registry import get, names
+from pbo_core.registry import fit_for, get, names
 
 
 @st.cache_resource(show_spinner="Fitting the tree...", max_entries=64)
@@ -88,17 +88,15 @@ def fit_model(study: Study, respondent: Any, method: str, *, min_samples_split: 
     """The drawn model: a per-respondent tree of the respondent's own comparisons (the
     paper DT), or a pooled tree of the registry fitted on the whole study and shown with
     the respondent's posterior (``for_respondent``; the population fit for pooled data)."""
-    if get(method).scope == "respondent":
-        if method != "dt":
-            return get(method).make().fit(respondent_data(study, respondent))
+    if method == "dt":
         return fit_tree(study, respondent, min_samples_split=min_samples_split)
+    if get(method).scope == "respondent":
+        return fit_for(method, study, respondent)
     token = study_token(study)
     model = _BACKGROUND_FITS.get((token, method))  # the winner, fitted by the comparison
     if model is None:
         model = _fit_pooled(token, method, study)
-    if respondent is not None and study.data.respondent is not None:
-        model = model.for_respondent(respondent, respondent_data(study, respondent).X)
-    return model
+    return fit_for(method, study, respondent, fitted=model)
 
 
 def compare_trees(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> TreeChoice:

@@ -102,11 +102,13 @@ st.caption(
     "95% CIs, leave-one-out feature sensitivity, and the command and versions that "
     "reproduce it."
 )
-report_key = f"cs_report::{key}::{resp_shown}"
+done = svc.tree_choice(study) if svc.background_choice() else None
+report_model = done.best if done is not None else "dt"
+report_key = f"cs_report::{key}::{resp_shown}::{report_model}"
 if st.button("Build report", key="cs_build_report", icon=":material/description:"):
     with st.spinner("Fitting, cross-validating and refitting without each feature..."):
         svc.warm_up()
-        st.session_state[report_key] = svc.report_html(study, resp_shown)
+        st.session_state[report_key] = svc.report_html(study, resp_shown, report_model)
 if report_key in st.session_state:
     st.download_button(
         "Download report",

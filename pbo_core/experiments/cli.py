@@ -409,6 +409,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--study", default=None, help="registry key (or --data)")
     s.add_argument("--respondent", default=None, help="whose tree (default: the first)")
+    s.add_argument(
+        "--model",
+        default=None,
+        help="the tree to draw, a registry name (default: the most accurate tree held out, "
+        "as the Tree explorer opens on): " + ", ".join(names(role="explorer")),
+    )
     s.add_argument("--out", required=True, help="HTML file to write")
     s.add_argument("--data-dir", default=None, help="where the study's data are (if not bundled)")
     _own_data_args(s)

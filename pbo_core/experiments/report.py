@@ -18,6 +18,7 @@ from typing import Any
 
 from pbo_core.data import Study
 from pbo_core.experiments.studies import LoadStudy, LoadStudyFile
+from pbo_core.experiments.tree_choice import compare_trees
 from pbo_core.explain.report import build_report, study_report
 
 
@@ -58,9 +59,14 @@ def write_report(
     study = _study(args, load_study, load_study_file)
     words = list(sys.argv[1:] if argv is None else argv)
     command = "python -m pbo_core.experiments " + shlex.join(words)
+    model = args.model
+    if model is None:  # the Tree explorer's default: the most accurate tree held out
+        model = compare_trees(study).best
+        print(f"model: {model} (the most accurate tree held out)", file=sys.stderr)
     parts = study_report(
         study,
         pick_respondent(study, args.respondent),
+        model=model,
         commands=[command],
         sensitivity_options={"kind": getattr(args, "split", "auto")},
     )

@@ -46,7 +46,8 @@ from pbo_core.explain import labels
 from pbo_core.explain.export import OUTLINE_LEAVES, TreeView, tree_view
 from pbo_core.explain.naming import item_names
 from pbo_core.models.dt import DTSurrogate
-from pbo_core.splits import make_split
+from pbo_core.registry import fit_for, get, not_applicable
+from pbo_core.splits import auto_kind, make_split
 
 __all__ = [
     "ReportParts",
@@ -97,24 +98,35 @@ def study_report(
     study: Study,
     respondent: Any = None,
     *,
+    model: str = "dt",
+    fitted: Any = None,
     min_samples_split: int = 1,
     commands: Sequence[str] = (),
     sensitivity_options: Mapping[str, Any] | None = None,
 ) -> ReportParts:
-    """Fit the tree of ``respondent`` (``None``: the first respondent of a per-respondent
-    study, the pooled data otherwise) and compute the evidence and sensitivity tables."""
-    per_resp = study.data.respondent is not None and len(study.respondents()) > 1
-    if per_resp and respondent is None:
+    """Fit the tree ``model`` (a registry name; ``fitted``: its pooled fit made earlier) of
+    ``respondent`` (``None``: the first respondent of a study whose respondents made enough
+    choice tasks for personal models, the pooled data otherwise) and compute the evidence
+    and sensitivity tables."""
+    personal = study.data.respondent is not None and auto_kind(study)[0] == "tasks"
+    if personal and respondent is None:
         respondent = study.respondents()[0]
-    if not per_resp:
+    if not personal:
         respondent = None
     data = study.data if respondent is None else study.for_respondent(respondent)
-    model = DTSurrogate(min_samples_split=min_samples_split).fit(data)
-    title = study.title + (f" — respondent {respondent}" if respondent is not None else "")
-    view = tree_view(model, data=data, item_names=item_names(data), title=title)
+    if model == "dt":
+        shown = DTSurrogate(min_samples_split=min_samples_split).fit(data)
+    else:
+        shown = fit_for(model, study, respondent, fitted=fitted)
+    title = (
+        study.title
+        + f" — {get(model).label}"
+        + (f", respondent {respondent}" if respondent is not None else "")
+    )
+    view = tree_view(shown, data=data, item_names=item_names(data), title=title)
     opts = {**SENSITIVITY_DEFAULTS, **dict(sensitivity_options or {})}
-    ev, ev_split = shown_evidence(study, respondent, "dt", kind=opts.get("kind", "auto"))
-    sens = sensitivity_table(study, **opts)
+    ev, ev_split = shown_evidence(study, respondent, model, kind=opts.get("kind", "auto"))
+    sens = sensitivity_table(study, **opts, model=model)
     settings = report_settings(min_samples_split, opts)
     settings["evidence"] = f"{ev_split.reason}; seed 0, 2000 bootstrap resamples"
     return ReportParts(study, respondent, [(title, view)], ev, sens, settings, list(commands))
@@ -127,15 +139,18 @@ def sensitivity_table(
     seed: int = 0,
     respondents: int | None = 50,
     kind: str = "auto",
+    model: str = "dt",
 ) -> pd.DataFrame:
-    """Leave-one-out blocks of the paper DT and the best baseline on the split the study's
+    """Leave-one-out blocks of ``model`` and the best baseline on the split the study's
     shape calls for (:mod:`pbo_core.evaluation`), one table with a ``method`` column; the
     split's reason in ``attrs["split"]``."""
     n = respondents if study.data.respondent is not None else None
     split = make_split(study, kind, seed=seed, fraction=fraction, respondents=n)
     base = [m for m in default_models(split) if m.split("-")[0] in ("logit", "probit")]
     best = best_baseline(ablation_rows(split, base, features=[]), seed=seed) if base else None
-    models = [m for m in ("dt",) if m in default_models(split)] + ([best] if best else [])
+    why = not_applicable(get(model), study, new_respondents=split.new_respondents)
+    shown = [model] if why is None else []
+    models = shown + ([best] if best else [])
     blocks = summarize_ablation(ablation_rows(split, models), seed=seed)
     table = pd.concat(blocks.values(), ignore_index=True) if blocks else pd.DataFrame()
     table.attrs["split"] = split.reason
@@ -153,9 +168,9 @@ def report_settings(
     }
 
 
-def report_command(key: str, respondent: Any = None) -> str:
+def report_command(key: str, respondent: Any = None, model: str = "dt") -> str:
     """The command line that writes the same report for a registry study."""
-    cmd = f"python -m pbo_core.experiments report --study {key}"
+    cmd = f"python -m pbo_core.experiments report --study {key} --model {model}"
     if respondent is not None:
         cmd += f" --respondent {respondent}"
     return cmd + f" --out report-{key}.html"

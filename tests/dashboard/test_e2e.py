@@ -201,7 +201,7 @@ def test_tree_explorer_zoom_collapse_items_and_downloads(server, page) -> None:
     page.get_by_role("tab", name="Held-out evidence").click()
     settle(page)
     page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible", timeout=240_000)
-    expect(page.get_by_text("Logit (linear utility)").first).to_be_visible()
+    expect(page.get_by_text("Logit, pooled").first).to_be_visible()
     page.wait_for_timeout(800)
     snap(page, "tree_evidence")
 

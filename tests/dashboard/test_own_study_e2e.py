@@ -169,7 +169,7 @@ def test_upload_edit_import_view_restart_remove(tmp_path: Path) -> None:
                 pg.get_by_role("tab", name="Held-out evidence").click()
                 settle(pg)
                 pg.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
-                expect(pg.get_by_text("Logit (linear utility)").first).to_be_visible()
+                expect(pg.get_by_text("Logit, pooled").first).to_be_visible()
                 nav(pg, "Feature sensitivity")
                 pg.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
                 assert re.search(r"\bprice\b|Price", pg.inner_text("body"))
