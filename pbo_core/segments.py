@@ -70,6 +70,7 @@ from pbo_core.data import Schema, Study
 from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
 from pbo_core.models.glm import link_nll, newton_batch, spd_inv_batch
 from pbo_core.models.linear import LinearDesign
+from pbo_core.models.solver import NewtonStep, newton_minimize
 from pbo_core.rules import describe_side
 from pbo_core.splits import holdout_tasks, pair_tasks
 
@@ -231,7 +232,11 @@ def _kron_newton(
     ``Dp`` ``(R, m, p)``: every respondent's difference rows, padded (weight 0 in ``Wp``);
     ``X1`` ``(R, 1 + q)``. The comparison row is ``kron(d_i, x_u)``, so the Hessian is
     ``sum_u kron(M_u, x_u x_u^T)`` with ``M_u = sum_{i in u} h_i d_i d_i^T``: built per
-    respondent (one ``(p^2, R) x (R, q^2)`` product) instead of per comparison.
+    respondent (one ``(p^2, R) x (R, q^2)`` product) instead of per comparison. Newton
+    by the one solver (:func:`~pbo_core.models.solver.newton_minimize`: decrement rule,
+    Armijo, 30 trial steps); the Hessian is the one at the returned MAP, and a fit that
+    reaches ``max_iter`` above ``tol`` raises a
+    :class:`~pbo_core.models.solver.ConvergenceWarning`.
     """
     R, _, p = Dp.shape
     q1 = X1.shape[1]
@@ -242,29 +247,28 @@ def _kron_newton(
         z = np.einsum("uip,up->ui", Dp, X1 @ b.reshape(p, q1).T)
         return float((Wp * link_nll(z, "logit")).sum() + 0.5 * (prec * b * b).sum()), z
 
-    f, z = obj(beta)
-    H = np.diag(prec)
-    for _ in range(max_iter):
+    def newton(b: np.ndarray, z: np.ndarray) -> NewtonStep:
         e = expit(-z)  # 1 - sigma(z): minus the derivative of -log sigma(z)
         Gu = np.einsum("ui,uip->up", -Wp * e, Dp)
         Mu = np.einsum("uip,ui,uir->upr", Dp, Wp * e * (1.0 - e), Dp).reshape(R, p * p)
-        grad = (Gu.T @ X1).ravel() + prec * beta
+        grad = (Gu.T @ X1).ravel() + prec * b
         H = (Mu.T @ XX).reshape(p, p, q1, q1).transpose(0, 2, 1, 3).reshape(p * q1, p * q1)
         H = H + np.diag(prec)
         step = np.linalg.solve(H, grad)
-        dec = float(grad @ step)
-        if dec < tol * tol:
-            break
-        t, f_new, z_new = 1.0, f, z
-        for _bt in range(30):
-            f_new, z_new = obj(beta - t * step)
-            if f_new <= f - 0.25 * t * dec:
-                break
-            t *= 0.5
-        if f_new >= f:
-            break
-        beta, f, z = beta - t * step, f_new, z_new
-    return beta, H
+        return NewtonStep(step, float(grad @ step), info=H)
+
+    res = newton_minimize(
+        obj,
+        newton,
+        beta,
+        max_iter=max_iter,
+        tol=tol,
+        min_step=2.0**-28,  # 30 trial steps, t = 1 ... 2^-29
+        what="covariate-interaction logit",
+        hint="Raise max_iter, or strengthen the prior (alpha).",
+    )
+    assert res.step is not None  # rule "decrement" computes a step at the returned point
+    return res.x, res.step.info
 
 
 def _padded(arr: CohortArrays, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,9 @@ with ``F`` the logistic function (``link="logit"``) or the standard normal CDF
 ``scipy.special.log_ndtr``), weights ``w`` (counts; 0 for padding or held-out rows),
 diagonal prior precision ``pi`` and mean ``m``. ``J`` is strictly convex for ``pi > 0``.
 
-Newton with backtracking (:func:`newton_batch`): the step solves ``H s = g`` with
+Newton with backtracking (:func:`newton_batch`, on the batched entry point of the one
+solver, :func:`pbo_core.models.solver.newton_minimize_batch`): the step solves ``H s = g``
+with
 
 .. math::
 
@@ -29,10 +31,11 @@ a problem stops when its Newton decrement ``g^T H^-1 g`` is below ``tol^2`` or w
 line search finds no representable decrease, and the step length halves until the Armijo
 condition ``J(beta - t s) <= J(beta) - t g^T s / 4`` holds. A problem still above the
 tolerance after ``max_iter`` steps is reported in the ``converged`` mask and by a
-:class:`GLMConvergenceWarning` (as scikit-learn's Newton GLM solver warns), never
-silently. :func:`item_map` is the same Newton for item utilities with the likelihood
-Hessian of Eq. 2 built as the weighted graph Laplacian of the comparisons (``O(pairs +
-items^2)`` instead of a dense pairs x items design).
+:class:`~pbo_core.models.solver.ConvergenceWarning` (:class:`GLMConvergenceWarning` is
+its old name; as scikit-learn's Newton GLM solver warns), never silently. :func:`item_map`
+is the same Newton (:func:`pbo_core.models.solver.newton_minimize`) for item utilities
+with the likelihood Hessian of Eq. 2 built as the weighted graph Laplacian of the
+comparisons (``O(pairs + items^2)`` instead of a dense pairs x items design).
 
 Batching: problems of unequal size are padded to a common length (:func:`pad_rows`,
 padding with weight 0) and solved in chunks of at most :data:`BATCH_CELLS`
@@ -49,7 +52,6 @@ of any set of points are jointly Gaussian with mean ``Phi theta`` and covariance
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -62,6 +64,12 @@ from threadpoolctl import ThreadpoolController
 from pbo_core.metrics import competition_rank, margin_scores
 from pbo_core.models.base import Estimator
 from pbo_core.models.probit import probit_terms
+from pbo_core.models.solver import (
+    ConvergenceWarning,
+    NewtonStep,
+    newton_minimize,
+    newton_minimize_batch,
+)
 
 __all__ = [
     "BATCH_CELLS",
@@ -94,8 +102,12 @@ DEFAULT_ALPHAS: np.ndarray = np.logspace(3, -3, 13)
 BATCH_CELLS = 4_000_000
 
 
-class GLMConvergenceWarning(UserWarning):
-    """Some penalised GLM fits stopped at ``max_iter`` above the Newton tolerance."""
+#: The old name of the one solver's warning (some fits stopped at ``max_iter`` above the
+#: Newton tolerance).
+GLMConvergenceWarning = ConvergenceWarning
+
+#: Advice of the warning: what keeps a GLM from converging.
+_GLM_HINT = "Raise max_iter, or strengthen the prior (separable comparisons have no finite MLE)."
 
 
 # ----------------------------------------------------------------------------- links
@@ -204,17 +216,6 @@ def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
         return np.einsum("bpq,bq->bp", np.linalg.pinv(H, hermitian=True), g)
 
 
-def _warn_unconverged(n_bad: int, n: int, what: str, max_iter: int, tol: float) -> None:
-    if n_bad:
-        warnings.warn(
-            f"{n_bad} of {n} {what} fits did not converge in {max_iter} Newton steps (Newton "
-            f"decrement above tol={tol:g}); their estimate is the last iterate. Raise "
-            "max_iter, or strengthen the prior (separable comparisons have no finite MLE).",
-            GLMConvergenceWarning,
-            stacklevel=3,
-        )
-
-
 def newton_batch(
     D: np.ndarray,
     w: np.ndarray,
@@ -269,21 +270,18 @@ def newton_batch(
         with ``hessian=False``.
     converged : ndarray of bool, shape (B,)
         Only with ``return_converged``. Problems that hit ``max_iter`` above the tolerance
-        also raise a :class:`GLMConvergenceWarning`.
+        also raise a :class:`~pbo_core.models.solver.ConvergenceWarning`.
     """
     B, n, p = D.shape
-    beta = (mean if init is None else init).astype(float, copy=True)
+    start = (mean if init is None else init).astype(float, copy=True)
     eye = np.eye(p)
-    active = np.arange(B)
     dual = not hessian and n < p
     H_out = np.empty((B, p, p)) if hessian else None
     K = (D / prec[:, None, :]) @ np.swapaxes(D, 1, 2) if dual else None
     eye_n = np.eye(n) if dual else None
-    converged = np.ones(B, dtype=bool)
-    for it in range(max_iter + 1):
-        if active.size == 0:
-            break
-        Da, wa, pa, ma, ba = D[active], w[active], prec[active], mean[active], beta[active]
+
+    def newton(active: np.ndarray, ba: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        Da, wa, pa, ma = D[active], w[active], prec[active], mean[active]
         z = (Da @ ba[:, :, None])[:, :, 0]
         nll, g1, h1 = link_terms(z, link)
         dev = ba - ma
@@ -302,34 +300,24 @@ def newton_batch(
             if H_out is not None:
                 H_out[active] = H
             step = _solve(H, grad)
-        dec = (grad * step).sum(axis=1)
-        go = dec > tol * tol
-        if it == max_iter:
-            converged[active[go]] = False
-            break
-        if not go.any():
-            break
-        active, Da, wa, pa, ma = active[go], Da[go], wa[go], pa[go], ma[go]
-        ba, step, dec, obj = ba[go], step[go], dec[go], obj[go]
-        t = np.ones(active.size)
-        new = ba - step
-        obj_new = np.empty(active.size)
-        todo = np.arange(active.size)  # problems still backtracking
-        for _bt in range(40):
-            obj_new[todo] = _objective(Da[todo], wa[todo], pa[todo], ma[todo], new[todo], link)
-            ok = obj_new[todo] <= obj[todo] - 0.25 * t[todo] * dec[todo]
-            todo = todo[~ok]
-            if todo.size == 0:
-                break
-            t[todo] *= 0.5
-            new[todo] = ba[todo] - t[todo, None] * step[todo]
-        improved = obj_new < obj
-        beta[active] = np.where(improved[:, None], new, ba)
-        active = active[improved]  # no representable decrease: converged
-    _warn_unconverged(int((~converged).sum()), B, f"penalised {link} GLM", max_iter, tol)
+        return obj, step, (grad * step).sum(axis=1)
+
+    def objective(idx: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return _objective(D[idx], w[idx], prec[idx], mean[idx], b, link)
+
+    res = newton_minimize_batch(
+        newton,
+        objective,
+        start,
+        max_iter=max_iter,
+        tol=tol,
+        min_step=2.0**-38,  # 40 trial steps, t = 1 ... 2^-39
+        what=f"penalised {link} GLM",
+        hint=_GLM_HINT,
+    )
     if return_converged:
-        return beta, H_out, converged
-    return beta, H_out
+        return res.x, H_out, res.converged
+    return res.x, H_out
 
 
 @lru_cache(maxsize=1)
@@ -391,10 +379,12 @@ def item_map(
     """MAP item utilities and the Hessian (posterior precision) of one pooled model.
 
     Minimises ``sum_k weight_k (-log F(u[w_k] - u[l_k])) + prec/2 ||u - mean||^2`` (Eq. 1
-    with item-indicator rows) by the Newton of :func:`newton_batch`; the likelihood Hessian
-    of Eq. 2 is the weighted graph Laplacian of the comparisons, built in
-    ``O(pairs + items^2)``. Warns (:class:`GLMConvergenceWarning`) when ``max_iter`` steps
-    end above the tolerance.
+    with item-indicator rows) by the Newton of :func:`newton_batch` (the one solver,
+    :func:`~pbo_core.models.solver.newton_minimize`, line search down to ``t < 1e-10``);
+    the likelihood Hessian of Eq. 2 is the weighted graph Laplacian of the comparisons,
+    built in
+    ``O(pairs + items^2)``. Warns (:class:`~pbo_core.models.solver.ConvergenceWarning`)
+    when ``max_iter`` steps end above the tolerance.
     """
     m = int(n_items)
     mu = np.zeros(m) if mean is None else np.asarray(mean, dtype=float)
@@ -419,36 +409,26 @@ def item_map(
         )
         return obj, grad, H
 
-    def newton_step(H: np.ndarray, grad: np.ndarray) -> tuple[np.ndarray, float]:
+    def newton(u: np.ndarray, _: None) -> NewtonStep:
+        _, grad, H = terms(u, True)
         try:
             step = np.linalg.solve(H, grad)
         except np.linalg.LinAlgError:
             step = np.linalg.lstsq(H, grad, rcond=None)[0]
-        return step, float(grad @ step)
+        return NewtonStep(step, float(grad @ step), info=H)
 
-    obj, grad, H = terms(u, True)
-    converged = False
-    for _ in range(max_iter):
-        step, dec = newton_step(H, grad)
-        if dec <= tol * tol:
-            converged = True
-            break
-        t = 1.0
-        while True:
-            new = u - t * step
-            obj_new = terms(new, False)[0]
-            if obj_new <= obj - 0.25 * t * dec or t < 1e-10:
-                break
-            t *= 0.5
-        if not obj_new < obj:
-            converged = True  # no representable decrease
-            break
-        u = new
-        obj, grad, H = terms(u, True)
-    else:  # max_iter steps taken: is the last iterate within the tolerance?
-        converged = newton_step(H, grad)[1] <= tol * tol
-    _warn_unconverged(int(not converged), 1, f"{link} item-utility", max_iter, tol)
-    return u, H
+    res = newton_minimize(
+        lambda u: (terms(u, False)[0], None),
+        newton,
+        u,
+        max_iter=max_iter,
+        tol=tol,
+        min_step=1e-10,
+        what=f"{link} item-utility",
+        hint=_GLM_HINT,
+    )
+    assert res.step is not None  # rule "decrement" computes a step at the returned point
+    return res.x, res.step.info
 
 
 def spd_inv_batch(H: np.ndarray) -> np.ndarray:

@@ -14,12 +14,17 @@ warm-start a leaf posterior from earlier users). Comparisons inside one leaf car
 information and are dropped; identical leaf pairs are merged into counts ``c_k``.
 
 The MAP is found by Newton's method with the exact gradient and Hessian and a
-backtracking line search (the objective is strictly convex). ``log Phi`` is
+backtracking line search (the objective is strictly convex), by the one solver of
+:mod:`pbo_core.models.solver` (rule ``"decrement"``: stop when ``g^T H^-1 g <= tol^2``;
+a fit that reaches ``max_iter`` first is reported by ``LaplaceResult.converged`` and a
+:class:`~pbo_core.models.solver.ConvergenceWarning`). ``log Phi`` is
 ``scipy.special.log_ndtr`` and the inverse Mills ratio ``phi/Phi`` is formed in log space,
 so extreme or contradictory comparisons never produce NaN. Up to
-:data:`COMPILED_MAX_LEAVES` leaves the whole Newton loop runs in one numba kernel
-(:func:`_newton_kernel`, with :func:`log_ndtr_scalar`); the numpy + LAPACK loop stays as
-the reference (``compiled=False``) and for bigger fits, and
+:data:`COMPILED_MAX_LEAVES` leaves the whole Newton loop runs in one numba kernel (the
+solver's compiled specialisation, :func:`~pbo_core.models.solver.newton_probit_pairs`,
+with :func:`~pbo_core.models.probit.log_ndtr_scalar`); the numpy + LAPACK path
+(:func:`~pbo_core.models.solver.newton_minimize` on :func:`pair_objective`) stays as the
+reference (``compiled=False``) and for bigger fits, and
 ``tests/pbo_core/models/test_leaf_kernel.py`` checks both give the same MAP, covariance
 and iteration count. The Laplace covariance
 ``(P + Lambda)^-1`` is then conditioned on ``1^T f = 0`` (Prop. 2, App. E): with the
@@ -29,230 +34,22 @@ variance ``1/(ratio * m)`` of the constant-shift direction from every entry.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from numba import njit
 from numpy.typing import ArrayLike
 from scipy.linalg import lapack
 
 from pbo_core.models.probit import probit_terms
+from pbo_core.models.solver import NewtonStep, newton_minimize, newton_probit_pairs
 
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_DBL_EPS = float(np.finfo(float).eps)
 
-#: Largest leaf count fitted by the compiled Newton kernel (:func:`_newton_kernel`); its
-#: hand-written Cholesky is O(m^3) without BLAS, so bigger fits use the LAPACK path.
+#: Largest leaf count fitted by the compiled Newton kernel
+#: (:func:`~pbo_core.models.solver.newton_probit_pairs`); its hand-written Cholesky is
+#: O(m^3) without BLAS, so bigger fits use the LAPACK path.
 COMPILED_MAX_LEAVES = 256
-
-
-@njit(cache=True)
-def log_ndtr_scalar(a):  # pragma: no cover - compiled
-    """``log Phi(a)``, numba-compatible, to ~1e-15 relative of ``scipy.special.log_ndtr``.
-
-    ``a > 0``: ``log1p(-Phi(-a))`` (no cancellation as ``Phi(a) -> 1``);
-    ``-20 < a <= 0``: ``log(Phi(a))`` with ``Phi`` from ``erf``/``erfc`` (cephes ``ndtr``);
-    below: the asymptotic expansion ``-a^2/2 - log(-a) - log sqrt(2 pi) + log S(a)``
-    (cephes ``log_ndtr``), summed until a term no longer changes ``S``.
-    """
-    if a > 0.0:
-        return math.log1p(-_ndtr_scalar(-a))
-    if a > -20.0:
-        return math.log(_ndtr_scalar(a))
-    log_lhs = -0.5 * a * a - math.log(-a) - _LOG_SQRT_2PI
-    last_total = 0.0
-    rhs = 1.0
-    numerator = 1.0
-    denom_factor = 1.0
-    denom_cons = 1.0 / (a * a)
-    sign = 1.0
-    i = 0
-    while abs(last_total - rhs) > _DBL_EPS:
-        i += 1
-        last_total = rhs
-        sign = -sign
-        denom_factor *= denom_cons
-        numerator *= 2 * i - 1
-        rhs += sign * numerator * denom_factor
-    return log_lhs + math.log(rhs)
-
-
-@njit(cache=True)
-def _ndtr_scalar(a):  # pragma: no cover - compiled
-    """``Phi(a)`` (cephes ``ndtr``)."""
-    x = a * _INV_SQRT2
-    z = abs(x)
-    if z < _INV_SQRT2:
-        return 0.5 + 0.5 * math.erf(x)
-    y = 0.5 * math.erfc(z)
-    if x > 0:
-        y = 1.0 - y
-    return y
-
-
-@njit(cache=True)
-def _kernel_objective(f, w, lo, c, p, m0, grad, h):  # pragma: no cover - compiled
-    """:func:`pair_objective` in one loop; fills ``grad`` and ``h``, returns the objective."""
-    m = f.size
-    quad = 0.0
-    for i in range(m):
-        dev = f[i] - m0[i]
-        pd = p[i] * dev
-        grad[i] = pd
-        quad += pd * dev
-    like = 0.0
-    for k in range(w.size):
-        z = (f[w[k]] - f[lo[k]]) * _INV_SQRT2
-        lp = log_ndtr_scalar(z)
-        r = math.exp(-0.5 * z * z - _LOG_SQRT_2PI - lp)
-        hz = r * (z + r)
-        if hz > 1.0:
-            hz = 1.0
-        if hz < 0.0:
-            hz = 0.0
-        like += c[k] * lp
-        g = c[k] * r * _INV_SQRT2
-        grad[w[k]] -= g
-        grad[lo[k]] += g
-        h[k] = c[k] * hz * 0.5
-    return 0.5 * quad - like
-
-
-@njit(cache=True)
-def _kernel_hessian(w, lo, h, p, lam, H):  # pragma: no cover - compiled
-    """``lam = D^T diag(h) D`` and ``H = diag(p) + lam``."""
-    m = p.size
-    lam[:, :] = 0.0
-    for k in range(w.size):
-        a = w[k]
-        b = lo[k]
-        lam[a, b] -= h[k]
-        lam[b, a] -= h[k]
-        lam[a, a] += h[k]
-        lam[b, b] += h[k]
-    for i in range(m):
-        for j in range(m):
-            H[i, j] = lam[i, j]
-        H[i, i] += p[i]
-
-
-@njit(cache=True)
-def _kernel_cholesky(A, L):  # pragma: no cover - compiled
-    """Lower Cholesky factor of ``A`` into ``L``; False if ``A`` is not positive definite."""
-    m = A.shape[0]
-    L[:, :] = 0.0
-    for j in range(m):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            return False
-        d = math.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, m):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
-    return True
-
-
-@njit(cache=True)
-def _kernel_solve(L, b, x):  # pragma: no cover - compiled
-    """``x = (L L^T)^-1 b``."""
-    m = b.size
-    for i in range(m):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
-    for i in range(m - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, m):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
-
-
-@njit(cache=True)
-def _kernel_inverse(L):  # pragma: no cover - compiled
-    """``(L L^T)^-1`` (exactly symmetric) from the lower factor ``L``."""
-    m = L.shape[0]
-    Li = np.zeros((m, m))
-    for j in range(m):
-        Li[j, j] = 1.0 / L[j, j]
-        for i in range(j + 1, m):
-            s = 0.0
-            for k in range(j, i):
-                s -= L[i, k] * Li[k, j]
-            Li[i, j] = s / L[i, i]
-    inv = np.empty((m, m))
-    for i in range(m):
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(i, m):
-                s += Li[k, i] * Li[k, j]
-            inv[i, j] = s
-            inv[j, i] = s
-    return inv
-
-
-@njit(cache=True)
-def _newton_kernel(w, lo, c, p, m0, f0, max_iter, tol):  # pragma: no cover - compiled
-    """The Newton loop of :func:`laplace_fit`, compiled (same steps, same stopping rule).
-
-    Returns ``(f, H, lam, cov, n_iter, grad, ok)``; ``ok`` is False when a Hessian was not
-    positive definite (the caller then reruns the LAPACK path, which raises).
-    """
-    m = f0.size
-    f = f0.copy()
-    grad = np.empty(m)
-    h = np.empty(w.size)
-    grad_new = np.empty(m)
-    h_new = np.empty(w.size)
-    f_new = np.empty(m)
-    step = np.empty(m)
-    lam = np.empty((m, m))
-    H = np.empty((m, m))
-    L = np.empty((m, m))
-    obj = _kernel_objective(f, w, lo, c, p, m0, grad, h)
-    it = 0
-    have_chol = False
-    while True:
-        _kernel_hessian(w, lo, h, p, lam, H)
-        have_chol = False
-        if it >= max_iter:
-            break
-        if not _kernel_cholesky(H, L):
-            return f, H, lam, H, it, grad, False
-        have_chol = True
-        _kernel_solve(L, grad, step)
-        decrement = 0.0
-        for i in range(m):
-            decrement += grad[i] * step[i]
-        if decrement <= tol * tol:
-            break
-        it += 1
-        t = 1.0
-        while True:
-            for i in range(m):
-                f_new[i] = f[i] - t * step[i]
-            obj_new = _kernel_objective(f_new, w, lo, c, p, m0, grad_new, h_new)
-            if obj_new <= obj - 0.25 * t * decrement or t < 1e-8:
-                break
-            t *= 0.5
-        if not obj_new < obj:
-            break
-        f, f_new = f_new, f
-        grad, grad_new = grad_new, grad
-        h, h_new = h_new, h
-        obj = obj_new
-    if not have_chol:
-        if not _kernel_cholesky(H, L):
-            return f, H, lam, H, it, grad, False
-    cov = _kernel_inverse(L)
-    return f, H, lam, cov, it, grad, True
 
 
 @dataclass
@@ -272,9 +69,14 @@ class LaplaceResult:
     mean_c, cov_c
         Posterior conditioned on ``1^T f = 0``.
     n_iter
-        Newton iterations used.
+        Newton iterations used (line searches, a last one that found no decrease
+        included).
     grad_norm
         Max-norm of the gradient at the returned point.
+    converged
+        Whether the Newton decrement met ``tol`` (or no representable decrease remained)
+        within ``max_iter``; when not, a
+        :class:`~pbo_core.models.solver.ConvergenceWarning` was raised.
     """
 
     map: np.ndarray
@@ -285,6 +87,7 @@ class LaplaceResult:
     cov_c: np.ndarray
     n_iter: int
     grad_norm: float
+    converged: bool = True
 
 
 def aggregate_pairs(
@@ -480,9 +283,16 @@ def laplace_fit(
         Newton iteration cap, and the tolerance on the Newton decrement
         ``sqrt(g^T H^-1 g)`` (the distance to the MAP in the posterior-precision norm).
     compiled
-        Run the Newton loop in the compiled kernel (:func:`_newton_kernel`: same steps,
-        results equal to rounding) instead of numpy + LAPACK, the reference. Default
-        ``None``: compiled up to :data:`COMPILED_MAX_LEAVES` leaves.
+        Run the Newton loop in the compiled kernel
+        (:func:`~pbo_core.models.solver.newton_probit_pairs`: same steps, results equal to
+        rounding) instead of numpy + LAPACK, the reference. Default ``None``: compiled up
+        to :data:`COMPILED_MAX_LEAVES` leaves.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ``max_iter`` Newton steps end above ``tol`` (``LaplaceResult.converged`` is
+        then False).
     """
     m = int(n_leaves)
     if m < 1:
@@ -506,72 +316,63 @@ def laplace_fit(
     f = m0.copy() if init is None else np.asarray(init, dtype=float).reshape(m).copy()
     if compiled is None:
         compiled = m <= COMPILED_MAX_LEAVES
+    what = "leaf-utility"
     if compiled:
-        f_k, H_k, lam_k, cov_k, it_k, grad_k, ok = _newton_kernel(
-            w, lo, c, p, np.ascontiguousarray(m0), f, int(max_iter), float(tol)
-        )
-        if ok:
-            mean_c, cov_c = condition_sum_to_zero(f_k, cov_k)
+        res_k = newton_probit_pairs(w, lo, c, p, m0, f, max_iter=max_iter, tol=tol, what=what)
+        if res_k is not None:
+            mean_c, cov_c = condition_sum_to_zero(res_k.f, res_k.cov)
             return LaplaceResult(
-                map=f_k,
-                hessian=H_k,
-                likelihood_hessian=lam_k,
-                cov=cov_k,
+                map=res_k.f,
+                hessian=res_k.hessian,
+                likelihood_hessian=res_k.likelihood_hessian,
+                cov=res_k.cov,
                 mean_c=mean_c,
                 cov_c=cov_c,
-                n_iter=int(it_k),
-                grad_norm=float(np.abs(grad_k).max()),
+                n_iter=res_k.n_iter,
+                grad_norm=float(np.abs(res_k.grad).max()),
+                converged=res_k.converged,
             )
     P = np.diag(p)
     codes = laplacian_codes(w, lo, m)
 
     # The pairs stay aggregated (distinct leaf pairs with counts): the objective costs
     # O(pairs + m) and the Hessian O(pairs + m^2), never a dense (pairs, m) incidence.
-    # Newton with backtracking; stops when the Newton decrement g^T H^-1 g (twice the
-    # predicted decrease of L) falls below tol^2, i.e. f is within ~tol of the MAP in
-    # the posterior-precision norm. H at the returned point is reused for the covariance.
-    obj, grad, h = pair_objective(f, w, lo, c, p, m0)
-    it = 0
-    H_chol = None  # Cholesky of H, when it is H's at the current f
-    while True:
-        lam = pair_laplacian(w, lo, h, m, codes)
-        H = P + lam
-        H_chol = None
-        if it >= max_iter:
-            break
-        H_chol = _cholesky(H)  # = the factor dposv (spd_solve) computes
+    def value(f_: np.ndarray) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+        obj, grad, h = pair_objective(f_, w, lo, c, p, m0)
+        return obj, (grad, h)
+
+    # Lambda, H and the Cholesky factor of H at the current point (the factor is reused
+    # for the covariance). They are replaced one at a time, so each old (m, m) matrix is
+    # freed as its successor is made and the allocator reuses its memory (keeping all
+    # three until the next step exists cost ~40% more page faults at 300 leaves).
+    mats: dict[str, Any] = {}
+
+    def newton(f_: np.ndarray, gh: tuple[np.ndarray, np.ndarray]) -> NewtonStep:
+        grad, h = gh
+        mats["lam"] = pair_laplacian(w, lo, h, m, codes)
+        mats["H"] = P + mats["lam"]
+        mats["chol"] = None
+        mats["chol"] = H_chol = _cholesky(mats["H"])  # = the factor dposv (spd_solve) computes
         step, info = lapack.dpotrs(H_chol, grad, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"LAPACK potrs info {info}")
-        decrement = float(grad @ step)
-        if decrement <= tol * tol:
-            break
-        it += 1
-        t = 1.0
-        while True:
-            f_new = f - t * step
-            obj_new, grad_new, h_new = pair_objective(f_new, w, lo, c, p, m0)
-            if obj_new <= obj - 0.25 * t * decrement or t < 1e-8:
-                break
-            t *= 0.5
-        if not obj_new < obj:
-            break  # no further decrease is representable in floating point
-        f, obj, grad, h = f_new, obj_new, grad_new, h_new
-    # the last Newton check already factorised H at the returned point (unless the loop
-    # stopped at max_iter)
-    if H_chol is None:
-        H_chol = _cholesky(H)
+        return NewtonStep(step, float(grad @ step), info=grad)
+
+    res = newton_minimize(value, newton, f, max_iter=max_iter, tol=tol, min_step=1e-8, what=what)
+    assert res.step is not None  # rule "decrement" computes a step at the returned point
+    H, lam, H_chol, grad = mats["H"], mats["lam"], mats["chol"], res.step.info
     cov = _inverse_from_cholesky(H_chol)
-    mean_c, cov_c = condition_sum_to_zero(f, cov)
+    mean_c, cov_c = condition_sum_to_zero(res.x, cov)
     return LaplaceResult(
-        map=f,
+        map=res.x,
         hessian=H,
         likelihood_hessian=lam,
         cov=cov,
         mean_c=mean_c,
         cov_c=cov_c,
-        n_iter=it,
+        n_iter=res.n_iter,
         grad_norm=float(np.abs(grad).max()),
+        converged=res.converged,
     )
 
 

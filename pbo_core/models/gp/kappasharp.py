@@ -60,6 +60,7 @@ from scipy.special import log_ndtr, ndtr
 
 from pbo_core.models.gp.laplace import LaplaceState, cholesky_jitter, laplace_map, state_at
 from pbo_core.models.probit import probit_terms
+from pbo_core.models.solver import NewtonStep, newton_minimize
 
 #: Calibration grid and target of Eq. 10.
 ETA_GRID = np.logspace(-6, 8, 60)
@@ -238,46 +239,50 @@ def metric_only_map(
     f0: np.ndarray | None = None,
     tol: float = 1e-8,
     max_iter: int = 200,
-) -> tuple[np.ndarray, int]:
+) -> tuple[np.ndarray, int, bool]:
     """MetricOnly ablation: minimise ``J_0`` with ``H + R`` as the Newton matrix.
 
     ``J_0(f) = f^T K^-1 f / 2 - sum_m counts_m log Phi((C f)_m / sqrt 2)``; each step is
     ``-(K^-1 + W(f) + R)^-1 grad J_0(f)`` with backtracking on ``J_0`` itself, so the
-    minimiser is the plain MAP and only the search path differs (App. B).
+    minimiser is the plain MAP and only the search path differs (App. B). The loop is the
+    one solver's (:func:`~pbo_core.models.solver.newton_minimize`): a non-increase line
+    search halving ``t`` down to ``1e-8``, stopping once a step taken moves no utility by
+    more than ``tol`` (rule ``"taken"``) or no decrease is representable; after
+    ``max_iter`` steps without that it warns
+    (:class:`~pbo_core.models.solver.ConvergenceWarning`).
 
     Returns
     -------
-    f, n_iter
+    f, n_iter, converged
+        ``n_iter`` counts the line searches (a last one that found no decrease included).
     """
     n = K_inv.shape[0]
     f = np.zeros(n) if f0 is None else np.asarray(f0, dtype=float).copy()
     s2 = 1.0 / np.sqrt(2.0)
 
-    def j0(f_: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    def j0(f_: np.ndarray) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
         lp, r, h = probit_terms((C @ f_) * s2)
-        return float(0.5 * f_ @ K_inv @ f_ - counts @ lp), r, h
+        return float(0.5 * f_ @ K_inv @ f_ - counts @ lp), (r, h)
 
-    val, r, h = j0(f)
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (n_iter is returned)
-        grad = K_inv @ f - C.T @ (counts * r) * s2
+    def newton(f_: np.ndarray, rh: tuple[np.ndarray, np.ndarray]) -> NewtonStep:
+        r, h = rh
+        grad = K_inv @ f_ - C.T @ (counts * r) * s2
         W = C.T @ ((counts * h * 0.5)[:, None] * C)
         M = K_inv + W + np.diag(R)
-        step = linalg.cho_solve((cholesky_jitter(0.5 * (M + M.T)), True), grad)
-        t = 1.0
-        while True:
-            f_t = f - t * step
-            val_t, r_t, h_t = j0(f_t)
-            if val_t <= val or t < 1e-8:
-                break
-            t *= 0.5
-        if not val_t <= val:
-            break
-        moved = float(np.max(np.abs(f_t - f), initial=0.0))
-        f, val, r, h = f_t, val_t, r_t, h_t
-        if moved <= tol:
-            break
-    return f, it
+        return NewtonStep(linalg.cho_solve((cholesky_jitter(0.5 * (M + M.T)), True), grad))
+
+    res = newton_minimize(
+        j0,
+        newton,
+        f,
+        max_iter=max_iter,
+        tol=tol,
+        stop="taken",
+        accept="nonincrease",
+        min_step=1e-8,
+        what="MetricOnly GP MAP",
+    )
+    return res.x, res.n_iter, res.converged
 
 
 def covonly_state(K: np.ndarray, plain: LaplaceState, R: np.ndarray) -> LaplaceState:
@@ -384,13 +389,16 @@ def kappasharp_step(
         if mode == "covonly":
             state = covonly_state(K, plain, R)
         elif mode == "metriconly":
-            f, n_it = metric_only_map(H - W, C, counts, R)
+            f, n_it, ok = metric_only_map(H - W, C, counts, R)
             state = state_at(K, C, counts, f)
+            state.converged = ok
             record["newton_iter"] = n_it
+            record["newton_converged"] = ok
             record["map_shift"] = float(np.max(np.abs(f - plain.f), initial=0.0))
         else:
             shifted = laplace_map(K, C, counts, plain.alpha, extra_precision=R)
             state = state_at(K, C, counts, shifted.f)
+            state.converged = shifted.converged
     except np.linalg.LinAlgError as exc:  # keep the plain MAP, say why
         record["error"] = str(exc)
         return KappaSharpStep(False, None, None, record)

@@ -19,6 +19,7 @@ from scipy.special import gammaln, log_ndtr
 
 from pbo_core.data import Schema
 from pbo_core.models.probit import probit_h_prime, probit_terms
+from pbo_core.models.solver import NewtonStep, newton_minimize
 
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
 
@@ -131,8 +132,9 @@ class LaplaceState:
     B_chol: np.ndarray  # lower Cholesky of I + L K L^T (r, r)
     loglik: float
     log_evidence: float
-    n_iter: int
+    n_iter: int  # accepted Newton steps of the MAP (0 for a state at a given f)
     W: np.ndarray | None = None  # (n, n) likelihood Hessian C^T diag(omega) C
+    converged: bool = True  # the MAP met its tolerance within max_iter (else warned)
 
 
 def incidence_pairs(C: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -233,11 +235,18 @@ def laplace_map(
     extra_precision
         Optional ``(n,)`` diagonal added to the prior precision (KappaSharp ``R``); the
         Newton iterations then run with the prior covariance ``(K^-1 + R)^-1``.
-    tol
-        Stop when a Newton step changes no utility by more than ``tol``.
+    tol, max_iter
+        Stop when a Newton step changes no utility by more than ``tol``; at most
+        ``max_iter`` steps (then ``converged`` is False and a
+        :class:`~pbo_core.models.solver.ConvergenceWarning` is raised).
 
     Notes
     -----
+    The loop is the one solver's, :func:`~pbo_core.models.solver.newton_minimize` with the
+    rule ``"step"`` (on ``max |f_new - f|`` of the full step) and a non-increase line
+    search with relative slack ``1e-13``, halving ``t`` down to ``1e-6``; the state is the
+    pair ``(alpha, f)``, moved along ``(alpha_new - alpha, K alpha_new - f)``.
+
     Every Newton step factorises the item-space ``B = I + L K L^T`` (at most ``n x n``)
     with ``L^T L = W`` (:class:`LaplaceState`): O(M n + n^3) per step instead of the
     O(M^3) of the comparison-space ``B``.
@@ -255,43 +264,53 @@ def laplace_map(
     pairs = incidence_pairs(C)
     cf, ctv = _pair_ops(C, pairs)
 
-    def objective(f_: np.ndarray, alpha_: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    def value(x: tuple[np.ndarray, np.ndarray]) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+        alpha_, f_ = x
         z = cf(f_) * _INV_SQRT2
         lp, r, h = probit_terms(z)
-        return float(0.5 * alpha_ @ f_ - counts @ lp), r, h
+        return float(0.5 * alpha_ @ f_ - counts @ lp), (r, h)
 
-    psi, r, h = objective(f, alpha)
-    it = 0
-    while True:
+    def newton(x: tuple[np.ndarray, np.ndarray], rh: tuple[np.ndarray, np.ndarray]) -> NewtonStep:
+        alpha_, f_ = x
+        r, h = rh
         omega = counts * h * 0.5
         W = comparison_laplacian(C, omega, pairs)
         L, B_chol = _factor_b(W, Kp)
         grad_ll = ctv(counts * r) * _INV_SQRT2
-        if it >= max_iter:
-            break
-        a = W @ f + grad_ll
+        a = W @ f_ + grad_ll
         Ka = Kp @ a
         alpha_new = a - L.T @ linalg.cho_solve((B_chol, True), L @ Ka, check_finite=False)
-        d_alpha = alpha_new - alpha
-        d_f = Kp @ alpha_new - f
-        if not np.max(np.abs(d_f), initial=0.0) > tol:
-            break
-        # near the MAP a Newton step changes Psi by less than its rounding error, so the
-        # acceptance test allows that much slack (otherwise rounding can reject the final
-        # quadratically convergent steps and stall the MAP ~1e-7 short of stationarity)
-        slack = 1e-13 * max(1.0, abs(psi))
-        t = 1.0
-        while True:
-            a_t = alpha + t * d_alpha
-            f_t = f + t * d_f
-            psi_t, r_t, h_t = objective(f_t, a_t)
-            if psi_t <= psi + slack or t < 1e-6:
-                break
-            t *= 0.5
-        if not psi_t <= psi + slack:
-            break  # no representable decrease: we are at the MAP to machine precision
-        alpha, f, psi, r, h = a_t, f_t, psi_t, r_t, h_t
-        it += 1
+        d_f = Kp @ alpha_new - f_
+        return NewtonStep(
+            (alpha_new - alpha_, d_f),
+            size=float(np.max(np.abs(d_f), initial=0.0)),
+            info=(omega, W, L, B_chol, grad_ll),
+        )
+
+    def move(
+        x: tuple[np.ndarray, np.ndarray], d: tuple[np.ndarray, np.ndarray], t: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return x[0] + t * d[0], x[1] + t * d[1]
+
+    # near the MAP a Newton step changes Psi by less than its rounding error, so the
+    # acceptance test allows that much slack (otherwise rounding can reject the final
+    # quadratically convergent steps and stall the MAP ~1e-7 short of stationarity)
+    res = newton_minimize(
+        value,
+        newton,
+        (alpha, f),
+        max_iter=max_iter,
+        tol=tol,
+        stop="step",
+        accept="nonincrease",
+        slack=1e-13,
+        min_step=1e-6,
+        move=move,
+        what="GP-probit MAP",
+    )
+    alpha, f = res.x
+    assert res.step is not None  # rule "step" computes a step at the returned point
+    omega, W, L, B_chol, grad_ll = res.step.info
     z = cf(f) * _INV_SQRT2
     loglik = float(counts @ log_ndtr(z))
     log_det_b = 2.0 * float(np.sum(np.log(np.diag(B_chol))))
@@ -304,8 +323,9 @@ def laplace_map(
         B_chol=B_chol,
         loglik=loglik,
         log_evidence=loglik - 0.5 * float(alpha @ f) - 0.5 * log_det_b,
-        n_iter=it,
+        n_iter=res.n_iter - res.stalled,  # accepted steps
         W=W,
+        converged=res.converged,
     )
 
 

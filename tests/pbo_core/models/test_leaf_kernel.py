@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import log_ndtr
 
-from pbo_core.models.leaves import laplace_fit, log_ndtr_scalar
+from pbo_core.models.leaves import laplace_fit
+from pbo_core.models.probit import log_ndtr_scalar
 
 
 def test_log_ndtr_scalar_matches_scipy():
