@@ -161,3 +161,18 @@ def test_value_of_time_and_its_delta_method_se() -> None:
     g = np.array([60 / -0.015, -60 * -0.03 / 0.015**2])
     assert se == pytest.approx(np.sqrt(g @ cov @ g))
     assert np.isnan(value_of_time(np.array([-0.03, 0.0]), cov, 0, 1)[0])
+
+
+def test_the_interaction_logit_warns_when_newton_stops_at_its_cap() -> None:
+    from pbo_core.models.solver import ConvergenceWarning
+    from pbo_core.segments import _kron_newton
+
+    rng = np.random.default_rng(0)
+    Dp = rng.normal(size=(6, 5, 2)) * 5.0
+    Wp = np.ones((6, 5))
+    X1 = np.column_stack([np.ones(6), rng.integers(0, 2, 6)])
+    prec = np.full(4, 1e-3)
+    with pytest.warns(ConvergenceWarning):
+        _kron_newton(Dp, Wp, X1, prec, max_iter=1)
+    beta, H = _kron_newton(Dp, Wp, X1, prec)
+    assert np.isfinite(beta).all() and np.allclose(H, H.T)
