@@ -310,37 +310,35 @@ if tab_ev.open:
                 + "."
             )
         shown_label = get(method).label
-        st.markdown(
-            f"#### The model shown ({shown_label}) on the data shown ("
-            + ("respondent " + str(resp) if resp is not None else "all respondents")
-            + ")"
-        )
-        ev, how = svc.evidence(study, resp, method)
-        st.caption(
-            f"Each comparison predicted by models fitted without it ({how}), the same folds "
-            "for every model, beside the GP and the textbook logit"
-            + (
-                "; pooled models also learn from 29 other respondents' comparisons"
-                if resp is not None
-                else ""
-            )
-            + ". The CI is a 95% percentile bootstrap; 50% is chance."
-        )
-        if ev.empty or ev["heldout"].isna().all():
-            st.info(
-                "Too few choice tasks to hold any out"
-                + (": " + "; ".join(ev["error"][ev["error"] != ""]) if len(ev) else "")
-                + "."
+        if resp is None:
+            st.caption(
+                f"The model shown ({shown_label}) is the row of that name above: the data "
+                "shown are the whole study, the same folds."
             )
         else:
-            st.altair_chart(charts.evidence_chart(ev), width="stretch")
-            st.dataframe(_evidence_table(ev), hide_index=True, width="stretch")
-            dt = ev.iloc[0]
-            if dt["n_heldout"] < 30:
-                st.caption(
-                    f"Only {explain.plural(int(dt['n_heldout']), 'held-out comparison')}: "
-                    "the intervals are wide; differences inside them are noise."
+            st.markdown(f"#### The model shown ({shown_label}) on respondent {resp}'s data")
+            ev, how = svc.evidence(study, resp, method)
+            st.caption(
+                f"Each comparison predicted by models fitted without it ({how}), the same "
+                "folds for every model, beside the GP and the textbook logit; pooled models "
+                "also learn from 29 other respondents' comparisons. The CI is a 95% "
+                "percentile bootstrap over the held-out comparisons; 50% is chance."
+            )
+            if ev.empty or ev["heldout"].isna().all():
+                st.info(
+                    "Too few choice tasks to hold any out"
+                    + (": " + "; ".join(ev["error"][ev["error"] != ""]) if len(ev) else "")
+                    + "."
                 )
+            else:
+                st.altair_chart(charts.evidence_chart(ev), width="stretch")
+                st.dataframe(_evidence_table(ev), hide_index=True, width="stretch")
+                first = ev.iloc[0]
+                if first["n_heldout"] < 30:
+                    st.caption(
+                        f"Only {explain.plural(int(first['n_heldout']), 'held-out comparison')}"
+                        ": the intervals are wide; differences inside them are noise."
+                    )
 if tab_strad.open:
     with tab_strad:
         st.caption(

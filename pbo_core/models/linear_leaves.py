@@ -558,6 +558,8 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
 
         inputs = _FitInputs(X, pairs, schema, z, scale, rows)
         lams = self._grid_lams()
+        if len(ids) <= 1:  # one respondent is the population: pooling toward it is moot
+            lams = lams[:1]
         rhos = self._grid_rhos(k)
         depths = self._grid_depths(X, pairs, schema)
         choice = (depths[0], lams[0], rhos[0])
