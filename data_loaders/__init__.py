@@ -31,6 +31,11 @@ Modules
 ``pmr``
     Patient-message triage: PMR-Synth-Inboxes and the bundled synthetic demo inbox
     (features from :mod:`feature_extraction`).
+``user_studies``, ``layout``, ``limits``, ``cli``
+    An analyst's own choice files of any shape: the shape inferred (``layout``), bounded
+    before parsing (``limits``), checked and saved into the per-user data folder
+    (``user_studies``; the Add-a-study form and ``python -m data_loaders import-study``,
+    ``cli``).
 
 Every loader names the file and line of malformed input
 (:class:`pbo_core.data.DataValidationError`) and says how to obtain data that are absent
