@@ -230,7 +230,8 @@ class Problem:
         msg = " ".join(self.message.split())
         if msg.startswith(self.file):
             return msg
-        place = self.file + (f", line {self.line}" if self.line else "")
+        many = "," in self.line or " more" in self.line
+        place = self.file + (f", line{'s' if many else ''} {self.line}" if self.line else "")
         place += f", column {self.column!r}" if self.column else ""
         return f"{place}: {msg}"
 
@@ -587,14 +588,17 @@ def _cell_problems(
 
 
 def _opt_out_hint(frame: pd.DataFrame, cols: ColumnMap, lines: list[Any]) -> str:
-    """For empty cells of a long file without opt-out values that all sit on rows of one
-    profile value (``none``): say that it may be an opt-out."""
+    """For empty cells of a long file without opt-out values that sit on exactly the rows
+    of one profile value (``none``): say that it may be an opt-out."""
     if cols.format != "long" or cols.opt_out or not cols.profile:
         return ""
     values = {normalize_value(v) for v in frame.loc[lines, cols.profile]}
     if len(values) != 1:
         return ""
     (v,) = values
+    every = frame[cols.profile].map(normalize_value).to_numpy() == v
+    if int(every.sum()) != len(lines):  # only when every row of that value is empty there
+        return ""
     return (
         f" (on every row whose {cols.profile} is {v!r}: if it means 'none of these', give it "
         f"as an opt-out value, --opt-out {v})"
