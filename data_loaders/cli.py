@@ -18,13 +18,7 @@ from pathlib import Path
 
 from data_loaders import limits
 from data_loaders.access import check_file
-from data_loaders.user_studies import (
-    add_column_args,
-    attributes_from_json,
-    column_map,
-    save_study,
-)
-from pbo_core.data import DataValidationError
+from data_loaders.flags import add_column_args
 
 __all__ = ["build_parser", "main"]
 
@@ -59,10 +53,26 @@ def _count(n: int, plural: str) -> str:
 
 
 def import_study(args: argparse.Namespace) -> int:
-    """Check and save; the exit status."""
+    """Check and save; the exit status.
+
+    The file's access and bounds are checked first, with the standard library only
+    (:func:`data_loaders.limits.csv_file_refusal`); pandas and the data model are loaded
+    after that.
+    """
     path = Path(args.file)
     try:
         check_file(path, "choice file")
+    except OSError as exc:  # absent, refused by the access rules
+        _say(f"error: {exc}")
+        return 2
+    refusal = limits.csv_file_refusal(path, str(path))
+    if refusal:
+        _say(f"error: {refusal}")
+        return 2
+    from data_loaders.user_studies import attributes_from_json, column_map, save_study
+    from pbo_core.data import DataValidationError
+
+    try:
         content = limits.read_csv_bytes(path, str(path))
         attributes = None
         if args.attributes:
@@ -83,8 +93,9 @@ def import_study(args: argparse.Namespace) -> int:
         return 2
     for note in meta.notes:
         _say(f"inferred: {note}")
-    c = meta.counts
-    counts = ", ".join(_count(c.get(k, 0), k) for k in ("respondents", "items", "comparisons"))
+    counts = ", ".join(
+        _count(meta.counts.get(k, 0), k) for k in ("respondents", "items", "comparisons")
+    )
     _say(f"saved {meta.title!r} ({meta.format}; {counts}) in {meta.folder}")
     print(meta.key)
     return 0

@@ -326,6 +326,11 @@ def _shown(values: Sequence[Any], k: int = 8) -> str:
     return ", ".join(str(v) for v in values[:k]) + more
 
 
+class WideLayoutError(DataValidationError):
+    """The file is wide (attribute columns per alternative were found) but its choices are
+    not clear: values naming no alternative, several candidate choice columns."""
+
+
 @dataclass
 class _Wide:
     chosen: str
@@ -377,7 +382,7 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
                 how = f"from the column names and the values of {chosen!r}"
             elif groups and len(_uncovered(vals, groups[0].alts, chosen)) < len(vals):
                 bad = _uncovered(vals, groups[0].alts, chosen)
-                raise DataValidationError(
+                raise WideLayoutError(
                     f"{name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
                     f"(the column names give {', '.join(groups[0].alts)}); if they mean 'none "
                     "of these', give them as opt-out values (--opt-out)"
@@ -404,7 +409,7 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
                 if vals and not _uncovered(vals, g.alts, c):
                     hits.append(c)
             if len(hits) > 1:
-                raise DataValidationError(
+                raise WideLayoutError(
                     f"{name}: several columns could name the chosen alternative "
                     f"({', '.join(hits)}); say which (--chosen-col)"
                 )
@@ -431,7 +436,7 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         )
     bad = _uncovered(vals, g.alts, chosen)
     if bad:
-        raise DataValidationError(
+        raise WideLayoutError(
             f"{name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
             f"(expected {', '.join(g.alts)}); if they mean 'none of these', give them as "
             "opt-out values (--opt-out)"
@@ -494,6 +499,8 @@ def resolve_columns(
                 )
             except DataValidationError as exc:
                 flag = cols.chosen or "chosen"
+                if isinstance(exc, WideLayoutError) and flag not in have:
+                    raise
                 if flag not in have:
                     raise DataValidationError(
                         f"{name}: cannot tell the layout: no profile column "

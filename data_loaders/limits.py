@@ -17,7 +17,10 @@ What is checked, in this order, each before anything is parsed:
   document is refused, never handed to the recursive ``json`` parser).
 
 A refusal raises :class:`LimitError` (a :class:`~pbo_core.data.DataValidationError`)
-whose message is one sentence naming the file and the limit.
+whose message is one sentence naming the file and the limit; :func:`csv_file_refusal`
+returns that sentence instead. The module imports no data model until it raises (the
+error classes are created on first use), so ``python -m data_loaders import-study``
+refuses a file before it loads pandas or the models.
 """
 
 from __future__ import annotations
@@ -29,11 +32,17 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pbo_core.data import DataValidationError
+if TYPE_CHECKING:
+    from pbo_core.data import DataValidationError
+
+    class LimitError(DataValidationError):
+        """An input over one of the limits; the message names the file and the limit."""
+
 
 __all__ = [
     "MAX_ALTERNATIVES",
@@ -49,6 +58,7 @@ __all__ = [
     "check_csv_bytes",
     "check_csv_file",
     "check_json_bytes",
+    "csv_file_refusal",
     "file_bytes",
     "json_depth_over",
     "load_json_bytes",
@@ -78,16 +88,60 @@ _CHUNK = 2**20
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-class LimitError(DataValidationError):
-    """An input over one of the limits; the message names the file and the limit."""
+_ERRORS: dict[str, type[Exception]] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """``LimitError``, created on first use (a subclass of the data model's
+    ``DataValidationError``, whose module is slow to import)."""
+    if name != "LimitError":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if "LimitError" not in _ERRORS:
+        from pbo_core.data import DataValidationError
+
+        doc = "An input over one of the limits; the message names the file and the limit."
+        _ERRORS["LimitError"] = type(
+            "LimitError", (DataValidationError,), {"__doc__": doc, "__module__": __name__}
+        )
+        _ERRORS["DataValidationError"] = DataValidationError
+    return _ERRORS["LimitError"]
+
+
+class _Refused(Exception):
+    """Raised inside the module; the public checks turn it into :class:`LimitError`
+    (``limit=True``) or :class:`~pbo_core.data.DataValidationError`."""
+
+    def __init__(self, message: str, limit: bool = True) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _public(fn: _F) -> _F:
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _Refused as exc:
+            cls = __getattr__("LimitError") if exc.limit else _data_error()
+            raise cls(str(exc)) from None
+
+    return run  # type: ignore[return-value]
+
+
+def _data_error() -> type[Exception]:
+    __getattr__("LimitError")
+    return _ERRORS["DataValidationError"]
 
 
 def _mb(n: int) -> str:
     return f"{n / 2**20:.1f} MB"
 
 
-def _refuse(name: str, what: str) -> LimitError:
-    return LimitError(f"{name}: {what}.")
+def _refuse(name: str, what: str) -> _Refused:
+    return _Refused(f"{name}: {what}.")
 
 
 def _chunks(raw: io.BufferedIOBase | Any, gz: bool, name: str) -> Iterator[bytes]:
@@ -107,11 +161,9 @@ def _chunks(raw: io.BufferedIOBase | Any, gz: bool, name: str) -> Iterator[bytes
                     f"the limit for an own study (data_loaders.limits.MAX_FILE_MB)",
                 )
             yield chunk
-    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
-        if isinstance(exc, LimitError):
-            raise
-        raise DataValidationError(
-            f"{name}: cannot be decompressed, the gzip file is truncated or corrupt"
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError):
+        raise _Refused(
+            f"{name}: cannot be decompressed, the gzip file is truncated or corrupt", limit=False
         ) from None
 
 
@@ -164,6 +216,7 @@ def _check_stream(chunks: Iterator[bytes], name: str) -> None:
         )
 
 
+@_public
 def check_csv_bytes(content: bytes, name: str) -> None:
     """Refuse an uploaded CSV text (or gzip) over a limit, before it is parsed.
 
@@ -182,6 +235,7 @@ def check_csv_bytes(content: bytes, name: str) -> None:
     _check_stream(_chunks(io.BytesIO(content), gz, name), name)
 
 
+@_public
 def check_csv_file(path: str | os.PathLike[str], name: str | None = None) -> None:
     """Refuse a CSV file (``.gz`` allowed) over a limit; reads at most the limits' bytes.
 
@@ -204,9 +258,20 @@ def check_csv_file(path: str | os.PathLike[str], name: str | None = None) -> Non
         _check_stream(_chunks(raw, gz, shown), shown)
 
 
+def csv_file_refusal(path: str | os.PathLike[str], name: str | None = None) -> str | None:
+    """Why :func:`check_csv_file` would refuse a file (one sentence), or ``None``; needs
+    no data model (the command line asks before it imports one)."""
+    try:
+        check_csv_file.__wrapped__(path, name)  # type: ignore[attr-defined]
+    except _Refused as exc:
+        return str(exc)
+    return None
+
+
+@_public
 def read_csv_bytes(path: str | os.PathLike[str], name: str | None = None) -> bytes:
     """The CSV text of a file (decompressed when gzip), after :func:`check_csv_file`."""
-    check_csv_file(path, name)
+    check_csv_file.__wrapped__(path, name)  # type: ignore[attr-defined]
     with open(path, "rb") as raw:
         gz = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
@@ -234,6 +299,7 @@ def json_depth_over(content: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+@_public
 def check_json_bytes(content: bytes, name: str) -> None:
     """Refuse a JSON attribute table over :data:`MAX_JSON_BYTES` or :data:`MAX_JSON_DEPTH`.
 
@@ -267,16 +333,20 @@ def load_json_bytes(content: bytes, name: str) -> Any:
         For invalid JSON or text that is not UTF-8, naming the file (and the line).
     """
     check_json_bytes(content, name)
+    error = _data_error()
     try:
         return json.loads(content.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
-        raise DataValidationError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        raise error(f"{name}: not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise DataValidationError(f"{name}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+        raise error(f"{name}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
     except RecursionError:  # defence in depth; the scan above refuses deep documents first
-        raise _refuse(name, f"it nests deeper than {MAX_JSON_DEPTH} levels") from None
+        raise __getattr__("LimitError")(
+            f"{name}: it nests deeper than {MAX_JSON_DEPTH} levels."
+        ) from None
 
 
+@_public
 def file_bytes(path: str | os.PathLike[str], limit: int, name: str | None = None) -> bytes:
     """The bytes of a small file, refused (without reading) when larger than ``limit``."""
     shown = name or str(path)

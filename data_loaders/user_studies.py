@@ -62,6 +62,7 @@ from data_loaders.conjoint import (
     write_attribute_table,
 )
 from data_loaders.conjoint.build import parse_flags
+from data_loaders.flags import add_column_args, parse_features, split_list
 from data_loaders.layout import (
     ColumnMap,
     default_money_attribute,
@@ -113,92 +114,6 @@ _LEVEL_SEP = " | "
 
 
 # ----------------------------------------------------------------------------- flags
-def add_column_args(p: argparse.ArgumentParser) -> None:
-    """The choice-file flags shared by every command that reads an analyst's own file
-    (``python -m data_loaders import-study``, ``conjoint-accuracy --data``,
-    ``report --data``). Whatever is not given is inferred (:func:`resolve_columns`)."""
-    p.add_argument(
-        "--format",
-        choices=("long", "wide"),
-        default=None,
-        help="layout of the file (default: inferred; wide when a column names the "
-        "alternatives and there is no profile column)",
-    )
-    p.add_argument(
-        "--attributes",
-        default=None,
-        help="JSON attribute table (default: inferred from the columns, as the page does)",
-    )
-    p.add_argument(
-        "--respondent-col",
-        default="respondent",
-        help="respondent column; '' = none (every task is a respondent of its own; also "
-        "when the default is absent)",
-    )
-    p.add_argument(
-        "--task-col",
-        default="task",
-        help="task column; '' = none (long: each respondent's rows are one task; also when "
-        "the default is absent)",
-    )
-    p.add_argument("--profile-col", default="profile", help="alternative column (long)")
-    p.add_argument(
-        "--chosen-col",
-        default=None,
-        help="chosen flag (long, default 'chosen') or chosen alternative (wide, default "
-        "'choice', else the one column naming alternatives)",
-    )
-    p.add_argument(
-        "--rank-col",
-        default="",
-        help="long: a rank column (1 = best) instead of a chosen flag; every pair of a task "
-        "is ordered by rank, equal ranks give no comparison",
-    )
-    p.add_argument(
-        "--alternatives",
-        default=None,
-        help="wide: the alternatives as in the column names (price1 -> 1, ic.gc -> gc), "
-        "comma-separated (default: inferred from the columns and the choice values)",
-    )
-    p.add_argument(
-        "--opt-out",
-        default="",
-        help="values meaning 'none of these', comma-separated (long: of the profile "
-        "column; wide: of the choice column); such tasks give no comparisons",
-    )
-    p.add_argument(
-        "--alternative-attribute",
-        action="store_true",
-        help="add a categorical attribute 'alternative' with the alternatives as levels "
-        "(alternative-specific constants)",
-    )
-    p.add_argument(
-        "--respondent-features",
-        default="",
-        help="columns constant within a respondent kept as respondent features: "
-        "name or name=Label, comma-separated",
-    )
-    p.add_argument(
-        "--money-attribute",
-        default=None,
-        help="the numeric attribute that is money (default: the one named price or cost, "
-        "if any; '' = none)",
-    )
-
-
-def _split(text: str | None) -> tuple[str, ...]:
-    return tuple(a.strip() for a in (text or "").split(",") if a.strip())
-
-
-def parse_features(text: str | None) -> tuple[tuple[str, str], ...]:
-    """``"college=College degree,hsg2"`` -> ``(("college", "College degree"), ("hsg2", ""))``."""
-    out = []
-    for item in _split(text):
-        name, _, label = item.partition("=")
-        out.append((name.strip(), label.strip()))
-    return tuple(out)
-
-
 def column_map(args: argparse.Namespace) -> ColumnMap:
     """The :class:`ColumnMap` of the flags of :func:`add_column_args`."""
     return ColumnMap(
@@ -207,9 +122,9 @@ def column_map(args: argparse.Namespace) -> ColumnMap:
         getattr(args, "task_col", "task"),
         getattr(args, "profile_col", "profile"),
         getattr(args, "chosen_col", None),
-        _split(getattr(args, "alternatives", None)),
+        split_list(getattr(args, "alternatives", None)),
         rank=getattr(args, "rank_col", "") or "",
-        opt_out=_split(getattr(args, "opt_out", "")),
+        opt_out=split_list(getattr(args, "opt_out", "")),
         alternative_attribute=bool(getattr(args, "alternative_attribute", False)),
         respondent_features=parse_features(getattr(args, "respondent_features", "")),
         money_attribute=getattr(args, "money_attribute", None),

@@ -218,3 +218,21 @@ def test_long_without_respondent_column_and_cli_flags(home: Path, tmp_path: Path
     f.write_bytes(csv_bytes(df))
     cli = load_study_file(str(f), None, us.column_map(p.parse_args([])).to_json())
     np.testing.assert_array_equal(cli.data.pairs, study.data.pairs)
+
+
+def test_wide_opt_out_values(home: Path) -> None:
+    from tests.fixtures.shapes import SHAPES
+
+    df = pd.read_csv(SHAPES["panel-wide"].file)
+    df.loc[[0, 5, 9], "choice"] = 0  # "none of these"
+    content = csv_bytes(df)
+    _, problems = us.check_upload(content, "b.csv", None, us.ColumnMap("auto"))
+    (p,) = problems
+    assert "the values 0 name no alternative (the column names give 1, 2, 3)" in p.message
+    assert "--opt-out" in p.message
+    cols = us.ColumnMap("auto", opt_out=("0",), alternative_attribute=True)
+    study, problems = us.check_upload(content, "b.csv", None, cols)
+    assert problems == [] and study is not None
+    assert study.data.n_pairs == (len(df) - 3) * 2  # opt-out tasks give no comparisons
+    assert study.extras["respondent_summary"]["n_opt_out"].sum() == 3
+    assert study.schema["alternative"].levels == ("1", "2", "3")
