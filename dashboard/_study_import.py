@@ -98,6 +98,16 @@ def _read(content: bytes, name: str) -> tuple[pd.DataFrame | None, list[us.Probl
     return us.read_upload(content, name)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _inspect(content: bytes, name: str, columns: str) -> us.Inspection:
+    """:func:`data_loaders.user_studies.inspect_upload` of an upload and a column map
+    (JSON), once per pair (reruns redraw the form without inferring again)."""
+    frame, problems = _read(content, name)
+    if frame is None:
+        return us.Inspection(None, problems=problems)
+    return us.inspect_upload(frame, name, us.ColumnMap.from_json(columns))
+
+
 def _pick(col: object, label: str, options: list[str], default: str, key: str, **kw) -> str:
     """A column picker with "(none)"; ``""`` for none."""
     opts = [NONE, *options]
@@ -110,10 +120,10 @@ def _pick(col: object, label: str, options: list[str], default: str, key: str, *
     return "" if value == NONE else str(value)
 
 
-def _defaults(frame: pd.DataFrame, name: str, fmt: str | None) -> us.ColumnMap:
+def _defaults(content: bytes, name: str, fmt: str | None) -> us.ColumnMap:
     """The column map inferred for a layout (``None``: the layout too); falls back to the
     command line's defaults where inference fails."""
-    ins = us.inspect_upload(frame, name, us.ColumnMap(format=fmt or "auto"))
+    ins = _inspect(content, name, us.ColumnMap(format=fmt or "auto").to_json())  # type: ignore[arg-type]
     if ins.columns is not None:
         return ins.columns
     return us.ColumnMap(format=fmt or "long")  # type: ignore[arg-type]
@@ -165,7 +175,7 @@ def add_study_form() -> None:
     have = [str(c) for c in frame.columns]
     st.caption(f"**{name}**: {len(frame):,} rows; {list_columns(have)}.")
 
-    auto = _defaults(frame, name, None)
+    auto = _defaults(content, name, None)
     fmt = st.radio(
         "Layout",
         ["long", "wide"],
@@ -175,7 +185,7 @@ def add_study_form() -> None:
         help="Pre-set from the file: wide when a column names the alternatives and there "
         "is no profile column.",
     )
-    guess = auto if auto.format == fmt else _defaults(frame, name, fmt)
+    guess = auto if auto.format == fmt else _defaults(content, name, fmt)
     m = st.columns(4)
     respondent = _pick(
         m[0], "Respondent column", have, guess.respondent, "add_col_resp",
@@ -244,7 +254,7 @@ def add_study_form() -> None:
         opt_out=tuple(v.strip() for v in opt_out.split(",") if v.strip()),
         alternative_attribute=bool(alt_attr),
     )
-    ins = us.inspect_upload(frame, name, columns)
+    ins = _inspect(content, name, columns.to_json())
     if ins.columns is None:
         _show_problems(ins.problems)
         return
