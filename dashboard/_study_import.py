@@ -1,13 +1,18 @@
-"""The Case studies page's "Add a study" form: upload, attribute table, mapping, import.
+"""The Case studies page's "Add a study" form: upload, layout and columns, attribute table,
+respondent features, money attribute, import.
 
 Uploads are read in memory and named by their base name only
-(:func:`dashboard._uploads.upload_name`); checking, saving and loading are
-:mod:`data_loaders.user_studies` (the command line's ``--data`` path).
+(:func:`dashboard._uploads.upload_name`); bounding, reading, inferring, checking, saving
+and loading are :mod:`data_loaders.user_studies` (the command line's
+``python -m data_loaders import-study`` and ``--data`` paths), so the form offers exactly
+what the command line does: every column may be "(none)", the layout, alternatives and
+choice column are pre-filled from inference, the alternative may be an attribute,
+opt-out values, a rank column, respondent features with labels and the money attribute.
 """
 
 from __future__ import annotations
 
-import io
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +20,9 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard._uploads import upload_name
+from data_loaders import limits
 from data_loaders import user_studies as us
+from data_loaders.layout import default_money_attribute, list_columns, readable
 
 __all__ = ["add_study_form", "apply_pending_choice", "remove_button"]
 
@@ -23,6 +30,36 @@ __all__ = ["add_study_form", "apply_pending_choice", "remove_button"]
 #: (a widget's value can only be set before the widget exists in a run).
 PENDING = "cs_pending_study"
 PICKER = "cs_study"
+#: "No such column" in the column pickers.
+NONE = "(none)"
+#: Widgets whose choices depend on the uploaded file (reset when another file comes).
+_FILE_KEYS = (
+    "add_format",
+    "add_col_resp",
+    "add_col_task",
+    "add_col_profile",
+    "add_col_chosen::long",
+    "add_col_chosen::wide",
+    "add_col_rank",
+    "add_alts",
+    "add_opt_out",
+    "add_alt_attr",
+    "add_features",
+    "add_money",
+)
+_FILE_TOKEN = "add_file_token"
+#: Prefix of the copies of those widgets' values: a widget not drawn in a run (another
+#: layout, or a problem shown first) loses its state, and is drawn again from its copy.
+_KEEP = "add_keep::"
+
+
+def _kept(key: str, default: object) -> object:
+    return st.session_state.get(_KEEP + key, default)
+
+
+def _keep(key: str, value: object) -> object:
+    st.session_state[_KEEP + key] = value
+    return value
 
 
 def apply_pending_choice() -> None:
@@ -50,22 +87,71 @@ def _problem_table(problems: list[us.Problem]) -> pd.DataFrame:
 def _show_problems(problems: list[us.Problem]) -> None:
     st.error(
         f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found; **nothing was "
-        "imported**. Fix the file (or the attribute table) and import again."
+        "imported**. Fix the file (or the attribute table, or the columns) and import again."
     )
     st.table(_problem_table(problems).set_index("file"))
 
 
+@st.cache_data(max_entries=2, show_spinner=False)
+def _read(content: bytes, name: str) -> tuple[pd.DataFrame | None, list[us.Problem]]:
+    """The upload as a table (after the limits), read once per file."""
+    return us.read_upload(content, name)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _inspect(content: bytes, name: str, columns: str) -> us.Inspection:
+    """:func:`data_loaders.user_studies.inspect_upload` of an upload and a column map
+    (JSON), once per pair (reruns redraw the form without inferring again)."""
+    frame, problems = _read(content, name)
+    if frame is None:
+        return us.Inspection(None, problems=problems)
+    return us.inspect_upload(frame, name, us.ColumnMap.from_json(columns))
+
+
+def _pick(col: object, label: str, options: list[str], default: str, key: str, **kw) -> str:
+    """A column picker with "(none)"; ``""`` for none."""
+    opts = [NONE, *options]
+    if key in st.session_state and st.session_state[key] not in opts:
+        del st.session_state[key]
+    default = str(_kept(key, default or NONE))
+    index = opts.index(default) if default in opts else 0
+    value = col.selectbox(label, opts, index=index, key=key, **kw)  # type: ignore[attr-defined]
+    _keep(key, value)
+    return "" if value == NONE else str(value)
+
+
+def _defaults(content: bytes, name: str, fmt: str | None) -> us.ColumnMap:
+    """The column map inferred for a layout (``None``: the layout too); falls back to the
+    command line's defaults where inference fails."""
+    ins = _inspect(content, name, us.ColumnMap(format=fmt or "auto").to_json())  # type: ignore[arg-type]
+    if ins.columns is not None:
+        return ins.columns
+    return us.ColumnMap(format=fmt or "long")  # type: ignore[arg-type]
+
+
+def _new_file(token: tuple[str, int, int]) -> None:
+    if st.session_state.get(_FILE_TOKEN) != token:
+        for k in list(st.session_state):
+            if k in _FILE_KEYS or str(k).startswith(_KEEP):
+                del st.session_state[k]
+        st.session_state[_FILE_TOKEN] = token
+
+
 def add_study_form() -> None:
-    """Upload a long or wide choice file (+ respondent features), edit the inferred
-    attribute table, map the columns and import."""
+    """Upload a choice file (+ respondent features), map its columns (pre-filled from
+    inference), edit the inferred attribute table and import."""
     st.caption(
         "**Long** layout: one row per respondent × task × profile with a 1/0 chosen flag "
-        "and one column per attribute. **Wide**: one row per task with each alternative's "
-        "attributes side by side (`price1`, `price2`...) and a column naming the chosen "
-        f"alternative. At most {us.MAX_UPLOAD_MB} MB per file. The study is saved in your "
-        "data folder (`$DTPBO_DATA_HOME/studies`), appears on every page like a bundled "
-        "study, stays after a restart and can be removed here; the command line reads the "
-        "same files (`conjoint-accuracy --study KEY`)."
+        "(or a rank, 1 = best) and one column per attribute. **Wide**: one row per task "
+        "with each alternative's attributes side by side (`price1`, `price2`..., or "
+        "`ic.gc`, `ic.gr`...) and a column naming the chosen alternative; any number of "
+        "alternatives. Respondent and task columns are optional. At most "
+        f"{us.MAX_UPLOAD_MB} MB, {limits.MAX_COLUMNS:,} columns and {limits.MAX_ROWS:,} "
+        "lines per file. The study is saved in your data folder "
+        "(`$DTPBO_DATA_HOME/studies`), appears on every page like a bundled study, stays "
+        "after a restart and can be removed here; the command line imports the same way "
+        "(`python -m data_loaders import-study FILE --title ...`) and reads the study "
+        "(`conjoint-accuracy --study KEY`)."
     )
     up = st.file_uploader("Choice data (CSV)", type=["csv"], key="add_choices")
     c1, c2 = st.columns(2)
@@ -77,37 +163,125 @@ def add_study_form() -> None:
     attrs_up = c2.file_uploader(
         "Attribute table (optional JSON, as for --attributes)", type=["json"], key="add_attrs"
     )
-    fmt = st.radio("Layout", ["long", "wide"], horizontal=True, key="add_format")
-    m = st.columns(5)
-    respondent = m[0].text_input("Respondent column", "respondent", key="add_col_resp")
-    task = m[1].text_input("Task column", "task", key="add_col_task")
-    profile = m[2].text_input(
-        "Profile column", "profile", key="add_col_profile", disabled=fmt == "wide"
-    )
-    chosen = m[3].text_input(
-        "Chosen column", "chosen" if fmt == "long" else "choice", key=f"add_col_chosen::{fmt}"
-    )
-    alts = m[4].text_input("Alternatives (wide)", "1, 2", key="add_alts", disabled=fmt == "long")
     if up is None:
         return
     name = upload_name(up.name, "choices.csv")
     content = up.getvalue()
+    frame, problems = _read(content, name)
+    if frame is None:
+        _show_problems(problems)
+        return
+    _new_file((name, len(content), hash(content)))
+    have = [str(c) for c in frame.columns]
+    st.caption(f"**{name}**: {len(frame):,} rows; {list_columns(have)}.")
+
+    auto = _defaults(content, name, None)
+    fmt = st.radio(
+        "Layout",
+        ["long", "wide"],
+        index=0 if auto.format != "wide" else 1,
+        horizontal=True,
+        key="add_format",
+        help="Pre-set from the file: wide when a column names the alternatives and there "
+        "is no profile column.",
+    )
+    guess = auto if auto.format == fmt else _defaults(content, name, fmt)
+    m = st.columns(4)
+    respondent = _pick(
+        m[0], "Respondent column", have, guess.respondent, "add_col_resp",
+        help="(none): every task is a respondent of its own (wide: every row).",
+    )  # fmt: skip
+    task = _pick(
+        m[1], "Task column", have, guess.task, "add_col_task",
+        help="(none): long, each respondent's rows are one task; wide, a respondent's "
+        "rows are numbered as tasks.",
+    )  # fmt: skip
+    profile, rank, alts = "", "", ""
+    if fmt == "long":
+        profile = _pick(
+            m[2], "Profile column", have, guess.profile, "add_col_profile",
+            help="The alternative of a row; (none) numbers a task's rows.",
+        )  # fmt: skip
+        chosen = _pick(
+            m[3], "Chosen column", have, guess.chosen_column, "add_col_chosen::long",
+            help="1/0 flag of the chosen row; (none) with a rank column.",
+        )  # fmt: skip
+        r = st.columns(4)
+        rank = _pick(
+            r[0], "Rank column", have, guess.rank, "add_col_rank",
+            help="Full rankings (1 = best): every pair of a task ordered by rank; equal "
+            "ranks give no comparison.",
+        )  # fmt: skip
+    else:
+        chosen = _pick(
+            m[2], "Chosen column", have, guess.chosen_column, "add_col_chosen::wide",
+            help="The column naming the chosen alternative (1, choice1, gc...).",
+        )  # fmt: skip
+        alts = m[3].text_input(
+            "Alternatives (wide)",
+            str(_kept("add_alts", ", ".join(guess.alternatives))),
+            key="add_alts",
+            help="As in the column names (price1 -> 1, ic.gc -> gc), comma-separated; "
+            "pre-filled from the file, empty = inferred.",
+        )
+        _keep("add_alts", alts)
+        r = st.columns(4)
+    opt_out = r[1].text_input(
+        "Opt-out values",
+        str(_kept("add_opt_out", "")),
+        key="add_opt_out",
+        help="Values meaning 'none of these' (long: of the profile column; wide: of the "
+        "chosen column), comma-separated. Such tasks give no comparisons.",
+    )
+    _keep("add_opt_out", opt_out)
+    alt_attr = r[2].checkbox(
+        "Alternative as an attribute",
+        bool(_kept("add_alt_attr", False)),
+        key="add_alt_attr",
+        help="Adds a categorical attribute 'alternative' whose levels are the alternatives "
+        "(alternative-specific constants), for labelled alternatives (brands, modes).",
+    )
+    _keep("add_alt_attr", alt_attr)
+    split = [a.strip() for a in alts.split(",") if a.strip()]
     columns = us.ColumnMap(
         fmt,  # type: ignore[arg-type]
-        respondent.strip(),
-        task.strip(),
-        profile.strip(),
-        chosen.strip() or None,
-        tuple(a.strip() for a in alts.split(",") if a.strip()) or ("1", "2"),
+        respondent,
+        task,
+        profile,
+        chosen if fmt == "wide" or not rank else "",
+        tuple(split),
+        rank=rank,
+        opt_out=tuple(v.strip() for v in opt_out.split(",") if v.strip()),
+        alternative_attribute=bool(alt_attr),
     )
-    if len(content) > us.MAX_UPLOAD_MB * 2**20:
-        _show_problems([us.Problem(name, f"the file is over {us.MAX_UPLOAD_MB} MB")])
+    ins = _inspect(content, name, columns.to_json())
+    if ins.columns is None:
+        _show_problems(ins.problems)
         return
-    try:
-        frame = pd.read_csv(io.BytesIO(content), nrows=50_000)
-    except Exception as exc:  # any pandas parse error: show it, import nothing
-        _show_problems([us.Problem(name, f"cannot be read as CSV: {exc}")])
-        return
+    if ins.notes:
+        st.caption("Inferred: " + "; ".join(ins.notes) + ".")
+
+    kept = [f for f in list(_kept("add_features", [])) if f in ins.candidates]  # type: ignore[call-overload]
+    picked = st.multiselect(
+        "Respondent features (columns constant within a respondent)",
+        ins.candidates,
+        default=kept,
+        key="add_features",
+        help="Kept as the study's respondent features (the hierarchy page splits "
+        "respondents by them). Edit their labels below.",
+    )
+    _keep("add_features", picked)
+    features: list[tuple[str, str]] = []
+    if picked:
+        cells = st.columns(min(len(picked), 4))
+        for k, f in enumerate(picked):
+            lkey = f"add_feature_label::{name}::{f}"
+            label = cells[k % len(cells)].text_input(
+                f"Label of {f}", str(_kept(lkey, readable(f))), key=lkey
+            )
+            _keep(lkey, label)
+            features.append((f, label.strip() or readable(f)))
+
     if attrs_up is not None:
         attrs, problems = us.attributes_from_json(
             attrs_up.getvalue(), upload_name(attrs_up.name, "attributes.json")
@@ -117,21 +291,34 @@ def add_study_form() -> None:
             return
         source = "from the uploaded attribute table"
     else:
-        attrs = us.infer_attributes(frame, columns)
+        attrs = ins.attributes
         source = "inferred from the columns: check the kinds, put ordinal levels in order"
     st.markdown(f"**Attributes** ({source}). Levels are separated by `|`, worst or lowest first.")
+    sig = abs(hash(tuple((a.name, a.kind) for a in attrs))) % 10**8
     edited = st.data_editor(
         us.attribute_rows(attrs),
         hide_index=True,
         width="stretch",
         num_rows="dynamic",
-        key=f"add_attr_table::{name}::{fmt}::{attrs_up is not None}",
+        key=f"add_attr_table::{name}::{fmt}::{attrs_up is not None}::{sig}",
         column_config={
             "kind": st.column_config.SelectboxColumn(options=list(us.KINDS), required=True),
             "direction": st.column_config.SelectboxColumn(options=list(us.DIRECTIONS)),
             "levels (in order)": st.column_config.TextColumn(width="large"),
         },
     )
+    edited_attrs, _ = us.attributes_from_rows(edited)
+    numeric = [a.name for a in edited_attrs if a.kind == "numeric"] or ins.numeric
+    default_money = default_money_attribute(edited_attrs) or ins.money
+    money = _pick(
+        st,
+        "Money attribute",
+        numeric,
+        default_money,
+        "add_money",
+        help="The numeric attribute that is money (pages show willingness to pay in it).",
+    )
+    columns = replace(columns, respondent_features=tuple(features), money_attribute=money)
     title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
     if st.button("Import study", type="primary", key="add_import"):
         attributes, problems = us.attributes_from_rows(edited)

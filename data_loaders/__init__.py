@@ -31,21 +31,32 @@ Modules
 ``pmr``
     Patient-message triage: PMR-Synth-Inboxes and the bundled synthetic demo inbox
     (features from :mod:`feature_extraction`).
+``user_studies``, ``layout``, ``limits``, ``cli``
+    An analyst's own choice files of any shape: the shape inferred (``layout``), bounded
+    before parsing (``limits``), checked and saved into the per-user data folder
+    (``user_studies``; the Add-a-study form and ``python -m data_loaders import-study``,
+    ``cli``).
 
 Every loader names the file and line of malformed input
 (:class:`pbo_core.data.DataValidationError`) and says how to obtain data that are absent
 (:class:`data_loaders._common.DataNotAvailableError`).
 """
 
-from data_loaders._common import DataNotAvailableError
-from data_loaders.registry import (
-    StudyInfo,
-    StudyUnavailableError,
-    list_studies,
-    load_preset,
-    load_study,
-    study_info,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from data_loaders._common import DataNotAvailableError
+    from data_loaders.registry import (
+        StudyInfo,
+        StudyUnavailableError,
+        list_studies,
+        load_preset,
+        load_study,
+        study_info,
+    )
 
 __all__ = [
     "DataNotAvailableError",
@@ -56,3 +67,18 @@ __all__ = [
     "load_study",
     "study_info",
 ]
+
+#: Where each public name lives; imported on first use, so ``python -m data_loaders`` and
+#: ``import data_loaders.limits`` do not load every study loader (the registry pulls in
+#: the PMR loaders and the LLM client).
+_HOME = {"DataNotAvailableError": "data_loaders._common"} | {
+    n: "data_loaders.registry" for n in __all__ if n != "DataNotAvailableError"
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'data_loaders' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value

@@ -38,6 +38,8 @@ VENDORED_DIR = Path(__file__).resolve().parent / "data"
 MAX_QUOTED = 32
 #: Most column names an error message lists.
 MAX_NAMES = 12
+#: Most column names an error about an analyst's own file lists.
+MAX_OWN_NAMES = 120
 #: What a quotable name or value looks like: letters, digits and ``_ . - + / ( ) %`` and
 #: inner spaces; no ``=``, ``:``, quotes or control characters.
 _PLAIN = re.compile(r"[\w.+\-/()%]+(?: [\w.+\-/()%]+)*")
@@ -63,19 +65,29 @@ def quoted(value: Any) -> str:
     return f"a value of {len(text)} character(s) (not shown)"
 
 
-def describe_columns(present: Iterable[Any], needed: Iterable[Any] = ()) -> str:
-    """The columns of a table for an error message.
+def describe_columns(
+    present: Iterable[Any], needed: Iterable[Any] = (), *, own: bool = False
+) -> str:
+    """The columns of a table for an error message: ``the file has columns: 'a', 'b'``.
 
     The names are listed (escaped, at most :data:`MAX_NAMES`) only when the header shares
     at least one column with ``needed`` and every name is short and plain; otherwise only
     their number, so a file that is not a data table never has its first line echoed.
+    ``own=True`` is for an analyst's own upload or file (:mod:`data_loaders.user_studies`):
+    its plain names are listed whatever they are (up to :data:`MAX_OWN_NAMES`), others
+    by their length only.
     """
     names = [str(c) for c in present]
+    if own:
+        shown = [repr(n) if _plain(n) else f"(a name of {len(n)} characters)" for n in names]
+        more = len(names) - MAX_OWN_NAMES
+        listed = ", ".join(shown[:MAX_OWN_NAMES]) or "none"
+        return f"the file has columns: {listed}" + (f" and {more} more" if more > 0 else "")
     plausible = bool(set(names) & {str(c) for c in needed})
     if plausible and all(_plain(n) for n in names):
         more = len(names) - MAX_NAMES
-        listed = repr(names[:MAX_NAMES])
-        return f"columns present: {listed}" + (f" and {more} more" if more > 0 else "")
+        listed = ", ".join(repr(n) for n in names[:MAX_NAMES])
+        return f"the file has columns: {listed}" + (f" and {more} more" if more > 0 else "")
     return (
         f"the header has {len(names)} column(s) and does not match the expected ones "
         "(names not shown)"

@@ -3,22 +3,32 @@
 A study is one folder ``$DTPBO_DATA_HOME/studies/<key>/`` holding canonical files:
 
 ``choices.csv``
-    The uploaded choice data as it was uploaded (long or wide layout).
+    The uploaded choice data as it was uploaded (long or wide layout; a gzip file is
+    stored decompressed).
 ``attributes.json``
     Its attribute table (:func:`~data_loaders.conjoint.write_attribute_table`).
 ``respondents.csv``
     Optional respondent features (one row per respondent; column ``respondent``).
 ``study.json``
-    Title, layout, column mapping, upload names (base names only) and import time.
+    Title, the resolved column mapping (:class:`ColumnMap`: layout, columns,
+    alternatives, opt-outs, respondent features with their labels, the money attribute),
+    what was inferred, counts, upload names (base names only) and import time.
 
 :func:`load_choice_file` is the one loader of such data: the command line's
-``conjoint-accuracy --data FILE --attributes TABLE.json`` calls it, and so does a saved
-study, which the registry lists beside the bundled ones (key ``my-...``). :func:`check_upload`
-collects *every* problem of an upload (each attribute cell that does not parse, named by
-line and column; missing columns; respondent features) before the loader runs, so nothing
-is imported half: :func:`save_study` writes the folder only when the loader succeeds.
+``conjoint-accuracy --data FILE`` and ``report --data FILE`` call it (their column flags
+are :func:`add_column_args`), ``python -m data_loaders import-study`` saves through
+:func:`save_study` as the Add-a-study form does, and a saved study, which the registry
+lists beside the bundled ones (key ``my-...``), loads through it. Every shape of file
+loads: long or wide (any number of alternatives, inferred when not given), with or
+without respondent and task columns, choices or full rankings, opt-outs,
+alternative-specific constants and respondent features (see :mod:`data_loaders.layout`
+for what is inferred). :func:`check_upload` collects *every* problem of an upload (each
+attribute cell that does not parse, named by line and column; missing columns, listing
+the columns the file has; respondent features) before the loader runs, so nothing is
+imported half: :func:`save_study` writes the folder only when the loader succeeds.
 
-Uploads are limited to :data:`MAX_UPLOAD_MB` MB each.
+Files are bounded before they are parsed (:mod:`data_loaders.limits`: at most
+:data:`MAX_UPLOAD_MB` MB each, a capped header, rows, cells, JSON depth).
 """
 
 from __future__ import annotations
@@ -32,20 +42,36 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from data_loaders._common import data_home, read_csv_lines
+from data_loaders import limits
+from data_loaders._common import data_home, read_csv_lines, where
+from data_loaders.access import check_file
 from data_loaders.conjoint import (
     Attribute,
     StudyMeta,
+    build_from_long,
     is_missing,
-    load_conjoint_long,
-    load_conjoint_wide,
+    normalize_value,
     read_attribute_table,
+    resolve_attributes,
+    wide_to_long,
     write_attribute_table,
+)
+from data_loaders.conjoint.build import parse_flags
+from data_loaders.flags import add_column_args, parse_features, split_list
+from data_loaders.layout import (
+    ColumnMap,
+    default_money_attribute,
+    feature_candidates,
+    infer_attributes,
+    list_columns,
+    natural_key,
+    readable,
+    resolve_columns,
 )
 from pbo_core.data import DataValidationError, Schema, Study
 
@@ -53,100 +79,55 @@ __all__ = [
     "KEY_PREFIX",
     "MAX_UPLOAD_MB",
     "ColumnMap",
+    "Inspection",
     "Problem",
     "UserStudy",
+    "add_column_args",
     "attribute_rows",
     "attributes_from_json",
     "attributes_from_rows",
+    "build_study",
     "check_upload",
+    "column_map",
     "infer_attributes",
+    "inspect_upload",
     "list_user_studies",
     "load_choice_file",
     "load_user_study",
+    "parse_features",
+    "read_upload",
     "remove_user_study",
     "save_study",
     "studies_dir",
 ]
 
-#: Largest accepted upload (each file), in MB.
-MAX_UPLOAD_MB = 20
+#: Largest accepted upload (each file), in MB (:data:`data_loaders.limits.MAX_FILE_MB`).
+MAX_UPLOAD_MB = limits.MAX_FILE_MB
 #: Registry keys of imported studies start with this.
 KEY_PREFIX = "my-"
 #: Kinds offered in the attribute editor, and the directions.
 KINDS = ("numeric", "ordinal", "categorical", "binary")
 DIRECTIONS = ("", "higher is better", "lower is better")
+#: Name of the attribute ``--alternative-attribute`` adds (alternative-specific constants).
+ALTERNATIVE_ATTRIBUTE = "alternative"
 _LEVEL_SEP = " | "
-_MAX_LEVELS = 30
 
 
-@dataclass(frozen=True)
-class ColumnMap:
-    """Layout and column names of a choice file (the CLI's ``--format`` and ``--*-col``)."""
-
-    format: Literal["long", "wide"] = "long"
-    respondent: str = "respondent"
-    task: str = "task"
-    profile: str = "profile"
-    chosen: str | None = None
-    alternatives: tuple[str, ...] = ("1", "2")
-
-    @property
-    def chosen_column(self) -> str:
-        """The chosen flag (long, default ``chosen``) or chosen alternative (wide, ``choice``)."""
-        return self.chosen or ("chosen" if self.format == "long" else "choice")
-
-    def reserved(self) -> list[str]:
-        """Columns that are not attributes."""
-        cols = [self.respondent, self.task, self.chosen_column]
-        return cols + ([self.profile] if self.format == "long" else [])
-
-    def to_json(self) -> str:
-        """The mapping as canonical JSON (hashable: a grid cell's ``columns``)."""
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> ColumnMap:
-        """Inverse of :meth:`to_json`."""
-        d = dict(json.loads(text))
-        if "alternatives" in d:
-            d["alternatives"] = tuple(str(a) for a in d["alternatives"])
-        return cls(**d)
-
-
-def add_column_args(p: argparse.ArgumentParser) -> None:
-    """The choice-file flags shared by every command that reads an analyst's own file
-    (``import-study``, ``conjoint-accuracy --data``, ``report --data``)."""
-    p.add_argument("--format", choices=("long", "wide"), default="long", help="layout of the file")
-    p.add_argument(
-        "--attributes",
-        default=None,
-        help="JSON attribute table (default: inferred from the columns, as the page does)",
-    )
-    p.add_argument("--respondent-col", default="respondent")
-    p.add_argument("--task-col", default="task")
-    p.add_argument("--profile-col", default="profile", help="alternative column (long)")
-    p.add_argument(
-        "--chosen-col",
-        default=None,
-        help="chosen flag (long, default 'chosen') or chosen alternative (wide, 'choice')",
-    )
-    p.add_argument(
-        "--alternatives",
-        default=None,
-        help="wide: the alternatives' column suffixes, comma-separated (default 1,2)",
-    )
-
-
+# ----------------------------------------------------------------------------- flags
 def column_map(args: argparse.Namespace) -> ColumnMap:
     """The :class:`ColumnMap` of the flags of :func:`add_column_args`."""
-    alts = tuple(a.strip() for a in (args.alternatives or "").split(",") if a.strip())
     return ColumnMap(
-        args.format,
-        args.respondent_col,
-        args.task_col,
-        args.profile_col,
-        args.chosen_col,
-        alts or ("1", "2"),
+        getattr(args, "format", None) or "auto",
+        getattr(args, "respondent_col", "respondent"),
+        getattr(args, "task_col", "task"),
+        getattr(args, "profile_col", "profile"),
+        getattr(args, "chosen_col", None),
+        split_list(getattr(args, "alternatives", None)),
+        rank=getattr(args, "rank_col", "") or "",
+        opt_out=split_list(getattr(args, "opt_out", "")),
+        alternative_attribute=bool(getattr(args, "alternative_attribute", False)),
+        respondent_features=parse_features(getattr(args, "respondent_features", "")),
+        money_attribute=getattr(args, "money_attribute", None),
     )
 
 
@@ -159,84 +140,242 @@ class Problem:
     line: str = ""
     column: str = ""
 
+    def one_line(self) -> str:
+        """The problem as one line (the command line's stderr)."""
+        msg = " ".join(self.message.split())
+        if msg.startswith(self.file):
+            return msg
+        many = "," in self.line or " more" in self.line
+        place = self.file + (f", line{'s' if many else ''} {self.line}" if self.line else "")
+        place += f", column {self.column!r}" if self.column else ""
+        return f"{place}: {msg}"
 
+
+# ----------------------------------------------------------------------------- loading
 def load_choice_file(
     path: str | Path,
     attributes: str | Path | Sequence[Attribute] | None,
-    columns: ColumnMap = ColumnMap(),
+    columns: ColumnMap | None = None,
     meta: StudyMeta | None = None,
 ) -> Study:
-    """Long or wide choice data (CSV) with its attribute table, through the conjoint loaders.
+    """A choice file (CSV, ``.gz`` allowed) of any shape, through the conjoint loaders.
 
-    ``attributes=None`` infers the table from the columns (:func:`infer_attributes`, as the
-    Add-a-study form does).
+    ``attributes=None`` infers the table from the columns (:func:`infer_attributes`, as
+    the Add-a-study form does); unset parts of ``columns`` are inferred
+    (:func:`~data_loaders.layout.resolve_columns`; ``None``: everything inferred, layout
+    included). The file is bounded by
+    :mod:`data_loaders.limits` before it is parsed.
 
     Raises
     ------
     DataValidationError
-        For malformed data, naming the file, line and column (from the readers).
+        For malformed data, naming the file, line and column (from the readers); a
+        missing column lists the columns the file has.
     """
+    p = check_file(path, "choice file")
+    limits.check_csv_file(p)
+    frame = read_csv_lines(p)
+    return build_study(frame, str(p), attributes, columns or ColumnMap(format="auto"), meta)
+
+
+def build_study(
+    frame: pd.DataFrame,
+    name: str,
+    attributes: str | Path | Sequence[Attribute] | None,
+    columns: ColumnMap,
+    meta: StudyMeta | None = None,
+) -> Study:
+    """The study of a choice table read from a file (index = file line); see
+    :func:`load_choice_file`."""
+    cols, notes = resolve_columns(frame, columns, name)
     if attributes is None:
-        attributes = infer_attributes(read_csv_lines(Path(path)), columns)
-    if columns.format == "long":
-        return load_conjoint_long(
-            path,
-            attributes,
-            respondent=columns.respondent,
-            task=columns.task,
-            alternative=columns.profile,
-            chosen=columns.chosen_column,
-            meta=meta,
+        attrs = infer_attributes(frame, cols, notes)
+    else:
+        attrs = resolve_attributes(attributes)
+    return _build(frame, name, attrs, cols, notes, meta)
+
+
+def _free(frame: pd.DataFrame, base: str) -> str:
+    name = base
+    while name in frame.columns:
+        name = f"_{name}_"
+    return name
+
+
+def _no_task_check(f: pd.DataFrame, cols: ColumnMap, resp: str, name: str) -> None:
+    """A long file without a task column: each respondent's rows must be one task."""
+    if cols.rank:
+        ranked = f[[resp, cols.rank]].dropna()
+        dup = ranked.duplicated([resp, cols.rank], keep=False).to_numpy()
+        what = "rows with the same rank"
+    else:
+        chosen = parse_flags(f[cols.chosen_column], name, True, cols.chosen_column)
+        per = pd.Series(chosen, index=f.index).groupby(f[resp].to_numpy()).transform("sum")
+        dup = chosen & (per.to_numpy() > 1)
+        what = "chosen rows"
+    if not dup.any():
+        return
+    lines = f.index[dup]
+    r = f.loc[lines[0], resp]
+    same = lines[(f.loc[lines, resp] == r).to_numpy()]
+    shown = ", ".join(str(x) for x in same[:6]) + (", ..." if len(same) > 6 else "")
+    who = f"respondent {r!r}" if not resp.startswith("_") else "the file"
+    raise DataValidationError(
+        f"{where(name, lines[0], True)}: {who} has {len(same)} {what} (lines {shown}) and "
+        "there is no task column, so the tasks cannot be told apart; name the task column "
+        "(--task-col, or 'Task column' in the form)"
+    )
+
+
+def _alternative_attribute(
+    values: Sequence[Any], attrs: Sequence[Attribute], column: str
+) -> Attribute:
+    if any(a.name == ALTERNATIVE_ATTRIBUTE for a in attrs):
+        raise DataValidationError(
+            f"an attribute is already named {ALTERNATIVE_ATTRIBUTE!r}; rename it to use the "
+            "alternative as an attribute"
         )
-    if columns.format == "wide":
-        return load_conjoint_wide(
-            path,
-            attributes,
-            respondent=columns.respondent,
-            task=columns.task,
-            choice=columns.chosen_column,
-            alternatives=tuple(columns.alternatives),
-            meta=meta,
+    levels: list[str] = []
+    seen: set[str] = set()
+    for v in values:
+        if is_missing(v):
+            continue
+        key = normalize_value(v)
+        if key not in seen:
+            seen.add(key)
+            levels.append(v.strip() if isinstance(v, str) else key)
+    return Attribute(
+        ALTERNATIVE_ATTRIBUTE,
+        "categorical",
+        levels=tuple(levels),
+        label="Alternative",
+        description="the alternative itself (alternative-specific constant)",
+        column=column,
+    )
+
+
+def _money(cols: ColumnMap, attrs: Sequence[Attribute], name: str, notes: list[str]) -> ColumnMap:
+    money = cols.money_attribute
+    numeric = [a.name for a in attrs if a.kind == "numeric"]
+    if money is None:
+        money = default_money_attribute(attrs)
+        if money:
+            notes.append(f"money attribute: {money!r} (by its name; --money-attribute to change)")
+    elif money and money not in numeric:
+        raise DataValidationError(
+            f"{name}: the money attribute {money!r} is not a numeric attribute (numeric "
+            f"attributes: {', '.join(numeric) or 'none'})"
         )
-    raise ValueError(f"format must be 'long' or 'wide', got {columns.format!r}")
+    return replace(cols, money_attribute=money)
+
+
+def _build(
+    frame: pd.DataFrame,
+    name: str,
+    attrs: Sequence[Attribute],
+    cols: ColumnMap,
+    notes: list[str],
+    meta: StudyMeta | None,
+) -> Study:
+    """The study of a resolved column map (shared by the loader and the upload check)."""
+    attrs = list(attrs)
+    notes = list(notes)
+    cols = _money(cols, attrs, name, notes)
+    cols = replace(
+        cols,
+        respondent_features=tuple((n, lb or readable(n)) for n, lb in cols.respondent_features),
+    )
+    features = cols.feature_names
+    f = frame.copy(deep=False)
+    if cols.format == "long":
+        resp, task, prof = cols.respondent, cols.task, cols.profile
+        if not resp:
+            resp = _free(f, "respondent")
+            f[resp] = f[task].to_numpy()
+        if not task:
+            _no_task_check(f, cols, resp, name)
+            task = _free(f, "task")
+            f[task] = 1
+        if not prof:
+            prof = _free(f, "profile")
+            f[prof] = f.groupby([resp, task], sort=False).cumcount().to_numpy() + 1
+        all_attrs = attrs
+        if cols.alternative_attribute:
+            opt = {normalize_value(v) for v in cols.opt_out}
+            vals = [v for v in pd.unique(f[prof]) if normalize_value(v) not in opt]
+            vals = sorted(vals, key=lambda v: natural_key(normalize_value(v)))
+            all_attrs = [*attrs, _alternative_attribute(vals, attrs, prof)]
+        long, opts = (
+            f,
+            dict(
+                respondent=resp,
+                task=task,
+                alternative=prof,
+                chosen=cols.chosen_column,
+                rank=cols.rank or None,
+                opt_out_alternatives=cols.opt_out,
+            ),
+        )
+    else:
+        resp = cols.respondent
+        if not resp:
+            resp = _free(f, "respondent")
+            f[resp] = f.index.to_numpy()
+        long = wide_to_long(
+            f,
+            attrs,
+            respondent=resp,
+            task=cols.task or None,
+            choice=cols.chosen_column,
+            alternatives=cols.alternatives,
+            opt_out_values=cols.opt_out,
+            column_template=cols.template,
+            keep_columns=features,
+            name=name,
+            from_file=True,
+        )
+        all_attrs = attrs
+        if cols.alternative_attribute:
+            all_attrs = [
+                *attrs,
+                _alternative_attribute(list(cols.alternatives), attrs, "alternative"),
+            ]
+        opts = dict(
+            respondent="respondent",
+            task="task",
+            alternative="alternative",
+            chosen="chosen",
+            opt_out_alternatives=("__opt_out__",),
+        )
+    study = build_from_long(
+        long,
+        all_attrs,
+        name=name,
+        from_file=True,
+        no_choice="error",
+        exclude=(),
+        user_columns=features,
+        user_schema=None,
+        meta=meta or StudyMeta(),
+        **opts,  # type: ignore[arg-type]
+    )
+    if study.user_schema is not None:
+        labels = dict(cols.respondent_features)
+        schema = Schema(
+            tuple(
+                replace(ft, label=labels.get(ft.name) or ft.label)
+                for ft in study.user_schema.features
+            )
+        )
+        study = replace(study, user_schema=schema)
+    extras = dict(study.extras)
+    extras.update(columns=cols, import_notes=notes, attribute_table=attrs)
+    if cols.money_attribute:
+        extras["money_attribute"] = cols.money_attribute
+    return replace(study, extras=extras)
 
 
 # ----------------------------------------------------------------------------- inference
-def _stems(frame: pd.DataFrame, columns: ColumnMap) -> dict[str, list[str]]:
-    """Attribute name -> its source columns (long: itself; wide: ``stem1``, ``stem2``...)."""
-    rest = [c for c in frame.columns if c not in columns.reserved()]
-    if columns.format == "long":
-        return {c: [c] for c in rest}
-    out: dict[str, list[str]] = {}
-    for alt in columns.alternatives:
-        for c in rest:
-            if c.endswith(alt) and len(c) > len(alt):
-                out.setdefault(c[: -len(alt)], []).append(c)
-    return {s: cs for s, cs in out.items() if len(cs) == len(columns.alternatives)}
-
-
-def infer_attributes(frame: pd.DataFrame, columns: ColumnMap) -> list[Attribute]:
-    """A first attribute table from the data: numbers (at least 90 % of the cells) ->
-    numeric, two values -> binary, other text -> categorical (levels in sorted order;
-    make them ordinal in the editor)."""
-    out = []
-    for name, cols in _stems(frame, columns).items():
-        vals = pd.concat([frame[c] for c in cols]).dropna()
-        distinct = pd.unique(vals)
-        numeric = pd.to_numeric(vals, errors="coerce")
-        label = name.replace("_", " ").strip().capitalize()
-        share = float(numeric.notna().mean()) if len(vals) else 0.0
-        if len(distinct) == 2 and share < 1.0:
-            levels = tuple(sorted(str(v) for v in distinct))
-            out.append(Attribute(name, "binary", levels=levels, label=label))
-        elif share >= 0.9:  # a few stray words in a number column are errors, not levels
-            out.append(Attribute(name, "numeric", label=label))
-        else:
-            levels = tuple(sorted({str(v) for v in distinct}))[:_MAX_LEVELS] or ("?",)
-            out.append(Attribute(name, "categorical", levels=levels, label=label))
-    return out
-
-
 def attribute_rows(attributes: Sequence[Attribute]) -> pd.DataFrame:
     """The attribute table as editable rows: name, label, kind, unit, levels, direction."""
     rows = []
@@ -289,7 +428,12 @@ def attributes_from_rows(rows: pd.DataFrame) -> tuple[list[Attribute], list[Prob
 
 
 def attributes_from_json(content: bytes, file: str) -> tuple[list[Attribute], list[Problem]]:
-    """An uploaded JSON attribute table (the format of ``--attributes``) and its problems."""
+    """An uploaded JSON attribute table (the format of ``--attributes``) and its problems
+    (one over the limits of :mod:`data_loaders.limits` is refused before it is parsed)."""
+    try:
+        limits.check_json_bytes(content, file)
+    except limits.LimitError as exc:
+        return [], [Problem(file, str(exc))]
     with _staging() as tmp:
         staged = Path(tmp) / "attributes.json"
         staged.write_bytes(content)
@@ -300,7 +444,7 @@ def attributes_from_json(content: bytes, file: str) -> tuple[list[Attribute], li
 
 
 # ----------------------------------------------------------------------------- checking
-_LOC = re.compile(r"line (\d+)")
+_LOC = re.compile(r"line (\d+(?: \(header\))?)")
 _COL = re.compile(r"column '([^']+)'")
 
 
@@ -326,12 +470,19 @@ def _problem(exc: Exception, file: str, staged: str) -> Problem:
 def _cell_problems(
     frame: pd.DataFrame, attributes: Sequence[Attribute], columns: ColumnMap, file: str
 ) -> list[Problem]:
-    """Every attribute cell that does not parse (grouped by column and value)."""
+    """Every attribute cell that does not parse (grouped by column and value); a long
+    file's opt-out rows have no attributes."""
     problems = []
-    alts = columns.alternatives if columns.format == "wide" else ("",)
+    if columns.format == "long" and columns.opt_out and columns.profile:
+        opt = {normalize_value(v) for v in columns.opt_out}
+        real = ~frame[columns.profile].map(lambda v: normalize_value(v) in opt).to_numpy(bool)
+        frame = frame.loc[real]
     for a in attributes:
-        for alt in alts:
-            col = a.source_column + alt
+        if columns.format == "wide":
+            cols = [columns.column(a.source_column, alt) for alt in columns.alternatives]
+        else:
+            cols = [a.source_column]
+        for col in cols:
             if col not in frame.columns:
                 continue
             codes, uniques = pd.factorize(frame[col], use_na_sentinel=False)
@@ -342,58 +493,147 @@ def _cell_problems(
                     lines = frame.index[np.flatnonzero(codes == k)].tolist()
                     shown = ", ".join(map(str, lines[:8]))
                     more = f" and {len(lines) - 8} more" if len(lines) > 8 else ""
-                    problems.append(
-                        Problem(
-                            file,
-                            f"attribute {a.display_name}: "
-                            + ("the cell is empty" if is_missing(u) else f"{u!r} {exc}"),
-                            line=shown + more,
-                            column=col,
-                        )
+                    msg = f"attribute {a.display_name}: " + (
+                        "the cell is empty" if is_missing(u) else f"{u!r} {exc}"
                     )
+                    if is_missing(u):
+                        msg += _opt_out_hint(frame, columns, lines)
+                    problems.append(Problem(file, msg, line=shown + more, column=col))
     return problems
+
+
+def _opt_out_hint(frame: pd.DataFrame, cols: ColumnMap, lines: list[Any]) -> str:
+    """For empty cells of a long file without opt-out values that sit on exactly the rows
+    of one profile value (``none``): say that it may be an opt-out."""
+    if cols.format != "long" or cols.opt_out or not cols.profile:
+        return ""
+    values = {normalize_value(v) for v in frame.loc[lines, cols.profile]}
+    if len(values) != 1:
+        return ""
+    (v,) = values
+    every = frame[cols.profile].map(normalize_value).to_numpy() == v
+    if int(every.sum()) != len(lines):  # only when every row of that value is empty there
+        return ""
+    return (
+        f" (on every row whose {cols.profile} is {v!r}: if it means 'none of these', give it "
+        f"as an opt-out value, --opt-out {v})"
+    )
+
+
+def _attribute_columns_missing(
+    frame: pd.DataFrame, attributes: Sequence[Attribute], columns: ColumnMap, file: str
+) -> list[Problem]:
+    """The attribute table's columns the file lacks, each listing the file's columns."""
+    out = []
+    for a in attributes:
+        if columns.format == "wide":
+            need = [columns.column(a.source_column, alt) for alt in columns.alternatives]
+        else:
+            need = [a.source_column]
+        for col in need:
+            if col not in frame.columns:
+                out.append(
+                    Problem(
+                        file,
+                        f"missing column {col!r} (attribute {a.display_name}); "
+                        + list_columns(frame.columns),
+                        line="1 (header)",
+                        column=col,
+                    )
+                )
+    return out
+
+
+def read_upload(content: bytes, file: str) -> tuple[pd.DataFrame | None, list[Problem]]:
+    """An uploaded CSV as a table (index = file line), after the limits; or its problem."""
+    try:
+        limits.check_csv_bytes(content, file)
+    except DataValidationError as exc:
+        return None, [Problem(file, str(exc))]
+    if content[:2] == b"\x1f\x8b":
+        return None, [Problem(file, "a gzip file: upload the CSV text (decompress it first)")]
+    with _staging() as tmp:
+        staged = Path(tmp) / "choices.csv"
+        staged.write_bytes(content)
+        try:
+            return read_csv_lines(staged), []
+        except DataValidationError as exc:
+            return None, [_problem(exc, file, str(staged))]
+
+
+@dataclass
+class Inspection:
+    """What the Add-a-study form shows for an upload and a (partial) column map."""
+
+    columns: ColumnMap | None
+    notes: list[str] = field(default_factory=list)
+    attributes: list[Attribute] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    numeric: list[str] = field(default_factory=list)
+    money: str = ""
+    problems: list[Problem] = field(default_factory=list)
+
+
+def inspect_upload(frame: pd.DataFrame, file: str, columns: ColumnMap) -> Inspection:
+    """The resolved column map of an upload, what was inferred, the inferred attribute
+    table, the respondent-feature candidates and the default money attribute; or the
+    problem (naming the file and listing its columns)."""
+    try:
+        cols, notes = resolve_columns(frame, replace(columns, respondent_features=()), file)
+        attrs = infer_attributes(frame, cols, notes)
+        cands = feature_candidates(frame, cols, attrs)
+    except DataValidationError as exc:
+        return Inspection(None, problems=[_problem(exc, file, file)])
+    cols = replace(cols, respondent_features=columns.respondent_features)
+    numeric = [a.name for a in attrs if a.kind == "numeric"]
+    return Inspection(
+        cols, notes, attrs, cands, numeric, default_money_attribute(attrs), problems=[]
+    )
 
 
 def check_upload(
     content: bytes,
     file: str,
-    attributes: Sequence[Attribute],
+    attributes: Sequence[Attribute] | None,
     columns: ColumnMap,
     respondents: tuple[bytes, str] | None = None,
 ) -> tuple[Study | None, list[Problem]]:
     """Check an upload with the loaders; the study, or ``None`` and every problem found.
 
-    ``file`` (and the respondents' name) is the base name shown in messages. Cell
-    problems are all collected first; the loader then checks the rest (choices per task,
-    flags) and reports its first problem.
+    ``file`` (and the respondents' name) is the base name shown in messages. The limits
+    come first (:mod:`data_loaders.limits`), then the columns (a missing one lists those
+    the file has); cell problems are all collected; the loader then checks the rest
+    (choices per task, flags) and reports its first problem. ``attributes=None`` infers
+    the table, as the command line does without ``--attributes``.
     """
-    problems: list[Problem] = []
-    limit = MAX_UPLOAD_MB * 2**20
-    for data, name in [(content, file), *([respondents] if respondents else [])]:
-        if len(data) > limit:
-            problems.append(Problem(name, f"{len(data) / 2**20:.1f} MB is over {MAX_UPLOAD_MB} MB"))
+    frame, problems = read_upload(content, file)
+    if respondents is not None:
+        try:
+            limits.check_csv_bytes(respondents[0], respondents[1])
+        except DataValidationError as exc:
+            problems.append(Problem(respondents[1], str(exc)))
+    if frame is None or problems:
+        return None, problems
+    try:
+        cols, notes = resolve_columns(frame, columns, file)
+        attrs = (
+            infer_attributes(frame, cols, notes)
+            if attributes is None
+            else resolve_attributes(list(attributes))
+        )
+    except DataValidationError as exc:
+        return None, [_problem(exc, file, file)]
+    problems = _attribute_columns_missing(frame, attrs, cols, file)
+    problems += _cell_problems(frame, attrs, cols, file)
     if problems:
         return None, problems
-    with _staging() as tmp:
-        staged = Path(tmp) / "choices.csv"
-        staged.write_bytes(content)
-        try:
-            frame = read_csv_lines(staged)
-        except DataValidationError as exc:
-            return None, [_problem(exc, file, str(staged))]
-        need = columns.reserved()
-        missing = [c for c in need if c not in frame.columns]
-        for c in missing:
-            problems.append(Problem(file, f"missing column {c!r}", line="1 (header)", column=c))
-        problems += _cell_problems(frame, attributes, columns, file)
-        if problems:
-            return None, problems
-        try:
-            study = load_choice_file(staged, list(attributes), columns)
-        except (DataValidationError, ValueError) as exc:
-            return None, [_problem(exc, file, str(staged))]
+    try:
+        study = _build(frame, file, attrs, cols, notes, None)
+    except (DataValidationError, ValueError) as exc:
+        return None, [_problem(exc, file, file)]
     if respondents is not None:
-        study, more = _with_respondents(study, *respondents, columns.respondent)
+        key = study.extras["columns"].respondent or "respondent"
+        study, more = _with_respondents(study, *respondents, key)
         if more:
             return None, more
     return study, []
@@ -410,7 +650,8 @@ def _read_respondents(
         except DataValidationError as exc:
             return None, [_problem(exc, name, str(staged))]
     if key not in users.columns:
-        return None, [Problem(name, f"missing column {key!r}", line="1 (header)", column=key)]
+        msg = f"missing column {key!r} (the respondent); {list_columns(users.columns)}"
+        return None, [Problem(name, msg, line="1 (header)", column=key)]
     dup = users[key].duplicated()
     if dup.any():
         lines = ", ".join(map(str, users.index[dup.to_numpy()][:8]))
@@ -421,7 +662,8 @@ def _read_respondents(
 def _with_respondents(
     study: Study, content: bytes, name: str, key: str
 ) -> tuple[Study, list[Problem]]:
-    """The study with its respondent-features table (every study respondent must be listed)."""
+    """The study with a respondent-features table (every study respondent must be listed),
+    joined to the features taken from the choice file itself."""
     users, problems = _read_respondents(content, name, key)
     if users is None:
         return study, problems
@@ -439,6 +681,14 @@ def _with_respondents(
         schema = Schema.infer(table)
     except DataValidationError as exc:
         return study, [Problem(name, str(exc))]
+    if study.users is not None and study.user_schema is not None:
+        clash = sorted(set(table.columns) & set(study.users.columns))
+        if clash:
+            return study, [
+                Problem(name, f"features also taken from the choice file: {', '.join(clash)}")
+            ]
+        table = study.users.reindex(table.index).join(table)
+        schema = Schema(study.user_schema.features + schema.features)
     data = replace(study.data, users=table)
     return replace(study, data=data, users=table, user_schema=schema), []
 
@@ -455,11 +705,18 @@ class UserStudy:
     files: dict[str, str] = field(default_factory=dict)
     imported: str = ""
     description: str = ""
+    notes: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
         """Where its files are."""
         return studies_dir() / self.key
+
+    @property
+    def column_map(self) -> ColumnMap:
+        """The resolved column mapping it was imported with."""
+        return ColumnMap.from_dict(self.columns)
 
 
 def studies_dir() -> Path:
@@ -476,15 +733,20 @@ def save_study(
     title: str,
     content: bytes,
     file: str,
-    attributes: Sequence[Attribute],
+    attributes: Sequence[Attribute] | None,
     columns: ColumnMap,
     respondents: tuple[bytes, str] | None = None,
 ) -> tuple[UserStudy | None, list[Problem]]:
-    """Check the upload and, only when it loads, save it as a new study folder."""
+    """Check the upload and, only when it loads, save it as a new study folder.
+
+    ``study.json`` keeps the resolved column map (what was inferred is fixed there, and in
+    ``notes``), so the saved study loads the same way every time.
+    """
     title = title.strip() or Path(file).stem
     study, problems = check_upload(content, file, attributes, columns, respondents)
     if study is None:
         return None, problems
+    cols: ColumnMap = study.extras["columns"]
     root = studies_dir()
     root.mkdir(parents=True, exist_ok=True)
     base = KEY_PREFIX + _slug(title)
@@ -492,19 +754,22 @@ def save_study(
     while (root / key).exists():
         key, n = f"{base}-{n}", n + 1
     files = {"choices": file} | ({"respondents": respondents[1]} if respondents else {})
+    counts = study.counts()
     meta = UserStudy(
         key,
         title,
-        columns.format,
-        {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(columns).items()},
+        cols.format,
+        cols.as_dict(),
         files,
         time.strftime("%Y-%m-%d %H:%M:%S"),
-        f"Imported from {file} ({study.counts()['comparisons']} comparisons).",
+        f"Imported from {file} ({counts['comparisons']} comparisons).",
+        list(study.extras.get("import_notes", [])),
+        counts,
     )
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=root))
     try:
         (staging / "choices.csv").write_bytes(content)
-        write_attribute_table(list(attributes), staging / "attributes.json")
+        write_attribute_table(list(study.extras["attribute_table"]), staging / "attributes.json")
         if respondents is not None:
             (staging / "respondents.csv").write_bytes(respondents[0])
         (staging / "study.json").write_text(json.dumps(asdict(meta), indent=2), encoding="utf-8")
@@ -517,7 +782,9 @@ def save_study(
 def _read_meta(folder: Path) -> UserStudy | None:
     try:
         d = json.loads((folder / "study.json").read_text(encoding="utf-8"))
-        return UserStudy(**d)
+        meta = UserStudy(**d)
+        ColumnMap.from_dict(meta.columns)
+        return meta
     except (OSError, ValueError, TypeError):
         return None
 
@@ -544,14 +811,14 @@ def _folder(key: str) -> Path:
 
 
 def load_user_study(key: str) -> Study:
-    """A saved study, loaded by :func:`load_choice_file` from its canonical files."""
+    """A saved study, loaded by :func:`load_choice_file` from its canonical files;
+    ``study.extras["money_attribute"]`` is the money attribute (absent when none) and
+    the respondent features carry their labels."""
     folder = _folder(key)
     meta = _read_meta(folder)
     if meta is None:
         raise KeyError(f"no imported study {key!r} in {studies_dir()}")
-    cols = dict(meta.columns)
-    cols["alternatives"] = tuple(cols.get("alternatives", ("1", "2")))
-    columns = ColumnMap(**cols)
+    columns = meta.column_map
     study = load_choice_file(
         folder / "choices.csv",
         read_attribute_table(folder / "attributes.json"),
@@ -566,7 +833,9 @@ def load_user_study(key: str) -> Study:
     )
     if (folder / "respondents.csv").is_file():
         content = (folder / "respondents.csv").read_bytes()
-        study, problems = _with_respondents(study, content, "respondents.csv", columns.respondent)
+        study, problems = _with_respondents(
+            study, content, "respondents.csv", columns.respondent or "respondent"
+        )
         if problems:
             raise DataValidationError("; ".join(p.message for p in problems))
     return study

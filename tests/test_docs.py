@@ -106,6 +106,7 @@ def _streamlit(argv: list[str]) -> str | None:
 
 
 def _parsers() -> dict[str, Callable[[list[str]], str | None]]:
+    from data_loaders.cli import build_parser as import_parser
     from feature_extraction.cli import build_parser as feature_parser
     from pbo_core.experiments.bench import build_parser as bench_parser
     from pbo_core.experiments.cli import build_parser as experiments_parser
@@ -114,6 +115,7 @@ def _parsers() -> dict[str, Callable[[list[str]], str | None]]:
         "pbo_core.bench": _argparse(bench_parser),
         "pbo_core.experiments": _argparse(experiments_parser),
         "feature_extraction": _argparse(feature_parser),
+        "data_loaders": _argparse(import_parser),
         "dashboard": _streamlit,
     }
 

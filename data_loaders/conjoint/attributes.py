@@ -25,6 +25,7 @@ import pandas as pd
 
 from data_loaders._common import quoted, where
 from data_loaders.access import check_file
+from data_loaders.limits import MAX_JSON_BYTES, file_bytes, load_json_bytes
 from pbo_core.data import DataValidationError, Feature
 
 __all__ = [
@@ -412,13 +413,11 @@ def read_attribute_table(path: str | os.PathLike[str]) -> list[Attribute]:
     Raises
     ------
     DataValidationError
-        Naming the file (and the JSON line for syntax errors).
+        Naming the file (and the JSON line for syntax errors); a table over the limits of
+        :mod:`data_loaders.limits` (size, nesting depth) is refused before it is parsed.
     """
     p = check_file(path, "attribute table")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataValidationError(f"{p}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    doc = load_json_bytes(file_bytes(p, MAX_JSON_BYTES), str(p))
     items = doc.get("attributes") if isinstance(doc, dict) else doc
     if not isinstance(items, list):
         raise DataValidationError(f"{p}: expected a list of attributes")

@@ -27,7 +27,7 @@ from data_loaders.conjoint.attributes import (
 from data_loaders.conjoint.exclusions import ExclusionRule, rule_reason
 from pbo_core.data import DataValidationError, PreferenceData, Schema, Study
 
-__all__ = ["NoChoice", "StudyMeta", "build_from_long", "user_table"]
+__all__ = ["NoChoice", "StudyMeta", "build_from_long", "parse_flags", "user_table"]
 
 NoChoice = Literal["error", "opt_out", "drop"]
 
@@ -48,7 +48,14 @@ _TRUE = {"1", "true", "t", "yes", "y", "chosen"}
 _FALSE = {"0", "false", "f", "no", "n", ""}
 
 
-def _parse_flags(col: pd.Series, name: str, from_file: bool, column: str) -> np.ndarray:
+def parse_flags(col: pd.Series, name: str, from_file: bool, column: str) -> np.ndarray:
+    """Chosen flags (1/0, true/false, yes/no; empty = not chosen) as booleans.
+
+    Raises
+    ------
+    DataValidationError
+        For another value, naming the file and line (or row) and the column.
+    """
     codes, uniques = pd.factorize(col, use_na_sentinel=False)
     flags = np.zeros(len(uniques), dtype=bool)
     for k, u in enumerate(uniques):
@@ -64,6 +71,53 @@ def _parse_flags(col: pd.Series, name: str, from_file: bool, column: str) -> np.
                 "chosen flag (1/0, true/false, yes/no)"
             )
     return flags[codes]
+
+
+#: Most ordered pairs a file of rankings may give (the sum over tasks of k^2).
+MAX_RANKED_PAIRS = 5_000_000
+
+
+def _parse_ranks(col: pd.Series, name: str, from_file: bool, column: str) -> np.ndarray:
+    """Ranks as floats (``inf`` for an empty cell: below every given rank)."""
+    codes, uniques = pd.factorize(col, use_na_sentinel=False)
+    vals = np.full(len(uniques), np.inf)
+    for k, u in enumerate(uniques):
+        if is_missing(u) or (isinstance(u, str) and not u.strip()):
+            continue
+        try:
+            x = float(u)
+        except (TypeError, ValueError):
+            x = float("nan")
+        if not np.isfinite(x):
+            label = col.index[int(np.flatnonzero(codes == k)[0])]
+            raise DataValidationError(
+                f"{where(name, label, from_file)}: column {column!r}: {quoted(u)} is not a rank "
+                "(a number, 1 = best)"
+            )
+        vals[k] = x
+    return vals[codes]
+
+
+def _ranked_pairs(
+    task: np.ndarray, ranks: np.ndarray, item: np.ndarray, rows: np.ndarray, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(winner, loser) items of every pair of a task with different ranks, and the loser's
+    row; in task order, then the winner's row."""
+    if len(task) == 0:
+        return np.zeros((0, 2), dtype=np.int64), rows[:0]
+    sizes = np.bincount(task)
+    if int((sizes.astype(np.int64) ** 2).sum()) > MAX_RANKED_PAIRS:
+        raise DataValidationError(
+            f"{name}: the rankings give more than {MAX_RANKED_PAIRS:,} ordered pairs (a task "
+            f"has up to {int(sizes.max())} alternatives); split the tasks"
+        )
+    df = pd.DataFrame(
+        {"t": task, "r": ranks, "item": item, "row": rows, "pos": np.arange(len(task))}
+    )
+    m = df.merge(df, on="t", suffixes=("_w", "_l"))
+    m = m[m["r_w"].to_numpy() < m["r_l"].to_numpy()].sort_values(["t", "pos_w", "pos_l"])
+    pairs = m[["item_w", "item_l"]].to_numpy(dtype=np.int64)
+    return pairs, m["row_l"].to_numpy()
 
 
 def _lines(labels: np.ndarray, k: int = 5) -> str:
@@ -89,6 +143,7 @@ def build_from_long(
     meta: StudyMeta,
     attribute_columns: Mapping[str, str] | None = None,
     hint: str = "",
+    rank: str | None = None,
 ) -> Study:
     """The shared long-format pipeline (also used by the wide reader and the presets).
 
@@ -108,6 +163,11 @@ def build_from_long(
         Attribute name -> source column (default: each attribute's ``source_column``).
     hint
         Appended to the error message for missing columns.
+    rank
+        A rank column (1 = best; numbers, lower is better) read instead of ``chosen``:
+        every pair of real alternatives of a task is ordered by rank, equal ranks give no
+        comparison and an empty rank is below every given one (two empty ranks: no
+        comparison). A task whose best rank is an opt-out row is an opt-out task.
 
     Returns
     -------
@@ -122,7 +182,8 @@ def build_from_long(
     if no_choice not in ("error", "opt_out", "drop"):
         raise ValueError(f"no_choice must be 'error', 'opt_out' or 'drop', got {no_choice!r}")
     acol = dict(attribute_columns or {a.name: a.source_column for a in attrs})
-    needed = [respondent, task, alternative, chosen, *acol.values(), *user_columns]
+    flag = [rank] if rank else [chosen]
+    needed = [respondent, task, alternative, *flag, *acol.values(), *user_columns]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise missing_columns_error(name, missing, frame.columns, from_file, hint, needed=needed)
@@ -136,7 +197,16 @@ def build_from_long(
                 f"{where(name, labels[np.argmax(na)], from_file)}: column {c!r} is empty"
             )
 
-    is_chosen = _parse_flags(frame[chosen], name, from_file, chosen)
+    tkey = frame.groupby([respondent, task], sort=False).ngroup().to_numpy()
+    n_tasks = int(tkey.max()) + 1
+    ranks = None
+    if rank:
+        ranks = _parse_ranks(frame[rank], name, from_file, rank)
+        best = np.full(n_tasks, np.inf)
+        np.minimum.at(best, tkey, ranks)
+        is_chosen = np.isfinite(ranks) & (ranks == best[tkey])
+    else:
+        is_chosen = parse_flags(frame[chosen], name, from_file, chosen)
     opt_keys = {normalize_value(v) for v in opt_out_alternatives}
     alt_codes, alt_uniques = pd.factorize(frame[alternative])
     alt_is_opt = np.array([normalize_value(u) in opt_keys for u in alt_uniques], dtype=bool)
@@ -155,8 +225,6 @@ def build_from_long(
             f"alternative {quoted(a)} appears more than once (lines/rows {_lines(labels[same])})"
         )
 
-    tkey = frame.groupby([respondent, task], sort=False).ngroup().to_numpy()
-    n_tasks = int(tkey.max()) + 1
     n_real = np.bincount(tkey, weights=real, minlength=n_tasks)
     n_chosen = np.bincount(tkey, weights=is_chosen, minlength=n_tasks)
     n_chosen_real = np.bincount(tkey, weights=is_chosen & real, minlength=n_tasks)
@@ -172,14 +240,18 @@ def build_from_long(
             f"{quoted(task_values[i])} (lines/rows {_lines(labels[rows])}): {msg}"
         )
 
-    bad = np.flatnonzero(n_chosen > 1)
+    bad = np.flatnonzero(n_chosen > 1) if ranks is None else np.zeros(0, dtype=np.int64)
     if len(bad):
         raise task_error(int(bad[0]), f"{int(n_chosen[bad[0]])} alternatives are chosen")
     bad = np.flatnonzero(n_real < 2)
     if len(bad):
         raise task_error(int(bad[0]), "fewer than two profiles (besides the opt-out)")
-    answered = n_chosen_real == 1
-    opted_out = (n_chosen == 1) & ~answered
+    if ranks is None:
+        answered = n_chosen_real == 1
+        opted_out = (n_chosen == 1) & ~answered
+    else:  # ranks: the best-ranked row decides; an opt-out among the best makes it an opt-out
+        opted_out = n_chosen > n_chosen_real
+        answered = (n_chosen_real >= 1) & ~opted_out
     none = n_chosen == 0
     if none.any() and no_choice == "error":
         raise task_error(
@@ -242,12 +314,15 @@ def build_from_long(
         if a.kind == "numeric":
             items[a.name] = items[a.name].astype(float)
 
-    win = is_chosen[rows]
-    winner_item = np.full(n_tasks, -1, dtype=np.int64)
-    winner_item[tkey[rows[win]]] = item_of_row[win]
-    lose = ~win
-    pairs = np.column_stack([winner_item[tkey[rows[lose]]], item_of_row[lose]])
-    pair_rows = rows[lose]
+    if ranks is None:
+        win = is_chosen[rows]
+        winner_item = np.full(n_tasks, -1, dtype=np.int64)
+        winner_item[tkey[rows[win]]] = item_of_row[win]
+        lose = ~win
+        pairs = np.column_stack([winner_item[tkey[rows[lose]]], item_of_row[lose]])
+        pair_rows = rows[lose]
+    else:
+        pairs, pair_rows = _ranked_pairs(tkey[rows], ranks[rows], item_of_row, rows, name)
     same = pairs[:, 0] == pairs[:, 1]
     n_identical = int(same.sum())
     pairs, pair_rows = pairs[~same], pair_rows[~same]

@@ -78,6 +78,7 @@ def load_conjoint_long(
     task: str = "task",
     alternative: str = "profile",
     chosen: str = "chosen",
+    rank: str | None = None,
     opt_out_alternatives: Collection[Any] = (),
     no_choice: NoChoice = "error",
     exclude: Sequence[ExclusionRule] = (),
@@ -97,6 +98,10 @@ def load_conjoint_long(
         The attributes, or the path of a JSON attribute table.
     respondent, task, alternative, chosen
         Column names. ``chosen`` holds 1/0, true/false or yes/no; empty = not chosen.
+    rank
+        A rank column (1 = best) read instead of ``chosen``: every pair of a task's real
+        alternatives is ordered by rank (equal ranks: no comparison; an empty rank is
+        below the given ones). See :func:`~data_loaders.conjoint.build.build_from_long`.
     opt_out_alternatives
         Values of ``alternative`` that mark an opt-out row (e.g. ``("C", "none")``).
     no_choice
@@ -142,6 +147,7 @@ def load_conjoint_long(
         user_columns=user_columns,
         user_schema=user_schema,
         meta=meta or StudyMeta(),
+        rank=rank,
     )
 
 
@@ -199,8 +205,11 @@ def wide_to_long(
             raise DataValidationError(
                 f"{where(name, label, from_file)}: column {choice!r}: {quoted(u)} does not name an "
                 f"alternative (expected one of {alternatives}"
-                + (f" or an opt-out value {list(opt_out_values)}" if opt_out_values else "")
-                + ")"
+                + (
+                    f" or an opt-out value {list(opt_out_values)})"
+                    if opt_out_values
+                    else "; if it means 'none of these', give it as an opt-out value)"
+                )
             )
         mapped[k] = lookup[key]
     chosen_alt = mapped[codes]

@@ -74,11 +74,17 @@ def test_every_bad_cell_is_reported_and_nothing_is_saved(home: Path) -> None:
     assert got == {("price", "2"), ("speed", "7, 9"), ("wifi", "13")}
     assert all(p.file == "mine.csv" for p in problems)
     assert not (home / "studies").exists() or not any((home / "studies").iterdir())
-    # a missing column is named with the header line
+    # a missing column is named with the header line and the file's columns are listed
+    _, problems = us.check_upload(csv_bytes(df), "m.csv", attrs, us.ColumnMap(task="round"))
+    assert [(p.column, p.line) for p in problems] == [("round", "1 (header)")]
+    assert "the file has columns: 'respondent', 'task', 'profile', 'chosen'" in problems[0].message
+    # without the (default) task column, six chosen rows per respondent are ambiguous
     _, problems = us.check_upload(
         csv_bytes(long_frame().drop(columns="task")), "m.csv", attrs, us.ColumnMap()
     )
-    assert [(p.column, p.line) for p in problems] == [("task", "1 (header)")]
+    (p,) = problems
+    first = int(np.flatnonzero(long_frame()["chosen"].to_numpy() == 1)[0]) + 2  # header = 1
+    assert p.line == str(first) and "6 chosen rows" in p.message and "task column" in p.message
 
 
 def test_saved_study_is_listed_loaded_like_the_cli_and_removed(home: Path) -> None:
@@ -147,3 +153,86 @@ def test_size_limit_is_stated_and_enforced() -> None:
     big = b"x" * (us.MAX_UPLOAD_MB * 2**20 + 1)
     _, problems = us.check_upload(big, "big.csv", [], us.ColumnMap())
     assert f"{us.MAX_UPLOAD_MB} MB" in problems[0].message
+
+
+def test_features_labels_money_and_alternative_attribute_are_stored(home: Path) -> None:
+    df = long_frame()
+    df["age"] = df["respondent"] * 10  # constant within a respondent
+    cols = us.ColumnMap(
+        "auto",
+        respondent_features=(("age", "Age in years"),),
+        alternative_attribute=True,
+        money_attribute=None,  # inferred: the numeric attribute named price
+    )
+    meta, problems = us.save_study("Feat", csv_bytes(df), "f.csv", None, cols)
+    assert problems == [] and meta is not None
+    doc = json.loads((meta.folder / "study.json").read_text())
+    assert doc["columns"]["money_attribute"] == "price"
+    assert doc["columns"]["respondent_features"] == [["age", "Age in years"]]
+    assert doc["columns"]["format"] == "long" and doc["columns"]["task"] == "task"
+    assert any("money attribute" in n for n in doc["notes"])
+    # the attribute table holds the file's attributes; 'alternative' comes from the flag
+    table = json.loads((meta.folder / "attributes.json").read_text())["attributes"]
+    assert [a["name"] for a in table] == ["price", "speed", "wifi"]
+    study = load_study(meta.key)
+    assert study.extras["money_attribute"] == "price"
+    assert study.user_schema["age"].label == "Age in years"
+    assert study.schema["alternative"].levels == ("1", "2")
+    assert study.users.loc[3, "age"] == 30
+    # '' says none; a non-numeric money attribute is a problem; nothing more is saved
+    meta2, _ = us.save_study("F2", csv_bytes(df), "f.csv", None, replace_money(cols, ""))
+    assert meta2 is not None and "money_attribute" not in load_study(meta2.key).extras
+    _, problems = us.check_upload(csv_bytes(df), "f.csv", None, replace_money(cols, "speed"))
+    assert "not a numeric attribute (numeric attributes: price)" in problems[0].message
+    # a feature that changes within a respondent is named with its line
+    df.loc[3, "age"] = 99
+    meta3, problems = us.save_study("F3", csv_bytes(df), "f.csv", None, cols)
+    assert meta3 is None and "line" in problems[0].message and "age" in problems[0].message
+    assert len(us.list_user_studies()) == 2
+
+
+def replace_money(cols: us.ColumnMap, money: str) -> us.ColumnMap:
+    from dataclasses import replace
+
+    return replace(cols, money_attribute=money)
+
+
+def test_long_without_respondent_column_and_cli_flags(home: Path, tmp_path: Path) -> None:
+    import argparse
+
+    df = long_frame().drop(columns="respondent")
+    df["task"] = (np.arange(len(df)) // 2) + 1  # every task once
+    study, problems = us.check_upload(csv_bytes(df), "p.csv", None, us.ColumnMap())
+    assert problems == [] and study is not None
+    n = df["task"].nunique() - study.extras["n_identical_skipped"]  # tasks that compare
+    assert study.counts()["respondents"] == study.data.n_pairs == n
+    # the shared CLI flags build the same map; the cached --data loader agrees
+    p = argparse.ArgumentParser()
+    us.add_column_args(p)
+    flags = ["--respondent-col", "", "--opt-out", "none,other", "--alternative-attribute"]
+    args = p.parse_args([*flags, "--respondent-features", "a=Alpha,b"])
+    cols = us.column_map(args)
+    assert cols.format == "auto" and cols.respondent == "" and cols.opt_out == ("none", "other")
+    assert cols.respondent_features == (("a", "Alpha"), ("b", "")) and cols.alternative_attribute
+    f = tmp_path / "p.csv"
+    f.write_bytes(csv_bytes(df))
+    cli = load_study_file(str(f), None, us.column_map(p.parse_args([])).to_json())
+    np.testing.assert_array_equal(cli.data.pairs, study.data.pairs)
+
+
+def test_wide_opt_out_values(home: Path) -> None:
+    from tests.fixtures.shapes import SHAPES
+
+    df = pd.read_csv(SHAPES["panel-wide"].file)
+    df.loc[[0, 5, 9], "choice"] = 0  # "none of these"
+    content = csv_bytes(df)
+    _, problems = us.check_upload(content, "b.csv", None, us.ColumnMap("auto"))
+    (p,) = problems
+    assert "the values 0 name no alternative (the column names give 1, 2, 3)" in p.message
+    assert "--opt-out" in p.message
+    cols = us.ColumnMap("auto", opt_out=("0",), alternative_attribute=True)
+    study, problems = us.check_upload(content, "b.csv", None, cols)
+    assert problems == [] and study is not None
+    assert study.data.n_pairs == (len(df) - 3) * 2  # opt-out tasks give no comparisons
+    assert study.extras["respondent_summary"]["n_opt_out"].sum() == 3
+    assert study.schema["alternative"].levels == ("1", "2", "3")

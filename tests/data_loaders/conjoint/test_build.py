@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from data_loaders.registry import load_preset
@@ -139,3 +140,50 @@ def test_unparseable_csv(tmp_path: Path) -> None:
 def test_fast_encoding_agrees_with_schema_encode() -> None:
     for study in (load(long_frame()), load_preset("train"), load_preset("electricity")):
         np.testing.assert_array_equal(study.data.X, study.schema.encode(study.data.items))
+
+
+# ---------------------------------------------------------------------------- rankings
+def _ranked(ranks: list[object], alts: str = "abcd") -> pd.DataFrame:
+    """One respondent's one task: distinct profiles (price, colour) and their ranks."""
+    profiles = [(10, "red"), (20, "green"), (30, "blue"), (10, "green")]
+    rows = [
+        dict(resp=1, task=1, alt=alts[k] if k < len(alts) else f"x{k}", price=p, size="small",
+             colour=c, eco="no", rank=r)
+        for k, ((p, c), r) in enumerate(zip(profiles, ranks, strict=False))
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("ranks", "n_pairs"),
+    [
+        ([1, 2, 3], 3),  # every pair ordered
+        ([1, 2, 2], 2),  # equal ranks: no comparison
+        ([2, 1, None], 3),  # an empty rank is below the given ones
+        ([1, None, None], 2),  # a choice written as a rank; two empty ranks: no comparison
+        ([3, 1, 2, 4], 6),
+    ],
+)
+def test_full_rankings_order_every_pair(ranks: list[object], n_pairs: int) -> None:
+    study = load(_ranked(ranks), chosen=None, rank="rank")
+    d = study.data
+    assert d.n_pairs == n_pairs
+    key = list(zip(d.items["price"], d.items["colour"], strict=True))
+    profiles = [(10.0, "red"), (20.0, "green"), (30.0, "blue"), (10.0, "green")]
+    rank = {p: (np.inf if r is None else r) for p, r in zip(profiles, ranks, strict=False)}
+    for w, lo in d.pairs:  # every winner is ranked better than its loser
+        assert rank[key[w]] < rank[key[lo]]
+
+
+def test_rankings_with_an_opt_out_and_bad_ranks(tmp_path: Path) -> None:
+    f = _ranked([2, 3, 1], alts="abnone")  # the third row is the opt-out, ranked best
+    f.loc[2, "alt"] = "none"
+    f.loc[2, ["price", "size", "colour", "eco"]] = [None, None, None, None]
+    study = load(f, chosen=None, rank="rank")
+    assert study.data.n_pairs == 0
+    assert study.extras["respondent_summary"].loc[1, "n_opt_out"] == 1
+    f["rank"] = [1, 3, 2]  # the opt-out ranked between: the real pair stays
+    assert load(f, chosen=None, rank="rank").data.n_pairs == 1
+    f["rank"] = [1, "first", 2]
+    with pytest.raises(DataValidationError, match=r"line 3: column 'rank': 'first' is not a rank"):
+        load(write(f, tmp_path), chosen=None, rank="rank")

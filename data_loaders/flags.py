@@ -1,0 +1,103 @@
+"""The command-line flags of an analyst's own choice file (standard library only).
+
+:func:`add_column_args` adds them to a parser (``python -m data_loaders import-study``,
+``conjoint-accuracy --data``, ``report --data``);
+:func:`data_loaders.user_studies.column_map` turns the parsed flags into a
+:class:`~data_loaders.layout.ColumnMap`. Kept free of pandas and the data model, so the
+import command can refuse an oversized file (:mod:`data_loaders.limits`) before it loads
+them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_column_args", "parse_features", "split_list"]
+
+
+def add_column_args(p: argparse.ArgumentParser) -> None:
+    """The choice-file flags shared by every command that reads an analyst's own file
+    (``python -m data_loaders import-study``, ``conjoint-accuracy --data``,
+    ``report --data``). Whatever is not given is inferred
+    (:func:`data_loaders.layout.resolve_columns`)."""
+    p.add_argument(
+        "--format",
+        choices=("long", "wide"),
+        default=None,
+        help="layout of the file (default: inferred; wide when a column names the "
+        "alternatives and there is no profile column)",
+    )
+    p.add_argument(
+        "--attributes",
+        default=None,
+        help="JSON attribute table (default: inferred from the columns, as the page does)",
+    )
+    p.add_argument(
+        "--respondent-col",
+        default="respondent",
+        help="respondent column; '' = none (every task is a respondent of its own; also "
+        "when the default is absent)",
+    )
+    p.add_argument(
+        "--task-col",
+        default="task",
+        help="task column; '' = none (long: each respondent's rows are one task; also when "
+        "the default is absent)",
+    )
+    p.add_argument("--profile-col", default="profile", help="alternative column (long)")
+    p.add_argument(
+        "--chosen-col",
+        default=None,
+        help="chosen flag (long, default 'chosen') or chosen alternative (wide, default "
+        "'choice', else the one column naming alternatives)",
+    )
+    p.add_argument(
+        "--rank-col",
+        default="",
+        help="long: a rank column (1 = best) instead of a chosen flag; every pair of a task "
+        "is ordered by rank, equal ranks give no comparison",
+    )
+    p.add_argument(
+        "--alternatives",
+        default=None,
+        help="wide: the alternatives as in the column names (price1 -> 1, ic.gc -> gc), "
+        "comma-separated (default: inferred from the columns and the choice values)",
+    )
+    p.add_argument(
+        "--opt-out",
+        default="",
+        help="values meaning 'none of these', comma-separated (long: of the profile "
+        "column; wide: of the choice column); such tasks give no comparisons",
+    )
+    p.add_argument(
+        "--alternative-attribute",
+        action="store_true",
+        help="add a categorical attribute 'alternative' with the alternatives as levels "
+        "(alternative-specific constants)",
+    )
+    p.add_argument(
+        "--respondent-features",
+        default="",
+        help="columns constant within a respondent kept as respondent features: "
+        "name or name=Label, comma-separated",
+    )
+    p.add_argument(
+        "--money-attribute",
+        default=None,
+        help="the numeric attribute that is money (default: the one named price or cost, "
+        "if any; '' = none)",
+    )
+
+
+def split_list(text: str | None) -> tuple[str, ...]:
+    """``"a, b,,c"`` -> ``("a", "b", "c")``."""
+    return tuple(a.strip() for a in (text or "").split(",") if a.strip())
+
+
+def parse_features(text: str | None) -> tuple[tuple[str, str], ...]:
+    """``"college=College degree,hsg2"`` -> ``(("college", "College degree"), ("hsg2", ""))``."""
+    out = []
+    for item in split_list(text):
+        name, _, label = item.partition("=")
+        out.append((name.strip(), label.strip()))
+    return tuple(out)

@@ -1,0 +1,694 @@
+"""The shape of an analyst's choice file: layout, columns, alternatives, attributes.
+
+:class:`ColumnMap` says how a choice file is laid out (the command line's column flags,
+the Add-a-study form's choices). Unset parts are inferred from the file by
+:func:`resolve_columns`, which returns a fully resolved map and a note for everything it
+inferred (the command line prints them, the form shows them):
+
+* **Layout** (``format="auto"``): long when the profile (or a rank) column exists; wide
+  when a column names the alternatives and attribute columns carry them as suffixes.
+* **Respondent and task columns**: the defaults ``respondent`` and ``task`` may simply be
+  absent (``""`` says "none" explicitly). Without a task column a long file's respondent
+  rows are one task, and a wide file's rows are numbered per respondent; without a
+  respondent column every task is a respondent of its own (wide: every row, the id
+  being the file line).
+* **Alternatives** of a wide file: the suffixes shared by several column stems
+  (``price1..price6``, ``ic.gc``/``ic_gc``, Fishing's ``pbeach``/``ppier``/...), checked
+  against the values of the choice column (``choice1..choice6`` -> ``1..6``, or
+  ``gc/gr/ec/er/hp``); a stem present for only some alternatives is not an attribute and
+  is named in a note.
+* **The choice column** of a wide file when the default ``choice`` is absent: the one
+  column whose values all name alternatives.
+
+:func:`infer_attributes` proposes the attribute table (with the alternatives known, so
+every alternative's cells count), :func:`feature_candidates` the respondent features
+(columns constant within a respondent) and :func:`default_money_attribute` the money
+attribute. Problems raise :class:`~pbo_core.data.DataValidationError` naming the file and
+listing the columns it has.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from data_loaders._common import describe_columns
+from data_loaders.conjoint import Attribute, is_missing, normalize_value
+from data_loaders.limits import MAX_ALTERNATIVES
+from pbo_core.data import DataValidationError
+
+__all__ = [
+    "DEFAULT_RESPONDENT",
+    "DEFAULT_TASK",
+    "ColumnMap",
+    "default_money_attribute",
+    "feature_candidates",
+    "infer_attributes",
+    "list_columns",
+    "natural_key",
+    "readable",
+    "resolve_columns",
+]
+
+#: Default respondent and task columns: when absent, the file simply has none.
+DEFAULT_RESPONDENT = "respondent"
+DEFAULT_TASK = "task"
+DEFAULT_PROFILE = "profile"
+#: A long file without a chosen flag but with this column holds rankings.
+DEFAULT_RANK = "rank"
+#: Separators between a wide column's stem and its alternative (``ic.gc``, ``ic_gc``).
+SEPARATORS = (".", "_", "-")
+#: Most levels an inferred categorical attribute takes.
+MAX_LEVELS = 30
+_MAX_NAME = 64
+Format = Literal["long", "wide", "auto"]
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Layout and column names of a choice file (the command line's column flags).
+
+    ``""`` means "no such column"; ``None`` (and ``format="auto"``, empty
+    ``alternatives``) means "infer it" (:func:`resolve_columns`).
+
+    Attributes
+    ----------
+    format
+        ``"long"``, ``"wide"`` or ``"auto"``.
+    respondent, task, profile
+        Column names (``profile``: the alternative of a long row).
+    chosen
+        The chosen flag (long, default ``chosen``) or chosen alternative (wide, default
+        ``choice``); ``""`` with a rank column.
+    alternatives
+        Wide: the alternatives, as they appear in column names and choice values.
+    separator
+        Wide: between stem and alternative in column names (``""``, ``"."``, ``"_"``).
+    rank
+        Long: a rank column (1 = best) instead of a chosen flag.
+    opt_out
+        Values meaning "none of these": a long file's profile values, a wide file's
+        choice values.
+    alternative_attribute
+        Add a categorical attribute ``alternative`` whose levels are the alternatives
+        (alternative-specific constants).
+    respondent_features
+        ``(column, label)`` pairs: columns constant within a respondent, kept as the
+        study's respondent features with these labels.
+    money_attribute
+        The numeric attribute that is money (``""``: none; ``None``: the one named price
+        or cost, if any).
+    """
+
+    format: Format = "long"
+    respondent: str = DEFAULT_RESPONDENT
+    task: str = DEFAULT_TASK
+    profile: str = DEFAULT_PROFILE
+    chosen: str | None = None
+    alternatives: tuple[str, ...] = ()
+    separator: str | None = None
+    rank: str = ""
+    opt_out: tuple[str, ...] = ()
+    alternative_attribute: bool = False
+    respondent_features: tuple[tuple[str, str], ...] = ()
+    money_attribute: str | None = None
+
+    @property
+    def chosen_column(self) -> str:
+        """The chosen flag (long, default ``chosen``) or chosen alternative (wide,
+        ``choice``); ``""`` for a long file with ranks."""
+        if self.chosen is not None:
+            return self.chosen
+        if self.format == "long" and self.rank:
+            return ""
+        return "chosen" if self.format != "wide" else "choice"
+
+    @property
+    def feature_names(self) -> list[str]:
+        """The respondent-feature columns."""
+        return [n for n, _ in self.respondent_features]
+
+    @property
+    def template(self) -> str:
+        """A wide column's name from stem and alternative (``{stem}.{alt}``)."""
+        return "{stem}" + (self.separator or "") + "{alt}"
+
+    def column(self, stem: str, alt: str) -> str:
+        """The wide column of attribute stem ``stem`` for alternative ``alt``."""
+        return self.template.format(stem=stem, alt=alt)
+
+    def reserved(self) -> list[str]:
+        """Columns that are not attributes (those named, without empty names)."""
+        cols = [self.respondent, self.task, self.chosen_column, self.rank]
+        cols += [self.profile] if self.format != "wide" else []
+        return [c for c in cols if c] + self.feature_names
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (tuples as lists)."""
+        d = asdict(self)
+        d["alternatives"] = list(self.alternatives)
+        d["opt_out"] = list(self.opt_out)
+        d["respondent_features"] = [list(p) for p in self.respondent_features]
+        return d
+
+    def to_json(self) -> str:
+        """The mapping as canonical JSON (hashable: a grid cell's ``columns``)."""
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ColumnMap:
+        """Inverse of :meth:`as_dict` (also reads the older ``study.json`` mappings)."""
+        d = dict(d)
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"column map: unknown keys {sorted(unknown)}")
+        for k in ("alternatives", "opt_out"):
+            if k in d:
+                d[k] = tuple(str(a) for a in d[k] or ())
+        if "respondent_features" in d:
+            d["respondent_features"] = tuple(
+                (str(p[0]), str(p[1]) if len(p) > 1 else "") for p in d["respondent_features"]
+            )
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> ColumnMap:
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(dict(json.loads(text)))
+
+
+def readable(name: str) -> str:
+    """A first label from a column name: ``hsg2`` -> ``Hsg2``, ``ic_gc`` -> ``Ic gc``."""
+    text = re.sub(r"[_.]+", " ", str(name)).strip()
+    return text[:1].upper() + text[1:] if text else str(name)
+
+
+def list_columns(columns: Iterable[Any]) -> str:
+    """``the file has columns: 'a', 'b', 'c'`` (an analyst's own file: listed in full
+    when the names are plain, see :func:`data_loaders._common.describe_columns`)."""
+    return describe_columns(columns, own=True)
+
+
+def _missing(name: str, col: str, role: str, flag: str, have: Sequence[str]) -> DataValidationError:
+    return DataValidationError(
+        f"{name}, line 1 (header): missing column {col!r} ({role}, {flag}); {list_columns(have)}"
+    )
+
+
+# ----------------------------------------------------------------------------- wide columns
+@dataclass(frozen=True)
+class _Group:
+    """Alternatives shared as suffixes by several stems."""
+
+    sep: str
+    alts: tuple[str, ...]
+    stems: tuple[str, ...]
+
+    @property
+    def score(self) -> tuple[int, int, int]:
+        return (len(self.alts) * len(self.stems), len(self.alts), int(bool(self.sep)))
+
+
+def _suffix_groups(names: Sequence[str]) -> list[_Group]:
+    """Every (separator, alternatives, stems) with at least two stems and two alternatives
+    such that ``stem + sep + alt`` is a column for each pair; best first."""
+    order = {c: k for k, c in enumerate(names)}
+    stem_alts: dict[tuple[str, str], set[str]] = defaultdict(set)
+    alt_stems: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for c in names:
+        if len(c) > _MAX_NAME:
+            continue
+        for k in range(1, len(c)):
+            stem, alt = c[:k], c[k:]
+            if alt[0] in SEPARATORS:
+                continue
+            sep = ""
+            if stem[-1] in SEPARATORS:
+                sep, stem = stem[-1], stem[:-1]
+                if not stem:
+                    continue
+            stem_alts[(sep, stem)].add(alt)
+            alt_stems[(sep, alt)].add(stem)
+    seen: set[tuple[str, frozenset[str]]] = set()
+    groups = []
+    for (sep, _alt), stems in alt_stems.items():
+        if len(stems) < 2:
+            continue
+        alts = set.intersection(*(stem_alts[(sep, s)] for s in stems))
+        key = (sep, frozenset(alts))
+        if key in seen or not 2 <= len(alts) <= MAX_ALTERNATIVES:
+            continue
+        seen.add(key)
+        full = set.intersection(*(alt_stems[(sep, a)] for a in alts))
+        first = min(full, key=lambda s: min(order[f"{s}{sep}{a}"] for a in alts))
+        alt_order = sorted(alts, key=lambda a: order[f"{first}{sep}{a}"])
+        stem_order = sorted(full, key=lambda s: min(order[f"{s}{sep}{a}"] for a in alts))
+        groups.append(_Group(sep, tuple(alt_order), tuple(stem_order)))
+    return sorted(groups, key=lambda g: g.score, reverse=True)
+
+
+def _stems(
+    names: Sequence[str], alts: Sequence[str], sep: str
+) -> tuple[list[str], dict[str, list[str]]]:
+    """Stems given for every alternative (in file order), and partial stems (given for at
+    least two alternatives, not all) with their columns."""
+    found: dict[str, list[str]] = {}
+    for c in names:
+        for a in alts:
+            end = f"{sep}{a}"
+            if c.endswith(end) and len(c) > len(end):
+                found.setdefault(c[: -len(end)], []).append(c)
+    full = [s for s, cs in found.items() if all(f"{s}{sep}{a}" in cs for a in alts)]
+    partial = {s: cs for s, cs in found.items() if s not in full and len(set(cs)) >= 2}
+    return full, partial
+
+
+def _separator(names: Sequence[str], alts: Sequence[str]) -> tuple[str, list[str]]:
+    """The separator giving the most complete stems (ties: a real separator)."""
+    best: tuple[str, list[str]] = ("", [])
+    for sep in ("", *SEPARATORS):
+        full, _ = _stems(names, alts, sep)
+        if len(full) > len(best[1]) or (len(full) == len(best[1]) and full and sep):
+            best = (sep, full)
+    return best
+
+
+def _choice_keys(value: Any, choice: str) -> set[str]:
+    """Keys a choice value may match an alternative by (``choice3`` -> ``3`` too)."""
+    key = normalize_value(value)
+    out = {key}
+    prefix = normalize_value(choice)
+    if key.startswith(prefix) and len(key) > len(prefix):
+        out.add(key[len(prefix) :])
+    return out
+
+
+def _alternative_of(value: Any, choice: str) -> str:
+    """The alternative a choice value names, as text (``choice3`` -> ``3``, ``1.0`` -> ``1``)."""
+    text = value.strip() if isinstance(value, str) else normalize_value(value)
+    if text.casefold().startswith(choice.casefold()) and len(text) > len(choice):
+        return text[len(choice) :]
+    return text
+
+
+def _values(frame: pd.DataFrame, col: str, cap: int) -> list[Any] | None:
+    """Distinct non-missing values of a column in order of appearance (``None`` past cap)."""
+    vals = [v for v in pd.unique(frame[col]) if not is_missing(v)]
+    return vals if len(vals) <= cap else None
+
+
+def _uncovered(values: Sequence[Any], alts: Sequence[str], choice: str) -> list[Any]:
+    keys = {normalize_value(a) for a in alts}
+    return [v for v in values if not (_choice_keys(v, choice) & keys)]
+
+
+def natural_key(s: str) -> tuple[int, float, str]:
+    """Sort key putting numbers in numeric order before words (``2`` < ``10`` < ``gc``)."""
+    try:
+        return (0, float(s), s)
+    except ValueError:
+        return (1, 0.0, s)
+
+
+def _natural(values: Iterable[Any]) -> list[str]:
+    return sorted({str(v) for v in values}, key=natural_key)
+
+
+def _shown(values: Sequence[Any], k: int = 8) -> str:
+    more = f" and {len(values) - k} more" if len(values) > k else ""
+    return ", ".join(str(v) for v in values[:k]) + more
+
+
+class WideLayoutError(DataValidationError):
+    """The file is wide (attribute columns per alternative were found) but its choices are
+    not clear: values naming no alternative, several candidate choice columns."""
+
+
+@dataclass
+class _Wide:
+    chosen: str
+    alts: tuple[str, ...]
+    sep: str
+    stems: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[str]) -> _Wide:
+    """Choice column, alternatives and separator of a wide file (inferred where unset)."""
+    reserved = {c for c in (cols.respondent, cols.task, cols.rank, *cols.feature_names) if c}
+    chosen = cols.chosen if cols.chosen is not None else "choice"
+    if chosen and chosen not in have:
+        if cols.chosen is not None:
+            raise _missing(name, chosen, "the chosen alternative", "--chosen-col", have)
+        chosen = ""
+    opt = {normalize_value(v) for v in cols.opt_out}
+    notes: list[str] = []
+
+    def choice_values(col: str) -> list[Any] | None:
+        vals = _values(frame, col, MAX_ALTERNATIVES + len(opt))
+        if vals is None:
+            return None
+        return [v for v in vals if not (_choice_keys(v, col) & opt)]
+
+    names = [c for c in have if c not in reserved and c != chosen]
+    how = "given"
+    if cols.alternatives:
+        alts = tuple(cols.alternatives)
+        if len(alts) > MAX_ALTERNATIVES:
+            raise DataValidationError(
+                f"{name}: {len(alts)} alternatives are more than {MAX_ALTERNATIVES}, the limit "
+                "(data_loaders.limits.MAX_ALTERNATIVES)"
+            )
+        if cols.separator is not None:
+            sep, stems = cols.separator, _stems(names, alts, cols.separator)[0]
+        else:
+            sep, stems = _separator(names, alts)
+        groups = [_Group(sep, alts, tuple(stems))] if stems else []
+    else:
+        groups = _suffix_groups(names)
+        how = "from the column names"
+        vals = (choice_values(chosen) or []) if chosen else []
+        if vals:
+            cover = [g for g in groups if not _uncovered(vals, g.alts, chosen)]
+            if cover:
+                groups = cover[:1]
+                how = f"from the column names and the values of {chosen!r}"
+            elif groups and len(_uncovered(vals, groups[0].alts, chosen)) < len(vals):
+                bad = _uncovered(vals, groups[0].alts, chosen)
+                raise WideLayoutError(
+                    f"{name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
+                    f"(the column names give {', '.join(groups[0].alts)}); if they mean 'none "
+                    "of these', give them as opt-out values (--opt-out)"
+                )
+            else:
+                alts = tuple(_natural(_alternative_of(v, chosen) for v in vals))
+                sep, stems = _separator(names, alts)
+                groups = [_Group(sep, alts, tuple(stems))] if stems else []
+                how = f"from the values of {chosen!r}"
+    if not groups or not groups[0].stems:
+        given = f" for the alternatives {', '.join(cols.alternatives)}" if cols.alternatives else ""
+        raise DataValidationError(
+            f"{name}: no attribute columns of the wide layout{given} (columns like price1, "
+            "price2, ... or ic.gc, ic.gr, ... for every alternative); give the alternatives "
+            f"(--alternatives a,b,c) or the long layout; {list_columns(have)}"
+        )
+    if not chosen:
+        found: tuple[str, _Group] | None = None
+        for g in groups:
+            stem_cols = {f"{s}{g.sep}{a}" for s in g.stems for a in g.alts}
+            hits = []
+            for c in names:
+                vals = None if c in stem_cols else choice_values(c)
+                if vals and not _uncovered(vals, g.alts, c):
+                    hits.append(c)
+            if len(hits) > 1:
+                raise WideLayoutError(
+                    f"{name}: several columns could name the chosen alternative "
+                    f"({', '.join(hits)}); say which (--chosen-col)"
+                )
+            if hits:
+                found = (hits[0], g)
+                break
+        if found is None:
+            raise DataValidationError(
+                f"{name}, line 1 (header): no column 'choice' and no other column names the "
+                f"chosen alternative (values among {', '.join(groups[0].alts)}); say which "
+                f"(--chosen-col); {list_columns(have)}"
+            )
+        chosen, g = found
+        notes.append(f"choice column: {chosen!r} (its values name the alternatives)")
+    else:
+        g = groups[0]
+    if how != "given":
+        notes.insert(0, f"alternatives: {', '.join(g.alts)} ({how})")
+    vals = choice_values(chosen)
+    if vals is None:
+        raise DataValidationError(
+            f"{name}: column {chosen!r} has more than {MAX_ALTERNATIVES} distinct values, so it "
+            "cannot name the chosen alternative; say which column does (--chosen-col)"
+        )
+    bad = _uncovered(vals, g.alts, chosen)
+    if bad:
+        raise WideLayoutError(
+            f"{name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
+            f"(expected {', '.join(g.alts)}); if they mean 'none of these', give them as "
+            "opt-out values (--opt-out)"
+        )
+    stems, partial = _stems([c for c in names if c != chosen], g.alts, g.sep)
+    if partial:
+        shown = sorted(c for cs in partial.values() for c in cs)
+        notes.append(f"not attributes (given for some alternatives only): {_shown(shown, 12)}")
+    if cols.separator is None and g.sep:
+        notes.append(f"separator: {g.sep!r} between attribute and alternative in the column names")
+    return _Wide(chosen, g.alts, g.sep, stems, notes)
+
+
+# ----------------------------------------------------------------------------- resolution
+def resolve_columns(
+    frame: pd.DataFrame, columns: ColumnMap, name: str = "the file"
+) -> tuple[ColumnMap, list[str]]:
+    """The column map with every unset part inferred, and one note per inference.
+
+    Raises
+    ------
+    DataValidationError
+        For a named column the file lacks, an ambiguity (several choice columns, choice
+        values naming no alternative...) or a file whose layout cannot be told; the
+        message names the file and lists its columns.
+    """
+    have = [str(c) for c in frame.columns]
+    notes: list[str] = []
+    cols = columns
+    resp, task = cols.respondent, cols.task
+    if resp and resp not in have:
+        if resp != DEFAULT_RESPONDENT:
+            raise _missing(name, resp, "the respondent", "--respondent-col", have)
+        resp = ""
+    if task and task not in have:
+        if task != DEFAULT_TASK:
+            raise _missing(name, task, "the task", "--task-col", have)
+        task = ""
+    for f in cols.feature_names:
+        if f not in have:
+            raise _missing(name, f, "a respondent feature", "--respondent-features", have)
+    if cols.rank and cols.rank not in have:
+        raise _missing(name, cols.rank, "the rank", "--rank-col", have)
+    cols = replace(cols, respondent=resp, task=task)
+    fmt = cols.format
+    wide: _Wide | None = None
+    if fmt not in ("long", "wide", "auto"):
+        raise ValueError(f"format must be 'long', 'wide' or 'auto', got {fmt!r}")
+    if fmt == "auto":
+        if cols.rank:
+            fmt, why = "long", f"a rank column, {cols.rank!r}"
+        elif cols.profile and cols.profile in have:
+            fmt, why = "long", f"a profile column, {cols.profile!r}"
+        else:
+            try:
+                wide = _resolve_wide(frame, replace(cols, format="wide"), name, have)
+                fmt, why = (
+                    "wide",
+                    f"column {wide.chosen!r} names the alternatives; no profile column",
+                )
+            except DataValidationError as exc:
+                flag = cols.chosen or "chosen"
+                if isinstance(exc, WideLayoutError) and flag not in have:
+                    raise
+                if flag not in have:
+                    raise DataValidationError(
+                        f"{name}: cannot tell the layout: no profile column "
+                        f"{cols.profile!r} (long) and {_reason(exc, name)}; give --format "
+                        f"and the columns; {list_columns(have)}"
+                    ) from None
+                fmt, why = "long", f"a chosen column, {flag!r}; no profile column"
+        notes.append(f"layout: {fmt} ({why})")
+    cols = replace(cols, format=fmt)
+    if fmt == "long":
+        profile = cols.profile
+        if profile and profile not in have:
+            if profile != DEFAULT_PROFILE:
+                raise _missing(name, profile, "the alternative", "--profile-col", have)
+            profile = ""
+        if not profile:
+            notes.append("profile column: none (the alternatives of a task are numbered by row)")
+        chosen = "" if cols.rank else (cols.chosen or "chosen")
+        if chosen and chosen not in have:
+            if cols.chosen or DEFAULT_RANK not in have:
+                raise _missing(
+                    name, chosen, "the chosen flag", "--chosen-col, or --rank-col for ranks", have
+                )
+            chosen = ""
+            cols = replace(cols, rank=DEFAULT_RANK)
+            notes.append(f"rank column: {DEFAULT_RANK!r} (1 = best; there is no chosen flag)")
+        if not resp and not task:
+            raise DataValidationError(
+                f"{name}: no respondent column and no task column, so the tasks cannot be "
+                f"told apart; name one (--respondent-col, --task-col); {list_columns(have)}"
+            )
+        cols = replace(cols, profile=profile, chosen=chosen, alternatives=(), separator=None)
+        if not task:
+            notes.append("task column: none (each respondent's rows are one task)")
+        if not resp:
+            notes.append("respondent column: none (every task is a respondent of its own)")
+    else:
+        if cols.rank:
+            raise DataValidationError(
+                f"{name}: a rank column ({cols.rank!r}) needs the long layout (one row per "
+                "alternative)"
+            )
+        wide = wide or _resolve_wide(frame, cols, name, have)
+        cols = replace(
+            cols, chosen=wide.chosen, alternatives=wide.alts, separator=wide.sep, profile=""
+        )
+        notes += wide.notes
+        if not resp:
+            notes.append(
+                "respondent column: none (every row is a respondent of its own; id = file line)"
+            )
+        elif not task:
+            notes.append("task column: none (a respondent's rows are tasks 1, 2, ...)")
+    return cols, notes
+
+
+def _reason(exc: Exception, name: str) -> str:
+    msg = str(exc).split("; the file has", 1)[0].split("; give the", 1)[0]
+    for lead in (f"{name}, line 1 (header): ", f"{name}: "):
+        msg = msg.removeprefix(lead)
+    return msg
+
+
+# ----------------------------------------------------------------------------- attributes
+def _task_keys(frame: pd.DataFrame, cols: ColumnMap) -> list[str]:
+    keys = [c for c in (cols.respondent, cols.task) if c and c in frame.columns]
+    return keys
+
+
+def attribute_columns(frame: pd.DataFrame, cols: ColumnMap) -> dict[str, list[str]]:
+    """Attribute name -> its source columns (long: itself; wide: ``stem`` + alternative),
+    for a resolved map."""
+    rest = [str(c) for c in frame.columns if c not in cols.reserved()]
+    if cols.format == "long":
+        return {c: [c] for c in rest}
+    stems, _ = _stems(rest, cols.alternatives, cols.separator or "")
+    return {s: [cols.column(s, a) for a in cols.alternatives] for s in stems}
+
+
+def _long_rows(frame: pd.DataFrame, cols: ColumnMap) -> pd.DataFrame:
+    """The rows of real alternatives (opt-out rows left out)."""
+    if cols.format != "long" or not cols.opt_out or not cols.profile:
+        return frame
+    opt = {normalize_value(v) for v in cols.opt_out}
+    keep = ~frame[cols.profile].map(lambda v: normalize_value(v) in opt).to_numpy(dtype=bool)
+    return frame.loc[keep]
+
+
+def infer_attributes(
+    frame: pd.DataFrame, columns: ColumnMap, notes: list[str] | None = None
+) -> list[Attribute]:
+    """A first attribute table from the data (the map resolved, or resolvable, for it).
+
+    Every alternative's cells count: numbers (at least 90 % of the cells) -> numeric, two
+    text values -> binary, more text values -> categorical (levels sorted; make them
+    ordinal in the editor). In the long layout a column constant within every task
+    cannot tell alternatives apart and is no attribute (named in ``notes``).
+    """
+    cols = columns
+    if cols.format == "auto" or (cols.format == "wide" and not cols.alternatives):
+        cols, _ = resolve_columns(frame, cols)
+    rows = _long_rows(frame, cols)
+    keys = _task_keys(rows, cols) if cols.format == "long" else []
+    constant: list[str] = []
+    out = []
+    for name, srcs in attribute_columns(frame, cols).items():
+        if keys and len(rows):
+            n = rows.groupby(keys, sort=False)[srcs[0]].nunique(dropna=False)
+            if int(n.max()) <= 1:
+                constant.append(name)
+                continue
+        vals = pd.concat([rows[c] for c in srcs]).dropna()
+        distinct = pd.unique(vals)
+        numeric = pd.to_numeric(vals, errors="coerce")
+        label = readable(name)
+        share = float(numeric.notna().mean()) if len(vals) else 0.0
+        if len(distinct) == 2 and share < 1.0:
+            levels = tuple(sorted(str(v) for v in distinct))
+            out.append(Attribute(name, "binary", levels=levels, label=label))
+        elif share >= 0.9:  # a few stray words in a number column are errors, not levels
+            out.append(Attribute(name, "numeric", label=label))
+        else:
+            levels = tuple(_natural(distinct))[:MAX_LEVELS] or ("?",)
+            out.append(Attribute(name, "categorical", levels=levels, label=label))
+    if notes is not None:
+        notes.append("attributes: " + (", ".join(_kind(a) for a in out) or "none"))
+    if constant and notes is not None:
+        notes.append(f"not attributes (constant within every task): {_shown(constant, 12)}")
+    return out
+
+
+def _kind(a: Attribute) -> str:
+    if a.kind == "numeric":
+        return f"{a.name} (numeric)"
+    return f"{a.name} ({a.kind}: {len(a.levels)} levels)"
+
+
+def feature_candidates(
+    frame: pd.DataFrame, columns: ColumnMap, attributes: Sequence[Attribute] = ()
+) -> list[str]:
+    """Columns that may be respondent features (resolved map): not reserved, not an
+    attribute's column, constant within every respondent, not an identifier (all values
+    distinct text or integers) and with at most 50 text values."""
+    cols = columns
+    named = (cols.respondent, cols.task, cols.chosen_column, cols.rank, cols.profile)
+    used = {c for c in named if c}
+    if cols.format == "long":
+        used |= {a.source_column for a in attributes}
+    else:
+        for a in attributes:
+            used |= {cols.column(a.source_column, alt) for alt in cols.alternatives}
+        _, partial = _stems(
+            [str(c) for c in frame.columns], cols.alternatives, cols.separator or ""
+        )
+        used |= {c for cs in partial.values() for c in cs}
+    out = []
+    key = cols.respondent or (cols.task if cols.format == "long" else "")
+    for c in frame.columns:
+        if c in used:
+            continue
+        s = frame[c].dropna()
+        if s.empty:
+            continue
+        if key and int(frame.groupby(key, sort=False)[c].nunique(dropna=False).max()) > 1:
+            continue
+        numeric = pd.api.types.is_numeric_dtype(s)
+        integral = numeric and bool(np.all(np.mod(s.to_numpy(dtype=float), 1) == 0))
+        per = (frame.drop_duplicates(key)[c] if key else s).dropna()
+        if len(per) >= 10 and per.nunique() == len(per):
+            span = float(per.max()) - float(per.min()) + 1 if integral else 0.0
+            if not numeric or span == len(per):
+                continue  # an identifier: distinct names or a numbering 1..n
+        if not numeric and s.nunique() > 50:
+            continue
+        out.append(str(c))
+    return out
+
+
+def default_money_attribute(attributes: Sequence[Attribute]) -> str:
+    """The numeric attribute named price or cost (exactly, else by containing the word),
+    or ``""``."""
+    numeric = [a.name for a in attributes if a.kind == "numeric"]
+    for word in ("price", "cost"):
+        for n in numeric:
+            if n.lower() == word:
+                return n
+    for word in ("price", "cost"):
+        for n in numeric:
+            if word in n.lower():
+                return n
+    return ""
