@@ -86,7 +86,8 @@ __all__ = [
     "value_of_time",
 ]
 
-#: Respondent features of the interaction logit (SwissMetro names; absent ones are skipped).
+#: Respondent features of the interaction logit (SwissMetro names; absent ones are skipped,
+#: and a study with none of them uses every respondent feature it has).
 DEFAULT_COVARIATES: tuple[str, ...] = (
     "purpose",
     "age",
@@ -173,6 +174,8 @@ def cohort_arrays(study: Study, covariates: Sequence[str] | None = None) -> Coho
     U = study.user_schema.encode(study.users.loc[resp], source=f"{study.key} users")
     present = {f.name for f in study.user_schema.features}
     cov = tuple(c for c in (covariates or DEFAULT_COVARIATES) if c in present)
+    if covariates is None and not cov:  # not SwissMetro's names: every respondent feature
+        cov = tuple(f.name for f in study.user_schema.features)
     udesign, Xu = user_covariates(study.user_schema, U, cov)
     return CohortArrays(d, user, task, U, Xu, resp, design, udesign, study.user_schema, cov)
 
@@ -499,7 +502,7 @@ def grow_instability_tree(
         beta, ll = _node_fit(d, prec, mean)
         tree.score[node] = -ll
         best: UserSplit | None = None
-        if tree.depth[node] < max_depth and len(idx) >= 2 * min_users_leaf and len(d):
+        if tree.depth[node] < max_depth and len(idx) >= 2 * min_users_leaf and len(d) and cols:
             local = np.searchsorted(idx, pu)
             e = expit(-(d @ beta))  # 1 - sigma(z)
             s = np.zeros((len(idx), d.shape[1]))

@@ -20,7 +20,7 @@ from pbo_core.evaluation import (
 from pbo_core.experiments.cohorts import (
     BASELINES,
     TREE_FAMILY,
-    summarize_swissmetro_cohorts,
+    summarize_cohorts,
 )
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.registry import get, names, not_applicable
@@ -206,7 +206,7 @@ def _interval(mean: float, ci: list[float], digits: int = 3) -> str:
 def cold_start_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per variant: held-out accuracy at 0 and at all own tasks, and the paired difference
     to the covariate-interaction logit at 0 tasks (mean [95 % CI] over new respondents)."""
-    s = summarize_swissmetro_cohorts(rows)
+    s = summarize_cohorts(rows)
     out = []
     for v, x in s["variants"].items():
         q = x["tasks_answered"]

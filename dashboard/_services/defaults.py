@@ -23,7 +23,7 @@ from data_loaders.cached import load_study_cached
 from data_loaders.pmr import inbox_urgency
 from pbo_core import __version__
 from pbo_core.experiments.bench import run_cell
-from pbo_core.experiments.cohorts import swissmetro_cell_grid, swissmetro_cohort_cell
+from pbo_core.experiments.cohorts import cohort_cell, cohort_cell_grid
 from pbo_core.experiments.rho_regret import rho_cells, rho_regret_cell
 from pbo_core.experiments.runner import Cell, cell_path, run_grid
 
@@ -143,14 +143,14 @@ GRIDS: dict[str, DefaultGrid] = {
             "arrival order): DT warm starts, segment logits and the two logit baselines, "
             "held-out accuracy of 2 tasks per respondent",
             "python -m pbo_core.experiments hierarchy --study swissmetro --out DIR",
-            lambda: swissmetro_cell_grid(
+            lambda: cohort_cell_grid(
                 615,
                 600,
                 base=dict(_BASE, seed=0),
                 first_user=600,
                 variants=DEFAULT_PAGE_VARIANTS,
             ),
-            partial(swissmetro_cohort_cell, load_study=load_study_cached),
+            partial(cohort_cell, load_study=load_study_cached),
         ),
     )
 }

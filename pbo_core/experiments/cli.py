@@ -110,14 +110,14 @@ from pbo_core.experiments.accuracy import (
     parse_methods,
 )
 from pbo_core.experiments.cohorts import (
+    cohort_cell,
+    cohort_cell_grid,
+    cohort_study,
     hierarchy_cell,
     segment_report,
+    summarize_cohorts,
     summarize_hierarchy,
-    summarize_swissmetro_cohorts,
     sushi_cold_start,
-    swissmetro_cell_grid,
-    swissmetro_cohort_cell,
-    swissmetro_study,
 )
 from pbo_core.experiments.report import write_report
 from pbo_core.experiments.rho_regret import (
@@ -330,10 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("hierarchy", help="user/item tree hierarchy cohorts (Fig. 17)")
     s.add_argument(
         "--study",
-        choices=("sushi", "swissmetro"),
         default="sushi",
-        help="sushi (set --dataset; regret per question) or swissmetro (bundled; held-out "
-        "accuracy of new respondents after each of their tasks)",
+        help="sushi (set --dataset; regret per question), or any study with respondent "
+        "features: swissmetro (bundled) or an imported study's my-... key (held-out "
+        "accuracy of new respondents after 0, 1, ... of their own tasks; respondents with "
+        "too few tasks to keep some count at 0 own tasks, the cold start)",
     )
     s.add_argument("--dataset", choices=("A", "B", "a", "b"), default="A", help="Sushi set")
     s.add_argument(
@@ -516,19 +517,22 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             base=base,
         )
         fn = partial(rho_regret_cell, load_study=load_study_cached, inbox_urgency=inbox_urgency)
-    elif cmd == "hierarchy" and args.study == "swissmetro":
+    elif cmd == "hierarchy" and args.study != "sushi":
         k = args.refit_every or 200
-        n = len(swissmetro_study(args.data_dir, load_study=load_study_cached).respondents())
+        cstudy = cohort_study(args.study, args.data_dir, load_study=load_study_cached)
+        n = len(cstudy.respondents())
         n = min(n, args.users) if args.users is not None else n
-        cells = swissmetro_cell_grid(
+        k = min(k, max(1, n // 2))  # at least two cohorts: the second learns from the first
+        cells = cohort_cell_grid(
             n,
             k,
+            study=args.study,
             base=base,
             max_depth=args.max_depth,
             min_users=args.min_users,
             test_tasks=args.test_tasks,
         )
-        fn = partial(swissmetro_cohort_cell, load_study=load_study_cached)
+        fn = partial(cohort_cell, load_study=load_study_cached)
     elif cmd == "hierarchy":
         k = args.refit_every or 50
         args.users = args.users if args.users is not None else 900
@@ -560,11 +564,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         summary: Any = summarize_sushi_pbo(rows)
     elif cmd == "rho-regret":
         summary = {"study": args.study, **summarize_rho_regret(rows)}
-    elif cmd == "hierarchy" and args.study == "swissmetro":
-        summary = {"study": "swissmetro", **summarize_swissmetro_cohorts(rows)}
+    elif cmd == "hierarchy" and args.study != "sushi":
+        summary = {"study": args.study, **summarize_cohorts(rows)}
         last = int(rows["cohort"].max()) * k
         if last > 0:  # the segments and strengths of the last cohort's linear models
             summary["last_cohort"] = segment_report(
+                args.study,
                 last,
                 args.seed,
                 args.max_depth,

@@ -250,9 +250,16 @@ def sushi_cold_start(
 
 
 # ----------------------------------------------------------------------------- SwissMetro
-def swissmetro_study(data_dir: str | None = None, *, load_study: LoadStudy) -> Any:
-    """SwissMetro with profiles as items (the bundled default), through ``load_study``."""
-    return load_study("swissmetro", data_dir)
+def cohort_study(key: str, data_dir: str | None = None, *, load_study: LoadStudy) -> Any:
+    """The study of a cohort experiment (``"swissmetro"``, the bundled default with profiles
+    as items, or any study with respondent features), through ``load_study``."""
+    study = load_study(key, data_dir)
+    if study.users is None or study.data.respondent is None:
+        raise ValueError(
+            f"{key}: the cohort experiment needs respondents with respondent features; "
+            "import the study with --respondent-features"
+        )
+    return study
 
 
 #: Variants of the SwissMetro cohorts with a linear item model (Eq. 6 of pbo_core.segments).
@@ -270,9 +277,11 @@ BASELINES: tuple[str, ...] = ("logit-pooled", "logit-interaction")
 
 
 @lru_cache(maxsize=2)
-def swissmetro_arrays(data_dir: str | None = None, *, load_study: LoadStudy) -> CohortArrays:
-    """Design differences, respondents and covariates of SwissMetro (cached)."""
-    return cohort_arrays(swissmetro_study(data_dir, load_study=load_study))
+def cohort_arrays_of(
+    key: str, data_dir: str | None = None, *, load_study: LoadStudy
+) -> CohortArrays:
+    """Design differences, respondents and covariates of a cohort study (cached)."""
+    return cohort_arrays(cohort_study(key, data_dir, load_study=load_study))
 
 
 def respondent_permutation(n: int, seed: int) -> np.ndarray:
@@ -281,7 +290,8 @@ def respondent_permutation(n: int, seed: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=4)
-def swissmetro_hierarchy(
+def cohort_hierarchy(
+    key: str,
     n_prev: int,
     seed: int,
     variant: str,
@@ -292,7 +302,7 @@ def swissmetro_hierarchy(
     load_study: LoadStudy,
 ) -> UserItemHierarchy:
     """Hierarchy on the first ``n_prev`` arriving respondents (``pooled``: one group)."""
-    profiles = swissmetro_study(data_dir, load_study=load_study)
+    profiles = cohort_study(key, data_dir, load_study=load_study)
     users = respondent_permutation(len(profiles.respondents()), seed)[:n_prev]
     depth = 0 if variant == "pooled" else max_depth
     return UserItemHierarchy(
@@ -301,7 +311,8 @@ def swissmetro_hierarchy(
 
 
 @lru_cache(maxsize=8)
-def swissmetro_segment_model(
+def cohort_segment_model(
+    key: str,
     n_prev: int,
     seed: int,
     variant: str,
@@ -319,8 +330,8 @@ def swissmetro_segment_model(
     respondents per segment, Bonferroni level 0.05); each with the Eq. 6 update from own
     answers, every strength chosen by CV on these respondents only.
     """
-    study = swissmetro_study(data_dir, load_study=load_study)
-    arr = swissmetro_arrays(data_dir, load_study=load_study)
+    study = cohort_study(key, data_dir, load_study=load_study)
+    arr = cohort_arrays_of(key, data_dir, load_study=load_study)
     users = np.sort(respondent_permutation(arr.n_users, seed)[:n_prev])
     centre: Any
     if variant == "logit-pooled":
@@ -339,10 +350,11 @@ def swissmetro_segment_model(
         return PersonalLogit(centre, seed=seed).fit(arr, users, study=study)
 
 
-def swissmetro_cell_grid(
+def cohort_cell_grid(
     n_users: int,
     refit_every: int = 200,
     *,
+    study: str = "swissmetro",
     base: dict[str, Any] | None = None,
     max_depth: int = 5,
     min_users: int = 20,
@@ -360,7 +372,7 @@ def swissmetro_cell_grid(
     return [
         dict(
             base or {},
-            study="swissmetro",
+            study=study,
             user=u,
             cohort=u // k,
             refit_every=k,
@@ -379,7 +391,7 @@ def _pair_accuracy(scores: np.ndarray, pairs: np.ndarray) -> float:
     return float(np.mean(pair_scores(scores, pairs)))
 
 
-def swissmetro_cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
+def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
     """A new SwissMetro respondent: held-out accuracy after each of their own tasks.
 
     The respondent's ``test_tasks`` held-out tasks (seeded) are predicted after 0, 1, ...
@@ -390,15 +402,18 @@ def swissmetro_cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame
     bind it with :func:`functools.partial` for
     :func:`~pbo_core.experiments.runner.run_grid`).
     """
-    profiles = swissmetro_study(cell.get("data_dir"), load_study=load_study)
+    key = str(cell.get("study", "swissmetro"))
+    profiles = cohort_study(key, cell.get("data_dir"), load_study=load_study)
     resp_ids = profiles.respondents()
     order = respondent_permutation(len(resp_ids), int(cell["seed"]))
     pos = int(order[int(cell["user"])])
     resp = resp_ids[pos]
     split = respondent_holdout(profiles, resp, int(cell["test_tasks"]), int(cell["seed"]))
-    if split is None:
-        return pd.DataFrame()
-    data, test_mask = split
+    if split is None:  # too few tasks to keep some: every task tests the cold start
+        data = profiles.for_respondent(resp)
+        test_mask = np.ones(data.n_pairs, dtype=bool)
+    else:
+        data, test_mask = split
     tasks = pair_tasks(profiles.data)[profiles.data.respondent == resp]
     train_tasks = list(dict.fromkeys(tasks[~test_mask]))
     test_pairs = data.pairs[test_mask]
@@ -409,7 +424,8 @@ def swissmetro_cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame
     if variant in LOGIT_VARIANTS:
         return _linear_cell(cell, data, resp, pos, tasks, train_tasks, test_mask, load_study)
     if variant != "plain":
-        h = swissmetro_hierarchy(
+        h = cohort_hierarchy(
+            key,
             n_prev,
             int(cell["seed"]),
             variant,
@@ -434,7 +450,7 @@ def swissmetro_cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame
         rows.append(
             {
                 "user": int(cell["user"]),
-                "respondent": int(resp),
+                "respondent": str(resp),
                 "cohort": int(cell["cohort"]),
                 "variant": variant,
                 "user_leaf": leaf,
@@ -459,7 +475,8 @@ def _linear_cell(
     """A new respondent under a linear variant: Eq. 6 after 0, 1, ... own tasks."""
     variant = str(cell["variant"])
     n_prev = int(cell["cohort"]) * int(cell["refit_every"])
-    model = swissmetro_segment_model(
+    model = cohort_segment_model(
+        str(cell.get("study", "swissmetro")),
         n_prev,
         int(cell["seed"]),
         variant,
@@ -468,7 +485,9 @@ def _linear_cell(
         cell.get("data_dir"),
         load_study=load_study,
     )
-    arr = swissmetro_arrays(cell.get("data_dir"), load_study=load_study)
+    arr = cohort_arrays_of(
+        str(cell.get("study", "swissmetro")), cell.get("data_dir"), load_study=load_study
+    )
     Z = arr.design.transform(data.X)
     d = Z[data.pairs[:, 0]] - Z[data.pairs[:, 1]]
     own = [d[np.isin(tasks, train_tasks[:k]) & ~test_mask] for k in range(len(train_tasks) + 1)]
@@ -485,7 +504,7 @@ def _linear_cell(
         [
             {
                 "user": int(cell["user"]),
-                "respondent": int(resp),
+                "respondent": str(resp),
                 "cohort": int(cell["cohort"]),
                 "variant": variant,
                 "user_leaf": leaf,
@@ -509,7 +528,7 @@ def _paired(wide: pd.DataFrame, a: str, b: str) -> dict[str, Any]:
     }
 
 
-def summarize_swissmetro_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
+def summarize_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
     """Mean held-out accuracy per number of own tasks, per variant (cohorts >= 1), 95 % CI."""
     later = rows[rows["cohort"] > 0]
     out: dict[str, Any] = {
@@ -571,6 +590,7 @@ def _cold_start(out: dict[str, Any], wide: pd.DataFrame) -> dict[str, Any]:
 
 
 def segment_report(
+    key: str,
     n_prev: int,
     seed: int,
     max_depth: int,
@@ -583,8 +603,8 @@ def segment_report(
     variant's chosen strengths (for the JSON and the page)."""
     out: dict[str, Any] = {"earlier_respondents": n_prev, "models": {}}
     for v in LOGIT_VARIANTS:
-        m = swissmetro_segment_model(
-            n_prev, seed, v, max_depth, min_users, data_dir, load_study=load_study
+        m = cohort_segment_model(
+            key, n_prev, seed, v, max_depth, min_users, data_dir, load_study=load_study
         )
         c = m.centre_
         info: dict[str, Any] = {"personal_strength_rho": m.rho_}

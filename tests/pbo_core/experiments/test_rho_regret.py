@@ -10,9 +10,9 @@ from data_loaders.pmr import inbox_urgency
 from pbo_core.experiments import cli as experiments
 from pbo_core.experiments.cohorts import (
     SWISSMETRO_VARIANTS,
+    cohort_cell_grid,
+    cohort_hierarchy,
     respondent_permutation,
-    swissmetro_cell_grid,
-    swissmetro_hierarchy,
 )
 from pbo_core.experiments.rho_regret import pmr_problem, respondent_models, simulated_problem
 from pbo_core.metrics import rho_regret
@@ -111,11 +111,15 @@ def test_unknown_rho_method_is_rejected() -> None:
         experiments.main(["rho-regret", "--study", "pmr-demo", "--methods", "nope"])
 
 
-def test_swissmetro_hierarchy_splits_on_modes() -> None:
-    h = swissmetro_hierarchy(600, 0, "hierarchy", 3, 20, None, load_study=load_study_cached)
+def test_cohort_hierarchy_splits_on_modes() -> None:
+    h = cohort_hierarchy(
+        "swissmetro", 600, 0, "hierarchy", 3, 20, None, load_study=load_study_cached
+    )
     assert h.user_tree_.n_leaves > 1  # Eq. 15 on modes separates respondents
     assert "Surveyed among" in h.rule(0, True) or h.user_tree_.split[0] is not None
-    pooled = swissmetro_hierarchy(600, 0, "pooled", 3, 20, None, load_study=load_study_cached)
+    pooled = cohort_hierarchy(
+        "swissmetro", 600, 0, "pooled", 3, 20, None, load_study=load_study_cached
+    )
     assert pooled.user_tree_.n_leaves == 1
     perm = respondent_permutation(1191, 0)
     assert sorted(perm.tolist()) == list(range(1191))
@@ -123,7 +127,7 @@ def test_swissmetro_hierarchy_splits_on_modes() -> None:
 
 @pytest.mark.slow
 def test_hierarchy_swissmetro_command_small(capsys) -> None:
-    cells = swissmetro_cell_grid(8, 5)
+    cells = cohort_cell_grid(8, 5)
     assert {c["variant"] for c in cells if c["user"] < 5} == {"plain"}
     assert {c["variant"] for c in cells if c["user"] >= 5} == set(SWISSMETRO_VARIANTS)
     out = _run(
