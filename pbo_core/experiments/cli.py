@@ -522,7 +522,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         cstudy = cohort_study(args.study, args.data_dir, load_study=load_study_cached)
         n = len(cstudy.respondents())
         n = min(n, args.users) if args.users is not None else n
-        k = min(k, max(1, n // 2))  # at least two cohorts: the second learns from the first
+        if args.refit_every is None:  # two cohorts at least: the second learns from the first
+            k = min(k, max(1, n // 2))
         cells = cohort_cell_grid(
             n,
             k,

@@ -1,0 +1,85 @@
+"""Every page on every shape of study in a real browser: the shapes corpus imported with
+``python -m data_loaders import-study`` into a server's data folder, then each page opened
+by its link (``/<page>?study=KEY``): no exception element, the study's title on the page.
+Skipped without Playwright or /usr/bin/chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashboard.pages import url_titles
+from tests.dashboard.test_e2e import BROWSER_ARGS, CHROMIUM, snap
+from tests.fixtures.shapes import SHAPES
+from tests.fixtures.streamlit_server import ROOT, streamlit_server, wait_until_idle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
+
+#: Pages a study is opened on (Convergence and PMR features show no imported study).
+PAGES = ("", "tree_explorer", "sensitivity", "hierarchy", "elicitation")
+
+
+def _import_all(work: Path) -> dict[str, str]:
+    """Import every shape into ``work/data_home``; shape name -> study key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DTPBO_")}
+    env.update(DTPBO_DATA_HOME=str(work / "data_home"), DTPBO_DATA_ROOTS=str(work))
+    env["PYTHONPATH"] = str(ROOT)
+    keys = {}
+    for name, shape in SHAPES.items():
+        file = work / shape.file.name
+        shutil.copy(shape.file, file)
+        cmd = [sys.executable, "-m", "data_loaders", "import-study", str(file)]
+        done = subprocess.run(
+            [*cmd, "--title", shape.title, *shape.args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        keys[name] = done.stdout.strip().splitlines()[-1]
+    return keys
+
+
+@pytest.fixture(scope="module")
+def shapes_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict]]:
+    work = tmp_path_factory.mktemp("e2e-shapes")
+    keys = _import_all(work)
+    with streamlit_server(
+        work,
+        extra_env={"DTPBO_NO_DEFAULT_RESULTS": "1", "DTPBO_DATA_ROOTS": str(work)},
+    ) as url:
+        yield url, keys
+
+
+def test_every_page_opens_on_every_shape_by_its_link(shapes_server) -> None:
+    url, keys = shapes_server
+    failures = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+        page = ctx.new_page()
+        page.set_default_timeout(60_000)
+        for name, key in keys.items():
+            title = SHAPES[name].title
+            for path in PAGES:
+                if path == "hierarchy" and not SHAPES[name].has_users:
+                    continue
+                page.goto(f"{url}/{path}?study={key}")
+                wait_until_idle(page, quiet_ms=400, timeout=180_000)
+                errors = page.locator('[data-testid="stException"]').count()
+                shown = title in page.locator('[data-testid="stMain"]').inner_text()
+                if errors or not shown:
+                    snap(page, f"shape-{name}-{path or 'case_studies'}")
+                    failures.append((name, url_titles()[path], errors, shown))
+        browser.close()
+    assert not failures, failures
