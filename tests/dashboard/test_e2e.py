@@ -339,7 +339,7 @@ def test_hierarchy_page_shows_segments_and_the_cold_start_baselines(fresh_server
     page.get_by_text("Cold start beside the baselines", exact=False).wait_for(timeout=600_000)
     settle(page, timeout=600_000)
     assert page.locator('[data-testid="stException"]').count() == 0
-    assert page.get_by_text("value of time = 60 x time slope / cost slope").count() == 1
+    assert page.get_by_text("value of time = time slope / money slope per hour").count() == 1
     page.wait_for_timeout(1500)
     snap(page, "hierarchy", docs=True)
     seg.scroll_into_view_if_needed()
