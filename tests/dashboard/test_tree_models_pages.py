@@ -110,7 +110,8 @@ def test_sensitivity_ablates_the_default_models_side_by_side(app, quick_models) 
         assert block["feature removed"].iloc[0] == "None (baseline)"
         assert len(block) == 5  # baseline + 4 attributes
     assert len(charts(at)) == 3
-    assert {"dt (paper DT)", "dt-linear (linear-leaf tree)"} <= set(metrics(at))
+    # the registry's names, as on every page
+    assert {get("dt").label, get("dt-linear").label} <= set(metrics(at))
     assert metrics(at)["Respondents"] == "4"
     at.multiselect(key="fs_methods::train").set_value(["logit-shrink"]).run()
     assert len(charts(at)) == 1 and set(at.dataframe[0].value["method"]) == {"logit-shrink"}
