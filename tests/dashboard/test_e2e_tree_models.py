@@ -64,10 +64,16 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
     expect(svg).to_contain_text("Price: ", timeout=60_000)
     expect(svg).to_contain_text("per guilder")
     expect(svg).to_contain_text("per hour")
-    expect(svg).to_contain_text("Value of time:")
-    expect(svg).to_contain_text("overall value of time")
-    vot = metric(page, "Value of time (guilders per hour)").inner_text()
-    assert re.fullmatch(r"[0-9.]+", vot) and float(vot) > 0, vot
+    expect(svg).to_contain_text("Value of time (money: Price):")
+    expect(svg).to_contain_text("overall value of time (money: Price)")
+    # a number with its interval, or (one respondent's price slope may be 0) no number
+    vot = metric(page, "Value of time").inner_text()
+    line = page.get_by_text("Value of time (overall, money attribute Price):").inner_text()
+    if vot == "—":
+        assert "not identified: the Price slope's 95% CI includes 0" in line, line
+    else:
+        assert re.fullmatch(r"[0-9.]+", vot) and float(vot) > 0, vot
+        assert f"{vot} guilders per hour [95% CI " in line, line
     # the screenshot: a wide window, so the whole 8-leaf tree fits at a readable zoom
     page.set_viewport_size({"width": 2400, "height": 1500})
     settle(page)
