@@ -94,6 +94,19 @@ def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_m
     # an unidentified value of time has no number anywhere: only the reason
     unidentified = trade[trade["interval"] != "Fieller"]
     assert unidentified["value [95% CI]"].str.startswith("not identified").all()
+    # the page's money attribute: pre-selected (guessed from its unit), then chosen
+    money = next(s for s in at.selectbox if s.label.startswith("Money attribute"))
+    assert money.value == "price" and "guessed from its unit, guilders" in texts(at)
+    money.set_value("time").run()
+    trade = at.dataframe[1].value
+    assert set(trade["money attribute"]) == {"Travel time"}
+    # minutes per guilder, per level, ...: every ratio divides by travel time now
+    assert trade["value [95% CI]"].str.contains("min per|not identified").all()
+    money = next(s for s in at.selectbox if s.label.startswith("Money attribute"))
+    money.select_index(len(money.options) - 1).run()  # the last option: none
+    no_exception(at)
+    assert len(at.dataframe) == 1  # no trade-offs without a money attribute
+    assert "Value of time (overall" not in texts(at)
 
 
 def test_sensitivity_ablates_the_default_models_side_by_side(app, quick_models) -> None:
