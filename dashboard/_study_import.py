@@ -153,15 +153,21 @@ def add_study_form() -> None:
         "(`python -m data_loaders import-study FILE --title ...`) and reads the study "
         "(`conjoint-accuracy --study KEY`)."
     )
-    up = st.file_uploader("Choice data (CSV)", type=["csv"], key="add_choices")
+    up = st.file_uploader(
+        "Choice data (CSV)", type=["csv"], key="add_choices", max_upload_size=us.MAX_UPLOAD_MB
+    )
     c1, c2 = st.columns(2)
     users_up = c1.file_uploader(
         "Respondent features (optional CSV: a respondent column and one per feature)",
         type=["csv"],
         key="add_users",
+        max_upload_size=us.MAX_UPLOAD_MB,
     )
     attrs_up = c2.file_uploader(
-        "Attribute table (optional JSON, as for --attributes)", type=["json"], key="add_attrs"
+        "Attribute table (optional JSON, as for --attributes)",
+        type=["json"],
+        key="add_attrs",
+        max_upload_size=us.MAX_UPLOAD_MB,
     )
     if up is None:
         return

@@ -28,6 +28,7 @@ from dashboard._services import sessions as store  # noqa: E402
 from dashboard.pages import PAGES  # noqa: E402
 
 _VIEWS = Path(__file__).resolve().parent / "views"
+_FAVICON = Path(__file__).resolve().parent / "static" / "favicon.png"
 
 
 def _data_locations() -> None:
@@ -100,7 +101,9 @@ def _warm_up_status() -> None:
 
 def main() -> None:
     """Configure the page, the sidebar and the navigation, then run the chosen page."""
-    st.set_page_config(page_title="DT-PBO Explorer", page_icon=":material/park:", layout="wide")
+    # a local icon: a ":material/...:" page icon makes the browser fetch the favicon from
+    # an external font host (no request leaves the server; docs/dashboard.md)
+    st.set_page_config(page_title="DT-PBO Explorer", page_icon=str(_FAVICON), layout="wide")
     pages = [
         st.Page(_VIEWS / file, title=title, icon=icon, default=(i == 0))
         for i, (file, title, icon) in enumerate(PAGES)

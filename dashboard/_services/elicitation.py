@@ -104,7 +104,7 @@ def leaf_boxes(model: DTSurrogate) -> pd.DataFrame:
                 "x1_end": upper[node, 0],
                 "x2": lower[node, 1],
                 "x2_end": upper[node, 1],
-                "leaf": leaf,
+                "leaf": s.number,  # as the tree and the favourite card number it
                 "utility": s.mean,
                 "sd": s.sd,
                 "rank": s.rank,

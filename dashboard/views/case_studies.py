@@ -123,13 +123,19 @@ if report_key in st.session_state:
 with st.expander(f"Items ({study.data.n_items:,})"):
     items = study.data.items
     shown = items if items is not None else study.schema.decode(study.data.X)
+    shown = shown.rename(columns={f.name: f.display for f in study.schema.features})
     st.dataframe(shown.head(500), width="stretch")
     if len(shown) > 500:
         st.caption(f"First 500 of {len(shown):,} items.")
 
 if study.users is not None:
     with st.expander(f"Respondent features ({len(study.users):,} respondents)"):
-        st.dataframe(study.users.head(500), width="stretch")
+        named = (
+            {f.name: f.display for f in study.user_schema.features}
+            if study.user_schema is not None
+            else {}
+        )  # the labels given at import, never the raw column names
+        st.dataframe(study.users.head(500).rename(columns=named), width="stretch")
         if study.user_schema is not None:
             st.dataframe(
                 labels.attribute_table(study.user_schema), hide_index=True, width="stretch"

@@ -19,7 +19,8 @@ from pbo_core.experiments.bench import run_cell, summarize
 from pbo_core.experiments.rho_regret import summarize_rho_regret
 from pbo_core.experiments.runner import Cell, cell_path, run_grid
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
-from pbo_core.registry import names
+from pbo_core.explain import labels
+from pbo_core.registry import get, names
 
 st.title("Convergence")
 st.caption(
@@ -62,6 +63,66 @@ def _function_label(name: str) -> str:
     return f"{name} ({', '.join(tags)})" if tags else name
 
 
+def _method_text(name: str) -> str:
+    """``"dt-literal: DT-PBO, Algorithm 1 literally (qEUBO only)"``: the registry's label."""
+    try:
+        return f"{name}: {get(name).label}"
+    except KeyError:
+        return name
+
+
+def _methods_note(methods: list[str]) -> None:
+    """What each method key in the legend is (the registry's label and description)."""
+    lines = []
+    for m in methods:
+        try:
+            spec = get(m)
+        except KeyError:
+            continue
+        lines.append(f"- **{m}**: {spec.label} — {spec.description}")
+    if lines:
+        with st.expander("What the methods are", expanded=False):
+            st.markdown("\n".join(lines))
+
+
+def _bench_table(summary: list[dict]) -> pd.DataFrame:
+    """The final-regret summary as people read it: one row per method, the budget (runs x
+    queries), mean, s.d. and a 95 % t-interval rounded to its precision; regret is never
+    negative, so the interval is cut at 0 (and says so)."""
+    rows = []
+    for r in summary:
+        lo, hi = (float(v) for v in r["final_regret_ci95"])
+        cut = lo < 0
+        est, ci = labels.ci_text(float(r["final_regret_mean"]), max(lo, 0.0), hi)
+        d = labels.ci_decimals(max(lo, 0.0), hi)
+        rows.append(
+            {
+                "method": _method_text(r["method"]),
+                "runs (seeds)": int(r["seeds"]),
+                "queries per run": int(r["iters"]),
+                "final regret, mean": est,
+                "s.d.": f"{float(r['final_regret_sd']):.{d}f}",
+                "95% CI (t, over runs)": ci + (" (cut at 0)" if cut else ""),
+                "median": f"{float(r['final_regret_median']):.{d}f}",
+                "time per run (median, s)": f"{float(r['time_per_run_median_s']):.2g}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _budget_note(summary: list[dict]) -> None:
+    """Say so when the methods shown ran different budgets (their curves end at different
+    queries and their final regrets are not comparable at face value)."""
+    budgets = {(int(r["seeds"]), int(r["iters"])) for r in summary}
+    if len(budgets) > 1:
+        each = "; ".join(f"{r['method']} {r['iters']} queries x {r['seeds']} runs" for r in summary)
+        shortest = min(int(r["iters"]) for r in summary)
+        st.warning(
+            f"Unequal budgets: {each}. Compare the curves up to query {shortest}; each final "
+            "regret is at the method's own last query, and fewer runs give wider intervals."
+        )
+
+
 def bench_curves(rows: pd.DataFrame, key: str) -> None:
     """Regret and cumulative time of one function, methods toggled."""
     functions = list(dict.fromkeys(rows["function"]))
@@ -88,7 +149,7 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
             x="step",
             color="method",
             x_title="query",
-            y_title="regret (optimum − utility of the recommendation)",
+            y_title="regret (optimum − utility of the recommendation, mean ± s.e.)",
             log_y=log_y,
         ),
         width="stretch",
@@ -107,7 +168,10 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
         width="stretch",
     )
 
-    st.dataframe(pd.DataFrame(summarize(sub)), hide_index=True, width="stretch")
+    summary = summarize(sub)
+    _budget_note(summary)
+    st.dataframe(_bench_table(summary), hide_index=True, width="stretch")
+    _methods_note(chosen)
 
 
 tab_bench, tab_rho, tab_sushi, tab_run = ui.lazy_tabs(
@@ -187,18 +251,25 @@ if tab_rho.open:
                     pd.DataFrame(
                         [
                             {
-                                "method": m,
+                                "method": _method_text(m),
                                 "runs": d["runs"],
                                 "questions": d["question"][-1],
-                                "final rho-regret": d["rho_regret_mean"][-1],
-                                "95 % CI": "{:.2f} – {:.2f}".format(*d["rho_regret_ci95"][-1]),
-                                "favourite ranked first": d["final_top1_found"],
+                                "final rho-regret": labels.ci_text(
+                                    d["rho_regret_mean"][-1], *d["rho_regret_ci95"][-1]
+                                )[0],
+                                "95 % CI": labels.ci_text(
+                                    d["rho_regret_mean"][-1],
+                                    max(d["rho_regret_ci95"][-1][0], 0.0),
+                                    d["rho_regret_ci95"][-1][1],
+                                )[1],
+                                "favourite ranked first": f"{100 * d['final_top1_found']:.0f}%",
                             }
                             for m, d in summ.items()
                         ]
                     ),
                     hide_index=True,
                 )
+                _methods_note(chosen)
 
 if tab_sushi.open:
     with tab_sushi:

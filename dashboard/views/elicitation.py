@@ -305,9 +305,18 @@ def _favourite(sess: ElicitationSession, sid: str) -> None:
                 st.markdown("No split yet: every option is in one leaf, so no utility differs.")
             else:
                 why = sess.explanation()
+                # the leaf's number as the tree draws it (rank order, 1 = best), never the
+                # model's internal leaf index
+                same = abs(point.mean - s.mean) < 5e-3 and abs(point.sd - s.sd) < 5e-3
+                at_centre = (
+                    ""
+                    if same
+                    else f"; the tree shows the leaf at its centre, {s.mean:+.2f} ± {s.sd:.2f}"
+                )
                 st.markdown(
-                    f"Leaf {s.leaf} (rank {s.rank} of {model.n_leaves_}, utility "
-                    f"{point.mean:+.2f} ± {point.sd:.2f}). **Why:** " + " AND ".join(why)
+                    f"Leaf {s.number} of the tree (rank {s.rank} of {model.n_leaves_}; this "
+                    f"option's utility {point.mean:+.2f} ± {point.sd:.2f}{at_centre}). "
+                    "**Why:** " + " AND ".join(why)
                 )
         else:
             st.markdown(f"Predicted utility {point.mean:+.2f} ± {point.sd:.2f}.")

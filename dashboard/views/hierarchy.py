@@ -99,16 +99,42 @@ else:
 
     st.markdown("#### Segments with linear item models (slopes in units, value of time)")
     seg = svc.segments(study, n_users, depth, min_leaf)
-    table = seg.segment_table()
+    money_options, money_default, money_why = svc.money_choice(study)
+    c_money, c_money_why = st.columns([1, 2])
+    money = c_money.selectbox(
+        "Money attribute (divides the value of time)",
+        money_options,
+        index=money_options.index(money_default),
+        format_func=lambda n: "(none: no value of time)" if n is None else study.schema[n].display,
+        key=f"hi_money::{key}",
+        help="The value of time is the time slope divided by this attribute's slope. The "
+        "study's own choice is pre-selected (set at import with --money-attribute or the "
+        "Add-a-study form).",
+    )
+    if money is not None:
+        c_money_why.caption(
+            f"Value of time in units of **{study.schema[money].display}**"
+            + (f" ({money_why})." if money == money_default else ".")
+        )
+    table = seg.segment_table(money) if money is not None else seg.segment_table("")
     st.caption(
         f"{len(table)} segment(s) of the first {n_users} respondents: a user tree split where "
         "the segment logits' coefficients are unstable (score test clustered by respondent, "
         "Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit shrunk toward "
-        f"the pooled one (strength {seg.shrinkage_:g}, by CV over respondents). Slopes are "
-        "utility per unit (logit scale); value of time = 60 x time slope / cost slope, "
-        "95 % delta-method interval."
+        f"the pooled one (strength {seg.shrinkage_:.3g}, by CV over respondents). Slopes are "
+        "utility per unit (logit scale), rounded to the precision of their 95 % interval; "
+        "value of time = time slope / money slope per hour with Fieller's 95 % interval, "
+        "*not identified* (no number) when the money slope's own 95 % interval includes 0."
     )
-    st.dataframe(table, hide_index=True, width="stretch")
+    # the value of time as text (a number with its interval, or "not identified" and why);
+    # its numeric column stays in the table's CSV-like form for programs, not on the page
+    shown = table.drop(columns=[c for c in table.columns if c.startswith("value of time (")])
+    st.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        column_config={"value of time [95% CI]": st.column_config.TextColumn(width="large")},
+    )
 
 
 st.markdown("#### Cohort curves: new users with and without the hierarchy")

@@ -14,6 +14,7 @@ from dashboard import _services as svc
 from dashboard import _ui as ui
 from dashboard._uploads import upload_name
 from pbo_core import explain, metrics
+from pbo_core.explain.labels import humanize
 
 st.title("PMR features")
 st.caption(
@@ -43,6 +44,18 @@ if study is None:
     ui.unavailable(key, "This page")
     st.stop()
 spec = study.extras["spec"]
+
+
+def _words(name: object) -> str:
+    """A column or feature code as words ("message_actionability" -> "Message
+    actionability"): the schema's label where the study has one."""
+    text = str(name)
+    if text in study.schema.names:
+        return study.schema[text].display
+    words = humanize(text)
+    return words[:1].upper() + words[1:]
+
+
 texts = svc.message_texts(study)
 truth = study.extras.get("truth")
 ext_key = f"pmr_extracted::{key}"
@@ -105,7 +118,7 @@ if tab_msg.open:
             for c in ("message_id", "inbox", "patient_id", "age", "gender", "message")
             if c in items
         ]
-        st.dataframe(items[cols], hide_index=True, width="stretch")
+        st.dataframe(items[cols].rename(columns=_words), hide_index=True, width="stretch")
         ids = texts["message_id"].tolist()
         mid = st.selectbox("Read a message", ids, key=f"pmr_msg::{key}")
         left, right = st.columns([3, 2])
@@ -195,7 +208,9 @@ if tab_ext.open:
         if extracted is not None:
             st.markdown(f"#### Extracted table ({len(extracted)} messages)")
             st.dataframe(
-                extracted.map(lambda v: "; ".join(v) if isinstance(v, list) else v),
+                extracted.map(lambda v: "; ".join(v) if isinstance(v, list) else v).rename(
+                    columns=_words
+                ),
                 hide_index=True,
                 width="stretch",
             )
@@ -221,6 +236,7 @@ if tab_cmp.open:
         else:
             score = svc.score_extraction(study, extracted)
             show = score.reset_index()
+            show["feature"] = show["feature"].map(_words)  # words, not snake_case codes
             st.dataframe(
                 show[
                     [
@@ -385,4 +401,4 @@ if tab_tree.open:
                 height=760,
             )
             ranked = svc.ranked_messages(model, fstudy, study)
-            st.dataframe(ranked, hide_index=True, width="stretch")
+            st.dataframe(ranked.rename(columns=_words), hide_index=True, width="stretch")

@@ -123,7 +123,8 @@ def study_report(
         + f" — {get(model).label}"
         + (f", respondent {respondent}" if respondent is not None else "")
     )
-    view = tree_view(shown, data=data, item_names=item_names(data), title=title)
+    money = labels.money_attribute(study)[0]  # chosen at import or --money-attribute
+    view = tree_view(shown, data=data, item_names=item_names(data), title=title, money=money)
     opts = {**SENSITIVITY_DEFAULTS, **dict(sensitivity_options or {})}
     ev, ev_split = shown_evidence(study, respondent, model, kind=opts.get("kind", "auto"))
     sens = sensitivity_table(study, **opts, model=model)

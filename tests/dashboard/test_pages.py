@@ -231,14 +231,21 @@ def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch, quick_
     at = app("tree_explorer", sel_study="electricity", te_view="Held-out evidence")
     no_exception(at)
     models = at.dataframe[0].value  # the tree models and baselines on the study
-    assert {"Linear-leaf tree (dt-linear)", "Logit per respondent, shrunk"} <= set(models["method"])
+    names = set(models["model"].str.replace("  ◀ shown above", ""))
+    assert {"Linear-leaf tree (dt-linear)", "Logit per respondent, shrunk"} <= names
     table = at.dataframe[1].value  # the model shown on the respondent's own data
     shown = next(s for s in at.selectbox if s.label == "Model").value
-    assert list(table["method"]) == [get(shown).label, get("gp").label, get("logit-pooled").label]
+    assert list(table["model"]) == [
+        f"{get(shown).label}  ◀ shown above",
+        get("gp").label,
+        get("logit-pooled").label,
+    ]
     assert f"The model shown ({get(shown).label})" in texts(at)
-    lo, hi = (table["95% CI"].iloc[0].split(" – ")) if "–" in table["95% CI"].iloc[0] else (0, 0)
-    assert float(lo) <= float(table["held-out"].iloc[0]) <= float(hi)
-    assert (table["n_heldout"] == 36).all()  # every comparison of the respondent predicted once
+    ci = table["95% CI (%)"].iloc[0]
+    lo, hi = ci.split(" – ") if "–" in ci else (0, 0)
+    assert float(lo) <= float(table["held-out (%)"].iloc[0]) <= float(hi)
+    # every comparison of the respondent predicted once
+    assert (table["held-out comparisons"] == 36).all()
     spec = charts(at)[0]
     assert {"held-out (95% CI)", "training"} <= {r.get("kind") for r in chart_data(spec)}
 
@@ -505,8 +512,11 @@ def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> N
     assert len(list((tmp_path / "data_home" / "results").rglob("cell-*.parquet"))) == 6
     # the segments' slopes in units and the cold start beside the baselines
     frames = {tuple(f.value.columns): f.value for f in at.dataframe}
-    seg = next(v for k, v in frames.items() if "value of time (CHF/h)" in k)
-    assert "Travel time (min) per min" in seg.columns and len(seg) >= 1
+    seg = next(v for k, v in frames.items() if "value of time [95% CI]" in k)
+    assert "Travel time (per min)" in seg.columns and len(seg) >= 1
+    assert set(seg["money attribute"]) == {"Cost"}
+    text = seg["value of time [95% CI]"]
+    assert (text.str.contains(r"CHF/h \[95% CI ") | text.str.startswith("not identified")).all()
     cold = next(v for k, v in frames.items() if "0 own tasks" in k)
     assert {"logit-interaction", "hierarchy-mob"} <= set(cold["variant"])
 
