@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -334,3 +340,114 @@ def _distinct_items(token: Any, _study: Any) -> int:
 def n_distinct_items(study: Any) -> int:
     """Number of distinct items of a study (cached)."""
     return _distinct_items(study_token(study), study)
+
+
+# ----------------------------------------------------------------------------- answer clock
+#: A file the server appends one JSON line to per answer (its server-side time); unset:
+#: nothing is written. ``tests/benchmarks/concurrent_visitors.py`` sets it.
+ANSWER_LOG_ENV = "DTPBO_ANSWER_LOG"
+#: Keys of the widgets that answer a question (the buttons' keys start so; see the view).
+ANSWER_KEYS = ("el_pick_", "el_tie_", "el_skip_")
+_LOG = logging.getLogger(__name__)
+_arrivals: dict[str, float] = {}  # browser session id -> monotonic time its click arrived
+_log_lock = threading.Lock()
+
+
+def _is_answer_click(msg: Any) -> bool:
+    if msg.WhichOneof("type") != "rerun_script":
+        return False
+    for w in msg.rerun_script.widget_states.widgets:
+        if w.WhichOneof("value") == "trigger_value" and w.trigger_value:
+            user_key = w.id.rsplit("-", 1)[-1]
+            if user_key.startswith(ANSWER_KEYS):
+                return True
+    return False
+
+
+def install_arrival_clock() -> bool:
+    """Note the moment an answer click reaches the server (once per process).
+
+    Streamlit queues a click's rerun behind the browser session's running script and, with
+    many visitors, behind the other sessions' threads; the answer's callback starts only
+    then. This wraps ``AppSession.handle_backmsg`` (called on the server's event loop as
+    the websocket message arrives) to keep ``time.monotonic()`` per browser session when
+    the message presses an answer button, so :func:`start_answer_clock` can count that
+    wait. Returns whether the clock is installed (``False`` when Streamlit's internals
+    moved: the answer's time then starts at its callback).
+    """
+    try:
+        from streamlit.runtime.app_session import AppSession
+    except ImportError:  # pragma: no cover - Streamlit is a dependency
+        return False
+    original = getattr(AppSession, "handle_backmsg", None)
+    if original is None:
+        return False
+    if getattr(original, "_dtpbo_clock", False):
+        return True
+
+    def handle_backmsg(self: Any, msg: Any) -> Any:
+        try:
+            if _is_answer_click(msg):
+                _arrivals[self.id] = time.monotonic()
+        except Exception:  # the clock never stands in the way of a click
+            pass
+        return original(self, msg)
+
+    handle_backmsg._dtpbo_clock = True  # type: ignore[attr-defined]
+    AppSession.handle_backmsg = handle_backmsg  # type: ignore[method-assign]
+    return True
+
+
+def _browser_session_id() -> str | None:
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+    except Exception:  # pragma: no cover
+        return None
+    return None if ctx is None else str(ctx.session_id)
+
+
+def start_answer_clock() -> dict[str, float]:
+    """Start timing an answer (call first in the answer's callback).
+
+    Returns ``{"arrived": t, "started": t}`` (``time.monotonic()``): when the click reached
+    the server (:func:`install_arrival_clock`; the callback's start when unknown) and when
+    its callback started; the page keeps it and passes it to :func:`finish_answer_clock`.
+    """
+    now = time.monotonic()
+    sid = _browser_session_id()
+    arrived = _arrivals.pop(sid, None) if sid is not None else None
+    if arrived is None or arrived > now:
+        arrived = now
+    return {"arrived": arrived, "started": now}
+
+
+def finish_answer_clock(clock: dict[str, float], **fields: Any) -> dict[str, Any]:
+    """The answer's server-side times, in seconds, from the ``clock`` of
+    :func:`start_answer_clock` and the marks added to it since (``clock[name] =
+    time.monotonic()``), until now: ``queue_s`` (click arrived -> callback started),
+    ``server_s`` (click arrived -> now, the whole time the server took), one ``<mark>_s``
+    per mark (click arrived -> mark). Appended as one JSON line (with ``fields`` and the
+    process id) to the file named by :data:`ANSWER_LOG_ENV`, when set."""
+    now = time.monotonic()
+    t0 = clock["arrived"]
+    row: dict[str, Any] = {
+        **fields,
+        "pid": os.getpid(),
+        "queue_s": round(clock["started"] - t0, 4),
+        **{f"{k}_s": round(v - t0, 4) for k, v in clock.items() if k not in ("arrived", "started")},
+        "server_s": round(now - t0, 4),
+        "wall": round(time.time(), 3),
+    }
+    path = os.environ.get(ANSWER_LOG_ENV)
+    if path:
+        try:
+            with _log_lock, Path(path).open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+        except OSError as exc:
+            _LOG.warning("answer log %s not written: %s", path, exc)
+    return row
+
+
+install_arrival_clock()

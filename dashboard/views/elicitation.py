@@ -26,6 +26,7 @@ import streamlit as st
 from dashboard import _charts as charts
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._services import elicitation as el
 from dashboard._services import sessions as store
 from dashboard._uploads import upload_name
 from pbo_core import explain
@@ -203,6 +204,7 @@ def _record(sid: str, sess: ElicitationSession, action: str) -> bool:
 
 
 def _act(action: str, at: int | None = None) -> None:
+    started = el.start_answer_clock()  # the server's own time of this answer, see live()
     sid, sess = _current()
     if at is not None and at != len(sess.actions):  # a second click on an answered question
         st.session_state["el_notice"] = "That click was for a question already answered."
@@ -210,6 +212,7 @@ def _act(action: str, at: int | None = None) -> None:
     if _record(sid, sess, action):
         sess.apply(action)
         st.session_state["el_dirty"] = sid
+        st.session_state["el_clock"] = (started, sid, at, action)
 
 
 def _undo() -> None:
@@ -417,6 +420,9 @@ def live() -> None:
         m[3].metric("Regret of the favourite", "—" if fav is None else f"{sess.regret():.3g}")
     if sess.n_skipped:
         m[0].caption(f"{sess.n_skipped} skipped")
+    answered = st.session_state.pop("el_clock", None)
+    if answered is not None:
+        answered[0]["shown"] = time.monotonic()  # the next question and count are sent
 
     left, right = st.columns([1, 1])
     with left:
@@ -482,6 +488,9 @@ def live() -> None:
     if tab_sess.open:
         with tab_sess:
             _sessions_tab(sid, sess)
+    if answered is not None:
+        started, a_sid, at, action = answered
+        el.finish_answer_clock(started, session=a_sid, seq=at, action=action)
 
 
 def _answers_tab(sid: str, sess: ElicitationSession) -> None:

@@ -10,11 +10,18 @@ page. Checked and reported:
 * the store holds N x K answers; ``mixed``: sessions whose stored actions are not exactly
   their visitor's pattern; ``duplicated``: answers stored more than once (same session and
   sequence number, or more than K in a session);
-* answer latency under that load: click -> the page shows the new answer count (the
-  write, the refit and the redraw of the answer's fragment), p50 / p95 / mean over all
-  N x K answers.
+* ``server_p50`` / ``server_p95``: the server's own time of each answer, from the click
+  reaching the server (its websocket message handled) to the answer's rerun done (the
+  next question and everything the answer redraws sent), queue wait included; read from
+  the log the server writes when ``DTPBO_ANSWER_LOG`` is set
+  (:func:`dashboard._services.elicitation.finish_answer_clock`); ``server`` also gives the
+  queue wait alone and the time until the next question and the new count were sent;
+* ``click_to_screen_p50`` / ``_p95`` beside it: the browser's own clock, from the click
+  event on the answer button to the new answer count in the page (checked every frame);
+  the N browsers run on the same machine, so this also measures them (``driver_s``: the
+  same seen from this script, Playwright's click included).
 
-    python tests/benchmarks/concurrent_visitors.py --visitors 8 --answers 5 --json -
+    python tests/benchmarks/concurrent_visitors.py --visitors 16 --answers 5 --json -
 
 The load average before and after is reported: on a shared machine every latency scales
 with it. Needs ``pip install playwright`` and ``/usr/bin/chromium`` (never ``playwright
@@ -53,7 +60,44 @@ BROWSER_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-_BUSY_JS = "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+_QUIET_JS = """(quietMs) => {
+  const busy = !!document.querySelector('[data-testid="stStatusWidget"]');
+  const now = performance.now();
+  if (busy || window.__dtpboLastBusy === undefined) window.__dtpboLastBusy = now;
+  if (busy) return false;
+  const quiet = now - window.__dtpboLastBusy >= quietMs;
+  if (quiet) window.__dtpboLastBusy = undefined;
+  return quiet;
+}"""
+_METRIC_IS_JS = """([label, value]) => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    if (m.innerText.includes(label)) {
+      const v = m.querySelector('[data-testid="stMetricValue"]');
+      return !!v && v.innerText.trim() === value;
+    }
+  }
+  return false;
+}"""
+#: Installed in every page: the moment of the last click on a button (the browser's clock).
+_CLICK_CLOCK_JS = """document.addEventListener('click', (e) => {
+  if (e.target && e.target.closest && e.target.closest('button')) {
+    window.__dtpboClickAt = performance.now();
+  }
+}, true);"""
+#: The metric shows ``value``: then milliseconds since that click (checked every frame).
+_SHOWN_SINCE_CLICK_JS = """([label, value]) => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    if (m.innerText.includes(label)) {
+      const v = m.querySelector('[data-testid="stMetricValue"]');
+      if (v && v.innerText.trim() === value) {
+        const at = window.__dtpboClickAt;
+        return {ms: at === undefined ? null : performance.now() - at};
+      }
+      return false;
+    }
+  }
+  return false;
+}"""
 _METRIC_JS = """([label]) => {
   for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
     if (m.innerText.includes(label)) {
@@ -77,17 +121,10 @@ def patterns(n: int, k: int, seed: int = 0) -> list[list[str]]:
 
 
 async def _idle(pg: Any, quiet_ms: float = 300.0, timeout_s: float = 180.0) -> None:
+    """Wait until the page has shown no "running" status for ``quiet_ms`` (polled inside
+    the browser: 16 pages polled over the DevTools protocol cost the shared CPU)."""
     await pg.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout_s * 1000)
-    start = last = time.perf_counter()
-    while True:
-        now = time.perf_counter()
-        if await pg.evaluate(_BUSY_JS):
-            last = now
-        elif now - last >= quiet_ms / 1000:
-            return
-        if now - start > timeout_s:
-            raise TimeoutError("the page was still running")
-        await asyncio.sleep(0.025)
+    await pg.wait_for_function(_QUIET_JS, arg=quiet_ms, polling=50, timeout=timeout_s * 1000)
 
 
 async def _metric(pg: Any, label: str) -> str | None:
@@ -95,11 +132,12 @@ async def _metric(pg: Any, label: str) -> str | None:
 
 
 async def _wait_metric(pg: Any, label: str, value: str, timeout_s: float = 180.0) -> None:
-    deadline = time.perf_counter() + timeout_s
-    while await _metric(pg, label) != value:
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"{label} did not become {value!r}")
-        await asyncio.sleep(0.01)
+    try:
+        await pg.wait_for_function(
+            _METRIC_IS_JS, arg=[label, value], polling=10, timeout=timeout_s * 1000
+        )
+    except Exception as exc:  # playwright's TimeoutError
+        raise TimeoutError(f"{label} did not become {value!r}") from exc
 
 
 async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Barrier) -> dict:
@@ -107,17 +145,22 @@ async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Bar
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1400})
     ctx.set_default_timeout(180_000)
     try:
+        await ctx.add_init_script(_CLICK_CLOCK_JS)
         pg = await ctx.new_page()
         await pg.goto(f"{url}/elicitation?study=electricity")
         await _idle(pg)
         await _wait_metric(pg, "Answers", "0")
         await start.wait()  # everyone has the page open before anyone answers
-        latencies = []
+        latencies, on_screen = [], []
         for k, side in enumerate(pattern, start=1):
             t0 = time.perf_counter()
             await pg.get_by_role("button", name=f"I prefer {side}").click()
-            await _wait_metric(pg, "Answers", str(k))
+            shown = await pg.wait_for_function(
+                _SHOWN_SINCE_CLICK_JS, arg=["Answers", str(k)], polling="raf", timeout=180_000
+            )
             latencies.append(time.perf_counter() - t0)
+            ms = (await shown.json_value())["ms"]
+            on_screen.append(None if ms is None else ms / 1000)
             await _idle(pg)
         favourite = await _metric(pg, "Favourite")
         sid = parse_qs(urlparse(pg.url).query)["session"][0]
@@ -134,6 +177,7 @@ async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Bar
             "session": sid,
             "pattern": pattern,
             "latencies": latencies,
+            "on_screen": on_screen,
             "favourite": favourite,
             "after_reload": after,
             "own_after_reload": after["answers"] == str(len(pattern))
@@ -141,6 +185,39 @@ async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Bar
         }
     finally:
         await ctx.close()
+
+
+def _pcts(values: list[float]) -> dict[str, Any]:
+    a = np.asarray(values, dtype=float)
+    if a.size == 0:
+        return {"p50": None, "p95": None, "mean": None, "max": None, "n": 0}
+    return {
+        "p50": round(float(np.percentile(a, 50)), 3),
+        "p95": round(float(np.percentile(a, 95)), 3),
+        "mean": round(float(a.mean()), 3),
+        "max": round(float(a.max()), 3),
+        "n": int(a.size),
+    }
+
+
+def server_times(log: Path, runs: list[dict]) -> dict[str, Any]:
+    """The server's own timing of the visitors' answers (``DTPBO_ANSWER_LOG`` lines):
+    ``server``: click reached the server -> the answer's rerun done (queue wait + work);
+    ``queue``: click reached the server -> its callback started; ``shown``: click reached
+    the server -> the next question and the new count sent."""
+    ours = {r["session"] for r in runs}
+    rows = []
+    if log.exists():
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("session") in ours:
+                rows.append(row)
+    return {
+        "server_s": _pcts([r["server_s"] for r in rows]),
+        "queue_s": _pcts([r["queue_s"] for r in rows]),
+        "shown_s": _pcts([r["shown_s"] for r in rows if "shown_s" in r]),
+        "processes": len({r["pid"] for r in rows}),
+    }
 
 
 def audit(db: Path, runs: list[dict], k: int) -> dict[str, int]:
@@ -173,7 +250,9 @@ async def run(n: int, k: int, seed: int) -> dict[str, Any]:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="dtpbo-visitors-") as tmp:
         work = Path(tmp)
-        with streamlit_server(work, extra_env={"DTPBO_NO_DEFAULT_RESULTS": "1"}) as url:
+        log = work / "answers.jsonl"
+        env = {"DTPBO_NO_DEFAULT_RESULTS": "1", "DTPBO_ANSWER_LOG": str(log)}
+        with streamlit_server(work, extra_env=env) as url:
             async with async_playwright() as p:
                 browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
                 start = asyncio.Barrier(n)
@@ -184,24 +263,29 @@ async def run(n: int, k: int, seed: int) -> dict[str, Any]:
                 wall = time.perf_counter() - t0
                 await browser.close()
             checks = audit(work / "data_home" / "dashboard" / "sessions.sqlite", runs, k)
-    lat = np.array([x for r in runs for x in r["latencies"]])
+            server = server_times(log, runs)
+    screen = _pcts([x for r in runs for x in r["on_screen"] if x is not None])
+    driver = _pcts([x for r in runs for x in r["latencies"]])
     return {
         "visitors": n,
         "answers_each": k,
         "expected_answers": n * k,
         **checks,
         "visitors_seeing_own_answers_after_reload": int(sum(r["own_after_reload"] for r in runs)),
-        "latency_s": {
-            "p50": round(float(np.percentile(lat, 50)), 3),
-            "p95": round(float(np.percentile(lat, 95)), 3),
-            "mean": round(float(lat.mean()), 3),
-            "n": int(lat.size),
-        },
+        "server_p50": server["server_s"]["p50"],
+        "server_p95": server["server_s"]["p95"],
+        "click_to_screen_p50": screen["p50"],
+        "click_to_screen_p95": screen["p95"],
+        "server": server,
+        "click_to_screen_s": screen,
+        "driver_s": driver,
         "wall_s": round(wall, 1),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
-        "runs": [{k_: v for k_, v in r.items() if k_ != "latencies"} for r in runs],
+        "runs": [
+            {k_: v for k_, v in r.items() if k_ not in ("latencies", "on_screen")} for r in runs
+        ],
     }
 
 
