@@ -20,7 +20,9 @@ Many visitors, one store:
   ``(session_id, seq)`` (a double click, a retry) is stored once
   (:class:`AnswerConflict` when the second one differs: another tab answered first);
 * SQLite runs in WAL mode with a busy timeout (:data:`BUSY_TIMEOUT_S`), so concurrent
-  visitors wait for each other's short transactions instead of failing;
+  visitors (and several server processes sharing the data folder) wait for each other's
+  short transactions instead of failing; a transaction takes an open connection from a
+  small pool (:data:`POOL_SIZE`, one thread at a time on each) and gives it back;
 * each session remembers which server process (:data:`SERVER_ID`) last wrote it, so a page
   resumed after a restart can say that an answer given while the server stopped may be
   missing.
@@ -35,6 +37,7 @@ import hashlib
 import json
 import secrets
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -124,12 +127,41 @@ def db_path() -> Path:
 
 
 _READY: set[Path] = set()
+#: Open connections kept per database for the next transaction (each used by one thread at
+#: a time). Opening a connection, setting its pragmas and closing it cost more than the
+#: answer's own transaction, and closing the last connection to a WAL database
+#: checkpoints and deletes the WAL file (a sync to disk) after every answer.
+POOL_SIZE = 8
+_POOL: dict[Path, list[sqlite3.Connection]] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+    # WAL + NORMAL: a commit survives an app crash; only a power cut may lose the last
+    con.execute("PRAGMA synchronous=NORMAL")
+    con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    con.execute("PRAGMA foreign_keys=ON")
+    return con
+
+
+def _drop_pools() -> None:
+    """Close the idle pooled connections (of every database: a process serves one store,
+    tests switch between many)."""
+    with _POOL_LOCK:
+        cons = [con for pool in _POOL.values() for con in pool]
+        _POOL.clear()
+    for con in cons:
+        con.close()
 
 
 @contextmanager
 def _connect() -> Iterator[sqlite3.Connection]:
+    """A connection for one transaction (committed on success, rolled back on error),
+    taken from the pool and given back (WAL mode and the schema are set up once)."""
     path = db_path()
     if path not in _READY or not path.exists():
+        _drop_pools()  # connections to a removed file would write to nowhere
         path.parent.mkdir(parents=True, exist_ok=True)
         con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
         try:
@@ -140,16 +172,23 @@ def _connect() -> Iterator[sqlite3.Connection]:
         finally:
             con.close()
         _READY.add(path)
-    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+    with _POOL_LOCK:
+        pool = _POOL.setdefault(path, [])
+        con = pool.pop() if pool else None
+    if con is None:
+        con = _open(path)
     try:
-        # WAL + NORMAL: a commit survives an app crash; only a power cut may lose the last
-        con.execute("PRAGMA synchronous=NORMAL")
-        con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        con.execute("PRAGMA foreign_keys=ON")
         with con:
             yield con
-    finally:
-        con.close()
+    except BaseException:
+        con.close()  # after a failure, a fresh connection next time
+        raise
+    with _POOL_LOCK:
+        pool = _POOL.setdefault(path, [])
+        if len(pool) < POOL_SIZE:
+            pool.append(con)
+            return
+    con.close()
 
 
 @dataclass(frozen=True)

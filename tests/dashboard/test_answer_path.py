@@ -1,15 +1,21 @@
-"""The answer path of Live elicitation: the server's own clock of an answer."""
+"""The answer path of Live elicitation: the server's own clock of an answer and the pooled
+connections of the session store."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from dashboard._services import elicitation as el
+from dashboard._services import sessions as store
+
+ITEMS = ("items", "electricity", "dt", 0, None)
 
 
 def _click(key: str) -> BackMsg:
@@ -59,3 +65,42 @@ def test_an_answer_is_logged_with_its_queue_wait_and_server_time(monkeypatch, tm
     monkeypatch.delenv(el.ANSWER_LOG_ENV)
     el.finish_answer_clock(el.start_answer_clock(), session="t")  # no file: nothing written
     assert len(log.read_text().splitlines()) == 1
+
+
+def test_store_connections_are_reused_and_a_failure_is_not() -> None:
+    store.set_setting("a", 1)
+    pool = store._POOL[store.db_path()]
+    assert len(pool) == 1
+    con = pool[0]
+    assert store.get_setting("a") == 1 and store._POOL[store.db_path()] == [con]
+    with pytest.raises(sqlite3.OperationalError), store._connect() as c:
+        c.execute("SELECT * FROM no_such_table")
+    assert con not in store._POOL[store.db_path()]  # closed, not given back
+    assert store.get_setting("a") == 1  # a fresh connection
+
+
+def test_a_removed_store_is_created_again() -> None:
+    store.set_setting("a", 1)
+    path = store.db_path()
+    for p in path.parent.glob(path.name + "*"):
+        p.unlink()
+    assert store.get_setting("a") is None
+    store.set_setting("a", 2)
+    assert store.get_setting("a") == 2 and path.exists()
+
+
+def test_concurrent_answers_through_the_pool_are_all_stored() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    sids = [store.create_session(ITEMS) for _ in range(6)]
+
+    def answer(sid: str) -> None:
+        for seq in range(10):
+            store.record_action(sid, seq, "AB"[seq % 2], seq + 1)
+
+    with ThreadPoolExecutor(6) as ex:
+        list(ex.map(answer, sids))
+    counts = store.answer_counts().groupby("session_id").size()
+    assert sorted(counts.tolist()) == [10] * 6
+    assert len(store._POOL[store.db_path()]) <= store.POOL_SIZE
+    assert np.all([store.load_session(s).n_answers == 10 for s in sids])
