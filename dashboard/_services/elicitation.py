@@ -7,12 +7,14 @@ import logging
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from dashboard._charts import (
@@ -139,16 +141,87 @@ def session_items_table(sess: Any) -> pd.DataFrame:
     return items_table(sess.model, data)
 
 
-def option_table(sess: Any, x: np.ndarray) -> pd.DataFrame:
-    """Readable attributes of one option: label, value with unit."""
-    schema = sess.schema
-    dec = schema.decode(np.atleast_2d(x)).iloc[0]
-    rows = []
+# What an answer redraws from a finite session's fixed items (the options' tables and
+# names) is computed once per session and item: decoding a row through the schema builds
+# pandas objects (3-5 ms a row), which every answer used to pay a dozen times.
+_DISPLAY: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+_DISPLAY_LOCK = threading.Lock()
+
+
+def _memo(sess: Any, index: int | None) -> dict[Any, Any] | None:
+    """The display memo of a finite session (``None``: nothing to keep for this row)."""
+    if index is None or not sess.problem.finite:
+        return None
+    with _DISPLAY_LOCK:
+        try:
+            return _DISPLAY.setdefault(sess, {})
+        except TypeError:  # not weak-referenceable: compute every time
+            return None
+
+
+def _decoded(sess: Any, index: int | None, x: np.ndarray | None) -> pd.Series:
+    """Row ``index`` (or the encoded row ``x``) of a session, decoded (labels, units)."""
+    memo = _memo(sess, index)
+    if memo is None:
+        row = sess.X[int(index)] if x is None and index is not None else x
+        return sess.schema.decode(np.atleast_2d(row)).iloc[0]
+    table = memo.get("decoded")
+    if table is None:  # every item at once: one decode instead of one per row
+        table = memo["decoded"] = sess.schema.decode(np.atleast_2d(sess.X))
+    return table.iloc[int(index)]
+
+
+def _option_rows(schema: Any, dec: pd.Series) -> dict[str, list[str]]:
+    rows: dict[str, list[str]] = {"attribute": [], "value": []}
     for f in schema.features:
         v = dec[f.name]
-        text = f.format_value(v) if f.kind == "numeric" else format_value(v)
-        rows.append({"attribute": f.display, "value": text})
-    return pd.DataFrame(rows)
+        rows["attribute"].append(f.display)
+        rows["value"].append(f.format_value(v) if f.kind == "numeric" else format_value(v))
+    return rows
+
+
+def _option_columns(sess: Any, x: np.ndarray | None, index: int | None) -> dict[str, list[str]]:
+    memo = _memo(sess, index)
+    if memo is not None and ("option", index) in memo:
+        return memo[("option", index)]  # type: ignore[no-any-return]
+    rows = _option_rows(sess.schema, _decoded(sess, index, x))
+    if memo is not None:
+        memo[("option", index)] = rows
+    return rows
+
+
+def option_table(sess: Any, x: np.ndarray, index: int | None = None) -> pd.DataFrame:
+    """Readable attributes of one option: label, value with unit.
+
+    ``index``: the option's row of a finite session (then computed once per session).
+    """
+    return pd.DataFrame(_option_columns(sess, x, index), columns=["attribute", "value"])
+
+
+def option_arrow(sess: Any, x: np.ndarray, index: int | None = None) -> pa.Table:
+    """:func:`option_table` as an Arrow table, what ``st.dataframe`` sends (kept per
+    session and item: the page does not convert the same table again after each answer)."""
+    memo = _memo(sess, index)
+    if memo is not None and ("option_arrow", index) in memo:
+        return memo[("option_arrow", index)]
+    table = pa.table(_option_columns(sess, x, index))
+    if memo is not None:
+        memo[("option_arrow", index)] = table
+    return table
+
+
+def favourite_arrow(sess: Any, index: int) -> pa.Table:
+    """The favourite's attributes as one row (attribute names as columns), as Arrow."""
+    memo = _memo(sess, index)
+    if memo is not None and ("favourite_arrow", index) in memo:
+        return memo[("favourite_arrow", index)]
+    cols = _option_columns(sess, sess.X[int(index)], index)
+    table = pa.Table.from_arrays(
+        [pa.array([v], pa.string()) for v in cols["value"]], names=list(cols["attribute"])
+    )
+    if memo is not None:
+        memo[("favourite_arrow", index)] = table
+    return table
 
 
 # ----------------------------------------------------------------------------- wording, names
@@ -199,13 +272,16 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def attribute_summary(schema: Any, x: np.ndarray, max_len: int = 90) -> str:
+def attribute_summary(
+    schema: Any, x: np.ndarray | None, max_len: int = 90, *, decoded: pd.Series | None = None
+) -> str:
     """A one-line description of an encoded row by its attributes.
 
     Numeric values with their unit, categorical values by themselves ("Car"), yes/no
-    features by their label when yes (no ones are left out).
+    features by their label when yes (no ones are left out). ``decoded``: the row already
+    decoded by ``schema`` (then ``x`` is not read).
     """
-    dec = schema.decode(np.atleast_2d(x)).iloc[0]
+    dec = decoded if decoded is not None else schema.decode(np.atleast_2d(x)).iloc[0]
     parts = []
     for f in schema.features:
         v = dec[f.name]
@@ -235,7 +311,17 @@ def attribute_summary(schema: Any, x: np.ndarray, max_len: int = 90) -> str:
 
 def item_name(sess: Any, index: int | None, x: np.ndarray | None = None, max_len: int = 90) -> str:
     """How an option is shown: its name from the study (sushi name, message text...) or a
-    summary of its attributes; never a bare id."""
+    summary of its attributes; never a bare id (kept per session and item)."""
+    memo = _memo(sess, index)
+    if memo is None:
+        return _item_name(sess, index, x, max_len)
+    key = ("name", index, max_len)
+    if key not in memo:
+        memo[key] = _item_name(sess, index, x, max_len)
+    return str(memo[key])
+
+
+def _item_name(sess: Any, index: int | None, x: np.ndarray | None, max_len: int) -> str:
     if index is not None and sess.items is not None:
         for col in _NAME_COLUMNS:
             if col in sess.items.columns:
@@ -247,6 +333,8 @@ def item_name(sess: Any, index: int | None, x: np.ndarray | None = None, max_len
         return ", ".join(
             f"{n} = {v:.3g}" for n, v in zip(sess.schema.names, np.asarray(row), strict=True)
         )
+    if index is not None:
+        return attribute_summary(sess.schema, None, max_len, decoded=_decoded(sess, index, None))
     return attribute_summary(sess.schema, row, max_len)
 
 

@@ -278,7 +278,7 @@ def _option(col: Any, side: str, sess: ElicitationSession, x: Any, idx: int | No
             st.write(str(items["message"].iloc[idx]))
         else:
             st.markdown(f"**{side}** · {svc.item_name(sess, idx, x)}")
-        ui.full_table(svc.option_table(sess, x), hide_index=True, width="stretch")
+        ui.full_table(el.option_arrow(sess, x, idx), hide_index=True, width="stretch")
         if mode == "benchmark":
             u = float(sess.problem.utility(x[None, :])[0])
             st.caption(f"True utility f(x) = {u:.4g} (shown so you can play the decision maker).")
@@ -314,12 +314,7 @@ def _favourite(sess: ElicitationSession, sid: str) -> None:
                 )
         else:
             st.markdown(f"Predicted utility {point.mean:+.2f} ± {point.sd:.2f}.")
-        fav_table = svc.option_table(sess, sess.X[fav])
-        st.dataframe(
-            pd.DataFrame([fav_table["value"].tolist()], columns=fav_table["attribute"].tolist()),
-            hide_index=True,
-            width="stretch",
-        )
+        st.dataframe(el.favourite_arrow(sess, fav), hide_index=True, width="stretch")
 
 
 def _link(sid: str) -> str:

@@ -1,5 +1,5 @@
-"""The answer path of Live elicitation: the server's own clock of an answer and the pooled
-connections of the session store."""
+"""The answer path of Live elicitation: the server's own clock of an answer, the per-session
+display memo and the pooled connections of the session store."""
 
 from __future__ import annotations
 
@@ -65,6 +65,30 @@ def test_an_answer_is_logged_with_its_queue_wait_and_server_time(monkeypatch, tm
     monkeypatch.delenv(el.ANSWER_LOG_ENV)
     el.finish_answer_clock(el.start_answer_clock(), session="t")  # no file: nothing written
     assert len(log.read_text().splitlines()) == 1
+
+
+def test_the_display_memo_gives_what_computing_gives() -> None:
+    sess = el.new_elicitation(*ITEMS)
+    for k in range(len(sess.X)):
+        x = sess.X[k]
+        fresh = el.option_table(sess, x)  # no index: computed
+        assert el.option_table(sess, x, k).equals(fresh)
+        assert el.option_table(sess, x, k).equals(fresh)  # memo hit, a copy
+        assert el.option_arrow(sess, x, k).to_pandas().equals(fresh)
+        assert el.item_name(sess, k) == el._item_name(sess, None, x, 90)
+        fav = el.favourite_arrow(sess, k).to_pandas()
+        assert fav.columns.tolist() == fresh["attribute"].tolist()
+        assert fav.iloc[0].tolist() == fresh["value"].tolist()
+    mine = el.option_table(sess, sess.X[0], 0)
+    mine.loc[0, "value"] = "changed"  # callers get their own table
+    assert el.option_table(sess, sess.X[0], 0).loc[0, "value"] != "changed"
+
+
+def test_continuous_sessions_are_not_memoised() -> None:
+    sess = el.new_elicitation("benchmark", "branin", "dt", 0, None)
+    q = sess.next_query()
+    assert el.option_table(sess, q.a).shape == (2, 2)
+    assert el._memo(sess, 0) is None
 
 
 def test_store_connections_are_reused_and_a_failure_is_not() -> None:
