@@ -157,8 +157,8 @@ if config not in active:  # the link's session if it has these settings, else a 
         active[config] = rec.id
         if rec.n_answers:
             st.toast(f"Resumed the saved session with {rec.n_answers} answers.")
-    else:
-        active[config] = store.create_session(config, owner=owner, participant=_participant())
+    else:  # stored with its first answer (no row for a visit without answers)
+        active[config] = store.new_session_id()
 
 
 def _open(sid: str) -> ElicitationSession:
@@ -193,7 +193,13 @@ def _record(sid: str, sess: ElicitationSession, action: str) -> bool:
     """Store ``action`` as the session's next one; ``False`` (and a message) on failure."""
     seq = len(sess.actions) - n_base.get(sid, 0)
     try:
-        store.record_action(sid, seq, action, sess.n_answers + (action != "skip"))
+        store.record_action(
+            sid,
+            seq,
+            action,
+            sess.n_answers + (action != "skip"),
+            draft=store.Draft(config, owner, _participant()),
+        )
     except (sqlite3.Error, store.AnswerConflict, KeyError) as exc:
         st.session_state["el_write_error"] = (
             f"Answer {sess.n_answers + 1} was **not saved** ({type(exc).__name__}: {exc}). "
@@ -248,7 +254,7 @@ def _auto(n: int) -> None:
 
 
 def _restart() -> None:
-    active[config] = store.create_session(config, owner=owner, participant=_participant())
+    active[config] = store.new_session_id()  # stored with its first answer
 
 
 def _resume(sid: str) -> None:
@@ -329,11 +335,14 @@ def _link(sid: str) -> str:
 def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
     recs = store.list_sessions(owner=owner)
     st.caption(
-        f"Saved in `{store.db_path()}` after every answer. Listed: the sessions this "
-        "browser started; another person's session opens only from its link."
+        "Saved on the server after every answer. Listed: the sessions this browser "
+        "started; another person's session opens only from its link."
     )
-    st.markdown("Link to this session (bookmark it, or share it to let someone continue it):")
-    st.code(_link(sid), language=None)
+    if sess.actions:
+        st.markdown("Link to this session (bookmark it, or share it to let someone continue it):")
+        st.code(_link(sid), language=None)
+    else:
+        st.markdown("This session is saved with its first answer; its link works from then on.")
     if recs:
         ids = [r.id for r in recs]
         titles = {r.id: r.title() + ("  (this one)" if r.id == sid else "") for r in recs}
@@ -371,8 +380,11 @@ def live() -> None:
     if st.session_state.pop("el_full_rerun", False):
         st.rerun()
     sid, sess = _current()
-    if st.query_params.get("session") != sid:
-        st.query_params["session"] = sid
+    if sess.actions:  # stored: the address bar holds its link
+        if st.query_params.get("session") != sid:
+            st.query_params["session"] = sid
+    elif "session" in st.query_params:  # a session with no answer has no link yet
+        del st.query_params["session"]
     token = svc.state_token(sid, sess)
     q = sess.next_query()
     st.subheader(f"Question {sess.n_answers + 1}: {words.question}")
