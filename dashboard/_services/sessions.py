@@ -25,7 +25,10 @@ Many visitors, one store:
   small pool (:data:`POOL_SIZE`, one thread at a time on each) and gives it back;
 * each session remembers which server process (:data:`SERVER_ID`) last wrote it, so a page
   resumed after a restart can say that an answer given while the server stopped may be
-  missing.
+  missing (and says nothing when that process still runs: several processes behind a
+  proxy, :func:`server_stopped`);
+* a visit that never answers leaves no row (:class:`Draft`); each process sweeps rows
+  without answers and, with :data:`EXPIRY_ENV` set, old sessions (:func:`sweep_store`).
 
 Settings hold the sidebar data paths per owner (paths only: no API keys or other secrets
 are ever written here).
@@ -39,6 +42,7 @@ import logging
 import math
 import os
 import secrets
+import socket
 import sqlite3
 import threading
 import time
@@ -59,8 +63,46 @@ EXPORT_VERSION = 2
 #: How long a writer waits for another visitor's transaction before failing, in seconds.
 BUSY_TIMEOUT_S = 10.0
 _LOG = logging.getLogger(__name__)
-#: This server process (changes at every start; see :attr:`SessionRecord.server`).
-SERVER_ID = uuid.uuid4().hex
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started (clock ticks since boot, Linux), ``""`` if unknown:
+    with the process id it names one process even when ids are reused (a container's)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+#: This server process: ``host/pid/start/random`` (changes at every start; several
+#: processes may serve one store; see :attr:`SessionRecord.server`, :func:`server_stopped`).
+SERVER_ID = f"{socket.gethostname()}/{os.getpid()}/{_started(os.getpid())}/{uuid.uuid4().hex[:8]}"
+
+
+def server_stopped(server: str) -> bool:
+    """Whether the server process ``server`` (a :data:`SERVER_ID`) has stopped since it
+    wrote a session: ``False`` for this process and for another one still running on this
+    machine (several processes behind a proxy share the store), ``True`` for one that is
+    gone or an id of an older version (a random id per start); ``False`` when it cannot
+    be told (another machine)."""
+    if not server or server == SERVER_ID:
+        return False
+    parts = server.split("/")
+    if len(parts) != 4 or not parts[1].isdigit():
+        return True
+    host, pid, start, _ = parts
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, OSError):
+        pass  # it exists (another user's) or the id is odd: compare the start below
+    return bool(start) and _started(int(pid)) != start
+
+
 #: The actions of the log.
 ACTIONS = ("A", "B", "tie", "skip")
 #: Operator setting: sessions not updated for this many days are deleted with their

@@ -88,7 +88,7 @@ if "el_booted" not in st.session_state:  # a new browser session: resume the URL
     if rec0 is not None:
         _set_controls(rec0)
         st.session_state["el_boot"] = rec0.id
-        if rec0.server and rec0.server != store.SERVER_ID:
+        if store.server_stopped(rec0.server):  # not: another process still serving
             if time.time() - rec0.updated < RESTART_NOTE_S:
                 st.session_state["el_restart_note"] = (rec0.n_answers, rec0.updated)
             store.mark_served(rec0.id)

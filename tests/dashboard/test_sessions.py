@@ -281,3 +281,23 @@ def test_empty_sidebar_paths_keep_no_row_and_old_settings_are_migrated(
     with sqlite3.connect(path) as con:
         (updated,) = con.execute("SELECT updated FROM settings").fetchone()
     assert updated > 0  # dated at the migration, so expiry counts from then
+
+
+def test_a_server_counts_as_stopped_only_when_its_process_is_gone() -> None:
+    import socket
+    import subprocess
+    import sys
+
+    assert not store.server_stopped(store.SERVER_ID) and not store.server_stopped("")
+    assert store.server_stopped("0123456789abcdef0123456789abcdef")  # an older version's id
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        host, pid = socket.gethostname(), other.pid
+        alive = f"{host}/{pid}/{store._started(pid)}/abcd1234"
+        assert not store.server_stopped(alive)  # another process serving the same store
+        assert store.server_stopped(f"{host}/{pid}/1/abcd1234")  # that pid, a later process
+        assert not store.server_stopped(f"elsewhere/{pid}/1/abcd1234")  # cannot tell
+    finally:
+        other.kill()
+        other.wait()
+    assert store.server_stopped(alive)

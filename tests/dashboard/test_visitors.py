@@ -140,3 +140,22 @@ def test_a_visit_without_answers_stores_no_session_and_no_server_path(app) -> No
     assert store.load_session(sid).actions == ["B"]  # the same session, stored again
     at.button(key="el_restart").click().run()
     assert [r.id for r in store.list_sessions()] == [sid]  # Start over stores nothing yet
+
+
+def test_a_session_written_by_another_running_process_has_no_restart_note(app) -> None:
+    """Several server processes behind a proxy share the store: a link opened on another
+    process (still running) is not a restart."""
+    import os
+    import socket
+
+    at = app("elicitation")
+    answer(at, "AB")
+    sid = str(at.query_params["session"])
+    parent = os.getppid()
+    other = f"{socket.gethostname()}/{parent}/{store._started(parent)}/feedbeef"
+    with sqlite3.connect(store.db_path()) as con:
+        con.execute("UPDATE sessions SET server = ? WHERE id = ?", (other, sid))
+    again = app("elicitation", query={"session": sid})
+    no_exception(again)
+    assert "restarted" not in texts(again) and metrics(again)["Answers"] == "2"
+    assert store.load_session(sid).server == other  # still that process's session
