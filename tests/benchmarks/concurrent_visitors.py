@@ -23,6 +23,14 @@ page. Checked and reported:
 
     python tests/benchmarks/concurrent_visitors.py --visitors 16 --answers 5 --json -
 
+Beyond one process: ``--processes 2`` starts two dashboard processes sharing one data folder
+(one SQLite session store) behind a reverse proxy with sticky sessions (``--proxy python``:
+``tests/benchmarks/sticky_proxy.py``; ``--proxy nginx``: Debian's nginx with
+:data:`NGINX_CONF`, the configuration docs/shared-server.md shows); then also checked: every
+visitor's answers were all served by one process.
+
+    python tests/benchmarks/concurrent_visitors.py --visitors 32 --answers 5 --processes 2 --json -
+
 The load average before and after is reported: on a shared machine every latency scales
 with it. Needs ``pip install playwright`` and ``/usr/bin/chromium`` (never ``playwright
 install``). Exit status 1 when any check fails.
@@ -34,10 +42,15 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -48,7 +61,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make the tests package importable
     sys.path.insert(0, str(ROOT))
 
-from tests.fixtures.streamlit_server import streamlit_server  # noqa: E402
+from tests.fixtures.streamlit_server import free_port, streamlit_server  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_ARGS = [
@@ -140,7 +153,55 @@ async def _wait_metric(pg: Any, label: str, value: str, timeout_s: float = 180.0
         raise TimeoutError(f"{label} did not become {value!r}") from exc
 
 
-async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Barrier) -> dict:
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system, all threads) of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_cpu() -> float:
+    """CPU seconds the whole machine has been busy (all processes, every core)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+class Marks:
+    """CPU use of the servers and of the machine while the visitors answer."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.at: dict[str, tuple[float, float, list[float]]] = {}
+
+    def mark(self, name: str) -> None:
+        try:
+            cpus = [_cpu_of(p) for p in self.pids]
+            machine = _machine_cpu()
+        except (OSError, IndexError, ValueError):  # not Linux: no CPU figures
+            cpus, machine = [float("nan")] * len(self.pids), float("nan")
+        self.at[name] = (time.perf_counter(), machine, cpus)
+
+    def figures(self) -> dict[str, Any]:
+        if not {"answering", "answered"} <= set(self.at):
+            return {}
+        (t0, m0, c0), (t1, m1, c1) = self.at["answering"], self.at["answered"]
+        servers = [b - a for a, b in zip(c0, c1, strict=True)]
+        return {
+            "answering_wall_s": round(t1 - t0, 1),
+            "server_cpu_s": [round(x, 1) for x in servers],
+            "machine_busy_cpu_s": round(m1 - m0, 1),
+            "server_share_of_busy": round(sum(servers) / max(m1 - m0, 1e-9), 3),
+        }
+
+
+async def visitor(
+    browser: Any,
+    url: str,
+    pattern: list[str],
+    start: asyncio.Barrier,
+    done: asyncio.Barrier,
+    marks: Marks,
+) -> dict:
     """One person: open, answer ``pattern``, reload; what they saw and the latencies."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1400})
     ctx.set_default_timeout(180_000)
@@ -150,7 +211,8 @@ async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Bar
         await pg.goto(f"{url}/elicitation?study=electricity")
         await _idle(pg)
         await _wait_metric(pg, "Answers", "0")
-        await start.wait()  # everyone has the page open before anyone answers
+        if await start.wait() == 0:  # everyone has the page open before anyone answers
+            marks.mark("answering")
         latencies, on_screen = [], []
         for k, side in enumerate(pattern, start=1):
             t0 = time.perf_counter()
@@ -162,6 +224,8 @@ async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Bar
             ms = (await shown.json_value())["ms"]
             on_screen.append(None if ms is None else ms / 1000)
             await _idle(pg)
+        if await done.wait() == 0:  # everyone has answered
+            marks.mark("answered")
         favourite = await _metric(pg, "Favourite")
         sid = parse_qs(urlparse(pg.url).query)["session"][0]
         await pg.reload()
@@ -204,7 +268,8 @@ def server_times(log: Path, runs: list[dict]) -> dict[str, Any]:
     """The server's own timing of the visitors' answers (``DTPBO_ANSWER_LOG`` lines):
     ``server``: click reached the server -> the answer's rerun done (queue wait + work);
     ``queue``: click reached the server -> its callback started; ``shown``: click reached
-    the server -> the next question and the new count sent."""
+    the server -> the next question and the new count sent; which process served each
+    answer (``by_process``; behind a sticky proxy a visitor's answers all go to one)."""
     ours = {r["session"] for r in runs}
     rows = []
     if log.exists():
@@ -212,11 +277,18 @@ def server_times(log: Path, runs: list[dict]) -> dict[str, Any]:
             row = json.loads(line)
             if row.get("session") in ours:
                 rows.append(row)
+    by_process: dict[int, int] = {}
+    pids_of: dict[str, set[int]] = {}
+    for r in rows:
+        by_process[r["pid"]] = by_process.get(r["pid"], 0) + 1
+        pids_of.setdefault(r["session"], set()).add(r["pid"])
     return {
+        # sticky sessions: every answer of a visitor is served by one process
+        "sessions_served_by_several_processes": sum(len(p) > 1 for p in pids_of.values()),
         "server_s": _pcts([r["server_s"] for r in rows]),
         "queue_s": _pcts([r["queue_s"] for r in rows]),
         "shown_s": _pcts([r["shown_s"] for r in rows if "shown_s" in r]),
-        "processes": len({r["pid"] for r in rows}),
+        "by_process": by_process,
     }
 
 
@@ -244,31 +316,129 @@ def audit(db: Path, runs: list[dict], k: int) -> dict[str, int]:
     }
 
 
-async def run(n: int, k: int, seed: int) -> dict[str, Any]:
+#: The nginx configuration of ``--proxy nginx`` (docs/shared-server.md shows the same):
+#: sticky sessions by a route cookie, websockets passed through.
+NGINX_CONF = """\
+worker_processes 1;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    # a browser's route: its cookie, or a new random one (hashed to a process)
+    map $cookie_dtpbo_route $dtpbo_route {{
+        ""      $request_id;
+        default $cookie_dtpbo_route;
+    }}
+    map $http_upgrade $connection_upgrade {{
+        default upgrade;
+        ""      close;
+    }}
+    upstream dtpbo {{
+        hash $dtpbo_route consistent;
+{servers}
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://dtpbo;
+            proxy_http_version 1.1;
+            proxy_set_header Host $host;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_read_timeout 1d;
+            proxy_buffering off;
+            add_header Set-Cookie "dtpbo_route=$dtpbo_route; Path=/; HttpOnly; SameSite=Lax";
+        }}
+    }}
+}}
+"""
+
+
+def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the proxy did not listen on {port}") from None
+            time.sleep(0.1)
+
+
+@contextmanager
+def sticky_proxy(kind: str, urls: list[str], work: Path) -> Iterator[str]:
+    """A reverse proxy with sticky sessions in front of ``urls``; yields its URL.
+
+    ``kind``: ``"python"`` (``tests/benchmarks/sticky_proxy.py``) or ``"nginx"``
+    (:data:`NGINX_CONF`; needs ``nginx`` on the PATH or in /usr/sbin).
+    """
+    port = free_port()
+    backends = [u.removeprefix("http://") for u in urls]
+    if kind == "python":
+        cmd = [sys.executable, str(Path(__file__).with_name("sticky_proxy.py")), "--port"]
+        cmd += [str(port), *(a for b in backends for a in ("--backend", b))]
+    elif kind == "nginx":
+        exe = shutil.which("nginx") or "/usr/sbin/nginx"
+        prefix = work / "nginx"
+        (prefix / "logs").mkdir(parents=True, exist_ok=True)
+        servers = "\n".join(f"        server {b};" for b in backends)
+        (prefix / "nginx.conf").write_text(NGINX_CONF.format(servers=servers, port=port))
+        cmd = [exe, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-e", "stderr"]
+        cmd += ["-g", f"daemon off; pid {prefix / 'nginx.pid'};"]
+    else:
+        raise ValueError(f"unknown proxy {kind!r}")
+    log = (work / f"proxy-{kind}.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_port(port, proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+async def run(n: int, k: int, seed: int, processes: int = 1, proxy: str = "python") -> dict:
     from playwright.async_api import async_playwright
 
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="dtpbo-visitors-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="dtpbo-visitors-") as tmp, ExitStack() as stack:
         work = Path(tmp)
         log = work / "answers.jsonl"
+        home = work / "data_home"  # one store for every process
         env = {"DTPBO_NO_DEFAULT_RESULTS": "1", "DTPBO_ANSWER_LOG": str(log)}
-        with streamlit_server(work, extra_env=env) as url:
-            async with async_playwright() as p:
-                browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-                start = asyncio.Barrier(n)
-                t0 = time.perf_counter()
-                runs = await asyncio.gather(
-                    *(visitor(browser, url, q, start) for q in patterns(n, k, seed))
-                )
-                wall = time.perf_counter() - t0
-                await browser.close()
-            checks = audit(work / "data_home" / "dashboard" / "sessions.sqlite", runs, k)
-            server = server_times(log, runs)
+        urls, pids = [], []
+        for i in range(processes):
+            (work / f"p{i}").mkdir()
+            urls.append(
+                stack.enter_context(streamlit_server(work / f"p{i}", extra_env=env, data_home=home))
+            )
+            pids.append(int((work / f"p{i}" / "streamlit.pid").read_text()))
+        url = urls[0] if processes == 1 else stack.enter_context(sticky_proxy(proxy, urls, work))
+        marks = Marks(pids)
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+            start, done = asyncio.Barrier(n), asyncio.Barrier(n)
+            t0 = time.perf_counter()
+            runs = await asyncio.gather(
+                *(visitor(browser, url, q, start, done, marks) for q in patterns(n, k, seed))
+            )
+            wall = time.perf_counter() - t0
+            await browser.close()
+        checks = audit(home / "dashboard" / "sessions.sqlite", runs, k)
+        server = server_times(log, runs)
+        by_process = server.pop("by_process")
+        server["answers_by_process"] = [by_process.get(pid, 0) for pid in pids]
     screen = _pcts([x for r in runs for x in r["on_screen"] if x is not None])
     driver = _pcts([x for r in runs for x in r["latencies"]])
     return {
         "visitors": n,
         "answers_each": k,
+        "processes": processes,
+        "proxy": proxy if processes > 1 else None,
         "expected_answers": n * k,
         **checks,
         "visitors_seeing_own_answers_after_reload": int(sum(r["own_after_reload"] for r in runs)),
@@ -279,6 +449,7 @@ async def run(n: int, k: int, seed: int) -> dict[str, Any]:
         "server": server,
         "click_to_screen_s": screen,
         "driver_s": driver,
+        "cpu": marks.figures(),
         "wall_s": round(wall, 1),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
@@ -296,9 +467,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--visitors", type=int, default=8, help="browser contexts (default 8)")
     ap.add_argument("--answers", type=int, default=5, help="answers per visitor (default 5)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the answer patterns")
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="dashboard processes sharing one store, behind a sticky proxy (default 1)",
+    )
+    ap.add_argument(
+        "--proxy",
+        choices=("python", "nginx"),
+        default="python",
+        help="the proxy with --processes > 1: tests/benchmarks/sticky_proxy.py or nginx",
+    )
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
     args = ap.parse_args(argv)
-    res = asyncio.run(run(args.visitors, args.answers, args.seed))
+    res = asyncio.run(run(args.visitors, args.answers, args.seed, args.processes, args.proxy))
     text = json.dumps(res, indent=1)
     if args.json == "-":
         print(text)
@@ -309,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         and res["mixed"] == 0
         and res["duplicated"] == 0
         and res["visitors_seeing_own_answers_after_reload"] == res["visitors"]
+        and res["server"]["sessions_served_by_several_processes"] == 0
     )
     return 0 if ok else 1
 
