@@ -166,29 +166,55 @@ def _machine_cpu() -> float:
     return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def _descendants(root: int) -> set[int]:
+    """Process ids below ``root`` (Linux ``/proc``)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - out
+        out |= frontier
+    return out
+
+
 class Marks:
-    """CPU use of the servers and of the machine while the visitors answer."""
+    """CPU use while the visitors answer: the servers, the benchmark's own clients (the
+    browsers, Playwright's driver, the proxy) and the whole machine (also other jobs)."""
 
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
-        self.at: dict[str, tuple[float, float, list[float]]] = {}
+        self.at: dict[str, tuple[float, float, list[float], dict[int, float]]] = {}
 
     def mark(self, name: str) -> None:
         try:
             cpus = [_cpu_of(p) for p in self.pids]
             machine = _machine_cpu()
+            clients: dict[int, float] = {}
+            for p in _descendants(os.getpid()) - set(self.pids):
+                try:
+                    clients[p] = _cpu_of(p)
+                except (OSError, IndexError, ValueError):
+                    pass
         except (OSError, IndexError, ValueError):  # not Linux: no CPU figures
-            cpus, machine = [float("nan")] * len(self.pids), float("nan")
-        self.at[name] = (time.perf_counter(), machine, cpus)
+            cpus, machine, clients = [float("nan")] * len(self.pids), float("nan"), {}
+        self.at[name] = (time.perf_counter(), machine, cpus, clients)
 
     def figures(self) -> dict[str, Any]:
         if not {"answering", "answered"} <= set(self.at):
             return {}
-        (t0, m0, c0), (t1, m1, c1) = self.at["answering"], self.at["answered"]
+        (t0, m0, c0, k0), (t1, m1, c1, k1) = self.at["answering"], self.at["answered"]
         servers = [b - a for a, b in zip(c0, c1, strict=True)]
+        clients = sum(v - k0.get(p, 0.0) for p, v in k1.items())
         return {
             "answering_wall_s": round(t1 - t0, 1),
             "server_cpu_s": [round(x, 1) for x in servers],
+            "clients_cpu_s": round(clients, 1),
             "machine_busy_cpu_s": round(m1 - m0, 1),
             "server_share_of_busy": round(sum(servers) / max(m1 - m0, 1e-9), 3),
         }
