@@ -2,9 +2,10 @@
 
 Starts the dashboard (``python -m dashboard``, as ``make run`` does) on a free port with a
 throw-away data folder and opens N Chromium contexts at once (N people: separate cookies,
-separate tabs). Each opens Live elicitation (electricity study, default options), answers
-K questions with its own seeded A/B pattern, all visitors concurrently, then reloads its
-page. Checked and reported:
+separate tabs). Each opens Live elicitation (electricity study, default options; four
+visitors at a time, ``--open-at-once``: sixteen first visits at once on a loaded 2-core
+machine can take minutes), then all answer K questions at the same time, each with its own
+seeded A/B pattern, then each reloads its page. Checked and reported:
 
 * every visitor sees exactly its own K answers and the same favourite after the reload;
 * the store holds N x K answers; ``mixed``: sessions whose stored actions are not exactly
@@ -227,6 +228,7 @@ async def visitor(
     start: asyncio.Barrier,
     done: asyncio.Barrier,
     marks: Marks,
+    opening: asyncio.Semaphore,
 ) -> dict:
     """One person: open, answer ``pattern``, reload; what they saw and the latencies."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1400})
@@ -234,9 +236,10 @@ async def visitor(
     try:
         await ctx.add_init_script(_CLICK_CLOCK_JS)
         pg = await ctx.new_page()
-        await pg.goto(f"{url}/elicitation?study=electricity")
-        await _idle(pg)
-        await _wait_metric(pg, "Answers", "0")
+        async with opening:  # people come in a few at a time; they answer all at once
+            await pg.goto(f"{url}/elicitation?study=electricity")
+            await _idle(pg)
+            await _wait_metric(pg, "Answers", "0")
         if await start.wait() == 0:  # everyone has the page open before anyone answers
             marks.mark("answering")
         latencies, on_screen = [], []
@@ -427,7 +430,9 @@ def sticky_proxy(kind: str, urls: list[str], work: Path) -> Iterator[str]:
         log.close()
 
 
-async def run(n: int, k: int, seed: int, processes: int = 1, proxy: str = "python") -> dict:
+async def run(
+    n: int, k: int, seed: int, processes: int = 1, proxy: str = "python", open_at_once: int = 4
+) -> dict:
     from playwright.async_api import async_playwright
 
     load_before = os.getloadavg()
@@ -448,9 +453,13 @@ async def run(n: int, k: int, seed: int, processes: int = 1, proxy: str = "pytho
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             start, done = asyncio.Barrier(n), asyncio.Barrier(n)
+            opening = asyncio.Semaphore(max(1, open_at_once))
             t0 = time.perf_counter()
             runs = await asyncio.gather(
-                *(visitor(browser, url, q, start, done, marks) for q in patterns(n, k, seed))
+                *(
+                    visitor(browser, url, q, start, done, marks, opening)
+                    for q in patterns(n, k, seed)
+                )
             )
             wall = time.perf_counter() - t0
             await browser.close()
@@ -465,6 +474,7 @@ async def run(n: int, k: int, seed: int, processes: int = 1, proxy: str = "pytho
         "answers_each": k,
         "processes": processes,
         "proxy": proxy if processes > 1 else None,
+        "open_at_once": open_at_once,
         "expected_answers": n * k,
         **checks,
         "visitors_seeing_own_answers_after_reload": int(sum(r["own_after_reload"] for r in runs)),
@@ -500,6 +510,12 @@ def main(argv: list[str] | None = None) -> int:
         help="dashboard processes sharing one store, behind a sticky proxy (default 1)",
     )
     ap.add_argument(
+        "--open-at-once",
+        type=int,
+        default=4,
+        help="visitors opening the page at the same time before all answer at once (default 4)",
+    )
+    ap.add_argument(
         "--proxy",
         choices=("python", "nginx"),
         default="python",
@@ -507,7 +523,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
     args = ap.parse_args(argv)
-    res = asyncio.run(run(args.visitors, args.answers, args.seed, args.processes, args.proxy))
+    res = asyncio.run(
+        run(
+            args.visitors,
+            args.answers,
+            args.seed,
+            args.processes,
+            args.proxy,
+            args.open_at_once,
+        )
+    )
     text = json.dumps(res, indent=1)
     if args.json == "-":
         print(text)
