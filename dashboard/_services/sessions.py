@@ -217,23 +217,44 @@ def _drop_pools() -> None:
         con.close()
 
 
+_SET_UP_LOCK = threading.Lock()
+
+
+def _set_up(path: Path) -> None:
+    """WAL mode, the schema and the migration of an older store, once per process: under
+    a lock (threads) and in one ``BEGIN IMMEDIATE`` transaction (processes sharing the
+    store), so that two first visitors do not both add a column (``duplicate column``)."""
+    with _SET_UP_LOCK:
+        if path in _READY and path.exists():
+            return
+        _drop_pools()  # connections to a removed file would write to nowhere
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                _migrate(con)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        finally:
+            con.close()
+        _READY.add(path)
+
+
 @contextmanager
 def _connect() -> Iterator[sqlite3.Connection]:
     """A connection for one transaction (committed on success, rolled back on error),
     taken from the pool and given back (WAL mode and the schema are set up once)."""
     path = db_path()
     if path not in _READY or not path.exists():
-        _drop_pools()  # connections to a removed file would write to nowhere
-        path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
-        try:
-            con.execute("PRAGMA journal_mode=WAL")
-            with con:
-                con.executescript(_SCHEMA)
-                _migrate(con)
-        finally:
-            con.close()
-        _READY.add(path)
+        _set_up(path)
     with _POOL_LOCK:
         pool = _POOL.setdefault(path, [])
         con = pool.pop() if pool else None

@@ -238,8 +238,12 @@ async def visitor(
         pg = await ctx.new_page()
         async with opening:  # people come in a few at a time; they answer all at once
             await pg.goto(f"{url}/elicitation?study=electricity")
-            await _idle(pg)
-            await _wait_metric(pg, "Answers", "0")
+            try:
+                await _idle(pg)
+                await _wait_metric(pg, "Answers", "0")
+            except Exception as exc:  # a timeout: say what the page shows instead
+                text = " ".join((await pg.inner_text("body")).split())[:600]
+                raise TimeoutError(f"{exc}; the page shows: {text!r}") from exc
         if await start.wait() == 0:  # everyone has the page open before anyone answers
             marks.mark("answering")
         latencies, on_screen = [], []

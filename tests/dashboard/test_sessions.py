@@ -301,3 +301,52 @@ def test_a_server_counts_as_stopped_only_when_its_process_is_gone() -> None:
         other.kill()
         other.wait()
     assert store.server_stopped(alive)
+
+
+@pytest.mark.parametrize("old", [False, True])
+def test_first_visitors_at_once_set_up_the_store_once(isolated_env, monkeypatch, old) -> None:
+    """Sixteen first visits at once (threads) on a new or an older store: every one gets a
+    working store (it used to fail with 'duplicate column name: owner')."""
+    import sqlite3
+    import threading
+    import time
+
+    migrate = store._migrate
+
+    def slow_migrate(con: sqlite3.Connection) -> None:  # widen the race
+        time.sleep(0.05)
+        migrate(con)
+
+    monkeypatch.setattr(store, "_migrate", slow_migrate)
+
+    path = store.db_path()
+    if old:
+        path.parent.mkdir(parents=True)
+        with sqlite3.connect(path) as con:
+            con.execute(
+                "CREATE TABLE sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, updated "
+                "REAL NOT NULL, kind TEXT NOT NULL, source TEXT NOT NULL, method TEXT NOT "
+                "NULL, seed INTEGER NOT NULL, max_items INTEGER, base TEXT NOT NULL DEFAULT "
+                "'[]', actions TEXT NOT NULL DEFAULT '[]', n_answers INTEGER NOT NULL DEFAULT "
+                "0, favourite TEXT NOT NULL DEFAULT '')"
+            )
+            con.execute("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    store._READY.discard(path)
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(16)
+
+    def visit(k: int) -> None:
+        try:
+            barrier.wait()
+            store.stored_paths(f"visitor{k}")
+            store.record_action(store.new_session_id(), 0, "A", 1, draft=store.Draft(ITEMS))
+        except BaseException as exc:  # collected for the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=visit, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:1]
+    assert len(store.list_sessions()) == 16
