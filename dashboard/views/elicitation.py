@@ -26,6 +26,7 @@ import streamlit as st
 from dashboard import _charts as charts
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._services import elicitation as el
 from dashboard._services import sessions as store
 from dashboard._uploads import upload_name
 from pbo_core import explain
@@ -87,7 +88,7 @@ if "el_booted" not in st.session_state:  # a new browser session: resume the URL
     if rec0 is not None:
         _set_controls(rec0)
         st.session_state["el_boot"] = rec0.id
-        if rec0.server and rec0.server != store.SERVER_ID:
+        if store.server_stopped(rec0.server):  # not: another process still serving
             if time.time() - rec0.updated < RESTART_NOTE_S:
                 st.session_state["el_restart_note"] = (rec0.n_answers, rec0.updated)
             store.mark_served(rec0.id)
@@ -156,8 +157,8 @@ if config not in active:  # the link's session if it has these settings, else a 
         active[config] = rec.id
         if rec.n_answers:
             st.toast(f"Resumed the saved session with {rec.n_answers} answers.")
-    else:
-        active[config] = store.create_session(config, owner=owner, participant=_participant())
+    else:  # stored with its first answer (no row for a visit without answers)
+        active[config] = store.new_session_id()
 
 
 def _open(sid: str) -> ElicitationSession:
@@ -192,7 +193,13 @@ def _record(sid: str, sess: ElicitationSession, action: str) -> bool:
     """Store ``action`` as the session's next one; ``False`` (and a message) on failure."""
     seq = len(sess.actions) - n_base.get(sid, 0)
     try:
-        store.record_action(sid, seq, action, sess.n_answers + (action != "skip"))
+        store.record_action(
+            sid,
+            seq,
+            action,
+            sess.n_answers + (action != "skip"),
+            draft=store.Draft(config, owner, _participant()),
+        )
     except (sqlite3.Error, store.AnswerConflict, KeyError) as exc:
         st.session_state["el_write_error"] = (
             f"Answer {sess.n_answers + 1} was **not saved** ({type(exc).__name__}: {exc}). "
@@ -203,6 +210,7 @@ def _record(sid: str, sess: ElicitationSession, action: str) -> bool:
 
 
 def _act(action: str, at: int | None = None) -> None:
+    started = el.start_answer_clock()  # the server's own time of this answer, see live()
     sid, sess = _current()
     if at is not None and at != len(sess.actions):  # a second click on an answered question
         st.session_state["el_notice"] = "That click was for a question already answered."
@@ -210,6 +218,7 @@ def _act(action: str, at: int | None = None) -> None:
     if _record(sid, sess, action):
         sess.apply(action)
         st.session_state["el_dirty"] = sid
+        st.session_state["el_clock"] = (started, sid, at, action)
 
 
 def _undo() -> None:
@@ -245,7 +254,7 @@ def _auto(n: int) -> None:
 
 
 def _restart() -> None:
-    active[config] = store.create_session(config, owner=owner, participant=_participant())
+    active[config] = store.new_session_id()  # stored with its first answer
 
 
 def _resume(sid: str) -> None:
@@ -275,7 +284,7 @@ def _option(col: Any, side: str, sess: ElicitationSession, x: Any, idx: int | No
             st.write(str(items["message"].iloc[idx]))
         else:
             st.markdown(f"**{side}** · {svc.item_name(sess, idx, x)}")
-        ui.full_table(svc.option_table(sess, x), hide_index=True, width="stretch")
+        ui.full_table(el.option_arrow(sess, x, idx), hide_index=True, width="stretch")
         if mode == "benchmark":
             u = float(sess.problem.utility(x[None, :])[0])
             st.caption(f"True utility f(x) = {u:.4g} (shown so you can play the decision maker).")
@@ -320,12 +329,7 @@ def _favourite(sess: ElicitationSession, sid: str) -> None:
                 )
         else:
             st.markdown(f"Predicted utility {point.mean:+.2f} ± {point.sd:.2f}.")
-        fav_table = svc.option_table(sess, sess.X[fav])
-        st.dataframe(
-            pd.DataFrame([fav_table["value"].tolist()], columns=fav_table["attribute"].tolist()),
-            hide_index=True,
-            width="stretch",
-        )
+        st.dataframe(el.favourite_arrow(sess, fav), hide_index=True, width="stretch")
 
 
 def _link(sid: str) -> str:
@@ -340,11 +344,14 @@ def _link(sid: str) -> str:
 def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
     recs = store.list_sessions(owner=owner)
     st.caption(
-        f"Saved in `{store.db_path()}` after every answer. Listed: the sessions this "
-        "browser started; another person's session opens only from its link."
+        "Saved on the server after every answer. Listed: the sessions this browser "
+        "started; another person's session opens only from its link."
     )
-    st.markdown("Link to this session (bookmark it, or share it to let someone continue it):")
-    st.code(_link(sid), language=None)
+    if sess.actions:
+        st.markdown("Link to this session (bookmark it, or share it to let someone continue it):")
+        st.code(_link(sid), language=None)
+    else:
+        st.markdown("This session is saved with its first answer; its link works from then on.")
     if recs:
         ids = [r.id for r in recs]
         titles = {r.id: r.title() + ("  (this one)" if r.id == sid else "") for r in recs}
@@ -382,8 +389,11 @@ def live() -> None:
     if st.session_state.pop("el_full_rerun", False):
         st.rerun()
     sid, sess = _current()
-    if st.query_params.get("session") != sid:
-        st.query_params["session"] = sid
+    if sess.actions:  # stored: the address bar holds its link
+        if st.query_params.get("session") != sid:
+            st.query_params["session"] = sid
+    elif "session" in st.query_params:  # a session with no answer has no link yet
+        del st.query_params["session"]
     token = svc.state_token(sid, sess)
     q = sess.next_query()
     st.subheader(f"Question {sess.n_answers + 1}: {words.question}")
@@ -426,6 +436,9 @@ def live() -> None:
         m[3].metric("Regret of the favourite", "—" if fav is None else f"{sess.regret():.3g}")
     if sess.n_skipped:
         m[0].caption(f"{sess.n_skipped} skipped")
+    answered = st.session_state.pop("el_clock", None)
+    if answered is not None:
+        answered[0]["shown"] = time.monotonic()  # the next question and count are sent
 
     left, right = st.columns([1, 1])
     with left:
@@ -491,6 +504,9 @@ def live() -> None:
     if tab_sess.open:
         with tab_sess:
             _sessions_tab(sid, sess)
+    if answered is not None:
+        started, a_sid, at, action = answered
+        el.finish_answer_clock(started, session=a_sid, seq=at, action=action)
 
 
 def _answers_tab(sid: str, sess: ElicitationSession) -> None:
