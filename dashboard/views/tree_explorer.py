@@ -100,7 +100,7 @@ elif choice is None:
         "paper DT is shown; the page then switches to the most accurate tree."
     )
 
-    @st.fragment(run_every=2.0)
+    @ui.fragment(run_every=2.0)
     def _wait_for_choice() -> None:
         if svc.tree_choice(study) is not None:
             st.rerun()
@@ -175,7 +175,7 @@ m4.metric(
 if len(vot_all):
     v = vot_all.iloc[0]
     m5.metric(
-        f"Value of time ({v['unit']})",
+        f"Value of time ({ui.md(v['unit'])})",
         f"{v['estimate']:.3g}",
         help="Time slope / price slope of the slopes averaged over the leaves (weighted by "
         "their items), with its 95% Fieller interval from the posterior: "
@@ -195,9 +195,10 @@ if pick >= 0:
         else ""
     )
     st.info(
-        f"**{labels[pick]}** is in leaf {s.number}: utility {s.mean:+.2f} ± {s.sd:.2f}{own}, "
-        f"rank {s.rank} of {explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
-        + ("Because " + " AND ".join(s.conditions) if s.conditions else "(root leaf)")
+        f"**{ui.md(labels[pick])}** is in leaf {s.number}: utility {s.mean:+.2f} ± "
+        f"{s.sd:.2f}{own}, rank {s.rank} of "
+        f"{explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
+        + ("Because " + " AND ".join(map(ui.md, s.conditions)) if s.conditions else "(root leaf)")
     )
 
 flagged = [
@@ -211,7 +212,7 @@ flagged = [
 if flagged:
     st.warning(
         "The tree splits on sensitive attribute(s): "
-        + ", ".join(study.schema[n].display for n in flagged)
+        + ", ".join(ui.md(study.schema[n].display) for n in flagged)
         + " (marked ⚠ in the tree)."
     )
 
@@ -316,7 +317,7 @@ if tab_ev.open:
                 "shown are the whole study, the same folds."
             )
         else:
-            st.markdown(f"#### The model shown ({shown_label}) on respondent {resp}'s data")
+            st.markdown(f"#### The model shown ({shown_label}) on respondent {ui.md(resp)}'s data")
             ev, how = svc.evidence(study, resp, method)
             st.caption(
                 f"Each comparison predicted by models fitted without it ({how}), the same "
@@ -327,7 +328,7 @@ if tab_ev.open:
             if ev.empty or ev["heldout"].isna().all():
                 st.info(
                     "Too few choice tasks to hold any out"
-                    + (": " + "; ".join(ev["error"][ev["error"] != ""]) if len(ev) else "")
+                    + (": " + ui.err("; ".join(ev["error"][ev["error"] != ""])) if len(ev) else "")
                     + "."
                 )
             else:
