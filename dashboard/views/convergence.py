@@ -32,22 +32,26 @@ st.caption(
     "instantly afterwards."
 )
 
-root = st.text_input(
-    "Results folder (searched recursively)",
-    value=st.session_state.get("cv_root_value", str(svc.results_home())),
-    key="cv_root",
-    help="Default: the per-user data folder. Point it at any --out folder (or a parent)."
-    + (" Fixed on a shared server." if svc.shared_server() else ""),
-    disabled=svc.shared_server(),
+# a path on the server: read below the allowed data roots only; fixed on a shared server
+root = str(
+    ui.path_input(
+        "Results folder (searched recursively)",
+        key="cv_root",
+        default=svc.results_home(),
+        what="results folder",
+        folder=True,
+        write=False,
+        help="Default: the per-user data folder. Point it at any --out folder (or a "
+        "parent) below an allowed data root.",
+        kept="cv_root_value",  # also read (and checked again) by the hierarchy page
+    )
 )
-if svc.shared_server():  # no server paths from visitors (docs/shared-server.md)
-    root = str(svc.results_home())
-st.session_state["cv_root_value"] = root
+where = ui.shown_path(root, "results folder")
 
 
 def _chart_title(text: str) -> None:
     """Chart titles as page headings: Altair titles of stacked charts can overlap."""
-    st.markdown(f"**{text}**")
+    st.markdown(f"**{ui.md(text)}**")
 
 
 def _rel(p: Path) -> str:
@@ -189,7 +193,7 @@ if tab_bench.open:
         bench_folders = [f for f in folders if kinds[f] == "bench"]
         if not bench_folders:
             st.info(
-                f"No benchmark results under `{root}`. Create some with\n\n"
+                f"No benchmark results in {where}. Create some with\n\n"
                 "`python -m pbo_core.bench --functions branin,levy --methods dt,gp --seeds 5 "
                 "--iters 100 --out results/bench`\n\n"
                 "(KappaSharp grids: `--functions levy10,ackley8 --init pool_n6_k15`), or use "
@@ -219,7 +223,7 @@ if tab_rho.open:
         rho_folders = [f for f in folders if kinds[f] == "rho-regret"]
         if not rho_folders:
             st.info(
-                f"No rho-regret results under `{root}`. Create some with "
+                f"No rho-regret results in {where}. Create some with "
                 "`python -m pbo_core.experiments rho-regret --study pmr-demo --out "
                 "results/rho-pmr` (studies: pmr-demo, train, electricity, swissmetro, sushi-a)."
             )
@@ -234,7 +238,7 @@ if tab_rho.open:
                 st.info("Choose at least one method.")
             else:
                 runs = sub.groupby(["method", "unit", "seed"]).ngroups
-                st.caption(f"{study_name}: {runs} runs ({sub['unit'].nunique()} units).")
+                st.caption(f"{ui.md(study_name)}: {runs} runs ({sub['unit'].nunique()} units).")
                 _chart_title(f"{study_name}: rho-regret (top 3) per question")
                 st.altair_chart(
                     charts.band_chart(
@@ -334,10 +338,15 @@ if tab_sushi.open:
                     hide_index=True,
                 )
         else:
-            st.info(f"No Sushi results (`experiments sushi-pbo --out`) under `{root}`.")
+            st.info(f"No Sushi results (`experiments sushi-pbo --out`) in {where}.")
             status = svc.study_status("sushi-a")
             if not status.usable:
                 ui.unavailable("sushi-a", "The Sushi convergence curves")
+            elif svc.shared_server():  # runs are the operator's (docs/shared-server.md)
+                st.caption(
+                    "On a shared server its administrator runs the experiment (`python -m "
+                    "pbo_core.experiments sushi-pbo --out` into the server's results folder)."
+                )
             else:
                 st.markdown(
                     "Sushi is configured: run the experiment here on a few users (or on the "
@@ -371,18 +380,25 @@ if tab_sushi.open:
                     def _progress(done: int, total: int) -> None:
                         bar.progress(done / max(total, 1), text=f"{done}/{total} runs")
 
-                    out = Path(root).expanduser() / "sushi-pbo"
+                    out = svc.output_folder(root, "sushi-pbo")  # below the data folder
                     run_grid(
                         cells,
                         partial(sushi_pbo_cell, load_study=load_study_cached),
                         out_dir=out,
                         progress=_progress,
                     )
-                    st.success(f"Wrote {len(cells)} runs to `{out}`.")
+                    st.success(f"Wrote {len(cells)} runs to {ui.shown_path(out, 'results')}.")
                     st.rerun()
 
 if tab_run.open:
     with tab_run:
+        if svc.shared_server():  # benchmark runs are server configuration here
+            st.info(
+                "On a shared server benchmark runs are its administrator's: `python -m "
+                "pbo_core.bench --out` into the server's results folder, whose curves the "
+                "Benchmarks tab shows."
+            )
+            st.stop()  # the last part of the page
         st.markdown(
             "Run DT-PBO and baselines on a bundled benchmark function. Each run is stored in "
             "the chosen folder in the format of `python -m pbo_core.bench --out` (finished runs "
@@ -403,14 +419,14 @@ if tab_run.open:
         seeds = c1.slider("Seeds", 1, 10, 3, key="cv_r_seeds")
         iters = c2.slider("Queries", 5, 200, 50, step=5, key="cv_r_iters")
         n_init = c3.slider("Initial pairs", 1, 40, 20, key="cv_r_ninit")
-        out_dir = st.text_input(
+        out_dir = ui.path_input(  # written: below the data folder only
             "Write to",
-            value=str(Path(root) / "dashboard-bench"),
             key=f"cv_r_out::{root}",
-            disabled=svc.shared_server(),
+            default=svc.output_folder(root, "dashboard-bench"),
+            what="output folder",
+            folder=True,
+            write=True,
         )
-        if svc.shared_server():
-            out_dir = str(Path(root) / "dashboard-bench")
         if st.button("Run", key="cv_r_run", type="primary", disabled=not chosen):
             out = Path(out_dir).expanduser()
             cells = [
@@ -444,7 +460,7 @@ if tab_run.open:
             run_grid(cells, run_cell, out_dir=out, progress=_cells_done, step_hook=_step)
             bar.progress(1.0, text="finished")
             st.success(
-                f"{len(cells) - skipped} run(s) written to `{out}`"
+                f"{len(cells) - skipped} run(s) written to {ui.shown_path(out, 'output folder')}"
                 + (f"; {skipped} already there" if skipped else "")
                 + "."
             )
@@ -452,5 +468,5 @@ if tab_run.open:
         if out.is_dir() and any(out.glob("cell-*.parquet")):
             rows = svc.read_results(out)
             if len(rows) and svc.result_kind(rows) == "bench":
-                st.markdown(f"#### Results in `{out_dir}`")
+                st.markdown(f"#### Results in {ui.shown_path(out_dir, 'output folder')}")
                 bench_curves(rows, "cv_out")

@@ -46,7 +46,7 @@ else:
     ui.show_in_url(study=key)
     study, error = svc.get_study(key)
     if study is None or study.users is None:
-        st.error(error or f"{key} has no respondent features.")
+        st.error(error or f"{ui.md(key)} has no respondent features.")
         st.stop()
     n_total = len(study.respondents())
     c1, c2, c3, c4 = st.columns(4)
@@ -87,7 +87,7 @@ else:
                 key=f"hi_group::{key}",
             )
             row = groups[groups["group"] == g].iloc[0]
-            st.info(f"**Who:** {row['who']}")
+            st.info(f"**Who:** {ui.md(row['who'])}")
             model = h.item_tree(g)
             ui.tree_with_downloads(
                 explain.tree_view(model, title=f"item tree of user group {g}"),
@@ -138,7 +138,7 @@ else:
 
 
 st.markdown("#### Cohort curves: new users with and without the hierarchy")
-root = st.session_state.get("cv_root_value", str(svc.results_home()))
+root = str(ui.results_root())  # the Convergence page's folder, checked
 ui.ensure_default_grids(root, ["hierarchy-swissmetro"], "SwissMetro cohort")
 acc_folders = svc.folders_of_kind(root, "hierarchy-accuracy")
 folders = svc.folders_of_kind(root, "hierarchy")
@@ -182,12 +182,18 @@ if acc_folders:
     st.dataframe(svc.cold_start_table(rows), hide_index=True, width="stretch")
 if not folders and not acc_folders:
     st.info(
-        f"No hierarchy results under `{root}` (folder set on the Convergence page). Create "
+        f"No hierarchy results in {ui.shown_path(root, 'results folder')} (folder set on the "
+        "Convergence page). Create "
         "them with `python -m pbo_core.experiments hierarchy --study swissmetro --out "
         "results/hierarchy-swissmetro` (or `--dataset A` for Sushi)."
     )
 elif folders:
-    folder = st.selectbox("Result folder", folders, key="hi_folder", format_func=str)
+    folder = st.selectbox(
+        "Result folder",
+        folders,
+        key="hi_folder",
+        format_func=lambda f: ui.relative_folder(root, f),
+    )
     rows = svc.read_results(folder)
     cohorts = sorted(rows["cohort"].unique().tolist())
     chosen = st.multiselect(

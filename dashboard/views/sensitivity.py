@@ -133,7 +133,7 @@ st.markdown("#### Test-accuracy change per removed feature")
 for m in shown:  # one full-width chart per model, one below the other
     table = blocks[blocks["method"] == m].reset_index(drop=True)
     with st.container():
-        st.markdown(f"**{labels.get(m, m)}**")
+        st.markdown(f"**{ui.md(labels.get(m, m))}**")
         st.altair_chart(charts.sensitivity_bars(table), width="stretch")
         noisy = table[table["within noise"].eq(True)]["feature removed"].tolist()
         mdc = _detectable(table)
@@ -151,7 +151,9 @@ for m in shown:  # one full-width chart per model, one below the other
             )
         if noisy:
             st.caption(
-                "Inside the noise (95% CI contains no change): " + ", ".join(map(str, noisy)) + "."
+                "Inside the noise (95% CI contains no change): "
+                + ", ".join(map(ui.md, noisy))
+                + "."
             )
         elif table["delta test CI low (pp)"].isna().all():
             st.caption(
@@ -180,7 +182,7 @@ st.dataframe(
 )
 st.download_button(
     "Download CSV",
-    blocks.to_csv(index=False),
+    ui.safe_csv(blocks),
     file_name=f"sensitivity-{key}.csv",
     mime="text/csv",
     key="fs_download",

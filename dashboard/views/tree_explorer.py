@@ -104,7 +104,7 @@ elif choice is None:
         "paper DT is shown; the page then switches to the most accurate tree."
     )
 
-    @st.fragment(run_every=2.0)
+    @ui.fragment(run_every=2.0)
     def _wait_for_choice() -> None:
         if svc.tree_choice(study) is not None:
             st.rerun()
@@ -215,15 +215,15 @@ if len(vot_all):  # a line of its own: "not identified" and its reason need the 
     m5.metric(
         "Value of time",
         v["value [95% CI]"].split(" ")[0] if identified else "—",
-        help=f"Overall: time slope / {v['money attribute']} slope of the slopes averaged over "
+        help=f"Overall: time slope / {ui.md(v['money attribute'])} slope of the slopes averaged over "
         "the leaves (weighted by their items), 95% Fieller interval from the posterior.",
     )
     st.markdown(
-        f"**Value of time** (overall, money attribute {v['money attribute']}): "
+        f"**Value of time** (overall, money attribute {ui.md(v['money attribute'])}): "
         + (
             f"**{v['value [95% CI]']}**."
             if identified
-            else f"**not identified**: the {v['money attribute']} slope's 95% CI includes 0, "
+            else f"**not identified**: the {ui.md(v['money attribute'])} slope's 95% CI includes 0, "
             "so the data are consistent with any value of time (no finite interval, so no "
             "point estimate is shown)."
         )
@@ -246,9 +246,10 @@ if pick >= 0:
         else ""
     )
     st.info(
-        f"**{labels[pick]}** is in leaf {s.number}: utility {s.mean:+.2f} ± {s.sd:.2f}{own}, "
-        f"rank {s.rank} of {explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
-        + ("Because " + " AND ".join(s.conditions) if s.conditions else "(root leaf)")
+        f"**{ui.md(labels[pick])}** is in leaf {s.number}: utility {s.mean:+.2f} ± "
+        f"{s.sd:.2f}{own}, rank {s.rank} of "
+        f"{explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
+        + ("Because " + " AND ".join(map(ui.md, s.conditions)) if s.conditions else "(root leaf)")
     )
 
 flagged = [
@@ -262,7 +263,7 @@ flagged = [
 if flagged:
     st.warning(
         "The tree splits on sensitive attribute(s): "
-        + ", ".join(study.schema[n].display for n in flagged)
+        + ", ".join(ui.md(study.schema[n].display) for n in flagged)
         + " (marked ⚠ in the tree)."
     )
 
@@ -364,7 +365,7 @@ if tab_ev.open:
                 "shown are the whole study, the same folds."
             )
         else:
-            st.markdown(f"#### The model shown ({shown_label}) on respondent {resp}'s data")
+            st.markdown(f"#### The model shown ({shown_label}) on respondent {ui.md(resp)}'s data")
             ev, how = svc.evidence(study, resp, method)
             st.caption(
                 f"Each comparison predicted by models fitted without it ({how}), the same "
@@ -375,7 +376,7 @@ if tab_ev.open:
             if ev.empty or ev["heldout"].isna().all():
                 st.info(
                     "Too few choice tasks to hold any out"
-                    + (": " + "; ".join(ev["error"][ev["error"] != ""]) if len(ev) else "")
+                    + (": " + ui.err("; ".join(ev["error"][ev["error"] != ""])) if len(ev) else "")
                     + "."
                 )
             else:

@@ -16,7 +16,9 @@ interpreter lock while pages are drawn), whose loop is :func:`serve`.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -165,16 +167,29 @@ def serve(conn: Connection, niceness: int = 19) -> None:
 
     Each message is ``(function, args)`` (both picklable); the answer is ``(True, result)``
     or ``(False, exception)``. Runs at ``niceness`` (lowest CPU priority by default) and
-    returns when the other end closes.
+    returns when the other end closes; when the parent process is gone (a server ended
+    mid-comparison) it ends within a second instead of finishing the call.
     """
     os.nice(niceness)
-    while True:
-        try:
-            fn, args = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            answer = (True, fn(*args))
-        except Exception as exc:  # sent back and re-raised by the caller
-            answer = (False, exc)
-        conn.send(answer)
+    parent, done = multiprocessing.parent_process(), threading.Event()
+    if parent is not None:  # a worker process (not a thread of the caller's)
+
+        def _orphaned() -> None:  # a daemon thread: the call in progress may take a minute
+            parent.join()  # returns when the parent process is gone (its sentinel closes)
+            if not done.is_set():
+                os._exit(0)
+
+        threading.Thread(target=_orphaned, name="parent-watch", daemon=True).start()
+    try:
+        while True:
+            try:
+                fn, args = conn.recv()
+            except (EOFError, OSError):
+                return
+            try:
+                answer = (True, fn(*args))
+            except Exception as exc:  # sent back and re-raised by the caller
+                answer = (False, exc)
+            conn.send(answer)
+    finally:
+        done.set()

@@ -375,7 +375,8 @@ def render_chart(spec: Mapping[str, Any]) -> str:
 
 
 def versions() -> dict[str, str]:
-    """Versions of Python, this package and the libraries that produced the numbers."""
+    """Versions of Python, this package and the libraries that produced the numbers (no
+    host details: the report is shared beyond the machine that built it)."""
     from importlib import metadata
 
     import scipy
@@ -390,8 +391,7 @@ def versions() -> dict[str, str]:
         "numpy": np.__version__,
         "pandas": pd.__version__,
         "scipy": scipy.__version__,
-        "platform": platform.platform(),
-    }
+    }  # no platform string: a report names no host details (kernel, distribution)
     try:
         import vl_convert
 

@@ -14,6 +14,7 @@ import pytest
 import dashboard.pages
 from pbo_core.registry import get
 from tests.dashboard._answers import answer_button
+from tests.dashboard._shown import shown
 from tests.fixtures.synthetic import write_sushi_tiny
 
 PAGES = tuple(Path(script).stem for script, _, _ in dashboard.pages.PAGES)
@@ -74,14 +75,14 @@ def chart_data(spec: dict) -> list[dict]:
 
 def metrics(at: Any) -> dict[str, str]:
     """Metric label -> displayed value."""
-    return {m.label: m.value for m in at.metric}
+    return {shown(m.label): shown(m.value) for m in at.metric}
 
 
 def texts(at: Any) -> str:
     """Every message-like text on the page, joined."""
     parts = []
     for kind in ("markdown", "caption", "info", "warning", "error", "success"):
-        parts += [str(e.value) for e in getattr(at, kind)]
+        parts += [shown(e.value) for e in getattr(at, kind)]
     return "\n".join(parts)
 
 
@@ -384,7 +385,7 @@ def test_convergence_reads_result_folders(app, tmp_path) -> None:
 
 
 def test_convergence_runs_a_small_benchmark(app, tmp_path) -> None:
-    at = app("convergence", cv_root_value="results")
+    at = app("convergence", cv_root_value="data_home/results")  # written below the data folder
     assert "No benchmark results" in texts(at)
     at.session_state["cv_view"] = "Run a small benchmark"
     at.run()
@@ -395,7 +396,8 @@ def test_convergence_runs_a_small_benchmark(app, tmp_path) -> None:
     at.button(key="cv_r_run").click().run()
     no_exception(at)
     assert "1 run(s) written" in texts(at)
-    assert len(list((tmp_path / "results" / "dashboard-bench").glob("cell-*.parquet"))) == 1
+    out = tmp_path / "data_home" / "results" / "dashboard-bench"
+    assert len(list(out.glob("cell-*.parquet"))) == 1
     assert at.get("progress")
     assert charts(at)  # curves of the new run
     at.session_state["cv_view"] = "Benchmarks"
@@ -412,14 +414,15 @@ def test_convergence_without_sushi_explains(app) -> None:
 
 def test_convergence_runs_sushi_pbo_when_configured(app, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DTPBO_SUSHI_DIR", str(sushi_dir(tmp_path, n_users=8)))
-    at = app("convergence", cv_view="Sushi", cv_root_value="results")
+    at = app("convergence", cv_view="Sushi", cv_root_value="data_home/results")
     assert "Sushi is configured" in texts(at)
     at.number_input(key="cv_s_users").set_value(5).run()
     at.number_input(key="cv_s_iters").set_value(3).run()
     at.multiselect(key="cv_s_methods").set_value(["dt"]).run()
     at.button(key="cv_s_run").click().run()
     no_exception(at)
-    assert len(list((tmp_path / "results" / "sushi-pbo").glob("cell-*.parquet"))) == 5
+    out = tmp_path / "data_home" / "results" / "sushi-pbo"  # below the data folder only
+    assert len(list(out.glob("cell-*.parquet"))) == 5
     assert charts(at)
     assert "Sushi set A" in texts(at)
 
@@ -735,7 +738,7 @@ def test_sidebar_paths_persist_and_a_bad_path_does_not_hide_the_env(
     at = app("case_studies", sel_study="sushi-a")
     at.text_input(key="path_sushi").input(str(tmp_path / "nope")).run()
     no_exception(at)
-    side = "\n".join(str(w.value) for w in at.sidebar.warning)
+    side = "\n".join(shown(w.value) for w in at.sidebar.warning)
     assert "does not exist: using $DTPBO_SUSHI_DIR" in side
     assert int(metrics(at)["Respondents"]) > 0  # the environment's data still load
     assert "not available" not in texts(at)

@@ -11,16 +11,17 @@ import pytest
 
 from dashboard._services import sessions as store
 from tests.dashboard._answers import answer_button
+from tests.dashboard._shown import shown
 
 
 def metrics(at: Any) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    return {shown(m.label): shown(m.value) for m in at.metric}
 
 
 def texts(at: Any) -> str:
     parts = []
     for kind in ("markdown", "caption", "info", "warning", "error", "success", "code"):
-        parts += [str(e.value) for e in getattr(at, kind)]
+        parts += [shown(e.value) for e in getattr(at, kind)]
     return "\n".join(parts)
 
 

@@ -78,3 +78,47 @@ def test_serve_answers_calls_and_errors_until_the_other_end_closes() -> None:
     ours.close()
     t.join(5)
     assert not t.is_alive()
+
+
+_ORPHAN = """
+import multiprocessing, os, sys, time
+from pbo_core.experiments import tree_choice
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    p = ctx.Process(target=tree_choice.serve, args=(theirs, 0))
+    p.start()
+    ours.send((os.getpid, ()))
+    assert ours.recv() == (True, p.pid)  # the worker serves
+    ours.send((time.sleep, (120,)))  # a long call in progress
+    print(p.pid, flush=True)
+    time.sleep(1.0)
+    os._exit(0)  # the server ends without stopping its worker
+"""
+
+
+def test_a_worker_whose_server_is_gone_ends_within_a_second(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    script = tmp_path / "orphan.py"
+    script.write_text(_ORPHAN)
+    env = dict(os.environ, PYTHONPATH=str(root))
+    with (tmp_path / "out").open("w") as out:  # not a pipe: the worker would hold it open
+        subprocess.run([sys.executable, str(script)], stdout=out, env=env, timeout=300)
+    pid = int((tmp_path / "out").read_text().split()[0])
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("the orphaned worker was still running 5 s after its server ended")
