@@ -215,17 +215,17 @@ if len(vot_all):  # a line of its own: "not identified" and its reason need the 
     m5.metric(
         "Value of time",
         v["value [95% CI]"].split(" ")[0] if identified else "—",
-        help=f"Overall: time slope / {ui.md(v['money attribute'])} slope of the slopes averaged over "
-        "the leaves (weighted by their items), 95% Fieller interval from the posterior.",
+        help=f"Overall: time slope / {ui.md(v['money attribute'])} slope of the slopes averaged "
+        "over the leaves (weighted by their items), 95% Fieller interval from the posterior.",
     )
     st.markdown(
         f"**Value of time** (overall, money attribute {ui.md(v['money attribute'])}): "
         + (
             f"**{v['value [95% CI]']}**."
             if identified
-            else f"**not identified**: the {ui.md(v['money attribute'])} slope's 95% CI includes 0, "
-            "so the data are consistent with any value of time (no finite interval, so no "
-            "point estimate is shown)."
+            else f"**not identified**: the {ui.md(v['money attribute'])} slope's 95% CI "
+            "includes 0, so the data are consistent with any value of time (no finite "
+            "interval, so no point estimate is shown)."
         )
     )
 if pooled_structure:
