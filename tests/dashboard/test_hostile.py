@@ -288,7 +288,12 @@ def test_a_stored_session_too_long_to_replay_is_not_opened(app, home) -> None:
         at = app("elicitation", query={"session": sid})
     no_exception(at)
     assert "more than 200 answers" in texts(at)
-    assert at.query_params["session"] != [sid]  # a new session, the old one untouched
+    # a new session (a draft: no link until its first answer), the old one untouched
+    assert at.query_params.get("session") in (None, [])
+    con = sqlite3.connect(home / "dashboard" / "sessions.sqlite")
+    (n,) = con.execute("SELECT COUNT(*) FROM answers WHERE session_id = ?", (sid,)).fetchone()
+    con.close()
+    assert n == 50_000
 
 
 def test_a_session_holds_at_most_the_limit(app, monkeypatch) -> None:
@@ -310,6 +315,8 @@ def test_a_session_holds_at_most_the_limit(app, monkeypatch) -> None:
 IMG = "http://127.0.0.1:9/xssimg"
 TITLE = f"![xssimg]({IMG}) **xssbold** <b>xsshtml</b> $xssmath$"
 LEVELS = {"slow": "__xsslevel__", "medium": '=HYPERLINK("http://x","y")', "fast": "[xsslink](x)"}
+#: The price: a formula in a CSV, Markdown on a page, guessed as the money attribute ("price")
+MONEY = "@SUM(1) *xssmoney* price"
 
 
 @pytest.fixture
@@ -319,10 +326,9 @@ def hostile_study(home: Path) -> str:
 
     df = pd.read_csv(SHAPES["panel-long"].file)
     df["speed"] = df["speed"].map(LEVELS)
-    df = df.rename(columns={"wifi": "*xssattr*", "price": "@SUM(1)"})
-    meta, problems = us.save_study(
-        TITLE, df.to_csv(index=False).encode(), "h.csv", None, us.ColumnMap()
-    )
+    df = df.rename(columns={"wifi": "*xssattr*", "price": MONEY})
+    columns = us.ColumnMap(respondent_features=(("age", "**xssuser** age"),))
+    meta, problems = us.save_study(TITLE, df.to_csv(index=False).encode(), "h.csv", None, columns)
     assert meta is not None, problems
     return meta.key
 
@@ -368,6 +374,8 @@ FORMATTED = (
     "<strong>xssbold</strong>",  # **xssbold**
     "<strong>xsslevel</strong>",  # __xsslevel__
     "<em>xssattr</em>",  # *xssattr*
+    "<em>xssmoney</em>",  # the money attribute's *xssmoney*
+    "<strong>xssuser</strong>",  # a respondent feature's label **xssuser**
     '<a href="x">xsslink</a>',  # [xsslink](x)
     "<b>xsshtml</b>",  # raw HTML passed through
 )
@@ -391,13 +399,19 @@ def assert_data_is_text(at: Any, where: str) -> None:
         ("tree_explorer", {"te_view": "Tree"}),
         ("tree_explorer", {"te_view": "Leaves"}),
         ("sensitivity", {}),
+        ("hierarchy", {"hi_view": "One user group", "hi_min": 5}),
         ("elicitation", {}),
         ("elicitation", {"el_view": "Answers"}),
     ],
 )
-def test_markdown_in_data_is_shown_as_text(app, hostile_study, page: str, state) -> None:
+def test_markdown_in_data_is_shown_as_text(
+    app, hostile_study, quick_dt_linear, page: str, state
+) -> None:
     at = app(page, sel_study=hostile_study, **state)
     no_exception(at)
+    if page == "hierarchy":  # the respondent features' labels and the money attribute
+        sources = _markdown_sources(at)
+        assert any("xssuser" in s for s in sources) and any("xssmoney" in s for s in sources)
     if page == "elicitation":  # answer once: the favourite, its leaf and path appear
         at.button(key="el_pick_A_0").click().run()
         no_exception(at)
@@ -405,6 +419,11 @@ def test_markdown_in_data_is_shown_as_text(app, hostile_study, page: str, state)
         follow = next(b for b in at.selectbox if str(b.key).startswith("te_item::"))
         follow.set_value(0).run()
         no_exception(at)
+    if page == "tree_explorer" and state["te_view"] == "Tree":  # slopes: the money caption
+        box = next(b for b in at.selectbox if b.label == "Model")
+        box.set_value("dt-linear").run()
+        no_exception(at)
+        assert any("xssmoney" in s for s in _markdown_sources(at))
     sources = _markdown_sources(at)
     assert any("xss" in s for s in sources), "the hostile study is not shown"
     assert_data_is_text(at, page)
