@@ -247,6 +247,37 @@ def test_a_hostile_session_file_is_refused_before_any_fit(app, home, case: str) 
     assert stored(home) == before  # nothing stored
 
 
+def test_a_valid_session_file_is_resumed(app, home) -> None:
+    """The control: a small valid file passes every check and the page resumes it (its
+    controls set before their widgets are drawn)."""
+    blob = session_json(method="dt-literal", seed=3, base=valid_rows(5), actions=["A"])
+    at = app("elicitation", sel_study="electricity", el_view="Sessions")
+    at.file_uploader(key="el_upload_json").upload("s.json", blob, "application/json").run()
+    no_exception(at)
+    assert not errors(at), errors(at)
+    assert at.session_state["el_method"] == "dt-literal" and at.session_state["el_seed"] == 3
+    assert at.metric[0].value == "6"
+    assert stored(home)[1] == (1, 1)  # one session: its 5 loaded rows and its 1 answer
+
+
+def test_a_valid_session_too_slow_to_replay_is_refused_at_the_budget(
+    app, home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 valid answers under the GP (17 s to replay on Electricity at load 8): refused
+    between two answers once the operator's budget is spent."""
+    monkeypatch.setenv("DTPBO_REPLAY_SECONDS", "0.5")
+    blob = session_json(method="gp", base=valid_rows(200))
+    at = app("elicitation", sel_study="electricity", el_view="Sessions")
+    before = stored(home)
+    with bounded("session file: 200 valid answers under the GP, budget 0.5 s") as cost:
+        at.file_uploader(key="el_upload_json").upload("s.json", blob, "application/json").run()
+    no_exception(at)
+    assert "takes longer than 0.5 s to open here" in errors(at), errors(at)
+    assert re.search(r"\(\d+ of 200 answers replayed", errors(at))
+    assert cost.seconds < 5.0  # the budget, one refit and the page; not the whole replay
+    assert stored(home) == before
+
+
 def answers_csv(rows: int, valid: bool) -> bytes:
     if valid:
         lines = [f"{k + 1},A,{k % 35},{(k + 3) % 35}" for k in range(rows)]
