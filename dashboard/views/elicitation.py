@@ -192,7 +192,7 @@ def _current() -> tuple[str, ElicitationSession]:
         return sid, _open(sid)
     except sf.SessionRefused as exc:  # too long or not replayable: never a traceback
         st.session_state["el_write_error"] = f"{ui.err(exc)}: a new session was started."
-        sid = active[config] = store.create_session(config, owner=owner, participant=_participant())
+        sid = active[config] = store.new_session_id()  # a draft: stored with its first answer
         return sid, _open(sid)
 
 

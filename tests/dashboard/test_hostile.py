@@ -278,6 +278,27 @@ def test_a_valid_session_too_slow_to_replay_is_refused_at_the_budget(
     assert stored(home) == before
 
 
+def test_a_saved_session_too_slow_to_replay_starts_a_draft(
+    app, home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved 200-answer GP session's link, the budget spent: one sentence, a new session
+    that is a draft (no empty row stored), the saved one untouched."""
+    from dashboard._services import sessions as store
+
+    config = ("items", "electricity", "gp", 0, None)
+    sid = store.create_session(config, pd.DataFrame(valid_rows(200)), owner="x")
+    before = stored(home)
+    monkeypatch.setenv("DTPBO_REPLAY_SECONDS", "0.3")
+    with bounded("the link of a saved 200-answer GP session, budget 0.3 s"):
+        at = app("elicitation", query={"session": sid})
+    no_exception(at)
+    assert "takes longer than 0.3 s to open here" in errors(at), errors(at)
+    assert "a new session was started" in errors(at)
+    assert at.metric[0].value == "0"
+    assert stored(home) == before  # no empty session row, the saved one kept
+    assert len(store.load_session(sid).base) == 200
+
+
 def answers_csv(rows: int, valid: bool) -> bytes:
     if valid:
         lines = [f"{k + 1},A,{k % 35},{(k + 3) % 35}" for k in range(rows)]
