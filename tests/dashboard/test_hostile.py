@@ -203,7 +203,7 @@ def valid_rows(n: int) -> list[dict[str, int]]:
 
 
 SESSION_FILES: dict[str, tuple[Callable[[], bytes], str]] = {
-    "a valid 1.7 MB file with 50,000 comparisons": (
+    "a valid file with 50,000 comparisons": (
         lambda: session_json(base=valid_rows(50_000)),
         "the largest session file accepted here",
     ),
@@ -239,7 +239,7 @@ def test_a_hostile_session_file_is_refused_before_any_fit(app, home, case: str) 
     at = app("elicitation", sel_study="electricity", el_view="Sessions")
     no_exception(at)
     before = stored(home)
-    with bounded(f"session file: {case} ({len(blob) / 2**20:.1f} MB)"):
+    with bounded(f"session file: {case} ({len(blob) / 1e6:.1f} MB)"):
         at.file_uploader(key="el_upload_json").upload("s.json", blob, "application/json").run()
     no_exception(at)
     assert "Could not load that file" in errors(at)
@@ -318,7 +318,7 @@ def answers_csv(rows: int, valid: bool) -> bytes:
 def test_a_hostile_answers_csv_is_refused(app, home, case: str, blob: bytes, message) -> None:
     at = app("elicitation", sel_study="electricity", el_view="Answers")
     before = stored(home)
-    with bounded(f"answers CSV: {case} ({len(blob) / 2**20:.1f} MB)"):
+    with bounded(f"answers CSV: {case} ({len(blob) / 1e6:.1f} MB)"):
         at.file_uploader(key="el_upload").upload("a.csv", blob, "text/csv").run()
     no_exception(at)
     assert "Could not load a.csv" in errors(at)
