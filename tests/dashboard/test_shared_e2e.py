@@ -5,8 +5,9 @@ real ``python -m dashboard`` server:
   Markdown image triggers no request (counted with ``page.on("request")`` and by the
   image's own server); Markdown in the title is shown as text;
 * no page shows a traceback or a server path;
-* the issue's hostile uploads each end in a clear error within 10 s and below 500 MB of
-  extra server memory while ``/_stcore/health`` answers within 1 s, and nothing is stored;
+* the issue's hostile uploads (and a valid session file too slow to replay: 200 GP
+  answers) each end in a clear error within 10 s and below 500 MB of extra server memory
+  while ``/_stcore/health`` answers within 1 s, and nothing is stored;
   then SIGTERM stops the server within 5 s.
 
 One shared-mode server for the module (CI time): the tests run in file order, the SIGTERM
@@ -155,6 +156,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "DTPBO_NO_DEFAULT_RESULTS": "1",
         "DTPBO_SHARED_SERVER": "1",
         "DTPBO_NO_TREE_CHOICE": "1",  # no background comparison: lean on CI's 2 cores
+        "DTPBO_REPLAY_SECONDS": "5",  # a slow replay's refusal well inside the 10 s (CI load)
     }
     with image_server() as (img_port, hits), streamlit_server(work, extra_env=env) as url:
         yield Server(url, work, int((work / "streamlit.pid").read_text()), img_port, hits)
@@ -350,6 +352,8 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
     s50k.write_bytes(_session(valid))
     s300k = files / "session-300000-invalid.json"
     s300k.write_bytes(_session([{"w": "?"}] * 300_000))
+    sgp = files / "session-200-gp.json"  # valid, but 17 s of GP refits to replay
+    sgp.write_bytes(_session(valid[:200], method="gp"))
     sbig = files / "session-max-items.json"
     sbig.write_bytes(_session([], max_items=10**12))
     a300k = files / "answers-300000-invalid.csv"
@@ -381,6 +385,7 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
         (s50k, f"valid session file, 50,000 comparisons ({mb[s50k]})"),
         (s300k, f"session file, 300,000 invalid rows ({mb[s300k]})"),
         (sbig, "session file, max_items 10^12"),
+        (sgp, "valid session file, 200 GP answers (replay budget 5 s)"),
     ]
     for path, what in cases:
         pg.goto(page_url(url, "elicitation.py") + "?study=electricity")
@@ -391,6 +396,8 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
         with watched(url, pid, what, results):
             resume.locator('input[type="file"]').set_input_files(str(path))
             sync_api.expect(pg.get_by_text("Could not load that file")).to_be_visible()
+        if path == sgp:  # refused between two answers, not after the whole replay
+            sync_api.expect(pg.get_by_text("takes longer than 5 s to open here")).to_be_visible()
     pg.get_by_role("tab", name="Answers").click()
     settle(pg)
     answers = pg.locator('[data-testid="stFileUploader"]', has_text="Load answers")
