@@ -18,7 +18,10 @@ seeded A/B pattern, then each reloads its page. Checked and reported:
   (:func:`dashboard._services.elicitation.finish_answer_clock`); ``server`` also gives the
   queue wait alone and the time until the next question and the new count were sent;
 * ``click_to_screen_p50`` / ``_p95`` beside it: the browser's own clock, from the click
-  event on the answer button to the new answer count in the page (checked every frame);
+  event on the answer button to the new answer count in the page (checked every
+  animation frame, ``--screen-polling raf``, the default; ``mutation``: noted by a
+  ``MutationObserver`` when the page changes, so the headless browsers need not draw
+  frames while they wait; the runs in docs/shared-server.md say which was used);
   the N browsers run on the same machine, so this also measures them (``driver_s``: the
   same seen from this script, Playwright's click included).
 
@@ -98,6 +101,25 @@ _CLICK_CLOCK_JS = """document.addEventListener('click', (e) => {
     window.__dtpboClickAt = performance.now();
   }
 }, true);"""
+#: Installed in every page: the moment each value of the "Answers" metric first appears,
+#: with the last click's moment then (noted at the DOM change, no polling in the page).
+_SHOWN_CLOCK_JS = """window.__dtpboSeen = {};
+new MutationObserver(() => {  // textContent: no layout forced (innerText would)
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    if (!m.textContent.includes('Answers')) continue;
+    const v = m.querySelector('[data-testid="stMetricValue"]');
+    const value = v ? v.textContent.trim() : null;
+    if (value !== null && !(value in window.__dtpboSeen)) {
+      window.__dtpboSeen[value] = {at: performance.now(), click: window.__dtpboClickAt};
+    }
+  }
+}).observe(document, {subtree: true, childList: true, characterData: true});"""
+#: The observer saw ``value``: milliseconds from the click before it to its appearance.
+_SEEN_SINCE_CLICK_JS = """([value]) => {
+  const s = window.__dtpboSeen && window.__dtpboSeen[value];
+  if (!s) return false;
+  return {ms: s.click === undefined ? null : s.at - s.click};
+}"""
 #: The metric shows ``value``: then milliseconds since that click (checked every frame).
 _SHOWN_SINCE_CLICK_JS = """([label, value]) => {
   for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
@@ -229,12 +251,15 @@ async def visitor(
     done: asyncio.Barrier,
     marks: Marks,
     opening: asyncio.Semaphore,
+    polling: str = "raf",
 ) -> dict:
     """One person: open, answer ``pattern``, reload; what they saw and the latencies."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1400})
     ctx.set_default_timeout(180_000)
     try:
         await ctx.add_init_script(_CLICK_CLOCK_JS)
+        if polling == "mutation":
+            await ctx.add_init_script(_SHOWN_CLOCK_JS)
         pg = await ctx.new_page()
         async with opening:  # people come in a few at a time; they answer all at once
             await pg.goto(f"{url}/elicitation?study=electricity")
@@ -250,9 +275,14 @@ async def visitor(
         for k, side in enumerate(pattern, start=1):
             t0 = time.perf_counter()
             await pg.get_by_role("button", name=f"I prefer {side}").click()
-            shown = await pg.wait_for_function(
-                _SHOWN_SINCE_CLICK_JS, arg=["Answers", str(k)], polling="raf", timeout=180_000
-            )
+            if polling == "mutation":  # the page's observer noted it; asked every 25 ms
+                shown = await pg.wait_for_function(
+                    _SEEN_SINCE_CLICK_JS, arg=[str(k)], polling=25, timeout=180_000
+                )
+            else:
+                shown = await pg.wait_for_function(
+                    _SHOWN_SINCE_CLICK_JS, arg=["Answers", str(k)], polling="raf", timeout=180_000
+                )
             latencies.append(time.perf_counter() - t0)
             ms = (await shown.json_value())["ms"]
             on_screen.append(None if ms is None else ms / 1000)
@@ -435,7 +465,13 @@ def sticky_proxy(kind: str, urls: list[str], work: Path) -> Iterator[str]:
 
 
 async def run(
-    n: int, k: int, seed: int, processes: int = 1, proxy: str = "python", open_at_once: int = 4
+    n: int,
+    k: int,
+    seed: int,
+    processes: int = 1,
+    proxy: str = "python",
+    open_at_once: int = 4,
+    polling: str = "raf",
 ) -> dict:
     from playwright.async_api import async_playwright
 
@@ -461,7 +497,7 @@ async def run(
             t0 = time.perf_counter()
             runs = await asyncio.gather(
                 *(
-                    visitor(browser, url, q, start, done, marks, opening)
+                    visitor(browser, url, q, start, done, marks, opening, polling)
                     for q in patterns(n, k, seed)
                 )
             )
@@ -479,6 +515,7 @@ async def run(
         "processes": processes,
         "proxy": proxy if processes > 1 else None,
         "open_at_once": open_at_once,
+        "screen_polling": polling,
         "expected_answers": n * k,
         **checks,
         "visitors_seeing_own_answers_after_reload": int(sum(r["own_after_reload"] for r in runs)),
@@ -525,6 +562,13 @@ def main(argv: list[str] | None = None) -> int:
         default="python",
         help="the proxy with --processes > 1: tests/benchmarks/sticky_proxy.py or nginx",
     )
+    ap.add_argument(
+        "--screen-polling",
+        choices=("raf", "mutation"),
+        default="raf",
+        help="how the page notes the new answer count: a check every animation frame "
+        "(default) or an observer of the page's changes",
+    )
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
     args = ap.parse_args(argv)
     res = asyncio.run(
@@ -535,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
             args.processes,
             args.proxy,
             args.open_at_once,
+            args.screen_polling,
         )
     )
     text = json.dumps(res, indent=1)
