@@ -134,6 +134,7 @@ _SHOWN_SINCE_CLICK_JS = """([label, value]) => {
   }
   return false;
 }"""
+_BUSY_JS = "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
 _METRIC_JS = """([label]) => {
   for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
     if (m.innerText.includes(label)) {
@@ -300,6 +301,11 @@ async def visitor(
                 pass  # reported below as seen
         after = {"answers": await _metric(pg, "Answers")}
         after["favourite"] = await _metric(pg, "Favourite")
+        own = after["answers"] == str(len(pattern)) and after["favourite"] == favourite
+        if not own:  # say what the page shows instead (and whether it was still running)
+            after["running"] = bool(await pg.evaluate(_BUSY_JS))
+            after["url"] = pg.url
+            after["page"] = " ".join((await pg.inner_text("body")).split())[:600]
         return {
             "session": sid,
             "pattern": pattern,
@@ -307,8 +313,7 @@ async def visitor(
             "on_screen": on_screen,
             "favourite": favourite,
             "after_reload": after,
-            "own_after_reload": after["answers"] == str(len(pattern))
-            and after["favourite"] == favourite,
+            "own_after_reload": own,
         }
     finally:
         await ctx.close()
