@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import _progress
 from dashboard import _services as svc
 from dashboard._services import sessions as store
 from pbo_core.explain.export import OUTLINE_LEAVES
@@ -424,27 +425,24 @@ def lazy_tabs(labels: Sequence[str], *, key: str) -> Sequence[Any]:
     return st.tabs(list(labels), key=key, on_change="rerun")
 
 
-def ensure_default_grids(root: str, names: Sequence[str], label: str) -> None:
-    """Compute the missing cells of default result grids under ``root``, with a progress bar.
+def ensure_default_grids(root: str, names: Sequence[str], label: str) -> bool:
+    """Compute the missing cells of default result grids under ``root`` as jobs (a worker
+    process, with a progress bar; ``dashboard._progress``). ``True`` when they are all
+    on disk (or not to be computed); ``False`` while a job runs (its bar is drawn).
 
     Only when ``root`` is the per-user results folder (:func:`svc.is_default_root`); a
     first visit computes them, later visits find them on disk and show nothing.
     """
     if not svc.is_default_root(root):
-        return
+        return True
     todo = [n for n in names if svc.DEFAULT_GRIDS[n].missing(root)]
-    if not todo:
-        return
-    bar = st.progress(0.0, text=f"Computing the default {label} (first visit only)...")
-    for k, name in enumerate(todo):
-        grid = svc.DEFAULT_GRIDS[name]
-
-        def _progress(done: int, total: int, k: int = k, grid: svc.DefaultGrid = grid) -> None:
-            frac = (k + done / max(total, 1)) / len(todo)
-            bar.progress(min(frac, 1.0), text=f"{grid.what}: {done}/{total} runs")
-
-        svc.ensure_default(name, root, progress=_progress)
-    bar.empty()
+    ready = True
+    for name in todo:
+        job = svc.default_grid_job(name, root)
+        if job.state != "done":
+            _progress.result(job, key=f"grid::{name}")
+            ready = False
+    return ready
 
 
 def relative_folder(root: str, folder: object) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import _charts as charts
+from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core import explain
@@ -57,7 +58,16 @@ else:
     min_leaf = c3.slider("Min. users per group", 5, 200, 20, step=5, key="hi_min")
     item_depth = c4.slider("Item-tree depth", 1, 6, 3, key="hi_idepth")
 
-    h = svc.hierarchy(study, n_users, depth, min_leaf, item_depth)
+    h_job = svc.hierarchy_job(study, n_users, depth, min_leaf, item_depth)
+    svc.segments_job(study, n_users, depth, min_leaf)  # started beside it
+    cohort_root = st.session_state.get("cv_root_value", str(svc.results_home()))
+    if svc.is_default_root(cohort_root) and svc.DEFAULT_GRIDS["hierarchy-swissmetro"].missing(
+        cohort_root
+    ):
+        svc.default_grid_job("hierarchy-swissmetro", cohort_root)  # and the cohort curves
+    h = waits.result(h_job, key="hi_fit")
+    if h is None:
+        st.stop()
     groups = svc.user_groups(h)
     m1, m2 = st.columns(2)
     m1.metric("User groups", len(groups))
@@ -71,7 +81,7 @@ else:
                 "(collapse a group's box to hide it, or use 'Collapse below depth 2')."
             )
             ui.tree_with_downloads(
-                svc.hierarchy_view(study, n_users, depth, min_leaf, item_depth),
+                svc.hierarchy_view(h_job),
                 name=f"hierarchy-{key}",
                 key="hi_all",
                 height=760,
@@ -98,22 +108,23 @@ else:
             st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
 
     st.markdown("#### Segments with linear item models (slopes in units, value of time)")
-    seg = svc.segments(study, n_users, depth, min_leaf)
-    table = seg.segment_table()
-    st.caption(
-        f"{len(table)} segment(s) of the first {n_users} respondents: a user tree split where "
-        "the segment logits' coefficients are unstable (score test clustered by respondent, "
-        "Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit shrunk toward "
-        f"the pooled one (strength {seg.shrinkage_:g}, by CV over respondents). Slopes are "
-        "utility per unit (logit scale); value of time = 60 x time slope / cost slope, "
-        "95 % delta-method interval."
-    )
-    st.dataframe(table, hide_index=True, width="stretch")
+    seg = waits.result(svc.segments_job(study, n_users, depth, min_leaf), key="hi_seg")
+    if seg is not None:
+        table = seg.segment_table()
+        st.caption(
+            f"{len(table)} segment(s) of the first {n_users} respondents: a user tree split "
+            "where the segment logits' coefficients are unstable (score test clustered by "
+            "respondent, Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit "
+            f"shrunk toward the pooled one (strength {seg.shrinkage_:g}, by CV over "
+            "respondents). Slopes are utility per unit (logit scale); value of time = 60 x "
+            "time slope / cost slope, 95 % delta-method interval."
+        )
+        st.dataframe(table, hide_index=True, width="stretch")
 
 
 st.markdown("#### Cohort curves: new users with and without the hierarchy")
 root = st.session_state.get("cv_root_value", str(svc.results_home()))
-ui.ensure_default_grids(root, ["hierarchy-swissmetro"], "SwissMetro cohort")
+cohort_ready = ui.ensure_default_grids(root, ["hierarchy-swissmetro"], "SwissMetro cohort")
 acc_folders = svc.folders_of_kind(root, "hierarchy-accuracy")
 folders = svc.folders_of_kind(root, "hierarchy")
 if acc_folders:
@@ -154,7 +165,7 @@ if acc_folders:
         "difference is paired, same respondents and held-out tasks)"
     )
     st.dataframe(svc.cold_start_table(rows), hide_index=True, width="stretch")
-if not folders and not acc_folders:
+if not folders and not acc_folders and cohort_ready:
     st.info(
         f"No hierarchy results under `{root}` (folder set on the Convergence page). Create "
         "them with `python -m pbo_core.experiments hierarchy --study swissmetro --out "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import _charts as charts
+from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
 
@@ -60,8 +61,11 @@ if per_resp:
 
 with st.spinner("Preparing the tree kernels (once per start)..."):
     svc.warm_up()
-with st.spinner("Scoring the baselines on this split (to pick the best one)..."):
-    default, best = svc.default_sensitivity_methods(study, frac, seed, n_resp, kind)
+scoring = svc.baseline_job(study, frac, seed, n_resp, kind)
+best = waits.result(scoring, key="fs_baselines")
+if scoring.state != "done":
+    st.stop()
+default = svc.default_sensitivity_methods(study, frac, seed, n_resp, kind, best)
 labels = {n: n for n in svc.sensitivity_methods(study)}
 labels.update({"dt": "dt (paper DT)", "dt-linear": "dt-linear (linear-leaf tree)"})
 if best is not None:
@@ -79,8 +83,11 @@ methods = st.multiselect(
 if not methods:
     st.info("Choose at least one model.")
     st.stop()
-with st.spinner(f"Refitting {len(methods)} model(s) without each feature..."):
-    blocks = svc.sensitivity(study, frac, seed, n_resp, kind, tuple(methods))
+blocks = waits.result(
+    svc.sensitivity_job(study, frac, seed, n_resp, kind, tuple(methods)), key="fs_blocks"
+)
+if blocks is None:
+    st.stop()
 
 if blocks.empty:
     st.warning(

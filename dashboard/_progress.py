@@ -1,0 +1,69 @@
+"""Waiting for a job on a page: a progress bar with what it is doing and the time left.
+
+:func:`result` returns a job's result when it is done; otherwise it draws the job's
+progress (title, current step, percentage, estimated time left, a Cancel button) in a
+fragment that refreshes twice a second and reruns the page when the job finishes. The
+job runs in a worker process (:mod:`dashboard._services.jobs`), so the page's script is
+never blocked and the visitor may switch pages: coming back finds the same job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard._services.jobs import Job, service
+
+
+def _seconds(s: float) -> str:
+    if s < 1.5:
+        return "about a second"
+    if s < 60:
+        return f"about {s:.0f} s"
+    return f"about {s / 60:.0f} min"
+
+
+def describe(job: Job) -> str:
+    """One line: what the job does, its current step, how far it is and the time left."""
+    if job.state == "queued":
+        return f"{job.title}: waiting for a free worker (then {_seconds(job.estimate)})"
+    step = f" — {job.step}" if job.step else ""
+    return f"{job.title}{step}: {100 * job.fraction:.0f} %, {_seconds(job.eta())} left"
+
+
+def progress(job: Job, *, key: str, cancel: bool = True) -> None:
+    """Draw ``job``'s progress until it is done, then rerun the page (a fragment)."""
+
+    @st.fragment(run_every=0.5)
+    def _bar() -> None:
+        if job.done:
+            st.rerun()
+        st.progress(min(max(job.fraction, 0.0), 1.0), text=describe(job))
+        if cancel and st.button("Cancel", key=f"{key}::cancel", help="Stop this computation"):
+            service().cancel(job.key)
+            st.rerun()
+
+    _bar()
+
+
+def result(job: Job, *, key: str, cancel: bool = True) -> Any | None:
+    """``job``'s result when it is done; otherwise its progress is drawn and ``None`` is
+    returned (the page shows the rest of its content meanwhile, or stops). A failed job
+    shows its error; a cancelled one offers to start again."""
+    if job.state == "done":
+        return job.result
+    if job.state == "failed":
+        st.error(f"{job.title} failed: {type(job.error).__name__}: {job.error}")
+        if st.button("Try again", key=f"{key}::retry"):
+            service().forget(job.key)  # the page submits it anew
+            st.rerun()
+        return None
+    if job.state == "cancelled":
+        st.info(f"{job.title}: cancelled.")
+        if st.button("Start again", key=f"{key}::restart"):
+            service().forget(job.key)
+            st.rerun()
+        return None
+    progress(job, key=key, cancel=cancel)
+    return None

@@ -1,0 +1,237 @@
+"""The worker side of the dashboard's job service: the loop of a worker process and the
+bodies of the jobs it runs.
+
+Pages hand anything that can take more than a moment (the held-out comparison of the
+tree models, a respondent's evidence, leave-one-out sensitivity, the hierarchy's first
+fit, the default result grids) to :mod:`dashboard._services.jobs`, which runs it here, in
+a separate process (``spawn``): CPU that must not hold the web server's interpreter lock
+while pages are drawn. This module imports no Streamlit and nothing of
+``dashboard._services`` (whose package imports the whole app), so a worker starts with
+the models only. Every job body takes ``progress(fraction, step)`` and calls it as it
+goes; the loop (:func:`serve`) sends those reports back to the server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pbo_core.data import Study
+from pbo_core.evaluation import (
+    ablation_rows,
+    best_baseline,
+    summarize_ablation,
+)
+from pbo_core.experiments.runner import run_grid
+from pbo_core.registry import get, names, not_applicable
+from pbo_core.splits import Split, make_split
+
+Progress = Callable[[float, str], None]
+
+#: How far below the web server a worker runs (``os.nice``; ``DTPBO_JOB_NICE``). Mild:
+#: a visitor waits for these jobs, and at the lowest priority (19) a busy machine
+#: starved them (the issue's 265 s evidence wait); pages stay ahead of them.
+DEFAULT_NICE = 5
+
+
+def niceness() -> int:
+    """The workers' niceness: ``$DTPBO_JOB_NICE`` or :data:`DEFAULT_NICE`."""
+    try:
+        return int(os.environ.get("DTPBO_JOB_NICE", DEFAULT_NICE))
+    except ValueError:
+        return DEFAULT_NICE
+
+
+def ready(*, progress: Progress | None = None) -> bool:
+    """``True``: sent to a fresh worker, it makes the worker import this module and the
+    models before any real job."""
+    from pbo_core import registry  # noqa: F401  (the models, the accuracy registry)
+
+    return True
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    import pickle
+
+    try:
+        pickle.dumps(exc)
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def serve(conn: Connection, nice: int | None = None) -> None:
+    """The loop of a worker process: run the jobs that arrive on ``conn``, one at a time.
+
+    A message is ``(job_id, fn, args, kwargs, wants_progress)``. While the job runs, its
+    ``progress(fraction, step)`` calls are sent as ``("progress", job_id, fraction,
+    step)``; at the end ``("done", job_id, True, result)`` or ``("done", job_id, False,
+    exception)``. Runs at niceness ``nice`` (default :func:`niceness`) and returns when
+    the other end closes.
+    """
+    os.nice(niceness() if nice is None else nice)
+    while True:
+        try:
+            job_id, fn, args, kwargs, wants = conn.recv()
+        except (EOFError, OSError):
+            return
+
+        def report(fraction: float, step: str = "", job_id: Any = job_id) -> None:
+            conn.send(("progress", job_id, float(fraction), str(step)))
+
+        try:
+            value = fn(*args, **kwargs, progress=report) if wants else fn(*args, **kwargs)
+            answer: tuple[Any, ...] = ("done", job_id, True, value)
+        except Exception as exc:  # sent back and re-raised by the page
+            answer = ("done", job_id, False, _picklable(exc))
+        try:
+            conn.send(answer)
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # a result that does not pickle
+            conn.send(("done", job_id, False, RuntimeError(f"cannot send the result: {exc}")))
+
+
+# ----------------------------------------------------------------------------- sensitivity
+def sensitivity_methods(study: Study) -> list[str]:
+    """Registry models with an estimator that apply to ``study`` (registry order)."""
+    return [n for n in names(fits=True) if not_applicable(get(n), study) is None]
+
+
+def sensitivity_split(
+    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
+) -> Split:
+    """The split of the Feature sensitivity page: ``kind`` (``"auto"``: what the study's
+    shape calls for), ``test_fraction`` of every unit's tasks (or of the respondents)
+    held out, the first ``n_respondents`` respondents."""
+    n = n_respondents if study.data.respondent is not None else None
+    return make_split(study, kind, seed=seed, fraction=test_fraction, respondents=n)
+
+
+def _rows_progress(progress: Progress | None, what: str) -> Any:
+    if progress is None:
+        return None
+
+    def report(done: int, total: int) -> None:
+        progress(done / max(1, total), f"{what}: {done} of {total} fits")
+
+    return report
+
+
+def baseline_choice(
+    study: Study,
+    test_fraction: float,
+    seed: int,
+    n_respondents: int,
+    kind: str,
+    *,
+    progress: Progress | None = None,
+) -> str | None:
+    """The baseline with the best held-out accuracy on the sensitivity split."""
+    split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
+    usable = [
+        n
+        for n in sensitivity_methods(study)
+        if get(n).family == "baseline"
+        and not_applicable(get(n), study, new_respondents=split.new_respondents) is None
+    ]
+    if len(split.units) <= 1:  # personal utilities need respondents
+        usable = [n for n in usable if not get(n).respondent_predict]
+    rows = ablation_rows(
+        split, usable, features=[], progress=_rows_progress(progress, "scoring the baselines")
+    )
+    return best_baseline(rows, seed=seed)
+
+
+def sensitivity(
+    study: Study,
+    test_fraction: float,
+    seed: int,
+    n_respondents: int,
+    kind: str,
+    methods: tuple[str, ...],
+    *,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Leave-one-out blocks (one per model) on the sensitivity split; the split's reason
+    in ``attrs["split"]``."""
+    split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
+    ok = [
+        m
+        for m in methods
+        if not_applicable(get(m), study, new_respondents=split.new_respondents) is None
+    ]
+    rows = ablation_rows(
+        split, ok, progress=_rows_progress(progress, "refitting without each feature")
+    )
+    blocks = summarize_ablation(rows, seed=seed)
+    if not blocks:
+        return pd.DataFrame()
+    table = pd.concat(blocks.values(), ignore_index=True)
+    table.attrs["split"] = split.reason
+    return table
+
+
+# ----------------------------------------------------------------------------- hierarchy
+def hierarchy(
+    study: Study,
+    n_users: int,
+    max_depth: int,
+    min_users_leaf: int,
+    item_max_depth: int,
+    *,
+    progress: Progress | None = None,
+) -> Any:
+    """User/item hierarchy on the first ``n_users`` respondents."""
+    from pbo_core.hierarchy import UserItemHierarchy
+
+    n = min(int(n_users), len(study.respondents()))
+    if progress is not None:
+        progress(0.0, f"growing the user tree on {n:,} respondents")
+    return UserItemHierarchy(
+        max_depth=max_depth, min_users_leaf=min_users_leaf, item_max_depth=item_max_depth
+    ).fit(study, users=np.arange(n))
+
+
+def segments(
+    study: Study,
+    n_users: int,
+    max_depth: int,
+    min_users_leaf: int,
+    *,
+    progress: Progress | None = None,
+) -> Any:
+    """Parameter-instability user tree with segment logits on the first ``n_users``."""
+    from pbo_core.segments import SegmentLogitHierarchy, cohort_arrays
+
+    n = min(int(n_users), len(study.respondents()))
+    if progress is not None:
+        progress(0.0, f"fitting the segment logits of {n:,} respondents")
+    return SegmentLogitHierarchy(max_depth=max_depth, min_users_leaf=min_users_leaf).fit(
+        cohort_arrays(study), np.arange(n), study=study
+    )
+
+
+# ----------------------------------------------------------------------------- grids
+def grid(
+    cells: list[dict[str, Any]],
+    fn: Callable[[dict[str, Any]], pd.DataFrame],
+    out_dir: str,
+    what: str,
+    *,
+    progress: Progress | None = None,
+) -> str:
+    """The missing cells of a result grid (one Parquet file each) into ``out_dir``."""
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done / max(1, total), f"{what}: {done} of {total} runs")
+
+    run_grid(cells, fn, out_dir=Path(out_dir), progress=report)
+    return out_dir

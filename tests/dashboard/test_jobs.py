@@ -1,0 +1,110 @@
+"""The job service: work in worker processes with progress, cancellation, on disk."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pandas as pd
+import pytest
+
+from dashboard._services import jobs
+from data_loaders.registry import load_study
+from pbo_core.experiments import tree_choice
+from tests.fixtures import job_bodies
+
+
+@pytest.fixture
+def service(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("DTPBO_JOBS", raising=False)  # worker processes, not inline
+    s = jobs.JobService()
+    yield s
+    for w in s._workers:
+        w.stop()
+
+
+def _until(cond, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_comparison_runs_in_a_worker_reports_progress_and_is_read_back_from_disk(
+    service,
+) -> None:
+    study = load_study("train")
+    key = jobs.job_key("choice", tree_choice.study_fingerprint(study), "test", 6)
+    args = (study, ["dt", "dt-pooled"], ("logit-pooled",), 6)
+    job = service.submit(key, "comparing", tree_choice.compare_trees, *args)
+    assert service.submit(key, "again", tree_choice.compare_trees, *args) is job  # one job
+    seen = set()
+    while not job.done:
+        seen.add(round(job.fraction, 3))
+        time.sleep(0.01)
+    choice = job.wait(1)
+    same = tree_choice.compare_trees(*args)
+    pd.testing.assert_frame_equal(choice.table, same.table)
+    assert choice.best == same.best and job.fraction == 1.0 and not job.from_disk
+    assert len(seen) >= 2 and job.elapsed() > 0
+    # a restarted server (a new service) reads the result from the disk at once
+    path = jobs.cache_dir() / "choice" / f"{key}.pkl"
+    assert path.is_file()
+    again = jobs.JobService().submit(key, "comparing", tree_choice.compare_trees, *args)
+    assert again.state == "done" and again.from_disk
+    pd.testing.assert_frame_equal(again.result.table, choice.table)
+    # other code, other key: never read back
+    assert jobs.job_key("choice", "x") != jobs.job_key("choice", "y")
+
+
+def test_progress_eta_cancel_and_a_new_worker(service) -> None:
+    job = service.submit("t-steps", "stepping", job_bodies.steps, 40, 0.1, estimate=4.0)
+    _until(lambda: job.fraction >= 0.1)
+    assert job.state == "running" and "step" in job.step
+    assert 0.0 < job.eta() < 30.0
+    pid = next(w.process.pid for w in service._workers if w.job is job)
+    service.cancel("t-steps")
+    assert job.state == "cancelled"
+    with pytest.raises(RuntimeError, match="cancelled"):
+        job.wait(1)
+    # a cancelled job stays so (the page offers to start again) until forgotten
+    assert service.submit("t-steps", "stepping", job_bodies.steps, 1, 0.0) is job
+    service.forget("t-steps")
+    fresh = service.submit("t-steps", "stepping", job_bodies.steps, 1, 0.0)
+    assert fresh is not job and fresh.wait(120) != pid
+
+
+def test_a_dead_worker_fails_its_job_and_is_replaced(service) -> None:
+    dying = service.submit("t-die", "dying", job_bodies.die, cached=False)
+    with pytest.raises(RuntimeError, match="stopped"):
+        dying.wait(120)
+    failing = service.submit("t-fail", "failing", job_bodies.fail, cached=False)
+    with pytest.raises(ValueError, match="no good"):
+        failing.wait(120)
+    ok = service.submit("t-ok", "ok", job_bodies.steps, 1, 0.0, cached=False)
+    assert ok.wait(120) != os.getpid()
+
+
+def test_workers_run_below_the_server_and_background_work_leaves_a_worker_free(
+    service,
+) -> None:
+    assert service.submit("t-nice", "nice", job_bodies.niceness, cached=False).wait(120) == min(
+        19, os.nice(0) + jobs._work.niceness()
+    )
+    bg = [
+        service.submit(f"t-bg{i}", "bg", job_bodies.steps, 600, 0.1, priority=jobs.BACKGROUND)
+        for i in range(2)
+    ]
+    _until(lambda: bg[0].state == "running")
+    visitor = service.submit("t-visitor", "visitor", job_bodies.steps, 1, 0.0)
+    visitor.wait(60)  # not behind the background jobs
+    assert bg[1].state == "queued"  # background work uses one worker at most
+    for j in bg:
+        service.cancel(j.key)
+
+
+def test_inline_mode_runs_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DTPBO_JOBS", "inline")
+    s = jobs.JobService()
+    job = s.submit("t-inline", "inline", job_bodies.steps, 2, 0.0, cached=False)
+    assert job.state == "done" and job.result == os.getpid() and job.step == "step 2 of 2"
