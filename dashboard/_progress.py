@@ -28,6 +28,8 @@ def describe(job: Job) -> str:
     """One line: what the job does, its current step, how far it is and the time left."""
     if job.state == "queued":
         return f"{job.title}: waiting for a free worker (then {_seconds(job.estimate)})"
+    if job.started is None:
+        return f"{job.title}: starting (then {_seconds(job.estimate)})"
     step = f" — {job.step}" if job.step else ""
     return f"{job.title}{step}: {100 * job.fraction:.0f} %, {_seconds(job.eta())} left"
 

@@ -34,14 +34,15 @@ from pbo_core.splits import Split, make_split
 
 Progress = Callable[[float, str], None]
 
-#: How far below the web server a worker runs (``os.nice``; ``DTPBO_JOB_NICE``). Mild:
-#: a visitor waits for these jobs, and at the lowest priority (19) a busy machine
-#: starved them (the issue's 265 s evidence wait); pages stay ahead of them.
-DEFAULT_NICE = 5
+#: Niceness of the worker that runs background jobs (``os.nice``; ``DTPBO_JOB_NICE``):
+#: work nobody waits for yields to pages and to the jobs a visitor waits for, which run
+#: in a worker at the server's own priority (at the lowest priority, 19, a busy machine
+#: starved them: the issue's 265 s evidence wait).
+DEFAULT_NICE = 10
 
 
 def niceness() -> int:
-    """The workers' niceness: ``$DTPBO_JOB_NICE`` or :data:`DEFAULT_NICE`."""
+    """The background worker's niceness: ``$DTPBO_JOB_NICE`` or :data:`DEFAULT_NICE`."""
     try:
         return int(os.environ.get("DTPBO_JOB_NICE", DEFAULT_NICE))
     except ValueError:
@@ -69,11 +70,11 @@ def _picklable(exc: BaseException) -> BaseException:
 def serve(conn: Connection, nice: int | None = None) -> None:
     """The loop of a worker process: run the jobs that arrive on ``conn``, one at a time.
 
-    A message is ``(job_id, fn, args, kwargs, wants_progress)``. While the job runs, its
-    ``progress(fraction, step)`` calls are sent as ``("progress", job_id, fraction,
-    step)``; at the end ``("done", job_id, True, result)`` or ``("done", job_id, False,
-    exception)``. Runs at niceness ``nice`` (default :func:`niceness`) and returns when
-    the other end closes.
+    A message is ``(job_id, fn, args, kwargs, wants_progress)``. The job's start is sent as
+    ``("start", job_id)``; while it runs, its ``progress(fraction, step)`` calls are sent
+    as ``("progress", job_id, fraction, step)``; at the end ``("done", job_id, True,
+    result)`` or ``("done", job_id, False, exception)``. Runs ``nice`` below the server
+    (default :func:`niceness`) and returns when the other end closes.
     """
     os.nice(niceness() if nice is None else nice)
     while True:
@@ -85,6 +86,7 @@ def serve(conn: Connection, nice: int | None = None) -> None:
         def report(fraction: float, step: str = "", job_id: Any = job_id) -> None:
             conn.send(("progress", job_id, float(fraction), str(step)))
 
+        conn.send(("start", job_id))
         try:
             value = fn(*args, **kwargs, progress=report) if wants else fn(*args, **kwargs)
             answer: tuple[Any, ...] = ("done", job_id, True, value)

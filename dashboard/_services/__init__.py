@@ -72,6 +72,7 @@ from dashboard._services.pmr import (
     table_token,
     urgency_tree,
 )
+from dashboard._services.precompute import precompute_bundled
 from dashboard._services.reports import report_html
 from dashboard._services.results import (
     DEFAULT_GRIDS,
@@ -131,8 +132,6 @@ from dashboard._services.trees import (
     items_table,
     leaf_numbers,
     leaf_table,
-    precompute,
-    precompute_bundled,
     start_worker,
     svg_to_png,
     tradeoff_table,
@@ -210,7 +209,6 @@ __all__ = [
     "path_refusal",
     "path_source",
     "pmr_study",
-    "precompute",
     "precompute_bundled",
     "proposal_features",
     "proposals_json",

@@ -4,7 +4,7 @@ A page that needs something that can take more than a moment (the held-out compa
 of the tree models, a respondent's evidence, leave-one-out sensitivity, the hierarchy's
 first fit, the default result grids) submits a :class:`Job` and draws its progress
 (``dashboard._progress``) until it is done. The job runs in a worker process
-(:func:`dashboard._work.serve`, ``spawn``, a mild niceness), so it
+(:func:`dashboard._work.serve`, ``spawn``), so it
 
 * never blocks the page's script or the server's interpreter lock, and goes on when the
   visitor switches pages (the page finds the same job, by its key, when it comes back);
@@ -18,9 +18,11 @@ first fit, the default result grids) submits a :class:`Job` and draws its progre
   version (:func:`code_version`), so a second visit, another visitor and a restarted
   server read it back at once.
 
-Two workers: jobs a visitor waits for (priority 0) take any idle worker; background jobs
-(priority 1: the bundled studies' comparisons computed after the server is ready) use at
-most one, so a visitor's job never queues behind them. Jobs with the same key are one job.
+Two workers: one at the server's priority, one below it (``DTPBO_JOB_NICE``, default
+10). Jobs a visitor waits for (priority 0) take an idle worker, the first one first;
+background jobs (priority 1: the bundled studies' comparisons and defaults computed after
+the server is ready) run only in the second, so a visitor's job never queues behind them
+and never competes with them at equal priority. Jobs with the same key are one job.
 
 ``DTPBO_JOBS=inline`` runs every job at once in the calling thread (tests drive pages
 with Streamlit's ``AppTest``, which cannot wait for a worker); the disk cache still
@@ -29,6 +31,7 @@ applies.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import itertools
@@ -37,7 +40,7 @@ import os
 import pickle
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,8 +51,6 @@ from pbo_core import __version__
 
 #: Worker processes (a visitor's job never waits behind background work).
 WORKERS = 2
-#: How many workers background jobs may occupy at once.
-BACKGROUND_WORKERS = 1
 #: Priorities: a visitor waits for it / computed ahead of any visit.
 VISITOR, BACKGROUND = 0, 1
 
@@ -196,11 +197,13 @@ def _write_cache(job: Job) -> None:
 class _Worker:
     """One worker process and the thread that reads its messages."""
 
-    def __init__(self, service: JobService) -> None:
+    def __init__(self, service: JobService, background: bool) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
+        self.background = background
+        nice = _work.niceness() if background else 0
         self.process = ctx.Process(
-            target=_work.serve, args=(child,), name="dtpbo-jobs", daemon=True
+            target=_work.serve, args=(child, nice), name="dtpbo-jobs", daemon=True
         )
         self.process.start()
         child.close()
@@ -212,7 +215,7 @@ class _Worker:
 
     def run(self, job: Job) -> None:
         self.job = job
-        job.state, job.started = "running", time.monotonic()
+        job.state = "running"  # started (the clock) when the worker says so
         try:
             self._conn.send((job.key, job.fn, job.args, job.kwargs, True))
         except Exception as exc:  # unpicklable arguments, or the process died
@@ -236,7 +239,9 @@ class _Worker:
             job = self.job
             if job is None or msg[1] != job.key:
                 continue
-            if msg[0] == "progress":
+            if msg[0] == "start":
+                job.started = time.monotonic()
+            elif msg[0] == "progress":
                 job.fraction, job.step = max(job.fraction, msg[2]), msg[3]
             else:
                 self.job = None
@@ -284,7 +289,7 @@ class JobService:
         fn: Callable[..., Any],
         *args: Any,
         estimate: float = 5.0,
-        priority: int = VISITOR,
+        priority: int | None = None,
         cached: bool = True,
         **kwargs: Any,
     ) -> Job:
@@ -293,8 +298,11 @@ class JobService:
         :meth:`forget`), else its result read from disk, else a new job queued.
 
         ``fn(*args, **kwargs, progress=...)`` runs in a worker; it and its arguments must
-        pickle. ``cached=False`` keeps the result off the disk.
+        pickle. ``cached=False`` keeps the result off the disk. ``priority`` defaults to
+        :data:`VISITOR` (inside :func:`submitting_as`: its priority).
         """
+        if priority is None:
+            priority = getattr(_DEFAULT, "priority", VISITOR)
         with self._lock:
             job = self._jobs.get(key)
             if job is not None:
@@ -349,7 +357,7 @@ class JobService:
             return 0.0
         with self._lock:
             while len(self._workers) < self.n_workers:
-                self._workers.append(_Worker(self))
+                self._new_worker()
             if not self._probes:
                 self._probes = [
                     self.submit(f"ready-{i}", "starting", _work.ready, cached=False)
@@ -381,32 +389,56 @@ class JobService:
                 self._workers = [w for w in self._workers if w is not worker]
             self._dispatch()
 
+    def _new_worker(self) -> _Worker:
+        """A new worker: at the server's priority when none is, else the background one."""
+        front = any(not w.background for w in self._workers if not w.dead)
+        w = _Worker(self, background=front)
+        self._workers.append(w)
+        return w
+
     def _dispatch(self) -> None:
-        """Give queued jobs to idle workers (starting workers as needed)."""
+        """Give queued jobs to idle workers (starting workers as needed): a visitor's job
+        to an idle worker, the first one first; a background job to the background worker
+        only."""
         with self._lock:
             self._workers = [w for w in self._workers if not w.dead]
+            while len(self._workers) < self.n_workers:
+                self._new_worker()
+            blocked: list[tuple[int, int, str]] = []
             while self._queue:
-                prio, _, key = self._queue[0]
+                item = heapq.heappop(self._queue)
+                prio, _, key = item
                 job = self._jobs.get(key)
                 if job is None or job.state != "queued" or prio != job.priority:
-                    heapq.heappop(self._queue)  # done, cancelled or moved up
-                    continue
-                if job.priority >= BACKGROUND:
-                    busy = sum(
-                        1
-                        for w in self._workers
-                        if w.job is not None and w.job.priority >= BACKGROUND
-                    )
-                    if busy >= BACKGROUND_WORKERS:
-                        return
+                    continue  # done, cancelled or moved up
                 idle = [w for w in self._workers if w.job is None and not w.dead]
-                if not idle and len(self._workers) < self.n_workers:
-                    self._workers.append(_Worker(self))
-                    idle = [self._workers[-1]]
+                if job.priority >= BACKGROUND:
+                    idle = [w for w in idle if w.background or self.n_workers == 1]
+                else:
+                    idle.sort(key=lambda w: w.background)
                 if not idle:
-                    return
-                heapq.heappop(self._queue)
+                    blocked.append(item)
+                    if job.priority < BACKGROUND:
+                        break  # a visitor's job waits for the next free worker
+                    continue
                 idle[0].run(job)
+            for item in blocked:
+                heapq.heappush(self._queue, item)
+
+
+_DEFAULT = threading.local()
+
+
+@contextlib.contextmanager
+def submitting_as(priority: int) -> Iterator[None]:
+    """Jobs submitted in this thread inside the block default to ``priority`` (the
+    precompute submits a page's jobs as background work)."""
+    before = getattr(_DEFAULT, "priority", VISITOR)
+    _DEFAULT.priority = priority
+    try:
+        yield
+    finally:
+        _DEFAULT.priority = before
 
 
 _SERVICE: list[JobService] = []

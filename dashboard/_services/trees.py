@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import re
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,14 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard._services import jobs
-from dashboard._services.studies import (
-    _DropMessage,
-    dataset_of,
-    get_study,
-    respondent_data,
-    study_statuses,
-    study_token,
-)
+from dashboard._services.studies import respondent_data, study_token
 from pbo_core import explain
 from pbo_core.data import Feature, PreferenceData, Schema, Study
 from pbo_core.experiments.tree_choice import (
@@ -224,48 +215,6 @@ def default_model(study: Study, choices: Sequence[str]) -> tuple[str, TreeChoice
     if get(choice.best).scope == "pooled" and fit_job(study, choice.best).state != "done":
         return choices[0], choice
     return choice.best, choice
-
-
-def precompute_bundled() -> list[str]:
-    """:func:`precompute` for every study usable without a data location (the bundled
-    ones and the user's own imported studies), the one the pages open on first. For the
-    launcher, after the server is ready; returns the keys queued."""
-    log = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
-    quiet = _DropMessage("missing ScriptRunContext")
-    keys = [s.key for s in study_statuses() if s.usable and dataset_of(s.key) is None]
-
-    def load(key: str) -> Study | None:
-        log.addFilter(quiet)
-        try:
-            return get_study(key)[0]
-        finally:
-            log.removeFilter(quiet)
-
-    precompute(keys, load)
-    return keys
-
-
-def precompute(keys: Sequence[str], load: Callable[[str], Study | None]) -> int:
-    """Queue the comparisons and winners' fits of studies ``keys`` as background jobs
-    (after the server is ready), so first visits find them done; the number queued."""
-    n = 0
-    for key in keys:
-        study = load(key)
-        if study is None:
-            continue
-        job = choice_job(study, priority=jobs.BACKGROUND)
-        n += 1
-
-        def then(job: jobs.Job = job, study: Study = study) -> None:
-            try:
-                choice = job.wait()
-            except Exception:
-                return
-            if get(choice.best).scope == "pooled":
-                fit_job(study, choice.best, priority=jobs.BACKGROUND)
-
-        threading.Thread(target=then, name="dtpbo-precompute", daemon=True).start()
-    return n
 
 
 def tradeoff_table(model: Any) -> pd.DataFrame:

@@ -14,13 +14,19 @@ from pbo_core.experiments import tree_choice
 from tests.fixtures import job_bodies
 
 
-@pytest.fixture
-def service(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("DTPBO_JOBS", raising=False)  # worker processes, not inline
+@pytest.fixture(scope="module")
+def workers():
+    """One job service for the module (its two worker processes start once)."""
     s = jobs.JobService()
     yield s
     for w in s._workers:
         w.stop()
+
+
+@pytest.fixture
+def service(workers, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("DTPBO_JOBS", raising=False)  # worker processes, not inline
+    return workers
 
 
 def _until(cond, timeout: float = 120.0) -> None:
@@ -85,22 +91,26 @@ def test_a_dead_worker_fails_its_job_and_is_replaced(service) -> None:
     assert ok.wait(120) != os.getpid()
 
 
-def test_workers_run_below_the_server_and_background_work_leaves_a_worker_free(
-    service,
-) -> None:
-    assert service.submit("t-nice", "nice", job_bodies.niceness, cached=False).wait(120) == min(
-        19, os.nice(0) + jobs._work.niceness()
-    )
+def test_background_jobs_run_below_the_server_and_leave_a_worker_free(service) -> None:
+    """A visitor's job runs at the server's priority; background jobs only in the second
+    worker, below it, so a visitor's job never queues behind them."""
+    here = os.nice(0)
+    visitor_nice = service.submit("t-nice", "nice", job_bodies.niceness, cached=False)
+    assert visitor_nice.wait(120) == here
     bg = [
         service.submit(f"t-bg{i}", "bg", job_bodies.steps, 600, 0.1, priority=jobs.BACKGROUND)
         for i in range(2)
     ]
     _until(lambda: bg[0].state == "running")
+    assert bg[1].state == "queued"  # one background job at a time
     visitor = service.submit("t-visitor", "visitor", job_bodies.steps, 1, 0.0)
     visitor.wait(60)  # not behind the background jobs
-    assert bg[1].state == "queued"  # background work uses one worker at most
-    for j in bg:
-        service.cancel(j.key)
+    assert bg[1].state == "queued"
+    service.cancel(bg[0].key)
+    _until(lambda: bg[1].state == "running")
+    low = service.submit("t-nice-bg", "nice", job_bodies.niceness, priority=jobs.BACKGROUND)
+    service.cancel(bg[1].key)
+    assert low.wait(120) == min(19, here + jobs._work.niceness())
 
 
 def test_inline_mode_runs_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch) -> None:
