@@ -237,3 +237,36 @@ def grid(
 
     run_grid(cells, fn, out_dir=Path(out_dir), progress=report)
     return out_dir
+
+
+# ----------------------------------------------------------------------------- item texts
+def formatted_items(data: Any) -> pd.DataFrame:
+    """Every item's id and attributes as the pages print them (the Items table's left
+    columns)."""
+    schema = data.get_schema()
+    dec = schema.decode(data.X)
+    for f in schema.features:
+        dec[f.name] = [f.format_value(v) for v in dec[f.name]]
+    dec = dec.rename(columns={f.name: f.display for f in schema.features})
+    dec.insert(0, "item", data.ids())
+    return dec
+
+
+def item_texts(data: Any, *, progress: Progress | None = None) -> dict[Any, Any]:
+    """The Tree explorer's texts of many items: labels (70 characters), leaf names (44
+    and 60) and the formatted attribute table, keyed as ``dashboard._services.trees``
+    caches them."""
+    from pbo_core.explain import naming
+
+    out: dict[Any, Any] = {}
+    steps = [
+        (("labels", 70), lambda: naming.item_labels(data, 70), "labelling the items"),
+        (("names", 44), lambda: naming.item_names(data, 44), "naming them for the leaves"),
+        (("names", 60), lambda: naming.item_names(data, 60), "naming them for the table"),
+        ("attributes", lambda: formatted_items(data), "formatting their attributes"),
+    ]
+    for k, (key, fn, what) in enumerate(steps):
+        if progress is not None:
+            progress(k / len(steps), what)
+        out[key] = fn()
+    return out

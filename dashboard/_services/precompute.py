@@ -57,6 +57,7 @@ def _steps(study: Study) -> list[Callable[[], jobs.Job | None]]:
         return analyses.sensitivity_job(study, *split, tuple(methods))
 
     steps: list[Callable[[], jobs.Job | None]] = [
+        lambda: trees.texts_job(study, None),  # many items: their names
         lambda: trees.choice_job(study, jobs.BACKGROUND),
         fit,
         lambda: analyses.baseline_job(study, *split),
@@ -96,11 +97,11 @@ def precompute_bundled() -> list[str]:
         studies = [(k, load(k)) for k in keys]
         for _, study in studies:
             if study is not None:
-                for step in _steps(study)[:2]:  # the Tree explorer first, every study
+                for step in _steps(study)[:3]:  # the Tree explorer first, every study
                     _background(_as_background(step))
         for _, study in studies:
             if study is not None:
-                for step in _steps(study)[2:]:
+                for step in _steps(study)[3:]:
                     _background(_as_background(step))
         swiss = dict(studies).get("swissmetro")
         if swiss is not None:

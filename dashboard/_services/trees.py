@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard import _work
 from dashboard._services import jobs
 from dashboard._services.studies import respondent_data, study_token
 from pbo_core import explain
@@ -235,14 +237,61 @@ def default_sensitive(study: Study) -> list[str]:
     return [f.name for f in study.schema.features if explain.is_sensitive(f.name, keys)]
 
 
+#: Items above which naming them (and formatting their attributes) is a job: Ecdat Car's
+#: 21,873 vehicles took 8.5 s of the page's script (their labels 5.5 s, names 3.0 s).
+BIG_ITEMS = 2000
+
+#: Texts of recently shown data, by ``id(data)``: ``(data, {what: value})`` (kept alive).
+_TEXTS: OrderedDict[int, tuple[PreferenceData, dict[Any, Any]]] = OrderedDict()
+
+
+def _texts(data: PreferenceData) -> dict[Any, Any]:
+    hit = _TEXTS.get(id(data))
+    if hit is None or hit[0] is not data:
+        hit = (data, {})
+        _TEXTS[id(data)] = hit
+        while len(_TEXTS) > 16:
+            _TEXTS.popitem(last=False)
+    return hit[1]
+
+
+def texts_job(study: Study, respondent: Any) -> jobs.Job | None:
+    """Naming the items of the data shown and formatting their attributes, as a job when
+    there are more than :data:`BIG_ITEMS` of them (``None`` when there are fewer: they are
+    named at once); its results fill the caches :func:`item_labels`,
+    :func:`data_item_names` and :func:`items_table` read."""
+    data = respondent_data(study, respondent)
+    if data.n_items <= BIG_ITEMS:
+        return None
+    job = jobs.service().submit(
+        jobs.job_key("names", fingerprint(study), repr(respondent)),
+        f"Naming the {data.n_items:,} items and formatting their attributes",
+        _work.item_texts,
+        data,
+        estimate=max(2.0, data.n_items / 2500),
+    )
+    if job.state == "done":
+        cache = _texts(data)
+        for k, v in job.result.items():
+            cache.setdefault(k, v)
+    return job
+
+
 def item_labels(data: PreferenceData, max_len: int = 70) -> list[str]:
-    """A label per item: its id and its most telling text or attributes."""
-    return naming.item_labels(data, max_len)
+    """A label per item: its id and its most telling text or attributes (cached)."""
+    cache = _texts(data)
+    if ("labels", max_len) not in cache:
+        cache[("labels", max_len)] = naming.item_labels(data, max_len)
+    return cache[("labels", max_len)]
 
 
 def data_item_names(data: PreferenceData, max_len: int = 44) -> list[str]:
-    """Short item names for tree leaves: id and name/message start, or 3 attributes."""
-    return naming.item_names(data, max_len)
+    """Short item names for tree leaves: id and name/message start, or 3 attributes
+    (cached)."""
+    cache = _texts(data)
+    if ("names", max_len) not in cache:
+        cache[("names", max_len)] = naming.item_names(data, max_len)
+    return cache[("names", max_len)]
 
 
 def format_value(v: Any) -> str:
@@ -260,12 +309,10 @@ def leaf_numbers(model: Any) -> np.ndarray:
 
 def items_table(model: Any, data: PreferenceData) -> pd.DataFrame:
     """Items with readable attributes, predicted utility, competition rank and leaf."""
-    schema = data.get_schema()
-    dec = schema.decode(data.X)
-    for f in schema.features:
-        dec[f.name] = [f.format_value(v) for v in dec[f.name]]
-    dec = dec.rename(columns={f.name: f.display for f in schema.features})
-    dec.insert(0, "item", data.ids())
+    cache = _texts(data)
+    if "attributes" not in cache:
+        cache["attributes"] = _work.formatted_items(data)
+    dec = cache["attributes"].copy()
     dec["utility"] = model.predict(data.X)
     dec["rank"] = model.rank(data.X)
     if hasattr(model, "tree_"):

@@ -60,6 +60,10 @@ data = svc.respondent_data(study, resp)
 if data.n_pairs == 0:
     st.warning("This respondent has no comparisons.")
     st.stop()
+texts = svc.texts_job(study, resp)  # many items: named in a worker first
+if texts is not None and texts.state != "done":
+    waits.result(texts, key="te_texts")
+    st.stop()
 
 with st.spinner("Preparing the tree kernels (once per start; first install compiles them)..."):
     svc.warm_up()

@@ -118,3 +118,26 @@ def test_inline_mode_runs_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch)
     s = jobs.JobService()
     job = s.submit("t-inline", "inline", job_bodies.steps, 2, 0.0, cached=False)
     assert job.state == "done" and job.result == os.getpid() and job.step == "step 2 of 2"
+
+
+def test_many_items_are_named_in_a_job_whose_texts_the_pages_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above ``BIG_ITEMS`` items the names are a job (inline here); its texts fill the
+    caches the Tree explorer reads, equal to naming the items at once."""
+    from dashboard._services import trees
+    from pbo_core.explain import naming
+
+    monkeypatch.setenv("DTPBO_JOBS", "inline")
+    study = load_study("electricity")  # 35 items
+    assert trees.texts_job(study, None) is None  # few: named on the page
+    monkeypatch.setattr(trees, "BIG_ITEMS", 10)
+    trees._TEXTS.clear()
+    job = trees.texts_job(study, None)
+    assert job is not None and job.state == "done"
+    data = study.data
+    cache = trees._TEXTS[id(data)][1]
+    assert {("labels", 70), ("names", 44), ("names", 60), "attributes"} <= set(cache)
+    assert trees.item_labels(data) == naming.item_labels(data, 70)
+    assert trees.data_item_names(data, 60) == naming.item_names(data, 60)
+    assert list(cache["attributes"]["item"]) == list(data.ids())
