@@ -75,7 +75,7 @@ def test_every_page_opens_on_every_shape_by_its_link(shapes_server) -> None:
                 if path == "hierarchy" and not SHAPES[name].has_users:
                     continue
                 page.goto(f"{url}/{path}?study={key}")
-                wait_until_idle(page, quiet_ms=400, timeout=180_000)
+                wait_until_idle(page, quiet_ms=400, timeout=60_000)
                 errors = page.locator('[data-testid="stException"]').count()
                 shown = title in page.locator('[data-testid="stMain"]').inner_text()
                 if errors or not shown:
