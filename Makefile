@@ -5,8 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# `make run PORT=8600` (default: Streamlit's 8501)
+PORT ?=
+PORT_ARG := $(if $(PORT),--server.port=$(PORT))
 
-.PHONY: test test-fast run lint bench clean setup
+.PHONY: test test-fast run serve lint bench clean setup
 
 setup: $(STAMP)
 
@@ -26,8 +29,15 @@ test-fast: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -m "not slow and not e2e and not llm" $(PYTEST_ARGS)
 
+# A personal server: listens on 127.0.0.1 only (python -m dashboard refuses another address).
 run: $(STAMP)
-	$(BIN)/python -m dashboard --server.showEmailPrompt=false --browser.gatherUsageStats=false
+	$(BIN)/python -m dashboard --server.showEmailPrompt=false --browser.gatherUsageStats=false $(PORT_ARG)
+
+# Shared mode: the one way to serve a network (all interfaces; studies stay with their
+# visitor; data paths, the LLM endpoint and benchmark runs are server configuration).
+# docs/shared-server.md
+serve: $(STAMP)
+	DTPBO_SHARED_SERVER=1 $(BIN)/python -m dashboard --server.headless=true --server.showEmailPrompt=false --browser.gatherUsageStats=false $(PORT_ARG)
 
 lint: $(STAMP)
 	$(BIN)/lint-imports

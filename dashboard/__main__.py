@@ -12,12 +12,18 @@ draws (to tell a REPL from ``streamlit run``), and the first walk resolves the f
 every imported module (about 0.2 s with the app's ~3,000 modules), and starts the worker
 processes of the job service (``dashboard._services.jobs``). After the ready line it
 queues the bundled studies' tree comparisons as background jobs. ``make run`` uses it.
+
+It also serves safely by default (:mod:`dashboard._server`): 127.0.0.1 only unless in
+shared mode (``DTPBO_SHARED_SERVER=1``, ``make serve``: all interfaces), no error details
+on pages, uploads capped, the visitor cookie set by the server (httpOnly), and SIGTERM
+ends the process within a few seconds whatever a page is computing.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import os
 import sys
 import threading
@@ -25,6 +31,9 @@ import time
 from pathlib import Path
 
 from streamlit.web import cli
+
+from dashboard import _server
+from data_loaders.access import shared_server
 
 APP = Path(__file__).resolve().parent / "app.py"
 
@@ -72,9 +81,29 @@ def preload_and_report() -> None:
         svc.precompute_bundled()
 
 
+def _log_errors() -> None:
+    """The pages' errors (``dtpbo.dashboard``: an error id and its traceback) on stderr,
+    the server's log."""
+    log = logging.getLogger("dtpbo")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Start :func:`preload_and_report` in the background, then ``streamlit run`` the app."""
+    """Start :func:`preload_and_report` in the background, then ``streamlit run`` the app
+    with the safe options of :func:`dashboard._server.server_args`."""
     args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = _server.server_args(args, shared=shared_server())
+    except _server.LaunchError as exc:
+        print(f"python -m dashboard: {exc}", file=sys.stderr)
+        return 2
+    _server.install()
+    _log_errors()
     threading.Thread(target=preload_and_report, name="dtpbo-preload", daemon=True).start()
     sys.argv = ["streamlit", "run", str(APP), *args]
     try:

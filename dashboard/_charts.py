@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import altair as alt
@@ -35,15 +36,18 @@ def band_chart(
         for c in ("mean", "lo", "hi"):
             data[c] = data[c].clip(lower=floor / 10)
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
-    base = alt.Chart(data).encode(
-        x=alt.X(f"{x}:Q", title=x_title),
-        color=alt.Color(f"{color}:N", title=color, scale=alt.Scale(scheme="tableau10")),
+    # one colour scale for bands, lines and points; the legend draws stroke swatches at
+    # full opacity (merged from the layers, it showed the faint band colour before)
+    legend = alt.Legend(symbolType="stroke", symbolStrokeWidth=3, symbolOpacity=1, labelLimit=320)
+    colour = alt.Color(
+        f"{color}:N", title=color, scale=alt.Scale(scheme="tableau10"), legend=legend
     )
+    base = alt.Chart(data).encode(x=alt.X(f"{x}:Q", title=x_title), color=colour)
     band = base.mark_area(opacity=0.2).encode(
-        y=alt.Y("lo:Q", title=y_title, scale=scale), y2="hi:Q"
+        y=alt.Y("lo:Q", title=axis_title(y_title), scale=scale), y2="hi:Q"
     )
-    line = base.mark_line(point=len(data) <= 60).encode(
-        y=alt.Y("mean:Q", title=y_title, scale=scale),
+    line = base.mark_line().encode(
+        y=alt.Y("mean:Q", title=axis_title(y_title), scale=scale),
         tooltip=[
             alt.Tooltip(f"{color}:N"),
             alt.Tooltip(f"{x}:Q"),
@@ -53,7 +57,23 @@ def band_chart(
             alt.Tooltip("n:Q", title="runs"),
         ],
     )
-    return (band + line).properties(title=title, height=height)
+    layers = [band, line]
+    if len(data) <= 60:  # few points: mark them, in the lines' colours
+        layers.append(base.mark_point(filled=True, size=30).encode(y=alt.Y("mean:Q", scale=scale)))
+    return alt.layer(*layers).properties(title=title, height=height, autosize=FIT_WIDTH)
+
+
+#: Fit the page's width and keep the chart's own height: Streamlit's default autosize
+#: ("fit") squeezes axes, their titles and the legend into ``height`` as well, which left
+#: a few pixels for the marks of short charts (4 bars in ~30 px).
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
+
+
+def axis_title(text: str, width: int = 32) -> str | list[str]:
+    """An axis title broken into lines of at most ``width`` characters, so a long title
+    is not cut at the chart's edge (Vega-Lite draws a list as lines)."""
+    lines = textwrap.wrap(text, width, break_long_words=False)
+    return lines[0] if len(lines) == 1 else lines
 
 
 def line_chart(
@@ -69,7 +89,7 @@ def line_chart(
             color=alt.Color(f"{color}:N", title=color, scale=alt.Scale(scheme="tableau10")),
             tooltip=[f"{color}:N", f"{x}:Q", alt.Tooltip(f"{y}:Q", format=".4g")],
         )
-        .properties(title=title, height=260)
+        .properties(title=title, height=260, autosize=FIT_WIDTH)
     )
 
 
@@ -89,19 +109,31 @@ def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
         body["effect"] = np.where(
             body["delta test (pp)"] < 0, "accuracy drops", "no drop (no CI: one split)"
         )
-    domain = [
-        "accuracy drops",
-        "accuracy rises",
-        "within noise (CI contains 0)",
-        "no drop (no CI: one split)",
-    ]
+    colours = {
+        "accuracy drops": "#c0392b",
+        "accuracy rises": "#2e86c1",
+        "within noise (CI contains 0)": "#bdc3c7",
+        "no drop (no CI: one split)": "#7f8c8d",
+    }
+    present = set(body["effect"])  # the legend names only what the chart shows
+    domain = [k for k in colours if k in present] or list(colours)
     order = body.sort_values("delta test (pp)")["feature removed"].tolist()
+    # the feature names are the axis (the page's heading says "per removed feature"): no
+    # rotated title to cut off; one band of ROW_PX per feature, labels never overlap
     y = alt.Y(
         "feature removed:N",
         sort=order,
-        title="feature removed",
-        axis=alt.Axis(labelLimit=320, labelOverlap=False),
+        title=None,
+        axis=alt.Axis(labelLimit=320, labelOverlap=False, labelFontSize=12),
+        scale=alt.Scale(paddingInner=0.25),
     )
+    ends = [body["delta test (pp)"], pd.Series([0.0])]
+    if has_ci:
+        ends += [body["delta test CI low (pp)"], body["delta test CI high (pp)"]]
+    vals = pd.concat(ends).dropna()
+    lo, hi = float(vals.min()), float(vals.max())
+    pad = max(1.0, 0.05 * (hi - lo))
+    x_scale = alt.Scale(domain=[np.floor(lo - pad), np.ceil(hi + pad)], nice=False)
     tooltip = [
         "feature removed:N",
         alt.Tooltip("test acc (%):Q", format=".1f"),
@@ -119,11 +151,15 @@ def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
         alt.Chart(body)
         .mark_bar()
         .encode(
-            x=alt.X("delta test (pp):Q", title="change in test accuracy (percentage points)"),
+            x=alt.X(
+                "delta test (pp):Q",
+                title="change in test accuracy when the feature is removed (percentage points)",
+                scale=x_scale,
+            ),
             y=y,
             color=alt.Color(
                 "effect:N",
-                scale=alt.Scale(domain=domain, range=["#c0392b", "#2e86c1", "#bdc3c7", "#7f8c8d"]),
+                scale=alt.Scale(domain=domain, range=[colours[k] for k in domain]),
                 legend=alt.Legend(orient="bottom", title=None),
             ),
             tooltip=tooltip,
@@ -140,12 +176,18 @@ def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
             alt.Chart(body)
             .mark_errorbar(color="#222", thickness=1.5)
             .encode(
-                x=alt.X("delta test CI low (pp):Q", title=""),
+                x=alt.X("delta test CI low (pp):Q", title="", scale=x_scale),
                 x2="delta test CI high (pp):Q",
                 y=y,
             )
         )
-    return alt.layer(*layers).properties(height=80 + 28 * len(body))
+    return alt.layer(*layers).properties(
+        height=SENSITIVITY_ROW_PX * max(len(body), 1) + 20, autosize=FIT_WIDTH
+    )
+
+
+#: Height of one feature's bar band in the sensitivity chart (px).
+SENSITIVITY_ROW_PX = 36
 
 
 def evidence_chart(ev: pd.DataFrame) -> alt.Chart:
@@ -201,7 +243,9 @@ def evidence_chart(ev: pd.DataFrame) -> alt.Chart:
         .mark_rule(color="#c0392b", strokeDash=[4, 3])
         .encode(x="x:Q", tooltip=["what:N"])
     )
-    return alt.layer(bars, points, chance).properties(height=50 * max(len(d), 1) + 30)
+    return alt.layer(bars, points, chance).properties(
+        height=40 * max(len(d), 1) + 20, autosize=FIT_WIDTH
+    )
 
 
 def surface_grid(utility: Any, bounds: np.ndarray, n: int = 60) -> pd.DataFrame:
@@ -344,7 +388,7 @@ def utility_bars(table: pd.DataFrame, *, label: str, value: str = "utility") -> 
             color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="redyellowgreen"), legend=None),
             tooltip=[f"{label}:N", alt.Tooltip(f"{value}:Q", format="+.2f")],
         )
-        .properties(height=80 + 22 * len(table))
+        .properties(height=24 * max(len(table), 1) + 10, autosize=FIT_WIDTH)
     )
 
 
@@ -368,7 +412,8 @@ def favourite_trace_chart(trace: pd.DataFrame, *, height: int = 260) -> alt.Laye
             "favourite:N",
             title="favourite",
             scale=alt.Scale(scheme="tableau10"),
-            legend=alt.Legend(labelLimit=260),
+            # below the plot: long option names would leave the curve a third of the width
+            legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=420),
         ),
         tooltip=[
             alt.Tooltip("answer:Q"),
@@ -383,7 +428,7 @@ def favourite_trace_chart(trace: pd.DataFrame, *, height: int = 260) -> alt.Laye
         .encode(x="answer:Q", tooltip=[alt.Tooltip("answer:Q", title="favourite changed at")])
     )
     return (band + line + rules + pts).properties(
-        title="Favourite after each answer", height=height
+        title="Favourite after each answer", height=height, autosize=FIT_WIDTH
     )
 
 

@@ -9,11 +9,17 @@ never blocked and the visitor may switch pages: coming back finds the same job.
 
 from __future__ import annotations
 
+import logging
+import secrets
 from typing import Any
 
 import streamlit as st
 
+from dashboard._errors import fragment
 from dashboard._services.jobs import Job, service
+from dashboard._text import md
+
+_LOG = logging.getLogger("dtpbo.dashboard")
 
 
 def _seconds(s: float) -> str:
@@ -25,19 +31,22 @@ def _seconds(s: float) -> str:
 
 
 def describe(job: Job) -> str:
-    """One line: what the job does, its current step, how far it is and the time left."""
+    """One line: what the job does, its current step, how far it is and the time left
+    (Markdown: the title and step, which may name a study or a respondent, as text)."""
+    title = md(job.title)
     if job.state == "queued":
-        return f"{job.title}: waiting for a free worker (then {_seconds(job.estimate)})"
+        return f"{title}: waiting for a free worker (then {_seconds(job.estimate)})"
     if job.started is None:
-        return f"{job.title}: starting (then {_seconds(job.estimate)})"
-    step = f" — {job.step}" if job.step else ""
-    return f"{job.title}{step}: {100 * job.fraction:.0f} %, {_seconds(job.eta())} left"
+        return f"{title}: starting (then {_seconds(job.estimate)})"
+    step = f" — {md(job.step)}" if job.step else ""
+    return f"{title}{step}: {100 * job.fraction:.0f} %, {_seconds(job.eta())} left"
 
 
 def progress(job: Job, *, key: str, cancel: bool = True) -> None:
-    """Draw ``job``'s progress until it is done, then rerun the page (a fragment)."""
+    """Draw ``job``'s progress until it is done, then rerun the page (a fragment, guarded
+    as pages are: ``dashboard._errors.fragment``)."""
 
-    @st.fragment(run_every=0.5)
+    @fragment(run_every=0.5)
     def _bar() -> None:
         if job.done:
             st.rerun()
@@ -52,17 +61,30 @@ def progress(job: Job, *, key: str, cancel: bool = True) -> None:
 def result(job: Job, *, key: str, cancel: bool = True) -> Any | None:
     """``job``'s result when it is done; otherwise its progress is drawn and ``None`` is
     returned (the page shows the rest of its content meanwhile, or stops). A failed job
-    shows its error; a cancelled one offers to start again."""
+    shows one sentence and an error id (its error, with the same id, goes to the server
+    log, as :func:`dashboard._errors.error_boundary` does); a cancelled one offers to start
+    again."""
     if job.state == "done":
         return job.result
     if job.state == "failed":
-        st.error(f"{job.title} failed: {type(job.error).__name__}: {job.error}")
+        error_id = secrets.token_hex(4)
+        exc = job.error
+        info = (type(exc), exc, exc.__traceback__) if isinstance(exc, BaseException) else None
+        _LOG.error(
+            "error %s: job %r (%s) failed: %r", error_id, job.key, job.title, exc, exc_info=info
+        )
+        st.error(
+            f"{md(job.title)} failed (error id {error_id}). Try again, or other settings; "
+            "quote the error id to the server's administrator: the details are in the "
+            "server log.",
+            icon=":material/error:",
+        )
         if st.button("Try again", key=f"{key}::retry"):
             service().forget(job.key)  # the page submits it anew
             st.rerun()
         return None
     if job.state == "cancelled":
-        st.info(f"{job.title}: cancelled.")
+        st.info(f"{md(job.title)}: cancelled.")
         if st.button("Start again", key=f"{key}::restart"):
             service().forget(job.key)
             st.rerun()

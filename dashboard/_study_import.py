@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import _services as svc
+from dashboard import _ui as ui
 from dashboard._uploads import upload_name
 from data_loaders import limits
 from data_loaders import user_studies as us
@@ -76,9 +77,15 @@ def apply_pending_choice() -> None:
 
 
 def _problem_table(problems: list[us.Problem]) -> pd.DataFrame:
+    """The problems as a table whose cells are text (``st.table`` renders Markdown)."""
     return pd.DataFrame(
         [
-            {"file": p.file, "line": p.line, "column": p.column, "problem": p.message}
+            {
+                "file": ui.err(p.file),
+                "line": ui.md(p.line),
+                "column": ui.md(p.column),
+                "problem": ui.err(p.message),
+            }
             for p in problems
         ]
     )
@@ -140,6 +147,20 @@ def _new_file(token: tuple[str, int, int]) -> None:
 def add_study_form() -> None:
     """Upload a choice file (+ respondent features), map its columns (pre-filled from
     inference), edit the inferred attribute table and import."""
+    refused = svc.owner_refusal()
+    if refused:
+        st.info(f"Importing is closed for you here: {ui.md(refused)}.")
+        return
+    where = (
+        "The study is kept on this server for you only (other visitors do not see it), "
+        "appears on every page like a bundled study and can be removed here."
+        if svc.shared_server()
+        else "The study is saved in your data folder (`$DTPBO_DATA_HOME/studies`), appears "
+        "on every page like a bundled study, stays after a restart and can be removed "
+        "here; the command line imports the same way (`python -m data_loaders "
+        "import-study FILE --title ...`) and reads the study (`conjoint-accuracy --study "
+        "KEY`)."
+    )
     st.caption(
         "**Long** layout: one row per respondent × task × profile with a 1/0 chosen flag "
         "(or a rank, 1 = best) and one column per attribute. **Wide**: one row per task "
@@ -147,21 +168,23 @@ def add_study_form() -> None:
         "`ic.gc`, `ic.gr`...) and a column naming the chosen alternative; any number of "
         "alternatives. Respondent and task columns are optional. At most "
         f"{us.MAX_UPLOAD_MB} MB, {limits.MAX_COLUMNS:,} columns and {limits.MAX_ROWS:,} "
-        "lines per file. The study is saved in your data folder "
-        "(`$DTPBO_DATA_HOME/studies`), appears on every page like a bundled study, stays "
-        "after a restart and can be removed here; the command line imports the same way "
-        "(`python -m data_loaders import-study FILE --title ...`) and reads the study "
-        "(`conjoint-accuracy --study KEY`)."
+        "lines per file. " + where
     )
-    up = st.file_uploader("Choice data (CSV)", type=["csv"], key="add_choices")
+    up = st.file_uploader(
+        "Choice data (CSV)", type=["csv"], key="add_choices", max_upload_size=us.MAX_UPLOAD_MB
+    )
     c1, c2 = st.columns(2)
     users_up = c1.file_uploader(
         "Respondent features (optional CSV: a respondent column and one per feature)",
         type=["csv"],
         key="add_users",
+        max_upload_size=us.MAX_UPLOAD_MB,
     )
     attrs_up = c2.file_uploader(
-        "Attribute table (optional JSON, as for --attributes)", type=["json"], key="add_attrs"
+        "Attribute table (optional JSON, as for --attributes)",
+        type=["json"],
+        key="add_attrs",
+        max_upload_size=us.MAX_UPLOAD_MB,
     )
     if up is None:
         return
@@ -173,7 +196,7 @@ def add_study_form() -> None:
         return
     _new_file((name, len(content), hash(content)))
     have = [str(c) for c in frame.columns]
-    st.caption(f"**{name}**: {len(frame):,} rows; {list_columns(have)}.")
+    st.caption(f"**{ui.md(name)}**: {len(frame):,} rows; {ui.md(list_columns(have))}.")
 
     auto = _defaults(content, name, None)
     fmt = st.radio(
@@ -259,7 +282,7 @@ def add_study_form() -> None:
         _show_problems(ins.problems)
         return
     if ins.notes:
-        st.caption("Inferred: " + "; ".join(ins.notes) + ".")
+        st.caption("Inferred: " + ui.md("; ".join(ins.notes)) + ".")
 
     kept = [f for f in list(_kept("add_features", [])) if f in ins.candidates]  # type: ignore[call-overload]
     picked = st.multiselect(
@@ -277,7 +300,7 @@ def add_study_form() -> None:
         for k, f in enumerate(picked):
             lkey = f"add_feature_label::{name}::{f}"
             label = cells[k % len(cells)].text_input(
-                f"Label of {f}", str(_kept(lkey, readable(f))), key=lkey
+                f"Label of {ui.md(f)}", str(_kept(lkey, readable(f))), key=lkey
             )
             _keep(lkey, label)
             features.append((f, label.strip() or readable(f)))
@@ -340,10 +363,11 @@ def add_study_form() -> None:
 
 
 def remove_button(key: str, title: str) -> None:
-    """ "Remove this study" for an imported study."""
-    if not key.startswith(us.KEY_PREFIX):
+    """ "Remove this study" for an imported study this visitor may remove (on a shared
+    server: their own, unpublished)."""
+    if not svc.removable(key):
         return
-    if st.button(f"Remove {title}", key=f"cs_remove::{key}", icon=":material/delete:"):
+    if st.button(f"Remove {ui.md(title)}", key=f"cs_remove::{key}", icon=":material/delete:"):
         svc.remove_study(key)
         st.session_state[PENDING] = None
         st.rerun()

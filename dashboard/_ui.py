@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -11,17 +10,19 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import _progress
+from dashboard import _progress, _server
 from dashboard import _services as svc
+from dashboard._errors import SHOW_TRACEBACKS_ENV, error_boundary, fragment  # noqa: F401
 from dashboard._services import sessions as store
+from dashboard._text import err, md, redact, safe_csv  # noqa: F401 (the pages' helpers)
 from pbo_core.explain.export import OUTLINE_LEAVES
 
-#: Cookie (and session-state key) holding this browser's visitor token.
-VISITOR_COOKIE = "dtpbo_visitor"
-#: What a visitor token looks like (anything else in the cookie is replaced).
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
-#: Seconds the browser keeps the visitor cookie (one year).
-_COOKIE_AGE = 365 * 24 * 3600
+# ----------------------------------------------------------------------------- visitors
+#: Cookie (and session-state key) holding this browser's visitor token; the token's form
+#: and the cookie's age (the launcher's server sets it httpOnly, ``dashboard._server``).
+VISITOR_COOKIE = _server.VISITOR_COOKIE
+_TOKEN = _server.TOKEN
+_COOKIE_AGE = _server.COOKIE_AGE_S
 
 
 def _cookie_token() -> str | None:
@@ -35,10 +36,10 @@ def _cookie_token() -> str | None:
 def visitor_owner() -> str:
     """This browser's owner id: a hash of its visitor token (:func:`store.owner_of`).
 
-    The token lives in a first-party cookie (``dtpbo_visitor``) the page sets on the first
-    visit, so the session list of a reload or of a new tab shows what this browser made
-    and nothing else; the server stores only the hash. A run without a browser (AppTest)
-    gets a token of its own, kept in ``st.session_state``.
+    The token lives in a first-party cookie (``dtpbo_visitor``, set httpOnly by the server
+    on every page, :mod:`dashboard._server`), so the session list of a reload or of a new
+    tab shows what this browser made and nothing else; the server stores only the hash. A
+    run without a browser (AppTest) gets a token of its own, kept in ``st.session_state``.
     """
     token = st.session_state.get(VISITOR_COOKIE)
     if not (isinstance(token, str) and _TOKEN.fullmatch(token)):
@@ -47,11 +48,16 @@ def visitor_owner() -> str:
             token = secrets.token_urlsafe(24)
             st.session_state["_visitor_new"] = True
         st.session_state[VISITOR_COOKIE] = token
-    return store.owner_of(token)
+    owner = store.owner_of(token)
+    st.session_state[svc.OWNER_KEY] = owner  # who the services serve (imported studies)
+    return owner
 
 
 def keep_visitor_cookie() -> None:
-    """Give the browser its visitor cookie once, when it came without one."""
+    """Give the browser its visitor cookie once, when it came without one: only when the
+    server did not set it (``python -m dashboard`` sets it httpOnly on every page,
+    :class:`dashboard._server.VisitorCookie`; a plain ``streamlit run`` does not), so this
+    script-set cookie is the fallback, readable by scripts."""
     if not st.session_state.pop("_visitor_new", False):
         return
     token = st.session_state[VISITOR_COOKIE]  # URL-safe characters only (checked above)
@@ -177,8 +183,9 @@ def linked_missing(options: Sequence[str]) -> None:
     wanted = st.session_state.pop("_link_study", None)
     if wanted and wanted not in options:
         st.warning(
-            f"The link asks for the study {wanted!r}, which is not available on this page "
-            "here; showing another one. Pick a study below, or import it under Case studies."
+            f"The link asks for the study {md(repr(wanted))}, which is not available on this "
+            "page here; showing another one. Pick a study below, or import it under Case "
+            "studies."
         )
 
 
@@ -196,7 +203,7 @@ def respondent_picker(study: Any, *, key: str, container: Any = None) -> Any:
         if match is not None:
             st.session_state[svc.respondent_key(study.key)] = match
         else:
-            st.warning(f"No respondent {wanted!r} in this study: showing another one.")
+            st.warning(f"No respondent {md(repr(wanted))} in this study: showing another one.")
     value = synced_selectbox(
         f"Respondent ({len(resp):,})",
         resp,
@@ -381,7 +388,7 @@ def unavailable(key: str, what: str = "This page") -> None:
     ``what`` names who needs the study, as a sentence subject ("The tree explorer").
     """
     status = svc.study_status(key)
-    st.warning(f"**{status.title}** is not available here. {what} needs it.")
+    st.warning(f"**{md(status.title)}** is not available here. {what} needs it.")
     st.markdown(svc.how_to_get(key))
 
 
@@ -409,6 +416,65 @@ def require_study(
     return study_key, study
 
 
+# ----------------------------------------------------------------------------- server paths
+#: Every page input that names a path on the server: widget key -> (what it names,
+#: folder?, written?). :func:`path_input` registers its inputs; the sidebar's Data
+#: locations register theirs (:func:`register_path_input`). ``tests/dashboard`` checks
+#: that every text input of every page is either here or known not to name a path.
+PATH_INPUTS: dict[str, tuple[str, bool, bool]] = {}
+
+
+def register_path_input(key: str, what: str, *, folder: bool, write: bool = False) -> None:
+    """Record a widget that names a server path (see :data:`PATH_INPUTS`)."""
+    PATH_INPUTS[key] = (what, folder, write)
+
+
+def shown_path(path: object, what: str) -> str:
+    """A server path for a sentence on the page (Markdown): the path, as text, on a
+    personal server; on a shared server only ``what`` ("the server's results folder")."""
+    return f"the server's {what}" if svc.shared_server() else f"'{md(path)}'"
+
+
+def path_input(
+    label: str,
+    *,
+    key: str,
+    default: str | Path,
+    what: str,
+    folder: bool,
+    write: bool,
+    help: str | None = None,
+    container: Any = None,
+    kept: str | None = None,
+) -> Path:
+    """A text input naming a path on the server, through the one path rule.
+
+    A path read must lie below the allowed data roots; a path written (results, caches)
+    below the data folder (:func:`dashboard._services.typed_path_refusal`). A refused
+    path is said (as text) and ``default`` used instead; ``default`` is the server's own
+    setting and always allowed. On a shared server there is no input: ``default`` is used
+    and the page names no path. ``kept`` is the session-state key that keeps the typed
+    text while another page is shown (default ``<key>::kept``). Returns the path to use.
+    """
+    register_path_input(key, what, folder=folder, write=write)
+    where = container if container is not None else st
+    if svc.shared_server():
+        where.caption(f"{label}: the server's, set by its administrator.")
+        return Path(default)
+    kept = kept or f"{key}::kept"  # outlives the widget's state when another page is shown
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(kept, str(default))
+    typed = str(where.text_input(label, key=key, help=help) or "").strip()
+    st.session_state[kept] = typed
+    if not typed or Path(typed).expanduser() == Path(default).expanduser():
+        return Path(default)
+    refusal = svc.typed_path_refusal(typed, folder=folder, write=write, what=what)
+    if refusal is not None:
+        where.warning(f"{err(refusal)}. Using the default instead: {md(default)}.")
+        return Path(default)
+    return Path(typed).expanduser()
+
+
 def full_table(df: Any, *, max_rows: int = 25, **kwargs: Any) -> None:
     """A dataframe tall enough to show up to ``max_rows`` rows without scrolling."""
     n = min(len(df), max_rows)
@@ -423,6 +489,16 @@ def lazy_tabs(labels: Sequence[str], *, key: str) -> Sequence[Any]:
     The open tab is ``st.session_state[key]`` (its label).
     """
     return st.tabs(list(labels), key=key, on_change="rerun")
+
+
+def results_root() -> Path:
+    """The results folder the pages read: the one chosen on the Convergence page (checked
+    there, :func:`path_input`; checked again here), else the per-user one."""
+    home = svc.results_home()
+    chosen = st.session_state.get("cv_root_value")
+    if not chosen or svc.shared_server() or svc.results_refusal(chosen) is not None:
+        return home
+    return Path(str(chosen))
 
 
 def ensure_default_grids(root: str, names: Sequence[str], label: str) -> bool:

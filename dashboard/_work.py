@@ -13,7 +13,9 @@ goes; the loop (:func:`serve`) sends those reports back to the server.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -74,9 +76,27 @@ def serve(conn: Connection, nice: int | None = None) -> None:
     ``("start", job_id)``; while it runs, its ``progress(fraction, step)`` calls are sent
     as ``("progress", job_id, fraction, step)``; at the end ``("done", job_id, True,
     result)`` or ``("done", job_id, False, exception)``. Runs ``nice`` below the server
-    (default :func:`niceness`) and returns when the other end closes.
+    (default :func:`niceness`) and returns when the other end closes; when the parent
+    process is gone (a server ended mid-job) it ends within a second instead of finishing
+    the job.
     """
     os.nice(niceness() if nice is None else nice)
+    parent, done = multiprocessing.parent_process(), threading.Event()
+    if parent is not None:  # a worker process (not a thread of the caller's)
+
+        def _orphaned() -> None:  # a daemon thread: the job in progress may take minutes
+            parent.join()  # returns when the parent process is gone (its sentinel closes)
+            if not done.is_set():
+                os._exit(0)
+
+        threading.Thread(target=_orphaned, name="parent-watch", daemon=True).start()
+    try:
+        _loop(conn)
+    finally:
+        done.set()
+
+
+def _loop(conn: Connection) -> None:
     while True:
         try:
             job_id, fn, args, kwargs, wants = conn.recv()

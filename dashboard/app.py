@@ -28,6 +28,7 @@ from dashboard._services import sessions as store  # noqa: E402
 from dashboard.pages import PAGES  # noqa: E402
 
 _VIEWS = Path(__file__).resolve().parent / "views"
+_FAVICON = Path(__file__).resolve().parent / "static" / "favicon.png"
 
 
 def _data_locations() -> None:
@@ -60,6 +61,7 @@ def _data_locations() -> None:
         )
         for name, d in svc.DATASETS.items():
             key = f"path_{name}"
+            ui.register_path_input(key, d["label"], folder=bool(d["folder"]))
             if key not in st.session_state:
                 st.session_state[key] = paths.get(name, "")
             paths[name] = st.text_input(
@@ -71,9 +73,9 @@ def _data_locations() -> None:
             st.session_state[svc.PATHS_KEY] = paths
             source, message = svc.path_source(name)
             if paths[name].strip() and source != "sidebar":
-                st.warning(message)
+                st.warning(ui.err(message))
             else:
-                st.caption(message)
+                st.caption(ui.err(message))
     st.session_state[svc.PATHS_KEY] = paths
     cleaned = {k: v.strip() for k, v in paths.items() if v and v.strip()}
     if cleaned != st.session_state.get("_saved_paths"):
@@ -98,22 +100,36 @@ def _warm_up_status() -> None:
         )
 
 
+def _page_name(page: object) -> str:
+    """The page's title for the server log (nothing when the app runs without a server,
+    e.g. re-imported by a worker process)."""
+    try:
+        return str(getattr(page, "title", ""))
+    except Exception:
+        return ""
+
+
 def main() -> None:
     """Configure the page, the sidebar and the navigation, then run the chosen page."""
-    st.set_page_config(page_title="DT-PBO Explorer", page_icon=":material/park:", layout="wide")
+    # a local icon: a ":material/...:" page icon makes the browser fetch the favicon from
+    # an external font host (no request leaves the server; docs/dashboard.md)
+    st.set_page_config(page_title="DT-PBO Explorer", page_icon=str(_FAVICON), layout="wide")
     pages = [
         st.Page(_VIEWS / file, title=title, icon=icon, default=(i == 0))
         for i, (file, title, icon) in enumerate(PAGES)
     ]
     page = st.navigation(pages)
-    st.sidebar.caption("DT-PBO Explorer: interpretable preferential Bayesian optimisation")
-    ui.visitor_owner()
-    ui.apply_deep_link()
-    with st.sidebar:
-        ui.keep_visitor_cookie()
-    _data_locations()
-    _warm_up_status()
-    page.run()
+    # an unexpected error: one sentence and an error id on the page, the traceback in the
+    # server's log (ui.error_boundary); never a traceback or a server path on the page
+    with ui.error_boundary(f"page {_page_name(page)!r}"):
+        st.sidebar.caption("DT-PBO Explorer: interpretable preferential Bayesian optimisation")
+        ui.visitor_owner()
+        ui.apply_deep_link()
+        with st.sidebar:
+            ui.keep_visitor_cookie()
+        _data_locations()
+        _warm_up_status()
+        page.run()
 
 
 main()

@@ -29,6 +29,10 @@ The allowed roots (1)::
 Refusals raise :class:`PathRefusedError`, whose message names the path as typed and the
 rule, never the target of a symlink or anything read from a file, and does not say whether
 a refused path exists.
+
+Where the dashboard **writes** (results of a benchmark run, an extraction cache) a typed
+path must lie below the data home itself (:func:`check_output`, in every process): caches
+and results are written only under the data folder.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ __all__ = [
     "allowed_roots",
     "check_file",
     "check_folder",
+    "check_output",
     "check_path",
     "confined",
     "data_home",
@@ -240,6 +245,44 @@ def check_folder(path: str | os.PathLike[str], what: str = "data folder") -> Pat
 def check_path(path: str | os.PathLike[str], *, folder: bool, what: str) -> Path:
     """:func:`check_folder` when ``folder`` else :func:`check_file`."""
     return check_folder(path, what) if folder else check_file(path, what)
+
+
+def check_output(path: str | os.PathLike[str], *, folder: bool, what: str) -> Path:
+    """``path`` as given, after checking that something may be written there: with every
+    symlink resolved it lies below the data home (:func:`data_home`), with no hidden
+    component below it, and is a folder (``folder``) or a regular file when it exists.
+    Nothing is created or opened.
+
+    Raises
+    ------
+    PathRefusedError
+        When it lies elsewhere, or exists as the wrong kind of file.
+    """
+    shown = str(path)
+    try:
+        real = _real(path)
+        home = _real(data_home())
+    except (OSError, ValueError) as exc:
+        raise PathRefusedError(
+            f"{what} {shown!r}: not a usable path ({type(exc).__name__})"
+        ) from None
+    inside = _below(real, home) and (real != home or folder)
+    if not inside:
+        raise PathRefusedError(
+            f"{what} {shown!r} is not below the data folder ({home}, ${DATA_HOME_ENV}) or "
+            "names a hidden file; results and caches are written only there"
+        )
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return Path(path)
+    except OSError as exc:
+        raise PathRefusedError(f"{what} {shown!r}: cannot be inspected ({exc.strerror})") from None
+    if folder and not stat.S_ISDIR(st.st_mode):
+        raise PathRefusedError(f"{what} {shown!r} is not a folder")
+    if not folder and not stat.S_ISREG(st.st_mode):
+        raise PathRefusedError(f"{what} {shown!r} is not a regular file")
+    return Path(path)
 
 
 def refusal(path: str | os.PathLike[str], *, folder: bool, what: str) -> str | None:

@@ -7,6 +7,19 @@ page's Add-a-study form does (:func:`data_loaders.user_studies.save_study`;
 choice column, attribute table, money attribute) is said on stderr, one line each; the
 study's key is printed alone on the last line of stdout. Problems are one line each on
 stderr, the exit status is 2 and nothing is saved.
+
+On a shared server (``DTPBO_SHARED_SERVER=1``) a study is seen only by the visitor who
+imported it; the operator decides what everyone sees:
+
+``import-study FILE --title T --public``
+    imports and publishes at once;
+``publish-study KEY`` / ``publish-study KEY --withdraw``
+    publishes a saved study to every visitor, or withdraws it (its owner, if a visitor
+    imported it, keeps it);
+``list-studies``
+    lists the saved studies: key, published or whose (a visitor's hash, shortened), title;
+``remove-study KEY``
+    deletes a saved study, whoever imported it.
 """
 
 from __future__ import annotations
@@ -40,7 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("file", help="the choice data (CSV)")
     imp.add_argument("--title", required=True, help="the study's title")
+    imp.add_argument(
+        "--public",
+        action="store_true",
+        help="publish it to every visitor of a shared server (default: seen by no visitor "
+        "until publish-study)",
+    )
     add_column_args(imp)
+    pub = sub.add_parser(
+        "publish-study",
+        help="publish a saved study to every visitor of a shared server",
+        description="Publish a saved study (its key, as import-study printed it) to every "
+        "visitor of a shared server, or withdraw it with --withdraw.",
+    )
+    pub.add_argument("key", help="the study's key (my-...)")
+    pub.add_argument("--withdraw", action="store_true", help="withdraw a published study")
+    sub.add_parser("list-studies", help="list the saved studies and who sees them")
+    rm = sub.add_parser("remove-study", help="delete a saved study, whoever imported it")
+    rm.add_argument("key", help="the study's key (my-...)")
     return p
 
 
@@ -83,7 +113,14 @@ def import_study(args: argparse.Namespace) -> int:
                 for p in problems:
                     _say(f"error: {p.one_line()}")
                 return 2
-        meta, problems = save_study(args.title, content, path.name, attributes, column_map(args))
+        meta, problems = save_study(
+            args.title,
+            content,
+            path.name,
+            attributes,
+            column_map(args),
+            public=bool(getattr(args, "public", False)),
+        )
     except (DataValidationError, OSError) as exc:  # limits, access refusals, absent files
         _say(f"error: {exc}")
         return 2
@@ -97,13 +134,62 @@ def import_study(args: argparse.Namespace) -> int:
         _count(meta.counts.get(k, 0), k) for k in ("respondents", "items", "comparisons")
     )
     _say(f"saved {meta.title!r} ({meta.format}; {counts}) in {meta.folder}")
+    if meta.public:
+        _say("published: every visitor of a shared server sees it")
     print(meta.key)
+    return 0
+
+
+def _who(meta: object) -> str:
+    if getattr(meta, "public", False):
+        return "published"
+    owner = str(getattr(meta, "owner", ""))
+    return f"visitor {owner[:8]}" if owner else "operator (unpublished)"
+
+
+def publish_study(args: argparse.Namespace) -> int:
+    """Publish (or withdraw) a saved study; the exit status."""
+    from data_loaders.user_studies import set_public
+
+    try:
+        meta = set_public(args.key, not args.withdraw)
+    except KeyError as exc:
+        _say(f"error: {exc.args[0]}")
+        return 2
+    _say(f"{meta.key}: {_who(meta)}")
+    return 0
+
+
+def list_studies(args: argparse.Namespace) -> int:
+    """One line per saved study: key, who sees it, title."""
+    from data_loaders.user_studies import list_user_studies
+
+    for meta in list_user_studies():
+        print(f"{meta.key}\t{_who(meta)}\t{meta.title}")
+    return 0
+
+
+def remove_study(args: argparse.Namespace) -> int:
+    """Delete a saved study; the exit status."""
+    from data_loaders.user_studies import remove_user_study, user_study
+
+    if user_study(args.key) is None:
+        _say(f"error: no imported study {args.key!r}")
+        return 2
+    remove_user_study(args.key)
+    _say(f"removed {args.key}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     args = build_parser().parse_args(argv)
-    if args.command == "import-study":
-        return import_study(args)
+    commands = {
+        "import-study": import_study,
+        "publish-study": publish_study,
+        "list-studies": list_studies,
+        "remove-study": remove_study,
+    }
+    if args.command in commands:
+        return commands[args.command](args)
     return 2  # pragma: no cover - argparse requires a command

@@ -12,7 +12,16 @@ A study is one folder ``$DTPBO_DATA_HOME/studies/<key>/`` holding canonical file
 ``study.json``
     Title, the resolved column mapping (:class:`ColumnMap`: layout, columns,
     alternatives, opt-outs, respondent features with their labels, the money attribute),
-    what was inferred, counts, upload names (base names only) and import time.
+    what was inferred, counts, upload names (base names only), import time, and who may
+    see it: ``owner`` (the hash of the dashboard visitor who imported it; empty for the
+    command line) and ``public`` (published to every visitor).
+
+**Ownership** (what a shared server enforces, :meth:`UserStudy.visible_to`): a study is
+listed, loaded, linked and removed only by its owner, unless the operator published it
+(``python -m data_loaders publish-study KEY`` or ``import-study --public``). A visitor
+holds at most :func:`max_studies_per_owner` studies, and visitors' studies together at
+most :func:`max_owned_bytes` bytes (:func:`owner_refusal`, checked before the upload is
+parsed).
 
 :func:`load_choice_file` is the one loader of such data: the command line's
 ``conjoint-accuracy --data FILE`` and ``report --data FILE`` call it (their column flags
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -94,11 +104,16 @@ __all__ = [
     "list_user_studies",
     "load_choice_file",
     "load_user_study",
+    "max_owned_bytes",
+    "max_studies_per_owner",
+    "owner_refusal",
     "parse_features",
     "read_upload",
     "remove_user_study",
     "save_study",
+    "set_public",
     "studies_dir",
+    "user_study",
 ]
 
 #: Largest accepted upload (each file), in MB (:data:`data_loaders.limits.MAX_FILE_MB`).
@@ -111,6 +126,11 @@ DIRECTIONS = ("", "higher is better", "lower is better")
 #: Name of the attribute ``--alternative-attribute`` adds (alternative-specific constants).
 ALTERNATIVE_ATTRIBUTE = "alternative"
 _LEVEL_SEP = " | "
+#: Environment variable: the most studies one visitor may hold (default 10).
+MAX_STUDIES_ENV = "DTPBO_MAX_STUDIES_PER_VISITOR"
+#: Environment variable: the most bytes all visitors' studies may hold together (default
+#: 512 MiB; the operator's and published studies do not count).
+MAX_OWNED_BYTES_ENV = "DTPBO_MAX_VISITOR_STUDY_BYTES"
 
 
 # ----------------------------------------------------------------------------- flags
@@ -707,6 +727,19 @@ class UserStudy:
     description: str = ""
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    owner: str = ""
+    public: bool = False
+
+    def visible_to(self, owner: str) -> bool:
+        """May the visitor ``owner`` see (list, load, link) this study on a shared server?
+        Its owner may, and everyone when it is published; a study imported on the command
+        line (no owner) and not published is seen by no visitor."""
+        return bool(self.public) or (bool(owner) and owner == self.owner)
+
+    def removable_by(self, owner: str) -> bool:
+        """May the visitor ``owner`` remove it on a shared server? Only its owner, and only
+        while it is not published (the operator withdraws a published study)."""
+        return bool(owner) and owner == self.owner and not self.public
 
     @property
     def folder(self) -> Path:
@@ -724,6 +757,58 @@ def studies_dir() -> Path:
     return data_home() / "studies"
 
 
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return max(int(raw), 0) if raw else default
+    except ValueError:
+        return default
+
+
+def max_studies_per_owner() -> int:
+    """The most studies one visitor may hold (``$DTPBO_MAX_STUDIES_PER_VISITOR``, 10)."""
+    return _env_int(MAX_STUDIES_ENV, 10)
+
+
+def max_owned_bytes() -> int:
+    """The most bytes visitors' studies may hold together
+    (``$DTPBO_MAX_VISITOR_STUDY_BYTES``, 512 MiB)."""
+    return _env_int(MAX_OWNED_BYTES_ENV, 512 * 2**20)
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for f in folder.iterdir():
+        try:
+            total += f.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def owner_refusal(owner: str, incoming: int = 0) -> str | None:
+    """Why visitor ``owner`` may not import another study of ``incoming`` bytes (one
+    sentence), or ``None``: at most :func:`max_studies_per_owner` studies each, and
+    :func:`max_owned_bytes` for all visitors' studies together. Reads only the small
+    ``study.json`` files and file sizes, before the upload is parsed."""
+    if not owner:
+        return None
+    owned = [m for m in list_user_studies() if m.owner]
+    mine = sum(m.owner == owner and not m.public for m in owned)
+    if mine >= max_studies_per_owner():
+        return (
+            f"you already have {mine} studies here, the most one visitor may keep "
+            f"(${MAX_STUDIES_ENV}); remove one of yours first"
+        )
+    used = sum(_folder_bytes(m.folder) for m in owned if not m.public)
+    if used + incoming > max_owned_bytes():
+        return (
+            "the server's space for visitors' studies is full "
+            f"(${MAX_OWNED_BYTES_ENV}); ask its administrator"
+        )
+    return None
+
+
 def _slug(title: str) -> str:
     s = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40].strip("-")
     return s or "study"
@@ -736,13 +821,25 @@ def save_study(
     attributes: Sequence[Attribute] | None,
     columns: ColumnMap,
     respondents: tuple[bytes, str] | None = None,
+    *,
+    owner: str = "",
+    public: bool = False,
+    limit_owner: bool = False,
 ) -> tuple[UserStudy | None, list[Problem]]:
     """Check the upload and, only when it loads, save it as a new study folder.
 
     ``study.json`` keeps the resolved column map (what was inferred is fixed there, and in
-    ``notes``), so the saved study loads the same way every time.
+    ``notes``), so the saved study loads the same way every time. ``owner`` (a visitor's
+    hash) and ``public`` say who may see it (:meth:`UserStudy.visible_to`); with
+    ``limit_owner`` the owner's limits (:func:`owner_refusal`) are checked first, before
+    anything is parsed.
     """
     title = title.strip() or Path(file).stem
+    if limit_owner:
+        size = len(content) + (len(respondents[0]) if respondents else 0)
+        refused = owner_refusal(owner, size)
+        if refused:
+            return None, [Problem(file, refused)]
     study, problems = check_upload(content, file, attributes, columns, respondents)
     if study is None:
         return None, problems
@@ -765,6 +862,8 @@ def save_study(
         f"Imported from {file} ({counts['comparisons']} comparisons).",
         list(study.extras.get("import_notes", [])),
         counts,
+        owner,
+        bool(public),
     )
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=root))
     try:
@@ -808,6 +907,30 @@ def _folder(key: str) -> Path:
     if not key.startswith(KEY_PREFIX) or not re.fullmatch(r"[a-z0-9-]+", key):
         raise KeyError(f"not an imported study key: {key!r}")
     return studies_dir() / key
+
+
+def user_study(key: str) -> UserStudy | None:
+    """The ``study.json`` of a saved study (``None`` when there is none)."""
+    try:
+        folder = _folder(key)
+    except KeyError:
+        return None
+    meta = _read_meta(folder)
+    return meta if meta is not None and meta.key == key else None
+
+
+def set_public(key: str, public: bool = True) -> UserStudy:
+    """Publish a saved study to every visitor (or withdraw it: ``public=False``); the
+    operator's command ``python -m data_loaders publish-study KEY``."""
+    meta = user_study(key)
+    if meta is None:
+        raise KeyError(f"no imported study {key!r}")
+    meta = replace(meta, public=bool(public))
+    target = meta.folder / "study.json"
+    tmp = target.with_name(".study.json.tmp")
+    tmp.write_text(json.dumps(asdict(meta), indent=2), encoding="utf-8")
+    tmp.replace(target)  # one rename: a reader sees the old or the new file
+    return meta
 
 
 def load_user_study(key: str) -> Study:

@@ -48,8 +48,12 @@ refitted without the fold (its strengths fixed at their full-data values), each 
 respondent holds out ``test_tasks`` tasks, and the held-out log loss after 1, 2, ... of
 their other tasks is summed.
 
-Value of time (Eq. 7): ``VOT = 60 beta_time / beta_cost`` CHF per hour, with a
-delta-method standard error from the Laplace covariance of the two slopes.
+Value of time (Eq. 7): ``VOT = 60 beta_time / beta_cost`` CHF per hour (the money
+attribute as chosen: ``study.extras["money_attribute"]``, or ``cost``), with Fieller's
+95 % interval from the Laplace covariance of the two slopes; when the cost slope's own
+interval includes 0 the ratio is *not identified* and no number is given
+(:meth:`SegmentLogitHierarchy.segment_table`). :func:`value_of_time` keeps the
+delta-method standard error for callers that want it.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ from scipy.special import expit
 from threadpoolctl import ThreadpoolController
 
 from pbo_core.data import Schema, Study
+from pbo_core.explain import labels
 from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
 from pbo_core.models.glm import link_nll, newton_batch, spd_inv_batch
 from pbo_core.models.linear import LinearDesign
@@ -776,23 +781,68 @@ class SegmentLogitHierarchy:
                 out[t.leaf_of_node[node]] = " AND ".join(paths[node]) or "(all respondents)"
         return out
 
-    def segment_table(self) -> pd.DataFrame:
-        """One row per segment: who, size, every coefficient in units, value of time [95 % CI]."""
+    def money_column(self, money: str | None = None) -> int | None:
+        """Design column of the money attribute: ``money`` (a feature name) when given,
+        else the study's (``extras["money_attribute"]``), else a column named ``cost``
+        or measured in money (:func:`pbo_core.explain.labels.is_money`)."""
+        names = self.arr_.design.names
+        if money is None and self.study_ is not None:
+            money = labels.money_attribute(self.study_)[0]
+        if money is not None:
+            return names.index(money) if money in names else None
+        schema = self.arr_.design.schema
+        for j, name in enumerate(names):
+            if name == "cost" or (name in schema.names and labels.is_money(schema[name])):
+                return j
+        return None
+
+    def segment_table(self, money: str | None = None) -> pd.DataFrame:
+        """One row per segment: who, size, every coefficient in units, value of time [95 % CI].
+
+        The value of time divides the time slope by the slope of the money attribute
+        (``money``, default :meth:`money_column`) with Fieller's 95 % interval
+        (:func:`pbo_core.explain.labels.fieller_ratio`); when the money slope's own 95 %
+        interval includes 0 the ratio is not identified: ``value of time`` is NaN and the
+        text says why. Numbers are rounded to the precision of their interval.
+        """
         design = self.arr_.design
         names = design.names
-        it = names.index("time") if "time" in names else -1
-        ic = names.index("cost") if "cost" in names else -1
+        schema = design.schema
+        it = next(
+            (
+                j
+                for j, n in enumerate(names)
+                if n in schema.names and labels.hours_per_unit(schema[n]) is not None
+            ),
+            names.index("time") if "time" in names else -1,
+        )
+        ic = self.money_column(money)
+        ic = -1 if ic is None else ic
+        money_col = design.columns[ic] if ic >= 0 else None
+        money_name = schema[money_col.name].display if money_col is not None else ""
+        unit = f"{money_col.unit or 'money'}/h" if money_col is not None else ""
         rows = []
         for g, who in sorted(self.segment_paths().items()):
             row: dict[str, Any] = {"segment": g, "respondents": int(self.segment_users_[g])}
-            if it >= 0 and ic >= 0:
-                v, se = value_of_time(self.segment_coef_[g], self.segment_cov_[g], it, ic)
-                row["value of time (CHF/h)"] = v
-                row["VOT 95% CI"] = f"[{v - 1.96 * se:.0f}, {v + 1.96 * se:.0f}]"
+            b, V = self.segment_coef_[g], self.segment_cov_[g]
+            if it >= 0 and ic >= 0 and it != ic:
+                h = labels.hours_per_unit(schema[names[it]]) if names[it] in schema.names else None
+                r = labels.fieller_ratio(b[it], b[ic], V[np.ix_([it, ic], [it, ic])])
+                r = r.scaled(1.0 / (h or 1 / 60))
+                d = labels.ci_decimals(r.low, r.high)
+                row[f"value of time ({unit})"] = round(r.estimate, d) if r.identified else np.nan
+                row["value of time [95% CI]"] = labels.ratio_text(r, unit, money=money_name)
+                row["money attribute"] = money_name
             for j in sorted(range(len(design.columns)), key=lambda j: j not in (it, ic)):
                 col = design.columns[j]
-                unit = f" per {col.unit}" if col.unit else ""
-                row[f"{col.label}{unit}"] = float(self.segment_coef_[g, j])
+                name = col.label
+                if col.unit and "(per " not in name:  # "Travel time (min)" -> "(per min)"
+                    tail = f" ({col.unit})"
+                    base = name[: -len(tail)] if name.endswith(tail) else name
+                    name = f"{base} (per {col.unit})"
+                half = 1.959963984540054 * float(np.sqrt(max(V[j, j], 0.0)))
+                d = labels.ci_decimals(-half, half)
+                row[name] = round(float(b[j]), d)
             row["who"] = who
             rows.append(row)
         return pd.DataFrame(rows)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import threading
+import time
+import weakref
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from dashboard._charts import (
@@ -104,7 +112,7 @@ def leaf_boxes(model: DTSurrogate) -> pd.DataFrame:
                 "x1_end": upper[node, 0],
                 "x2": lower[node, 1],
                 "x2_end": upper[node, 1],
-                "leaf": leaf,
+                "leaf": s.number,  # as the tree and the favourite card number it
                 "utility": s.mean,
                 "sd": s.sd,
                 "rank": s.rank,
@@ -133,16 +141,87 @@ def session_items_table(sess: Any) -> pd.DataFrame:
     return items_table(sess.model, data)
 
 
-def option_table(sess: Any, x: np.ndarray) -> pd.DataFrame:
-    """Readable attributes of one option: label, value with unit."""
-    schema = sess.schema
-    dec = schema.decode(np.atleast_2d(x)).iloc[0]
-    rows = []
+# What an answer redraws from a finite session's fixed items (the options' tables and
+# names) is computed once per session and item: decoding a row through the schema builds
+# pandas objects (3-5 ms a row), which every answer used to pay a dozen times.
+_DISPLAY: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+_DISPLAY_LOCK = threading.Lock()
+
+
+def _memo(sess: Any, index: int | None) -> dict[Any, Any] | None:
+    """The display memo of a finite session (``None``: nothing to keep for this row)."""
+    if index is None or not sess.problem.finite:
+        return None
+    with _DISPLAY_LOCK:
+        try:
+            return _DISPLAY.setdefault(sess, {})
+        except TypeError:  # not weak-referenceable: compute every time
+            return None
+
+
+def _decoded(sess: Any, index: int | None, x: np.ndarray | None) -> pd.Series:
+    """Row ``index`` (or the encoded row ``x``) of a session, decoded (labels, units)."""
+    memo = _memo(sess, index)
+    if memo is None:
+        row = sess.X[int(index)] if x is None and index is not None else x
+        return sess.schema.decode(np.atleast_2d(row)).iloc[0]
+    table = memo.get("decoded")
+    if table is None:  # every item at once: one decode instead of one per row
+        table = memo["decoded"] = sess.schema.decode(np.atleast_2d(sess.X))
+    return table.iloc[int(index)]
+
+
+def _option_rows(schema: Any, dec: pd.Series) -> dict[str, list[str]]:
+    rows: dict[str, list[str]] = {"attribute": [], "value": []}
     for f in schema.features:
         v = dec[f.name]
-        text = f.format_value(v) if f.kind == "numeric" else format_value(v)
-        rows.append({"attribute": f.display, "value": text})
-    return pd.DataFrame(rows)
+        rows["attribute"].append(f.display)
+        rows["value"].append(f.format_value(v) if f.kind == "numeric" else format_value(v))
+    return rows
+
+
+def _option_columns(sess: Any, x: np.ndarray | None, index: int | None) -> dict[str, list[str]]:
+    memo = _memo(sess, index)
+    if memo is not None and ("option", index) in memo:
+        return memo[("option", index)]  # type: ignore[no-any-return]
+    rows = _option_rows(sess.schema, _decoded(sess, index, x))
+    if memo is not None:
+        memo[("option", index)] = rows
+    return rows
+
+
+def option_table(sess: Any, x: np.ndarray, index: int | None = None) -> pd.DataFrame:
+    """Readable attributes of one option: label, value with unit.
+
+    ``index``: the option's row of a finite session (then computed once per session).
+    """
+    return pd.DataFrame(_option_columns(sess, x, index), columns=["attribute", "value"])
+
+
+def option_arrow(sess: Any, x: np.ndarray, index: int | None = None) -> pa.Table:
+    """:func:`option_table` as an Arrow table, what ``st.dataframe`` sends (kept per
+    session and item: the page does not convert the same table again after each answer)."""
+    memo = _memo(sess, index)
+    if memo is not None and ("option_arrow", index) in memo:
+        return memo[("option_arrow", index)]
+    table = pa.table(_option_columns(sess, x, index))
+    if memo is not None:
+        memo[("option_arrow", index)] = table
+    return table
+
+
+def favourite_arrow(sess: Any, index: int) -> pa.Table:
+    """The favourite's attributes as one row (attribute names as columns), as Arrow."""
+    memo = _memo(sess, index)
+    if memo is not None and ("favourite_arrow", index) in memo:
+        return memo[("favourite_arrow", index)]
+    cols = _option_columns(sess, sess.X[int(index)], index)
+    table = pa.Table.from_arrays(
+        [pa.array([v], pa.string()) for v in cols["value"]], names=list(cols["attribute"])
+    )
+    if memo is not None:
+        memo[("favourite_arrow", index)] = table
+    return table
 
 
 # ----------------------------------------------------------------------------- wording, names
@@ -193,13 +272,16 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def attribute_summary(schema: Any, x: np.ndarray, max_len: int = 90) -> str:
+def attribute_summary(
+    schema: Any, x: np.ndarray | None, max_len: int = 90, *, decoded: pd.Series | None = None
+) -> str:
     """A one-line description of an encoded row by its attributes.
 
     Numeric values with their unit, categorical values by themselves ("Car"), yes/no
-    features by their label when yes (no ones are left out).
+    features by their label when yes (no ones are left out). ``decoded``: the row already
+    decoded by ``schema`` (then ``x`` is not read).
     """
-    dec = schema.decode(np.atleast_2d(x)).iloc[0]
+    dec = decoded if decoded is not None else schema.decode(np.atleast_2d(x)).iloc[0]
     parts = []
     for f in schema.features:
         v = dec[f.name]
@@ -229,7 +311,17 @@ def attribute_summary(schema: Any, x: np.ndarray, max_len: int = 90) -> str:
 
 def item_name(sess: Any, index: int | None, x: np.ndarray | None = None, max_len: int = 90) -> str:
     """How an option is shown: its name from the study (sushi name, message text...) or a
-    summary of its attributes; never a bare id."""
+    summary of its attributes; never a bare id (kept per session and item)."""
+    memo = _memo(sess, index)
+    if memo is None:
+        return _item_name(sess, index, x, max_len)
+    key = ("name", index, max_len)
+    if key not in memo:
+        memo[key] = _item_name(sess, index, x, max_len)
+    return str(memo[key])
+
+
+def _item_name(sess: Any, index: int | None, x: np.ndarray | None, max_len: int) -> str:
     if index is not None and sess.items is not None:
         for col in _NAME_COLUMNS:
             if col in sess.items.columns:
@@ -241,6 +333,8 @@ def item_name(sess: Any, index: int | None, x: np.ndarray | None = None, max_len
         return ", ".join(
             f"{n} = {v:.3g}" for n, v in zip(sess.schema.names, np.asarray(row), strict=True)
         )
+    if index is not None:
+        return attribute_summary(sess.schema, None, max_len, decoded=_decoded(sess, index, None))
     return attribute_summary(sess.schema, row, max_len)
 
 
@@ -334,3 +428,114 @@ def _distinct_items(token: Any, _study: Any) -> int:
 def n_distinct_items(study: Any) -> int:
     """Number of distinct items of a study (cached)."""
     return _distinct_items(study_token(study), study)
+
+
+# ----------------------------------------------------------------------------- answer clock
+#: A file the server appends one JSON line to per answer (its server-side time); unset:
+#: nothing is written. ``tests/benchmarks/concurrent_visitors.py`` sets it.
+ANSWER_LOG_ENV = "DTPBO_ANSWER_LOG"
+#: Keys of the widgets that answer a question (the buttons' keys start so; see the view).
+ANSWER_KEYS = ("el_pick_", "el_tie_", "el_skip_")
+_LOG = logging.getLogger(__name__)
+_arrivals: dict[str, float] = {}  # browser session id -> monotonic time its click arrived
+_log_lock = threading.Lock()
+
+
+def _is_answer_click(msg: Any) -> bool:
+    if msg.WhichOneof("type") != "rerun_script":
+        return False
+    for w in msg.rerun_script.widget_states.widgets:
+        if w.WhichOneof("value") == "trigger_value" and w.trigger_value:
+            user_key = w.id.rsplit("-", 1)[-1]
+            if user_key.startswith(ANSWER_KEYS):
+                return True
+    return False
+
+
+def install_arrival_clock() -> bool:
+    """Note the moment an answer click reaches the server (once per process).
+
+    Streamlit queues a click's rerun behind the browser session's running script and, with
+    many visitors, behind the other sessions' threads; the answer's callback starts only
+    then. This wraps ``AppSession.handle_backmsg`` (called on the server's event loop as
+    the websocket message arrives) to keep ``time.monotonic()`` per browser session when
+    the message presses an answer button, so :func:`start_answer_clock` can count that
+    wait. Returns whether the clock is installed (``False`` when Streamlit's internals
+    moved: the answer's time then starts at its callback).
+    """
+    try:
+        from streamlit.runtime.app_session import AppSession
+    except ImportError:  # pragma: no cover - Streamlit is a dependency
+        return False
+    original = getattr(AppSession, "handle_backmsg", None)
+    if original is None:
+        return False
+    if getattr(original, "_dtpbo_clock", False):
+        return True
+
+    def handle_backmsg(self: Any, msg: Any) -> Any:
+        try:
+            if _is_answer_click(msg):
+                _arrivals[self.id] = time.monotonic()
+        except Exception:  # the clock never stands in the way of a click
+            pass
+        return original(self, msg)
+
+    handle_backmsg._dtpbo_clock = True  # type: ignore[attr-defined]
+    AppSession.handle_backmsg = handle_backmsg  # type: ignore[method-assign]
+    return True
+
+
+def _browser_session_id() -> str | None:
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+    except Exception:  # pragma: no cover
+        return None
+    return None if ctx is None else str(ctx.session_id)
+
+
+def start_answer_clock() -> dict[str, float]:
+    """Start timing an answer (call first in the answer's callback).
+
+    Returns ``{"arrived": t, "started": t}`` (``time.monotonic()``): when the click reached
+    the server (:func:`install_arrival_clock`; the callback's start when unknown) and when
+    its callback started; the page keeps it and passes it to :func:`finish_answer_clock`.
+    """
+    now = time.monotonic()
+    sid = _browser_session_id()
+    arrived = _arrivals.pop(sid, None) if sid is not None else None
+    if arrived is None or arrived > now:
+        arrived = now
+    return {"arrived": arrived, "started": now}
+
+
+def finish_answer_clock(clock: dict[str, float], **fields: Any) -> dict[str, Any]:
+    """The answer's server-side times, in seconds, from the ``clock`` of
+    :func:`start_answer_clock` and the marks added to it since (``clock[name] =
+    time.monotonic()``), until now: ``queue_s`` (click arrived -> callback started),
+    ``server_s`` (click arrived -> now, the whole time the server took), one ``<mark>_s``
+    per mark (click arrived -> mark). Appended as one JSON line (with ``fields`` and the
+    process id) to the file named by :data:`ANSWER_LOG_ENV`, when set."""
+    now = time.monotonic()
+    t0 = clock["arrived"]
+    row: dict[str, Any] = {
+        **fields,
+        "pid": os.getpid(),
+        "queue_s": round(clock["started"] - t0, 4),
+        **{f"{k}_s": round(v - t0, 4) for k, v in clock.items() if k not in ("arrived", "started")},
+        "server_s": round(now - t0, 4),
+        "wall": round(time.time(), 3),
+    }
+    path = os.environ.get(ANSWER_LOG_ENV)
+    if path:
+        try:
+            with _log_lock, Path(path).open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+        except OSError as exc:
+            _LOG.warning("answer log %s not written: %s", path, exc)
+    return row
+
+
+install_arrival_clock()

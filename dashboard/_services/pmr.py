@@ -20,7 +20,8 @@ import streamlit as st
 
 from dashboard._services.studies import get_study, study_status, study_statuses, study_token
 from dashboard._services.trees import items_table
-from data_loaders import pmr
+from dashboard._text import safe_csv
+from data_loaders import limits, pmr
 from feature_extraction import (
     ExtractionCache,
     ExtractionResult,
@@ -176,8 +177,9 @@ def read_extracted_table(blob: bytes, spec: Spec, name: str) -> pd.DataFrame:
 
 
 def extracted_csv(table: pd.DataFrame) -> str:
-    """An extracted table as CSV, multi-valued cells joined by ``;``."""
-    return table.map(lambda v: ";".join(v) if isinstance(v, list) else v).to_csv(index=False)
+    """An extracted table as CSV, multi-valued cells joined by ``;`` and formula cells
+    neutralised (:func:`dashboard._text.safe_csv`)."""
+    return safe_csv(table.map(lambda v: ";".join(v) if isinstance(v, list) else v))
 
 
 def score_extraction(study: Study, extracted: pd.DataFrame) -> pd.DataFrame:
@@ -188,9 +190,29 @@ def score_extraction(study: Study, extracted: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- proposals
-def read_proposals(blob: bytes) -> list[ProposalRecord]:
-    """Proposal records from the JSON ``python -m feature_extraction propose --out`` writes."""
-    return [ProposalRecord.from_dict(d) for d in json.loads(blob)]
+#: Most proposal records an uploaded file may hold (a run writes one per round).
+MAX_PROPOSALS = 1_000
+
+
+def read_proposals(blob: bytes | str, name: str = "proposal records") -> list[ProposalRecord]:
+    """Proposal records from the JSON ``python -m feature_extraction propose --out`` writes,
+    bounded before parsing (size and nesting, :func:`data_loaders.limits.load_json_bytes`)
+    and in number (:data:`MAX_PROPOSALS`).
+
+    Raises
+    ------
+    ValueError
+        For a file over a limit, invalid JSON or records of the wrong shape.
+    """
+    doc = limits.load_json_bytes(blob.encode() if isinstance(blob, str) else blob, name)
+    if not isinstance(doc, list) or not all(isinstance(d, dict) for d in doc):
+        raise ValueError(f"{name}: not a list of proposal records")
+    if len(doc) > MAX_PROPOSALS:
+        raise ValueError(f"{name}: {len(doc):,} records, more than {MAX_PROPOSALS:,}")
+    try:
+        return [ProposalRecord.from_dict(d) for d in doc]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{name}: a record is incomplete ({type(exc).__name__})") from None
 
 
 def proposal_features(study: Study, extracted: pd.DataFrame | None) -> pd.DataFrame | None:

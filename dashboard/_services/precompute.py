@@ -30,13 +30,19 @@ from dashboard._services.studies import (
 from pbo_core.data import Study
 from pbo_core.registry import get
 
+#: Respondents the Feature sensitivity page averages by default: enough that a large
+#: effect is detectable (Train, 60 respondents: 95% CI half-width ~5-7 points, minimum
+#: detectable change ~8-10 points; 10 respondents: ~14-18 and ~20-25, so every change was
+#: "inside the noise").
+SENSITIVITY_RESPONDENTS = 60
+
 
 def sensitivity_defaults(study: Study) -> tuple[float, int, int, str]:
     """The Feature sensitivity page's opening split: ``(fraction, seed, respondents,
     kind)`` (the study's own split when it has one; else what its shape calls for)."""
     per_resp = is_per_respondent(study)
     has_split = study.extras.get("split") is not None and not per_resp
-    n = min(10, len(study.respondents())) if per_resp else 1
+    n = min(SENSITIVITY_RESPONDENTS, len(study.respondents())) if per_resp else 1
     return 0.2, 0, n, "study" if has_split else "auto"
 
 

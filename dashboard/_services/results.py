@@ -1,4 +1,11 @@
-"""Results folders written by the benchmark and experiment commands."""
+"""Results folders written by the benchmark and experiment commands.
+
+A results folder named on the page is a path on the server: it is read only below the
+allowed data roots (:mod:`data_loaders.access`, every Parquet file checked before it is
+opened, symlinks resolved), searched to a bounded number of entries
+(:data:`MAX_WALK_ENTRIES`), and written (benchmark runs) only below the data folder
+(:func:`output_folder`).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from dashboard import _work
 from dashboard._services import defaults, jobs
 from dashboard._services.defaults import GRIDS as DEFAULT_GRIDS
 from dashboard._services.defaults import DefaultGrid, results_home
-from pbo_core.experiments import runner
+from data_loaders import access
 
 __all__ = ["DEFAULT_GRIDS", "DefaultGrid", "results_home"]
 
@@ -69,27 +76,88 @@ def default_grid_job(name: str, root: str | Path | None = None, priority: int = 
     )
 
 
+#: Most folder entries a search of a results folder looks at (a folder such as a whole
+#: home folder is not walked to its end).
+MAX_WALK_ENTRIES = 20_000
+#: What the page calls a results folder in messages.
+RESULTS_WHAT = "results folder"
+
+
+def results_refusal(root: str | Path) -> str | None:
+    """Why a typed results folder may not be read (outside the allowed roots, hidden, not
+    a folder...), or ``None``; decided with ``stat`` only."""
+    with access.confined():
+        return access.refusal(root, folder=True, what=RESULTS_WHAT)
+
+
+def output_refusal(folder: str | Path) -> str | None:
+    """Why results may not be written to ``folder`` (it is not below the data folder),
+    or ``None``."""
+    try:
+        access.check_output(folder, folder=True, what="output folder")
+    except access.PathRefusedError as exc:
+        return str(exc)
+    return None
+
+
+def output_folder(root: str | Path, name: str) -> Path:
+    """Where a run from the page writes: ``root/name`` when ``root`` lies below the data
+    folder, else the per-user results folder's ``name``."""
+    out = Path(root).expanduser() / name
+    return out if output_refusal(out) is None else results_home() / name
+
+
+def _allowed(f: Path) -> bool:
+    with access.confined():
+        try:
+            access.check_file(f, "results file")
+        except OSError:
+            return False
+    return True
+
+
+def _cell_files(folder: Path) -> list[Path]:
+    return [f for f in sorted(folder.glob("cell-*.parquet")) if _allowed(f)]
+
+
 def result_folders(root: str | Path) -> list[Path]:
-    """Folders under ``root`` (and ``root`` itself) holding per-cell Parquet results."""
+    """Folders under ``root`` (and ``root`` itself) holding per-cell Parquet results
+    (none when ``root`` is refused, :func:`results_refusal`); hidden folders and symlinked
+    folders are not entered, and the search stops after :data:`MAX_WALK_ENTRIES`."""
     base = Path(root).expanduser()
-    if not base.is_dir():
+    if results_refusal(base) is not None or not base.is_dir():
         return []
-    found = {p.parent for p in base.rglob("cell-*.parquet")}
+    found: set[Path] = set()
+    seen = 0
+    for here, dirs, files in os.walk(base, followlinks=False):
+        seen += len(dirs) + len(files)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if any(f.startswith("cell-") and f.endswith(".parquet") for f in files):
+            if _cell_files(Path(here)):
+                found.add(Path(here))
+        if seen > MAX_WALK_ENTRIES:
+            break
     return sorted(found)
 
 
 def _folder_stamp(folder: Path) -> tuple[tuple[str, int], ...]:
-    return tuple((p.name, p.stat().st_mtime_ns) for p in sorted(folder.glob("cell-*.parquet")))
+    return tuple((p.name, p.stat().st_mtime_ns) for p in _cell_files(folder))
 
 
 @st.cache_data(show_spinner="Reading results...", max_entries=32)
 def _read_results(folder: str, stamp: Any) -> pd.DataFrame:
-    return runner.read_results(folder)
+    files = _cell_files(Path(folder))
+    if not files:
+        return pd.DataFrame()
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
 
 
 def read_results(folder: str | Path) -> pd.DataFrame:
-    """All finished cells of a results folder (cached until a file changes)."""
+    """All finished cells of a results folder (cached until a file changes); only files
+    the allowed data roots admit are read."""
     f = Path(folder)
+    if results_refusal(f) is not None:
+        return pd.DataFrame()
     return _read_results(str(f.resolve()), _folder_stamp(f))
 
 

@@ -20,10 +20,15 @@ Many visitors, one store:
   ``(session_id, seq)`` (a double click, a retry) is stored once
   (:class:`AnswerConflict` when the second one differs: another tab answered first);
 * SQLite runs in WAL mode with a busy timeout (:data:`BUSY_TIMEOUT_S`), so concurrent
-  visitors wait for each other's short transactions instead of failing;
+  visitors (and several server processes sharing the data folder) wait for each other's
+  short transactions instead of failing; a transaction takes an open connection from a
+  small pool (:data:`POOL_SIZE`, one thread at a time on each) and gives it back;
 * each session remembers which server process (:data:`SERVER_ID`) last wrote it, so a page
   resumed after a restart can say that an answer given while the server stopped may be
-  missing.
+  missing (and says nothing when that process still runs: several processes behind a
+  proxy, :func:`server_stopped`);
+* a visit that never answers leaves no row (:class:`Draft`); each process sweeps rows
+  without answers and, with :data:`EXPIRY_ENV` set, old sessions (:func:`sweep_store`).
 
 Settings hold the sidebar data paths per owner (paths only: no API keys or other secrets
 are ever written here).
@@ -33,8 +38,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
+import os
 import secrets
+import socket
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -52,10 +62,58 @@ from pbo_core.session import ElicitationSession
 EXPORT_VERSION = 2
 #: How long a writer waits for another visitor's transaction before failing, in seconds.
 BUSY_TIMEOUT_S = 10.0
-#: This server process (changes at every start; see :attr:`SessionRecord.server`).
-SERVER_ID = uuid.uuid4().hex
+_LOG = logging.getLogger(__name__)
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started (clock ticks since boot, Linux), ``""`` if unknown:
+    with the process id it names one process even when ids are reused (a container's)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+#: This server process: ``host/pid/start/random`` (changes at every start; several
+#: processes may serve one store; see :attr:`SessionRecord.server`, :func:`server_stopped`).
+SERVER_ID = f"{socket.gethostname()}/{os.getpid()}/{_started(os.getpid())}/{uuid.uuid4().hex[:8]}"
+
+
+def server_stopped(server: str) -> bool:
+    """Whether the server process ``server`` (a :data:`SERVER_ID`) has stopped since it
+    wrote a session: ``False`` for this process and for another one still running on this
+    machine (several processes behind a proxy share the store), ``True`` for one that is
+    gone or an id of an older version (a random id per start); ``False`` when it cannot
+    be told (another machine)."""
+    if not server or server == SERVER_ID:
+        return False
+    parts = server.split("/")
+    if len(parts) != 4 or not parts[1].isdigit():
+        return True
+    host, pid, start, _ = parts
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, OSError):
+        pass  # it exists (another user's) or the id is odd: compare the start below
+    return bool(start) and _started(int(pid)) != start
+
+
 #: The actions of the log.
 ACTIONS = ("A", "B", "tie", "skip")
+#: Operator setting: sessions not updated for this many days are deleted with their
+#: answers, and so are the sidebar paths of browsers not seen for as long (unset, empty or
+#: 0: kept for ever).
+EXPIRY_ENV = "DTPBO_SESSION_EXPIRY_DAYS"
+#: How often a server process sweeps the store (at its first use, then at most this often).
+SWEEP_EVERY_S = 3600.0
+#: A session row with no answers is deleted once it is this old (a row is written with the
+#: session's first answer; older stores kept one for every visit).
+EMPTY_GRACE_S = 600.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -79,7 +137,11 @@ CREATE TABLE IF NOT EXISTS answers (
     created REAL NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
-CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated REAL NOT NULL DEFAULT 0
+);
 """
 
 #: Columns added after the first release (``ALTER TABLE`` on older stores).
@@ -105,6 +167,9 @@ def _migrate(con: sqlite3.Connection) -> None:
     for name, decl in _ADDED.items():
         if name not in have:
             con.execute(f"ALTER TABLE sessions ADD COLUMN {name} {decl}")
+    if "updated" not in {row[1] for row in con.execute("PRAGMA table_info(settings)")}:
+        con.execute("ALTER TABLE settings ADD COLUMN updated REAL NOT NULL DEFAULT 0")
+        con.execute("UPDATE settings SET updated = ?", (time.time(),))  # their age unknown
     rows = con.execute(
         "SELECT id, actions FROM sessions WHERE actions != '[]' AND id NOT IN "
         "(SELECT DISTINCT session_id FROM answers)"
@@ -124,32 +189,165 @@ def db_path() -> Path:
 
 
 _READY: set[Path] = set()
+#: Open connections kept per database for the next transaction (each used by one thread at
+#: a time). Opening a connection, setting its pragmas and closing it cost more than the
+#: answer's own transaction, and closing the last connection to a WAL database
+#: checkpoints and deletes the WAL file (a sync to disk) after every answer.
+POOL_SIZE = 8
+_POOL: dict[Path, list[sqlite3.Connection]] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+    # WAL + NORMAL: a commit survives an app crash; only a power cut may lose the last
+    con.execute("PRAGMA synchronous=NORMAL")
+    con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    con.execute("PRAGMA foreign_keys=ON")
+    return con
+
+
+def _drop_pools() -> None:
+    """Close the idle pooled connections (of every database: a process serves one store,
+    tests switch between many)."""
+    with _POOL_LOCK:
+        cons = [con for pool in _POOL.values() for con in pool]
+        _POOL.clear()
+    for con in cons:
+        con.close()
+
+
+_SET_UP_LOCK = threading.Lock()
+
+
+def _set_up(path: Path) -> None:
+    """WAL mode, the schema and the migration of an older store, once per process: under
+    a lock (threads) and in one ``BEGIN IMMEDIATE`` transaction (processes sharing the
+    store), so that two first visitors do not both add a column (``duplicate column``)."""
+    with _SET_UP_LOCK:
+        if path in _READY and path.exists():
+            return
+        _drop_pools()  # connections to a removed file would write to nowhere
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                _migrate(con)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        finally:
+            con.close()
+        _READY.add(path)
 
 
 @contextmanager
 def _connect() -> Iterator[sqlite3.Connection]:
+    """A connection for one transaction (committed on success, rolled back on error),
+    taken from the pool and given back (WAL mode and the schema are set up once)."""
     path = db_path()
     if path not in _READY or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
-        try:
-            con.execute("PRAGMA journal_mode=WAL")
-            with con:
-                con.executescript(_SCHEMA)
-                _migrate(con)
-        finally:
-            con.close()
-        _READY.add(path)
-    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+        _set_up(path)
+    with _POOL_LOCK:
+        pool = _POOL.setdefault(path, [])
+        con = pool.pop() if pool else None
+    if con is None:
+        con = _open(path)
+    _maybe_sweep(con)
     try:
-        # WAL + NORMAL: a commit survives an app crash; only a power cut may lose the last
-        con.execute("PRAGMA synchronous=NORMAL")
-        con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        con.execute("PRAGMA foreign_keys=ON")
         with con:
             yield con
-    finally:
-        con.close()
+    except BaseException:
+        con.close()  # after a failure, a fresh connection next time
+        raise
+    with _POOL_LOCK:
+        pool = _POOL.setdefault(path, [])
+        if len(pool) < POOL_SIZE:
+            pool.append(con)
+            return
+    con.close()
+
+
+def expiry_days() -> float | None:
+    """Days after which a session expires (:data:`EXPIRY_ENV`; ``None``: never)."""
+    raw = os.environ.get(EXPIRY_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        days = float(raw)
+    except ValueError:
+        _LOG.warning("%s=%r is not a number of days: sessions do not expire", EXPIRY_ENV, raw)
+        return None
+    return days if days > 0 and math.isfinite(days) else None
+
+
+def sweep_store(con: sqlite3.Connection, now: float | None = None) -> dict[str, int]:
+    """Delete what the store need not keep, in one transaction on ``con``: session rows
+    with no answers and no loaded table (older than :data:`EMPTY_GRACE_S`), and, with
+    :data:`EXPIRY_ENV` set, sessions and sidebar paths not updated for that many days.
+    Returns how many rows of each kind went."""
+    now = time.time() if now is None else now
+    gone = {"empty_sessions": 0, "expired_sessions": 0, "expired_settings": 0}
+    with con:
+        gone["empty_sessions"] = con.execute(
+            "DELETE FROM sessions WHERE updated < ? AND base = '[]' AND NOT EXISTS "
+            "(SELECT 1 FROM answers WHERE session_id = sessions.id)",
+            (now - EMPTY_GRACE_S,),
+        ).rowcount
+        days = expiry_days()
+        if days is not None:
+            cutoff = now - days * 86400.0
+            con.execute(
+                "DELETE FROM answers WHERE session_id IN "
+                "(SELECT id FROM sessions WHERE updated < ?)",
+                (cutoff,),
+            )
+            gone["expired_sessions"] = con.execute(
+                "DELETE FROM sessions WHERE updated < ?", (cutoff,)
+            ).rowcount
+            gone["expired_settings"] = con.execute(
+                "DELETE FROM settings WHERE key LIKE 'data_paths:%' AND updated < ?", (cutoff,)
+            ).rowcount
+    if any(gone.values()):
+        _LOG.info("session store swept: %s", gone)
+    return gone
+
+
+_next_sweep = 0.0  # time.monotonic() of this process's next sweep
+
+
+def _maybe_sweep(con: sqlite3.Connection) -> None:
+    global _next_sweep
+    now = time.monotonic()
+    with _POOL_LOCK:
+        if now < _next_sweep:
+            return
+        _next_sweep = now + SWEEP_EVERY_S
+    try:
+        sweep_store(con)
+    except sqlite3.Error as exc:  # the visitor's own transaction goes on; next time again
+        _LOG.warning("session store not swept: %s", exc)
+        with _POOL_LOCK:
+            _next_sweep = now
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a session is made of before it is stored: its configuration, its owner and
+    participant. The page keeps a new session as a draft and the store writes its row
+    with the first action (:func:`record_action`), so visits without an answer leave
+    nothing behind."""
+
+    config: tuple[str, str, str, int, int | None]
+    owner: str = ""
+    participant: str = ""
 
 
 @dataclass(frozen=True)
@@ -224,6 +422,40 @@ def new_session_id() -> str:
     return secrets.token_urlsafe(16)
 
 
+def _insert_session(
+    con: sqlite3.Connection,
+    sid: str,
+    config: tuple[str, str, str, int, int | None],
+    rows: list[dict[str, Any]],
+    owner: str,
+    participant: str,
+    *,
+    or_ignore: bool = False,
+) -> None:
+    kind, source, method, seed, max_items = config
+    now = time.time()
+    con.execute(
+        f"INSERT {'OR IGNORE ' if or_ignore else ''}INTO sessions (id, created, updated, "
+        "kind, source, method, seed, max_items, base, actions, n_answers, favourite, owner, "
+        "participant, server) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', ?, '', ?, ?, ?)",
+        (
+            sid,
+            now,
+            now,
+            kind,
+            source,
+            method,
+            int(seed),
+            max_items,
+            json.dumps(rows),
+            len(rows),
+            owner,
+            participant.strip(),
+            SERVER_ID,
+        ),
+    )
+
+
 def create_session(
     config: tuple[str, str, str, int, int | None],
     base: pd.DataFrame | None = None,
@@ -231,32 +463,15 @@ def create_session(
     owner: str = "",
     participant: str = "",
 ) -> str:
-    """Store a new session (no actions yet) of ``owner``; returns its id."""
-    kind, source, method, seed, max_items = config
+    """Store a new session (no actions yet) of ``owner``; returns its id.
+
+    For a session that starts from a loaded table (``base``); a new empty session is a
+    :class:`Draft` with an id from :func:`new_session_id`, stored with its first action.
+    """
     sid = new_session_id()
-    now = time.time()
     rows = [] if base is None else json.loads(base.to_json(orient="records"))
     with _connect() as con:
-        con.execute(
-            "INSERT INTO sessions (id, created, updated, kind, source, method, seed, "
-            "max_items, base, actions, n_answers, favourite, owner, participant, server) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', ?, '', ?, ?, ?)",
-            (
-                sid,
-                now,
-                now,
-                kind,
-                source,
-                method,
-                int(seed),
-                max_items,
-                json.dumps(rows),
-                len(rows),
-                owner,
-                participant.strip(),
-                SERVER_ID,
-            ),
-        )
+        _insert_session(con, sid, config, rows, owner, participant)
     return sid
 
 
@@ -268,9 +483,12 @@ def _n_base(con: sqlite3.Connection, sid: str) -> int:
     return int(n_base[0])
 
 
-def record_action(sid: str, seq: int, action: str, n_answers: int) -> bool:
+def record_action(
+    sid: str, seq: int, action: str, n_answers: int, *, draft: Draft | None = None
+) -> bool:
     """Store action number ``seq`` (0 = the first after the loaded table) of session ``sid``
-    and its new answer count, in one transaction.
+    and its new answer count, in one transaction (with the session's row, from ``draft``,
+    when it is not stored yet).
 
     Returns ``True`` when stored, ``False`` when this very action was already stored (a
     double click or a retry: nothing is written twice).
@@ -280,13 +498,17 @@ def record_action(sid: str, seq: int, action: str, n_answers: int) -> bool:
     AnswerConflict
         When question ``seq`` already holds a different action, or ``seq`` leaves a gap.
     KeyError
-        When there is no such session.
+        When there is no such session (and no ``draft``).
     sqlite3.Error
         When the write fails (the caller shows it; nothing is dropped silently).
     """
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r} (expected one of {ACTIONS})")
     with _connect() as con:
+        if draft is not None:
+            _insert_session(
+                con, sid, draft.config, [], draft.owner, draft.participant, or_ignore=True
+            )
         _n_base(con, sid)
         cur = con.execute(
             "INSERT INTO answers (session_id, seq, action, created) "
@@ -315,7 +537,8 @@ def record_action(sid: str, seq: int, action: str, n_answers: int) -> bool:
 
 def undo_action(sid: str, seq: int, n_answers: int) -> bool:
     """Remove action ``seq`` (the last one) of ``sid`` in one transaction; ``False`` when
-    it was already removed."""
+    it was already removed. Undoing a session's only action removes its row too (a draft
+    again: no row without answers)."""
     with _connect() as con:
         cur = con.execute(
             "DELETE FROM answers WHERE session_id = ? AND seq = ? AND seq = "
@@ -326,6 +549,11 @@ def undo_action(sid: str, seq: int, n_answers: int) -> bool:
             con.execute(
                 "UPDATE sessions SET n_answers = ?, updated = ?, server = ? WHERE id = ?",
                 (int(n_answers), time.time(), SERVER_ID, sid),
+            )
+            con.execute(
+                "DELETE FROM sessions WHERE id = ? AND base = '[]' AND NOT EXISTS "
+                "(SELECT 1 FROM answers WHERE session_id = ?)",
+                (sid, sid),
             )
         return bool(cur.rowcount)
 
@@ -482,14 +710,11 @@ def import_json(text: str | bytes, *, owner: str = "") -> str:
         raise ValueError(f"unknown actions {len(bad)} (expected A, B, tie or skip)")
     base = doc.get("base") or []
     participant = str(doc.get("participant") or "")[:80]
-    sid = create_session(
-        config,
-        pd.DataFrame.from_records(base) if base else None,
-        owner=owner,
-        participant=participant,
-    )
+    rows = json.loads(pd.DataFrame.from_records(base).to_json(orient="records")) if base else []
+    sid = new_session_id()
     now = time.time()
-    with _connect() as con:
+    with _connect() as con:  # one transaction: never a row without its answers
+        _insert_session(con, sid, config, rows, owner, participant)
         con.executemany(
             "INSERT INTO answers (session_id, seq, action, created) VALUES (?, ?, ?, ?)",
             [(sid, k, a, now) for k, a in enumerate(actions)],
@@ -513,10 +738,16 @@ def set_setting(key: str, value: Any) -> None:
     """Store a setting (a JSON value; never a secret)."""
     with _connect() as con:
         con.execute(
-            "INSERT INTO settings (key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, json.dumps(value)),
+            "INSERT INTO settings (key, value, updated) VALUES (?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated = excluded.updated",
+            (key, json.dumps(value), time.time()),
         )
+
+
+def delete_setting(key: str) -> None:
+    """Remove a setting."""
+    with _connect() as con:
+        con.execute("DELETE FROM settings WHERE key = ?", (key,))
 
 
 def _paths_key(owner: str) -> str:
@@ -530,5 +761,9 @@ def stored_paths(owner: str = "") -> dict[str, str]:
 
 
 def store_paths(paths: dict[str, str], owner: str = "") -> None:
-    """Save ``owner``'s sidebar data paths (empty entries dropped)."""
-    set_setting(_paths_key(owner), {k: v.strip() for k, v in paths.items() if v and v.strip()})
+    """Save ``owner``'s sidebar data paths (empty entries dropped; none: no row kept)."""
+    cleaned = {k: v.strip() for k, v in paths.items() if v and v.strip()}
+    if cleaned:
+        set_setting(_paths_key(owner), cleaned)
+    else:
+        delete_setting(_paths_key(owner))

@@ -5,6 +5,11 @@ data roots (:mod:`data_loaders.access`) before anything looks at it, and every s
 loaded inside :func:`data_loaders.access.confined`, so the loaders never open a file
 outside the roots, a device, a FIFO or an oversized file. In shared-server mode
 (``DTPBO_SHARED_SERVER=1``) no typed path is used at all.
+
+Imported studies belong to the visitor who imported them (:func:`visitor`, the hash the
+page stores as :data:`OWNER_KEY`): in shared-server mode another visitor's study is not
+listed, not loaded, not reachable by a link and not removable, unless the operator
+published it (:meth:`data_loaders.user_studies.UserStudy.visible_to`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from dashboard._text import err, md
 from data_loaders import access, user_studies
 from data_loaders._common import DataNotAvailableError
 from data_loaders.registry import StudyInfo, StudyUnavailableError, list_studies, load_study
@@ -80,6 +86,16 @@ _ENV_KEYS = (
 #: Session-state keys shared by the pages.
 STUDY_KEY = "sel_study"
 PATHS_KEY = "data_paths"
+#: Session-state key of this browser's owner id (set by ``dashboard._ui.visitor_owner``).
+OWNER_KEY = "_visitor_owner"
+
+
+def visitor() -> str:
+    """This browser's owner id (a hash of its visitor token; ``""`` outside a page)."""
+    try:
+        return str(st.session_state.get(OWNER_KEY) or "")
+    except Exception:  # no script run context (the launcher's preload)
+        return ""
 
 
 def dataset_of(study_key: str) -> str | None:
@@ -123,6 +139,21 @@ def path_refusal(dataset: str, path: str) -> str | None:
     d = DATASETS[dataset]
     with access.confined():
         return access.refusal(path, folder=bool(d["folder"]), what=d["label"])
+
+
+def typed_path_refusal(path: str, *, folder: bool, write: bool, what: str) -> str | None:
+    """Why a path typed on a page may not be used, or ``None``: a path read must lie below
+    the allowed data roots (:func:`data_loaders.access.refusal`, confined); a path written
+    (results, caches) below the data folder (:func:`data_loaders.access.check_output`).
+    A path read that does not exist is not refused (the page finds nothing there)."""
+    if write:
+        try:
+            access.check_output(path, folder=folder, what=what)
+        except access.PathRefusedError as exc:
+            return str(exc)
+        return None
+    with access.confined():
+        return access.refusal(path, folder=folder, what=what)
 
 
 def _typed_problem(dataset: str, typed: str) -> str | None:
@@ -189,8 +220,33 @@ def _list_studies(env: tuple[tuple[str, str], ...]) -> list[StudyInfo]:
     return list_studies()
 
 
+@st.cache_data(ttl=5, show_spinner=False)
+def _user_metas(env: tuple[tuple[str, str], ...]) -> dict[str, user_studies.UserStudy]:
+    return {m.key: m for m in user_studies.list_user_studies()}
+
+
+def visible(key: str) -> bool:
+    """May this visitor see study ``key``? Always, except another visitor's imported
+    study on a shared server (not published)."""
+    if not key.startswith(user_studies.KEY_PREFIX) or not shared_server():
+        return True
+    meta = _user_metas(env_stamp()).get(key)
+    return meta is not None and meta.visible_to(visitor())
+
+
+def removable(key: str) -> bool:
+    """May this visitor remove study ``key``? An imported study: on a personal server
+    always, on a shared one only its owner's unpublished study."""
+    if not key.startswith(user_studies.KEY_PREFIX):
+        return False
+    if not shared_server():
+        return True
+    meta = _user_metas(env_stamp()).get(key)
+    return meta is not None and meta.removable_by(visitor())
+
+
 def _study_infos() -> dict[str, StudyInfo]:
-    return {s.key: s for s in _list_studies(env_stamp())}
+    return {s.key: s for s in _list_studies(env_stamp()) if visible(s.key)}
 
 
 @dataclass(frozen=True)
@@ -239,18 +295,22 @@ def study_statuses() -> list[StudyStatus]:
 
 
 def study_status(key: str) -> StudyStatus:
-    """Status of one study."""
+    """Status of one study; a key that names no study this visitor may see (unknown,
+    or another visitor's) gets the same unavailable status, so a link cannot tell them
+    apart."""
     for s in study_statuses():
         if s.key == key:
             return s
-    raise KeyError(key)
+    info = StudyInfo(key, str(key), "conjoint", False, "no such study here", "", "")
+    return StudyStatus(info, False, "no such study here", ())
 
 
 def how_to_get(key: str) -> str:
-    """Markdown: why a study is unavailable and how to make it available."""
+    """Markdown: why a study is unavailable and how to make it available (the reason,
+    which may quote a path or a loader's message, as text)."""
     s = study_status(key)
     ds = dataset_of(key)
-    lines = [s.note]
+    lines = [err(s.note)]
     if ds is not None:
         env = DATASETS[ds]["env"]
         if shared_server():
@@ -262,7 +322,7 @@ def how_to_get(key: str) -> str:
             lines.append(
                 f"Then type its location under **Data locations** in the sidebar, or set "
                 f"`{env}` before starting the app (`{env}=... make run`); it must lie "
-                f"below an allowed data root ({access.roots_summary()})."
+                f"below an allowed data root ({md(access.roots_summary())})."
             )
     return "\n\n".join(lines)
 
@@ -275,17 +335,18 @@ def _load_study(key: str, options: tuple[tuple[str, str], ...], env: Any) -> Stu
 
 
 def get_study(key: str) -> tuple[Study | None, str | None]:
-    """The loaded study, or ``(None, message)`` when it cannot be loaded here."""
+    """The loaded study, or ``(None, message)`` when it cannot be loaded here (the message
+    is Markdown whose quoted data and paths are text, :mod:`dashboard._text`)."""
     s = study_status(key)
     if not s.usable:
         return None, how_to_get(key)
     try:
         return _load_study(key, s.options, env_stamp()), None
     except _SAFE_ERRORS as exc:  # messages that quote names, not content
-        return None, f"{type(exc).__name__}: {exc}"
+        return None, err(f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # anything else may quote a file: its type only on the page
         _LOG.warning("loading study %r failed", key, exc_info=True)
-        return None, f"{type(exc).__name__}: the data could not be loaded (see the server log)"
+        return None, err(f"{type(exc).__name__}: the data could not be loaded (see the server log)")
 
 
 def warm_up_first_study() -> str | None:
@@ -380,16 +441,42 @@ def import_study(
     columns: user_studies.ColumnMap,
     respondents: tuple[bytes, str] | None = None,
 ) -> tuple[user_studies.UserStudy | None, list[user_studies.Problem]]:
-    """Check and save an uploaded study (nothing is saved when there is a problem); the
-    study lists refresh at once."""
-    meta, problems = user_studies.save_study(title, content, file, attributes, columns, respondents)
+    """Check and save an uploaded study as this visitor's (nothing is saved when there is
+    a problem; on a shared server the visitor's limits come first); the study lists
+    refresh at once."""
+    meta, problems = user_studies.save_study(
+        title,
+        content,
+        file,
+        attributes,
+        columns,
+        respondents,
+        owner=visitor(),
+        limit_owner=shared_server(),
+    )
     if meta is not None:
         _list_studies.clear()
+        _user_metas.clear()
     return meta, problems
 
 
+def owner_refusal() -> str | None:
+    """Why this visitor may not import another study here (shared server), or ``None``."""
+    return user_studies.owner_refusal(visitor()) if shared_server() else None
+
+
 def remove_study(key: str) -> None:
-    """Delete an imported study and forget its cached copy."""
+    """Delete an imported study this visitor may remove (:func:`removable`) and forget
+    its cached copy.
+
+    Raises
+    ------
+    PermissionError
+        For a study this visitor may not remove.
+    """
+    if not removable(key):
+        raise PermissionError(f"study {key!r} cannot be removed here")
     user_studies.remove_user_study(key)
     _list_studies.clear()
+    _user_metas.clear()
     _load_study.clear()

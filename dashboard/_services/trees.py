@@ -219,11 +219,19 @@ def default_model(study: Study, choices: Sequence[str]) -> tuple[str, TreeChoice
     return choice.best, choice
 
 
-def tradeoff_table(model: Any) -> pd.DataFrame:
-    """Value of time and the other trade-offs per leaf (numbered as drawn) and overall."""
+def tradeoff_table(model: Any, money: str | None = None) -> pd.DataFrame:
+    """Value of time and the other trade-offs per leaf (numbered as drawn) and overall,
+    divided by the money attribute ``money`` (default: the one measured in money)."""
     if not labels.has_slopes(model):
         return pd.DataFrame()
-    return labels.tradeoff_table(labels.tradeoffs(model), leaf_numbers(model))
+    return labels.tradeoff_table(labels.tradeoffs(model, money=money), leaf_numbers(model))
+
+
+def money_choice(study: Study) -> tuple[list[str | None], str | None, str]:
+    """The money attributes a page offers (numeric attributes, ``None`` = no trade-offs),
+    the study's own one (:func:`pbo_core.explain.labels.money_attribute`) and why."""
+    default, why = labels.money_attribute(study)
+    return [*labels.money_candidates(study.schema), None], default, why
 
 
 def default_sensitive(study: Study) -> list[str]:
@@ -322,10 +330,13 @@ def items_table(model: Any, data: PreferenceData) -> pd.DataFrame:
     return dec.sort_values(["rank", "item"], kind="stable").reset_index(drop=True)
 
 
-def leaf_table(model: Any, data: PreferenceData | None = None) -> pd.DataFrame:
+def leaf_table(
+    model: Any, data: PreferenceData | None = None, money: str | None = None
+) -> pd.DataFrame:
     """One row per leaf (numbered in rank order): rank, posterior, conditions and, given
     ``data``, every item by name with the comparisons it won and lost; linear leaves add
-    their slopes in the attributes' units and the value of time with its 95 % CI."""
+    their slopes in the attributes' units (95 % CIs) and the value of time with its 95 %
+    CI, divided by the money attribute ``money``."""
     names = data_item_names(data, max_len=60) if data is not None else None
     by_leaf: dict[int, list[str]] = {}
     won = lost = None
@@ -353,9 +364,11 @@ def leaf_table(model: Any, data: PreferenceData | None = None) -> pd.DataFrame:
             )
         if labels.has_slopes(model):
             row["slopes (utility per unit)"] = "; ".join(labels.leaf_slope_lines(model, s.leaf))
-            vot = labels.value_of_time(model).get(s.leaf)
+            vot = labels.value_of_time(model, money).get(s.leaf)
             if vot is not None:
-                row["value of time [95% CI]"] = labels.ratio_text(vot.ratio, vot.unit)
+                row[f"value of time (money: {vot.money}) [95% CI]"] = labels.ratio_text(
+                    vot.ratio, vot.unit, money=vot.money
+                )
         row["conditions"] = " AND ".join(s.conditions) or "(all items)"
         rows.append(row)
     return pd.DataFrame(rows).sort_values("leaf").reset_index(drop=True)
@@ -368,8 +381,10 @@ def tree_view(
     highlight: np.ndarray | None = None,
     sensitive: Sequence[str] = (),
     title: str | None = None,
+    money: str | None = None,
 ) -> explain.TreeView:
-    """The drawable tree with each leaf's items named (from ``data``)."""
+    """The drawable tree with each leaf's items named (from ``data``); trade-offs divide
+    by the money attribute ``money``."""
     return explain.tree_view(
         model,
         data=data,
@@ -377,6 +392,7 @@ def tree_view(
         highlight=highlight,
         sensitive=sensitive,
         title=title,
+        money=money,
     )
 
 

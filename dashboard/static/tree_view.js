@@ -115,7 +115,7 @@
         return;
       }
       g.appendChild(el("path", { d: `M${p.x},${y0} C${p.x},${ym} ${b.x},${ym} ${b.x},${y1}`, fill: "none", stroke: bold ? "#1f4e79" : "#666", "stroke-width": bold ? 3 : 1 }));
-      if (n.edge) g.appendChild(el("text", { x: (p.x + b.x) / 2, y: ym - 2, "text-anchor": "middle", "font-size": 10, fill: "#333" }, n.edge));
+      if (n.edge) g.appendChild(el("text", { x: (p.x + b.x) / 2, y: ym - 2, "text-anchor": "middle", "font-size": 11, fill: "#333" }, n.edge));
     });
     lay.forEach((b, i) => {
       const n = nodes.get(i);
@@ -227,13 +227,15 @@
     };
     img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(standalone());
   });
+  // the smallest text is 11 px: at this scale it is drawn at 9 px, the least that reads
+  const MIN_OPEN_SCALE = 9 / 11;
   function start() {
     // small trees fit the view; big ones open at a readable scale centred on the root
     fit();
     if (style === "outline" && scale < 1) { scale = 1; tx = 4; ty = 4; apply(); return; }
-    if (scale < 0.6) {
+    if (scale < MIN_OPEN_SCALE) {
       const r = svg.getBoundingClientRect(), lay = layout(), b = lay.get(root);
-      scale = 0.6; tx = r.width / 2 - b.x * scale; ty = 4; apply();
+      scale = MIN_OPEN_SCALE; tx = r.width / 2 - b.x * scale; ty = 4; apply();
     }
   }
   draw();

@@ -33,7 +33,7 @@ overview = pd.DataFrame(
 st.dataframe(overview, hide_index=True, width="stretch")
 
 if "add_done" in st.session_state:
-    st.success(f"Imported **{st.session_state.pop('add_done')}**: it is selected below.")
+    st.success(f"Imported **{ui.md(st.session_state.pop('add_done'))}**: it is selected below.")
 with st.expander("Add a study (your own choice data)", icon=":material/upload_file:"):
     add_study_form()
 
@@ -46,14 +46,14 @@ status = svc.study_status(key)
 study, error = svc.get_study(key)
 
 if study is None:
-    st.subheader(status.title)
-    st.warning(f"**{status.title}** is not available here.")
-    st.markdown(error or status.note)
-    st.markdown(f"**Licence:** {status.info.license}")
+    st.subheader(ui.md(status.title))
+    st.warning(f"**{ui.md(status.title)}** is not available here.")
+    st.markdown(error or ui.err(status.note))
+    st.markdown(f"**Licence:** {ui.md(status.info.license)}")
     st.stop()
 
-st.subheader(study.title)
-st.write(study.description)
+st.subheader(ui.md(study.title))
+st.markdown(ui.md(study.description))
 counts = study.counts()
 c1, c2, c3 = st.columns(3)
 c1.metric("Respondents", f"{counts['respondents']:,}")
@@ -63,10 +63,10 @@ c3.metric("Comparisons", f"{counts['comparisons']:,}")
 st.markdown(
     "\n".join(
         [
-            f"- **Source:** {study.source or '—'}",
-            f"- **Citation:** {study.citation or '—'}",
-            f"- **Licence:** {study.license or status.info.license}",
-            f"- **Data:** {status.note}",
+            f"- **Source:** {ui.md(study.source or '—')}",
+            f"- **Citation:** {ui.md(study.citation or '—')}",
+            f"- **Licence:** {ui.md(study.license or status.info.license)}",
+            f"- **Data:** {ui.err(status.note)}",
         ]
     )
 )
@@ -82,7 +82,7 @@ if svc.is_per_respondent(study) and svc.has_personal_data(study):
     resp_shown = ui.respondent_picker(study, key="cs_resp")
     data = svc.respondent_data(study, resp_shown)
     st.caption(
-        f"Respondent {resp_shown}: {data.n_items} items, {data.n_pairs} comparisons. The "
+        f"Respondent {ui.md(resp_shown)}: {data.n_items} items, {data.n_pairs} comparisons. The "
         "tree explorer and the live pages use this respondent."
     )
 elif svc.is_per_respondent(study):
@@ -97,7 +97,7 @@ else:
 st.markdown("#### Report")
 st.caption(
     "One self-contained HTML file to share offline (e-mail, slides): this study's summary, "
-    + (f"respondent {resp_shown}'s tree" if resp_shown is not None else "the pooled tree")
+    + (f"respondent {ui.md(resp_shown)}'s tree" if resp_shown is not None else "the pooled tree")
     + " with every leaf's items, held-out evidence next to the GP and logit baselines with "
     "95% CIs, leave-one-out feature sensitivity, and the command and versions that "
     "reproduce it."
@@ -123,13 +123,19 @@ if report_key in st.session_state:
 with st.expander(f"Items ({study.data.n_items:,})"):
     items = study.data.items
     shown = items if items is not None else study.schema.decode(study.data.X)
+    shown = shown.rename(columns={f.name: f.display for f in study.schema.features})
     st.dataframe(shown.head(500), width="stretch")
     if len(shown) > 500:
         st.caption(f"First 500 of {len(shown):,} items.")
 
 if study.users is not None:
     with st.expander(f"Respondent features ({len(study.users):,} respondents)"):
-        st.dataframe(study.users.head(500), width="stretch")
+        named = (
+            {f.name: f.display for f in study.user_schema.features}
+            if study.user_schema is not None
+            else {}
+        )  # the labels given at import, never the raw column names
+        st.dataframe(study.users.head(500).rename(columns=named), width="stretch")
         if study.user_schema is not None:
             st.dataframe(
                 labels.attribute_table(study.user_schema), hide_index=True, width="stretch"

@@ -19,7 +19,8 @@ from pbo_core.experiments.bench import run_cell, summarize
 from pbo_core.experiments.rho_regret import summarize_rho_regret
 from pbo_core.experiments.runner import Cell, cell_path, run_grid
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
-from pbo_core.registry import names
+from pbo_core.explain import labels
+from pbo_core.registry import get, names
 
 st.title("Convergence")
 st.caption(
@@ -31,22 +32,26 @@ st.caption(
     "instantly afterwards."
 )
 
-root = st.text_input(
-    "Results folder (searched recursively)",
-    value=st.session_state.get("cv_root_value", str(svc.results_home())),
-    key="cv_root",
-    help="Default: the per-user data folder. Point it at any --out folder (or a parent)."
-    + (" Fixed on a shared server." if svc.shared_server() else ""),
-    disabled=svc.shared_server(),
+# a path on the server: read below the allowed data roots only; fixed on a shared server
+root = str(
+    ui.path_input(
+        "Results folder (searched recursively)",
+        key="cv_root",
+        default=svc.results_home(),
+        what="results folder",
+        folder=True,
+        write=False,
+        help="Default: the per-user data folder. Point it at any --out folder (or a "
+        "parent) below an allowed data root.",
+        kept="cv_root_value",  # also read (and checked again) by the hierarchy page
+    )
 )
-if svc.shared_server():  # no server paths from visitors (docs/shared-server.md)
-    root = str(svc.results_home())
-st.session_state["cv_root_value"] = root
+where = ui.shown_path(root, "results folder")
 
 
 def _chart_title(text: str) -> None:
     """Chart titles as page headings: Altair titles of stacked charts can overlap."""
-    st.markdown(f"**{text}**")
+    st.markdown(f"**{ui.md(text)}**")
 
 
 def _rel(p: Path) -> str:
@@ -60,6 +65,66 @@ def _function_label(name: str) -> str:
     if name in KAPPASHARP_FUNCTIONS:
         tags.append("KappaSharp")
     return f"{name} ({', '.join(tags)})" if tags else name
+
+
+def _method_text(name: str) -> str:
+    """``"dt-literal: DT-PBO, Algorithm 1 literally (qEUBO only)"``: the registry's label."""
+    try:
+        return f"{name}: {get(name).label}"
+    except KeyError:
+        return name
+
+
+def _methods_note(methods: list[str]) -> None:
+    """What each method key in the legend is (the registry's label and description)."""
+    lines = []
+    for m in methods:
+        try:
+            spec = get(m)
+        except KeyError:
+            continue
+        lines.append(f"- **{m}**: {spec.label} — {spec.description}")
+    if lines:
+        with st.expander("What the methods are", expanded=False):
+            st.markdown("\n".join(lines))
+
+
+def _bench_table(summary: list[dict]) -> pd.DataFrame:
+    """The final-regret summary as people read it: one row per method, the budget (runs x
+    queries), mean, s.d. and a 95 % t-interval rounded to its precision; regret is never
+    negative, so the interval is cut at 0 (and says so)."""
+    rows = []
+    for r in summary:
+        lo, hi = (float(v) for v in r["final_regret_ci95"])
+        cut = lo < 0
+        est, ci = labels.ci_text(float(r["final_regret_mean"]), max(lo, 0.0), hi)
+        d = labels.ci_decimals(max(lo, 0.0), hi)
+        rows.append(
+            {
+                "method": _method_text(r["method"]),
+                "runs (seeds)": int(r["seeds"]),
+                "queries per run": int(r["iters"]),
+                "final regret, mean": est,
+                "s.d.": f"{float(r['final_regret_sd']):.{d}f}",
+                "95% CI (t, over runs)": ci + (" (cut at 0)" if cut else ""),
+                "median": f"{float(r['final_regret_median']):.{d}f}",
+                "time per run (median, s)": f"{float(r['time_per_run_median_s']):.2g}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _budget_note(summary: list[dict]) -> None:
+    """Say so when the methods shown ran different budgets (their curves end at different
+    queries and their final regrets are not comparable at face value)."""
+    budgets = {(int(r["seeds"]), int(r["iters"])) for r in summary}
+    if len(budgets) > 1:
+        each = "; ".join(f"{r['method']} {r['iters']} queries x {r['seeds']} runs" for r in summary)
+        shortest = min(int(r["iters"]) for r in summary)
+        st.warning(
+            f"Unequal budgets: {each}. Compare the curves up to query {shortest}; each final "
+            "regret is at the method's own last query, and fewer runs give wider intervals."
+        )
 
 
 def bench_curves(rows: pd.DataFrame, key: str) -> None:
@@ -88,7 +153,7 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
             x="step",
             color="method",
             x_title="query",
-            y_title="regret (optimum − utility of the recommendation)",
+            y_title="regret (optimum − utility of the recommendation, mean ± s.e.)",
             log_y=log_y,
         ),
         width="stretch",
@@ -107,7 +172,10 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
         width="stretch",
     )
 
-    st.dataframe(pd.DataFrame(summarize(sub)), hide_index=True, width="stretch")
+    summary = summarize(sub)
+    _budget_note(summary)
+    st.dataframe(_bench_table(summary), hide_index=True, width="stretch")
+    _methods_note(chosen)
 
 
 tab_bench, tab_rho, tab_sushi, tab_run = ui.lazy_tabs(
@@ -128,7 +196,7 @@ if tab_bench.open:
             pass  # the default grid's progress is drawn above
         elif not bench_folders:
             st.info(
-                f"No benchmark results under `{root}`. Create some with\n\n"
+                f"No benchmark results in {where}. Create some with\n\n"
                 "`python -m pbo_core.bench --functions branin,levy --methods dt,gp --seeds 5 "
                 "--iters 100 --out results/bench`\n\n"
                 "(KappaSharp grids: `--functions levy10,ackley8 --init pool_n6_k15`), or use "
@@ -160,7 +228,7 @@ if tab_rho.open:
             pass  # the default grids' progress is drawn above
         elif not rho_folders:
             st.info(
-                f"No rho-regret results under `{root}`. Create some with "
+                f"No rho-regret results in {where}. Create some with "
                 "`python -m pbo_core.experiments rho-regret --study pmr-demo --out "
                 "results/rho-pmr` (studies: pmr-demo, train, electricity, swissmetro, sushi-a)."
             )
@@ -175,7 +243,7 @@ if tab_rho.open:
                 st.info("Choose at least one method.")
             else:
                 runs = sub.groupby(["method", "unit", "seed"]).ngroups
-                st.caption(f"{study_name}: {runs} runs ({sub['unit'].nunique()} units).")
+                st.caption(f"{ui.md(study_name)}: {runs} runs ({sub['unit'].nunique()} units).")
                 _chart_title(f"{study_name}: rho-regret (top 3) per question")
                 st.altair_chart(
                     charts.band_chart(
@@ -192,18 +260,25 @@ if tab_rho.open:
                     pd.DataFrame(
                         [
                             {
-                                "method": m,
+                                "method": _method_text(m),
                                 "runs": d["runs"],
                                 "questions": d["question"][-1],
-                                "final rho-regret": d["rho_regret_mean"][-1],
-                                "95 % CI": "{:.2f} – {:.2f}".format(*d["rho_regret_ci95"][-1]),
-                                "favourite ranked first": d["final_top1_found"],
+                                "final rho-regret": labels.ci_text(
+                                    d["rho_regret_mean"][-1], *d["rho_regret_ci95"][-1]
+                                )[0],
+                                "95 % CI": labels.ci_text(
+                                    d["rho_regret_mean"][-1],
+                                    max(d["rho_regret_ci95"][-1][0], 0.0),
+                                    d["rho_regret_ci95"][-1][1],
+                                )[1],
+                                "favourite ranked first": f"{100 * d['final_top1_found']:.0f}%",
                             }
                             for m, d in summ.items()
                         ]
                     ),
                     hide_index=True,
                 )
+                _methods_note(chosen)
 
 if tab_sushi.open:
     with tab_sushi:
@@ -268,10 +343,15 @@ if tab_sushi.open:
                     hide_index=True,
                 )
         else:
-            st.info(f"No Sushi results (`experiments sushi-pbo --out`) under `{root}`.")
+            st.info(f"No Sushi results (`experiments sushi-pbo --out`) in {where}.")
             status = svc.study_status("sushi-a")
             if not status.usable:
                 ui.unavailable("sushi-a", "The Sushi convergence curves")
+            elif svc.shared_server():  # runs are the operator's (docs/shared-server.md)
+                st.caption(
+                    "On a shared server its administrator runs the experiment (`python -m "
+                    "pbo_core.experiments sushi-pbo --out` into the server's results folder)."
+                )
             else:
                 st.markdown(
                     "Sushi is configured: run the experiment here on a few users (or on the "
@@ -305,18 +385,25 @@ if tab_sushi.open:
                     def _progress(done: int, total: int) -> None:
                         bar.progress(done / max(total, 1), text=f"{done}/{total} runs")
 
-                    out = Path(root).expanduser() / "sushi-pbo"
+                    out = svc.output_folder(root, "sushi-pbo")  # below the data folder
                     run_grid(
                         cells,
                         partial(sushi_pbo_cell, load_study=load_study_cached),
                         out_dir=out,
                         progress=_progress,
                     )
-                    st.success(f"Wrote {len(cells)} runs to `{out}`.")
+                    st.success(f"Wrote {len(cells)} runs to {ui.shown_path(out, 'results')}.")
                     st.rerun()
 
 if tab_run.open:
     with tab_run:
+        if svc.shared_server():  # benchmark runs are server configuration here
+            st.info(
+                "On a shared server benchmark runs are its administrator's: `python -m "
+                "pbo_core.bench --out` into the server's results folder, whose curves the "
+                "Benchmarks tab shows."
+            )
+            st.stop()  # the last part of the page
         st.markdown(
             "Run DT-PBO and baselines on a bundled benchmark function. Each run is stored in "
             "the chosen folder in the format of `python -m pbo_core.bench --out` (finished runs "
@@ -337,14 +424,14 @@ if tab_run.open:
         seeds = c1.slider("Seeds", 1, 10, 3, key="cv_r_seeds")
         iters = c2.slider("Queries", 5, 200, 50, step=5, key="cv_r_iters")
         n_init = c3.slider("Initial pairs", 1, 40, 20, key="cv_r_ninit")
-        out_dir = st.text_input(
+        out_dir = ui.path_input(  # written: below the data folder only
             "Write to",
-            value=str(Path(root) / "dashboard-bench"),
             key=f"cv_r_out::{root}",
-            disabled=svc.shared_server(),
+            default=svc.output_folder(root, "dashboard-bench"),
+            what="output folder",
+            folder=True,
+            write=True,
         )
-        if svc.shared_server():
-            out_dir = str(Path(root) / "dashboard-bench")
         if st.button("Run", key="cv_r_run", type="primary", disabled=not chosen):
             out = Path(out_dir).expanduser()
             cells = [
@@ -378,7 +465,7 @@ if tab_run.open:
             run_grid(cells, run_cell, out_dir=out, progress=_cells_done, step_hook=_step)
             bar.progress(1.0, text="finished")
             st.success(
-                f"{len(cells) - skipped} run(s) written to `{out}`"
+                f"{len(cells) - skipped} run(s) written to {ui.shown_path(out, 'output folder')}"
                 + (f"; {skipped} already there" if skipped else "")
                 + "."
             )
@@ -386,5 +473,5 @@ if tab_run.open:
         if out.is_dir() and any(out.glob("cell-*.parquet")):
             rows = svc.read_results(out)
             if len(rows) and svc.result_kind(rows) == "bench":
-                st.markdown(f"#### Results in `{out_dir}`")
+                st.markdown(f"#### Results in {ui.shown_path(out_dir, 'output folder')}")
                 bench_curves(rows, "cv_out")

@@ -15,7 +15,6 @@ other pages' work), and the tree's DOT and the tables are cached per session sta
 
 from __future__ import annotations
 
-import io
 import sqlite3
 import time
 from typing import Any
@@ -25,7 +24,9 @@ import streamlit as st
 
 from dashboard import _charts as charts
 from dashboard import _services as svc
+from dashboard import _session_files as sf
 from dashboard import _ui as ui
+from dashboard._services import elicitation as el
 from dashboard._services import sessions as store
 from dashboard._uploads import upload_name
 from pbo_core import explain
@@ -84,10 +85,16 @@ if "el_booted" not in st.session_state:  # a new browser session: resume the URL
     st.session_state["el_booted"] = True
     wanted = st.query_params.get("session")
     rec0 = store.load_session(wanted) if wanted else None
-    if rec0 is not None:
+    if rec0 is not None and len(rec0.base) + len(rec0.actions) > sf.MAX_ANSWERS:
+        st.warning(  # opening it would replay (refit) every answer: never
+            f"This link's session holds more than {sf.MAX_ANSWERS} answers, the most a "
+            "session may hold here: a new session was started."
+        )
+        rec0 = None
+    elif rec0 is not None:
         _set_controls(rec0)
         st.session_state["el_boot"] = rec0.id
-        if rec0.server and rec0.server != store.SERVER_ID:
+        if store.server_stopped(rec0.server):  # not: another process still serving
             if time.time() - rec0.updated < RESTART_NOTE_S:
                 st.session_state["el_restart_note"] = (rec0.n_answers, rec0.updated)
             store.mark_served(rec0.id)
@@ -156,23 +163,31 @@ if config not in active:  # the link's session if it has these settings, else a 
         active[config] = rec.id
         if rec.n_answers:
             st.toast(f"Resumed the saved session with {rec.n_answers} answers.")
-    else:
-        active[config] = store.create_session(config, owner=owner, participant=_participant())
+    else:  # stored with its first answer (no row for a visit without answers)
+        active[config] = store.new_session_id()
 
 
 def _open(sid: str) -> ElicitationSession:
-    """The live session ``sid`` (replayed from the store the first time)."""
+    """The live session ``sid`` (replayed from the store the first time, bounded and
+    checked: :func:`dashboard._session_files.replay`)."""
     if sid not in cache:
         rec = store.load_session(sid)
         fresh = svc.new_elicitation(*config)
-        cache[sid] = fresh if rec is None else store.replay(fresh, rec)
+        if rec is not None:
+            fresh = sf.replay(fresh, rec.base, rec.actions, "the saved session")
+        cache[sid] = fresh
         n_base[sid] = 0 if rec is None else len(rec.base)
     return cache[sid]
 
 
 def _current() -> tuple[str, ElicitationSession]:
     sid = active[config]
-    return sid, _open(sid)
+    try:
+        return sid, _open(sid)
+    except sf.SessionRefused as exc:  # too long or not replayable: never a traceback
+        st.session_state["el_write_error"] = f"{ui.err(exc)}: a new session was started."
+        sid = active[config] = store.create_session(config, owner=owner, participant=_participant())
+        return sid, _open(sid)
 
 
 def _summary(sid: str, sess: ElicitationSession) -> None:
@@ -181,7 +196,9 @@ def _summary(sid: str, sess: ElicitationSession) -> None:
     try:
         store.set_summary(sid, sess.n_answers, name)
     except sqlite3.Error as exc:  # the answers are saved; only the list's summary is late
-        st.warning(f"The session list's summary was not updated ({exc}); answers are saved.")
+        st.warning(
+            f"The session list's summary was not updated ({ui.err(exc)}); answers are saved."
+        )
 
 
 # --------------------------------------------------------------------------- callbacks
@@ -192,24 +209,46 @@ def _record(sid: str, sess: ElicitationSession, action: str) -> bool:
     """Store ``action`` as the session's next one; ``False`` (and a message) on failure."""
     seq = len(sess.actions) - n_base.get(sid, 0)
     try:
-        store.record_action(sid, seq, action, sess.n_answers + (action != "skip"))
+        store.record_action(
+            sid,
+            seq,
+            action,
+            sess.n_answers + (action != "skip"),
+            draft=store.Draft(config, owner, _participant()),
+        )
     except (sqlite3.Error, store.AnswerConflict, KeyError) as exc:
         st.session_state["el_write_error"] = (
-            f"Answer {sess.n_answers + 1} was **not saved** ({type(exc).__name__}: {exc}). "
+            f"Answer {sess.n_answers + 1} was **not saved** ({ui.err(type(exc).__name__)}: "
+            f"{ui.err(exc)}). "
             "It was not counted; answer again (or reload the page)."
         )
         return False
     return True
 
 
+def _full(sess: ElicitationSession) -> bool:
+    """Has the session reached the most answers a session holds (then say so)?"""
+    if len(sess.actions) < sf.MAX_ANSWERS:
+        return False
+    st.session_state["el_notice"] = (
+        f"This session holds {sf.MAX_ANSWERS} answers, the most a session may hold here: "
+        "download it, or start over for a new one."
+    )
+    return True
+
+
 def _act(action: str, at: int | None = None) -> None:
+    started = el.start_answer_clock()  # the server's own time of this answer, see live()
     sid, sess = _current()
     if at is not None and at != len(sess.actions):  # a second click on an answered question
         st.session_state["el_notice"] = "That click was for a question already answered."
         return
+    if _full(sess):
+        return
     if _record(sid, sess, action):
         sess.apply(action)
         st.session_state["el_dirty"] = sid
+        st.session_state["el_clock"] = (started, sid, at, action)
 
 
 def _undo() -> None:
@@ -223,7 +262,9 @@ def _undo() -> None:
     try:
         undone = store.undo_action(sid, seq, n_after)
     except sqlite3.Error as exc:
-        st.session_state["el_write_error"] = f"Undo was **not saved** ({exc}); nothing changed."
+        st.session_state["el_write_error"] = (
+            f"Undo was **not saved** ({ui.err(exc)}); nothing changed."
+        )
         return
     if not undone:  # the saved session moved on (another tab): do not diverge from it
         st.session_state["el_write_error"] = (
@@ -237,6 +278,8 @@ def _undo() -> None:
 def _auto(n: int) -> None:
     sid, sess = _current()
     for _ in range(n):
+        if _full(sess):
+            break
         action = "AB"[sess.oracle_winner()]
         if not _record(sid, sess, action):
             break
@@ -245,7 +288,7 @@ def _auto(n: int) -> None:
 
 
 def _restart() -> None:
-    active[config] = store.create_session(config, owner=owner, participant=_participant())
+    active[config] = store.new_session_id()  # stored with its first answer
 
 
 def _resume(sid: str) -> None:
@@ -272,10 +315,10 @@ def _option(col: Any, side: str, sess: ElicitationSession, x: Any, idx: int | No
         items = sess.items
         if items is not None and idx is not None and "message" in items.columns:
             st.markdown(f"**{side}**")
-            st.write(str(items["message"].iloc[idx]))
+            st.markdown(ui.md(items["message"].iloc[idx]))
         else:
-            st.markdown(f"**{side}** · {svc.item_name(sess, idx, x)}")
-        ui.full_table(svc.option_table(sess, x), hide_index=True, width="stretch")
+            st.markdown(f"**{side}** · {ui.md(svc.item_name(sess, idx, x))}")
+        ui.full_table(el.option_arrow(sess, x, idx), hide_index=True, width="stretch")
         if mode == "benchmark":
             u = float(sess.problem.utility(x[None, :])[0])
             st.caption(f"True utility f(x) = {u:.4g} (shown so you can play the decision maker).")
@@ -296,7 +339,7 @@ def _favourite(sess: ElicitationSession, sid: str) -> None:
         if fav is None:
             st.markdown(f"**{words.favourite}: none yet.** Answer a question to get one.")
             return
-        st.markdown(f"**{words.favourite}: {svc.item_name(sess, fav)}**")
+        st.markdown(f"**{words.favourite}: {ui.md(svc.item_name(sess, fav))}**")
         point = sess.favourite_trace[-1]
         if sess.is_tree:
             leaf = sess.leaf_of(sess.X[fav])
@@ -305,18 +348,22 @@ def _favourite(sess: ElicitationSession, sid: str) -> None:
                 st.markdown("No split yet: every option is in one leaf, so no utility differs.")
             else:
                 why = sess.explanation()
+                # the leaf's number as the tree draws it (rank order, 1 = best), never the
+                # model's internal leaf index
+                same = abs(point.mean - s.mean) < 5e-3 and abs(point.sd - s.sd) < 5e-3
+                at_centre = (
+                    ""
+                    if same
+                    else f"; the tree shows the leaf at its centre, {s.mean:+.2f} ± {s.sd:.2f}"
+                )
                 st.markdown(
-                    f"Leaf {s.leaf} (rank {s.rank} of {model.n_leaves_}, utility "
-                    f"{point.mean:+.2f} ± {point.sd:.2f}). **Why:** " + " AND ".join(why)
+                    f"Leaf {s.number} of the tree (rank {s.rank} of {model.n_leaves_}; this "
+                    f"option's utility {point.mean:+.2f} ± {point.sd:.2f}{at_centre}). "
+                    "**Why:** " + " AND ".join(map(ui.md, why))
                 )
         else:
             st.markdown(f"Predicted utility {point.mean:+.2f} ± {point.sd:.2f}.")
-        fav_table = svc.option_table(sess, sess.X[fav])
-        st.dataframe(
-            pd.DataFrame([fav_table["value"].tolist()], columns=fav_table["attribute"].tolist()),
-            hide_index=True,
-            width="stretch",
-        )
+        st.dataframe(el.favourite_arrow(sess, fav), hide_index=True, width="stretch")
 
 
 def _link(sid: str) -> str:
@@ -331,11 +378,14 @@ def _link(sid: str) -> str:
 def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
     recs = store.list_sessions(owner=owner)
     st.caption(
-        f"Saved in `{store.db_path()}` after every answer. Listed: the sessions this "
-        "browser started; another person's session opens only from its link."
+        "Saved on the server after every answer. Listed: the sessions this browser "
+        "started; another person's session opens only from its link."
     )
-    st.markdown("Link to this session (bookmark it, or share it to let someone continue it):")
-    st.code(_link(sid), language=None)
+    if sess.actions:
+        st.markdown("Link to this session (bookmark it, or share it to let someone continue it):")
+        st.code(_link(sid), language=None)
+    else:
+        st.markdown("This session is saved with its first answer; its link works from then on.")
     if recs:
         ids = [r.id for r in recs]
         titles = {r.id: r.title() + ("  (this one)" if r.id == sid else "") for r in recs}
@@ -357,27 +407,49 @@ def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
         "Resume a session from a JSON file downloaded here", type=["json"], key="el_upload_json"
     )
     if up is not None and st.session_state.get("el_loaded_json") != up.file_id:
-        try:
+        try:  # bounded and replayed before anything is stored (dashboard/_session_files.py)
+            got = sf.check_json(up.getvalue(), **_config_rules())
+            loaded = sf.replay(svc.new_elicitation(*got.config), got.base, got.actions)
             new = store.import_json(up.getvalue(), owner=owner)
         except ValueError as exc:
-            st.error(f"Could not load that file: {exc}")
+            st.error(f"Could not load that file: {ui.err(exc)}")
         else:
             st.session_state["el_loaded_json"] = up.file_id
+            cache[new] = loaded
+            n_base[new] = len(got.base)
             _resume(new)
             st.rerun()
 
 
-@st.fragment
+def _config_rules() -> dict[str, Any]:
+    """What a loaded session's configuration may be: what this page offers this visitor."""
+
+    def page_max_items(key: str) -> int | None:
+        study, _ = svc.get_study(key)
+        return MAX_ITEMS if study is not None and svc.n_distinct_items(study) > MAX_ITEMS else None
+
+    return {
+        "studies": svc.usable_study_keys(),
+        "functions": svc.two_d_benchmarks(),
+        "methods": names(role="elicitation"),
+        "page_max_items": page_max_items,
+    }
+
+
+@ui.fragment
 def live() -> None:
     """The question, the favourite, the charts and the tabs: what an answer changes."""
     if st.session_state.pop("el_full_rerun", False):
         st.rerun()
     sid, sess = _current()
-    if st.query_params.get("session") != sid:
-        st.query_params["session"] = sid
+    if sess.actions:  # stored: the address bar holds its link
+        if st.query_params.get("session") != sid:
+            st.query_params["session"] = sid
+    elif "session" in st.query_params:  # a session with no answer has no link yet
+        del st.query_params["session"]
     token = svc.state_token(sid, sess)
     q = sess.next_query()
-    st.subheader(f"Question {sess.n_answers + 1}: {words.question}")
+    st.subheader(f"Question {sess.n_answers + 1}: {ui.md(words.question)}")
     cols = st.columns(2)
     _option(cols[0], "A", sess, q.a, q.index_a)
     _option(cols[1], "B", sess, q.b, q.index_b)
@@ -412,11 +484,14 @@ def live() -> None:
     if sess.is_tree:
         m[1].metric("Leaves", model.n_leaves_)
     fav = sess.favourite
-    m[2].metric("Favourite", "—" if fav is None else svc.item_name(sess, fav, max_len=40))
+    m[2].metric("Favourite", "—" if fav is None else ui.md(svc.item_name(sess, fav, max_len=40)))
     if sess.has_truth:
         m[3].metric("Regret of the favourite", "—" if fav is None else f"{sess.regret():.3g}")
     if sess.n_skipped:
         m[0].caption(f"{sess.n_skipped} skipped")
+    answered = st.session_state.pop("el_clock", None)
+    if answered is not None:
+        answered[0]["shown"] = time.monotonic()  # the next question and count are sent
 
     left, right = st.columns([1, 1])
     with left:
@@ -482,6 +557,9 @@ def live() -> None:
     if tab_sess.open:
         with tab_sess:
             _sessions_tab(sid, sess)
+    if answered is not None:
+        started, a_sid, at, action = answered
+        el.finish_answer_clock(started, session=a_sid, seq=at, action=action)
 
 
 def _answers_tab(sid: str, sess: ElicitationSession) -> None:
@@ -492,7 +570,7 @@ def _answers_tab(sid: str, sess: ElicitationSession) -> None:
     st.dataframe(frame, hide_index=True, width="stretch")
     st.download_button(
         "Download answers (CSV)",
-        frame.to_csv(index=False),
+        ui.safe_csv(frame),
         file_name=f"elicitation-{source}-{method}-{sid}.csv",
         mime="text/csv",
         key="el_download",
@@ -505,11 +583,11 @@ def _answers_tab(sid: str, sess: ElicitationSession) -> None:
         key="el_upload",
     )
     if up is not None and st.session_state.get("el_loaded") != (up.file_id, config):
-        try:
-            df = pd.read_csv(io.BytesIO(up.getvalue()))
-            loaded = ElicitationSession.from_frame(df, **sess.config())
-        except Exception as exc:  # a wrong file is reported, not raised
-            st.error(f"Could not load {upload_name(up.name)}: {exc}")
+        try:  # bounded before pandas reads it, replayed before anything is stored
+            df = sf.check_answers_csv(up.getvalue())
+            loaded = sf.replay(ElicitationSession(**sess.config()), df, [])
+        except ValueError as exc:  # a wrong file is reported, not raised
+            st.error(f"Could not load {ui.md(upload_name(up.name))}: {ui.err(exc)}")
         else:
             new = store.create_session(
                 config, loaded.to_frame(), owner=owner, participant=_participant()

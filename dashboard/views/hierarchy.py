@@ -47,7 +47,7 @@ else:
     ui.show_in_url(study=key)
     study, error = svc.get_study(key)
     if study is None or study.users is None:
-        st.error(error or f"{key} has no respondent features.")
+        st.error(error or f"{ui.md(key)} has no respondent features.")
         st.stop()
     n_total = len(study.respondents())
     c1, c2, c3, c4 = st.columns(4)
@@ -97,7 +97,7 @@ else:
                 key=f"hi_group::{key}",
             )
             row = groups[groups["group"] == g].iloc[0]
-            st.info(f"**Who:** {row['who']}")
+            st.info(f"**Who:** {ui.md(row['who'])}")
             model = h.item_tree(g)
             ui.tree_with_downloads(
                 explain.tree_view(model, title=f"item tree of user group {g}"),
@@ -110,20 +110,48 @@ else:
     st.markdown("#### Segments with linear item models (slopes in units, value of time)")
     seg = waits.result(svc.segments_job(study, n_users, depth, min_leaf), key="hi_seg")
     if seg is not None:
-        table = seg.segment_table()
-        st.caption(
-            f"{len(table)} segment(s) of the first {n_users} respondents: a user tree split "
-            "where the segment logits' coefficients are unstable (score test clustered by "
-            "respondent, Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit "
-            f"shrunk toward the pooled one (strength {seg.shrinkage_:g}, by CV over "
-            "respondents). Slopes are utility per unit (logit scale); value of time = 60 x "
-            "time slope / cost slope, 95 % delta-method interval."
+        money_options, money_default, money_why = svc.money_choice(study)
+        c_money, c_money_why = st.columns([1, 2])
+        money = c_money.selectbox(
+            "Money attribute (divides the value of time)",
+            money_options,
+            index=money_options.index(money_default),
+            format_func=lambda n: (
+                "(none: no value of time)" if n is None else study.schema[n].display
+            ),
+            key=f"hi_money::{key}",
+            help="The value of time is the time slope divided by this attribute's slope. The "
+            "study's own choice is pre-selected (set at import with --money-attribute or the "
+            "Add-a-study form).",
         )
-        st.dataframe(table, hide_index=True, width="stretch")
+        if money is not None:
+            c_money_why.caption(
+                f"Value of time in units of **{study.schema[money].display}**"
+                + (f" ({money_why})." if money == money_default else ".")
+            )
+        table = seg.segment_table(money) if money is not None else seg.segment_table("")
+        st.caption(
+            f"{len(table)} segment(s) of the first {n_users} respondents: a user tree split where "
+            "the segment logits' coefficients are unstable (score test clustered by respondent, "
+            "Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit shrunk toward "
+            f"the pooled one (strength {seg.shrinkage_:.3g}, by CV over respondents). Slopes are "
+            "utility per unit (logit scale), rounded to the precision of their 95 % interval; "
+            "value of time = time slope / money slope per hour with Fieller's 95 % interval, "
+            "*not identified* (no number) when the money slope's own 95 % interval includes 0."
+        )
+        # the value of time as text (a number with its interval, or "not identified" and why);
+        # its numeric column stays in the table's CSV-like form for programs, not on the page
+        shown = table.drop(columns=[c for c in table.columns if c.startswith("value of time (")])
+        st.dataframe(
+            shown,
+            hide_index=True,
+            width="stretch",
+            column_config={"value of time [95% CI]": st.column_config.TextColumn(width="large")},
+        )
 
 
 st.markdown("#### Cohort curves: new users with and without the hierarchy")
-root = st.session_state.get("cv_root_value", str(svc.results_home()))
+root = str(ui.results_root())  # the Convergence page's folder, checked
 cohort_ready = ui.ensure_default_grids(root, ["hierarchy-swissmetro"], "SwissMetro cohort")
 acc_folders = svc.folders_of_kind(root, "hierarchy-accuracy")
 folders = svc.folders_of_kind(root, "hierarchy")
@@ -167,12 +195,18 @@ if acc_folders:
     st.dataframe(svc.cold_start_table(rows), hide_index=True, width="stretch")
 if not folders and not acc_folders and cohort_ready:
     st.info(
-        f"No hierarchy results under `{root}` (folder set on the Convergence page). Create "
+        f"No hierarchy results in {ui.shown_path(root, 'results folder')} (folder set on the "
+        "Convergence page). Create "
         "them with `python -m pbo_core.experiments hierarchy --study swissmetro --out "
         "results/hierarchy-swissmetro` (or `--dataset A` for Sushi)."
     )
 elif folders:
-    folder = st.selectbox("Result folder", folders, key="hi_folder", format_func=str)
+    folder = st.selectbox(
+        "Result folder",
+        folders,
+        key="hi_folder",
+        format_func=lambda f: ui.relative_folder(root, f),
+    )
     rows = svc.read_results(folder)
     cohorts = sorted(rows["cohort"].unique().tolist())
     chosen = st.multiselect(

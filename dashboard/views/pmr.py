@@ -14,6 +14,7 @@ from dashboard import _services as svc
 from dashboard import _ui as ui
 from dashboard._uploads import upload_name
 from pbo_core import explain, metrics
+from pbo_core.explain.labels import humanize
 
 st.title("PMR features")
 st.caption(
@@ -43,6 +44,18 @@ if study is None:
     ui.unavailable(key, "This page")
     st.stop()
 spec = study.extras["spec"]
+
+
+def _words(name: object) -> str:
+    """A column or feature code as words ("message_actionability" -> "Message
+    actionability"): the schema's label where the study has one."""
+    text = str(name)
+    if text in study.schema.names:
+        return study.schema[text].display
+    words = humanize(text)
+    return words[:1].upper() + words[1:]
+
+
 texts = svc.message_texts(study)
 truth = study.extras.get("truth")
 ext_key = f"pmr_extracted::{key}"
@@ -56,19 +69,20 @@ with st.expander("LLM endpoint (for extraction and feature proposals)"):
         env_base, env_model = env_cfg.base_url or "", env_cfg.model
         env_key = bool(env_cfg.api_key)
     except ValueError as exc:
-        st.error(f"LLM environment variables: {exc}")
+        st.error(f"LLM environment variables: {ui.err(exc)}")
         env_base, env_model, env_key = "", "", False
     c1, c2 = st.columns(2)
     shared = svc.shared_server()  # no server-side URLs or paths from visitors
-    base_url = c1.text_input(
-        "Base URL (OpenAI-compatible, with /v1)",
-        value=env_base,
-        placeholder="http://127.0.0.1:8000/v1",
-        key="pmr_base_url",
-        disabled=shared,
-        help="Fixed by $DTPBO_LLM_BASE_URL on a shared server." if shared else None,
-    )
-    base_url = env_base if shared else base_url
+    if shared:  # the endpoint is server configuration: no visitor's key goes elsewhere
+        c1.caption("Endpoint: the server's, set by its administrator ($DTPBO_LLM_BASE_URL).")
+        base_url = env_base
+    else:
+        base_url = c1.text_input(
+            "Base URL (OpenAI-compatible, with /v1)",
+            value=env_base,
+            placeholder="http://127.0.0.1:8000/v1",
+            key="pmr_base_url",
+        )
     model_name = c2.text_input("Model", value=env_model, key="pmr_model")
     api_key = c1.text_input(
         "API key",
@@ -77,17 +91,25 @@ with st.expander("LLM endpoint (for extraction and feature proposals)"):
         + (" (set)" if env_key else " (not set)")
         + ". Used only for requests: never shown, logged, cached or saved.",
     )
-    cache_path = c2.text_input(
-        "Extraction cache", value=svc.default_extraction_cache(), key="pmr_cache", disabled=shared
+    cache_path = str(  # written: below the data folder only (or the server's setting)
+        ui.path_input(
+            "Extraction cache",
+            key="pmr_cache",
+            default=svc.default_extraction_cache(),
+            what="extraction cache",
+            folder=False,
+            write=True,
+            container=c2,
+        )
     )
-    cache_path = svc.default_extraction_cache() if shared else cache_path
     c3, c4, c5 = st.columns(3)
     limit = int(c3.number_input("Messages (first N)", 1, len(texts), len(texts), key="pmr_limit"))
     timeout = float(c4.number_input("Timeout per request (s)", 5, 600, 60, key="pmr_timeout"))
     retries = int(c5.number_input("Retries per request", 0, 8, 1, key="pmr_retries"))
     cfg = svc.llm_config(base_url, model_name, api_key, timeout=timeout, max_retries=retries)
+    endpoint = "the server's" if shared else ui.md(cfg.base_url or "the OpenAI API")
     st.caption(
-        f"Endpoint: {cfg.base_url or 'the OpenAI API'} · model: {cfg.model or '(none)'} · "
+        f"Endpoint: {endpoint} · model: {ui.md(cfg.model or '(none)')} · "
         f"API key: {'set' if cfg.api_key else 'not set'}"
     )
 
@@ -105,7 +127,7 @@ if tab_msg.open:
             for c in ("message_id", "inbox", "patient_id", "age", "gender", "message")
             if c in items
         ]
-        st.dataframe(items[cols], hide_index=True, width="stretch")
+        st.dataframe(items[cols].rename(columns=_words), hide_index=True, width="stretch")
         ids = texts["message_id"].tolist()
         mid = st.selectbox("Read a message", ids, key=f"pmr_msg::{key}")
         left, right = st.columns([3, 2])
@@ -127,8 +149,9 @@ if tab_ext.open:
         if cfg.model:
             n_cached, n_all = svc.cached_extractions(todo_texts, spec, cfg, cache_path)
             st.caption(
-                f"{n_cached} of {n_all} messages are in the cache for model `{cfg.model}` "
-                f"(spec {spec.name!r}); {n_all - n_cached} need the endpoint."
+                f"{n_cached} of {n_all} messages are in the cache for model "
+                f"{ui.md(repr(cfg.model))} (spec {ui.md(repr(spec.name))}); "
+                f"{n_all - n_cached} need the endpoint."
             )
         else:
             n_cached, n_all = 0, len(todo_texts)
@@ -141,7 +164,8 @@ if tab_ext.open:
                     reachable, why = svc.endpoint_reachable(cfg.base_url)
                 if not reachable:
                     st.error(
-                        f"No LLM endpoint reachable: {why}. Start an OpenAI-compatible server "
+                        f"No LLM endpoint reachable: {ui.err(why)}. Start an OpenAI-compatible "
+                        "server "
                         "(llama.cpp `llama-server`, vLLM, Ollama, ...) and give its base URL, or "
                         "upload an extracted table below."
                     )
@@ -164,7 +188,8 @@ if tab_ext.open:
                         reason = fails["error"].iloc[0] if len(fails) else "unknown"
                         st.error(
                             f"No message was extracted ({counts['error']} errors, "
-                            f"{counts['invalid']} invalid answers). First error: {reason}"
+                            f"{counts['invalid']} invalid answers). First error: "
+                            f"{ui.err(reason)}"
                         )
                     else:
                         st.session_state[ext_key] = table
@@ -188,14 +213,16 @@ if tab_ext.open:
             try:
                 extracted = svc.read_extracted_table(up.getvalue(), spec, up_name)
             except Exception as exc:
-                st.error(f"Could not read {up_name}: {exc}")
+                st.error(f"Could not read {ui.md(up_name)}: {ui.err(exc)}")
             else:
                 st.session_state[ext_key] = extracted
                 st.session_state["pmr_uploaded"] = up.file_id
         if extracted is not None:
             st.markdown(f"#### Extracted table ({len(extracted)} messages)")
             st.dataframe(
-                extracted.map(lambda v: "; ".join(v) if isinstance(v, list) else v),
+                extracted.map(lambda v: "; ".join(v) if isinstance(v, list) else v).rename(
+                    columns=_words
+                ),
                 hide_index=True,
                 width="stretch",
             )
@@ -221,6 +248,7 @@ if tab_cmp.open:
         else:
             score = svc.score_extraction(study, extracted)
             show = score.reset_index()
+            show["feature"] = show["feature"].map(_words)  # words, not snake_case codes
             st.dataframe(
                 show[
                     [
@@ -269,16 +297,16 @@ if tab_prop.open:
         )
         if up is not None and st.session_state.get("pmr_prop_file") != up.file_id:
             try:
-                recs = svc.read_proposals(up.getvalue())
+                recs = svc.read_proposals(up.getvalue(), upload_name(up.name))
             except Exception as exc:
-                st.error(f"Could not read {upload_name(up.name)}: {exc}")
+                st.error(f"Could not read {ui.md(upload_name(up.name))}: {ui.err(exc)}")
             else:
                 st.session_state[props_key] = recs
                 st.session_state["pmr_prop_file"] = up.file_id
         if st.button("Run one proposal round with the endpoint above", key="pmr_propose"):
             reachable, why = svc.endpoint_reachable(cfg.base_url)
             if not cfg.model or not reachable:
-                st.error(f"No LLM endpoint reachable: {why or 'name the model first'}.")
+                st.error(f"No LLM endpoint reachable: {ui.err(why or 'name the model first')}.")
             else:
                 features = svc.proposal_features(study, extracted)
                 if features is None:
@@ -292,30 +320,34 @@ if tab_prop.open:
             st.info("No proposals loaded.")
         for i, rec in enumerate(records):
             prop = rec.proposal or {}
-            title = f"Round {rec.round}: {prop.get('name', '(no proposal)')} — {rec.status}"
+            title = ui.md(f"Round {rec.round}: {prop.get('name', '(no proposal)')} — {rec.status}")
             with st.expander(title, expanded=i == len(records) - 1):
                 if rec.error:
-                    st.error(rec.error)
+                    st.error(ui.err(rec.error))
                 if prop:
                     name, kind = prop.get("name"), prop.get("type")
-                    st.markdown(f"**{name}** ({kind}): {prop.get('description', '')}")
+                    st.markdown(
+                        f"**{ui.md(name)}** ({ui.md(kind)}): {ui.md(prop.get('description', ''))}"
+                    )
                     if prop.get("values"):
-                        st.markdown("Values: " + ", ".join(f"`{v}`" for v in prop["values"]))
+                        st.markdown("Values: " + ", ".join(ui.md(v) for v in prop["values"]))
                     if prop.get("rationale"):
-                        st.markdown(f"*Rationale:* {prop['rationale']}")
+                        st.markdown(f"*Rationale:* {ui.md(prop['rationale'])}")
                 if rec.gain is not None:
                     st.markdown(
                         f"Validation accuracy {rec.baseline_val_accuracy:.3f} → "
                         f"{rec.new_val_accuracy:.3f} (gain {rec.gain:+.3f}); automatic decision: "
-                        f"**{rec.decision}**"
+                        f"**{ui.md(rec.decision)}**"
                     )
                 if rec.reasons:
                     st.dataframe(pd.DataFrame(rec.reasons), hide_index=True, width="stretch")
                 choice = st.radio(
                     "Analyst decision",
                     ["undecided", "accept", "reject"],
-                    index=["undecided", "accept", "reject"].index(
-                        rec.analyst_decision or "undecided"
+                    index=(
+                        ["undecided", "accept", "reject"].index(rec.analyst_decision)
+                        if rec.analyst_decision in ("accept", "reject")
+                        else 0
                     ),
                     horizontal=True,
                     key=f"pmr_decision::{key}::{i}",
@@ -334,7 +366,7 @@ if tab_prop.open:
             try:
                 new_spec = svc.accepted_spec(spec, records)
             except ValueError as exc:  # SpecError: an accepted proposal is not a valid entry
-                c2.error(f"An accepted proposal is not a valid spec entry: {exc}")
+                c2.error(f"An accepted proposal is not a valid spec entry: {ui.err(exc)}")
             else:
                 c2.download_button(
                     f"Download the spec with accepted features ({len(new_spec)} features)",
@@ -385,4 +417,4 @@ if tab_tree.open:
                 height=760,
             )
             ranked = svc.ranked_messages(model, fstudy, study)
-            st.dataframe(ranked, hide_index=True, width="stretch")
+            st.dataframe(ranked.rename(columns=_words), hide_index=True, width="stretch")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import _charts as charts
 from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from pbo_core.registry import get
 
 st.title("Feature sensitivity")
 st.caption(
@@ -20,6 +22,22 @@ st.caption(
     "the noise (the CI contains 0, the dashed 'no change' line). Pooled models are fitted "
     "on the respondents averaged. Chance accuracy is 50%."
 )
+
+#: Respondents averaged by default (``svc.SENSITIVITY_RESPONDENTS``; the precomputed
+#: first visit uses the same number).
+DEFAULT_RESPONDENTS = svc.SENSITIVITY_RESPONDENTS
+
+
+def _detectable(table: pd.DataFrame) -> str | None:
+    """The minimum detectable change of a block (80 % power, two-sided 5 %): 2.8 standard
+    errors, the standard error read from the median 95 % CI half-width (/1.96)."""
+    lo, hi = table["delta test CI low (pp)"], table["delta test CI high (pp)"]
+    half = ((hi - lo) / 2).dropna()
+    if half.empty:
+        return None
+    mdc = (1.96 + 0.84) * float(half.median()) / 1.96
+    return f"{mdc:.0f}"
+
 
 key, study = ui.require_study("Feature sensitivity", key="fs_study")
 
@@ -53,10 +71,13 @@ if per_resp:
     n_resp = c3.slider(
         "Respondents averaged (first N)",
         1,
-        min(200, total),
-        min(10, total),
+        total,
+        min(DEFAULT_RESPONDENTS, total),
         key=f"fs_n::{key}",
-        help="Each respondent gets their own tree and hold-out; results are cached.",
+        help="Each respondent gets their own tree and hold-out; results are cached. The "
+        f"default ({DEFAULT_RESPONDENTS}) is enough to detect a change of about 8-10 "
+        "percentage points on Train (the minimum detectable change is shown under each "
+        "chart); 10 respondents detect only changes above ~20 points.",
     )
 
 with st.spinner("Preparing the tree kernels (once per start)..."):
@@ -66,10 +87,10 @@ best = waits.result(scoring, key="fs_baselines")
 if scoring.state != "done":
     st.stop()
 default = svc.default_sensitivity_methods(study, frac, seed, n_resp, kind, best)
-labels = {n: n for n in svc.sensitivity_methods(study)}
-labels.update({"dt": "dt (paper DT)", "dt-linear": "dt-linear (linear-leaf tree)"})
+# the registry's names, as every page shows them (key: the table's "method" column)
+labels = {n: get(n).label for n in svc.sensitivity_methods(study)}
 if best is not None:
-    labels[best] = f"{best} (best baseline here)"
+    labels[best] = f"{labels[best]} (best baseline here)"
 methods = st.multiselect(
     "Models to ablate (side by side)",
     list(labels),
@@ -106,10 +127,11 @@ st.markdown("#### Test accuracy with every feature")
 cols = st.columns(len(shown) + 1)
 for c, m in zip(cols, shown, strict=False):
     c.metric(
-        labels.get(m, m),
+        get(m).label,
         f"{base.loc[m, 'test acc (%)']:.1f}%",
         help=f"Train {base.loc[m, 'train acc (%)']:.1f}%. Pairwise accuracy on the held-out "
-        "comparisons; 50% is chance.",
+        "comparisons; 50% is chance."
+        + (" The most accurate baseline on this split." if m == best else ""),
     )
 cols[-1].metric("Respondents", int(blocks["respondents"].iloc[0]))
 
@@ -117,20 +139,39 @@ st.markdown("#### Test-accuracy change per removed feature")
 for m in shown:  # one full-width chart per model, one below the other
     table = blocks[blocks["method"] == m].reset_index(drop=True)
     with st.container():
-        st.markdown(f"**{labels.get(m, m)}**")
+        st.markdown(f"**{ui.md(labels.get(m, m))}**")
         st.altair_chart(charts.sensitivity_bars(table), width="stretch")
         noisy = table[table["within noise"].eq(True)]["feature removed"].tolist()
+        mdc = _detectable(table)
+        if mdc is not None:
+            n_units = int(table["respondents"].iloc[0])
+            st.caption(
+                f"Minimum detectable change ≈ {mdc} percentage points (80% power, 5% level, "
+                + (
+                    f"from the intervals over {n_units} respondents); "
+                    if n_units > 1
+                    else "from the intervals over the held-out comparisons); "
+                )
+                + "smaller true changes usually look like noise here"
+                + (". Averaging 4x the respondents halves it." if n_units > 1 else ".")
+            )
         if noisy:
             st.caption(
-                "Inside the noise (95% CI contains no change): " + ", ".join(map(str, noisy)) + "."
+                "Inside the noise (95% CI contains no change): "
+                + ", ".join(map(ui.md, noisy))
+                + "."
             )
         elif table["delta test CI low (pp)"].isna().all():
             st.caption(
                 "One train/test split: no CI over respondents, so small changes may be noise."
             )
 st.markdown("#### Leave-one-out table (one block per model)")
+shown_table = blocks.drop(columns=["respondents"]).fillna(
+    {"delta train (pp)": 0.0, "delta test (pp)": 0.0}
+)
+shown_table.insert(0, "model", shown_table["method"].map(lambda m: labels.get(m, m)))
 st.dataframe(
-    blocks.drop(columns=["respondents"]).fillna({"delta train (pp)": 0.0, "delta test (pp)": 0.0}),
+    shown_table,
     hide_index=True,
     width="stretch",
     column_config={
@@ -147,7 +188,7 @@ st.dataframe(
 )
 st.download_button(
     "Download CSV",
-    blocks.to_csv(index=False),
+    ui.safe_csv(blocks),
     file_name=f"sensitivity-{key}.csv",
     mime="text/csv",
     key="fs_download",

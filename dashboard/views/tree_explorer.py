@@ -16,6 +16,7 @@ from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core import explain, metrics
+from pbo_core.explain.labels import has_slopes
 from pbo_core.registry import get
 
 st.title("Tree explorer")
@@ -31,18 +32,21 @@ st.caption(
 )
 
 
-def _evidence_table(ev: pd.DataFrame) -> pd.DataFrame:
-    """Held-out evidence as shown: percentages and the CI as text."""
+def _evidence_table(ev: pd.DataFrame, shown: str) -> pd.DataFrame:
+    """Held-out evidence as shown: percentages, the CI as text and the row of the model
+    drawn above marked (``shown`` is its registry label)."""
     return ev.assign(
         **{
-            "training": (100 * ev["train"]).round(1),
-            "held-out": (100 * ev["heldout"]).round(1),
-            "95% CI": [
+            "model": [f"{m}  ◀ shown above" if m == shown else m for m in ev["method"]],
+            "training (%)": (100 * ev["train"]).round(1),
+            "held-out (%)": (100 * ev["heldout"]).round(1),
+            "95% CI (%)": [
                 f"{100 * lo:.1f} – {100 * hi:.1f}"
                 for lo, hi in zip(ev["ci_low"], ev["ci_high"], strict=True)
             ],
+            "held-out comparisons": ev["n_heldout"],
         }
-    )[["method", "training", "held-out", "95% CI", "n_heldout", "error"]]
+    )[["model", "training (%)", "held-out (%)", "95% CI (%)", "held-out comparisons", "error"]]
 
 
 c_study, c_resp = st.columns(2)
@@ -150,20 +154,53 @@ pick = st.selectbox(
 )
 highlight = data.X[pick] if pick >= 0 else None
 
+money = None
+if has_slopes(model):  # trade-offs: the analyst says what money is
+    money_options, money_default, money_why = svc.money_choice(study)
+    c_money, c_money_why = st.columns([1, 2])
+    money = c_money.selectbox(
+        "Money attribute (divides every trade-off)",
+        money_options,
+        index=money_options.index(money_default),
+        format_func=lambda n: "(none: no trade-offs)" if n is None else study.schema[n].display,
+        key=f"te_money::{key}",
+        help="Willingness to pay and the value of time are an attribute's slope divided by "
+        "this attribute's slope. The study's own choice is pre-selected (set at import "
+        "with --money-attribute or the Add-a-study form).",
+    )
+    c_money_why.caption(
+        "Willingness to pay and value of time are in units of **"
+        + ("—" if money is None else study.schema[money].display)
+        + "**"
+        + (f" ({money_why})." if money == money_default and money is not None else ".")
+        + " A ratio whose money slope is not clearly nonzero (95% CI includes 0) is shown "
+        "as *not identified*, without a number."
+    )
+
 title = study.title + (f" — respondent {resp}" if resp is not None else "")
 shown_depth = depth if 1 <= depth < tree_depth else None
-view = svc.tree_view(model, data, highlight=highlight, sensitive=sensitive, title=title)
+view = svc.tree_view(
+    model, data, highlight=highlight, sensitive=sensitive, title=title, money=money
+)
 
-tradeoffs = svc.tradeoff_table(model)
+tradeoffs = svc.tradeoff_table(model, money) if money is not None else pd.DataFrame()
 vot_all = (
     tradeoffs[(tradeoffs["leaf"] == "overall") & (tradeoffs["trade-off"] == "value of time")]
     if not tradeoffs.empty
     else tradeoffs
 )
+pooled_structure = get(method).scope == "pooled" and resp is not None
 m1, m2, m3, m4, m5 = st.columns(5)
 m1.metric("Leaves", model.n_leaves_)
 m2.metric("Depth", tree_depth)
-m3.metric("Comparisons", data.n_pairs)
+m3.metric(
+    "Respondent's comparisons" if pooled_structure else "Comparisons",
+    f"{data.n_pairs:,}",
+    help="The comparisons of the data shown: the leaves' values and items are theirs."
+    if pooled_structure
+    else "The comparisons the tree was fitted on (the root box counts them, less any "
+    "that straddled no split).",
+)
 m4.metric(
     "Training accuracy",
     f"{100 * metrics.accuracy(model, data):.1f}%",
@@ -171,18 +208,32 @@ m4.metric(
     "accuracy on comparisons the tree did not see, with a 95% CI, next to the GP and the "
     "logit baseline.",
 )
-if len(vot_all):
+if len(vot_all):  # a line of its own: "not identified" and its reason need the width
     v = vot_all.iloc[0]
+    identified = v["interval"] == "Fieller"
     m5.metric(
-        f"Value of time ({v['unit']})",
-        f"{v['estimate']:.3g}",
-        help="Time slope / price slope of the slopes averaged over the leaves (weighted by "
-        "their items), with its 95% Fieller interval from the posterior: "
+        "Value of time",
+        v["value [95% CI]"].split(" ")[0] if identified else "—",
+        help=f"Overall: time slope / {ui.md(v['money attribute'])} slope of the slopes averaged "
+        "over the leaves (weighted by their items), 95% Fieller interval from the posterior.",
+    )
+    st.markdown(
+        f"**Value of time** (overall, money attribute {ui.md(v['money attribute'])}): "
         + (
-            f"{v['95% CI low']:.3g} – {v['95% CI high']:.3g}."
-            if v["interval"] == "Fieller"
-            else "unbounded (the price slope is not clearly nonzero)."
-        ),
+            f"**{v['value [95% CI]']}**."
+            if identified
+            else f"**not identified**: the {ui.md(v['money attribute'])} slope's 95% CI "
+            "includes 0, so the data are consistent with any value of time (no finite "
+            "interval, so no point estimate is shown)."
+        )
+    )
+if pooled_structure:
+    st.caption(
+        f"**Pooled structure, personal leaves.** The splits were learned once from all "
+        f"{study.data.n_pairs:,} comparisons of the study's {len(study.respondents()):,} "
+        "respondents (the counts in the split boxes); the leaves show respondent "
+        f"{resp}'s own posterior from their {explain.plural(data.n_pairs, 'comparison')} "
+        "and their items (a leaf none of their items falls in says so)."
     )
 
 if pick >= 0:
@@ -194,9 +245,10 @@ if pick >= 0:
         else ""
     )
     st.info(
-        f"**{labels[pick]}** is in leaf {s.number}: utility {s.mean:+.2f} ± {s.sd:.2f}{own}, "
-        f"rank {s.rank} of {explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
-        + ("Because " + " AND ".join(s.conditions) if s.conditions else "(root leaf)")
+        f"**{ui.md(labels[pick])}** is in leaf {s.number}: utility {s.mean:+.2f} ± "
+        f"{s.sd:.2f}{own}, rank {s.rank} of "
+        f"{explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
+        + ("Because " + " AND ".join(map(ui.md, s.conditions)) if s.conditions else "(root leaf)")
     )
 
 flagged = [
@@ -210,7 +262,7 @@ flagged = [
 if flagged:
     st.warning(
         "The tree splits on sensitive attribute(s): "
-        + ", ".join(study.schema[n].display for n in flagged)
+        + ", ".join(ui.md(study.schema[n].display) for n in flagged)
         + " (marked ⚠ in the tree)."
     )
 
@@ -253,7 +305,7 @@ if tab_leaves.open:
             )
         )
         st.dataframe(
-            svc.leaf_table(model, data),
+            svc.leaf_table(model, data, money),
             hide_index=True,
             width="stretch",
             column_config={
@@ -269,18 +321,15 @@ if tab_leaves.open:
                 "slopes averaged over leaves, weighted by their items). Value of time = time "
                 "slope / price slope, in money per hour saved; the others: the money one more "
                 "unit is worth (negative: it has to be compensated). 95% intervals by "
-                "Fieller's method from the joint Gaussian posterior of the two slopes; "
-                "'unbounded' when the price slope is not clearly nonzero (no finite interval "
-                "exists then)."
+                "Fieller's method from the joint Gaussian posterior of the two slopes, "
+                "rounded to the precision they support; 'not identified' when the money "
+                "slope is not clearly nonzero (its 95% CI includes 0: no finite interval "
+                "exists, so no number is shown)."
             )
             st.dataframe(
-                tradeoffs,
+                tradeoffs[["leaf", "trade-off", "value [95% CI]", "money attribute", "interval"]],
                 hide_index=True,
                 width="stretch",
-                column_config={
-                    c: st.column_config.NumberColumn(format="%.3g")
-                    for c in ("estimate", "95% CI low", "95% CI high")
-                },
             )
 if tab_ev.open:
     with tab_ev:
@@ -300,8 +349,9 @@ if tab_ev.open:
             "over respondents (over comparisons when there are none)."
         )
         ct = choice.table
+        shown_label = get(method).label
         st.altair_chart(charts.evidence_chart(ct), width="stretch")
-        st.dataframe(_evidence_table(ct), hide_index=True, width="stretch")
+        st.dataframe(_evidence_table(ct, shown_label), hide_index=True, width="stretch")
         losers = ct[(ct["family"] == "tree") & (ct["ci_high"] < ct["heldout"].max())]
         if len(losers):
             st.caption(
@@ -309,14 +359,13 @@ if tab_ev.open:
                 + ", ".join(losers["method"])
                 + "."
             )
-        shown_label = get(method).label
         if resp is None:
             st.caption(
                 f"The model shown ({shown_label}) is the row of that name above: the data "
                 "shown are the whole study, the same folds."
             )
         else:
-            st.markdown(f"#### The model shown ({shown_label}) on respondent {resp}'s data")
+            st.markdown(f"#### The model shown ({shown_label}) on respondent {ui.md(resp)}'s data")
             got = waits.result(svc.evidence_job(study, resp, method), key="te_ev_resp")
             if got is None:
                 st.stop()
@@ -329,12 +378,12 @@ if tab_ev.open:
             if ev.empty or ev["heldout"].isna().all():
                 st.info(
                     "Too few choice tasks to hold any out"
-                    + (": " + "; ".join(ev["error"][ev["error"] != ""]) if len(ev) else "")
+                    + (": " + ui.err("; ".join(ev["error"][ev["error"] != ""])) if len(ev) else "")
                     + "."
                 )
             else:
                 st.altair_chart(charts.evidence_chart(ev), width="stretch")
-                st.dataframe(_evidence_table(ev), hide_index=True, width="stretch")
+                st.dataframe(_evidence_table(ev, shown_label), hide_index=True, width="stretch")
                 first = ev.iloc[0]
                 if first["n_heldout"] < 30:
                     st.caption(

@@ -354,6 +354,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--test-tasks", type=int, default=2, help="swissmetro: held-out tasks per respondent"
     )
+    s.add_argument(
+        "--money-attribute",
+        default=None,
+        help="the attribute the segments' value of time divides by (default: the study's "
+        "own, chosen at import, else the one measured in money: swissmetro cost)",
+    )
     _common(s)
     s = sub.add_parser("rho-regret", help="rho-regret per question on bundled data (App. G.1)")
     s.add_argument("--study", choices=RHO_STUDIES, required=True)
@@ -577,6 +583,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
                 args.min_users,
                 args.data_dir,
                 load_study=load_study_cached,
+                money=args.money_attribute,
             )
     else:
         summary = summarize_hierarchy(rows)

@@ -598,9 +598,12 @@ def segment_report(
     data_dir: str | None,
     *,
     load_study: LoadStudy,
+    money: str | None = None,
 ) -> dict[str, Any]:
     """Segments of the ``hierarchy-mob`` model of ``n_prev`` respondents, and every linear
-    variant's chosen strengths (for the JSON and the page)."""
+    variant's chosen strengths (for the JSON and the page). ``money``: the attribute the
+    segments' value of time divides by (default: the study's,
+    :meth:`~pbo_core.segments.SegmentLogitHierarchy.money_column`)."""
     out: dict[str, Any] = {"earlier_respondents": n_prev, "models": {}}
     for v in LOGIT_VARIANTS:
         m = cohort_segment_model(
@@ -613,6 +616,9 @@ def segment_report(
                 info[attr.rstrip("_")] = float(getattr(c, attr))
         if isinstance(c, SegmentLogitHierarchy):
             info["segments"] = int(c.user_tree_.n_leaves)
-            info["segment_table"] = c.segment_table().to_dict(orient="records")
+            table = c.segment_table(money)
+            info["segment_table"] = (
+                table.astype(object).where(table.notna(), None).to_dict(orient="records")
+            )  # "not identified": null in the JSON, and the reason in its text column
         out["models"][v] = info
     return out

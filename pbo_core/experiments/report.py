@@ -13,12 +13,14 @@ import argparse
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pbo_core.data import Study
 from pbo_core.experiments.studies import LoadStudy, LoadStudyFile
 from pbo_core.experiments.tree_choice import compare_trees
+from pbo_core.explain import labels
 from pbo_core.explain.report import build_report, study_report
 
 
@@ -57,6 +59,14 @@ def write_report(
     ``--data`` file (:class:`~pbo_core.experiments.studies.LoadStudyFile`).
     """
     study = _study(args, load_study, load_study_file)
+    money = getattr(args, "money_attribute", None)
+    if money is not None and not getattr(args, "data", None):  # a registry study: name it
+        if money and money not in labels.money_candidates(study.schema):
+            raise SystemExit(
+                f"--money-attribute {money!r} is not a numeric attribute of {study.key} "
+                f"(numeric: {', '.join(labels.money_candidates(study.schema)) or 'none'})"
+            )
+        study = replace(study, extras={**study.extras, "money_attribute": money})
     words = list(sys.argv[1:] if argv is None else argv)
     command = "python -m pbo_core.experiments " + shlex.join(words)
     model = args.model

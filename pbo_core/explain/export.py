@@ -173,7 +173,7 @@ LEAF_ITEMS_SHOWN = 3
 #: Characters per line of a box's wrapped title, and of an item name inside a leaf box
 #: (the full names are in ``items``: tooltips, the dashboard's leaf panel and Leaves tab).
 TITLE_WRAP = 34
-ITEM_CHARS = 22
+ITEM_CHARS = 32
 _ITEM_RE = re.compile(r"^(.*) \((won (\d+), lost (\d+)|not compared)\)$")
 
 
@@ -450,7 +450,7 @@ class TreeView:
             if n.edge:
                 parts.append(
                     f'<text x="{(px + x) / 2:.1f}" y="{(y0 + y1) / 2 - 2:.1f}" text-anchor="middle"'
-                    f' font-size="10" fill="#333">{esc(n.edge)}</text>'
+                    f' font-size="11" fill="#333">{esc(n.edge)}</text>'
                 )
         for i, (x, y, w, h, shut) in lay.items():
             n = by_id[i]
@@ -598,17 +598,27 @@ def _item_records(
     return {k: [t for *_, t in sorted(v)] for k, v in out.items()}
 
 
+def _items_line(n: int) -> str:
+    """``"3 items"``; a leaf none of the shown items falls in says so (a pooled tree's
+    leaf can hold other respondents' items only)."""
+    return plural(n, "item") if n else "no shown item falls here"
+
+
 def _leaf_lines(
-    s: LeafSummary, n_leaves: int, ranks: Sequence[int], model: Any = None
+    s: LeafSummary,
+    n_leaves: int,
+    ranks: Sequence[int],
+    model: Any = None,
+    money: str | None = None,
 ) -> tuple[str, list[str]]:
     tied = sum(1 for r in ranks if r == s.rank) > 1
     title = f"Leaf {s.number}" + (f" (tied rank {s.rank})" if tied else "")
     if model is None or not labels.has_slopes(model):
-        return title, [f"utility {s.mean:+.2f} ± {s.sd:.2f}", plural(s.n_items, "item")]
+        return title, [f"utility {s.mean:+.2f} ± {s.sd:.2f}", _items_line(s.n_items)]
     # linear leaf: the level at the leaf's average item, then the slopes and the VOT
-    lines = [f"utility at centre {s.mean:+.2f} ± {s.sd:.2f}", plural(s.n_items, "item")]
+    lines = [f"utility at centre {s.mean:+.2f} ± {s.sd:.2f}", _items_line(s.n_items)]
     lines += labels.leaf_slope_lines(model, s.leaf, short=True)
-    vot = labels.value_of_time(model).get(s.leaf)
+    vot = labels.value_of_time(model, money).get(s.leaf)
     if vot is not None:
         lines.append(vot.text(short=True))
     return title, lines
@@ -623,6 +633,7 @@ def tree_view(
     highlight: np.ndarray | None = None,
     sensitive: Sequence[str] = (),
     title: str | None = None,
+    money: str | None = None,
 ) -> TreeView:
     """The drawable view of a fitted tree.
 
@@ -635,7 +646,9 @@ def tree_view(
     ``highlight`` (one encoded item) marks its path. Linear leaves
     (:class:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate`) also show their
     slopes in the attributes' units and the value of time with its 95 % interval
-    (:mod:`pbo_core.explain.labels`); the title then ends with the overall value of time.
+    (:mod:`pbo_core.explain.labels`; ``money`` names the money attribute the trade-offs
+    divide by, default the attribute measured in money); the title then ends with the
+    overall value of time.
     """
     tree = model.tree_
     schema = schema or model.schema_
@@ -666,13 +679,13 @@ def tree_view(
         )
         if tree.children_left[node] == -1:
             s = leaves[node]
-            t, lines = _leaf_lines(s, model.n_leaves_, ranks, model)
+            t, lines = _leaf_lines(s, model.n_leaves_, ranks, model, money)
             its = tuple(items.get(s.leaf, ()))
             path_txt = " AND ".join(s.conditions) or "all items"
             tip = f"{t}: {path_txt}. Posterior utility {s.mean:+.2f} ± {s.sd:.2f}."
             if labels.has_slopes(model):
                 full = labels.leaf_slope_lines(model, s.leaf)
-                vot = labels.value_of_time(model).get(s.leaf)
+                vot = labels.value_of_time(model, money).get(s.leaf)
                 full += [vot.text()] if vot is not None else []
                 tip += " Slopes (utility per unit, noise units): " + "; ".join(full) + "."
             if its:
@@ -745,10 +758,12 @@ def tree_view(
         n = stack.pop(0)
         ordered.append(n)
         stack = by_parent.get(n.id, []) + stack
-    overall = labels.value_of_time(model).get(None) if labels.has_slopes(model) else None
+    overall = labels.value_of_time(model, money).get(None) if labels.has_slopes(model) else None
     if overall is not None:
-        vot = labels.ratio_text(overall.ratio, overall.unit, short=True)
-        title = (f"{title} · " if title else "") + f"overall value of time {vot}"
+        vot = labels.ratio_text(overall.ratio, overall.unit, short=True, money=overall.money)
+        title = (f"{title} · " if title else "") + (
+            f"overall value of time (money: {overall.money}) {vot}"
+        )
     return TreeView(tuple(ordered), title or "")
 
 

@@ -18,9 +18,11 @@ attribute ``j``. Analysts read two things from such slopes:
 
 * the slope itself, in the attribute's unit with a direction word: ``"Price: -0.32 per
   guilder (more is worse)"``; travel times in minutes read per hour (``"-1.7 per hour"``);
-* trade-off ratios against the price attribute ``p`` (the first numeric attribute whose
-  unit is a currency, or whose name says price/cost/fare). The money one unit of ``x`` is
-  worth at equal utility is
+* trade-off ratios against the **money attribute** ``p``: the one the analyst chose
+  (``study.extras["money_attribute"]``, set at import, on the pages and by
+  ``--money-attribute``; :func:`money_attribute`), else the first numeric attribute whose
+  unit is a currency or whose name says price/cost/fare, and the text names it. The money
+  one unit of ``x`` is worth at equal utility is
 
   .. math::
 
@@ -38,11 +40,17 @@ Interval (Fieller 1954). Under the Gaussian posterior ``(b_x, b_p) ~ N((a, c), V
     \\{ r : (a - r c)^2 \\le z^2 (V_{xx} - 2 r V_{xp} + r^2 V_{pp}) \\}, \\qquad (2)
 
 a quadratic inequality ``A r^2 + B r + C <= 0`` with ``A = c^2 - z^2 V_pp``. When
-``A > 0`` (the price slope is distinguishable from 0 at the level) the set is the
-bounded interval between the roots; otherwise it is unbounded (the whole line or two
-rays) and the ratio has no finite interval: we say so instead of printing one
-(:class:`Ratio` ``bounded=False``). The delta method's symmetric interval would hide
-that; Fieller's is exact for a ratio of jointly Gaussian slopes.
+``A > 0`` (the money slope's own 95 % interval excludes 0) the set is the bounded
+interval between the roots; otherwise it is unbounded (the whole line or two rays): the
+data do not pin the money slope away from zero, so the ratio is **not identified** and
+no point estimate is shown either, only the reason (:class:`Ratio` ``bounded=False``,
+:func:`ratio_text`). The delta method's symmetric interval would hide that; Fieller's
+is exact for a ratio of jointly Gaussian slopes.
+
+Numbers are rounded to the precision their interval supports (:func:`ci_decimals`: two
+significant digits of the interval's half-width), and every slope carries its 95 %
+interval (long form) or ``±`` half-width with a "sign unsure" mark when the interval
+contains 0 (tree boxes).
 """
 
 from __future__ import annotations
@@ -63,9 +71,12 @@ from pbo_core.text import fmt_number, humanize
 
 __all__ = [
     "MONEY_UNITS",
+    "NOT_IDENTIFIED",
     "Ratio",
     "TradeOff",
     "attribute_table",
+    "ci_decimals",
+    "ci_text",
     "describe_categories",
     "describe_side",
     "describe_threshold",
@@ -73,6 +84,8 @@ __all__ = [
     "hours_per_unit",
     "humanize",
     "is_money",
+    "money_attribute",
+    "money_candidates",
     "price_column",
     "ratio_text",
     "singular_unit",
@@ -147,6 +160,34 @@ def hours_per_unit(feature: Feature) -> float | None:
     return _HOURS.get(feature.unit.strip().lower())
 
 
+def ci_decimals(low: float, high: float, at_most: int = 6) -> int:
+    """Decimals that give two significant digits of an interval's half-width: the
+    precision the data support (``[8.3, 13.7]`` -> 1, ``[6, 28]`` -> 0)."""
+    half = abs(high - low) / 2
+    if not math.isfinite(half) or half <= 0:
+        return 2
+    return int(min(max(1 - math.floor(math.log10(half)), 0), at_most))
+
+
+def _fixed(v: float, decimals: int, signed: bool = False) -> str:
+    """``v`` with ``decimals`` decimals, thousands separated, never ``-0``."""
+    if not math.isfinite(v):
+        return "n/a"
+    text = f"{v:{'+' if signed else ''},.{decimals}f}"
+    if text.lstrip("+-").strip("0.,") == "":  # rounds to zero: no "-0"
+        text = f"{0:.{decimals}f}"
+    return text
+
+
+def ci_text(estimate: float, low: float, high: float, signed: bool = False) -> tuple[str, str]:
+    """The estimate and ``"[low, high]"`` rounded alike to the interval's precision."""
+    d = ci_decimals(low, high)
+    return (
+        _fixed(estimate, d, signed),
+        f"[{_fixed(low, d, signed)}, {_fixed(high, d, signed)}]",
+    )
+
+
 def _num(v: float, digits: int = 2) -> str:
     """A signed number with ``digits`` significant digits (at least 2 decimals above 0.1)."""
     if not math.isfinite(v):
@@ -158,15 +199,13 @@ def _num(v: float, digits: int = 2) -> str:
     return f"{v:+.{digits}g}"
 
 
-def _amount(v: float) -> str:
-    """An unsigned-looking amount (money), 3 significant digits."""
-    if not math.isfinite(v):
-        return "n/a"
-    return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
-
-
 def slope_label(
-    feature: Feature, column_label: str, slope: float, code: Any = None, short: bool = False
+    feature: Feature,
+    column_label: str,
+    slope: float,
+    code: Any = None,
+    short: bool = False,
+    sd: float | None = None,
 ) -> str:
     """One slope in the attribute's own unit with a direction word.
 
@@ -174,19 +213,44 @@ def slope_label(
     per hour (minute). Ordinal: per level step toward the last level ("up"). Indicator columns
     (binary, categorical level, multi-hot value): the shift against the reference.
     ``short`` (tree boxes) drops the "(more is ...)" phrase of numeric and ordinal slopes.
+    With ``sd`` (the slope's posterior sd) the slope carries its 95 % interval, rounded to
+    its precision: ``"Price: -0.32 per guilder [95% CI -0.37, -0.27] (more is worse)"``;
+    short: ``"Price: -0.32 ±0.05 per guilder"``. An interval that contains 0 says the sign
+    is not clear (``"direction unclear"``; short: ``"sign unsure"``).
     """
-    word = "better" if slope > 0 else "worse"
-    tail = "" if short else f" (more is {word})"
+    scale, per = 1.0, None
     if feature.kind == "numeric":
         h = hours_per_unit(feature)
         if h is not None and h < 1:
-            per, value = ("minute", slope * (1 / 60) / h) if h < 1 / 60 else ("hour", slope / h)
+            per, scale = ("minute", (1 / 60) / h) if h < 1 / 60 else ("hour", 1 / h)
         else:
-            per, value = singular_unit(feature.unit) or "unit", slope
-        return f"{feature.display}: {_num(value)} per {per}{tail}"
-    if feature.kind == "ordinal" and code is None and feature.levels:
-        return f"{feature.display}: {_num(slope)} per level up{tail}"
-    return f"{column_label}: {_num(slope)} ({word})"
+            per = singular_unit(feature.unit) or "unit"
+    elif feature.kind == "ordinal" and code is None and feature.levels:
+        per = "level up"
+    value = slope * scale
+    name = feature.display if per is not None else column_label
+    sure = True
+    if sd is not None and math.isfinite(sd) and sd > 0:
+        half = _Z95 * sd * abs(scale)
+        sure = abs(value) > half
+        est, ci = ci_text(value, value - half, value + half, signed=True)
+        unit = f" per {per}" if per is not None else ""
+        if short:
+            return f"{name}: {est} ±{_fixed(half, ci_decimals(-half, half))}{unit}" + (
+                "" if sure else " (sign unsure)"
+            )
+        word = "better" if value > 0 else "worse"
+        how = (
+            (f"more is {word}" if per is not None else word)
+            if sure
+            else "direction unclear: the interval contains 0"
+        )
+        return f"{name}: {est}{unit} [95% CI {ci[1:-1]}] ({how})"
+    word = "better" if slope > 0 else "worse"
+    if per is None:
+        return f"{column_label}: {_num(slope)} ({word})"
+    tail = "" if short else f" (more is {word})"
+    return f"{name}: {_num(value)} per {per}{tail}"
 
 
 @dataclass(frozen=True)
@@ -194,13 +258,21 @@ class Ratio:
     """A ratio of two jointly Gaussian slopes with its Fieller interval (2).
 
     ``bounded`` is ``False`` when the interval is unbounded (the denominator's slope is
-    not distinguishable from 0 at the level); ``low``/``high`` are then NaN.
+    not distinguishable from 0 at the level); ``low``/``high`` are then NaN and the
+    ratio is not identified (:attr:`identified`): pages show the reason, not
+    ``estimate``.
     """
 
     estimate: float
     low: float
     high: float
     bounded: bool
+
+    @property
+    def identified(self) -> bool:
+        """Is the ratio identified (a finite 95 % interval; the denominator's slope is
+        distinguishable from 0)?"""
+        return self.bounded
 
     def scaled(self, factor: float) -> Ratio:
         """The ratio times ``factor`` (a negative factor swaps the bounds)."""
@@ -234,8 +306,42 @@ def fieller_ratio(
     return Ratio(est, (-B - root) / (2 * A), (-B + root) / (2 * A), True)
 
 
-def price_column(schema: Schema, columns: Sequence[str]) -> int | None:
-    """Index (into ``columns``, design names) of the price attribute's column, if any."""
+def money_candidates(schema: Schema) -> list[str]:
+    """Names of the attributes that can be the money attribute (numeric ones), the
+    guessed money attribute first."""
+    nums = [f.name for f in schema.features if f.kind == "numeric"]
+    return sorted(nums, key=lambda n: not is_money(schema[n]))
+
+
+def money_attribute(study: Any) -> tuple[str | None, str]:
+    """The study's money attribute and how it was chosen.
+
+    ``study.extras["money_attribute"]`` (chosen at import, ``--money-attribute``) when it
+    names a numeric attribute; none when the analyst said none (``''``); else the first
+    numeric attribute measured in money
+    (:func:`is_money`: by its unit, or by its name without a unit); else ``None``.
+    Returns ``(name, reason)``, e.g. ``("price", "chosen at import")`` or ``("price",
+    "guessed from its unit, guilders")``.
+    """
+    schema: Schema = study.schema
+    extras = getattr(study, "extras", None) or {}
+    chosen = extras.get("money_attribute")
+    if chosen == "" or getattr(extras.get("columns"), "money_attribute", None) == "":
+        return None, "none chosen at import"  # '' = none (--money-attribute '')
+    if chosen and chosen in schema.names and schema[chosen].kind == "numeric":
+        return str(chosen), "chosen at import"
+    for f in schema.features:
+        if is_money(f):
+            how = f"its unit, {f.unit}" if f.unit.strip() else "its name"
+            return f.name, f"guessed from {how}"
+    return None, "no numeric attribute is measured in money"
+
+
+def price_column(schema: Schema, columns: Sequence[str], money: str | None = None) -> int | None:
+    """Index (into ``columns``, design names) of the money attribute's column, if any:
+    ``money`` (a feature name) when given, else the first attribute measured in money."""
+    if money is not None:
+        return list(columns).index(money) if money in columns else None
     for i, name in enumerate(columns):
         if name in schema.names and is_money(schema[name]):
             return i
@@ -251,29 +357,36 @@ class TradeOff:
     kind: str  # "value of time" or "willingness to pay"
     unit: str  # e.g. "guilders per hour"
     ratio: Ratio
+    #: The money attribute divided by (its label), named beside every value.
+    money: str = ""
 
     def text(self, short: bool = False) -> str:
-        """``"Value of time: 10.6 guilders per hour [95% CI 8.9, 12.5]"`` (``short``: no
-        "95% CI" and a short note when the interval is unbounded)."""
+        """``"Value of time (money: Price): 10.6 guilders per hour [95% CI 8.3, 13.7]"``,
+        or ``"... not identified: the Price slope's 95% CI includes 0"`` (``short``: no
+        "95% CI", a short reason)."""
         head = "Value of time" if self.kind == "value of time" else f"Value of {self.attribute}"
-        return f"{head}: {ratio_text(self.ratio, self.unit, short=short)}"
+        if self.money:
+            head += f" (money: {self.money})"
+        return f"{head}: {ratio_text(self.ratio, self.unit, short=short, money=self.money)}"
 
 
-def tradeoffs(model: Any, respondent: Any = None) -> list[TradeOff]:
+def tradeoffs(model: Any, respondent: Any = None, money: str | None = None) -> list[TradeOff]:
     """Value of time and willingness to pay, per leaf and overall, with Fieller intervals.
 
     ``model`` has linear leaves (``slope_posterior``, ``slope_columns_``, ``schema_``,
     ``item_leaf_``); the overall ratio uses the slopes averaged over leaves weighted by
-    their items. Empty when the model has no price slope. Time attributes give the value
-    of time (money per hour saved); other numeric and ordinal attributes the money one
-    more unit (level) is worth, ``-b_x / b_p``.
+    their items. ``money`` names the money attribute (default: the first attribute
+    measured in money, :func:`price_column`). Empty when the model has no slope on it.
+    Time attributes give the value of time (money per hour saved); other numeric and
+    ordinal attributes the money one more unit (level) is worth, ``-b_x / b_p``.
     """
     cols = list(getattr(model, "slope_columns_", []))
     schema: Schema = model.schema_
-    p = price_column(schema, cols)
+    p = price_column(schema, cols, money)
     if p is None:
         return []
-    money_pl = schema[cols[p]].unit or "money"
+    money_f = schema[cols[p]]
+    money_pl = money_f.unit or "money"
     means, covs = model.slope_posterior(respondent)
     w = np.bincount(model.item_leaf_, minlength=model.n_leaves_).astype(float)
     overall = model.slope_posterior(respondent, weights=w) if w.sum() > 0 else None
@@ -293,39 +406,43 @@ def tradeoffs(model: Any, respondent: Any = None) -> list[TradeOff]:
         for leaf, mu, S in blocks:
             r = fieller_ratio(mu[j], mu[p], S[np.ix_([j, p], [j, p])])
             if h is not None:
-                out.append(
-                    TradeOff(
-                        leaf, f.display, "value of time", f"{money_pl} per hour", r.scaled(1 / h)
-                    )
-                )
+                kind, unit, r = "value of time", f"{money_pl} per hour", r.scaled(1 / h)
             else:
                 per = "level" if f.kind == "ordinal" else (singular_unit(f.unit) or "unit")
-                out.append(
-                    TradeOff(
-                        leaf,
-                        f.display,
-                        "willingness to pay",
-                        f"{money_pl} per {per}",
-                        r.scaled(-1.0),
-                    )
-                )
+                kind, unit, r = "willingness to pay", f"{money_pl} per {per}", r.scaled(-1.0)
+            out.append(TradeOff(leaf, f.display, kind, unit, r, money_f.display))
     return out
 
 
-def ratio_text(r: Ratio, unit: str, short: bool = False) -> str:
-    """``"10.6 guilders per hour [95% CI 8.9, 12.5]"``, or the estimate with the reason
-    there is no finite interval (``short``: ``"10.6 guilders/hour [8.9, 12.5]"``)."""
-    if r.bounded:
-        ci = f"[{'' if short else '95% CI '}{_amount(r.low)}, {_amount(r.high)}]"
-    else:
-        ci = "[CI unbounded]" if short else "[95% CI unbounded: price effect not clearly nonzero]"
-    return f"{_amount(r.estimate)} {unit.replace(' per ', '/') if short else unit} {ci}"
+#: What an unidentified ratio says instead of a number.
+NOT_IDENTIFIED = "not identified"
+
+
+def ratio_text(r: Ratio, unit: str, short: bool = False, money: str = "") -> str:
+    """``"10.6 guilders per hour [95% CI 8.3, 13.7]"`` (rounded to the interval's
+    precision; ``short``: ``"10.6 guilders/hour [8.3, 13.7]"``), or, when the money
+    slope is not clearly nonzero, ``"not identified: the Price slope's 95% CI includes
+    0"`` without a point estimate (``short``: ``"not identified (Price slope ≈ 0)"``)."""
+    who = f"the {money} slope" if money else "the money slope"
+    if not r.identified:
+        if short:
+            return f"{NOT_IDENTIFIED} ({who[4:]} ≈ 0)"
+        return f"{NOT_IDENTIFIED}: {who}'s 95% CI includes 0, so no finite interval exists"
+    est, ci = ci_text(r.estimate, r.low, r.high)
+    if not short:
+        ci = f"[95% CI {ci[1:]}"
+    return f"{est} {unit.replace(' per ', '/') if short else unit} {ci}"
 
 
 def tradeoff_table(
     items: Sequence[TradeOff], leaf_numbers: Sequence[int] | None = None
 ) -> pd.DataFrame:
-    """The trade-offs as a table (leaf shown with its displayed number; overall last)."""
+    """The trade-offs as a table (leaf shown with its displayed number; overall last).
+
+    ``value [95% CI]`` is the text pages show (rounded to the interval's precision, or
+    "not identified" with the reason); ``estimate`` and the bounds are rounded alike and
+    empty (NaN) when the ratio is not identified.
+    """
     rows = []
     for t in items:
         num = (
@@ -333,19 +450,23 @@ def tradeoff_table(
             if t.leaf is None
             else (int(leaf_numbers[t.leaf]) if leaf_numbers is not None else t.leaf)
         )
+        r = t.ratio
+        d = ci_decimals(r.low, r.high)
         rows.append(
             {
                 "leaf": "overall" if num is None else str(num),
                 "trade-off": "value of time"
                 if t.kind == "value of time"
                 else f"value of {t.attribute}",
-                "estimate": t.ratio.estimate,
-                "95% CI low": t.ratio.low,
-                "95% CI high": t.ratio.high,
+                "value [95% CI]": ratio_text(r, t.unit, money=t.money),
+                "money attribute": t.money,
+                "estimate": round(r.estimate, d) if r.identified else np.nan,
+                "95% CI low": round(r.low, d) if r.identified else np.nan,
+                "95% CI high": round(r.high, d) if r.identified else np.nan,
                 "unit": t.unit,
                 "interval": "Fieller"
-                if t.ratio.bounded
-                else "unbounded (price effect not clearly nonzero)",
+                if r.identified
+                else f"{NOT_IDENTIFIED} (the {t.money or 'money'} slope's CI includes 0)",
             }
         )
     return pd.DataFrame(rows)
@@ -368,20 +489,23 @@ def has_slopes(model: Any) -> bool:
 
 
 def leaf_slope_lines(model: Any, leaf: int, short: bool = False) -> list[str]:
-    """The slope labels of one leaf (:func:`slope_label`), in design-column order."""
-    mean, _ = model.slope_posterior()
+    """The slope labels of one leaf (:func:`slope_label`), in design-column order, each
+    with its 95 % interval (``short``: ``±`` half-width and a "sign unsure" mark)."""
+    mean, cov = model.slope_posterior()
+    sd = np.sqrt(np.maximum(np.diagonal(cov[int(leaf)]), 0.0))
     return [
-        slope_label(f, col.label, float(v), col.code, short=short)
-        for (f, col), v in zip(slope_columns(model), mean[int(leaf)], strict=True)
+        slope_label(f, col.label, float(v), col.code, short=short, sd=float(s))
+        for (f, col), v, s in zip(slope_columns(model), mean[int(leaf)], sd, strict=True)
     ]
 
 
-def value_of_time(model: Any) -> dict[int | None, TradeOff]:
+def value_of_time(model: Any, money: str | None = None) -> dict[int | None, TradeOff]:
     """The value-of-time trade-off of every leaf (and ``None``: overall), if the model has
-    a price and a time slope (the first time attribute)."""
+    a slope on the money attribute (``money``, default: guessed, :func:`price_column`)
+    and a time slope (the first time attribute)."""
     out: dict[int | None, TradeOff] = {}
     first = None
-    for t in tradeoffs(model):
+    for t in tradeoffs(model, money=money):
         if t.kind != "value of time":
             continue
         first = first or t.attribute

@@ -123,7 +123,8 @@ def study_report(
         + f" — {get(model).label}"
         + (f", respondent {respondent}" if respondent is not None else "")
     )
-    view = tree_view(shown, data=data, item_names=item_names(data), title=title)
+    money = labels.money_attribute(study)[0]  # chosen at import or --money-attribute
+    view = tree_view(shown, data=data, item_names=item_names(data), title=title, money=money)
     opts = {**SENSITIVITY_DEFAULTS, **dict(sensitivity_options or {})}
     ev, ev_split = shown_evidence(study, respondent, model, kind=opts.get("kind", "auto"))
     sens = sensitivity_table(study, **opts, model=model)
@@ -374,7 +375,8 @@ def render_chart(spec: Mapping[str, Any]) -> str:
 
 
 def versions() -> dict[str, str]:
-    """Versions of Python, this package and the libraries that produced the numbers."""
+    """Versions of Python, this package and the libraries that produced the numbers (no
+    host details: the report is shared beyond the machine that built it)."""
     from importlib import metadata
 
     import scipy
@@ -389,8 +391,7 @@ def versions() -> dict[str, str]:
         "numpy": np.__version__,
         "pandas": pd.__version__,
         "scipy": scipy.__version__,
-        "platform": platform.platform(),
-    }
+    }  # no platform string: a report names no host details (kernel, distribution)
     try:
         import vl_convert
 

@@ -2,19 +2,35 @@
 
 Starts the dashboard (``python -m dashboard``, as ``make run`` does) on a free port with a
 throw-away data folder and opens N Chromium contexts at once (N people: separate cookies,
-separate tabs). Each opens Live elicitation (electricity study, default options), answers
-K questions with its own seeded A/B pattern, all visitors concurrently, then reloads its
-page. Checked and reported:
+separate tabs). Each opens Live elicitation (electricity study, default options; four
+visitors at a time, ``--open-at-once``: sixteen first visits at once on a loaded 2-core
+machine can take minutes), then all answer K questions at the same time, each with its own
+seeded A/B pattern, then each reloads its page. Checked and reported:
 
 * every visitor sees exactly its own K answers and the same favourite after the reload;
 * the store holds N x K answers; ``mixed``: sessions whose stored actions are not exactly
   their visitor's pattern; ``duplicated``: answers stored more than once (same session and
   sequence number, or more than K in a session);
-* answer latency under that load: click -> the page shows the new answer count (the
-  write, the refit and the redraw of the answer's fragment), p50 / p95 / mean over all
-  N x K answers.
+* ``server_p50`` / ``server_p95``: the server's own time of each answer, from the click
+  reaching the server (its websocket message handled) to the answer's rerun done (the
+  next question and everything the answer redraws sent), queue wait included; read from
+  the log the server writes when ``DTPBO_ANSWER_LOG`` is set
+  (:func:`dashboard._services.elicitation.finish_answer_clock`); ``server`` also gives the
+  queue wait alone and the time until the next question and the new count were sent;
+* ``click_to_screen_p50`` / ``_p95`` beside it: the browser's own clock, from the click
+  event on the answer button to the new answer count in the page (checked every frame);
+  the N browsers run on the same machine, so this also measures them (``driver_s``: the
+  same seen from this script, Playwright's click included).
 
-    python tests/benchmarks/concurrent_visitors.py --visitors 8 --answers 5 --json -
+    python tests/benchmarks/concurrent_visitors.py --visitors 16 --answers 5 --json -
+
+Beyond one process: ``--processes 2`` starts two dashboard processes sharing one data folder
+(one SQLite session store) behind a reverse proxy with sticky sessions (``--proxy python``:
+``tests/benchmarks/sticky_proxy.py``; ``--proxy nginx``: Debian's nginx with
+:data:`NGINX_CONF`, the configuration docs/shared-server.md shows); then also checked: every
+visitor's answers were all served by one process.
+
+    python tests/benchmarks/concurrent_visitors.py --visitors 32 --answers 5 --processes 2 --json -
 
 The load average before and after is reported: on a shared machine every latency scales
 with it. Needs ``pip install playwright`` and ``/usr/bin/chromium`` (never ``playwright
@@ -27,10 +43,15 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -41,7 +62,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make the tests package importable
     sys.path.insert(0, str(ROOT))
 
-from tests.fixtures.streamlit_server import streamlit_server  # noqa: E402
+from tests.fixtures.streamlit_server import free_port, streamlit_server  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_ARGS = [
@@ -53,7 +74,44 @@ BROWSER_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-_BUSY_JS = "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+_QUIET_JS = """(quietMs) => {
+  const busy = !!document.querySelector('[data-testid="stStatusWidget"]');
+  const now = performance.now();
+  if (busy || window.__dtpboLastBusy === undefined) window.__dtpboLastBusy = now;
+  if (busy) return false;
+  const quiet = now - window.__dtpboLastBusy >= quietMs;
+  if (quiet) window.__dtpboLastBusy = undefined;
+  return quiet;
+}"""
+_METRIC_IS_JS = """([label, value]) => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    if (m.innerText.includes(label)) {
+      const v = m.querySelector('[data-testid="stMetricValue"]');
+      return !!v && v.innerText.trim() === value;
+    }
+  }
+  return false;
+}"""
+#: Installed in every page: the moment of the last click on a button (the browser's clock).
+_CLICK_CLOCK_JS = """document.addEventListener('click', (e) => {
+  if (e.target && e.target.closest && e.target.closest('button')) {
+    window.__dtpboClickAt = performance.now();
+  }
+}, true);"""
+#: The metric shows ``value``: then milliseconds since that click (checked every frame).
+_SHOWN_SINCE_CLICK_JS = """([label, value]) => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    if (m.innerText.includes(label)) {
+      const v = m.querySelector('[data-testid="stMetricValue"]');
+      if (v && v.innerText.trim() === value) {
+        const at = window.__dtpboClickAt;
+        return {ms: at === undefined ? null : performance.now() - at};
+      }
+      return false;
+    }
+  }
+  return false;
+}"""
 _METRIC_JS = """([label]) => {
   for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
     if (m.innerText.includes(label)) {
@@ -77,17 +135,10 @@ def patterns(n: int, k: int, seed: int = 0) -> list[list[str]]:
 
 
 async def _idle(pg: Any, quiet_ms: float = 300.0, timeout_s: float = 180.0) -> None:
+    """Wait until the page has shown no "running" status for ``quiet_ms`` (polled inside
+    the browser: 16 pages polled over the DevTools protocol cost the shared CPU)."""
     await pg.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout_s * 1000)
-    start = last = time.perf_counter()
-    while True:
-        now = time.perf_counter()
-        if await pg.evaluate(_BUSY_JS):
-            last = now
-        elif now - last >= quiet_ms / 1000:
-            return
-        if now - start > timeout_s:
-            raise TimeoutError("the page was still running")
-        await asyncio.sleep(0.025)
+    await pg.wait_for_function(_QUIET_JS, arg=quiet_ms, polling=50, timeout=timeout_s * 1000)
 
 
 async def _metric(pg: Any, label: str) -> str | None:
@@ -95,30 +146,119 @@ async def _metric(pg: Any, label: str) -> str | None:
 
 
 async def _wait_metric(pg: Any, label: str, value: str, timeout_s: float = 180.0) -> None:
-    deadline = time.perf_counter() + timeout_s
-    while await _metric(pg, label) != value:
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"{label} did not become {value!r}")
-        await asyncio.sleep(0.01)
+    try:
+        await pg.wait_for_function(
+            _METRIC_IS_JS, arg=[label, value], polling=10, timeout=timeout_s * 1000
+        )
+    except Exception as exc:  # playwright's TimeoutError
+        raise TimeoutError(f"{label} did not become {value!r}") from exc
 
 
-async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Barrier) -> dict:
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system, all threads) of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_cpu() -> float:
+    """CPU seconds the whole machine has been busy (all processes, every core)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(root: int) -> set[int]:
+    """Process ids below ``root`` (Linux ``/proc``)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - out
+        out |= frontier
+    return out
+
+
+class Marks:
+    """CPU use while the visitors answer: the servers, the benchmark's own clients (the
+    browsers, Playwright's driver, the proxy) and the whole machine (also other jobs)."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.at: dict[str, tuple[float, float, list[float], dict[int, float]]] = {}
+
+    def mark(self, name: str) -> None:
+        try:
+            cpus = [_cpu_of(p) for p in self.pids]
+            machine = _machine_cpu()
+            clients: dict[int, float] = {}
+            for p in _descendants(os.getpid()) - set(self.pids):
+                try:
+                    clients[p] = _cpu_of(p)
+                except (OSError, IndexError, ValueError):
+                    pass
+        except (OSError, IndexError, ValueError):  # not Linux: no CPU figures
+            cpus, machine, clients = [float("nan")] * len(self.pids), float("nan"), {}
+        self.at[name] = (time.perf_counter(), machine, cpus, clients)
+
+    def figures(self) -> dict[str, Any]:
+        if not {"answering", "answered"} <= set(self.at):
+            return {}
+        (t0, m0, c0, k0), (t1, m1, c1, k1) = self.at["answering"], self.at["answered"]
+        servers = [b - a for a, b in zip(c0, c1, strict=True)]
+        clients = sum(v - k0.get(p, 0.0) for p, v in k1.items())
+        return {
+            "answering_wall_s": round(t1 - t0, 1),
+            "server_cpu_s": [round(x, 1) for x in servers],
+            "clients_cpu_s": round(clients, 1),
+            "machine_busy_cpu_s": round(m1 - m0, 1),
+            "server_share_of_busy": round(sum(servers) / max(m1 - m0, 1e-9), 3),
+        }
+
+
+async def visitor(
+    browser: Any,
+    url: str,
+    pattern: list[str],
+    start: asyncio.Barrier,
+    done: asyncio.Barrier,
+    marks: Marks,
+    opening: asyncio.Semaphore,
+) -> dict:
     """One person: open, answer ``pattern``, reload; what they saw and the latencies."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1400})
     ctx.set_default_timeout(180_000)
     try:
+        await ctx.add_init_script(_CLICK_CLOCK_JS)
         pg = await ctx.new_page()
-        await pg.goto(f"{url}/elicitation?study=electricity")
-        await _idle(pg)
-        await _wait_metric(pg, "Answers", "0")
-        await start.wait()  # everyone has the page open before anyone answers
-        latencies = []
+        async with opening:  # people come in a few at a time; they answer all at once
+            await pg.goto(f"{url}/elicitation?study=electricity")
+            try:
+                await _idle(pg)
+                await _wait_metric(pg, "Answers", "0")
+            except Exception as exc:  # a timeout: say what the page shows instead
+                text = " ".join((await pg.inner_text("body")).split())[:600]
+                raise TimeoutError(f"{exc}; the page shows: {text!r}") from exc
+        if await start.wait() == 0:  # everyone has the page open before anyone answers
+            marks.mark("answering")
+        latencies, on_screen = [], []
         for k, side in enumerate(pattern, start=1):
             t0 = time.perf_counter()
             await pg.get_by_role("button", name=f"I prefer {side}").click()
-            await _wait_metric(pg, "Answers", str(k))
+            shown = await pg.wait_for_function(
+                _SHOWN_SINCE_CLICK_JS, arg=["Answers", str(k)], polling="raf", timeout=180_000
+            )
             latencies.append(time.perf_counter() - t0)
+            ms = (await shown.json_value())["ms"]
+            on_screen.append(None if ms is None else ms / 1000)
             await _idle(pg)
+        if await done.wait() == 0:  # everyone has answered
+            marks.mark("answered")
         favourite = await _metric(pg, "Favourite")
         sid = parse_qs(urlparse(pg.url).query)["session"][0]
         await pg.reload()
@@ -134,6 +274,7 @@ async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Bar
             "session": sid,
             "pattern": pattern,
             "latencies": latencies,
+            "on_screen": on_screen,
             "favourite": favourite,
             "after_reload": after,
             "own_after_reload": after["answers"] == str(len(pattern))
@@ -141,6 +282,47 @@ async def visitor(browser: Any, url: str, pattern: list[str], start: asyncio.Bar
         }
     finally:
         await ctx.close()
+
+
+def _pcts(values: list[float]) -> dict[str, Any]:
+    a = np.asarray(values, dtype=float)
+    if a.size == 0:
+        return {"p50": None, "p95": None, "mean": None, "max": None, "n": 0}
+    return {
+        "p50": round(float(np.percentile(a, 50)), 3),
+        "p95": round(float(np.percentile(a, 95)), 3),
+        "mean": round(float(a.mean()), 3),
+        "max": round(float(a.max()), 3),
+        "n": int(a.size),
+    }
+
+
+def server_times(log: Path, runs: list[dict]) -> dict[str, Any]:
+    """The server's own timing of the visitors' answers (``DTPBO_ANSWER_LOG`` lines):
+    ``server``: click reached the server -> the answer's rerun done (queue wait + work);
+    ``queue``: click reached the server -> its callback started; ``shown``: click reached
+    the server -> the next question and the new count sent; which process served each
+    answer (``by_process``; behind a sticky proxy a visitor's answers all go to one)."""
+    ours = {r["session"] for r in runs}
+    rows = []
+    if log.exists():
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("session") in ours:
+                rows.append(row)
+    by_process: dict[int, int] = {}
+    pids_of: dict[str, set[int]] = {}
+    for r in rows:
+        by_process[r["pid"]] = by_process.get(r["pid"], 0) + 1
+        pids_of.setdefault(r["session"], set()).add(r["pid"])
+    return {
+        # sticky sessions: every answer of a visitor is served by one process
+        "sessions_served_by_several_processes": sum(len(p) > 1 for p in pids_of.values()),
+        "server_s": _pcts([r["server_s"] for r in rows]),
+        "queue_s": _pcts([r["queue_s"] for r in rows]),
+        "shown_s": _pcts([r["shown_s"] for r in rows if "shown_s" in r]),
+        "by_process": by_process,
+    }
 
 
 def audit(db: Path, runs: list[dict], k: int) -> dict[str, int]:
@@ -167,41 +349,154 @@ def audit(db: Path, runs: list[dict], k: int) -> dict[str, int]:
     }
 
 
-async def run(n: int, k: int, seed: int) -> dict[str, Any]:
+#: The nginx configuration of ``--proxy nginx`` (docs/shared-server.md shows the same):
+#: sticky sessions by a route cookie, websockets passed through.
+NGINX_CONF = """\
+worker_processes 1;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    # a browser's route: its cookie, or a new random one (hashed to a process)
+    map $cookie_dtpbo_route $dtpbo_route {{
+        ""      $request_id;
+        default $cookie_dtpbo_route;
+    }}
+    map $http_upgrade $connection_upgrade {{
+        default upgrade;
+        ""      close;
+    }}
+    upstream dtpbo {{
+        hash $dtpbo_route consistent;
+{servers}
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://dtpbo;
+            proxy_http_version 1.1;
+            proxy_set_header Host $host;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_read_timeout 1d;
+            proxy_buffering off;
+            add_header Set-Cookie "dtpbo_route=$dtpbo_route; Path=/; HttpOnly; SameSite=Lax";
+        }}
+    }}
+}}
+"""
+
+
+def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the proxy did not listen on {port}") from None
+            time.sleep(0.1)
+
+
+@contextmanager
+def sticky_proxy(kind: str, urls: list[str], work: Path) -> Iterator[str]:
+    """A reverse proxy with sticky sessions in front of ``urls``; yields its URL.
+
+    ``kind``: ``"python"`` (``tests/benchmarks/sticky_proxy.py``) or ``"nginx"``
+    (:data:`NGINX_CONF`; needs ``nginx`` on the PATH or in /usr/sbin).
+    """
+    port = free_port()
+    backends = [u.removeprefix("http://") for u in urls]
+    if kind == "python":
+        cmd = [sys.executable, str(Path(__file__).with_name("sticky_proxy.py")), "--port"]
+        cmd += [str(port), *(a for b in backends for a in ("--backend", b))]
+    elif kind == "nginx":
+        exe = shutil.which("nginx") or "/usr/sbin/nginx"
+        prefix = work / "nginx"
+        (prefix / "logs").mkdir(parents=True, exist_ok=True)
+        servers = "\n".join(f"        server {b};" for b in backends)
+        (prefix / "nginx.conf").write_text(NGINX_CONF.format(servers=servers, port=port))
+        cmd = [exe, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-e", "stderr"]
+        cmd += ["-g", f"daemon off; pid {prefix / 'nginx.pid'};"]
+    else:
+        raise ValueError(f"unknown proxy {kind!r}")
+    log = (work / f"proxy-{kind}.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_port(port, proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+async def run(
+    n: int, k: int, seed: int, processes: int = 1, proxy: str = "python", open_at_once: int = 4
+) -> dict:
     from playwright.async_api import async_playwright
 
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="dtpbo-visitors-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="dtpbo-visitors-") as tmp, ExitStack() as stack:
         work = Path(tmp)
-        with streamlit_server(work, extra_env={"DTPBO_NO_DEFAULT_RESULTS": "1"}) as url:
-            async with async_playwright() as p:
-                browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-                start = asyncio.Barrier(n)
-                t0 = time.perf_counter()
-                runs = await asyncio.gather(
-                    *(visitor(browser, url, q, start) for q in patterns(n, k, seed))
+        log = work / "answers.jsonl"
+        home = work / "data_home"  # one store for every process
+        env = {"DTPBO_NO_DEFAULT_RESULTS": "1", "DTPBO_ANSWER_LOG": str(log)}
+        urls, pids = [], []
+        for i in range(processes):
+            (work / f"p{i}").mkdir()
+            urls.append(
+                stack.enter_context(streamlit_server(work / f"p{i}", extra_env=env, data_home=home))
+            )
+            pids.append(int((work / f"p{i}" / "streamlit.pid").read_text()))
+        url = urls[0] if processes == 1 else stack.enter_context(sticky_proxy(proxy, urls, work))
+        marks = Marks(pids)
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+            start, done = asyncio.Barrier(n), asyncio.Barrier(n)
+            opening = asyncio.Semaphore(max(1, open_at_once))
+            t0 = time.perf_counter()
+            runs = await asyncio.gather(
+                *(
+                    visitor(browser, url, q, start, done, marks, opening)
+                    for q in patterns(n, k, seed)
                 )
-                wall = time.perf_counter() - t0
-                await browser.close()
-            checks = audit(work / "data_home" / "dashboard" / "sessions.sqlite", runs, k)
-    lat = np.array([x for r in runs for x in r["latencies"]])
+            )
+            wall = time.perf_counter() - t0
+            await browser.close()
+        checks = audit(home / "dashboard" / "sessions.sqlite", runs, k)
+        server = server_times(log, runs)
+        by_process = server.pop("by_process")
+        server["answers_by_process"] = [by_process.get(pid, 0) for pid in pids]
+    screen = _pcts([x for r in runs for x in r["on_screen"] if x is not None])
+    driver = _pcts([x for r in runs for x in r["latencies"]])
     return {
         "visitors": n,
         "answers_each": k,
+        "processes": processes,
+        "proxy": proxy if processes > 1 else None,
+        "open_at_once": open_at_once,
         "expected_answers": n * k,
         **checks,
         "visitors_seeing_own_answers_after_reload": int(sum(r["own_after_reload"] for r in runs)),
-        "latency_s": {
-            "p50": round(float(np.percentile(lat, 50)), 3),
-            "p95": round(float(np.percentile(lat, 95)), 3),
-            "mean": round(float(lat.mean()), 3),
-            "n": int(lat.size),
-        },
+        "server_p50": server["server_s"]["p50"],
+        "server_p95": server["server_s"]["p95"],
+        "click_to_screen_p50": screen["p50"],
+        "click_to_screen_p95": screen["p95"],
+        "server": server,
+        "click_to_screen_s": screen,
+        "driver_s": driver,
+        "cpu": marks.figures(),
         "wall_s": round(wall, 1),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
-        "runs": [{k_: v for k_, v in r.items() if k_ != "latencies"} for r in runs],
+        "runs": [
+            {k_: v for k_, v in r.items() if k_ not in ("latencies", "on_screen")} for r in runs
+        ],
     }
 
 
@@ -212,9 +507,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--visitors", type=int, default=8, help="browser contexts (default 8)")
     ap.add_argument("--answers", type=int, default=5, help="answers per visitor (default 5)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the answer patterns")
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="dashboard processes sharing one store, behind a sticky proxy (default 1)",
+    )
+    ap.add_argument(
+        "--open-at-once",
+        type=int,
+        default=4,
+        help="visitors opening the page at the same time before all answer at once (default 4)",
+    )
+    ap.add_argument(
+        "--proxy",
+        choices=("python", "nginx"),
+        default="python",
+        help="the proxy with --processes > 1: tests/benchmarks/sticky_proxy.py or nginx",
+    )
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
     args = ap.parse_args(argv)
-    res = asyncio.run(run(args.visitors, args.answers, args.seed))
+    res = asyncio.run(
+        run(
+            args.visitors,
+            args.answers,
+            args.seed,
+            args.processes,
+            args.proxy,
+            args.open_at_once,
+        )
+    )
     text = json.dumps(res, indent=1)
     if args.json == "-":
         print(text)
@@ -225,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         and res["mixed"] == 0
         and res["duplicated"] == 0
         and res["visitors_seeing_own_answers_after_reload"] == res["visitors"]
+        and res["server"]["sessions_served_by_several_processes"] == 0
     )
     return 0 if ok else 1
 

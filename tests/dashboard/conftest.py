@@ -44,6 +44,9 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     # jobs run in the test's thread: an AppTest cannot wait for a worker process (the
     # job service's own tests start workers)
     monkeypatch.setenv("DTPBO_JOBS", "inline")
+    # an unexpected exception reaches AppTest's ``at.exception`` (instead of the page's
+    # one sentence and error id; tests of that unset it)
+    monkeypatch.setenv("DTPBO_SHOW_TRACEBACKS", "1")
     monkeypatch.setenv("DTPBO_LLM_CACHE", str(tmp_path / "llm_cache.sqlite"))
     monkeypatch.chdir(tmp_path)
     return tmp_path

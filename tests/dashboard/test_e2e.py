@@ -3,7 +3,8 @@
 Skipped unless the ``playwright`` package and ``/usr/bin/chromium`` are installed (the
 browser comes from the system, e.g. Debian's ``chromium`` package; never from
 ``playwright install``). Screenshots go to ``tests/artifacts/``; with
-``DTPBO_UPDATE_SCREENSHOTS=1`` the main pages are also written to ``dashboard/screenshots/``.
+``DTPBO_UPDATE_SCREENSHOTS=1`` a few views are also written to ``dashboard/screenshots/``
+(every page at 1440x900: ``test_e2e_numbers.py``).
 """
 
 from __future__ import annotations
@@ -230,7 +231,7 @@ def test_live_elicitation_three_answers_change_the_tree(server, page) -> None:
     settle(page)
     page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
     page.wait_for_timeout(1000)
-    snap(page, "elicitation", docs=True)
+    snap(page, "elicitation_benchmark")  # docs: test_e2e_numbers.py (1440x900)
 
 
 def test_page_switches_and_screenshots(server, page) -> None:
@@ -260,8 +261,8 @@ def test_page_switches_and_screenshots(server, page) -> None:
         assert page.locator('[data-testid="stException"]').count() == 0, name
         if name in ("case_studies", "sensitivity", "convergence"):
             page.wait_for_timeout(1500)  # let charts and tables paint
-            # sensitivity.png: the three-model view of test_e2e_tree_models.py
-            snap(page, name, docs=name != "sensitivity")
+            # the docs' screenshots of every page: test_e2e_numbers.py (1440x900)
+            snap(page, name)
         if name == "hierarchy":
             page.wait_for_timeout(1500)
             snap(page, name)
@@ -277,7 +278,7 @@ def test_page_switches_and_screenshots(server, page) -> None:
     settle(page)
     page.frame_locator(TREE_FRAME).first.locator("g.node").first.wait_for(state="visible")
     page.wait_for_timeout(500)
-    snap(page, "pmr", docs=True)
+    snap(page, "pmr")
 
 
 #: Sidebar pages: path and title.
@@ -311,7 +312,7 @@ def test_every_page_has_content_on_first_visit_of_a_fresh_install(fresh_server, 
         snap(page, f"first_visit_{path or 'case_studies'}")
         if path == "hierarchy":  # SwissMetro's user tree and the default cohort curves
             page.wait_for_timeout(1000)
-            snap(page, "hierarchy", docs=True)
+            snap(page, "first_visit_hierarchy_cohorts")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     timings = {"first_content_s": first, "page_finished_s": done}
     (ARTIFACTS / "first_visit_timings.json").write_text(json.dumps(timings, indent=1))
@@ -339,13 +340,13 @@ def test_hierarchy_page_shows_segments_and_the_cold_start_baselines(fresh_server
     page.get_by_text("Cold start beside the baselines", exact=False).wait_for(timeout=60_000)
     settle(page, timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
-    assert page.get_by_text("value of time = 60 x time slope / cost slope").count() == 1
+    assert page.get_by_text("value of time = time slope / money slope per hour").count() == 1
     page.wait_for_timeout(1500)
-    snap(page, "hierarchy", docs=True)
+    snap(page, "hierarchy_fresh")
     seg.scroll_into_view_if_needed()
     page.evaluate("window.scrollBy(0, -80)")
     page.wait_for_timeout(1000)
-    snap(page, "hierarchy_segments", docs=True)
+    snap(page, "hierarchy_segments_fresh")
     page.get_by_text("Cold start beside the baselines", exact=False).scroll_into_view_if_needed()
     page.evaluate("window.scrollBy(0, -700)")
     page.wait_for_timeout(1000)

@@ -2,9 +2,8 @@
 (the linear-leaf tree, slopes in guilders and hours, a value of time) and the Feature
 sensitivity page ablates several models side by side.
 
-Skipped without Playwright or ``/usr/bin/chromium`` (as ``test_e2e.py``). With
-``DTPBO_UPDATE_SCREENSHOTS=1`` it refreshes ``dashboard/screenshots/tree_explorer.png``
-and ``sensitivity.png``.
+Skipped without Playwright or ``/usr/bin/chromium`` (as ``test_e2e.py``). The docs'
+screenshots of these pages come from ``test_e2e_numbers.py`` (1440x900).
 """
 
 from __future__ import annotations
@@ -65,16 +64,22 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
     expect(svg).to_contain_text("Price: ", timeout=60_000)
     expect(svg).to_contain_text("per guilder")
     expect(svg).to_contain_text("per hour")
-    expect(svg).to_contain_text("Value of time:")
-    expect(svg).to_contain_text("overall value of time")
-    vot = metric(page, "Value of time (guilders per hour)").inner_text()
-    assert re.fullmatch(r"[0-9.]+", vot) and float(vot) > 0, vot
+    expect(svg).to_contain_text("Value of time (money: Price):")
+    expect(svg).to_contain_text("overall value of time (money: Price)")
+    # a number with its interval, or (one respondent's price slope may be 0) no number
+    vot = metric(page, "Value of time").inner_text()
+    line = page.get_by_text("Value of time (overall, money attribute Price):").inner_text()
+    if vot == "—":
+        assert "not identified: the Price slope's 95% CI includes 0" in line, line
+    else:
+        assert re.fullmatch(r"[0-9.]+", vot) and float(vot) > 0, vot
+        assert f"{vot} guilders per hour [95% CI " in line, line
     # the screenshot: a wide window, so the whole 8-leaf tree fits at a readable zoom
     page.set_viewport_size({"width": 2400, "height": 1500})
     settle(page)
     page.frame_locator(TREE_FRAME).first.get_by_role("button", name="Fit").click()
     page.wait_for_timeout(1000)
-    snap(page, "tree_explorer", docs=True)
+    snap(page, "tree_explorer_default")  # docs: test_e2e_numbers.py (1440x900)
     page.set_viewport_size({"width": 1400, "height": 1700})
     settle(page)
     # the export carries the slopes and the value of time
@@ -105,10 +110,11 @@ def test_sensitivity_ablates_three_models_side_by_side(server, page) -> None:
     settle(page, timeout=60_000)
     expect(page.get_by_text("Test accuracy with every feature")).to_be_visible(timeout=60_000)
     settle(page, timeout=60_000)
-    for label in ("dt (paper DT)", "dt-linear (linear-leaf tree)", "(best baseline here)"):
+    for label in ("Paper DT (constant leaves)", "Linear-leaf tree (dt-linear)"):
         expect(page.locator('[data-testid="stMetric"]', has_text=label).first).to_be_visible()
+    expect(page.get_by_text("(best baseline here)").first).to_be_visible()
     charts = page.locator('[data-testid="stVegaLiteChart"]')
     expect(charts).to_have_count(3)
     assert page.locator('[data-testid="stException"]').count() == 0
     page.wait_for_timeout(1500)
-    snap(page, "sensitivity", docs=True)
+    snap(page, "sensitivity_three_models")  # docs: test_e2e_numbers.py

@@ -183,6 +183,8 @@ def test_two_visitors_keep_their_own_sessions_and_a_link_resumes(browser, shared
         a.get_by_role("button", name="Start over").click()
         expect(metric(a, "Answers")).to_have_text("0", timeout=60_000)
         settle(a)
+        assert "session=" not in a.url  # stored with its first answer, not before
+        _answer(a, "B", 0)
         owners = _owners(work, [first, _sid(a), _sid(b)])
         assert _sid(a) != first and owners[0] == owners[1] != owners[2]
     finally:

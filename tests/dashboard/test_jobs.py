@@ -141,3 +141,46 @@ def test_many_items_are_named_in_a_job_whose_texts_the_pages_read(
     assert trees.item_labels(data) == naming.item_labels(data, 70)
     assert trees.data_item_names(data, 60) == naming.item_names(data, 60)
     assert list(cache["attributes"]["item"]) == list(data.ids())
+
+
+_ORPHAN = """
+import multiprocessing, os, time
+from dashboard import _work
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    p = ctx.Process(target=_work.serve, args=(theirs, 0))
+    p.start()
+    ours.send((1, os.getpid, (), {}, False))
+    assert ours.recv() == ("start", 1)
+    assert ours.recv() == ("done", 1, True, p.pid)  # the worker serves
+    ours.send((2, time.sleep, (120,), {}, False))  # a long job in progress
+    print(p.pid, flush=True)
+    time.sleep(1.0)
+    os._exit(0)  # the server ends without stopping its worker
+"""
+
+
+def test_a_worker_whose_server_is_gone_ends_within_a_second(tmp_path) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "orphan.py"
+    script.write_text(_ORPHAN)
+    env = dict(os.environ, PYTHONPATH=str(root))
+    with (tmp_path / "out").open("w") as out:  # not a pipe: the worker would hold it open
+        subprocess.run([sys.executable, str(script)], stdout=out, env=env, timeout=300)
+    pid = int((tmp_path / "out").read_text().split()[0])
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("the orphaned worker was still running 5 s after its server ended")

@@ -29,6 +29,9 @@ def test_main_runs_streamlit_on_the_app_with_the_options_given(monkeypatch) -> N
         str(launcher.APP),
         "--server.port=8999",
         "--server.headless=true",
+        "--server.address=127.0.0.1",  # the safe defaults (dashboard._server)
+        "--client.showErrorDetails=none",
+        "--server.maxUploadSize=32",
     ]
     assert seen["prog"] == "streamlit"
     assert launcher.APP.name == "app.py" and launcher.APP.exists()
@@ -61,3 +64,10 @@ def test_the_launcher_says_when_the_preload_is_done(monkeypatch, capsys) -> None
     launcher.preload_and_report()
     out = capsys.readouterr().out
     assert launcher.READY in out and "loaded in 2.2 s" in out
+
+
+def test_a_personal_server_refuses_a_network_address(monkeypatch, capsys) -> None:
+    monkeypatch.delenv("DTPBO_SHARED_SERVER", raising=False)
+    monkeypatch.setattr(launcher.cli, "main", lambda prog_name: pytest.fail("started"))
+    assert launcher.main(["--server.address=0.0.0.0"]) == 2
+    assert "DTPBO_SHARED_SERVER=1" in capsys.readouterr().err

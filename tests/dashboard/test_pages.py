@@ -14,6 +14,7 @@ import pytest
 import dashboard.pages
 from pbo_core.registry import get
 from tests.dashboard._answers import answer_button
+from tests.dashboard._shown import shown
 from tests.fixtures.synthetic import write_sushi_tiny
 
 PAGES = tuple(Path(script).stem for script, _, _ in dashboard.pages.PAGES)
@@ -74,14 +75,14 @@ def chart_data(spec: dict) -> list[dict]:
 
 def metrics(at: Any) -> dict[str, str]:
     """Metric label -> displayed value."""
-    return {m.label: m.value for m in at.metric}
+    return {shown(m.label): shown(m.value) for m in at.metric}
 
 
 def texts(at: Any) -> str:
     """Every message-like text on the page, joined."""
     parts = []
     for kind in ("markdown", "caption", "info", "warning", "error", "success"):
-        parts += [str(e.value) for e in getattr(at, kind)]
+        parts += [shown(e.value) for e in getattr(at, kind)]
     return "\n".join(parts)
 
 
@@ -231,14 +232,21 @@ def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch, quick_
     at = app("tree_explorer", sel_study="electricity", te_view="Held-out evidence")
     no_exception(at)
     models = at.dataframe[0].value  # the tree models and baselines on the study
-    assert {"Linear-leaf tree (dt-linear)", "Logit per respondent, shrunk"} <= set(models["method"])
+    names = set(models["model"].str.replace("  ◀ shown above", ""))
+    assert {"Linear-leaf tree (dt-linear)", "Logit per respondent, shrunk"} <= names
     table = at.dataframe[1].value  # the model shown on the respondent's own data
     shown = next(s for s in at.selectbox if s.label == "Model").value
-    assert list(table["method"]) == [get(shown).label, get("gp").label, get("logit-pooled").label]
+    assert list(table["model"]) == [
+        f"{get(shown).label}  ◀ shown above",
+        get("gp").label,
+        get("logit-pooled").label,
+    ]
     assert f"The model shown ({get(shown).label})" in texts(at)
-    lo, hi = (table["95% CI"].iloc[0].split(" – ")) if "–" in table["95% CI"].iloc[0] else (0, 0)
-    assert float(lo) <= float(table["held-out"].iloc[0]) <= float(hi)
-    assert (table["n_heldout"] == 36).all()  # every comparison of the respondent predicted once
+    ci = table["95% CI (%)"].iloc[0]
+    lo, hi = ci.split(" – ") if "–" in ci else (0, 0)
+    assert float(lo) <= float(table["held-out (%)"].iloc[0]) <= float(hi)
+    # every comparison of the respondent predicted once
+    assert (table["held-out comparisons"] == 36).all()
     spec = charts(at)[0]
     assert {"held-out (95% CI)", "training"} <= {r.get("kind") for r in chart_data(spec)}
 
@@ -377,7 +385,7 @@ def test_convergence_reads_result_folders(app, tmp_path) -> None:
 
 
 def test_convergence_runs_a_small_benchmark(app, tmp_path) -> None:
-    at = app("convergence", cv_root_value="results")
+    at = app("convergence", cv_root_value="data_home/results")  # written below the data folder
     assert "No benchmark results" in texts(at)
     at.session_state["cv_view"] = "Run a small benchmark"
     at.run()
@@ -388,7 +396,8 @@ def test_convergence_runs_a_small_benchmark(app, tmp_path) -> None:
     at.button(key="cv_r_run").click().run()
     no_exception(at)
     assert "1 run(s) written" in texts(at)
-    assert len(list((tmp_path / "results" / "dashboard-bench").glob("cell-*.parquet"))) == 1
+    out = tmp_path / "data_home" / "results" / "dashboard-bench"
+    assert len(list(out.glob("cell-*.parquet"))) == 1
     assert at.get("progress")
     assert charts(at)  # curves of the new run
     at.session_state["cv_view"] = "Benchmarks"
@@ -405,14 +414,15 @@ def test_convergence_without_sushi_explains(app) -> None:
 
 def test_convergence_runs_sushi_pbo_when_configured(app, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DTPBO_SUSHI_DIR", str(sushi_dir(tmp_path, n_users=8)))
-    at = app("convergence", cv_view="Sushi", cv_root_value="results")
+    at = app("convergence", cv_view="Sushi", cv_root_value="data_home/results")
     assert "Sushi is configured" in texts(at)
     at.number_input(key="cv_s_users").set_value(5).run()
     at.number_input(key="cv_s_iters").set_value(3).run()
     at.multiselect(key="cv_s_methods").set_value(["dt"]).run()
     at.button(key="cv_s_run").click().run()
     no_exception(at)
-    assert len(list((tmp_path / "results" / "sushi-pbo").glob("cell-*.parquet"))) == 5
+    out = tmp_path / "data_home" / "results" / "sushi-pbo"  # below the data folder only
+    assert len(list(out.glob("cell-*.parquet"))) == 5
     assert charts(at)
     assert "Sushi set A" in texts(at)
 
@@ -505,8 +515,11 @@ def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> N
     assert len(list((tmp_path / "data_home" / "results").rglob("cell-*.parquet"))) == 6
     # the segments' slopes in units and the cold start beside the baselines
     frames = {tuple(f.value.columns): f.value for f in at.dataframe}
-    seg = next(v for k, v in frames.items() if "value of time (CHF/h)" in k)
-    assert "Travel time (min) per min" in seg.columns and len(seg) >= 1
+    seg = next(v for k, v in frames.items() if "value of time [95% CI]" in k)
+    assert "Travel time (per min)" in seg.columns and len(seg) >= 1
+    assert set(seg["money attribute"]) == {"Cost"}
+    text = seg["value of time [95% CI]"]
+    assert (text.str.contains(r"CHF/h \[95% CI ") | text.str.startswith("not identified")).all()
     cold = next(v for k, v in frames.items() if "0 own tasks" in k)
     assert {"logit-interaction", "hierarchy-mob"} <= set(cold["variant"])
 
@@ -725,7 +738,7 @@ def test_sidebar_paths_persist_and_a_bad_path_does_not_hide_the_env(
     at = app("case_studies", sel_study="sushi-a")
     at.text_input(key="path_sushi").input(str(tmp_path / "nope")).run()
     no_exception(at)
-    side = "\n".join(str(w.value) for w in at.sidebar.warning)
+    side = "\n".join(shown(w.value) for w in at.sidebar.warning)
     assert "does not exist: using $DTPBO_SUSHI_DIR" in side
     assert int(metrics(at)["Respondents"]) > 0  # the environment's data still load
     assert "not available" not in texts(at)

@@ -182,3 +182,171 @@ def test_sidebar_paths_are_kept_per_owner() -> None:
     assert store.stored_paths("alice") == {"bela": "/a.csv"}
     assert store.stored_paths("bob") == {"bela": "/b.csv"}
     assert store.stored_paths("carol") == {}
+
+
+def test_a_draft_is_stored_with_its_first_action_only() -> None:
+    sid = store.new_session_id()
+    assert store.load_session(sid) is None
+    with pytest.raises(KeyError):  # without a draft, an unknown session is refused
+        store.record_action(sid, 0, "A", 1)
+    draft = store.Draft(ITEMS, owner="me", participant=" Ada ")
+    assert store.record_action(sid, 0, "A", 1, draft=draft)
+    assert store.record_action(sid, 1, "B", 2, draft=draft)  # the row exists: kept as is
+    rec = store.load_session(sid)
+    assert rec.config == ITEMS and rec.owner == "me" and rec.participant == "Ada"
+    assert rec.actions == ["A", "B"] and rec.n_answers == 2
+    assert store.undo_action(sid, 1, 1) and store.load_session(sid).actions == ["A"]
+    assert store.undo_action(sid, 0, 0)
+    assert store.load_session(sid) is None  # no answers left: no row
+    loaded, _ = _played(ITEMS, [])  # a session from a loaded table has its table: kept
+    assert store.load_session(loaded) is not None
+
+
+def _age(sid: str, days: float) -> None:
+    import sqlite3
+    import time
+
+    with sqlite3.connect(store.db_path()) as con:
+        con.execute(
+            "UPDATE sessions SET updated = ? WHERE id = ?", (time.time() - days * 86400, sid)
+        )
+
+
+def test_the_sweep_drops_empty_rows_and_with_the_setting_old_sessions(monkeypatch) -> None:
+    import sqlite3
+    import time
+
+    monkeypatch.delenv(store.EXPIRY_ENV, raising=False)
+    empty_old, empty_new = store.create_session(CONFIG), store.create_session(CONFIG)
+    _age(empty_old, 1)  # a row of an older version, for a visit that never answered
+    answered, _ = _played(CONFIG, ["A", "B"])
+    old_answered, _ = _played(CONFIG, ["A"])
+    _age(old_answered, 40)
+    store.store_paths({"bela": "/a.csv"}, "old-owner")
+    with sqlite3.connect(store.db_path()) as con:
+        con.execute(
+            "UPDATE settings SET updated = ? WHERE key = 'data_paths:old-owner'",
+            (time.time() - 40 * 86400,),
+        )
+    store.store_paths({"bela": "/b.csv"}, "new-owner")
+    with store._connect() as con:
+        gone = store.sweep_store(con)
+    assert gone == {"empty_sessions": 1, "expired_sessions": 0, "expired_settings": 0}
+    left = {r.id for r in store.list_sessions()}
+    assert left == {empty_new, answered, old_answered}  # no expiry without the setting
+    for bad in ("soon", "-3", "0", "nan"):
+        monkeypatch.setenv(store.EXPIRY_ENV, bad)
+        assert store.expiry_days() is None
+    monkeypatch.setenv(store.EXPIRY_ENV, "30")
+    assert store.expiry_days() == 30
+    with store._connect() as con:
+        gone = store.sweep_store(con)
+    assert gone == {"empty_sessions": 0, "expired_sessions": 1, "expired_settings": 1}
+    assert {r.id for r in store.list_sessions()} == {empty_new, answered}
+    assert set(store.answer_counts()["session_id"]) == {answered}
+    assert store.stored_paths("old-owner") == {} and store.stored_paths("new-owner")
+
+
+def test_a_process_sweeps_at_first_use_then_hourly(monkeypatch) -> None:
+    monkeypatch.delenv(store.EXPIRY_ENV, raising=False)
+    sid = store.create_session(CONFIG)
+    _age(sid, 1)
+    monkeypatch.setattr(store, "_next_sweep", 0.0)  # a fresh process
+    store.list_sessions()
+    assert store.load_session(sid) is None
+    sid = store.create_session(CONFIG)
+    _age(sid, 1)
+    store.list_sessions()  # within the hour: not again
+    assert store.load_session(sid) is not None
+
+
+def test_empty_sidebar_paths_keep_no_row_and_old_settings_are_migrated(
+    isolated_env, monkeypatch
+) -> None:
+    import sqlite3
+
+    store.store_paths({"bela": "  "}, "visitor")  # every first visit saved this
+    with sqlite3.connect(store.db_path()) as con:
+        assert con.execute("SELECT COUNT(*) FROM settings").fetchone()[0] == 0
+    store.store_paths({"bela": "/a.csv"}, "visitor")
+    store.store_paths({}, "visitor")
+    assert store.stored_paths("visitor") == {}
+    path = isolated_env / "old" / "sessions.sqlite"
+    path.parent.mkdir()
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        con.execute("INSERT INTO settings VALUES ('data_paths:x', '{\"bela\": \"/x.csv\"}')")
+    monkeypatch.setattr(store, "db_path", lambda: path)
+    assert store.stored_paths("x") == {"bela": "/x.csv"}
+    with sqlite3.connect(path) as con:
+        (updated,) = con.execute("SELECT updated FROM settings").fetchone()
+    assert updated > 0  # dated at the migration, so expiry counts from then
+
+
+def test_a_server_counts_as_stopped_only_when_its_process_is_gone() -> None:
+    import socket
+    import subprocess
+    import sys
+
+    assert not store.server_stopped(store.SERVER_ID) and not store.server_stopped("")
+    assert store.server_stopped("0123456789abcdef0123456789abcdef")  # an older version's id
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        host, pid = socket.gethostname(), other.pid
+        alive = f"{host}/{pid}/{store._started(pid)}/abcd1234"
+        assert not store.server_stopped(alive)  # another process serving the same store
+        assert store.server_stopped(f"{host}/{pid}/1/abcd1234")  # that pid, a later process
+        assert not store.server_stopped(f"elsewhere/{pid}/1/abcd1234")  # cannot tell
+    finally:
+        other.kill()
+        other.wait()
+    assert store.server_stopped(alive)
+
+
+@pytest.mark.parametrize("old", [False, True])
+def test_first_visitors_at_once_set_up_the_store_once(isolated_env, monkeypatch, old) -> None:
+    """Sixteen first visits at once (threads) on a new or an older store: every one gets a
+    working store (it used to fail with 'duplicate column name: owner')."""
+    import sqlite3
+    import threading
+    import time
+
+    migrate = store._migrate
+
+    def slow_migrate(con: sqlite3.Connection) -> None:  # widen the race
+        time.sleep(0.05)
+        migrate(con)
+
+    monkeypatch.setattr(store, "_migrate", slow_migrate)
+
+    path = store.db_path()
+    if old:
+        path.parent.mkdir(parents=True)
+        with sqlite3.connect(path) as con:
+            con.execute(
+                "CREATE TABLE sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, updated "
+                "REAL NOT NULL, kind TEXT NOT NULL, source TEXT NOT NULL, method TEXT NOT "
+                "NULL, seed INTEGER NOT NULL, max_items INTEGER, base TEXT NOT NULL DEFAULT "
+                "'[]', actions TEXT NOT NULL DEFAULT '[]', n_answers INTEGER NOT NULL DEFAULT "
+                "0, favourite TEXT NOT NULL DEFAULT '')"
+            )
+            con.execute("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    store._READY.discard(path)
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(16)
+
+    def visit(k: int) -> None:
+        try:
+            barrier.wait()
+            store.stored_paths(f"visitor{k}")
+            store.record_action(store.new_session_id(), 0, "A", 1, draft=store.Draft(ITEMS))
+        except BaseException as exc:  # collected for the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=visit, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:1]
+    assert len(store.list_sessions()) == 16

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.dashboard._shown import shown
+
 CANARY = "SECRET-LINE-CANARY-d41e"
 
 
@@ -28,7 +30,7 @@ def everything(at: Any) -> str:
 
 
 def sidebar_warnings(at: Any) -> str:
-    return "\n".join(str(w.value) for w in at.sidebar.warning)
+    return "\n".join(shown(w.value) for w in at.sidebar.warning)
 
 
 def no_exception(at: Any) -> None:
@@ -102,14 +104,22 @@ def test_shared_server_mode_has_no_path_inputs(app, tmp_path: Path, monkeypatch)
     assert str(tmp_path / "x.csv") not in everything(at)
 
 
-def test_shared_server_mode_fixes_the_other_server_paths(app, monkeypatch) -> None:
-    """Results folder, output folder, LLM endpoint and extraction cache: not from visitors."""
+def test_shared_server_mode_fixes_the_other_server_paths(app, monkeypatch, tmp_path) -> None:
+    """Results folder, output folder, LLM endpoint and extraction cache: not from visitors,
+    and the page names none of the server's paths."""
     monkeypatch.setenv("DTPBO_SHARED_SERVER", "1")
     at = app("convergence", cv_root_value="/")
     no_exception(at)
-    root = at.text_input(key="cv_root")
-    assert root.disabled and at.session_state["cv_root_value"] != "/"
+    keys = {str(t.key) for t in at.text_input}
+    assert not keys & {"cv_root", "pmr_base_url", "pmr_cache"}
+    assert "set by its administrator" in everything(at)
+    assert str(tmp_path) not in everything(at)  # the data home lies below it
+    at.session_state["cv_view"] = "Run a small benchmark"
+    at.run()
+    assert not [b for b in at.button if b.key == "cv_r_run"]  # runs are the operator's
+    assert not [t for t in at.text_input if str(t.key).startswith("cv_r_out")]
     at = app("pmr", pmr_view="Extraction")
     no_exception(at)
-    assert at.text_input(key="pmr_base_url").disabled
-    assert at.text_input(key="pmr_cache").disabled
+    keys = {str(t.key) for t in at.text_input}
+    assert not keys & {"pmr_base_url", "pmr_cache"}
+    assert str(tmp_path) not in everything(at)

@@ -37,13 +37,16 @@ def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_m
     at.session_state["te_view"] = "Held-out evidence"
     at.run()
     ev = at.dataframe[0].value
+    ev["method"] = ev["model"].str.replace("  ◀ shown above", "")
     assert {"Paper DT (constant leaves)", "Linear-leaf tree (dt-linear)"} <= set(ev["method"])
     # the baselines beside the trees
     assert {get("logit-shrink").label, get("logit-pooled").label} <= set(ev["method"])
     trees_only = ev[ev["method"].isin([get(n).label for n in tree_svc.names(role="explorer")])]
-    best = trees_only.loc[trees_only["held-out"].idxmax(), "method"]
+    best = trees_only.loc[trees_only["held-out (%)"].idxmax(), "method"]
     assert get(_model_box(at).value).label == best
-    for ci, mean in zip(ev["95% CI"], ev["held-out"], strict=True):
+    # the row of the model shown is marked (one truth: the table names the tree drawn)
+    assert ev.loc[ev["model"].str.endswith("◀ shown above"), "method"].tolist() == [best]
+    for ci, mean in zip(ev["95% CI (%)"], ev["held-out (%)"], strict=True):
         lo, hi = (float(x) for x in ci.split(" – "))
         assert lo <= mean <= hi
     # the linear-leaf tree: slopes in guilders and hours, the value of time
@@ -53,26 +56,46 @@ def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_m
     no_exception(at)
     (view,) = tree_views(at)
     words = tree_text(view)
-    assert "per guilder (more is worse)" in words and "per hour (more is worse)" in words
-    assert "Value of time: " in words and "overall value of time" in view["title"]
-    assert float(metrics(at)["Value of time (guilders per hour)"]) > 0
+    assert "per guilder [95% CI " in words and "per hour [95% CI " in words
+    assert "Value of time (money: Price): " in words and "overall value of time" in view["title"]
+    vot = metrics(at)["Value of time"]
+    assert (vot == "—" and "not identified" in texts(at)) or float(vot) > 0
     # the leaves count this respondent's items (the pooled fit has thousands)
-    leaf_counts = [int(n["lines"][1].split()[0]) for n in view["nodes"] if n["kind"] == "leaf"]
+    leaf_counts = [
+        0 if n["lines"][1].startswith("no ") else int(n["lines"][1].split()[0])
+        for n in view["nodes"]
+        if n["kind"] == "leaf"
+    ]
     resp = next(s for s in at.selectbox if s.label.startswith("Respondent")).value
     assert sum(leaf_counts) == load_study("train").for_respondent(resp).n_items
     at.session_state["te_view"] = "Leaves"
     at.run()
     leaves, trade = at.dataframe[0].value, at.dataframe[1].value
     assert leaves["slopes (utility per unit)"].str.contains("per guilder").all()
-    assert leaves["value of time [95% CI]"].str.contains("guilders per hour").all()
+    col = "value of time (money: Price) [95% CI]"
+    assert leaves[col].str.contains("guilders per hour|not identified").all()
     assert list(trade["leaf"])[len(leaves)] == "overall"
-    assert set(trade["interval"]) <= {"Fieller", "unbounded (price effect not clearly nonzero)"}
-    vot = trade[trade["trade-off"] == "value of time"]
-    bounded = vot[vot["interval"] == "Fieller"]
-    assert (
-        (bounded["95% CI low"] <= bounded["estimate"])
-        & (bounded["estimate"] <= bounded["95% CI high"])
-    ).all()
+    assert set(trade["interval"]) <= {
+        "Fieller",
+        "not identified (the Price slope's CI includes 0)",
+    }
+    assert set(trade["money attribute"]) == {"Price"}
+    # an unidentified value of time has no number anywhere: only the reason
+    unidentified = trade[trade["interval"] != "Fieller"]
+    assert unidentified["value [95% CI]"].str.startswith("not identified").all()
+    # the page's money attribute: pre-selected (guessed from its unit), then chosen
+    money = next(s for s in at.selectbox if s.label.startswith("Money attribute"))
+    assert money.value == "price" and "guessed from its unit, guilders" in texts(at)
+    money.set_value("time").run()
+    trade = at.dataframe[1].value
+    assert set(trade["money attribute"]) == {"Travel time"}
+    # minutes per guilder, per level, ...: every ratio divides by travel time now
+    assert trade["value [95% CI]"].str.contains("min per|not identified").all()
+    money = next(s for s in at.selectbox if s.label.startswith("Money attribute"))
+    money.select_index(len(money.options) - 1).run()  # the last option: none
+    no_exception(at)
+    assert len(at.dataframe) == 1  # no trade-offs without a money attribute
+    assert "Value of time (overall" not in texts(at)
 
 
 def test_sensitivity_ablates_the_default_models_side_by_side(app, quick_models) -> None:
@@ -89,7 +112,8 @@ def test_sensitivity_ablates_the_default_models_side_by_side(app, quick_models) 
         assert block["feature removed"].iloc[0] == "None (baseline)"
         assert len(block) == 5  # baseline + 4 attributes
     assert len(charts(at)) == 3
-    assert {"dt (paper DT)", "dt-linear (linear-leaf tree)"} <= set(metrics(at))
+    # the registry's names, as on every page
+    assert {get("dt").label, get("dt-linear").label} <= set(metrics(at))
     assert metrics(at)["Respondents"] == "4"
     at.multiselect(key="fs_methods::train").set_value(["logit-shrink"]).run()
     assert len(charts(at)) == 1 and set(at.dataframe[0].value["method"]) == {"logit-shrink"}

@@ -11,16 +11,17 @@ import pytest
 
 from dashboard._services import sessions as store
 from tests.dashboard._answers import answer_button
+from tests.dashboard._shown import shown
 
 
 def metrics(at: Any) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    return {shown(m.label): shown(m.value) for m in at.metric}
 
 
 def texts(at: Any) -> str:
     parts = []
     for kind in ("markdown", "caption", "info", "warning", "error", "success", "code"):
-        parts += [str(e.value) for e in getattr(at, kind)]
+        parts += [shown(e.value) for e in getattr(at, kind)]
     return "\n".join(parts)
 
 
@@ -99,6 +100,8 @@ def test_an_unknown_link_starts_a_new_session(app) -> None:
     no_exception(at)
     assert "a new session was started" in texts(at)
     assert metrics(at)["Answers"] == "0"
+    assert "session" not in at.query_params  # dropped: a new session has no link yet
+    answer(at, "A")
     assert str(at.query_params["session"]) != "no-such-session"
 
 
@@ -115,3 +118,45 @@ def test_the_participant_name_is_stored_and_exported(app, name: str) -> None:
     assert list(table["participant"]) == [name, name]
     again = app("elicitation", query={"session": sid})
     assert again.text_input(key="el_participant").value == name
+
+
+def test_a_visit_without_answers_stores_no_session_and_no_server_path(app) -> None:
+    at = app("elicitation")
+    no_exception(at)
+    at.session_state["el_view"] = "Sessions"
+    at.run()
+    assert store.list_sessions() == [] and "session" not in at.query_params
+    shown = texts(at)
+    assert "saved with its first answer" in shown
+    assert str(store.db_path()) not in shown and "sqlite" not in shown.lower()
+    answer(at, "A")  # the first answer stores the session, with its owner
+    sid = str(at.query_params["session"])
+    (rec,) = store.list_sessions()
+    assert rec.id == sid and rec.actions == ["A"] and rec.owner
+    assert f"?session={sid}" in texts(at) and str(store.db_path()) not in texts(at)
+    at.button(key="el_undo").click().run()  # back to no answer: no row, no link
+    no_exception(at)
+    assert store.list_sessions() == [] and "session" not in at.query_params
+    answer(at, "B")
+    assert store.load_session(sid).actions == ["B"]  # the same session, stored again
+    at.button(key="el_restart").click().run()
+    assert [r.id for r in store.list_sessions()] == [sid]  # Start over stores nothing yet
+
+
+def test_a_session_written_by_another_running_process_has_no_restart_note(app) -> None:
+    """Several server processes behind a proxy share the store: a link opened on another
+    process (still running) is not a restart."""
+    import os
+    import socket
+
+    at = app("elicitation")
+    answer(at, "AB")
+    sid = str(at.query_params["session"])
+    parent = os.getppid()
+    other = f"{socket.gethostname()}/{parent}/{store._started(parent)}/feedbeef"
+    with sqlite3.connect(store.db_path()) as con:
+        con.execute("UPDATE sessions SET server = ? WHERE id = ?", (other, sid))
+    again = app("elicitation", query={"session": sid})
+    no_exception(again)
+    assert "restarted" not in texts(again) and metrics(again)["Answers"] == "2"
+    assert store.load_session(sid).server == other  # still that process's session

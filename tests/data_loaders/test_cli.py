@@ -133,3 +133,24 @@ def test_gzip_and_an_explicit_attribute_table(tmp_path: Path, home: Path) -> Non
     study = us.load_user_study("my-gz")
     assert study.schema.names == ["price", "speed"] and study.schema["speed"].kind == "ordinal"
     assert (home / "studies" / "my-gz" / "choices.csv").read_bytes() == src.read_bytes()
+
+
+def test_the_operator_publishes_lists_and_removes(home: Path, capsys) -> None:
+    shape = str(SHAPES["panel-long"].file)
+    assert cli.main(["import-study", shape, "--title", "Mine"]) == 0
+    key = capsys.readouterr().out.strip().splitlines()[-1]
+    assert not us.user_study(key).public  # the command line's import: seen by no visitor
+    assert cli.main(["publish-study", key]) == 0
+    assert us.user_study(key).public
+    assert cli.main(["list-studies"]) == 0
+    assert f"{key}\tpublished\tMine" in capsys.readouterr().out
+    assert cli.main(["publish-study", key, "--withdraw"]) == 0
+    assert not us.user_study(key).public
+    assert cli.main(["import-study", shape, "--title", "Everyone's", "--public"]) == 0
+    key2 = capsys.readouterr().out.strip().splitlines()[-1]
+    assert us.user_study(key2).public
+    assert cli.main(["remove-study", key]) == 0
+    assert saved(home) == [key2]
+    assert cli.main(["publish-study", "my-absent"]) == 2
+    assert cli.main(["remove-study", "my-absent"]) == 2
+    assert "no imported study" in capsys.readouterr().err

@@ -206,3 +206,30 @@ def _errors_dir(study: str, folder: Path) -> str:
     with pytest.raises(Exception) as info:  # any error, never the canary
         load_study(study, data_dir=str(folder))
     return f"{type(info.value).__name__}: {info.value}"
+
+
+def test_outputs_are_written_only_below_the_data_home(tmp_path: Path, monkeypatch) -> None:
+    """Results and caches a page writes: below the data home, symlinks resolved."""
+    home = tmp_path / "home"
+    (home / "results").mkdir(parents=True)
+    monkeypatch.setenv("DTPBO_DATA_HOME", str(home))
+    (home / "escape").symlink_to(tmp_path)
+    ok = [home / "results" / "new", home / "results", home / "cache.sqlite"]
+    for p in ok:
+        folder = p.suffix != ".sqlite"
+        assert access.check_output(p, folder=folder, what="out") == p
+    refused = {
+        tmp_path / "elsewhere": True,
+        home / ".." / "x": True,
+        home / "escape" / "x": True,  # a symlink out of the data home
+        home / ".hidden" / "x": True,
+        "/proc/self/x": True,
+        home: False,  # the data home itself is no file
+        home / "results": False,  # a folder where a file is wanted
+    }
+    for p, folder in refused.items():
+        with pytest.raises(access.PathRefusedError):
+            access.check_output(p, folder=folder, what="out")
+    (home / "file").write_text("x")
+    with pytest.raises(access.PathRefusedError, match="not a folder"):
+        access.check_output(home / "file", folder=True, what="out")

@@ -236,3 +236,66 @@ def test_wide_opt_out_values(home: Path) -> None:
     assert study.data.n_pairs == (len(df) - 3) * 2  # opt-out tasks give no comparisons
     assert study.extras["respondent_summary"]["n_opt_out"].sum() == 3
     assert study.schema["alternative"].levels == ("1", "2", "3")
+
+
+def test_a_study_belongs_to_its_owner_until_published(home: Path) -> None:
+    df = long_frame()
+    a, problems = us.save_study("A's", csv_bytes(df), "a.csv", None, us.ColumnMap(), owner="a" * 32)
+    assert problems == [] and a is not None
+    assert a.owner == "a" * 32 and not a.public
+    saved = us.user_study(a.key)
+    assert saved == a  # study.json keeps who sees it
+    assert saved.visible_to("a" * 32) and not saved.visible_to("b" * 32)
+    assert not saved.visible_to("")  # no visitor id: nothing private
+    assert saved.removable_by("a" * 32) and not saved.removable_by("b" * 32)
+    cli_import, _ = us.save_study("Operator's", csv_bytes(df), "o.csv", None, us.ColumnMap())
+    assert cli_import.owner == "" and not cli_import.visible_to("a" * 32)
+    published = us.set_public(a.key)
+    assert published.public and published.visible_to("b" * 32)
+    assert not published.removable_by("a" * 32)  # the operator withdraws it
+    assert us.user_study(a.key).public
+    assert not us.set_public(a.key, False).public
+    with pytest.raises(KeyError):
+        us.set_public("my-absent")
+    assert us.user_study("../x") is None and us.user_study("my-absent") is None
+
+
+def test_an_old_study_json_has_no_owner(home: Path) -> None:
+    meta, _ = us.save_study("Old", csv_bytes(long_frame()), "o.csv", None, us.ColumnMap())
+    path = meta.folder / "study.json"
+    d = json.loads(path.read_text())
+    del d["owner"], d["public"]
+    path.write_text(json.dumps(d))
+    old = us.user_study(meta.key)
+    assert old is not None and old.owner == "" and not old.public
+    assert [m.key for m in us.list_user_studies()] == [meta.key]
+
+
+def test_a_visitor_holds_a_bounded_number_of_studies(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(us.MAX_STUDIES_ENV, "2")
+    content = csv_bytes(long_frame())
+    me = "c" * 32
+    for k in range(2):
+        meta, problems = us.save_study(
+            f"S{k}", content, "s.csv", None, us.ColumnMap(), owner=me, limit_owner=True
+        )
+        assert meta is not None, problems
+    before = sorted(p.name for p in (home / "studies").iterdir())
+    meta, problems = us.save_study(
+        "S3", content, "s.csv", None, us.ColumnMap(), owner=me, limit_owner=True
+    )
+    assert meta is None and "the most one visitor may keep" in problems[0].message
+    assert sorted(p.name for p in (home / "studies").iterdir()) == before  # nothing saved
+    other, _ = us.save_study(
+        "T", content, "t.csv", None, us.ColumnMap(), owner="d" * 32, limit_owner=True
+    )
+    assert other is not None  # another visitor is not held back
+    # all visitors' studies together: a byte budget (the operator's do not count)
+    monkeypatch.setenv(us.MAX_OWNED_BYTES_ENV, str(3 * len(content)))
+    meta, problems = us.save_study(
+        "U", content, "u.csv", None, us.ColumnMap(), owner="e" * 32, limit_owner=True
+    )
+    assert meta is None and "space for visitors' studies is full" in problems[0].message
+    assert us.owner_refusal("") is None

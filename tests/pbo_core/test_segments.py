@@ -87,6 +87,31 @@ def test_instability_tree_splits_on_the_feature_that_changes_the_trade_off() -> 
     assert vot[yes] > 150 and vot[no] < 60
 
 
+def test_segment_value_of_time_names_its_money_and_is_not_identified_without_it() -> None:
+    """Fieller intervals per segment, divided by the money attribute (default: the one in
+    money, cost); a cost slope whose 95 % CI includes 0 gives no number, only the reason."""
+    study = travellers()
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    h = SegmentLogitHierarchy().fit(arr, np.arange(arr.n_users))
+    table = h.segment_table()
+    assert set(table["money attribute"]) == {"cost"}  # the feature's label (none: its name)
+    text = table["value of time [95% CI]"]
+    assert text.str.contains(r"CHF/h \[95% CI ").all()
+    assert table.equals(h.segment_table("cost"))
+    # no money attribute: no value of time at all
+    assert not any("value of time" in c for c in h.segment_table("").columns)
+    # the cost slope not clearly nonzero: "not identified", never a point estimate
+    ic = h.money_column()
+    h.segment_cov_[:, ic, ic] = 1e4 * np.abs(h.segment_coef_[:, ic]) ** 2 + 1.0
+    blurred = h.segment_table()
+    assert blurred["value of time (CHF/h)"].isna().all()
+    assert (
+        blurred["value of time [95% CI]"]
+        .str.startswith("not identified: the cost slope's 95% CI includes 0")
+        .all()
+    )
+
+
 def test_no_split_without_parameter_instability() -> None:
     study = travellers(groups=False, seed=3)
     arr = cohort_arrays(study, covariates=("pass", "region"))

@@ -41,7 +41,13 @@ def test_fieller_interval_is_unbounded_when_the_price_slope_is_not_clearly_nonze
     r = labels.fieller_ratio(-0.03, -0.03, [[1e-4, 0.0], [0.0, 0.02**2]])
     assert not r.bounded and np.isnan(r.low) and np.isnan(r.high)
     assert r.estimate == pytest.approx(1.0)
-    assert "unbounded" in labels.ratio_text(r, "guilders per hour")
+    # not identified: the reason, never a point estimate
+    text = labels.ratio_text(r, "guilders per hour", money="Price")
+    assert text.startswith("not identified: the Price slope's 95% CI includes 0")
+    assert "1.0" not in text and "1 " not in text
+    assert labels.ratio_text(r, "guilders per hour", short=True) == (
+        "not identified (money slope ≈ 0)"
+    )
     scaled = labels.fieller_ratio(-0.03, -0.2, V).scaled(-60)
     assert scaled.low < scaled.estimate < scaled.high and scaled.estimate == pytest.approx(-9.0)
     with pytest.raises(ValueError, match="PSD"):
@@ -123,17 +129,84 @@ def test_value_of_time_recovers_a_known_truth(trip_model) -> None:
     assert overall.ratio.high - overall.ratio.low < 4.0
     assert set(vot) == {*range(trip_model.n_leaves_), None}
     text = overall.text()
-    assert text.startswith("Value of time: ") and "guilders per hour [95% CI " in text
+    assert text.startswith("Value of time (money: Price): ")
+    assert "guilders per hour [95% CI " in text
+    assert overall.money == "Price"
 
 
 def test_tree_view_shows_linear_leaves_in_units(trip_model) -> None:
     view = explain.tree_view(trip_model, title="Trips")
     words = " | ".join(view.texts())
-    assert "per guilder (more is worse)" in words and "per hour (more is worse)" in words
-    assert "Value of time:" in words and "utility at centre" in words
+    # tooltips: each slope with its 95% interval and direction; boxes: ± half-width
+    assert "per guilder [95% CI " in words and "per hour [95% CI " in words
+    assert "(more is worse)" in words
+    boxes = [t for n in view.nodes if n.kind == "leaf" for t in n.lines]
+    assert any(t.startswith("Price: -") and " ±" in t and "per guilder" in t for t in boxes)
+    assert "Value of time (money: Price):" in words and "utility at centre" in words
     assert view.title.startswith("Trips · overall value of time ")
     svg = view.to_svg()
     assert "per guilder" in svg and "overall value of time" in svg
     table = labels.tradeoff_table(labels.tradeoffs(trip_model))
     assert list(table["leaf"])[-1] == "overall"
     assert set(table["trade-off"]) == {"value of time"}
+
+
+def test_numbers_are_rounded_to_the_precision_of_their_interval() -> None:
+    assert labels.ci_decimals(8.3, 13.7) == 1 and labels.ci_decimals(6.0, 27.9) == 0
+    assert labels.ci_decimals(-26984, 22902) == 0
+    assert labels.ci_text(10.62, 8.31, 13.74) == ("10.6", "[8.3, 13.7]")
+    assert labels.ci_text(-2041.0849, -26984, 22902) == ("-2,041", "[-26,984, 22,902]")
+    assert labels.ci_text(0.00123, 0.0009, 0.0016) == ("0.00123", "[0.00090, 0.00160]")
+    assert labels.ci_text(-0.001, -0.3, 0.3, signed=True)[0] == "0.00"  # never "-0.00"
+    r = labels.fieller_ratio(-0.03, -0.2, V).scaled(60)
+    assert labels.ratio_text(r, "guilders per hour") == "9.0 guilders per hour [95% CI 6.7, 11.8]"
+
+
+def test_slopes_carry_their_interval_or_a_sign_mark() -> None:
+    price = Feature("price", "numeric", bounds=(1, 125), label="Price", unit="guilders")
+    time = Feature("time", "numeric", bounds=(55, 250), label="Travel time", unit="min")
+    assert labels.slope_label(price, "Price", -0.32, sd=0.03) == (
+        "Price: -0.320 per guilder [95% CI -0.379, -0.261] (more is worse)"
+    )
+    assert labels.slope_label(price, "Price", -0.32, sd=0.03, short=True) == (
+        "Price: -0.320 ±0.059 per guilder"
+    )
+    # per minute -> per hour, interval included; it contains 0: the direction is unclear
+    unsure = labels.slope_label(time, "T", -0.028, sd=0.02)
+    assert unsure.startswith("Travel time: -1.7 per hour [95% CI -4.0, +0.7]")
+    assert unsure.endswith("(direction unclear: the interval contains 0)")
+    assert labels.slope_label(time, "T", -0.028, sd=0.02, short=True).endswith("(sign unsure)")
+
+
+def test_the_money_attribute_is_explicit_and_named(trip_model) -> None:
+    from pbo_core.data import Study
+
+    data = _trips()
+    study = Study("trips", "Trips", data.get_schema(), data)
+    assert labels.money_attribute(study) == ("price", "guessed from its unit, guilders")
+    study.extras["money_attribute"] = "price"
+    assert labels.money_attribute(study) == ("price", "chosen at import")
+    assert labels.money_candidates(study.schema) == ["price", "time"]
+    study.extras["money_attribute"] = ""  # '' = none, as --money-attribute ''
+    assert labels.money_attribute(study) == (None, "none chosen at import")
+    # another money attribute: every ratio divides by it and names it
+    by_time = labels.tradeoffs(trip_model, money="time")
+    assert by_time and all(t.money == "Travel time" for t in by_time)
+    assert {t.kind for t in by_time} == {"willingness to pay"}
+    assert all(t.unit == "min per guilder" for t in by_time)
+    assert labels.tradeoffs(trip_model, money="nothing") == []
+    view = explain.tree_view(trip_model, money="price")
+    assert "overall value of time (money: Price)" in view.title
+    table = labels.tradeoff_table(labels.tradeoffs(trip_model))
+    assert set(table["money attribute"]) == {"Price"}
+    assert table["value [95% CI]"].str.contains("guilders per hour").all()
+
+
+def test_an_unidentified_ratio_has_no_number_in_any_table() -> None:
+    r = labels.fieller_ratio(-0.03, -0.01, [[1e-4, 0.0], [0.0, 0.02**2]])
+    assert not r.identified
+    t = labels.TradeOff(None, "Travel time", "value of time", "CHF per hour", r, "Cost")
+    row = labels.tradeoff_table([t]).iloc[0]
+    assert np.isnan(row["estimate"]) and np.isnan(row["95% CI low"])
+    assert row["value [95% CI]"].startswith("not identified: the Cost slope")
+    assert t.text(short=True) == "Value of time (money: Cost): not identified (Cost slope ≈ 0)"

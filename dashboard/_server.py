@@ -1,0 +1,244 @@
+"""How ``python -m dashboard`` serves: the address, error details, uploads, the visitor
+cookie and stopping (used by :mod:`dashboard.__main__`; standard library and Streamlit
+only).
+
+**Safe by default.** A personal server (``make run``) listens on 127.0.0.1 only: it
+trusts its visitor (typed data paths, the LLM endpoint, benchmark runs), so nobody else
+on the network may reach it, and a non-loopback ``--server.address`` is refused. Shared
+mode (``DTPBO_SHARED_SERVER=1``, ``make serve``) is what opens the network (0.0.0.0
+unless an address is given): there those inputs are server configuration.
+
+**Errors without internals.** Streamlit's ``client.showErrorDetails`` is ``none``: an
+exception that escapes the pages' own handler (``dashboard._ui.error_boundary``) shows
+Streamlit's generic sentence, never a traceback.
+
+**Bounded uploads.** ``server.maxUploadSize`` is 32 MB (an own study is at most 20 MB,
+:mod:`data_loaders.limits`; Streamlit's default is 200 MB).
+
+**The visitor cookie is set by the server, httpOnly.** Every HTML page the server sends
+carries ``Set-Cookie: dtpbo_visitor=<token>; HttpOnly; SameSite=Lax`` (:class:`VisitorCookie`,
+an ASGI middleware added to Streamlit's own): the browser sends it with the websocket
+handshake, where the page reads it (``st.context.cookies``), and no script can read it.
+A server started otherwise (``streamlit run``) falls back to the page's script cookie.
+
+**SIGTERM stops the server within** :data:`STOP_GRACE_S` **seconds.** Streamlit's own
+handler stops the server; if the process is still alive after the grace period (a page's
+computation holding the interpreter), :mod:`faulthandler`'s watchdog thread, which needs
+no interpreter lock, writes every thread's stack to the log and ends the process.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import http.cookies
+import ipaddress
+import re
+import secrets
+import signal
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any
+
+__all__ = [
+    "COOKIE_AGE_S",
+    "LOOPBACK",
+    "STOP_GRACE_S",
+    "TOKEN",
+    "UPLOAD_MB",
+    "VISITOR_COOKIE",
+    "LaunchError",
+    "VisitorCookie",
+    "install",
+    "server_args",
+]
+
+#: Cookie holding a browser's visitor token (the store keeps only its hash).
+VISITOR_COOKIE = "dtpbo_visitor"
+#: What a visitor token looks like (anything else in the cookie is replaced).
+TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
+#: Seconds the browser keeps the visitor cookie (one year).
+COOKIE_AGE_S = 365 * 24 * 3600
+#: The address a personal server listens on.
+LOOPBACK = "127.0.0.1"
+#: The address shared mode listens on unless one is given.
+ALL_INTERFACES = "0.0.0.0"
+#: Largest upload Streamlit accepts, in MB.
+UPLOAD_MB = 32
+#: Seconds after SIGTERM (or SIGINT) before the process is ended whatever it is doing.
+STOP_GRACE_S = 4.0
+
+
+class LaunchError(ValueError):
+    """The launcher refuses its options (``python -m dashboard`` exits with status 2 and
+    the reason on stderr)."""
+
+
+def _option(args: Sequence[str], name: str) -> str | None:
+    """The value of ``--name=value`` or ``--name value`` in ``args`` (the last one)."""
+    value = None
+    for k, a in enumerate(args):
+        if a == f"--{name}" and k + 1 < len(args):
+            value = args[k + 1]
+        elif a.startswith(f"--{name}="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def _loopback(address: str) -> bool:
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def server_args(args: Sequence[str], *, shared: bool) -> list[str]:
+    """Streamlit's options for the dashboard: ``args`` plus the safe defaults not given.
+
+    Default mode listens on 127.0.0.1 and refuses a non-loopback ``--server.address``
+    (:class:`LaunchError`); shared mode listens on 0.0.0.0 unless an address is given.
+    Error details are off and uploads capped unless ``args`` say otherwise.
+    """
+    out = list(args)
+    address = _option(out, "server.address")
+    if address is None:
+        out.append(f"--server.address={ALL_INTERFACES if shared else LOOPBACK}")
+    elif not shared and not _loopback(address):
+        raise LaunchError(
+            f"refusing --server.address={address}: a personal server (make run) listens on "
+            f"{LOOPBACK} only, because it trusts its visitor with server paths. To serve a "
+            "network, use shared mode: DTPBO_SHARED_SERVER=1 (make serve; "
+            "docs/shared-server.md)."
+        )
+    if _option(out, "client.showErrorDetails") is None:
+        out.append("--client.showErrorDetails=none")
+    if _option(out, "server.maxUploadSize") is None:
+        out.append(f"--server.maxUploadSize={UPLOAD_MB}")
+    return out
+
+
+# ----------------------------------------------------------------------------- the cookie
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for k, v in scope.get("headers") or ():
+        if k.lower() == name:
+            return v.decode("latin-1")
+    return ""
+
+
+def cookie_token(cookie_header: str) -> str | None:
+    """The visitor token in a ``Cookie`` header, when it has one of the right form."""
+    jar: http.cookies.SimpleCookie = http.cookies.SimpleCookie()
+    try:
+        jar.load(cookie_header)
+    except http.cookies.CookieError:
+        return None
+    morsel = jar.get(VISITOR_COOKIE)
+    value = morsel.value if morsel is not None else None
+    return value if value and TOKEN.fullmatch(value) else None
+
+
+def set_cookie_value(token: str, *, secure: bool) -> str:
+    """The ``Set-Cookie`` value of a visitor token: httpOnly, SameSite=Lax, one year."""
+    return f"{VISITOR_COOKIE}={token}; Path=/; Max-Age={COOKIE_AGE_S}; HttpOnly; SameSite=Lax" + (
+        "; Secure" if secure else ""
+    )
+
+
+class VisitorCookie:
+    """ASGI middleware: every HTML response carries the visitor cookie, httpOnly (the
+    browser's own token renewed, or a new one), so the websocket handshake that follows
+    brings it to the page and no script can read it. ``Secure`` over HTTPS (also behind a
+    proxy that says ``X-Forwarded-Proto: https``)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        token = cookie_token(_header(scope, b"cookie")) or secrets.token_urlsafe(24)
+        secure = scope.get("scheme") == "https" or (
+            _header(scope, b"x-forwarded-proto").lower() == "https"
+        )
+
+        async def send_with_cookie(message: Message) -> None:
+            if message.get("type") == "http.response.start":
+                headers = list(message.get("headers") or [])
+                ctype = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+                if ctype.startswith(b"text/html"):
+                    value = set_cookie_value(token, secure=secure).encode("latin-1")
+                    headers.append((b"set-cookie", value))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+
+def _add_cookie_middleware() -> bool:
+    """Put :class:`VisitorCookie` in front of Streamlit's middleware; ``False`` when this
+    Streamlit has no such hook (the page then falls back to its script cookie)."""
+    try:
+        from starlette.middleware import Middleware
+        from streamlit.web.server.starlette import starlette_app
+    except ImportError:
+        return False
+    make = getattr(starlette_app, "create_streamlit_middleware", None)
+    if make is None or getattr(make, "_dtpbo", False):
+        return make is not None
+
+    def with_cookie() -> list[Any]:
+        return [Middleware(VisitorCookie), *make()]
+
+    with_cookie._dtpbo = True  # type: ignore[attr-defined]
+    starlette_app.create_streamlit_middleware = with_cookie
+    return True
+
+
+# ----------------------------------------------------------------------------- stopping
+def _arm_stop_watchdog(grace: float = STOP_GRACE_S) -> None:
+    """End the process ``grace`` seconds from now unless it has exited by then (the
+    faulthandler thread runs without the interpreter lock, so a busy page cannot hold it
+    back); every thread's stack goes to stderr first (the server's log)."""
+    faulthandler.dump_traceback_later(grace, exit=True, file=sys.stderr)
+
+
+def _wrap_signal_handlers() -> bool:
+    """Arm :func:`_arm_stop_watchdog` whenever Streamlit's SIGTERM/SIGINT handler runs."""
+    try:
+        from streamlit.web import bootstrap
+    except ImportError:
+        return False
+    setup = getattr(bootstrap, "_set_up_signal_handler", None)
+    if setup is None or getattr(setup, "_dtpbo", False):
+        return setup is not None
+
+    def with_watchdog(server: Any) -> None:
+        setup(server)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            inner = signal.getsignal(sig)
+            if not callable(inner):
+                continue
+
+            def handler(signum: int, frame: Any, inner: Callable[..., Any] = inner) -> None:
+                _arm_stop_watchdog()
+                inner(signum, frame)
+
+            signal.signal(sig, handler)
+
+    with_watchdog._dtpbo = True  # type: ignore[attr-defined]
+    bootstrap._set_up_signal_handler = with_watchdog
+    return True
+
+
+def install() -> dict[str, bool]:
+    """Hook the cookie middleware and the stop watchdog into Streamlit (before it starts);
+    which hooks took."""
+    return {"cookie": _add_cookie_middleware(), "stop": _wrap_signal_handlers()}

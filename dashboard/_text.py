@@ -1,0 +1,89 @@
+"""Text that leaves the server: data shown as text on a page, and CSV exports.
+
+Strings from data or a visitor (study titles, attribute names and levels, item names,
+uploaded file names, error messages) are never Markdown or HTML: :func:`md` escapes
+them for the many Streamlit elements that render Markdown, and :func:`redact` removes
+server paths from messages on a shared server. :func:`safe_csv` writes every CSV the
+dashboard offers for download with formula cells neutralised (OWASP's advice on CSV
+injection). Imported by the pages (through ``dashboard._ui``) and by the services.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+from data_loaders.access import shared_server
+
+__all__ = ["csv_cell", "err", "md", "redact", "safe_csv"]
+
+#: Characters Markdown (CommonMark, GFM, Streamlit's directives, emoji and math) may read
+#: as syntax; :func:`md` puts a backslash before each (CommonMark's escape for any ASCII
+#: punctuation), so ``![x](http://...)`` is no image, ``__x`` no bold, ``<b>`` no tag,
+#: ``$x$`` no formula and ``:red[x]`` no colour.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~=$:&])")
+
+
+def md(value: object) -> str:
+    """``value`` (a string from data or a visitor: a study title, an attribute name or
+    level, an item name, an uploaded file's name, an error message) as Markdown that shows
+    exactly its text: every Markdown character escaped, line breaks as spaces, no leading
+    or trailing blanks (four leading spaces would make a code block).
+
+    The one way data enters ``st.markdown``, ``st.caption``, ``st.info`` / ``warning`` /
+    ``error`` / ``success``, headings, widget labels, metric values, expander and tab
+    labels and ``st.table`` cells (all of which Streamlit renders as Markdown); tables
+    shown with ``st.dataframe`` and ``st.text`` need nothing.
+    """
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).splitlines()).strip())
+
+
+#: An absolute server path in a message (``/srv/x/y.csv``, ``~/data/x``): at least two
+#: components, not part of a URL (``http://host/v1``) or a word (``I/O``).
+_SERVER_PATH = re.compile(r"(?<![\w:/.~-])~?/(?:[^\s/'\"`<>|;,()\[\]]+/)+[^\s/'\"`<>|;,()\[\]]*")
+
+
+def redact(text: object) -> str:
+    """``text`` with every absolute server path reduced to its last component (on a shared
+    server only; an analyst on their own machine sees their own paths)."""
+    text = str(text)
+    if not shared_server():
+        return text
+    return _SERVER_PATH.sub(lambda m: m.group().rstrip("/").rsplit("/", 1)[-1] or "…", text)
+
+
+def err(text: object) -> str:
+    """An error message for the page: server paths redacted (:func:`redact`), shown as text
+    (:func:`md`)."""
+    return md(redact(text))
+
+
+#: What a spreadsheet reads as a formula at the start of a cell (OWASP: CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: A plain number (a cell that starts with ``-`` or ``+`` but is no formula).
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value for a CSV cell: a string that a spreadsheet would run as a formula (it
+    starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return and is not a plain
+    number) gets a leading ``'``; anything else is returned unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        if not _NUMBER.fullmatch(value.strip()):
+            return "'" + value
+    return value
+
+
+def safe_csv(frame: pd.DataFrame, **kwargs: Any) -> str:
+    """``frame.to_csv(**kwargs)`` (``index=False`` by default) with every text cell and
+    column name passed through :func:`csv_cell`: the one writer of the dashboard's CSV
+    downloads (answers, sensitivity, PMR features)."""
+    kwargs.setdefault("index", False)
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype == object or isinstance(out[col].dtype, pd.StringDtype):
+            out[col] = out[col].map(csv_cell)
+    out.columns = [csv_cell(c) for c in out.columns]
+    return out.to_csv(**kwargs)

@@ -1,0 +1,464 @@
+"""Hostile inputs, as a visitor sends them through the pages (AppTest, in-process; the
+server-level twin with the health check and SIGTERM is ``test_hostile_e2e.py``).
+
+Every case ends in a clear error on the page within :data:`LIMIT_S` seconds, below
+:data:`LIMIT_MB` of extra memory (the process's resident set, sampled every 5 ms while the
+case runs), and stores nothing (the studies folder and the session store are unchanged).
+Cases: the issue's sizes (a 1,000,000-column CSV, a valid 1.7 MB session file with 50,000
+comparisons, 300,000 invalid rows, ``max_items`` 10^12, a 200,000-deep JSON) and their
+neighbours; then Markdown/HTML in a study's title, attribute names, levels and item names
+on every page, and formula cells in every CSV export. Path escapes on every path input:
+``test_path_inputs.py``.
+"""
+
+from __future__ import annotations
+
+import gc
+import html
+import io
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from markdown_it import MarkdownIt
+
+from tests.dashboard._shown import shown
+from tests.fixtures.shapes import SHAPES
+
+#: Each case: a clear error within this many seconds...
+LIMIT_S = 10.0
+#: ... and below this much extra resident memory (MB).
+LIMIT_MB = 500.0
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE / 2**20
+
+
+@dataclass
+class Cost:
+    """What a case cost: seconds and peak extra resident memory (MB)."""
+
+    seconds: float = 0.0
+    extra_mb: float = 0.0
+    samples: list[float] = field(default_factory=list)
+
+
+@contextmanager
+def bounded(what: str) -> Iterator[Cost]:
+    """Time a case and sample its memory; fail beyond :data:`LIMIT_S` / :data:`LIMIT_MB`."""
+    gc.collect()
+    cost, stop = Cost(), threading.Event()
+    base = _rss_mb()
+
+    def sample() -> None:
+        while not stop.is_set():
+            cost.samples.append(_rss_mb() - base)
+            time.sleep(0.005)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    t0 = time.perf_counter()
+    try:
+        yield cost
+    finally:
+        cost.seconds = time.perf_counter() - t0
+        stop.set()
+        t.join()
+        cost.extra_mb = max([0.0, *cost.samples])
+        print(f"\n[hostile] {what}: {cost.seconds:.2f} s, +{cost.extra_mb:.0f} MB")
+    assert cost.seconds < LIMIT_S, f"{what}: {cost.seconds:.1f} s"
+    assert cost.extra_mb < LIMIT_MB, f"{what}: +{cost.extra_mb:.0f} MB"
+
+
+def texts(at: Any) -> str:
+    """The page's messages and its ``st.table`` cells (the import problems), as shown."""
+    parts = []
+    for kind in ("markdown", "caption", "info", "warning", "error", "success"):
+        parts += [shown(e.value) for e in getattr(at, kind)]
+    for t in at.table:
+        parts += [shown(v) for v in t.value.astype(str).to_numpy().ravel()]
+    return "\n".join(parts)
+
+
+def errors(at: Any) -> str:
+    return "\n".join(shown(e.value) for e in at.error)
+
+
+def no_exception(at: Any) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def stored(home: Path) -> tuple[Any, ...]:
+    """What the server holds for visitors: study folders and session-store rows."""
+    studies = home / "studies"
+    folders = sorted(p.name for p in studies.iterdir()) if studies.exists() else []
+    db = home / "dashboard" / "sessions.sqlite"
+    rows: tuple[int, ...] = ()
+    if db.exists():
+        con = sqlite3.connect(db)
+        try:
+            rows = tuple(
+                con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                for t in ("sessions", "answers")
+            )
+        finally:
+            con.close()
+    return folders, rows
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "data_home"
+
+
+# ----------------------------------------------------------------------------- study imports
+def wide_header(columns: int) -> bytes:
+    return (",".join(f"c{k:07d}" for k in range(columns)) + "\n1\n").encode()
+
+
+def deep_json(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def test_a_million_column_csv_upload_is_refused(app, home) -> None:
+    blob = wide_header(1_000_000)  # 9 MB
+    at = app("case_studies")
+    before = stored(home)
+    with bounded("1,000,000-column CSV upload"):
+        at.file_uploader(key="add_choices").upload("wide.csv", blob, "text/csv").run()
+    no_exception(at)
+    assert "header line is longer than 256 KiB" in texts(at) or "columns" in texts(at)
+    assert "nothing was imported" in texts(at)
+    assert stored(home) == before
+
+
+def test_a_200000_deep_attribute_table_is_refused(app, home) -> None:
+    at = app("case_studies")
+    content = SHAPES["panel-long"].file.read_bytes()
+    at.file_uploader(key="add_choices").upload("mine.csv", content, "text/csv").run()
+    before = stored(home)
+    with bounded("200,000-deep attribute JSON"):
+        at.file_uploader(key="add_attrs").upload(
+            "attrs.json", deep_json(200_000), "application/json"
+        ).run()
+    no_exception(at)
+    assert "nest deeper than 32 levels" in texts(at)
+    assert stored(home) == before
+
+
+def test_a_200000_deep_proposal_file_is_refused(app, home) -> None:
+    at = app("pmr", pmr_view="Feature proposals")
+    with bounded("200,000-deep proposal JSON"):
+        at.file_uploader(key="pmr_prop_upload").upload(
+            "props.json", deep_json(200_000), "application/json"
+        ).run()
+    no_exception(at)
+    assert "nest deeper than 32 levels" in errors(at)
+
+
+# ----------------------------------------------------------------------------- sessions
+def session_json(**overrides: Any) -> bytes:
+    """An exported session of the Electricity items (35 items: no sample)."""
+    doc: dict[str, Any] = {
+        "format": "dtpbo-elicitation-session",
+        "version": 2,
+        "session": "x" * 22,
+        "participant": "",
+        "config": {
+            "kind": "items",
+            "source": "electricity",
+            "method": "dt",
+            "seed": 0,
+            "max_items": None,
+        },
+        "base": [],
+        "actions": [],
+        "answers": [],
+    }
+    for k, v in overrides.items():
+        if k in doc["config"]:
+            doc["config"][k] = v
+        else:
+            doc[k] = v
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def valid_rows(n: int) -> list[dict[str, int]]:
+    return [{"winner_id": k % 35, "loser_id": (k + 1 + k % 7) % 35} for k in range(n)]
+
+
+SESSION_FILES: dict[str, tuple[Callable[[], bytes], str]] = {
+    "a valid 1.7 MB file with 50,000 comparisons": (
+        lambda: session_json(base=valid_rows(50_000)),
+        "the largest session file accepted here",
+    ),
+    "50,000 actions": (
+        lambda: session_json(actions=["A", "B"] * 25_000),
+        "holds 50,000 answers, more than 200",
+    ),
+    "300,000 invalid rows": (
+        lambda: session_json(base=[{"w": "?"}] * 300_000),
+        "the largest session file accepted here",
+    ),
+    "max_items 10^12": (
+        lambda: session_json(max_items=10**12),
+        "max_items",
+    ),
+    "a study not offered here": (
+        lambda: session_json(source="my-someone-else"),
+        "study is not available here",
+    ),
+    "three rows naming no item": (
+        lambda: session_json(base=[{"winner_id": 999, "loser_id": 998}] * 3),
+        "cannot be replayed here",
+    ),
+    "a 200,000-deep document": (lambda: deep_json(200_000), "nests deeper than 8 levels"),
+    "not JSON": (lambda: b"\xff\xfe garbage", "not JSON text"),
+}
+
+
+@pytest.mark.parametrize("case", list(SESSION_FILES))
+def test_a_hostile_session_file_is_refused_before_any_fit(app, home, case: str) -> None:
+    make, message = SESSION_FILES[case]
+    blob = make()
+    at = app("elicitation", sel_study="electricity", el_view="Sessions")
+    no_exception(at)
+    before = stored(home)
+    with bounded(f"session file: {case} ({len(blob) / 2**20:.1f} MB)"):
+        at.file_uploader(key="el_upload_json").upload("s.json", blob, "application/json").run()
+    no_exception(at)
+    assert "Could not load that file" in errors(at)
+    assert message in errors(at), errors(at)
+    assert stored(home) == before  # nothing stored
+
+
+def answers_csv(rows: int, valid: bool) -> bytes:
+    if valid:
+        lines = [f"{k + 1},A,{k % 35},{(k + 3) % 35}" for k in range(rows)]
+    else:
+        lines = ["x,?,nope,nope"] * rows
+    return ("step,winner_side,winner_id,loser_id\n" + "\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize(
+    ("case", "blob", "message"),
+    [
+        ("50,000 valid rows", answers_csv(50_000, True), "more than"),
+        ("300,000 invalid rows", answers_csv(300_000, False), "more than"),
+        ("3 invalid rows", answers_csv(3, False), "cannot be replayed here"),
+    ],
+)
+def test_a_hostile_answers_csv_is_refused(app, home, case: str, blob: bytes, message) -> None:
+    at = app("elicitation", sel_study="electricity", el_view="Answers")
+    before = stored(home)
+    with bounded(f"answers CSV: {case} ({len(blob) / 2**20:.1f} MB)"):
+        at.file_uploader(key="el_upload").upload("a.csv", blob, "text/csv").run()
+    no_exception(at)
+    assert "Could not load a.csv" in errors(at)
+    assert message in errors(at), errors(at)
+    assert stored(home) == before
+
+
+def test_a_stored_session_too_long_to_replay_is_not_opened(app, home) -> None:
+    """A session an earlier version stored (50,000 answers): its link starts no fit."""
+    from dashboard._services import sessions as store
+
+    sid = store.create_session(("items", "electricity", "dt", 0, None), owner="x")
+    con = sqlite3.connect(home / "dashboard" / "sessions.sqlite")
+    with con:
+        con.executemany(
+            "INSERT INTO answers (session_id, seq, action, created) VALUES (?, ?, ?, 0)",
+            [(sid, k, "AB"[k % 2]) for k in range(50_000)],
+        )
+    con.close()
+    with bounded("the link of a stored 50,000-answer session"):
+        at = app("elicitation", query={"session": sid})
+    no_exception(at)
+    assert "more than 200 answers" in texts(at)
+    assert at.query_params["session"] != [sid]  # a new session, the old one untouched
+
+
+def test_a_session_holds_at_most_the_limit(app, monkeypatch) -> None:
+    from dashboard import _session_files as sf
+
+    monkeypatch.setattr(sf, "MAX_ANSWERS", 3)
+    at = app("elicitation", sel_study="electricity")
+    for k in range(3):
+        at.button(key=f"el_pick_A_{k}").click().run()
+    no_exception(at)
+    assert at.metric[0].value == "3"
+    at.button(key="el_pick_A_3").click().run()  # one more: refused, not stored
+    no_exception(at)
+    assert at.metric[0].value == "3"
+    assert "the most a session may hold here" in texts(at)
+
+
+# ----------------------------------------------------------------------------- data is text
+IMG = "http://127.0.0.1:9/xssimg"
+TITLE = f"![xssimg]({IMG}) **xssbold** <b>xsshtml</b> $xssmath$"
+LEVELS = {"slow": "__xsslevel__", "medium": '=HYPERLINK("http://x","y")', "fast": "[xsslink](x)"}
+
+
+@pytest.fixture
+def hostile_study(home: Path) -> str:
+    """A study whose title, attribute names, levels and item names are Markdown/HTML."""
+    from data_loaders import user_studies as us
+
+    df = pd.read_csv(SHAPES["panel-long"].file)
+    df["speed"] = df["speed"].map(LEVELS)
+    df = df.rename(columns={"wifi": "*xssattr*", "price": "@SUM(1)"})
+    meta, problems = us.save_study(
+        TITLE, df.to_csv(index=False).encode(), "h.csv", None, us.ColumnMap()
+    )
+    assert meta is not None, problems
+    return meta.key
+
+
+def _markdown_sources(at: Any) -> list[str]:
+    """Every string of the page Streamlit renders as Markdown: element bodies, labels,
+    help texts, metric values, expander and tab labels."""
+    out: list[str] = []
+
+    def items(value: Any) -> list[Any]:
+        single = isinstance(value, str | bytes) or hasattr(value, "ListFields")
+        return [value] if single else list(value)
+
+    def walk_proto(msg: Any) -> None:
+        for fd, value in msg.ListFields():
+            if fd.type == fd.TYPE_MESSAGE:
+                for v in items(value):
+                    walk_proto(v)
+            elif fd.type == fd.TYPE_STRING and fd.name in ("body", "label", "help", "caption"):
+                out.extend(str(v) for v in items(value))
+
+    def walk(node: Any) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            walk_proto(proto)
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return out
+
+
+_MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def _as_html(markdown: str) -> str:
+    return _MD.render(markdown)
+
+
+#: What each hostile fragment would become if it were read as Markdown or HTML.
+FORMATTED = (
+    "<img",  # ![xssimg](...): a request to IMG
+    "<strong>xssbold</strong>",  # **xssbold**
+    "<strong>xsslevel</strong>",  # __xsslevel__
+    "<em>xssattr</em>",  # *xssattr*
+    '<a href="x">xsslink</a>',  # [xsslink](x)
+    "<b>xsshtml</b>",  # raw HTML passed through
+)
+
+
+def assert_data_is_text(at: Any, where: str) -> None:
+    for src in _markdown_sources(at):
+        if "xss" not in src:
+            continue
+        out = _as_html(src)
+        for formatted in FORMATTED:
+            assert formatted not in out, (where, formatted, src)
+        assert not re.search(r"(?<!\\)\$xssmath", src), (where, src)  # no formula
+        assert "xss" in html.unescape(out)  # the data is still shown, as text
+
+
+@pytest.mark.parametrize(
+    ("page", "state"),
+    [
+        ("case_studies", {}),
+        ("tree_explorer", {"te_view": "Tree"}),
+        ("tree_explorer", {"te_view": "Leaves"}),
+        ("sensitivity", {}),
+        ("elicitation", {}),
+        ("elicitation", {"el_view": "Answers"}),
+    ],
+)
+def test_markdown_in_data_is_shown_as_text(app, hostile_study, page: str, state) -> None:
+    at = app(page, sel_study=hostile_study, **state)
+    no_exception(at)
+    if page == "elicitation":  # answer once: the favourite, its leaf and path appear
+        at.button(key="el_pick_A_0").click().run()
+        no_exception(at)
+    if page == "tree_explorer":  # follow an item: its name and leaf conditions appear
+        follow = next(b for b in at.selectbox if str(b.key).startswith("te_item::"))
+        follow.set_value(0).run()
+        no_exception(at)
+    sources = _markdown_sources(at)
+    assert any("xss" in s for s in sources), "the hostile study is not shown"
+    assert_data_is_text(at, page)
+
+
+# ----------------------------------------------------------------------------- CSV exports
+def download(at: Any, label: str) -> bytes:
+    """The bytes of a download button (AppTest keeps them in its media storage)."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    (button,) = [d for d in at.get("download_button") if d.proto.label == label]
+    file_id = button.proto.url.rsplit("/", 1)[-1].split(".")[0]
+    for store in (o for o in gc.get_objects() if isinstance(o, MemoryMediaFileStorage)):
+        try:
+            return bytes(store.get_file(file_id).content)
+        except Exception:
+            continue
+    raise AssertionError(f"no stored download {label!r}")
+
+
+def assert_no_formula(csv_text: str, where: str) -> None:
+    frame = pd.read_csv(io.StringIO(csv_text), dtype=str, keep_default_na=False)
+    cells = [*frame.columns, *frame.to_numpy().ravel().tolist()]
+    for c in cells:
+        if c[:1] in ("=", "+", "-", "@", "\t", "\r"):
+            assert re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", c), (where, c)
+
+
+def test_every_csv_export_neutralises_formula_cells(app, hostile_study) -> None:
+    # the answers of a session: a hostile participant name and hostile levels
+    at = app(
+        "elicitation",
+        sel_study=hostile_study,
+        el_view="Answers",
+        el_participant='=cmd|" /C calc"!A0',
+    )
+    for k in range(3):
+        at.button(key=f"el_pick_A_{k}").click().run()
+    no_exception(at)
+    answers = download(at, "Download answers (CSV)").decode()
+    assert "'=cmd" in answers and "'=HYPERLINK" in answers
+    assert_no_formula(answers, "answers")
+    # feature sensitivity: attribute names from the file ('@SUM(1)')
+    at = app("sensitivity", sel_study=hostile_study)
+    no_exception(at)
+    sens = download(at, "Download CSV").decode()
+    assert "'@SUM(1)" in sens
+    assert_no_formula(sens, "sensitivity")
+    # PMR: an extracted table (uploaded, then downloaded)
+    from dashboard import _services as svc
+
+    table = pd.DataFrame(
+        {"message_id": ["A01", "A02"], "status": ["ok", "=1+1"], "note": ["@x", "+y"]}
+    )
+    pmr = svc.extracted_csv(table)
+    assert_no_formula(pmr, "pmr")
+    assert "'=1+1" in pmr and "'@x" in pmr

@@ -1,0 +1,88 @@
+"""How ``python -m dashboard`` serves (dashboard/_server.py): the address by mode, safe
+Streamlit options, the httpOnly visitor cookie set by the server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from dashboard import _server
+
+
+@pytest.mark.parametrize(
+    ("args", "shared", "address"),
+    [
+        ([], False, "127.0.0.1"),
+        ([], True, "0.0.0.0"),
+        (["--server.address=localhost"], False, "localhost"),
+        (["--server.address", "::1"], False, "::1"),
+        (["--server.address=10.0.0.5"], True, "10.0.0.5"),
+    ],
+)
+def test_the_address_follows_the_mode(args: list[str], shared: bool, address: str) -> None:
+    out = _server.server_args(args, shared=shared)
+    assert _server._option(out, "server.address") == address
+    assert "--client.showErrorDetails=none" in out
+    assert f"--server.maxUploadSize={_server.UPLOAD_MB}" in out
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "192.168.1.7", "::", "example.org"])
+def test_a_personal_server_never_listens_on_a_network(address: str) -> None:
+    with pytest.raises(_server.LaunchError, match="shared mode"):
+        _server.server_args([f"--server.address={address}"], shared=False)
+
+
+def test_options_given_are_kept() -> None:
+    out = _server.server_args(
+        ["--client.showErrorDetails=full", "--server.maxUploadSize=5"], shared=False
+    )
+    assert out.count("--client.showErrorDetails=full") == 1
+    assert not any(a.startswith("--client.showErrorDetails=none") for a in out)
+    assert "--server.maxUploadSize=5" in out and len(out) == 3
+
+
+def _respond(headers: list[tuple[bytes, bytes]], content_type: bytes, scheme: str = "http"):
+    sent: list[dict] = []
+
+    async def app(scope, receive, send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", content_type)],
+            }
+        )
+        await send({"type": "http.response.body", "body": b"x"})
+
+    async def send(message) -> None:
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request"}
+
+    scope = {"type": "http", "headers": headers, "scheme": scheme}
+    asyncio.run(_server.VisitorCookie(app)(scope, receive, send))
+    return [v.decode() for k, v in sent[0]["headers"] if k == b"set-cookie"]
+
+
+def test_html_pages_set_the_visitor_cookie_httponly() -> None:
+    (cookie,) = _respond([], b"text/html; charset=utf-8")
+    name, _, rest = cookie.partition("=")
+    token = rest.split(";")[0]
+    assert name == _server.VISITOR_COOKIE and _server.TOKEN.fullmatch(token)
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
+    # the browser's own token is renewed (now httpOnly), a malformed one replaced
+    mine = "a" * 32
+    (again,) = _respond([(b"cookie", f"x=1; dtpbo_visitor={mine}".encode())], b"text/html")
+    assert again.startswith(f"dtpbo_visitor={mine};")
+    (bad,) = _respond([(b"cookie", b"dtpbo_visitor=<script>")], b"text/html")
+    assert "<script>" not in bad
+    # over HTTPS (or behind a proxy saying so) the cookie is Secure
+    assert "Secure" in _respond([], b"text/html", scheme="https")[0]
+    assert "Secure" in _respond([(b"x-forwarded-proto", b"https")], b"text/html")[0]
+
+
+def test_other_responses_set_no_cookie() -> None:
+    assert _respond([], b"application/javascript") == []
+    assert _respond([], b"application/json") == []
