@@ -108,6 +108,14 @@ def test_background_jobs_run_below_the_server_and_leave_a_worker_free(service) -
     assert bg[1].state == "queued"
     service.cancel(bg[0].key)
     _until(lambda: bg[1].state == "running")
+    # a visitor now waits for the running background job: it goes on at the server's
+    # priority (root may raise a process's priority; others keep the background one)
+    _until(lambda: bg[1].started is not None)  # the worker has niced itself
+    worker = next(w for w in service._workers if w.job is bg[1])
+    assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) > here
+    assert service.submit(bg[1].key, "bg", job_bodies.steps, 600, 0.1) is bg[1]
+    if os.geteuid() == 0:
+        assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) == here
     low = service.submit("t-nice-bg", "nice", job_bodies.niceness, priority=jobs.BACKGROUND)
     service.cancel(bg[1].key)
     assert low.wait(120) == min(19, here + jobs._work.niceness())
