@@ -101,6 +101,11 @@ def _has(pg: Any, what: str) -> bool:
     raise ValueError(what)
 
 
+#: Where :func:`_wait_view` saves a screenshot of each view's first progress bar
+#: (``--shots DIR``; ``None``: none saved).
+SHOTS: list[Path] = []
+
+
 def _wait_view(pg: Any, what: str, t0: float, timeout: float) -> dict[str, Any]:
     """Poll until ``what`` is shown with no progress bar left; timings from ``t0``:
     ``content_s`` (the content first on screen, a progress bar maybe beside it),
@@ -115,6 +120,9 @@ def _wait_view(pg: Any, what: str, t0: float, timeout: float) -> dict[str, Any]:
         has = _has(pg, what)
         if bar and first_bar is None:
             first_bar = now - t0
+            if SHOTS:
+                name = f"bar-{len(list(SHOTS[0].glob('bar-*.png'))):02d}-{what.split(':')[0]}.png"
+                pg.screenshot(path=str(SHOTS[0] / name))
         if has and first_content is None:
             first_content = now - t0
         if bar or has:
@@ -324,7 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold", action="store_true", help="also each study's evidence, cold")
     ap.add_argument("--timeout", type=float, default=180.0, help="give up on a view (s)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--shots", help="save a screenshot of each first progress bar here")
     args = ap.parse_args(argv)
+    if args.shots:
+        SHOTS.append(Path(args.shots))
+        SHOTS[0].mkdir(parents=True, exist_ok=True)
     res = run(big=not args.no_big, cold=args.cold, timeout=args.timeout)
     text = json.dumps(res, indent=1)
     if args.json == "-":
