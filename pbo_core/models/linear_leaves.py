@@ -1363,17 +1363,29 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         """
         theta, S = self._params(respondent)
         m, k, p = self.n_leaves_, len(self._cols), len(theta)
+        if weights is None:  # A_l selects (and adds) entries: index theta and S directly
+            blocks = []
+            if k and self.slopes in ("leaf", "both"):
+                blocks.append(m + np.arange(m)[:, None] * k + np.arange(k)[None, :])
+            if k and self.slopes in ("shared", "both"):
+                blocks.append(np.broadcast_to(p - k + np.arange(k), (m, k)))
+            mean = np.zeros((m, k))
+            cov = np.zeros((m, k, k))
+            for b1 in blocks:
+                mean += theta[b1]
+                for b2 in blocks:
+                    cov += S[b1[:, :, None], b2[:, None, :]]
+            return mean, 0.5 * (cov + np.swapaxes(cov, -1, -2))
         A = np.zeros((m, k, p))
         if k and self.slopes in ("leaf", "both"):
             for j in range(k):
                 A[np.arange(m), j, m + np.arange(m) * k + j] = 1.0
         if k and self.slopes in ("shared", "both"):
             A[:, np.arange(k), p - k + np.arange(k)] = 1.0
-        if weights is not None:
-            w = np.asarray(weights, dtype=float)
-            if w.shape != (m,) or not np.all(w >= 0) or w.sum() <= 0:
-                raise ValueError(f"weights must be {m} non-negative numbers, not all 0")
-            A = np.tensordot(w / w.sum(), A, axes=1)
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (m,) or not np.all(w >= 0) or w.sum() <= 0:
+            raise ValueError(f"weights must be {m} non-negative numbers, not all 0")
+        A = np.tensordot(w / w.sum(), A, axes=1)
         mean = A @ theta
         cov = A @ S @ np.swapaxes(A, -1, -2)
         return mean, 0.5 * (cov + np.swapaxes(cov, -1, -2))
