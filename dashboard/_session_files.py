@@ -15,7 +15,12 @@ is fitted or stored:
    (``max_items``), so a file cannot ask for a session on 10^12 items;
 4. its rows and actions, by replaying them into a fresh session (bounded by step 2): a row
    that names no item, a winner equal to its loser, an unknown action is refused with the
-   row's number, and nothing is stored.
+   row's number, and nothing is stored;
+5. the replay's time: a session whose replay has not finished after :func:`replay_seconds`
+   (8 s; ``$DTPBO_REPLAY_SECONDS``) is refused between two answers. Step 2 bounds the
+   paper DT (200 answers in about 1.5 s), not the GP or the linear-leaf tree, whose 200
+   answers took 17 s and 13-23 s on Electricity (``tests/benchmarks/session_replay.py``,
+   2 cores at load 3-8).
 
 :class:`SessionRefused` carries the one-sentence reason shown on the page.
 """
@@ -25,6 +30,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +51,7 @@ __all__ = [
     "check_json",
     "check_length",
     "replay",
+    "replay_seconds",
 ]
 
 #: Most rows (loaded answers) plus actions a session may hold: a person answering at a
@@ -55,6 +63,9 @@ MAX_FILE_BYTES = 1 * 2**20
 MAX_JSON_DEPTH = 8
 #: Largest seed (NumPy seeds are non-negative; the page offers 0, 1, ...).
 MAX_SEED = 2**32 - 1
+#: Seconds a session's replay may take (every answer refits the model); an operator
+#: setting, ``$DTPBO_REPLAY_SECONDS``.
+REPLAY_SECONDS = 8.0
 #: The actions of a session's log.
 ACTIONS = ("A", "B", "tie", "skip")
 #: Longest text kept from a file's cells (ids, labels, the participant's name).
@@ -197,6 +208,16 @@ def check_answers_csv(blob: bytes) -> pd.DataFrame:
         raise SessionRefused("the file is not a CSV table of answers") from None
 
 
+def replay_seconds() -> float:
+    """Seconds a replay may take: ``$DTPBO_REPLAY_SECONDS`` (a positive number), else
+    :data:`REPLAY_SECONDS`."""
+    try:
+        value = float(os.environ.get("DTPBO_REPLAY_SECONDS", ""))
+    except ValueError:
+        return REPLAY_SECONDS
+    return value if math.isfinite(value) and value > 0 else REPLAY_SECONDS
+
+
 def replay(
     sess: Any,
     base: Sequence[dict[str, Any]] | pd.DataFrame,
@@ -204,15 +225,37 @@ def replay(
     what: str = "the file",
 ) -> Any:
     """``sess`` (fresh) brought to ``base`` (loaded answers: rows or a table) +
-    ``actions``, after :func:`check_length`; a row or action that cannot be replayed
-    raises :class:`SessionRefused` (nothing is kept)."""
+    ``actions``, after :func:`check_length`; a row or action that cannot be replayed, or a
+    replay still running after :func:`replay_seconds`, raises :class:`SessionRefused`
+    (nothing is kept)."""
     check_length(len(base), len(actions), what)
+    budget = replay_seconds()
+    deadline = time.monotonic() + budget
+    total = len(base) + len(actions)
+    done = 0
+
+    def too_slow() -> SessionRefused:
+        return SessionRefused(
+            f"{what} takes longer than {budget:g} s to open here ({done} of {total} answers "
+            "replayed, every answer refits the model); nothing was loaded"
+        )
+
     try:
         if len(base):
             table = base if isinstance(base, pd.DataFrame) else pd.DataFrame.from_records(base)
-            sess.replay(table)
+            try:
+                sess.replay(table, deadline=deadline)
+            except TimeoutError as exc:
+                done = int(getattr(exc, "done", 0))
+                raise too_slow() from None
+            done = len(base)
         for a in actions:
+            if time.monotonic() > deadline:
+                raise too_slow()
             sess.apply(a)
+            done += 1
+    except SessionRefused:
+        raise
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise SessionRefused(f"{what} cannot be replayed here ({_short(exc)})") from None
     return sess

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,7 @@ __all__ = [
     "ElicitationSession",
     "FavouritePoint",
     "Query",
+    "ReplayTimeout",
     "study_item_set",
 ]
 
@@ -69,6 +71,15 @@ TIE_NAME = "tie"
 #: Action of a skipped question in :attr:`ElicitationSession.actions`.
 SKIP_NAME = "skip"
 _TIE_WORDS = {"tie", "none", "no preference", "=", "equal"}
+
+
+class ReplayTimeout(TimeoutError):
+    """:meth:`ElicitationSession.replay` reached its deadline after ``done`` of ``total``
+    rows."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"replayed {done} of {total} rows before the deadline")
+        self.done, self.total = done, total
 
 
 # ----------------------------------------------------------------------------- records
@@ -730,8 +741,13 @@ class ElicitationSession:
                 return st.X[int(hit[-1])].copy(), int(hit[-1])
         return x.copy(), None
 
-    def replay(self, df: pd.DataFrame) -> None:
-        """Answer questions from a comparison table (see :meth:`from_frame`)."""
+    def replay(self, df: pd.DataFrame, deadline: float | None = None) -> None:
+        """Answer questions from a comparison table (see :meth:`from_frame`).
+
+        ``deadline``: a :func:`time.monotonic` time; a row not begun by then raises
+        :class:`ReplayTimeout` (every row refits the model, so a long table on a slow model
+        costs seconds per row; the session is then half-replayed and should be dropped).
+        """
         if len(df) == 0:
             return
         has_ids = {"winner_id", "loser_id"} <= set(df.columns)
@@ -771,6 +787,8 @@ class ElicitationSession:
             # drop the unasked initial-design points: the table brings its own
             st.X, st.last_win = st.X[:0], st.last_win[:0]
         for r in range(len(df)):
+            if deadline is not None and time.monotonic() > deadline:
+                raise ReplayTimeout(r, len(df))
             where = f"comparison table, row {r + 1}"
             w_id = df["winner_id"].iloc[r] if has_ids else None
             l_id = df["loser_id"].iloc[r] if has_ids else None

@@ -119,7 +119,9 @@ def _budget_note(summary: list[dict]) -> None:
     queries and their final regrets are not comparable at face value)."""
     budgets = {(int(r["seeds"]), int(r["iters"])) for r in summary}
     if len(budgets) > 1:
-        each = "; ".join(f"{r['method']} {r['iters']} queries x {r['seeds']} runs" for r in summary)
+        each = "; ".join(
+            f"{ui.md(r['method'])} {r['iters']} queries x {r['seeds']} runs" for r in summary
+        )
         shortest = min(int(r["iters"]) for r in summary)
         st.warning(
             f"Unequal budgets: {each}. Compare the curves up to query {shortest}; each final "

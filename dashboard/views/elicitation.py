@@ -81,6 +81,12 @@ active: dict[Any, str] = st.session_state.setdefault("el_active", {})  # config 
 cache: dict[str, ElicitationSession] = st.session_state.setdefault("el_sessions", {})  # by id
 n_base: dict[str, int] = st.session_state.setdefault("el_n_base", {})  # loaded rows, by id
 
+resumed = st.session_state.pop("el_resume_next", None)  # a session file loaded below
+rec_next = store.load_session(resumed) if resumed is not None else None
+if rec_next is not None:  # its controls are set here, before their widgets are drawn
+    _set_controls(rec_next)
+    active[rec_next.config] = rec_next.id
+
 if "el_booted" not in st.session_state:  # a new browser session: resume the URL's session
     st.session_state["el_booted"] = True
     wanted = st.query_params.get("session")
@@ -186,7 +192,7 @@ def _current() -> tuple[str, ElicitationSession]:
         return sid, _open(sid)
     except sf.SessionRefused as exc:  # too long or not replayable: never a traceback
         st.session_state["el_write_error"] = f"{ui.err(exc)}: a new session was started."
-        sid = active[config] = store.create_session(config, owner=owner, participant=_participant())
+        sid = active[config] = store.new_session_id()  # a draft: stored with its first answer
         return sid, _open(sid)
 
 
@@ -417,7 +423,7 @@ def _sessions_tab(sid: str, sess: ElicitationSession) -> None:
             st.session_state["el_loaded_json"] = up.file_id
             cache[new] = loaded
             n_base[new] = len(got.base)
-            _resume(new)
+            st.session_state["el_resume_next"] = new  # _resume() at the top of the rerun
             st.rerun()
 
 

@@ -126,8 +126,8 @@ else:
         )
         if money is not None:
             c_money_why.caption(
-                f"Value of time in units of **{study.schema[money].display}**"
-                + (f" ({money_why})." if money == money_default else ".")
+                f"Value of time in units of **{ui.md(study.schema[money].display)}**"
+                + (f" ({ui.md(money_why)})." if money == money_default else ".")
             )
         table = seg.segment_table(money) if money is not None else seg.segment_table("")
         st.caption(

@@ -170,9 +170,9 @@ if has_slopes(model):  # trade-offs: the analyst says what money is
     )
     c_money_why.caption(
         "Willingness to pay and value of time are in units of **"
-        + ("—" if money is None else study.schema[money].display)
+        + ("—" if money is None else ui.md(study.schema[money].display))
         + "**"
-        + (f" ({money_why})." if money == money_default and money is not None else ".")
+        + (f" ({ui.md(money_why)})." if money == money_default and money is not None else ".")
         + " A ratio whose money slope is not clearly nonzero (95% CI includes 0) is shown "
         "as *not identified*, without a number."
     )

@@ -126,7 +126,9 @@ def home(tmp_path: Path) -> Path:
 
 # ----------------------------------------------------------------------------- study imports
 def wide_header(columns: int) -> bytes:
-    return (",".join(f"c{k:07d}" for k in range(columns)) + "\n1\n").encode()
+    """A header of ``columns`` names (``c0000000``, ...) and one data line of 900,000 bytes:
+    the issue's 9.9 MB CSV for a million columns."""
+    return (",".join(f"c{k:07d}" for k in range(columns)) + "\n" + "1," * 449_999 + "1\n").encode()
 
 
 def deep_json(depth: int) -> bytes:
@@ -134,10 +136,10 @@ def deep_json(depth: int) -> bytes:
 
 
 def test_a_million_column_csv_upload_is_refused(app, home) -> None:
-    blob = wide_header(1_000_000)  # 9 MB
+    blob = wide_header(1_000_000)
     at = app("case_studies")
     before = stored(home)
-    with bounded("1,000,000-column CSV upload"):
+    with bounded(f"1,000,000-column CSV upload ({len(blob) / 1e6:.1f} MB)"):
         at.file_uploader(key="add_choices").upload("wide.csv", blob, "text/csv").run()
     no_exception(at)
     assert "header line is longer than 256 KiB" in texts(at) or "columns" in texts(at)
@@ -201,7 +203,7 @@ def valid_rows(n: int) -> list[dict[str, int]]:
 
 
 SESSION_FILES: dict[str, tuple[Callable[[], bytes], str]] = {
-    "a valid 1.7 MB file with 50,000 comparisons": (
+    "a valid file with 50,000 comparisons": (
         lambda: session_json(base=valid_rows(50_000)),
         "the largest session file accepted here",
     ),
@@ -237,12 +239,64 @@ def test_a_hostile_session_file_is_refused_before_any_fit(app, home, case: str) 
     at = app("elicitation", sel_study="electricity", el_view="Sessions")
     no_exception(at)
     before = stored(home)
-    with bounded(f"session file: {case} ({len(blob) / 2**20:.1f} MB)"):
+    with bounded(f"session file: {case} ({len(blob) / 1e6:.1f} MB)"):
         at.file_uploader(key="el_upload_json").upload("s.json", blob, "application/json").run()
     no_exception(at)
     assert "Could not load that file" in errors(at)
     assert message in errors(at), errors(at)
     assert stored(home) == before  # nothing stored
+
+
+def test_a_valid_session_file_is_resumed(app, home) -> None:
+    """The control: a small valid file passes every check and the page resumes it (its
+    controls set before their widgets are drawn)."""
+    blob = session_json(method="dt-literal", seed=3, base=valid_rows(5), actions=["A"])
+    at = app("elicitation", sel_study="electricity", el_view="Sessions")
+    at.file_uploader(key="el_upload_json").upload("s.json", blob, "application/json").run()
+    no_exception(at)
+    assert not errors(at), errors(at)
+    assert at.session_state["el_method"] == "dt-literal" and at.session_state["el_seed"] == 3
+    assert at.metric[0].value == "6"
+    assert stored(home)[1] == (1, 1)  # one session: its 5 loaded rows and its 1 answer
+
+
+def test_a_valid_session_too_slow_to_replay_is_refused_at_the_budget(
+    app, home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 valid answers under the GP (17 s to replay on Electricity at load 8): refused
+    between two answers once the operator's budget is spent."""
+    monkeypatch.setenv("DTPBO_REPLAY_SECONDS", "0.5")
+    blob = session_json(method="gp", base=valid_rows(200))
+    at = app("elicitation", sel_study="electricity", el_view="Sessions")
+    before = stored(home)
+    with bounded("session file: 200 valid answers under the GP, budget 0.5 s") as cost:
+        at.file_uploader(key="el_upload_json").upload("s.json", blob, "application/json").run()
+    no_exception(at)
+    assert "takes longer than 0.5 s to open here" in errors(at), errors(at)
+    assert re.search(r"\(\d+ of 200 answers replayed", errors(at))
+    assert cost.seconds < 5.0  # the budget, one refit and the page; not the whole replay
+    assert stored(home) == before
+
+
+def test_a_saved_session_too_slow_to_replay_starts_a_draft(
+    app, home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved 200-answer GP session's link, the budget spent: one sentence, a new session
+    that is a draft (no empty row stored), the saved one untouched."""
+    from dashboard._services import sessions as store
+
+    config = ("items", "electricity", "gp", 0, None)
+    sid = store.create_session(config, pd.DataFrame(valid_rows(200)), owner="x")
+    before = stored(home)
+    monkeypatch.setenv("DTPBO_REPLAY_SECONDS", "0.3")
+    with bounded("the link of a saved 200-answer GP session, budget 0.3 s"):
+        at = app("elicitation", query={"session": sid})
+    no_exception(at)
+    assert "takes longer than 0.3 s to open here" in errors(at), errors(at)
+    assert "a new session was started" in errors(at)
+    assert at.metric[0].value == "0"
+    assert stored(home) == before  # no empty session row, the saved one kept
+    assert len(store.load_session(sid).base) == 200
 
 
 def answers_csv(rows: int, valid: bool) -> bytes:
@@ -264,7 +318,7 @@ def answers_csv(rows: int, valid: bool) -> bytes:
 def test_a_hostile_answers_csv_is_refused(app, home, case: str, blob: bytes, message) -> None:
     at = app("elicitation", sel_study="electricity", el_view="Answers")
     before = stored(home)
-    with bounded(f"answers CSV: {case} ({len(blob) / 2**20:.1f} MB)"):
+    with bounded(f"answers CSV: {case} ({len(blob) / 1e6:.1f} MB)"):
         at.file_uploader(key="el_upload").upload("a.csv", blob, "text/csv").run()
     no_exception(at)
     assert "Could not load a.csv" in errors(at)
@@ -288,7 +342,12 @@ def test_a_stored_session_too_long_to_replay_is_not_opened(app, home) -> None:
         at = app("elicitation", query={"session": sid})
     no_exception(at)
     assert "more than 200 answers" in texts(at)
-    assert at.query_params.get("session") != [sid]  # a new session, the old one untouched
+    # a new session (a draft: no link until its first answer), the old one untouched
+    assert at.query_params.get("session") in (None, [])
+    con = sqlite3.connect(home / "dashboard" / "sessions.sqlite")
+    (n,) = con.execute("SELECT COUNT(*) FROM answers WHERE session_id = ?", (sid,)).fetchone()
+    con.close()
+    assert n == 50_000
 
 
 def test_a_session_holds_at_most_the_limit(app, monkeypatch) -> None:
@@ -310,6 +369,8 @@ def test_a_session_holds_at_most_the_limit(app, monkeypatch) -> None:
 IMG = "http://127.0.0.1:9/xssimg"
 TITLE = f"![xssimg]({IMG}) **xssbold** <b>xsshtml</b> $xssmath$"
 LEVELS = {"slow": "__xsslevel__", "medium": '=HYPERLINK("http://x","y")', "fast": "[xsslink](x)"}
+#: The price: a formula in a CSV, Markdown on a page, guessed as the money attribute ("price")
+MONEY = "@SUM(1) *xssmoney* price"
 
 
 @pytest.fixture
@@ -319,10 +380,9 @@ def hostile_study(home: Path) -> str:
 
     df = pd.read_csv(SHAPES["panel-long"].file)
     df["speed"] = df["speed"].map(LEVELS)
-    df = df.rename(columns={"wifi": "*xssattr*", "price": "@SUM(1)"})
-    meta, problems = us.save_study(
-        TITLE, df.to_csv(index=False).encode(), "h.csv", None, us.ColumnMap()
-    )
+    df = df.rename(columns={"wifi": "*xssattr*", "price": MONEY})
+    columns = us.ColumnMap(respondent_features=(("age", "**xssuser** age"),))
+    meta, problems = us.save_study(TITLE, df.to_csv(index=False).encode(), "h.csv", None, columns)
     assert meta is not None, problems
     return meta.key
 
@@ -368,6 +428,8 @@ FORMATTED = (
     "<strong>xssbold</strong>",  # **xssbold**
     "<strong>xsslevel</strong>",  # __xsslevel__
     "<em>xssattr</em>",  # *xssattr*
+    "<em>xssmoney</em>",  # the money attribute's *xssmoney*
+    "<strong>xssuser</strong>",  # a respondent feature's label **xssuser**
     '<a href="x">xsslink</a>',  # [xsslink](x)
     "<b>xsshtml</b>",  # raw HTML passed through
 )
@@ -391,13 +453,19 @@ def assert_data_is_text(at: Any, where: str) -> None:
         ("tree_explorer", {"te_view": "Tree"}),
         ("tree_explorer", {"te_view": "Leaves"}),
         ("sensitivity", {}),
+        ("hierarchy", {"hi_view": "One user group", "hi_min": 5}),
         ("elicitation", {}),
         ("elicitation", {"el_view": "Answers"}),
     ],
 )
-def test_markdown_in_data_is_shown_as_text(app, hostile_study, page: str, state) -> None:
+def test_markdown_in_data_is_shown_as_text(
+    app, hostile_study, quick_dt_linear, page: str, state
+) -> None:
     at = app(page, sel_study=hostile_study, **state)
     no_exception(at)
+    if page == "hierarchy":  # the respondent features' labels and the money attribute
+        sources = _markdown_sources(at)
+        assert any("xssuser" in s for s in sources) and any("xssmoney" in s for s in sources)
     if page == "elicitation":  # answer once: the favourite, its leaf and path appear
         at.button(key="el_pick_A_0").click().run()
         no_exception(at)
@@ -405,6 +473,11 @@ def test_markdown_in_data_is_shown_as_text(app, hostile_study, page: str, state)
         follow = next(b for b in at.selectbox if str(b.key).startswith("te_item::"))
         follow.set_value(0).run()
         no_exception(at)
+    if page == "tree_explorer" and state["te_view"] == "Tree":  # slopes: the money caption
+        box = next(b for b in at.selectbox if b.label == "Model")
+        box.set_value("dt-linear").run()
+        no_exception(at)
+        assert any("xssmoney" in s for s in _markdown_sources(at))
     sources = _markdown_sources(at)
     assert any("xss" in s for s in sources), "the hostile study is not shown"
     assert_data_is_text(at, page)

@@ -11,7 +11,7 @@ from pbo_core.loop import run_pbo
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.problem import Problem
 from pbo_core.registry import make_strategy
-from pbo_core.session import ElicitationSession, study_item_set
+from pbo_core.session import ElicitationSession, ReplayTimeout, study_item_set
 from tests.pbo_core.study_fixtures import small_items, toy_study
 
 
@@ -215,6 +215,28 @@ def test_from_frame_round_trip_on_items(drop_ids: bool) -> None:
     assert t.n_answers == 8
     q = t.next_query()
     assert {q.index_a, q.index_b} == set(s.pairs[-1].tolist())
+
+
+def test_replay_stops_at_its_deadline_between_two_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, schema, u = small_items()
+    s = ElicitationSession.for_items(X, schema, "dt", utilities=u, seed=5)
+    answer_truthfully(s, 6)
+    table = s.to_frame()
+    calls = []
+
+    def clock() -> float:  # the deadline passes before the fourth row
+        calls.append(1)
+        return 0.0 if len(calls) <= 3 else 5.0
+
+    monkeypatch.setattr("pbo_core.session.time.monotonic", clock)
+    t = ElicitationSession(**s.config())
+    with pytest.raises(ReplayTimeout) as info:
+        t.replay(table, deadline=1.0)
+    assert (info.value.done, info.value.total) == (3, 6) and t.n_answers == 3
+    # no deadline: every row
+    t = ElicitationSession(**s.config())
+    t.replay(table)
+    assert t.n_answers == 6
 
 
 def test_from_frame_round_trip_on_a_benchmark() -> None:

@@ -1,0 +1,420 @@
+"""Shared mode and hostile inputs in a real browser (Playwright + system Chromium), on a
+real ``python -m dashboard`` server:
+
+* visitor B neither sees, links nor removes visitor A's study; a study titled with a
+  Markdown image triggers no request (counted with ``page.on("request")`` and by the
+  image's own server); Markdown in the title is shown as text;
+* no page shows a traceback or a server path;
+* the issue's hostile uploads (and a valid session file too slow to replay: 200 GP
+  answers) each end in a clear error within 10 s and below 500 MB of extra server memory
+  while ``/_stcore/health`` answers within 1 s, and nothing is stored;
+  then SIGTERM stops the server within 5 s.
+
+One shared-mode server for the module (CI time): the tests run in file order, the SIGTERM
+test last. Skipped without the ``playwright`` package or ``/usr/bin/chromium``.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import signal
+import socketserver
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from dashboard.pages import PAGES, url_titles
+from tests.dashboard.test_e2e import BROWSER_ARGS, CHROMIUM, sync_api
+from tests.fixtures.shapes import SHAPES
+from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+sync_api.expect.set_options(timeout=60_000)
+
+
+def settle(pg) -> float:
+    return wait_until_idle(pg, quiet_ms=400, timeout=60_000)
+
+
+# ----------------------------------------------------------------------------- helpers
+class _Counter(http.server.BaseHTTPRequestHandler):
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).hits.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def image_server() -> Iterator[tuple[int, list[str]]]:
+    """A server that counts the requests an image URL would draw."""
+    hits: list[str] = []
+    handler = type("Counter", (_Counter,), {"hits": hits})
+    srv = socketserver.TCPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield srv.server_address[1], hits
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def hostile_csv(folder: Path, img_port: int) -> tuple[Path, str]:
+    import pandas as pd
+
+    df = pd.read_csv(SHAPES["panel-long"].file)
+    df["speed"] = df["speed"].map({"slow": "__xsslevel__", "medium": "**xssmid**", "fast": "f"})
+    path = folder / "hostile.csv"
+    df.to_csv(path, index=False)
+    title = f"![xssimg](http://127.0.0.1:{img_port}/img) **xssbold** <b>xsshtml</b>"
+    return path, title
+
+
+def page_url(url: str, script: str) -> str:
+    path = {f: p for p, f in zip(url_titles(), (f for f, _, _ in PAGES), strict=True)}[script]
+    return f"{url}/{path}"
+
+
+def import_study(pg, csv: Path, title: str) -> None:
+    pg.get_by_text("Add a study (your own choice data)").click()
+    box = pg.locator('[data-testid="stFileUploader"]').first
+    box.wait_for(state="visible")
+    box.locator('input[type="file"]').set_input_files(str(csv))
+    sync_api.expect(box).to_contain_text(csv.name)
+    settle(pg)
+    try:
+        pg.get_by_role("button", name="Import study").wait_for(state="visible")
+    except Exception:
+        pg.screenshot(path=str(csv.parent / "import-failed.png"), full_page=True)
+        raise
+    field_ = pg.get_by_label("Study title")
+    field_.fill(title)
+    field_.press("Enter")
+    settle(pg)
+    pg.get_by_role("button", name="Import study").click()
+    settle(pg)
+    sync_api.expect(pg.get_by_text("it is selected below")).to_be_visible()
+
+
+def exact(pg, tag: str, text: str) -> int:
+    """How many ``tag`` elements hold exactly ``text`` (formatting made from data)."""
+    return pg.locator(tag, has_text=re.compile(rf"^\s*{re.escape(text)}\s*$")).count()
+
+
+# ----------------------------------------------------------------------------- shared mode
+@dataclass
+class Server:
+    url: str
+    work: Path
+    pid: int
+    img_port: int
+    hits: list[str]
+
+    @property
+    def studies(self) -> Path:
+        return self.work / "data_home" / "studies"
+
+    def stored(self) -> tuple[list[str], int]:
+        """Study folders and stored answers."""
+        import sqlite3
+
+        folders = sorted(p.name for p in self.studies.iterdir()) if self.studies.exists() else []
+        db = self.work / "data_home" / "dashboard" / "sessions.sqlite"
+        answers = 0
+        if db.exists():
+            con = sqlite3.connect(db)
+            try:
+                answers = con.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+            finally:
+                con.close()
+        return folders, answers
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One ``python -m dashboard`` in shared mode and an image server that counts requests."""
+    work = tmp_path_factory.mktemp("e2e-shared")
+    env = {
+        "DTPBO_NO_DEFAULT_RESULTS": "1",
+        "DTPBO_SHARED_SERVER": "1",
+        "DTPBO_NO_TREE_CHOICE": "1",  # no background comparison: lean on CI's 2 cores
+        "DTPBO_REPLAY_SECONDS": "5",  # a slow replay's refusal well inside the 10 s (CI load)
+    }
+    with image_server() as (img_port, hits), streamlit_server(work, extra_env=env) as url:
+        yield Server(url, work, int((work / "streamlit.pid").read_text()), img_port, hits)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def test_visitor_b_neither_sees_nor_removes_a_study_and_markdown_makes_no_request(
+    browser, server: Server
+) -> None:
+    url, img_port = server.url, server.img_port
+    before, _ = server.stored()
+    requested: list[str] = []
+    csv, title = hostile_csv(server.work, img_port)
+    a = browser.new_context(viewport={"width": 1400, "height": 1600})
+    pa = a.new_page()
+    pa.set_default_timeout(60_000)
+    pa.on("request", lambda r: requested.append(r.url))
+    pa.goto(url)
+    settle(pa)
+    import_study(pa, csv, title)
+    (key,) = set(server.stored()[0]) - set(before)
+    heading = pa.locator("h3").filter(has_text="xssbold").first
+    sync_api.expect(heading).to_contain_text("![xssimg](")  # the title, as text
+    sync_api.expect(heading).to_contain_text("**xssbold** <b>xsshtml</b>")
+    assert exact(pa, "strong", "xssbold") == 0 and exact(pa, "b", "xsshtml") == 0
+    # the study on other pages: Live elicitation (its option names), Tree explorer
+    for script in ("elicitation.py", "tree_explorer.py"):
+        pa.goto(page_url(url, script) + f"?study={key}")
+        settle(pa)
+        assert pa.locator('[data-testid="stException"]').count() == 0
+        assert exact(pa, "strong", "xssmid") == 0 and exact(pa, "strong", "xsslevel") == 0
+    pa.goto(url + f"/?study={key}")
+    settle(pa)
+    assert pa.get_by_role("button", name=re.compile("^Remove")).count() == 1  # A's own
+
+    b = browser.new_context(viewport={"width": 1400, "height": 1600})
+    pb = b.new_page()
+    pb.set_default_timeout(60_000)
+    pb.on("request", lambda r: requested.append(r.url))
+    pb.goto(url + f"/?study={key}")  # A's link
+    settle(pb)
+    body = pb.inner_text("body")
+    assert "not available on this page here" in body
+    assert "xsshtml" not in body  # neither listed nor shown (the key is B's own link)
+    pb.locator('[data-testid="stSelectbox"]', has_text="Study").first.click()
+    options = pb.get_by_role("option").all_inner_texts()
+    assert options and not any("xsshtml" in o for o in options)
+    pb.keyboard.press("Escape")
+    assert pb.get_by_role("button", name=re.compile("^Remove")).count() == 0
+    pb.goto(page_url(url, "tree_explorer.py") + f"?study={key}")
+    settle(pb)
+    assert "xsshtml" not in pb.inner_text("body")
+    assert key in server.stored()[0]  # still there
+    a.close()
+    b.close()
+    assert server.hits == [], server.hits  # the image's server was never asked
+    assert not [u for u in requested if f":{img_port}" in u]
+
+
+def _visible_text(pg) -> str:
+    values = pg.eval_on_selector_all(
+        "input, textarea", "els => els.map(e => e.value + ' ' + (e.placeholder || ''))"
+    )
+    frames = [f.locator("body").inner_text() for f in pg.frames[1:] if f.url == "about:srcdoc"]
+    return "\n".join([pg.inner_text("body"), *values, *frames])
+
+
+def test_no_page_shows_a_traceback_or_a_server_path(browser, server: Server) -> None:
+    server_paths = [str(server.work), str(ROOT), str(Path.home()) + "/", "/tmp/", "site-packages"]
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    for script, _title, _icon in PAGES:
+        pg.goto(page_url(server.url, script))
+        settle(pg)
+        tabs = pg.get_by_role("tab").all()
+        for k in range(len(tabs) or 1):
+            if tabs:
+                pg.get_by_role("tab").nth(k).click()
+                settle(pg)
+            text = _visible_text(pg)
+            assert "Traceback" not in text and 'File "' not in text, script
+            assert pg.locator('[data-testid="stException"]').count() == 0, script
+            leaks = [p for p in server_paths if p in text]
+            assert leaks == [], (script, k, leaks)
+    ctx.close()
+
+
+# ----------------------------------------------------------------------------- hostile load
+@dataclass
+class Watch:
+    """The server while a case runs: health-check latency and resident memory."""
+
+    url: str
+    pid: int
+    worst_health: float = 0.0
+    peak_rss_mb: float = 0.0
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            t = time.perf_counter()
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=30) as r:
+                    r.read()
+            except OSError:
+                pass
+            self.worst_health = max(self.worst_health, time.perf_counter() - t)
+            self.peak_rss_mb = max(self.peak_rss_mb, self.rss_mb())
+            time.sleep(0.1)
+
+
+@contextmanager
+def watched(url: str, pid: int, what: str, results: dict) -> Iterator[Watch]:
+    w = Watch(url, pid)
+    base = w.rss_mb()
+    t = threading.Thread(target=w.run, daemon=True)
+    t0 = time.perf_counter()
+    t.start()
+    try:
+        yield w
+    finally:
+        seconds = time.perf_counter() - t0
+        w.stop.set()
+        t.join()
+        results[what] = {
+            "seconds": round(seconds, 2),
+            "health_worst_s": round(w.worst_health, 3),
+            "extra_rss_mb": round(max(w.peak_rss_mb - base, 0.0), 1),
+        }
+        print(f"\n[hostile-e2e] {what}: {results[what]}")
+
+
+def _session(base: list, actions: list | None = None, **cfg: object) -> bytes:
+    config = {"kind": "items", "source": "electricity", "method": "dt", "seed": 0}
+    config["max_items"] = None
+    config.update(cfg)
+    doc = {
+        "format": "dtpbo-elicitation-session",
+        "version": 2,
+        "participant": "",
+        "config": config,
+        "base": base,
+        "actions": actions or [],
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _sigterm(pid: int) -> float:
+    """Seconds from SIGTERM until the process is gone (or a zombie its parent reaps)."""
+    t0 = time.perf_counter()
+    os.kill(pid, signal.SIGTERM)
+    status = Path(f"/proc/{pid}/status")
+    while time.perf_counter() - t0 < 30:
+        try:
+            os.kill(pid, 0)
+            if "zombie" in status.read_text():
+                break
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.05)
+    return time.perf_counter() - t0
+
+
+def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
+    browser, server: Server
+) -> None:
+    files = server.work / "files"
+    files.mkdir()
+    wide = files / "wide.csv"  # 9.9 MB: the million-column header and a 900 kB data line
+    wide.write_bytes(
+        (",".join(f"c{k:07d}" for k in range(1_000_000)) + "\n" + "1," * 449_999 + "1\n").encode()
+    )
+    deep = files / "attributes.json"
+    deep.write_bytes(b"[" * 200_000 + b"]" * 200_000)
+    valid = [{"winner_id": k % 35, "loser_id": (k + 1 + k % 7) % 35} for k in range(50_000)]
+    s50k = files / "session-50000.json"
+    s50k.write_bytes(_session(valid))
+    s300k = files / "session-300000-invalid.json"
+    s300k.write_bytes(_session([{"w": "?"}] * 300_000))
+    sgp = files / "session-200-gp.json"  # valid, but 17 s of GP refits to replay
+    sgp.write_bytes(_session(valid[:200], method="gp"))
+    sbig = files / "session-max-items.json"
+    sbig.write_bytes(_session([], max_items=10**12))
+    a300k = files / "answers-300000-invalid.csv"
+    a300k.write_text("step,winner_side,winner_id,loser_id\n" + "x,?,no,no\n" * 300_000)
+    mb = {p: f"{p.stat().st_size / 1e6:.1f} MB" for p in (wide, deep, s50k, s300k, a300k)}
+    results: dict[str, dict] = {}
+    url, pid = server.url, server.pid
+    before = server.stored()
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    pg.goto(url)
+    settle(pg)
+    time.sleep(3)  # the launcher's preload (when this test runs alone): not a visitor's work
+    pg.get_by_text("Add a study (your own choice data)").click()
+    boxes = pg.locator('[data-testid="stFileUploader"]')
+    boxes.first.wait_for(state="visible")
+    with watched(url, pid, f"1,000,000-column CSV ({mb[wide]})", results):
+        boxes.nth(0).locator('input[type="file"]').set_input_files(str(wide))
+        sync_api.expect(pg.get_by_text("nothing was imported")).to_be_visible()
+    # a valid choice file, then the 200,000-deep attribute table
+    boxes.nth(0).locator('input[type="file"]').set_input_files(str(SHAPES["panel-long"].file))
+    settle(pg)
+    with watched(url, pid, f"200,000-deep attribute JSON ({mb[deep]})", results):
+        boxes.nth(2).locator('input[type="file"]').set_input_files(str(deep))
+        sync_api.expect(pg.get_by_text("nest deeper than 32 levels")).to_be_visible()
+
+    cases = [
+        (s50k, f"valid session file, 50,000 comparisons ({mb[s50k]})"),
+        (s300k, f"session file, 300,000 invalid rows ({mb[s300k]})"),
+        (sbig, "session file, max_items 10^12"),
+        (sgp, "valid session file, 200 GP answers (replay budget 5 s)"),
+    ]
+    for path, what in cases:
+        pg.goto(page_url(url, "elicitation.py") + "?study=electricity")
+        settle(pg)
+        pg.get_by_role("tab", name="Sessions").click()
+        settle(pg)
+        resume = pg.locator('[data-testid="stFileUploader"]', has_text="Resume a session")
+        with watched(url, pid, what, results):
+            resume.locator('input[type="file"]').set_input_files(str(path))
+            sync_api.expect(pg.get_by_text("Could not load that file")).to_be_visible()
+        if path == sgp:  # refused between two answers, not after the whole replay
+            sync_api.expect(pg.get_by_text("takes longer than 5 s to open here")).to_be_visible()
+    pg.get_by_role("tab", name="Answers").click()
+    settle(pg)
+    answers = pg.locator('[data-testid="stFileUploader"]', has_text="Load answers")
+    with watched(url, pid, f"answers CSV, 300,000 invalid rows ({mb[a300k]})", results):
+        answers.locator('input[type="file"]').set_input_files(str(a300k))
+        sync_api.expect(pg.get_by_text("Could not load")).to_be_visible()
+    shown = pg.get_by_text("Could not load").first
+    shown.scroll_into_view_if_needed()
+    pg.screenshot(path=str(server.work / "hostile-last.png"))  # the last refusal, to look at
+    ctx.close()
+    assert server.stored() == before  # no study folder, no answer of the files
+    seconds = _sigterm(pid)
+    results["SIGTERM"] = {"seconds": round(seconds, 2)}
+    print(f"\n[hostile-e2e] SIGTERM: {results['SIGTERM']}")
+    (server.work / "hostile-e2e.json").write_text(json.dumps(results, indent=1))
+    for what, r in results.items():
+        assert r["seconds"] < (5.0 if what == "SIGTERM" else 10.0), (what, r)
+        if what != "SIGTERM":
+            assert r["health_worst_s"] < 1.0, (what, r)
+            assert r["extra_rss_mb"] < 500.0, (what, r)
