@@ -10,7 +10,8 @@ computes its own content. It also loads the study the pages open on and walks th
 stack once with :func:`inspect.stack`: Streamlit does that on the first element a process
 draws (to tell a REPL from ``streamlit run``), and the first walk resolves the file of
 every imported module (about 0.2 s with the app's ~3,000 modules), and starts the worker
-process of the background tree comparison (``svc.start_worker``). ``make run`` uses it.
+processes of the job service (``dashboard._services.jobs``). After the ready line it
+queues the bundled studies' tree comparisons as background jobs. ``make run`` uses it.
 
 It also serves safely by default (:mod:`dashboard._server`): 127.0.0.1 only unless in
 shared mode (``DTPBO_SHARED_SERVER=1``, ``make serve``: all interfaces), no error details
@@ -23,6 +24,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import os
 import sys
 import threading
 import time
@@ -40,9 +42,12 @@ PRELOAD = ("dashboard._services", "dashboard._charts", "dashboard._ui", "pbo_cor
 
 
 def preload() -> float:
-    """Import what every page imports, load the tree kernels and the first study, start
-    the background worker, fill :mod:`inspect`'s module-file cache; returns the seconds."""
+    """Start the job service's worker processes (they import the models meanwhile),
+    import what every page imports, load the tree kernels and the first study, fill
+    :mod:`inspect`'s module-file cache, then wait for the workers; returns the seconds."""
     t0 = time.perf_counter()
+    jobs = importlib.import_module("dashboard._services.jobs")
+    jobs.service().start_workers(wait=False)
     for name in PRELOAD:
         importlib.import_module(name)
     svc = importlib.import_module("dashboard._services")
@@ -59,13 +64,21 @@ READY = "DT-PBO Explorer is ready"
 
 
 def preload_and_report() -> None:
-    """:func:`preload`, then say on standard output that the app is ready."""
+    """:func:`preload`, then say on standard output that the app is ready, then queue
+    the bundled studies' tree comparisons as background jobs (first visits find them
+    done; ``DTPBO_NO_PRECOMPUTE=1`` turns that off)."""
     seconds = preload()
     print(
-        f"  {READY} (pages' modules, tree kernels, the first study and the background "
-        f"worker loaded in {seconds:.1f} s).",
+        f"  {READY} (pages' modules, tree kernels, the first study and the job workers "
+        f"loaded in {seconds:.1f} s).",
         flush=True,
     )
+    if (
+        os.environ.get("DTPBO_NO_PRECOMPUTE", "") != "1"
+        and os.environ.get("DTPBO_NO_TREE_CHOICE", "") != "1"
+    ):
+        svc = importlib.import_module("dashboard._services")
+        svc.precompute_bundled()
 
 
 def _log_errors() -> None:

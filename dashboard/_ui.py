@@ -2,68 +2,20 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
-import os
 import secrets
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from dashboard import _server
+from dashboard import _progress, _server
 from dashboard import _services as svc
+from dashboard._errors import SHOW_TRACEBACKS_ENV, error_boundary, fragment  # noqa: F401
 from dashboard._services import sessions as store
 from dashboard._text import err, md, redact, safe_csv  # noqa: F401 (the pages' helpers)
 from pbo_core.explain.export import OUTLINE_LEAVES
-
-_LOG = logging.getLogger("dtpbo.dashboard")
-
-#: Environment variable: ``1`` lets an exception through to Streamlit (its traceback on
-#: the page; for developers and the test suite), instead of :func:`error_boundary`.
-SHOW_TRACEBACKS_ENV = "DTPBO_SHOW_TRACEBACKS"
-
-
-@contextmanager
-def error_boundary(where: str = "page") -> Iterator[None]:
-    """Turn an unexpected exception into one sentence and an error id on the page; the
-    traceback, with the same id, goes to the server log (``dtpbo.dashboard``).
-
-    Streamlit's own control flow (``st.stop()``, ``st.rerun()``) derives from
-    ``BaseException`` and passes through.
-    """
-    try:
-        yield
-    except Exception:
-        if os.environ.get(SHOW_TRACEBACKS_ENV, "") not in ("", "0"):
-            raise
-        error_id = secrets.token_hex(4)
-        _LOG.error("error %s on the %s", error_id, where, exc_info=True)
-        st.error(
-            f"Something went wrong on this page (error id {error_id}). Nothing you did is "
-            "lost; reload the page or try other settings, and quote the error id to the "
-            "server's administrator: the details are in the server log.",
-            icon=":material/error:",
-        )
-
-
-def fragment(fn: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
-    """``st.fragment`` whose reruns are guarded by :func:`error_boundary` as whole pages
-    are (a fragment reruns on its own, outside ``page.run()``)."""
-
-    def wrap(f: Callable[..., Any]) -> Any:
-        @functools.wraps(f)
-        def guarded(*args: Any, **kw: Any) -> Any:
-            with error_boundary(f"fragment {f.__qualname__}"):
-                return f(*args, **kw)
-
-        return st.fragment(guarded, **kwargs)
-
-    return wrap if fn is None else wrap(fn)
-
 
 # ----------------------------------------------------------------------------- visitors
 #: Cookie (and session-state key) holding this browser's visitor token; the token's form
@@ -549,27 +501,24 @@ def results_root() -> Path:
     return Path(str(chosen))
 
 
-def ensure_default_grids(root: str, names: Sequence[str], label: str) -> None:
-    """Compute the missing cells of default result grids under ``root``, with a progress bar.
+def ensure_default_grids(root: str, names: Sequence[str], label: str) -> bool:
+    """Compute the missing cells of default result grids under ``root`` as jobs (a worker
+    process, with a progress bar; ``dashboard._progress``). ``True`` when they are all
+    on disk (or not to be computed); ``False`` while a job runs (its bar is drawn).
 
     Only when ``root`` is the per-user results folder (:func:`svc.is_default_root`); a
     first visit computes them, later visits find them on disk and show nothing.
     """
     if not svc.is_default_root(root):
-        return
+        return True
     todo = [n for n in names if svc.DEFAULT_GRIDS[n].missing(root)]
-    if not todo:
-        return
-    bar = st.progress(0.0, text=f"Computing the default {label} (first visit only)...")
-    for k, name in enumerate(todo):
-        grid = svc.DEFAULT_GRIDS[name]
-
-        def _progress(done: int, total: int, k: int = k, grid: svc.DefaultGrid = grid) -> None:
-            frac = (k + done / max(total, 1)) / len(todo)
-            bar.progress(min(frac, 1.0), text=f"{grid.what}: {done}/{total} runs")
-
-        svc.ensure_default(name, root, progress=_progress)
-    bar.empty()
+    ready = True
+    for name in todo:
+        job = svc.default_grid_job(name, root)
+        if job.state != "done":
+            _progress.result(job, key=f"grid::{name}")
+            ready = False
+    return ready
 
 
 def relative_folder(root: str, folder: object) -> str:

@@ -35,9 +35,10 @@ bootstrap CI of (1) over units, and the paired difference to the best ``"baselin
 
 from __future__ import annotations
 
+import hashlib
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -193,6 +194,8 @@ def score_model(
     chunk: Sequence[int] | None = None,
     drop_feature: str | None = None,
     reuse: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    fits: MutableMapping[Any, Any] | None = None,
 ) -> pd.DataFrame:
     """Held-out scores of one registry model on ``split`` (rows per unit, see module doc).
 
@@ -210,6 +213,13 @@ def score_model(
     reuse
         Cross-validation of a per-respondent model: settings the first fold learns
         (e.g. the GP's kernel hyperparameters) are reused by the other folds of the unit.
+    progress
+        Called as ``progress(done, total)`` after every fit (a pooled model's folds, a
+        per-respondent model's units).
+    fits
+        A memo of pooled fits by model, feature dropped and training comparisons: a split
+        that trains on the same comparisons as an earlier one (the Tree explorer's
+        evidence of one respondent of the study-level comparison) reuses its fits.
 
     Returns
     -------
@@ -229,10 +239,16 @@ def score_model(
     pairs = data.pairs
     units: dict[int, _Unit] = {}
     if spec.scope == "pooled":
-        for f in split.test_folds:
+        folds = split.test_folds
+        for k, f in enumerate(folds):
             train, test = split.train_mask(f), split.test_mask(f)
             t0 = time.perf_counter()
-            fitted = spec.make().fit(data.select_pairs(train))
+            memo = (spec.name, drop_feature, _mask_key(train))
+            fitted = None if fits is None else fits.get(memo)
+            if fitted is None:
+                fitted = spec.make().fit(data.select_pairs(train))
+                if fits is not None:
+                    fits[memo] = fitted
             fit_s = (time.perf_counter() - t0) / max(1, len(split.units))
             population = fitted.predict(data.X)
             for i, r in enumerate(split.units):
@@ -241,6 +257,8 @@ def score_model(
                 u = fitted.predict(data.X, respondent=r) if personal else population
                 tr, te = pairs[rows[train[rows]]], pairs[rows[test[rows]]]
                 units.setdefault(i, _Unit()).add(fitted, u, tr, te, fit_s)
+            if progress is not None:
+                progress(k + 1, len(folds))
         return pd.DataFrame(_rows(split, spec, units))
     if split.new_respondents:
         raise NotApplicableError(
@@ -265,7 +283,14 @@ def score_model(
                 learned = spec.reuse(fitted)
             u = fitted.predict(own.X)
             units.setdefault(i, _Unit()).add(fitted, u, own.pairs[train], own.pairs[test], fit_s)
+        if progress is not None:
+            progress(i + 1 - int(lo), int(hi) - int(lo))
     return pd.DataFrame(_rows(split, spec, units))
+
+
+def _mask_key(mask: np.ndarray) -> str:
+    """A short key of a boolean mask (the training comparisons of a fit)."""
+    return hashlib.sha1(np.packbits(mask).tobytes() + str(len(mask)).encode()).hexdigest()
 
 
 def score_models(
@@ -273,19 +298,29 @@ def score_models(
     models: Sequence[str],
     *,
     drop_feature: str | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
+    progress: Callable[[float, int, str], None] | None = None,
+    fits: MutableMapping[Any, Any] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """:func:`score_model` of several models; the rows, and why each failed one failed.
 
     A model that does not apply or fails to fit is left out of the rows and named in the
-    second value with one sentence (its exception's message).
+    second value with one sentence (its exception's message). ``progress(done, total,
+    name)`` counts models, ``done`` with the share of the current model's fits;
+    ``fits`` is :func:`score_model`'s memo.
     """
     parts, errors = [], {}
     for k, name in enumerate(models):
         if progress is not None:
             progress(k, len(models), name)
+
+        def within(done: int, total: int, k: int = k, name: str = name) -> None:
+            if progress is not None:
+                progress(k + done / max(1, total), len(models), name)
+
         try:
-            parts.append(score_model(split, name, drop_feature=drop_feature))
+            parts.append(
+                score_model(split, name, drop_feature=drop_feature, progress=within, fits=fits)
+            )
         except NotApplicableError as exc:
             errors[name] = str(exc).split(": ", 1)[-1]
         except Exception as exc:  # a model that cannot fit these data says why, once
@@ -477,15 +512,16 @@ def compare(
     *,
     seed: int = 0,
     n_boot: int = 2000,
-    progress: Callable[[int, int, str], None] | None = None,
+    progress: Callable[[float, int, str], None] | None = None,
+    fits: MutableMapping[Any, Any] | None = None,
 ) -> tuple[pd.DataFrame, str | None]:
     """Held-out evidence of ``models`` on ``split`` and the best tree among them.
 
     Returns the :func:`evidence_table` (models that could not be scored carry their
     reason) and the tree model with the highest held-out mean (``None`` when no tree
-    could be scored).
+    could be scored). ``progress`` and ``fits`` as :func:`score_models`.
     """
-    rows, errors = score_models(split, models, progress=progress)
+    rows, errors = score_models(split, models, progress=progress, fits=fits)
     table = evidence_table(summarize(rows, seed=seed, n_boot=n_boot), errors)
     trees = table[(table["family"] == "tree") & table["heldout"].notna()]
     best = str(trees.loc[trees["heldout"].idxmax(), "key"]) if len(trees) else None

@@ -1,202 +1,141 @@
-"""Feature sensitivity, the user/item hierarchy and its segment logits (cached)."""
+"""Feature sensitivity, the user/item hierarchy and its segment logits: jobs (see
+:mod:`dashboard._services.jobs`) whose results are kept on disk per study version."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard._services.studies import study_token
+from dashboard import _work
+from dashboard._services import jobs
+from dashboard._services.trees import fingerprint
 from pbo_core import explain
 from pbo_core.data import Study
-from pbo_core.evaluation import (
-    ablation_rows,
-    best_baseline,
-    shown_evidence,
-    summarize_ablation,
-)
 from pbo_core.experiments.cohorts import (
     BASELINES,
     TREE_FAMILY,
     summarize_cohorts,
 )
-from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.registry import get, names, not_applicable
-from pbo_core.segments import SegmentLogitHierarchy, cohort_arrays
-from pbo_core.splits import Split, make_split
+from pbo_core.splits import Split
 
 
 def sensitivity_methods(study: Study) -> list[str]:
     """Registry models with an estimator that apply to ``study`` (registry order)."""
-    return [n for n in names(fits=True) if not_applicable(get(n), study) is None]
+    return _work.sensitivity_methods(study)
 
 
 def sensitivity_split(
     study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
 ) -> Split:
-    """The split of the Feature sensitivity page: ``kind`` (``"auto"``: what the study's
-    shape calls for), ``test_fraction`` of every unit's tasks (or of the respondents)
-    held out, the first ``n_respondents`` respondents."""
-    n = n_respondents if study.data.respondent is not None else None
-    return make_split(study, kind, seed=seed, fraction=test_fraction, respondents=n)
+    """The split of the Feature sensitivity page (:func:`dashboard._work.sensitivity_split`)."""
+    return _work.sensitivity_split(study, test_fraction, seed, n_respondents, kind)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _baseline_choice(
-    token: Any,
-    test_fraction: float,
-    seed: int,
-    n_respondents: int,
-    kind: str,
-    _study: Study,
-) -> str | None:
-    split = sensitivity_split(_study, test_fraction, seed, n_respondents, kind)
-    usable = [
-        n
-        for n in sensitivity_methods(_study)
-        if get(n).family == "baseline"
-        and not_applicable(get(n), _study, new_respondents=split.new_respondents) is None
-    ]
-    if len(split.units) <= 1:  # personal utilities need respondents
-        usable = [n for n in usable if not get(n).respondent_predict]
-    return best_baseline(ablation_rows(split, usable, features=[]), seed=seed)
+def _who(study: Study, n_respondents: int) -> str:
+    if study.data.respondent is None:
+        return f"{study.data.n_pairs:,} comparisons"
+    n = min(int(n_respondents), len(study.respondents()))
+    return f"the first {n:,} respondent" + ("" if n == 1 else "s")
+
+
+def baseline_job(
+    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
+) -> jobs.Job:
+    """The baseline most accurate on the sensitivity split (a job; its result is the
+    registry name or ``None``)."""
+    args = (float(test_fraction), int(seed), int(n_respondents), kind)
+    return jobs.service().submit(
+        jobs.job_key("baseline", fingerprint(study), *args),
+        f"Scoring the baselines on {_who(study, n_respondents)} (to pick the best one)",
+        _work.baseline_choice,
+        study,
+        *args,
+        estimate=3.0,
+    )
 
 
 def default_sensitivity_methods(
-    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
-) -> tuple[list[str], str | None]:
-    """The registry's ``sensitivity`` models and the baseline most accurate on the split."""
-    best = _baseline_choice(
-        study_token(study), float(test_fraction), int(seed), int(n_respondents), kind, study
-    )
+    study: Study,
+    test_fraction: float,
+    seed: int,
+    n_respondents: int,
+    kind: str = "auto",
+    best: str | None = None,
+) -> list[str]:
+    """The registry's ``sensitivity`` models that apply to the split, and ``best`` (the
+    baseline of :func:`baseline_job`)."""
     split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
     out = [
         m
         for m in names(role="sensitivity")
         if not_applicable(get(m), study, new_respondents=split.new_respondents) is None
     ]
-    return out + ([best] if best is not None and best not in out else []), best
+    return out + ([best] if best is not None and best not in out else [])
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _sensitivity(
-    token: Any,
-    test_fraction: float,
-    seed: int,
-    n_respondents: int,
-    kind: str,
-    methods: tuple[str, ...],
-    _study: Study,
-) -> pd.DataFrame:
-    split = sensitivity_split(_study, test_fraction, seed, n_respondents, kind)
-    ok = [
-        m
-        for m in methods
-        if not_applicable(get(m), _study, new_respondents=split.new_respondents) is None
-    ]
-    blocks = summarize_ablation(ablation_rows(split, ok), seed=seed)
-    if not blocks:
-        return pd.DataFrame()
-    table = pd.concat(blocks.values(), ignore_index=True)
-    table.attrs["split"] = split.reason
-    return table
-
-
-def sensitivity(
+def sensitivity_job(
     study: Study,
     test_fraction: float,
     seed: int,
     n_respondents: int,
     kind: str = "auto",
     methods: tuple[str, ...] = ("dt",),
-) -> pd.DataFrame:
-    """Leave-one-out blocks (one per model, column ``method``) on one split (cached); the
+) -> jobs.Job:
+    """Leave-one-out blocks (one per model, column ``method``) on one split (a job); the
     split's reason in ``attrs["split"]``. Each block's change has a 95 % bootstrap CI over
     respondents (over held-out comparisons for a single unit)."""
-    return _sensitivity(
-        study_token(study),
-        float(test_fraction),
-        int(seed),
-        int(n_respondents),
-        kind,
-        tuple(methods),
+    args = (float(test_fraction), int(seed), int(n_respondents), kind, tuple(methods))
+    n = len(methods)
+    return jobs.service().submit(
+        jobs.job_key("sensitivity", fingerprint(study), *args),
+        f"Refitting {n} model{'' if n == 1 else 's'} without each feature on "
+        f"{_who(study, n_respondents)}",
+        _work.sensitivity,
         study,
+        *args,
+        estimate=6.0,
     )
 
 
-@st.cache_resource(show_spinner="Growing the user/item hierarchy...", max_entries=8)
-def _hierarchy(
-    token: Any,
-    n_users: int,
-    max_depth: int,
-    min_users_leaf: int,
-    item_max_depth: int,
-    _study: Study,
-) -> Any:
-    n = min(int(n_users), len(_study.respondents()))
-    return UserItemHierarchy(
-        max_depth=max_depth, min_users_leaf=min_users_leaf, item_max_depth=item_max_depth
-    ).fit(_study, users=np.arange(n))
-
-
-def hierarchy(
+def hierarchy_job(
     study: Study, n_users: int, max_depth: int, min_users_leaf: int, item_max_depth: int
-) -> Any:
-    """User/item hierarchy on the first ``n_users`` respondents (cached)."""
-    return _hierarchy(
-        study_token(study),
-        int(n_users),
-        int(max_depth),
-        int(min_users_leaf),
-        int(item_max_depth),
+) -> jobs.Job:
+    """User/item hierarchy on the first ``n_users`` respondents (a job)."""
+    args = (int(n_users), int(max_depth), int(min_users_leaf), int(item_max_depth))
+    return jobs.service().submit(
+        jobs.job_key("hierarchy", fingerprint(study), *args),
+        f"Growing the user/item hierarchy on {_who(study, n_users)}",
+        _work.hierarchy,
         study,
+        *args,
+        estimate=5.0,
+    )
+
+
+def segments_job(study: Study, n_users: int, max_depth: int, min_users_leaf: int) -> jobs.Job:
+    """Parameter-instability user tree with segment logits on the first ``n_users`` (a job)."""
+    args = (int(n_users), int(max_depth), int(min_users_leaf))
+    return jobs.service().submit(
+        jobs.job_key("segments", fingerprint(study), *args),
+        f"Fitting the segment logits on {_who(study, n_users)}",
+        _work.segments,
+        study,
+        *args,
+        estimate=5.0,
     )
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _hierarchy_view(
-    token: Any,
-    n_users: int,
-    max_depth: int,
-    min_users_leaf: int,
-    item_max_depth: int,
-    _h: Any,
-) -> explain.TreeView:
+def _hierarchy_view(key: str, _h: Any) -> explain.TreeView:
     return explain.hierarchy_view(_h)
 
 
-def hierarchy_view(
-    study: Study, n_users: int, max_depth: int, min_users_leaf: int, item_max_depth: int
-) -> explain.TreeView:
-    """The drawable hierarchy (user tree, item trees naming their items), cached."""
-    h = hierarchy(study, n_users, max_depth, min_users_leaf, item_max_depth)
-    return _hierarchy_view(
-        study_token(study),
-        int(n_users),
-        int(max_depth),
-        int(min_users_leaf),
-        int(item_max_depth),
-        h,
-    )
-
-
-@st.cache_resource(show_spinner="Fitting the segment logits...", max_entries=8)
-def _segments(
-    token: Any, n_users: int, max_depth: int, min_users_leaf: int, _study: Study
-) -> SegmentLogitHierarchy:
-    n = min(int(n_users), len(_study.respondents()))
-    return SegmentLogitHierarchy(max_depth=max_depth, min_users_leaf=min_users_leaf).fit(
-        cohort_arrays(_study), np.arange(n), study=_study
-    )
-
-
-def segments(
-    study: Study, n_users: int, max_depth: int, min_users_leaf: int
-) -> SegmentLogitHierarchy:
-    """Parameter-instability user tree with segment logits on the first ``n_users`` (cached)."""
-    return _segments(study_token(study), int(n_users), int(max_depth), int(min_users_leaf), study)
+def hierarchy_view(job: jobs.Job) -> explain.TreeView:
+    """The drawable hierarchy of a finished :func:`hierarchy_job` (cached)."""
+    return _hierarchy_view(job.key, job.result)
 
 
 def _interval(mean: float, ci: list[float], digits: int = 3) -> str:
@@ -251,21 +190,3 @@ def user_groups(h: Any) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows).sort_values("group").reset_index(drop=True)
-
-
-@st.cache_data(
-    show_spinner="Cross-validating the model shown, the GP and the logit (cached afterwards)...",
-    max_entries=64,
-)
-def _evidence(
-    token: Any, respondent: str, model: str, _study: Study, _respondent: Any
-) -> tuple[pd.DataFrame, str]:
-    table, split = shown_evidence(_study, _respondent, model)
-    return table, split.reason
-
-
-def evidence(study: Study, respondent: Any, model: str = "dt") -> tuple[pd.DataFrame, str]:
-    """Held-out evidence (5-fold CV, 95 % CI) of the model shown beside the GP and the
-    logit on the data shown (:func:`pbo_core.evaluation.shown_evidence`), and how the
-    comparisons were held out (cached)."""
-    return _evidence(study_token(study), repr(respondent), model, study, respondent)

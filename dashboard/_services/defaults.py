@@ -87,10 +87,6 @@ def _bench_cells() -> list[dict[str, Any]]:
     ]
 
 
-def _bench_one(cell: Cell) -> pd.DataFrame:
-    return run_cell(cell)
-
-
 #: A rho-regret cell with the command line's loaders bound (picklable for joblib).
 _rho_one = partial(rho_regret_cell, load_study=load_study_cached, inbox_urgency=inbox_urgency)
 
@@ -105,7 +101,7 @@ GRIDS: dict[str, DefaultGrid] = {
             "python -m pbo_core.bench --functions branin,levy --methods dt,dt-literal,gp "
             "--seeds 10 --iters 100 --out DIR",
             _bench_cells,
-            _bench_one,
+            run_cell,
         ),
         DefaultGrid(
             "rho-pmr-demo",

@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard._services import defaults
+from dashboard import _work
+from dashboard._services import defaults, jobs
 from dashboard._services.defaults import GRIDS as DEFAULT_GRIDS
 from dashboard._services.defaults import DefaultGrid, results_home
 from data_loaders import access
@@ -52,8 +53,27 @@ def is_default_root(root: str | Path) -> bool:
 def ensure_default(
     name: str, root: str | Path | None = None, progress: Callable[[int, int], None] | None = None
 ) -> Path:
-    """Compute a default grid's missing cells (:mod:`dashboard._services.defaults`)."""
+    """Compute a default grid's missing cells (:mod:`dashboard._services.defaults`), here."""
     return defaults.ensure(name, root, progress=progress)
+
+
+def default_grid_job(name: str, root: str | Path | None = None, priority: int = 0) -> jobs.Job:
+    """A job computing a default grid's missing cells into its folder (the Parquet files
+    are the result on disk; the job returns the folder)."""
+    grid = defaults.GRIDS[name]
+    out = grid.folder(root)
+    return jobs.service().submit(
+        jobs.job_key("grid", name, str(out.resolve())),
+        f"Computing the default results: {grid.what}",
+        _work.grid,
+        grid.cells(),
+        grid.fn,
+        str(out),
+        "runs",
+        estimate=10.0,
+        priority=priority,
+        cached=False,
+    )
 
 
 #: Most folder entries a search of a results folder looks at (a folder such as a whole

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import functools
-import hashlib
-import multiprocessing
 import os
 import re
-import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard import _work
+from dashboard._services import jobs
 from dashboard._services.studies import respondent_data, study_token
 from pbo_core import explain
 from pbo_core.data import Feature, PreferenceData, Schema, Study
@@ -24,9 +23,9 @@ from pbo_core.experiments.tree_choice import (
     CHOICE_RESPONDENTS,
     TreeChoice,
     applicable,
-    choose_and_fit,
-    ready,
-    serve,
+    fit_whole,
+    respondent_evidence,
+    study_fingerprint,
 )
 from pbo_core.experiments.tree_choice import compare_trees as compare_models
 from pbo_core.explain import labels, naming
@@ -76,172 +75,148 @@ def tree_models(study: Study) -> list[str]:
     return applicable(study, names(role="explorer"))
 
 
-@st.cache_resource(
-    show_spinner="Fitting the pooled tree on every respondent's comparisons (cached)...",
-    max_entries=8,
-)
-def _fit_pooled(token: Any, method: str, _study: Study) -> Any:
-    return get(method).make().fit(_study.data)
+_FINGERPRINTS: dict[Any, str] = {}
 
 
-def fit_model(study: Study, respondent: Any, method: str, *, min_samples_split: int = 1) -> Any:
+def fingerprint(study: Study) -> str:
+    """:func:`pbo_core.experiments.tree_choice.study_fingerprint`, once per loaded study."""
+    token = study_token(study)
+    if token not in _FINGERPRINTS:
+        _FINGERPRINTS[token] = study_fingerprint(study)
+    return _FINGERPRINTS[token]
+
+
+def _size(study: Study) -> str:
+    d = study.data
+    if d.respondent is None:
+        return f"{d.n_pairs:,} comparisons"
+    return f"{len(study.respondents()):,} respondents' {d.n_pairs:,} comparisons"
+
+
+def choice_job(study: Study, priority: int = jobs.VISITOR) -> jobs.Job:
+    """The held-out comparison of the explorer's tree models on ``study`` (a job; its
+    result is a :class:`TreeChoice`, kept on disk per study version)."""
+    trees = names(role="explorer")
+    return jobs.service().submit(
+        jobs.job_key("choice", fingerprint(study), trees, CHOICE_RESPONDENTS),
+        f"Comparing the tree models on {study.title} (held-out, 5 folds)",
+        compare_models,
+        study,
+        trees,
+        None,
+        CHOICE_RESPONDENTS,
+        estimate=8.0,
+        priority=priority,
+    )
+
+
+def fit_job(study: Study, method: str, priority: int = jobs.VISITOR) -> jobs.Job:
+    """``method`` (a pooled tree of the registry) fitted on the whole study (a job)."""
+    return jobs.service().submit(
+        jobs.job_key("fit", fingerprint(study), method),
+        f"Fitting the {get(method).label} on {_size(study)}",
+        fit_whole,
+        study,
+        method,
+        estimate=10.0,
+        priority=priority,
+    )
+
+
+def evidence_job(study: Study, respondent: Any, method: str) -> jobs.Job:
+    """Held-out evidence of ``method`` beside the GP and the logit on one respondent's
+    data (a job; the study-level comparison's folds and fits when the respondent is in
+    its sample)."""
+    return jobs.service().submit(
+        jobs.job_key("evidence", fingerprint(study), repr(respondent), method, CHOICE_RESPONDENTS),
+        f"Cross-validating the {get(method).label}, the GP and the logit on respondent "
+        f"{respondent}'s comparisons",
+        respondent_evidence,
+        study,
+        respondent,
+        method,
+        CHOICE_RESPONDENTS,
+        estimate=4.0,
+    )
+
+
+def fit_model(
+    study: Study, respondent: Any, method: str, *, min_samples_split: int = 1
+) -> Any | jobs.Job:
     """The drawn model: a per-respondent tree of the respondent's own comparisons (the
     paper DT), or a pooled tree of the registry fitted on the whole study and shown with
-    the respondent's posterior (``for_respondent``; the population fit for pooled data)."""
+    the respondent's posterior (``for_respondent``; the population fit for pooled data).
+    A pooled tree is fitted by a job: while it runs, the :class:`~jobs.Job` is returned
+    (its progress is drawn by the page)."""
     if method == "dt":
         return fit_tree(study, respondent, min_samples_split=min_samples_split)
     if get(method).scope == "respondent":
         return fit_for(method, study, respondent)
-    token = study_token(study)
-    model = _BACKGROUND_FITS.get((token, method))  # the winner, fitted by the comparison
-    if model is None:
-        model = _fit_pooled(token, method, study)
-    return fit_for(method, study, respondent, fitted=model)
+    job = fit_job(study, method)
+    if job.state != "done":
+        return job
+    return _for_respondent(
+        study_token(study), method, repr(respondent), job.result, study, respondent
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _for_respondent(
+    token: Any, method: str, respondent: str, _fitted: Any, _study: Study, _respondent: Any
+) -> Any:
+    return fit_for(method, _study, _respondent, fitted=_fitted)
 
 
 def compare_trees(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> TreeChoice:
     """Held-out accuracy (5-fold CV) of the explorer's tree models and the registry's
-    ``choice_baseline`` models (:func:`pbo_core.experiments.tree_choice.compare_trees`)."""
+    ``choice_baseline`` models (:func:`pbo_core.experiments.tree_choice.compare_trees`),
+    in this process."""
     return compare_models(study, names(role="explorer"), None, n_respondents)
 
 
-class _Worker:
-    """One worker process for the background comparisons, one call at a time.
-
-    A process, not a thread: the comparison is up to a minute of mostly Python-level CPU,
-    and in a thread it held the web server's interpreter lock while pages were drawn.
-    ``spawn`` (no fork of a threaded server); the process runs
-    :func:`pbo_core.experiments.tree_choice.serve` at the lowest CPU priority, below the
-    pages, and is a daemon: stopping the server terminates it and never waits for a
-    comparison. A worker that dies makes the waiting call raise (the page shows it).
-    """
-
-    def __init__(self) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self.process = ctx.Process(
-            target=serve, args=(child,), name="dtpbo-tree-choice", daemon=True
-        )
-        self.process.start()
-        child.close()
-        self._lock = threading.Lock()
-        self.broken = False
-
-    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` in the worker process (blocks; one call at a time)."""
-        with self._lock:
-            try:
-                self._conn.send((fn, args))
-                ok, value = self._conn.recv()
-            except (EOFError, OSError):  # the process died: this worker is done
-                self.broken = True
-                raise
-        if not ok:
-            raise value
-        return value
-
-
-_WORKER: list[_Worker] = []
-_WORKER_LOCK = threading.Lock()
-
-
-def _worker() -> _Worker:
-    """The worker process; a new one if there is none yet or the last one died."""
-    with _WORKER_LOCK:
-        if not _WORKER or _WORKER[0].broken or not _WORKER[0].process.is_alive():
-            _WORKER[:] = [_Worker()]
-        return _WORKER[0]
-
-
-def _submit(fn: Callable[..., Any], *args: Any) -> Future:
-    """Run ``fn(*args)`` in the worker process; its Future (resolved by a daemon thread)."""
-    fut: Future = Future()
-    fut.set_running_or_notify_cancel()
-
-    def run() -> None:
-        try:
-            fut.set_result(_worker().call(fn, *args))
-        except BaseException as exc:  # the page re-raises it from Future.result()
-            fut.set_exception(exc)
-
-    threading.Thread(target=run, name="tree-choice-wait", daemon=True).start()
-    return fut
-
-
 def start_worker() -> float:
-    """Start the background worker process and let it import the models (the launcher's
-    preload calls this, so a first visitor's comparison does not start a Python process
-    and its imports beside the page being drawn). Returns the seconds taken."""
-    t0 = time.perf_counter()
-    _submit(ready).result()
-    return time.perf_counter() - t0
-
-
-#: Winners fitted by the background comparison: (study token, method) -> model.
-_BACKGROUND_FITS: dict[tuple[Any, str], Any] = {}
-
-
-def _choice_in_background(study: Study, n_respondents: int, token: Any) -> Future:
-    """Start :func:`pbo_core.experiments.tree_choice.choose_and_fit` in the worker process;
-    a Future of its :class:`TreeChoice` (the winner's fit is kept for :func:`fit_model`)."""
-    job = _submit(choose_and_fit, study, names(role="explorer"), None, n_respondents)
-    out: Future = Future()
-    out.set_running_or_notify_cancel()
-
-    def done(f: Future) -> None:
-        try:
-            choice, model = f.result()
-        except BaseException as exc:  # the page re-raises it from Future.result()
-            out.set_exception(exc)
-            return
-        if model is not None:
-            _BACKGROUND_FITS[(token, choice.best)] = model
-        out.set_result(choice)
-
-    job.add_done_callback(done)
-    return out
-
-
-def _fingerprint(study: Study) -> tuple[Any, ...]:
-    """The study's key and a hash of its comparisons (the same data, wherever loaded from)."""
-    d = study.data
-    h = hashlib.sha1(np.ascontiguousarray(d.pairs).tobytes())
-    h.update(np.ascontiguousarray(d.X).tobytes())
-    return (study.key, d.n_pairs, d.n_items, h.hexdigest())
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _choice_job(fingerprint: Any, n_respondents: int, _study: Study, _token: Any) -> Future:
-    return _choice_in_background(_study, n_respondents, _token)
+    """Start the job service's worker processes and let them import the models (the
+    launcher's preload calls this, so a first visitor's job does not start a Python
+    process and its imports beside the page being drawn). Returns the seconds taken."""
+    return jobs.service().start_workers()
 
 
 def background_choice() -> bool:
-    """Is the background comparison on (``DTPBO_NO_TREE_CHOICE=1`` turns it off: the page
-    then starts on the paper DT and compares only when the Held-out evidence tab opens)?"""
+    """Is the comparison started on a first visit (``DTPBO_NO_TREE_CHOICE=1`` turns it off:
+    the page then starts on the paper DT and compares only when the Held-out evidence tab
+    opens)?"""
     return os.environ.get("DTPBO_NO_TREE_CHOICE", "") != "1"
 
 
 def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
-    """The study's most accurate tree model (held-out), computed once in the background.
+    """The study's most accurate tree model (held-out), computed once by a job.
 
-    ``None`` while the comparison runs or when it is off (:func:`background_choice`);
-    ``wait=True`` starts it if needed and blocks until it is done. A failed comparison
-    raises its error.
+    ``None`` while the comparison runs or when it is off (:func:`background_choice`) and
+    not done yet; ``wait=True`` starts it if needed and blocks until it is done. A failed
+    comparison raises its error.
     """
     if not wait and not background_choice():
-        key = (_fingerprint(study), CHOICE_RESPONDENTS)
-        done = _DONE.get(key)
-        return done
-    job = _choice_job(_fingerprint(study), CHOICE_RESPONDENTS, study, study_token(study))
-    if not wait and not job.done():
-        return None
-    choice = job.result()
-    _DONE[(_fingerprint(study), CHOICE_RESPONDENTS)] = choice
-    return choice
+        key = jobs.job_key("choice", fingerprint(study), names(role="explorer"), CHOICE_RESPONDENTS)
+        done = jobs.service().get(key)
+        return done.result if done is not None and done.state == "done" else None
+    job = choice_job(study)
+    if wait:
+        return job.wait()
+    if job.state == "failed" and job.error is not None:
+        raise job.error
+    return job.result if job.state == "done" else None
 
 
-#: Finished comparisons (so a page without the background job still uses a done one).
-_DONE: dict[Any, TreeChoice] = {}
+def default_model(study: Study, choices: Sequence[str]) -> tuple[str, TreeChoice | None]:
+    """The model the Tree explorer opens on: the comparison's winner once the comparison
+    is done and the winner can be drawn (a pooled winner: its whole-study fit is done,
+    else it is started), else the paper DT; and the comparison (``None`` until done)."""
+    choice = tree_choice(study)
+    if choice is None or choice.best not in choices:
+        return choices[0], choice
+    if get(choice.best).scope == "pooled" and fit_job(study, choice.best).state != "done":
+        return choices[0], choice
+    return choice.best, choice
 
 
 def tradeoff_table(model: Any, money: str | None = None) -> pd.DataFrame:
@@ -270,14 +245,61 @@ def default_sensitive(study: Study) -> list[str]:
     return [f.name for f in study.schema.features if explain.is_sensitive(f.name, keys)]
 
 
+#: Items above which naming them (and formatting their attributes) is a job: Ecdat Car's
+#: 21,873 vehicles took 8.5 s of the page's script (their labels 5.5 s, names 3.0 s).
+BIG_ITEMS = 2000
+
+#: Texts of recently shown data, by ``id(data)``: ``(data, {what: value})`` (kept alive).
+_TEXTS: OrderedDict[int, tuple[PreferenceData, dict[Any, Any]]] = OrderedDict()
+
+
+def _texts(data: PreferenceData) -> dict[Any, Any]:
+    hit = _TEXTS.get(id(data))
+    if hit is None or hit[0] is not data:
+        hit = (data, {})
+        _TEXTS[id(data)] = hit
+        while len(_TEXTS) > 16:
+            _TEXTS.popitem(last=False)
+    return hit[1]
+
+
+def texts_job(study: Study, respondent: Any) -> jobs.Job | None:
+    """Naming the items of the data shown and formatting their attributes, as a job when
+    there are more than :data:`BIG_ITEMS` of them (``None`` when there are fewer: they are
+    named at once); its results fill the caches :func:`item_labels`,
+    :func:`data_item_names` and :func:`items_table` read."""
+    data = respondent_data(study, respondent)
+    if data.n_items <= BIG_ITEMS:
+        return None
+    job = jobs.service().submit(
+        jobs.job_key("names", fingerprint(study), repr(respondent)),
+        f"Naming the {data.n_items:,} items and formatting their attributes",
+        _work.item_texts,
+        data,
+        estimate=max(2.0, data.n_items / 2500),
+    )
+    if job.state == "done":
+        cache = _texts(data)
+        for k, v in job.result.items():
+            cache.setdefault(k, v)
+    return job
+
+
 def item_labels(data: PreferenceData, max_len: int = 70) -> list[str]:
-    """A label per item: its id and its most telling text or attributes."""
-    return naming.item_labels(data, max_len)
+    """A label per item: its id and its most telling text or attributes (cached)."""
+    cache = _texts(data)
+    if ("labels", max_len) not in cache:
+        cache[("labels", max_len)] = naming.item_labels(data, max_len)
+    return cache[("labels", max_len)]
 
 
 def data_item_names(data: PreferenceData, max_len: int = 44) -> list[str]:
-    """Short item names for tree leaves: id and name/message start, or 3 attributes."""
-    return naming.item_names(data, max_len)
+    """Short item names for tree leaves: id and name/message start, or 3 attributes
+    (cached)."""
+    cache = _texts(data)
+    if ("names", max_len) not in cache:
+        cache[("names", max_len)] = naming.item_names(data, max_len)
+    return cache[("names", max_len)]
 
 
 def format_value(v: Any) -> str:
@@ -295,12 +317,10 @@ def leaf_numbers(model: Any) -> np.ndarray:
 
 def items_table(model: Any, data: PreferenceData) -> pd.DataFrame:
     """Items with readable attributes, predicted utility, competition rank and leaf."""
-    schema = data.get_schema()
-    dec = schema.decode(data.X)
-    for f in schema.features:
-        dec[f.name] = [f.format_value(v) for v in dec[f.name]]
-    dec = dec.rename(columns={f.name: f.display for f in schema.features})
-    dec.insert(0, "item", data.ids())
+    cache = _texts(data)
+    if "attributes" not in cache:
+        cache["attributes"] = _work.formatted_items(data)
+    dec = cache["attributes"].copy()
     dec["utility"] = model.predict(data.X)
     dec["rank"] = model.rank(data.X)
     if hasattr(model, "tree_"):

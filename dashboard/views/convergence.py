@@ -183,17 +183,20 @@ def bench_curves(rows: pd.DataFrame, key: str) -> None:
 tab_bench, tab_rho, tab_sushi, tab_run = ui.lazy_tabs(
     ["Benchmarks", "rho-regret", "Sushi", "Run a small benchmark"], key="cv_view"
 )
-if tab_bench.open:
-    ui.ensure_default_grids(root, ["bench"], "benchmark grid")
-if tab_rho.open:
-    ui.ensure_default_grids(root, ["rho-pmr-demo", "rho-train"], "rho-regret grids")
+# default grids compute in a worker process (a progress bar here); the tab fills in after
+bench_ready = not tab_bench.open or ui.ensure_default_grids(root, ["bench"], "benchmark grid")
+rho_ready = not tab_rho.open or ui.ensure_default_grids(
+    root, ["rho-pmr-demo", "rho-train"], "rho-regret grids"
+)
 folders = svc.result_folders(root)
 kinds = {f: svc.result_kind(svc.read_results(f)) for f in folders}
 
 if tab_bench.open:
     with tab_bench:
         bench_folders = [f for f in folders if kinds[f] == "bench"]
-        if not bench_folders:
+        if not bench_folders and not bench_ready:
+            pass  # the default grid's progress is drawn above
+        elif not bench_folders:
             st.info(
                 f"No benchmark results in {where}. Create some with\n\n"
                 "`python -m pbo_core.bench --functions branin,levy --methods dt,gp --seeds 5 "
@@ -223,7 +226,9 @@ if tab_rho.open:
             "efficiency against this realistic population, not against the real people."
         )
         rho_folders = [f for f in folders if kinds[f] == "rho-regret"]
-        if not rho_folders:
+        if not rho_folders and not rho_ready:
+            pass  # the default grids' progress is drawn above
+        elif not rho_folders:
             st.info(
                 f"No rho-regret results in {where}. Create some with "
                 "`python -m pbo_core.experiments rho-regret --study pmr-demo --out "

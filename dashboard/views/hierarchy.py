@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import _charts as charts
+from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core import explain
@@ -57,7 +58,16 @@ else:
     min_leaf = c3.slider("Min. users per group", 5, 200, 20, step=5, key="hi_min")
     item_depth = c4.slider("Item-tree depth", 1, 6, 3, key="hi_idepth")
 
-    h = svc.hierarchy(study, n_users, depth, min_leaf, item_depth)
+    h_job = svc.hierarchy_job(study, n_users, depth, min_leaf, item_depth)
+    svc.segments_job(study, n_users, depth, min_leaf)  # started beside it
+    cohort_root = st.session_state.get("cv_root_value", str(svc.results_home()))
+    if svc.is_default_root(cohort_root) and svc.DEFAULT_GRIDS["hierarchy-swissmetro"].missing(
+        cohort_root
+    ):
+        svc.default_grid_job("hierarchy-swissmetro", cohort_root)  # and the cohort curves
+    h = waits.result(h_job, key="hi_fit")
+    if h is None:
+        st.stop()
     groups = svc.user_groups(h)
     m1, m2 = st.columns(2)
     m1.metric("User groups", len(groups))
@@ -71,7 +81,7 @@ else:
                 "(collapse a group's box to hide it, or use 'Collapse below depth 2')."
             )
             ui.tree_with_downloads(
-                svc.hierarchy_view(study, n_users, depth, min_leaf, item_depth),
+                svc.hierarchy_view(h_job),
                 name=f"hierarchy-{key}",
                 key="hi_all",
                 height=760,
@@ -98,48 +108,51 @@ else:
             st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
 
     st.markdown("#### Segments with linear item models (slopes in units, value of time)")
-    seg = svc.segments(study, n_users, depth, min_leaf)
-    money_options, money_default, money_why = svc.money_choice(study)
-    c_money, c_money_why = st.columns([1, 2])
-    money = c_money.selectbox(
-        "Money attribute (divides the value of time)",
-        money_options,
-        index=money_options.index(money_default),
-        format_func=lambda n: "(none: no value of time)" if n is None else study.schema[n].display,
-        key=f"hi_money::{key}",
-        help="The value of time is the time slope divided by this attribute's slope. The "
-        "study's own choice is pre-selected (set at import with --money-attribute or the "
-        "Add-a-study form).",
-    )
-    if money is not None:
-        c_money_why.caption(
-            f"Value of time in units of **{ui.md(study.schema[money].display)}**"
-            + (f" ({ui.md(money_why)})." if money == money_default else ".")
+    seg = waits.result(svc.segments_job(study, n_users, depth, min_leaf), key="hi_seg")
+    if seg is not None:
+        money_options, money_default, money_why = svc.money_choice(study)
+        c_money, c_money_why = st.columns([1, 2])
+        money = c_money.selectbox(
+            "Money attribute (divides the value of time)",
+            money_options,
+            index=money_options.index(money_default),
+            format_func=lambda n: (
+                "(none: no value of time)" if n is None else study.schema[n].display
+            ),
+            key=f"hi_money::{key}",
+            help="The value of time is the time slope divided by this attribute's slope. The "
+            "study's own choice is pre-selected (set at import with --money-attribute or the "
+            "Add-a-study form).",
         )
-    table = seg.segment_table(money) if money is not None else seg.segment_table("")
-    st.caption(
-        f"{len(table)} segment(s) of the first {n_users} respondents: a user tree split where "
-        "the segment logits' coefficients are unstable (score test clustered by respondent, "
-        "Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit shrunk toward "
-        f"the pooled one (strength {seg.shrinkage_:.3g}, by CV over respondents). Slopes are "
-        "utility per unit (logit scale), rounded to the precision of their 95 % interval; "
-        "value of time = time slope / money slope per hour with Fieller's 95 % interval, "
-        "*not identified* (no number) when the money slope's own 95 % interval includes 0."
-    )
-    # the value of time as text (a number with its interval, or "not identified" and why);
-    # its numeric column stays in the table's CSV-like form for programs, not on the page
-    shown = table.drop(columns=[c for c in table.columns if c.startswith("value of time (")])
-    st.dataframe(
-        shown,
-        hide_index=True,
-        width="stretch",
-        column_config={"value of time [95% CI]": st.column_config.TextColumn(width="large")},
-    )
+        if money is not None:
+            c_money_why.caption(
+                f"Value of time in units of **{ui.md(study.schema[money].display)}**"
+                + (f" ({ui.md(money_why)})." if money == money_default else ".")
+            )
+        table = seg.segment_table(money) if money is not None else seg.segment_table("")
+        st.caption(
+            f"{len(table)} segment(s) of the first {n_users} respondents: a user tree split where "
+            "the segment logits' coefficients are unstable (score test clustered by respondent, "
+            "Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit shrunk toward "
+            f"the pooled one (strength {seg.shrinkage_:.3g}, by CV over respondents). Slopes are "
+            "utility per unit (logit scale), rounded to the precision of their 95 % interval; "
+            "value of time = time slope / money slope per hour with Fieller's 95 % interval, "
+            "*not identified* (no number) when the money slope's own 95 % interval includes 0."
+        )
+        # the value of time as text (a number with its interval, or "not identified" and why);
+        # its numeric column stays in the table's CSV-like form for programs, not on the page
+        shown = table.drop(columns=[c for c in table.columns if c.startswith("value of time (")])
+        st.dataframe(
+            shown,
+            hide_index=True,
+            width="stretch",
+            column_config={"value of time [95% CI]": st.column_config.TextColumn(width="large")},
+        )
 
 
 st.markdown("#### Cohort curves: new users with and without the hierarchy")
 root = str(ui.results_root())  # the Convergence page's folder, checked
-ui.ensure_default_grids(root, ["hierarchy-swissmetro"], "SwissMetro cohort")
+cohort_ready = ui.ensure_default_grids(root, ["hierarchy-swissmetro"], "SwissMetro cohort")
 acc_folders = svc.folders_of_kind(root, "hierarchy-accuracy")
 folders = svc.folders_of_kind(root, "hierarchy")
 if acc_folders:
@@ -180,7 +193,7 @@ if acc_folders:
         "difference is paired, same respondents and held-out tasks)"
     )
     st.dataframe(svc.cold_start_table(rows), hide_index=True, width="stretch")
-if not folders and not acc_folders:
+if not folders and not acc_folders and cohort_ready:
     st.info(
         f"No hierarchy results in {ui.shown_path(root, 'results folder')} (folder set on the "
         "Convergence page). Create "

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import _charts as charts
+from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core.registry import get
@@ -22,10 +23,9 @@ st.caption(
     "on the respondents averaged. Chance accuracy is 50%."
 )
 
-#: Respondents averaged by default: enough that a large effect is detectable (Train, 60
-#: respondents: 95% CI half-width ~5-7 points, minimum detectable change ~8-10 points; 10
-#: respondents: ~14-18 and ~20-25, so every change was "inside the noise").
-DEFAULT_RESPONDENTS = 60
+#: Respondents averaged by default (``svc.SENSITIVITY_RESPONDENTS``; the precomputed
+#: first visit uses the same number).
+DEFAULT_RESPONDENTS = svc.SENSITIVITY_RESPONDENTS
 
 
 def _detectable(table: pd.DataFrame) -> str | None:
@@ -82,8 +82,11 @@ if per_resp:
 
 with st.spinner("Preparing the tree kernels (once per start)..."):
     svc.warm_up()
-with st.spinner("Scoring the baselines on this split (to pick the best one)..."):
-    default, best = svc.default_sensitivity_methods(study, frac, seed, n_resp, kind)
+scoring = svc.baseline_job(study, frac, seed, n_resp, kind)
+best = waits.result(scoring, key="fs_baselines")
+if scoring.state != "done":
+    st.stop()
+default = svc.default_sensitivity_methods(study, frac, seed, n_resp, kind, best)
 # the registry's names, as every page shows them (key: the table's "method" column)
 labels = {n: get(n).label for n in svc.sensitivity_methods(study)}
 if best is not None:
@@ -101,8 +104,11 @@ methods = st.multiselect(
 if not methods:
     st.info("Choose at least one model.")
     st.stop()
-with st.spinner(f"Refitting {len(methods)} model(s) without each feature..."):
-    blocks = svc.sensitivity(study, frac, seed, n_resp, kind, tuple(methods))
+blocks = waits.result(
+    svc.sensitivity_job(study, frac, seed, n_resp, kind, tuple(methods)), key="fs_blocks"
+)
+if blocks is None:
+    st.stop()
 
 if blocks.empty:
     st.warning(

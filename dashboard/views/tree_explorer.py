@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import _charts as charts
+from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core import explain, metrics
@@ -63,20 +64,18 @@ data = svc.respondent_data(study, resp)
 if data.n_pairs == 0:
     st.warning("This respondent has no comparisons.")
     st.stop()
+texts = svc.texts_job(study, resp)  # many items: named in a worker first
+if texts is not None and texts.state != "done":
+    waits.result(texts, key="te_texts")
+    st.stop()
 
 with st.spinner("Preparing the tree kernels (once per start; first install compiles them)..."):
     svc.warm_up()
 
 choices = svc.tree_models(study)
-choice = svc.tree_choice(study)
+opening, choice = svc.default_model(study, choices)
 linked = ui.linked_model(choices)
-default = (
-    linked
-    if linked is not None
-    else choice.best
-    if choice is not None and choice.best in choices
-    else choices[0]
-)
+default = linked if linked is not None else opening
 c_model, c_why = st.columns([1, 2])
 method = c_model.selectbox(
     "Model",
@@ -97,19 +96,15 @@ elif choice is None and not svc.background_choice():
         "The paper DT is shown; the held-out comparison of the tree models (which picks the "
         "default) runs when the Held-out evidence tab opens."
     )
-elif choice is None:
-    c_why.info(
-        "Comparing the held-out accuracy of the tree models on this study in the background "
-        "(5-fold cross-validation over choice tasks; about a minute). Until it is done the "
-        "paper DT is shown; the page then switches to the most accurate tree."
-    )
-
-    @ui.fragment(run_every=2.0)
-    def _wait_for_choice() -> None:
-        if svc.tree_choice(study) is not None:
-            st.rerun()
-
-    _wait_for_choice()
+elif choice is None or opening != choice.best:
+    with c_why:
+        st.caption(
+            "The paper DT is shown until the held-out comparison of the tree models on this "
+            "study (and the winner's fit) is done; the page then switches to the most "
+            "accurate tree."
+        )
+        job = svc.choice_job(study) if choice is None else svc.fit_job(study, choice.best)
+        waits.result(job, key="te_choice")
 else:
     c_why.caption(choice.reason())
 
@@ -125,6 +120,10 @@ prune = c2.slider(
     "leaves (the pooled trees have their size chosen by cross-validation).",
 )
 model = svc.fit_model(study, resp, method, min_samples_split=prune)
+if isinstance(model, svc.Job):  # a pooled tree still being fitted: its progress, then it
+    st.info(f"The {get(method).label} is fitted on the whole study first (once; kept on disk).")
+    waits.result(model, key="te_fit")
+    st.stop()
 tree_depth = int(model.tree_.max_depth)
 if tree_depth >= 2:
     depth = c1.slider(
@@ -336,12 +335,13 @@ if tab_ev.open:
     with tab_ev:
         st.markdown("#### Which tree is most accurate on this study")
         if choice is None:
-            with st.spinner("Comparing the tree models on this study (held-out)..."):
-                choice = svc.tree_choice(study, wait=True)
+            choice = waits.result(svc.choice_job(study), key="te_ev_choice")
+        if choice is None:
+            st.stop()
         st.caption(
             "Every model predicts each comparison after being fitted without it ("
             + choice.split
-            + (f"; {choice.n_respondents} respondents" if choice.n_respondents else "")
+            + f"; {choice.sample()}"
             + "), the same folds for every model. The paper DT is fitted per respondent; the "
             "pooled models (their strengths chosen by inner cross-validation on each fold's "
             "training tasks) predict with each respondent's own utilities when they saw the "
@@ -366,11 +366,13 @@ if tab_ev.open:
             )
         else:
             st.markdown(f"#### The model shown ({shown_label}) on respondent {ui.md(resp)}'s data")
-            ev, how = svc.evidence(study, resp, method)
+            got = waits.result(svc.evidence_job(study, resp, method), key="te_ev_resp")
+            if got is None:
+                st.stop()
+            ev, how = got
             st.caption(
                 f"Each comparison predicted by models fitted without it ({how}), the same "
-                "folds for every model, beside the GP and the textbook logit; pooled models "
-                "also learn from 29 other respondents' comparisons. The CI is a 95% "
+                "folds for every model, beside the GP and the textbook logit. The CI is a 95% "
                 "percentile bootstrap over the held-out comparisons; 50% is chance."
             )
             if ev.empty or ev["heldout"].isna().all():

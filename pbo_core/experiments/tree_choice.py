@@ -8,28 +8,33 @@ respondents when they made too few tasks, over the tasks of pooled data), of the
 registry's ``explorer`` trees and ``choice_baseline`` baselines, on a bounded sample of
 respondents (:func:`choice_split`).
 
-:func:`choose_and_fit` also fits the winner on the whole study, so a caller can draw it at
-once. It imports no user-interface code and takes and returns only picklable objects, so
-the dashboard runs it in a separate process (CPU that must not hold the web server's
-interpreter lock while pages are drawn), whose loop is :func:`serve`.
+:func:`fit_whole` fits a pooled winner on the whole study, so a caller can draw it;
+:func:`respondent_evidence` scores the model a page shows on one respondent's data, with
+the comparison's own folds and fits when the respondent is in its sample. They import no
+user-interface code, take and return only picklable objects and report their progress,
+so the dashboard runs them as jobs in worker processes (``dashboard._work``): CPU that
+must not hold the web server's interpreter lock while pages are drawn.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import threading
-from collections.abc import Sequence
+import dataclasses
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pbo_core.data import Study
-from pbo_core.evaluation import compare
+from pbo_core.evaluation import compare, evidence_split
 from pbo_core.registry import get, names, not_applicable
 from pbo_core.splits import Split, make_split
+
+#: ``progress(fraction, step)``: how far a job is (0..1) and what it is doing.
+Progress = Callable[[float, str], None]
 
 __all__ = [
     "CHOICE_COMPARISONS",
@@ -39,8 +44,9 @@ __all__ = [
     "choice_split",
     "choose_and_fit",
     "compare_trees",
-    "ready",
-    "serve",
+    "fit_whole",
+    "respondent_evidence",
+    "study_fingerprint",
 ]
 
 #: Respondents of a task split that the comparison uses (the first N).
@@ -64,15 +70,28 @@ class TreeChoice:
     n_respondents: int
     n_comparisons: int
     split: str = ""
+    #: Respondents and comparisons of the whole study (the sample's size is shown beside).
+    study_respondents: int = 0
+    study_comparisons: int = 0
+
+    def sample(self) -> str:
+        """The sample the comparison ran on, with the study's size when it is a part:
+        "the first 30 of 361 respondents' 1,077 comparisons"."""
+        if self.n_respondents:
+            who = (
+                f"the first {self.n_respondents:,} of {self.study_respondents:,} respondents"
+                if self.study_respondents > self.n_respondents
+                else f"{self.n_respondents:,} respondents"
+            )
+            return f"{who}' {self.n_comparisons:,} comparisons"
+        if self.study_comparisons > self.n_comparisons:
+            return f"{self.n_comparisons:,} of {self.study_comparisons:,} comparisons"
+        return f"{self.n_comparisons:,} comparisons"
 
     def reason(self) -> str:
         """Why ``best`` is the default, in one sentence with its figures."""
         row = self.table.set_index("key").loc[self.best]
-        who = (
-            f"{self.n_respondents} respondents' {self.n_comparisons} comparisons"
-            if self.n_respondents
-            else f"{self.n_comparisons} comparisons"
-        )
+        who = self.sample()
         return (
             f"Default: {row['method']}, the tree model with the best held-out accuracy on "
             f"this study, {100 * row['heldout']:.1f}% (95% CI {100 * row['ci_low']:.1f}–"
@@ -102,11 +121,58 @@ def choice_split(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> Split
     return make_split(study, "pooled", n_folds=5)
 
 
+def study_fingerprint(study: Study) -> str:
+    """A hash of the study's key and data (comparisons, items, respondents, tasks,
+    features): the same data give the same fingerprint wherever they were loaded from."""
+    d = study.data
+    h = hashlib.sha1(str(study.key).encode())
+    for a in (d.pairs, d.X, d.respondent, d.task):
+        if a is not None:
+            arr = np.asarray(a)
+            h.update(str((arr.dtype, arr.shape)).encode())
+            h.update(
+                np.ascontiguousarray(arr).tobytes()
+                if arr.dtype != object
+                else repr(arr.tolist()).encode()
+            )
+    h.update(repr(d.get_schema()).encode())
+    return h.hexdigest()
+
+
+#: Pooled fold fits of recent comparisons, per study fingerprint (a process's memo, so a
+#: respondent's evidence reuses the study-level comparison's fits: same folds, same data).
+_FITS: OrderedDict[str, dict[Any, Any]] = OrderedDict()
+_FITS_STUDIES = 2
+
+
+def _fits(study: Study) -> dict[Any, Any]:
+    key = study_fingerprint(study)
+    memo = _FITS.pop(key, None)
+    _FITS[key] = memo if memo is not None else {}
+    while len(_FITS) > _FITS_STUDIES:
+        _FITS.popitem(last=False)
+    return _FITS[key]
+
+
+def _models_progress(progress: Progress | None, lo: float = 0.0, hi: float = 1.0) -> Any:
+    """:func:`pbo_core.evaluation.compare`'s progress as ``progress(fraction, step)``."""
+    if progress is None:
+        return None
+
+    def report(done: float, total: int, name: str) -> None:
+        what = f"cross-validating {get(name).label}" if name else "summarising"
+        progress(lo + (hi - lo) * done / max(1, total), what)
+
+    return report
+
+
 def compare_trees(
     study: Study,
     trees: Sequence[str] | None = None,
     baselines: Sequence[str] | None = None,
     n_respondents: int = CHOICE_RESPONDENTS,
+    *,
+    progress: Progress | None = None,
 ) -> TreeChoice:
     """Held-out accuracy (5-fold CV, :func:`choice_split`) of ``trees`` and ``baselines``.
 
@@ -123,6 +189,8 @@ def compare_trees(
         personal utilities are skipped when the split has a single unit.
     n_respondents
         Respondents of a task split (the first ones).
+    progress
+        ``progress(fraction, step)`` as the models' folds are fitted.
     """
     trees = list(trees if trees is not None else names(role="explorer"))
     base = list(baselines if baselines is not None else names(role="choice_baseline"))
@@ -130,12 +198,24 @@ def compare_trees(
     if len(split.units) <= 1:
         base = [b for b in base if not get(b).respondent_predict]
     models = [*applicable(study, trees), *[b for b in base if b not in trees]]
-    table, best = compare(split, models)
+    table, best = compare(split, models, progress=_models_progress(progress), fits=_fits(study))
     used = split.fold != -1
     n_resp = 0 if study.data.respondent is None else len(split.units)
     if best is None:
         best = "dt"
-    return TreeChoice(best, table, n_resp, int(used.sum()), split.reason)
+    total = 0 if study.data.respondent is None else len(study.respondents())
+    return TreeChoice(
+        best, table, n_resp, int(used.sum()), split.reason, total, int(study.data.n_pairs)
+    )
+
+
+def fit_whole(study: Study, method: str, *, progress: Progress | None = None) -> Any:
+    """Registry model ``method`` fitted on every comparison of ``study`` (a pooled tree the
+    Tree explorer draws with each respondent's posterior)."""
+    if progress is not None:
+        n = study.data.n_pairs
+        progress(0.0, f"fitting {get(method).label} on all {n:,} comparisons")
+    return get(method).make().fit(study.data)
 
 
 def choose_and_fit(
@@ -153,43 +233,53 @@ def choose_and_fit(
     spec = get(choice.best)
     if spec.scope == "respondent":
         return choice, None
-    return choice, spec.make().fit(study.data)
+    return choice, fit_whole(study, choice.best)
 
 
-def ready() -> bool:
-    """``True``: sent to a fresh worker process, it makes the worker import this module
-    and what it needs (the models, the accuracy registry) before any real job."""
-    return True
+#: Baselines beside the model shown in a respondent's evidence.
+EVIDENCE_BASELINES = ("gp", "logit-pooled")
 
 
-def serve(conn: Connection, niceness: int = 19) -> None:
-    """The loop of a worker process: run the calls that arrive on ``conn``, one at a time.
+def evidence_split_for(
+    study: Study, respondent: Any, n_respondents: int = CHOICE_RESPONDENTS
+) -> Split:
+    """The folds of one respondent's evidence: when the respondent is in the study-level
+    comparison's sample (:func:`choice_split`), that split tested on them alone (the same
+    folds and training comparisons, so the same pooled fits); otherwise
+    :func:`pbo_core.evaluation.evidence_split` (the first other respondents train)."""
+    if respondent is not None and study.data.respondent is not None:
+        cs = choice_split(study, n_respondents)
+        if cs.kind == "tasks":
+            hit = [i for i, r in enumerate(cs.units) if str(r) == str(respondent)]
+            if hit:
+                i = hit[0]
+                n = len(cs.units)
+                return dataclasses.replace(
+                    cs,
+                    units=cs.units[i : i + 1],
+                    rows=[cs.rows[i]],
+                    reason=(
+                        f"5-fold cross-validation over this respondent's choice tasks; the "
+                        f"pooled models also learn from the other {n - 1} respondents of "
+                        "the study-level comparison, the same folds and fits"
+                    ),
+                )
+    return evidence_split(study, respondent)
 
-    Each message is ``(function, args)`` (both picklable); the answer is ``(True, result)``
-    or ``(False, exception)``. Runs at ``niceness`` (lowest CPU priority by default) and
-    returns when the other end closes; when the parent process is gone (a server ended
-    mid-comparison) it ends within a second instead of finishing the call.
-    """
-    os.nice(niceness)
-    parent, done = multiprocessing.parent_process(), threading.Event()
-    if parent is not None:  # a worker process (not a thread of the caller's)
 
-        def _orphaned() -> None:  # a daemon thread: the call in progress may take a minute
-            parent.join()  # returns when the parent process is gone (its sentinel closes)
-            if not done.is_set():
-                os._exit(0)
-
-        threading.Thread(target=_orphaned, name="parent-watch", daemon=True).start()
-    try:
-        while True:
-            try:
-                fn, args = conn.recv()
-            except (EOFError, OSError):
-                return
-            try:
-                answer = (True, fn(*args))
-            except Exception as exc:  # sent back and re-raised by the caller
-                answer = (False, exc)
-            conn.send(answer)
-    finally:
-        done.set()
+def respondent_evidence(
+    study: Study,
+    respondent: Any,
+    model: str,
+    n_respondents: int = CHOICE_RESPONDENTS,
+    *,
+    progress: Progress | None = None,
+) -> tuple[pd.DataFrame, str]:
+    """Held-out evidence of ``model`` beside the GP and the textbook logit on one
+    respondent's data (:func:`evidence_split_for`; pooled fits of the study-level
+    comparison are reused); the :func:`pbo_core.evaluation.evidence_table` and how the
+    comparisons were held out."""
+    split = evidence_split_for(study, respondent, n_respondents)
+    models = [model, *[b for b in EVIDENCE_BASELINES if b != model]]
+    table, _ = compare(split, models, progress=_models_progress(progress), fits=_fits(study))
+    return table, split.reason

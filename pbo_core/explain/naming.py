@@ -8,6 +8,8 @@ everywhere.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pbo_core.data import PreferenceData
 
 __all__ = ["clip", "item_labels", "item_names"]
@@ -39,13 +41,36 @@ def _item_texts(data: PreferenceData, n_features: int | None) -> list[str]:
     else:
         dec = schema.decode(data.X)
         feats = schema.features[:n_features] if n_features else schema.features
+        values = dec.to_numpy()  # as iterrows() gives them (one dtype for every column)
+        where = {c: k for k, c in enumerate(dec.columns)}
+        cols = [_formatted(f, values[:, where[f.name]]) for f in feats]
         if n_features:  # short: values only, in schema order
-            text = [
-                ", ".join(f.format_value(row[f.name]) for f in feats) for _, row in dec.iterrows()
-            ]
+            text = [", ".join(parts) for parts in zip(*cols, strict=True)]
         else:
+            heads = [f"{f.display}: " for f in feats]
             text = [
-                ", ".join(f"{f.display}: {f.format_value(row[f.name])}" for f in feats)
-                for _, row in dec.iterrows()
+                ", ".join(h + v for h, v in zip(heads, parts, strict=True))
+                for parts in zip(*cols, strict=True)
             ]
     return [f"{i} — {t}" for i, t in zip(ids, text, strict=True)]
+
+
+def _formatted(feature: Any, column: Any) -> list[str]:
+    """``feature.format_value`` of every value, each distinct value formatted once (21,873
+    Ecdat Car vehicles: 5.5 s row by row)."""
+    memo: dict[Any, str] = {}
+    out = []
+    for v in column:
+        key = (type(v), v)  # True, 1 and 1.0 are equal keys but may print differently
+        try:
+            text = memo.get(key)
+        except TypeError:  # unhashable
+            text = None
+        if text is None:
+            text = feature.format_value(v)
+            try:
+                memo[key] = text
+            except TypeError:
+                pass
+        out.append(text)
+    return out

@@ -97,6 +97,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import margin_scores
@@ -105,6 +106,8 @@ from pbo_core.models.glm import (
     BATCH_CELLS,
     GaussianLinearUtility,
     blas_single_thread,
+    link_nll,
+    link_terms,
     newton_batch,
     pad_rows,
     respondent_rows,
@@ -112,6 +115,8 @@ from pbo_core.models.glm import (
 )
 from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.linear import LinearDesign
+from pbo_core.models.probit import log_ndtr_scalar
+from pbo_core.models.solver import newton_minimize_batch, warn_unconverged
 from pbo_core.models.tree import StraddlerMode, Tree, build_tree
 from pbo_core.splits import pair_tasks, task_folds
 
@@ -125,6 +130,8 @@ DEFAULT_SLOPE_RATIOS: tuple[float, ...] = (10.0, 1.0, 0.1, 0.01, 0.001)
 DEFAULT_DEPTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
+#: The one problem of a pooled solve (:meth:`LinearLeafDTSurrogate._solve_rows`).
+_ONE = np.zeros(1, dtype=np.int64)
 
 Pooling = Literal["none", "shrink"]
 SlopeMode = Literal["leaf", "shared", "both"]
@@ -206,6 +213,375 @@ class _FitInputs:
 def _error_sum(z: np.ndarray, held: np.ndarray) -> np.ndarray:
     """Held-out errors (ties 1/2) summed over the last axis, counting ``held`` rows."""
     return ((1.0 - margin_scores(z)) * held).sum(axis=-1)
+
+
+class _Rows:
+    """The comparison rows of ``R`` problems (respondents), as the solver reads them.
+
+    Row ``j`` of problem ``i`` is ``(phi(w) - phi(l)) / sqrt 2`` for the ``j``-th
+    comparison ``(w, l)`` of ``rows[i]``. A Newton step of such a problem can be solved in
+    the space of its parameters (``p``), of its rows (``n``, Woodbury) or of the items its
+    rows compare (``N``, :func:`_item_newton`): the PMR demo's 60 messages in 870
+    comparisons with 548 parameters, Electricity's 35 offers. When the smaller of the
+    last two is below ``p``, the rows are kept **item-wise**: design rows ``F`` ``(R, N',
+    p)`` and each row's local winner and loser index, where the "items" are the compared
+    items (``N' = N``) or, when there are fewer rows than items, each row itself against a
+    zero item (``F`` = ``phi(w) - phi(l)``, ``N' = n + 1``), solved by the compiled loop
+    (:func:`_item_newton_compiled`). Otherwise they are padded design rows ``D`` ``(R,
+    n, p)`` for :func:`pbo_core.models.glm.newton_batch` (the parameter space, or its
+    own row-space dual), exactly as :func:`pbo_core.models.glm.pad_rows` pads them.
+    ``COMPILED = False`` keeps the earlier rule: items when ``N < min(n, p)``, solved by
+    the NumPy batch :func:`_item_newton`.
+    """
+
+    def __init__(
+        self, phi: np.ndarray, pairs: np.ndarray, rows: Sequence[np.ndarray], items: bool = True
+    ) -> None:
+        self.n = max(1, max((len(r) for r in rows), default=0))
+        self.p = phi.shape[1]
+        R = len(rows)
+        used = [np.unique(pairs[r]) for r in rows]
+        self.N = max(1, max((len(u) for u in used), default=0))
+        self.mask = np.zeros((R, self.n), dtype=bool)
+        for i, r in enumerate(rows):
+            self.mask[i, : len(r)] = True
+        self.D = None
+        if COMPILED:
+            self.items = items and min(self.N, self.n + 1) < self.p
+            by_rows = self.items and self.n + 1 < self.N
+        else:
+            self.items = items and self.N < min(self.n, self.p)
+            by_rows = False
+        if by_rows:  # each row its own item, compared with a zero item
+            self.N = self.n + 1
+            self.F = np.zeros((R, self.N, self.p))
+            self.wi = np.zeros((R, self.n), dtype=np.int64)
+            self.li = np.zeros((R, self.n), dtype=np.int64)
+            for i, r in enumerate(rows):
+                self.F[i, : len(r)] = phi[pairs[r, 0]] - phi[pairs[r, 1]]
+                self.wi[i, : len(r)] = np.arange(len(r))
+                self.li[i, : len(r)] = self.n
+        elif self.items:
+            self.F = np.zeros((R, self.N, self.p))
+            self.wi = np.zeros((R, self.n), dtype=np.int64)
+            self.li = np.zeros((R, self.n), dtype=np.int64)
+            for i, (r, u) in enumerate(zip(rows, used, strict=True)):
+                self.F[i, : len(u)] = phi[u]
+                local = np.searchsorted(u, pairs[r])
+                self.wi[i, : len(r)], self.li[i, : len(r)] = local[:, 0], local[:, 1]
+        else:
+            d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
+            self.D, _, _ = pad_rows(d, rows)
+
+    def margins(self, group: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """``(B, n)`` latent differences ``D theta`` of problems ``group`` at ``beta``."""
+        if self.D is not None:
+            return np.einsum("bnp,bp->bn", self.D[group], beta)
+        f = np.einsum("bnp,bp->bn", self.F[group], beta)
+        return _item_margins(f, self.wi[group], self.li[group])
+
+    def take(self, idx: np.ndarray) -> _Rows:
+        """The problems ``idx`` alone, padded as here (the same arithmetic per problem)."""
+        out = object.__new__(_Rows)
+        out.__dict__.update(self.__dict__)
+        out.mask = self.mask[idx]
+        if self.D is not None:
+            out.D = self.D[idx]
+        else:
+            out.F, out.wi, out.li = self.F[idx], self.wi[idx], self.li[idx]
+        return out
+
+
+def _item_margins(f: np.ndarray, wi: np.ndarray, li: np.ndarray) -> np.ndarray:
+    """``(f[w] - f[l]) / sqrt 2`` per problem: ``f`` ``(B, N)``, indices ``(B, n)``."""
+    return (np.take_along_axis(f, wi, axis=1) - np.take_along_axis(f, li, axis=1)) * _INV_SQRT2
+
+
+def _item_laplacian(wi: np.ndarray, li: np.ndarray, c: np.ndarray, N: int) -> np.ndarray:
+    """``(B, N, N)`` weighted comparison-graph Laplacians ``sum_j c_j (e_w - e_l)(e_w - e_l)^T``."""
+    B = wi.shape[0]
+    base = (np.arange(B) * N * N)[:, None]
+    idx = np.concatenate(
+        [base + wi * N + wi, base + li * N + li, base + wi * N + li, base + li * N + wi], axis=1
+    )
+    val = np.concatenate([c, c, -c, -c], axis=1)
+    return np.bincount(idx.ravel(), val.ravel(), minlength=B * N * N).reshape(B, N, N)
+
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@njit(cache=True)
+def _item_objective(F, wi, li, w, prec, mean, b):  # pragma: no cover - compiled
+    """``J(b)`` of one item-space problem (the penalised probit GLM)."""
+    f = F @ b
+    d = b - mean
+    obj = 0.5 * np.sum(prec * d * d)
+    for k in range(w.size):
+        if w[k] == 0.0:
+            continue
+        obj -= w[k] * log_ndtr_scalar((f[wi[k]] - f[li[k]]) * _INV_SQRT2)
+    return obj
+
+
+@njit(cache=True)
+def _lu_solve(M, y, piv):  # pragma: no cover - compiled
+    """Solve ``M y_new = y`` in place (LU with partial pivoting; ``M`` is overwritten)."""
+    n = M.shape[0]
+    for c in range(n):
+        best, arg = abs(M[c, c]), c
+        for r in range(c + 1, n):
+            if abs(M[r, c]) > best:
+                best, arg = abs(M[r, c]), r
+        piv[c] = arg
+        if arg != c:
+            for q in range(n):
+                M[c, q], M[arg, q] = M[arg, q], M[c, q]
+            y[c], y[arg] = y[arg], y[c]
+        d = M[c, c]
+        if d == 0.0:
+            continue
+        for r in range(c + 1, n):
+            m = M[r, c] / d
+            if m != 0.0:
+                M[r, c] = m
+                for q in range(c + 1, n):
+                    M[r, q] -= m * M[c, q]
+                y[r] -= m * y[c]
+    for c in range(n - 1, -1, -1):
+        t = y[c]
+        for q in range(c + 1, n):
+            t -= M[c, q] * y[q]
+        y[c] = t / M[c, c] if M[c, c] != 0.0 else 0.0
+
+
+@njit(cache=True)
+def _item_step(F, wi, li, w, prec, mean, K, x, M, y, c, piv):  # pragma: no cover - compiled
+    """Objective, Newton step and decrement of one item-space problem at ``x`` (see
+    :func:`_item_newton`: ``H^{-1} g`` by the push-through identity; ``L K`` and ``L u``
+    accumulated comparison by comparison, 4 entries of ``L`` each). ``M``, ``y``, ``c``
+    and ``piv`` are work space."""
+    N = F.shape[0]
+    f = F @ x
+    d = x - mean
+    obj = 0.5 * np.sum(prec * d * d)
+    grad = prec * d
+    s = np.zeros(N)
+    for k in range(w.size):
+        c[k] = 0.0
+        if w[k] == 0.0:
+            continue
+        a, b = wi[k], li[k]
+        z = (f[a] - f[b]) * _INV_SQRT2
+        lp = log_ndtr_scalar(z)
+        r = math.exp(-0.5 * z * z - _LOG_SQRT_2PI - lp)
+        h = min(max(r * (z + r), 0.0), 1.0)
+        obj -= w[k] * lp
+        v = -w[k] * r * _INV_SQRT2
+        s[a] += v
+        s[b] -= v
+        c[k] = w[k] * h * 0.5
+    grad += F.T @ s
+    gp = grad / prec
+    u = F @ gp
+    M[:, :] = 0.0
+    for a in range(N):
+        M[a, a] = 1.0
+    y[:] = 0.0
+    for k in range(w.size):
+        ck = c[k]
+        if ck == 0.0:
+            continue
+        a, b = wi[k], li[k]
+        for q in range(N):
+            dk = ck * (K[a, q] - K[b, q])
+            M[a, q] += dk
+            M[b, q] -= dk
+        du = ck * (u[a] - u[b])
+        y[a] += du
+        y[b] -= du
+    _lu_solve(M, y, piv)
+    step = gp - (F.T @ y) / prec
+    return obj, step, np.dot(grad, step)
+
+
+@njit(cache=True)
+def _item_newton_kernel(
+    F, wi, li, w, prec, mean, x0, max_iter, tol, armijo, min_step, x, ok
+):  # pragma: no cover - compiled
+    """Every problem's Newton loop, step for step :func:`pbo_core.models.solver.
+    newton_minimize_batch` (decrement rule, Armijo backtracking down to ``min_step``):
+    the MAPs into ``x``, whether each converged into ``ok``."""
+    B, N, _ = F.shape
+    M = np.empty((N, N))
+    y = np.empty(N)
+    c = np.empty(w.shape[1])
+    piv = np.empty(N, dtype=np.int64)
+    for i in range(B):
+        Fi, wii, lii, w_i, pi, mi = F[i], wi[i], li[i], w[i], prec[i], mean[i]
+        K = (Fi / pi) @ Fi.T
+        xi = x0[i].copy()
+        it = 0
+        conv = True
+        while True:
+            obj, step, dec = _item_step(Fi, wii, lii, w_i, pi, mi, K, xi, M, y, c, piv)
+            go = not (dec <= tol * tol)
+            if it >= max_iter:
+                conv = not go
+                break
+            if not go:
+                break
+            it += 1
+            t = 1.0
+            new = xi - step
+            while True:
+                obj_new = _item_objective(Fi, wii, lii, w_i, pi, mi, new)
+                if obj_new <= obj - armijo * t * dec or t < min_step:
+                    break
+                t *= 0.5
+                new = xi - t * step
+            if obj_new < obj:
+                xi = new
+            else:  # no representable decrease: converged unless something is not finite
+                conv = np.isfinite(obj) and not np.isnan(dec)
+                break
+        x[i] = xi
+        ok[i] = conv
+
+
+def _item_newton_compiled(
+    F: np.ndarray,
+    wi: np.ndarray,
+    li: np.ndarray,
+    w: np.ndarray,
+    prec: np.ndarray,
+    mean: np.ndarray,
+    init: np.ndarray | None,
+    max_iter: int,
+    tol: float,
+    hessian: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`_item_newton`, one problem at a time in a compiled loop
+    (:func:`_item_newton_kernel`): the same steps without NumPy's per-call overhead on
+    thousands of small matrices; one :class:`~pbo_core.models.solver.ConvergenceWarning`
+    counts the problems that stopped at ``max_iter``."""
+    B, N, p = F.shape
+    start = mean if init is None else init
+    x = np.empty((B, p))
+    ok = np.ones(B, dtype=bool)
+    F = np.ascontiguousarray(F, dtype=float)
+    wi, li = np.ascontiguousarray(wi, dtype=np.int64), np.ascontiguousarray(li, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=float)
+    start = np.ascontiguousarray(start, dtype=float)
+    prec = np.ascontiguousarray(prec, dtype=float)
+    mean = np.ascontiguousarray(mean, dtype=float)
+    _item_newton_kernel(F, wi, li, w, prec, mean, start, max_iter, tol, 0.25, 2.0**-38, x, ok)
+    warn_unconverged(
+        int((~ok).sum()), B, "penalised probit GLM", max_iter, tol, "decrement", _HINT, 2
+    )
+    if not hessian:
+        return x, None
+    f = (F @ x[:, :, None])[:, :, 0]
+    _, _, h1 = link_terms(_item_margins(f, wi, li), "probit")
+    L = _item_laplacian(wi, li, w * h1 * 0.5, N)
+    H = np.swapaxes(F, 1, 2) @ L @ F
+    H[:, np.arange(p), np.arange(p)] += prec
+    return x, H
+
+
+#: The advice of the solver's warning (as :mod:`pbo_core.models.glm` words it).
+_HINT = "Raise max_iter, or strengthen the prior (separable comparisons have no finite MLE)."
+#: Item-space problems go through the compiled loop (``False``: the NumPy batch, the
+#: reference the tests compare it with).
+COMPILED = True
+
+
+def _item_newton(
+    F: np.ndarray,
+    wi: np.ndarray,
+    li: np.ndarray,
+    w: np.ndarray,
+    prec: np.ndarray,
+    mean: np.ndarray,
+    init: np.ndarray | None,
+    max_iter: int,
+    tol: float,
+    hessian: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """MAP of ``B`` penalised probit GLMs whose rows live in item space (see :class:`_Rows`).
+
+    The same objective and the same Newton loop as :func:`pbo_core.models.glm.newton_batch`
+    (:func:`pbo_core.models.solver.newton_minimize_batch`, tolerance on the decrement):
+    with ``f = F theta`` the item utilities, the rows' curvatures ``c = w h / 2`` give the
+    Laplacian ``L`` of the comparison graph, ``H = P + F^T L F`` and, by the push-through
+    identity with ``K = F P^{-1} F^T`` (fixed, ``P`` is),
+
+    .. math::
+
+        H^{-1} g = P^{-1} g - P^{-1} F^\\top (I + L K)^{-1} L F P^{-1} g,
+
+    an ``N x N`` solve per step instead of ``p x p`` (``I + L K`` is similar to
+    ``I + L^{1/2} K L^{1/2}``, so it is invertible). The same Newton steps, so the same
+    MAP (the objective is strictly convex; they agree to rounding). ``hessian=True`` also
+    returns ``H`` at the MAP.
+    """
+    _, N, p = F.shape
+    start = (mean if init is None else init).astype(float, copy=True)
+    K = (F / prec[:, None, :]) @ np.swapaxes(F, 1, 2)
+    eye = np.eye(N)
+
+    def newton(active: np.ndarray, ba: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        Fa, wa, pa, ma = F[active], w[active], prec[active], mean[active]
+        wia, lia = wi[active], li[active]
+        f = (Fa @ ba[:, :, None])[:, :, 0]
+        z = _item_margins(f, wia, lia)
+        nll, g1, h1 = link_terms(z, "probit")
+        dev = ba - ma
+        obj = (wa * nll).sum(axis=1) + 0.5 * (pa * dev * dev).sum(axis=1)
+        v = wa * g1 * _INV_SQRT2
+        k = len(active)
+        base = (np.arange(k) * N)[:, None]
+        s = np.bincount(
+            np.concatenate([base + wia, base + lia], axis=1).ravel(),
+            np.concatenate([v, -v], axis=1).ravel(),
+            minlength=k * N,
+        ).reshape(k, N)
+        Ft = np.swapaxes(Fa, 1, 2)
+        grad = (Ft @ s[:, :, None])[:, :, 0] + pa * dev
+        L = _item_laplacian(wia, lia, wa * h1 * 0.5, N)
+        gp = grad / pa
+        u = (Fa @ gp[:, :, None])[:, :, 0]
+        M = eye + L @ K[active]
+        y = np.linalg.solve(M, (L @ u[:, :, None]))[:, :, 0]
+        step = gp - (Ft @ y[:, :, None])[:, :, 0] / pa
+        return obj, step, (grad * step).sum(axis=1)
+
+    def objective(idx: np.ndarray, b: np.ndarray) -> np.ndarray:
+        f = (F[idx] @ b[:, :, None])[:, :, 0]
+        z = _item_margins(f, wi[idx], li[idx])
+        dev = b - mean[idx]
+        return (w[idx] * link_nll(z, "probit")).sum(axis=1) + 0.5 * (prec[idx] * dev * dev).sum(
+            axis=1
+        )
+
+    res = newton_minimize_batch(
+        newton,
+        objective,
+        start,
+        max_iter=max_iter,
+        tol=tol,
+        min_step=2.0**-38,  # as newton_batch: 40 trial steps
+        what="penalised probit GLM",
+        hint="Raise max_iter, or strengthen the prior (separable comparisons have no finite MLE).",
+    )
+    if not hessian:
+        return res.x, None
+    f = (F @ res.x[:, :, None])[:, :, 0]
+    _, _, h1 = link_terms(_item_margins(f, wi, li), "probit")
+    L = _item_laplacian(wi, li, w * h1 * 0.5, N)
+    H = np.swapaxes(F, 1, 2) @ L @ F
+    H[:, np.arange(p), np.arange(p)] += prec
+    return res.x, H
 
 
 class LinearLeafDTSurrogate(GaussianLinearUtility):
@@ -501,18 +877,58 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
                     H[sl] = h
         return beta, H
 
+    def _solve_rows(
+        self,
+        rows: _Rows,
+        group: np.ndarray,
+        W: np.ndarray,
+        prec: np.ndarray,
+        mean: np.ndarray,
+        init: np.ndarray | None = None,
+        hessian: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_solve` of the problems ``rows`` (problem ``b`` is ``rows``'s
+        ``group[b]``): padded design rows go to :meth:`_solve` unchanged; rows in item
+        space to :func:`_item_newton`, in chunks of at most :data:`BATCH_CELLS` cells."""
+        if rows.D is not None:
+            return self._solve(rows.D[group], W, prec, mean, init=init, hessian=hessian)
+        B, p, N = len(group), rows.p, rows.N
+        beta = np.empty((B, p))
+        H = np.empty((B, p, p) if hessian else (0, p, p))
+        step = max(1, BATCH_CELLS // max(1, N * max(N, p, rows.n)))
+        with blas_single_thread():
+            for i in range(0, B, step):
+                sl = slice(i, min(i + step, B))
+                g = group[sl]
+                b, h = (_item_newton_compiled if COMPILED else _item_newton)(
+                    rows.F[g],
+                    rows.wi[g],
+                    rows.li[g],
+                    W[sl],
+                    prec[sl],
+                    mean[sl],
+                    None if init is None else init[sl],
+                    self.max_iter,
+                    self.tol,
+                    hessian,
+                )
+                beta[sl] = b
+                if h is not None:
+                    H[sl] = h
+        return beta, H
+
     def _pooled_theta(
         self,
-        d: np.ndarray,
+        rows: _Rows,
         w: np.ndarray,
         base: np.ndarray,
         base_mean: np.ndarray,
         init: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Pooled MAP (base prior) on difference rows ``d`` with weights ``w``."""
+        """Pooled MAP (base prior) on the one problem ``rows`` with row weights ``w``."""
         start = None if init is None else init[None]
-        beta, _ = self._solve(
-            d[None], w[None], base[None], base_mean[None], init=start, hessian=False
+        beta, _ = self._solve_rows(
+            rows, _ONE, w[None], base[None], base_mean[None], init=start, hessian=False
         )
         return beta[0]
 
@@ -671,16 +1087,17 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         """Held-out errors of one fold and one depth, ``(lams, rhos)``."""
         train = ~held_rows
         z, scale, rows = inputs.z, inputs.scale, inputs.rows
-        tree, _, _, _, d = self._leaf_design(inputs, train, dd)
+        tree, _, _, _, phi = self._leaf_design(inputs, train, dd)
         m = tree.n_leaves
-        D, mask, _ = pad_rows(d, rows)
-        trw = np.zeros(mask.shape)
-        held = np.zeros(mask.shape)
+        P = _Rows(phi, inputs.pairs, rows)
+        pooled = _Rows(phi, inputs.pairs, [np.arange(len(inputs.pairs))])
+        trw = np.zeros(P.mask.shape)
+        held = np.zeros(P.mask.shape)
         for i, r in enumerate(rows):
             trw[i, : len(r)] = train[r]
             held[i, : len(r)] = held_rows[r]
-        R, L = D.shape[0], len(lams)
-        Db = np.repeat(D, L, axis=0)
+        R, L = len(rows), len(lams)
+        group = np.repeat(np.arange(R), L)
         Wb = np.repeat(trw, L, axis=0)
         out = np.zeros((L, len(rhos)))
         beta = mu = None
@@ -688,12 +1105,12 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         for h, rho in enumerate(rhos):
             base = self._base_prec(m, scale, rho)
             if self.pooling == "shrink":  # warm start: the previous slope ratio's fit
-                mu = self._pooled_theta(d, train.astype(float), base, base_mean, init=mu)
+                mu = self._pooled_theta(pooled, train.astype(float), base, base_mean, init=mu)
             pm = [self._prior(m, scale, rho, la, mu) for la in lams]
             prec = np.tile(np.stack([a_[0] for a_ in pm]), (R, 1))
             mean = np.tile(np.stack([a_[1] for a_ in pm]), (R, 1))
-            beta, _ = self._solve(Db, Wb, prec, mean, init=beta, hessian=False)
-            zz = np.einsum("bnp,bp->bn", Db, beta).reshape(R, L, -1)
+            beta, _ = self._solve_rows(P, group, Wb, prec, mean, init=beta, hessian=False)
+            zz = P.margins(group, beta).reshape(R, L, -1)
             out[:, h] = _error_sum(zz, held[:, None, :]).sum(axis=0)
         return out
 
@@ -704,8 +1121,8 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
 
         Returns the tree, the leaf of every item ``(n_items,)``, the leaf centres
         ``(m, k)`` and overall centre ``(k,)`` of the slope columns (from the fitted
-        comparisons' items), and the design rows ``(phi(w) - phi(l)) / sqrt 2`` of *all*
-        comparisons ``(n, p)``.
+        comparisons' items), and the design row ``phi`` of every item ``(n_items, p)``
+        (a comparison's row is ``(phi(w) - phi(l)) / sqrt 2``, :class:`_Rows`).
         """
         X, z, pairs = inputs.X, inputs.z, inputs.pairs
         fit = pairs if fit_rows is None else pairs[fit_rows]
@@ -715,54 +1132,35 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         cen = self._centers(leaf, z, fit, m)
         zmean = self._centers(np.zeros(len(z), dtype=np.int64), z, fit, 1)[0]
         phi = self._phi(leaf, z, cen, zmean, m)
-        d = (phi[pairs[:, 0]] - phi[pairs[:, 1]]) * _INV_SQRT2
-        return tree, leaf, cen, zmean, d
+        return tree, leaf, cen, zmean, phi
 
     def _fit_final(
         self, inputs: _FitInputs, ids: np.ndarray, depth: int | None, lam: float, rho: float
     ) -> None:
         pairs, scale, rows = inputs.pairs, inputs.scale, inputs.rows
-        tree, leaf, cen, zmean, d = self._leaf_design(inputs, None, depth)
+        tree, leaf, cen, zmean, phi = self._leaf_design(inputs, None, depth)
         m = tree.n_leaves
         k = inputs.z.shape[1]
-        p = d.shape[1]
         base = self._base_prec(m, scale, rho)
-        R = len(rows)
         # pooled (population) posterior with the base prior
         if k == 0:
             res = laplace_fit(leaf[pairs[:, 0]], leaf[pairs[:, 1]], m, self.ratio)
             mu, mu_cov = res.map, res.cov
         else:
             mean_b = self._base_mean(m, k)[None]
-            b, H = self._solve(d[None], np.ones((1, len(d))), base[None], mean_b)
+            pooled = _Rows(phi, pairs, [np.arange(len(pairs))])
+            b, H = self._solve_rows(pooled, _ONE, pooled.mask.astype(float), base[None], mean_b)
             mu, mu_cov = b[0], spd_inv_batch(H)[0]
         prec, mean0 = self._prior(m, scale, rho, lam, mu if self.pooling == "shrink" else None)
-        cond: list[tuple[np.ndarray, np.ndarray]] = []
-        if k == 0:
-            theta = np.empty((R, p))
-            cov = np.empty((R, p, p))
-            for i, r in enumerate(rows):
-                res = laplace_fit(
-                    leaf[pairs[r, 0]],
-                    leaf[pairs[r, 1]],
-                    m,
-                    self.ratio,
-                    prior_mean=mean0,
-                    prior_precision=prec,
-                )
-                theta[i], cov[i] = res.map, res.cov
-                cond.append((res.mean_c, res.cov_c))  # the DT's own conditioning
-        else:
-            D, mask, _ = pad_rows(d, rows)
-            theta, H = self._solve(
-                D, mask.astype(float), np.tile(prec, (R, 1)), np.tile(mean0, (R, 1))
-            )
-            cov = spd_inv_batch(H)
-        if cond:
-            theta_c = np.stack([c[0] for c in cond])
-            cov_c = np.stack([c[1] for c in cond])
-        else:
-            theta_c, cov_c = condition_on_sum(theta, cov, m)
+        # every respondent's posterior is computed when first asked for (:meth:`_posterior`)
+        self._post_inputs = (
+            (leaf, pairs, rows) if k == 0 else _Rows(phi, pairs, rows),
+            prec,
+            mean0,
+            m,
+        )
+        self._post_one: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._post_all: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         mu_c, mu_cov_c = condition_on_sum(mu, mu_cov, m)
 
         self.schema_: Schema = inputs.schema
@@ -773,13 +1171,76 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         self.z_mean_ = zmean
         self.scale_ = scale
         self.respondents_ = ids
-        self.respondent_theta_ = theta_c
-        self.respondent_cov_ = cov_c
-        self.respondent_map_ = theta
         self.theta_, self.theta_cov_ = mu_c, mu_cov_c
         self.slope_columns_ = [design_name for design_name in self._col_names()]
         self._index = {self._key(r): i for i, r in enumerate(ids)}
         self._set_display(self.theta_, self.theta_cov_)
+
+    def _posteriors(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Respondents ``idx``'s posteriors: conditioned mean ``(r, p)`` and covariance
+        ``(r, p, p)``, and the MAP before conditioning ``(r, p)``.
+
+        Each respondent's fit depends only on their own comparisons and the prior fixed by
+        the pooled fit, and the batched solver treats every problem on its own, so any
+        subset gives the same numbers as all respondents at once.
+        """
+        rows, prec, mean0, m = self._post_inputs
+        r = len(idx)
+        if isinstance(rows, _Rows):
+            theta, H = self._solve_rows(
+                rows,
+                idx,
+                rows.mask[idx].astype(float),
+                np.tile(prec, (r, 1)),
+                np.tile(mean0, (r, 1)),
+            )
+            theta_c, cov_c = condition_on_sum(theta, spd_inv_batch(H), m)
+            return theta_c, cov_c, theta
+        leaf, pairs, own = rows
+        p = len(prec)
+        theta, theta_c, cov_c = np.empty((r, p)), np.empty((r, p)), np.empty((r, p, p))
+        for j, i in enumerate(idx):
+            res = laplace_fit(
+                leaf[pairs[own[i], 0]],
+                leaf[pairs[own[i], 1]],
+                m,
+                self.ratio,
+                prior_mean=mean0,
+                prior_precision=prec,
+            )
+            theta[j], theta_c[j], cov_c[j] = res.map, res.mean_c, res.cov_c  # the DT's own
+        return theta_c, cov_c, theta
+
+    def _all_posteriors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not hasattr(self, "tree_"):
+            raise AttributeError(f"{type(self).__name__} is not fitted; call fit(data) first")
+        if self._post_all is None:
+            self._post_all = self._posteriors(np.arange(len(self.respondents_)))
+        return self._post_all
+
+    @property
+    def respondent_theta_(self) -> np.ndarray:
+        """``(R, p)`` every respondent's conditioned posterior mean (computed on first use)."""
+        return self._all_posteriors()[0]
+
+    @property
+    def respondent_cov_(self) -> np.ndarray:
+        """``(R, p, p)`` every respondent's conditioned posterior covariance."""
+        return self._all_posteriors()[1]
+
+    @property
+    def respondent_map_(self) -> np.ndarray:
+        """``(R, p)`` every respondent's MAP before conditioning on the sum of the levels."""
+        return self._all_posteriors()[2]
+
+    def _posterior(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Respondent ``i``'s conditioned posterior (computed once, alone)."""
+        if self._post_all is not None:
+            return self._post_all[0][i], self._post_all[1][i]
+        if i not in self._post_one:
+            t, c, mp = self._posteriors(np.array([i]))
+            self._post_one[i] = (t[0], c[0], mp[0])
+        return self._post_one[i][0], self._post_one[i][1]
 
     def _set_display(self, theta: np.ndarray, cov: np.ndarray) -> None:
         """Leaf display values: the utility at every leaf's centroid (mean, covariance)."""
@@ -834,7 +1295,7 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
             i = self._index[self._key(respondent)]
         except KeyError:
             raise KeyError(f"respondent {respondent!r} was not in the training data") from None
-        return self.respondent_theta_[i], self.respondent_cov_[i]
+        return self._posterior(i)
 
     def _rows(self, X: np.ndarray) -> np.ndarray:
         if X is getattr(self, "_X_fit", None):
@@ -902,17 +1363,29 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         """
         theta, S = self._params(respondent)
         m, k, p = self.n_leaves_, len(self._cols), len(theta)
+        if weights is None:  # A_l selects (and adds) entries: index theta and S directly
+            blocks = []
+            if k and self.slopes in ("leaf", "both"):
+                blocks.append(m + np.arange(m)[:, None] * k + np.arange(k)[None, :])
+            if k and self.slopes in ("shared", "both"):
+                blocks.append(np.broadcast_to(p - k + np.arange(k), (m, k)))
+            mean = np.zeros((m, k))
+            cov = np.zeros((m, k, k))
+            for b1 in blocks:
+                mean += theta[b1]
+                for b2 in blocks:
+                    cov += S[b1[:, :, None], b2[:, None, :]]
+            return mean, 0.5 * (cov + np.swapaxes(cov, -1, -2))
         A = np.zeros((m, k, p))
         if k and self.slopes in ("leaf", "both"):
             for j in range(k):
                 A[np.arange(m), j, m + np.arange(m) * k + j] = 1.0
         if k and self.slopes in ("shared", "both"):
             A[:, np.arange(k), p - k + np.arange(k)] = 1.0
-        if weights is not None:
-            w = np.asarray(weights, dtype=float)
-            if w.shape != (m,) or not np.all(w >= 0) or w.sum() <= 0:
-                raise ValueError(f"weights must be {m} non-negative numbers, not all 0")
-            A = np.tensordot(w / w.sum(), A, axes=1)
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (m,) or not np.all(w >= 0) or w.sum() <= 0:
+            raise ValueError(f"weights must be {m} non-negative numbers, not all 0")
+        A = np.tensordot(w / w.sum(), A, axes=1)
         mean = A @ theta
         cov = A @ S @ np.swapaxes(A, -1, -2)
         return mean, 0.5 * (cov + np.swapaxes(cov, -1, -2))

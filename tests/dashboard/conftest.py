@@ -41,6 +41,9 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("DTPBO_NO_DEFAULT_RESULTS", "1")
     # nor the Tree explorer's background comparison of tree models (its own tests on)
     monkeypatch.setenv("DTPBO_NO_TREE_CHOICE", "1")
+    # jobs run in the test's thread: an AppTest cannot wait for a worker process (the
+    # job service's own tests start workers)
+    monkeypatch.setenv("DTPBO_JOBS", "inline")
     # an unexpected exception reaches AppTest's ``at.exception`` (instead of the page's
     # one sentence and error id; tests of that unset it)
     monkeypatch.setenv("DTPBO_SHOW_TRACEBACKS", "1")

@@ -29,7 +29,7 @@ def test_live_elicitation_answers_ten_questions_with_dt_linear(server, page) -> 
     settle(page)
     page.locator('[data-testid="stSelectbox"]', has_text="Query rule").first.click()
     page.get_by_role("option", name=rule_label("dt-linear")).click()
-    settle(page, timeout=300_000)  # the first visit fits the study's respondents (the prior)
+    settle(page, timeout=60_000)  # the first visit fits the study's respondents (the prior)
     expect(metric(page, "Answers")).to_have_text("0", timeout=60_000)
     for k, side in enumerate("ABBABAABBA", start=1):
         page.get_by_role("button", name=f"I prefer {side}").click()

@@ -120,7 +120,7 @@ def context(served) -> Iterator[tuple[object, list[str]]]:
 def page(context) -> Iterator[object]:
     ctx, _ = context
     pg = ctx.new_page()
-    pg.set_default_timeout(120_000)
+    pg.set_default_timeout(60_000)
     try:
         yield pg
     finally:
@@ -149,10 +149,10 @@ def test_the_favourite_card_names_the_leaf_the_tree_highlights(served, page) -> 
     settle(page)
     for k, side in enumerate("ABBABAABBA", start=1):
         page.get_by_role("button", name=f"I prefer {side}").click()
-        expect(metric(page, "Answers")).to_have_text(str(k), timeout=120_000)
+        expect(metric(page, "Answers")).to_have_text(str(k), timeout=60_000)
         settle(page)
     frame = page.frame_locator(TREE_FRAME).first
-    expect(frame.locator("body")).to_contain_text("after 10 answers", timeout=120_000)
+    expect(frame.locator("body")).to_contain_text("after 10 answers", timeout=60_000)
     card = page.get_by_text(re.compile(r"Leaf \d+ of the tree")).first
     expect(card).to_be_visible()
     number = re.search(r"Leaf (\d+) of the tree \(rank (\d+) of (\d+)", card.inner_text())
@@ -177,10 +177,10 @@ def test_the_evidence_tab_names_the_model_shown(served, page) -> None:
     shown = "Linear-leaf tree (dt-linear)"
     expect(page.get_by_role("combobox", name="Model")).to_have_value(shown)
     page.get_by_role("tab", name="Held-out evidence").click()
-    settle(page, timeout=600_000)
+    settle(page, timeout=60_000)
     heading = page.get_by_text(f"The model shown ({shown}) on respondent ")
-    expect(heading).to_be_visible(timeout=600_000)
-    settle(page, timeout=600_000)
+    expect(heading).to_be_visible(timeout=60_000)
+    settle(page, timeout=60_000)
     # both tables mark the row of the model drawn above, and it is the model shown
     tables = page.locator('[data-testid="stDataFrame"]')
     expect(tables).to_have_count(2)
@@ -245,19 +245,19 @@ def test_a_tour_of_every_page_requests_nothing_beyond_the_server(served, context
     ctx, requested = context
     expect = sync_api.expect
     pg = ctx.new_page()
-    pg.set_default_timeout(600_000)
+    pg.set_default_timeout(60_000)
     requested.clear()
     visited = set()
     for path, shot, marker, start in TOUR:
         pg.goto(f"{url}/{path}")
-        settle(pg, timeout=900_000)
-        expect(pg.locator('[data-testid="stMain"]')).to_contain_text(marker, timeout=600_000)
-        settle(pg, timeout=900_000)
+        settle(pg, timeout=60_000)
+        expect(pg.locator('[data-testid="stMain"]')).to_contain_text(marker, timeout=60_000)
+        settle(pg, timeout=60_000)
         assert pg.locator('[data-testid="stException"]').count() == 0, path
         visited.add(path.split("?")[0])
         if shot == "pmr":  # the urgency tree, a tab of its own
             pg.get_by_role("tab", name="Urgency tree").click()
-            settle(pg, timeout=600_000)
+            settle(pg, timeout=60_000)
             pg.frame_locator(TREE_FRAME).first.locator("g.node").first.wait_for(state="visible")
         if shot is not None:
             pg.wait_for_timeout(1500)  # charts and the tree view paint

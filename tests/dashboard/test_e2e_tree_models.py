@@ -57,8 +57,8 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
     settle(page)
     # Train is the first study; the held-out comparison of the tree models runs in the
     # background and the page switches to its winner
-    expect(page.get_by_text("Default: Linear-leaf tree (dt-linear)")).to_be_visible(timeout=900_000)
-    settle(page, timeout=300_000)
+    expect(page.get_by_text("Default: Linear-leaf tree (dt-linear)")).to_be_visible(timeout=60_000)
+    settle(page, timeout=60_000)
     frame = page.frame_locator(TREE_FRAME).first
     svg = frame.locator("#tree-svg")
     expect(svg).to_contain_text("Price: ", timeout=60_000)
@@ -97,7 +97,7 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
     snap(page, "tree_explorer_leaves")
     # held-out evidence: dt-linear next to the baselines, with CIs
     page.get_by_role("tab", name="Held-out evidence").click()
-    settle(page, timeout=300_000)
+    settle(page, timeout=60_000)
     page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
     expect(page.get_by_text("Which tree is most accurate on this study")).to_be_visible()
     page.wait_for_timeout(800)
@@ -107,9 +107,9 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
 def test_sensitivity_ablates_three_models_side_by_side(server, page) -> None:
     expect = sync_api.expect
     page.goto(f"{server}/sensitivity")
-    settle(page, timeout=600_000)
-    expect(page.get_by_text("Test accuracy with every feature")).to_be_visible(timeout=600_000)
-    settle(page, timeout=600_000)
+    settle(page, timeout=60_000)
+    expect(page.get_by_text("Test accuracy with every feature")).to_be_visible(timeout=60_000)
+    settle(page, timeout=60_000)
     for label in ("Paper DT (constant leaves)", "Linear-leaf tree (dt-linear)"):
         expect(page.locator('[data-testid="stMetric"]', has_text=label).first).to_be_visible()
     expect(page.get_by_text("(best baseline here)").first).to_be_visible()

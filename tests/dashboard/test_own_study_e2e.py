@@ -22,7 +22,7 @@ if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
 
 TREE_FRAME = 'iframe[srcdoc*="tree-data"]'
-sync_api.expect.set_options(timeout=90_000)  # a loaded CI machine
+sync_api.expect.set_options(timeout=60_000)  # a loaded CI machine
 TITLE = "Broadband offers"
 
 
@@ -65,7 +65,7 @@ def choice_files(folder: Path) -> tuple[Path, Path, Path]:
     return paths
 
 
-def settle(pg, timeout: float = 120_000) -> float:
+def settle(pg, timeout: float = 60_000) -> float:
     return wait_until_idle(pg, quiet_ms=400, timeout=timeout)
 
 
@@ -120,7 +120,7 @@ def test_upload_edit_import_view_restart_remove(tmp_path: Path) -> None:
                 viewport={"width": 1400, "height": 1600}, accept_downloads=True
             )
             pg = ctx.new_page()
-            pg.set_default_timeout(120_000)
+            pg.set_default_timeout(60_000)
             with streamlit_server(work) as url:
                 pg.goto(url)
                 settle(pg)

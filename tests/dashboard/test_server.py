@@ -86,3 +86,17 @@ def test_html_pages_set_the_visitor_cookie_httponly() -> None:
 def test_other_responses_set_no_cookie() -> None:
     assert _respond([], b"application/javascript") == []
     assert _respond([], b"application/json") == []
+
+
+def test_the_checkouts_streamlit_config_parses_with_its_settings() -> None:
+    """A duplicated key makes Streamlit ignore the whole file ("Cannot overwrite a
+    value"): no file watcher off, no error details off, no postScriptGC off."""
+    import tomllib
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml"
+    cfg = tomllib.loads(path.read_text())
+    assert cfg["server"]["fileWatcherType"] == "none"
+    assert cfg["server"]["maxUploadSize"] == _server.UPLOAD_MB
+    assert cfg["client"]["showErrorDetails"] == "none"
+    assert cfg["runner"]["postScriptGC"] is False

@@ -121,35 +121,3 @@ def test_option_table_prints_units_and_labels() -> None:
         {"attribute": "Price", "value": "1.5 EUR"},
         {"attribute": "Size", "value": "L"},
     ]
-
-
-def test_the_tree_comparison_runs_in_a_low_priority_worker_process() -> None:
-    """The background comparison (a minute of CPU on big studies) runs in another process
-    at the lowest priority, gives the in-process result and keeps the winner's fit."""
-    import os
-
-    from dashboard._services import trees as tree_svc
-    from data_loaders.registry import load_study
-
-    study = load_study("train")
-    token = ("train-worker-test", (), ())
-    choice = tree_svc._choice_in_background(study, 6, token).result(timeout=600)
-    same = tree_svc.compare_trees(study, 6)
-    pd.testing.assert_frame_equal(choice.table, same.table)
-    assert choice.best == same.best
-    if choice.best != "dt":
-        fit = tree_svc._BACKGROUND_FITS[(token, choice.best)]
-        X = study.data.X[:5]
-        np.testing.assert_allclose(
-            fit.predict(X), tree_svc._fit_pooled.__wrapped__(token, choice.best, study).predict(X)
-        )
-    assert tree_svc._submit(os.getpid).result() != os.getpid()
-    assert tree_svc._submit(os.nice, 0).result() == min(19, os.nice(0) + 19)
-    worker = tree_svc._worker()
-    assert worker.process.daemon  # never delays the server's exit
-    # a worker that dies fails the call it was running and is replaced for the next one
-    dying = tree_svc._submit(os._exit, 1)
-    with pytest.raises((EOFError, OSError)):
-        dying.result(timeout=60)
-    assert tree_svc._submit(os.getpid).result(timeout=120) != worker.process.pid
-    assert tree_svc.start_worker() >= 0.0

@@ -95,8 +95,8 @@ def test_every_page_opens_on_every_shape_by_its_link(shapes_server) -> None:
                 if path == "hierarchy" and not SHAPES[name].has_users:
                     continue
                 page.goto(f"{url}/{path}?study={key}")
-                shown = _shows(page, title, 180_000)  # a heading or the study picker
-                wait_until_idle(page, quiet_ms=400, timeout=180_000)
+                shown = _shows(page, title, 60_000)  # a heading or the study picker
+                wait_until_idle(page, quiet_ms=400, timeout=60_000)
                 errors = page.locator('[data-testid="stException"]').count()
                 if errors or not shown:
                     snap(page, f"shape-{name}-{path or 'case_studies'}")

@@ -41,11 +41,11 @@ from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-sync_api.expect.set_options(timeout=120_000)
+sync_api.expect.set_options(timeout=60_000)
 
 
 def settle(pg) -> float:
-    return wait_until_idle(pg, quiet_ms=400, timeout=240_000)
+    return wait_until_idle(pg, quiet_ms=400, timeout=60_000)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -181,7 +181,7 @@ def test_visitor_b_neither_sees_nor_removes_a_study_and_markdown_makes_no_reques
     csv, title = hostile_csv(server.work, img_port)
     a = browser.new_context(viewport={"width": 1400, "height": 1600})
     pa = a.new_page()
-    pa.set_default_timeout(120_000)
+    pa.set_default_timeout(60_000)
     pa.on("request", lambda r: requested.append(r.url))
     pa.goto(url)
     settle(pa)
@@ -203,7 +203,7 @@ def test_visitor_b_neither_sees_nor_removes_a_study_and_markdown_makes_no_reques
 
     b = browser.new_context(viewport={"width": 1400, "height": 1600})
     pb = b.new_page()
-    pb.set_default_timeout(120_000)
+    pb.set_default_timeout(60_000)
     pb.on("request", lambda r: requested.append(r.url))
     pb.goto(url + f"/?study={key}")  # A's link
     settle(pb)
@@ -237,7 +237,7 @@ def test_no_page_shows_a_traceback_or_a_server_path(browser, server: Server) -> 
     server_paths = [str(server.work), str(ROOT), str(Path.home()) + "/", "/tmp/", "site-packages"]
     ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
     pg = ctx.new_page()
-    pg.set_default_timeout(120_000)
+    pg.set_default_timeout(60_000)
     for script, _title, _icon in PAGES:
         pg.goto(page_url(server.url, script))
         settle(pg)
@@ -364,7 +364,7 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
     before = server.stored()
     ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
     pg = ctx.new_page()
-    pg.set_default_timeout(120_000)
+    pg.set_default_timeout(60_000)
     pg.goto(url)
     settle(pg)
     time.sleep(3)  # the launcher's preload (when this test runs alone): not a visitor's work

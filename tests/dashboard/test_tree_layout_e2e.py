@@ -43,7 +43,7 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
         try:
             # tall enough for the page header and the whole outline (~1,840 px) in one shot
             pg = browser.new_context(viewport={"width": 1400, "height": 3000}).new_page()
-            pg.set_default_timeout(180_000)
+            pg.set_default_timeout(60_000)
             with streamlit_server(work) as url:
                 pg.goto(f"{url}/tree_explorer")
                 wait_until_idle(pg)
@@ -53,7 +53,7 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
                 wait_until_idle(pg)
                 frame = pg.frame_locator(TREE_FRAME).first
                 sync_api.expect(frame.locator("#tree-svg")).to_contain_text(
-                    "Patient message triage", timeout=120_000
+                    "Patient message triage", timeout=60_000
                 )
                 # 34 leaves: the page opens the outline, as tall as the tree, at 100 %
                 _same_x(frame, outline)
@@ -72,7 +72,7 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
                 wait_until_idle(pg)
                 frame = pg.frame_locator(TREE_FRAME).first
                 sync_api.expect(frame.locator("#tree-svg")).to_contain_text(
-                    "Patient message triage", timeout=120_000
+                    "Patient message triage", timeout=60_000
                 )
                 _same_x(frame, expected)
         finally:

@@ -8,9 +8,6 @@ inner CV picks on Train (fixture ``quick_dt_linear``).
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 from dashboard._services import trees as tree_svc
@@ -22,12 +19,10 @@ from tests.dashboard.test_pages import trees as tree_views
 
 @pytest.fixture
 def quick_models(monkeypatch: pytest.MonkeyPatch, quick_dt_linear: None) -> None:
-    monkeypatch.setattr(tree_svc, "CHOICE_RESPONDENTS", 7)  # also a cache key of its own
-    monkeypatch.setenv("DTPBO_NO_TREE_CHOICE", "0")  # the background comparison on
-    # in a thread of this process, so the quick dt-linear above applies (the worker
-    # process itself: tests/dashboard/test_services.py)
-    worker = ThreadPoolExecutor(max_workers=1)
-    monkeypatch.setattr(tree_svc, "_submit", worker.submit)
+    monkeypatch.setattr(tree_svc, "CHOICE_RESPONDENTS", 7)  # also a part of the job key
+    monkeypatch.setenv("DTPBO_NO_TREE_CHOICE", "0")  # the comparison on
+    # jobs run inline (conftest), so the quick dt-linear above applies (the worker
+    # processes themselves: tests/dashboard/test_jobs.py)
 
 
 def _model_box(at):
@@ -36,13 +31,7 @@ def _model_box(at):
 
 def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_models) -> None:
     at = app("tree_explorer", sel_study="train")
-    assert _model_box(at).value == "dt"  # until the background comparison is done
-    assert "Comparing the held-out accuracy of the tree models" in texts(at)
-    for _ in range(240):
-        if "Default: " in texts(at):
-            break
-        time.sleep(0.5)
-        at.run()
+    # inline jobs: the comparison and the winner's fit are done in the first run
     no_exception(at)
     assert "the tree model with the best held-out accuracy on this study" in texts(at)
     at.session_state["te_view"] = "Held-out evidence"

@@ -36,7 +36,10 @@ def test_compare_trees_scores_trees_and_baselines_and_picks_the_best_tree(train)
     best = t.set_index("key").loc[choice.best]
     reason = choice.reason()
     assert get(choice.best).label in reason and f"{100 * best['heldout']:.1f}%" in reason
-    assert "6 respondents'" in reason and "5-fold cross-validation" in reason
+    assert "the first 6 of 235 respondents'" in reason and "5-fold cross-validation" in reason
+    assert (
+        choice.sample() == f"the first 6 of 235 respondents' {choice.n_comparisons:,} comparisons"
+    )
 
 
 def test_a_pooled_study_drops_baselines_of_respondents_own_utilities(train) -> None:
@@ -60,65 +63,46 @@ def test_choose_and_fit_returns_the_winners_fit_and_pickles(train) -> None:
     # what crosses to and from the dashboard's worker process
     again = pickle.loads(pickle.dumps((train, TREES, BASELINES, choice, model)))
     assert again[3].best == choice.best
-    assert tree_choice.ready() is True
 
 
-def test_serve_answers_calls_and_errors_until_the_other_end_closes() -> None:
-    import threading
-    from multiprocessing import Pipe
-
-    ours, theirs = Pipe()
-    t = threading.Thread(target=tree_choice.serve, args=(theirs, 0), daemon=True)
-    t.start()
-    ours.send((divmod, (7, 2)))
-    assert ours.recv() == (True, (3, 1))
-    ours.send((int, ("not a number",)))
-    ok, exc = ours.recv()
-    assert not ok and isinstance(exc, ValueError)
-    ours.close()
-    t.join(5)
-    assert not t.is_alive()
+def test_progress_is_reported_per_fit_and_ends_at_one(train) -> None:
+    seen: list[tuple[float, str]] = []
+    tree_choice.compare_trees(
+        train, TREES, BASELINES, n_respondents=6, progress=lambda f, s: seen.append((f, s))
+    )
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert len(seen) > 4 * 5  # every fold of every model
+    assert any("Pooled DT" in s for _, s in seen)
 
 
-_ORPHAN = """
-import multiprocessing, os, sys, time
-from pbo_core.experiments import tree_choice
+def test_a_respondents_evidence_reuses_the_comparisons_folds_and_fits(train) -> None:
+    """A respondent of the comparison's sample: its split tested on them alone (same folds,
+    same training comparisons), so the pooled models' fits are the comparison's; the
+    evidence equals the comparison's rows for that respondent."""
+    from pbo_core.evaluation import score_model
 
-if __name__ == "__main__":
-    ctx = multiprocessing.get_context("spawn")
-    ours, theirs = ctx.Pipe()
-    p = ctx.Process(target=tree_choice.serve, args=(theirs, 0))
-    p.start()
-    ours.send((os.getpid, ()))
-    assert ours.recv() == (True, p.pid)  # the worker serves
-    ours.send((time.sleep, (120,)))  # a long call in progress
-    print(p.pid, flush=True)
-    time.sleep(1.0)
-    os._exit(0)  # the server ends without stopping its worker
-"""
+    r = train.respondents()[2]
+    cs = tree_choice.choice_split(train, 6)
+    split = tree_choice.evidence_split_for(train, r, 6)
+    np.testing.assert_array_equal(split.fold, cs.fold)
+    assert list(split.units) == [r] and "same folds and fits" in split.reason
+    memo: dict = {}
+    whole = score_model(cs, "dt-pooled", fits=memo)
+    n_fits = len(memo)
+    one = score_model(split, "dt-pooled", fits=memo)
+    assert len(memo) == n_fits == 5  # no new fit
+    row = whole[whole["respondent"] == str(r)]
+    # one unit: its comparisons are the rows; their mean is the respondent's accuracy
+    assert one["test_acc"].mean() == pytest.approx(float(row["test_acc"].iloc[0]))
+    # a respondent outside the sample: the first other respondents train
+    far = train.respondents()[100]
+    assert "same folds" not in tree_choice.evidence_split_for(train, far, 6).reason
 
 
-def test_a_worker_whose_server_is_gone_ends_within_a_second(tmp_path) -> None:
-    import os
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[3]
-    script = tmp_path / "orphan.py"
-    script.write_text(_ORPHAN)
-    env = dict(os.environ, PYTHONPATH=str(root))
-    with (tmp_path / "out").open("w") as out:  # not a pipe: the worker would hold it open
-        subprocess.run([sys.executable, str(script)], stdout=out, env=env, timeout=300)
-    pid = int((tmp_path / "out").read_text().split()[0])
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        os.kill(pid, 9)
-        pytest.fail("the orphaned worker was still running 5 s after its server ended")
+def test_study_fingerprint_follows_the_data(train) -> None:
+    d = train.data
+    fp = tree_choice.study_fingerprint(train)
+    assert tree_choice.study_fingerprint(dataclasses.replace(train)) == fp
+    fewer = dataclasses.replace(train, data=d.select_pairs(np.arange(d.n_pairs) > 0))
+    assert tree_choice.study_fingerprint(fewer) != fp

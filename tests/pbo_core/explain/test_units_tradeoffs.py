@@ -210,3 +210,19 @@ def test_an_unidentified_ratio_has_no_number_in_any_table() -> None:
     assert np.isnan(row["estimate"]) and np.isnan(row["95% CI low"])
     assert row["value [95% CI]"].startswith("not identified: the Cost slope")
     assert t.text(short=True) == "Value of time (money: Cost): not identified (Cost slope ≈ 0)"
+
+
+@pytest.mark.parametrize("slopes", ["leaf", "shared", "both"])
+def test_slope_posterior_per_leaf_equals_the_dense_map(slopes: str) -> None:
+    """The per-leaf posterior (indexed) equals the dense ``A_l theta, A_l S A_l^T`` of the
+    weighted path with all weight on that leaf."""
+    m = LinearLeafDTSurrogate(
+        linear_features="all", max_depth=2, slope_ratio=0.01, slopes=slopes
+    ).fit(_trips())
+    mean, cov = m.slope_posterior()
+    assert mean.shape == (m.n_leaves_, len(m.slope_columns_)) and m.n_leaves_ > 1
+    for leaf in range(m.n_leaves_):
+        one = np.eye(m.n_leaves_)[leaf]
+        mu, c = m.slope_posterior(weights=one)
+        np.testing.assert_allclose(mean[leaf], mu, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(cov[leaf], c, rtol=1e-12, atol=1e-15)

@@ -156,3 +156,91 @@ def test_bad_arguments():
         LinearLeafDTSurrogate(linear_features=("nope",)).fit(data)
     with pytest.raises(RuntimeError):
         LinearLeafDTSurrogate().predict(data.X)
+
+
+def _few_items(seed: int = 0, n_items: int = 12, n_resp: int = 4, n_pairs: int = 60):
+    """Many comparisons among few items: the solver works in item space."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack(
+        [
+            rng.uniform(0, 100, n_items),
+            rng.uniform(0, 200, n_items),
+            rng.integers(0, 3, n_items).astype(float),
+        ]
+    )
+    pairs, resp = [], []
+    for r in range(n_resp):
+        u = X @ np.array([-0.05, -0.02, -0.3]) + rng.normal(0, 1.0, n_items)
+        for _ in range(n_pairs):
+            a, b = rng.choice(n_items, size=2, replace=False)
+            pairs.append((a, b) if u[a] > u[b] else (b, a))
+            resp.append(r)
+    return PreferenceData(X=X, pairs=np.array(pairs), schema=SCHEMA, respondent=np.array(resp))
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_item_space_newton_finds_the_same_map_as_the_design_rows(monkeypatch, compiled):
+    """Rows among N < min(n, p) items are solved in item space (an N x N solve per Newton
+    step; compiled, or the NumPy batch): the same CV choice, held-out errors and
+    posterior as the padded design rows."""
+    from pbo_core.models import linear_leaves as ll
+
+    monkeypatch.setattr(ll, "COMPILED", compiled)
+    data = _few_items()
+    kw = dict(linear_features="all", pooling="shrink", slope_ratio="cv", max_depth=3)
+    rows = ll._Rows(np.eye(40), data.pairs, [np.arange(len(data.pairs))])
+    assert rows.items and rows.N == 12 and rows.D is None
+    fast = LinearLeafDTSurrogate(**kw).fit(data)
+    original = ll._Rows.__init__
+
+    def design_rows(self, phi, pairs, rows, items=True):
+        original(self, phi, pairs, rows, items=False)
+
+    monkeypatch.setattr(ll._Rows, "__init__", design_rows)
+    slow = LinearLeafDTSurrogate(**kw).fit(data)
+    assert (fast.shrinkage_, fast.slope_ratio_) == (slow.shrinkage_, slow.slope_ratio_)
+    np.testing.assert_array_equal(fast.cv_error_["error"], slow.cv_error_["error"])
+    np.testing.assert_allclose(fast.theta_, slow.theta_, atol=1e-7)
+    np.testing.assert_allclose(fast.theta_cov_, slow.theta_cov_, atol=1e-7)
+    np.testing.assert_allclose(fast.respondent_theta_, slow.respondent_theta_, atol=1e-7)
+
+
+def test_respondent_posteriors_are_computed_when_asked_and_equal_the_batch():
+    """A respondent's posterior is fitted when first asked for, alone; bit for bit the
+    same as every respondent's at once (the batched solver treats problems separately)."""
+    data = _data(n_resp=6, n_pairs=25)
+    kw = dict(linear_features="all", pooling="shrink", shrinkage=3.0, slope_ratio=0.1)
+    one = LinearLeafDTSurrogate(**kw).fit(data)
+    assert one._post_all is None  # nothing computed by the fit itself
+    theta, cov = one._params(4)
+    assert one._post_all is None and set(one._post_one) == {4}
+    every = LinearLeafDTSurrogate(**kw).fit(data)
+    np.testing.assert_array_equal(theta, every.respondent_theta_[4])
+    np.testing.assert_array_equal(cov, every.respondent_cov_[4])
+    np.testing.assert_array_equal(
+        one.predict(data.X, respondent=4), every.predict(data.X, respondent=4)
+    )
+
+
+def test_rows_with_fewer_comparisons_than_items_are_solved_as_their_own_items(monkeypatch):
+    """Each respondent compares few pairs of many items (n + 1 < N, fewer than the
+    parameters): the compiled loop solves in the rows' space (each row against a zero
+    item), the same fit as the design rows."""
+    from pbo_core.models import linear_leaves as ll
+
+    data = _data(seed=3, n_resp=6, n_pairs=8)  # 8 comparisons among ~16 items each
+    phi = np.random.default_rng(0).normal(size=(data.n_items, 30))
+    per = [np.flatnonzero(data.respondent == r) for r in range(6)]
+    rows = ll._Rows(phi, data.pairs, per)
+    assert rows.items and rows.N == 9 and (rows.li[:, :8] == 8).all()
+    z = rows.margins(np.arange(6), np.ones((6, 30)))
+    d = (phi[data.pairs[:, 0]] - phi[data.pairs[:, 1]]).sum(axis=1) / np.sqrt(2.0)
+    np.testing.assert_allclose(z[0], d[per[0]], rtol=1e-12)
+    kw = dict(linear_features="all", pooling="shrink", shrinkage="cv", slope_ratio=0.3)
+    fast = LinearLeafDTSurrogate(**kw).fit(data)
+    monkeypatch.setattr(ll, "COMPILED", False)  # the earlier rule: the design rows here
+    assert ll._Rows(phi, data.pairs, per).D is not None
+    slow = LinearLeafDTSurrogate(**kw).fit(data)
+    assert fast.shrinkage_ == slow.shrinkage_
+    np.testing.assert_array_equal(fast.cv_error_["error"], slow.cv_error_["error"])
+    np.testing.assert_allclose(fast.respondent_theta_, slow.respondent_theta_, atol=1e-7)

@@ -1,0 +1,292 @@
+"""The worker side of the dashboard's job service: the loop of a worker process and the
+bodies of the jobs it runs.
+
+Pages hand anything that can take more than a moment (the held-out comparison of the
+tree models, a respondent's evidence, leave-one-out sensitivity, the hierarchy's first
+fit, the default result grids) to :mod:`dashboard._services.jobs`, which runs it here, in
+a separate process (``spawn``): CPU that must not hold the web server's interpreter lock
+while pages are drawn. This module imports no Streamlit and nothing of
+``dashboard._services`` (whose package imports the whole app), so a worker starts with
+the models only. Every job body takes ``progress(fraction, step)`` and calls it as it
+goes; the loop (:func:`serve`) sends those reports back to the server.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pbo_core.data import Study
+from pbo_core.evaluation import (
+    ablation_rows,
+    best_baseline,
+    summarize_ablation,
+)
+from pbo_core.experiments.runner import run_grid
+from pbo_core.registry import get, names, not_applicable
+from pbo_core.splits import Split, make_split
+
+Progress = Callable[[float, str], None]
+
+#: Niceness of the worker that runs background jobs (``os.nice``; ``DTPBO_JOB_NICE``):
+#: work nobody waits for yields to pages and to the jobs a visitor waits for, which run
+#: in a worker at the server's own priority (at the lowest priority, 19, a busy machine
+#: starved them: the issue's 265 s evidence wait).
+DEFAULT_NICE = 10
+
+
+def niceness() -> int:
+    """The background worker's niceness: ``$DTPBO_JOB_NICE`` or :data:`DEFAULT_NICE`."""
+    try:
+        return int(os.environ.get("DTPBO_JOB_NICE", DEFAULT_NICE))
+    except ValueError:
+        return DEFAULT_NICE
+
+
+def ready(*, progress: Progress | None = None) -> bool:
+    """``True``: sent to a fresh worker, it makes the worker import this module and the
+    models before any real job."""
+    from pbo_core import registry  # noqa: F401  (the models, the accuracy registry)
+
+    return True
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    import pickle
+
+    try:
+        pickle.dumps(exc)
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def serve(conn: Connection, nice: int | None = None) -> None:
+    """The loop of a worker process: run the jobs that arrive on ``conn``, one at a time.
+
+    A message is ``(job_id, fn, args, kwargs, wants_progress)``. The job's start is sent as
+    ``("start", job_id)``; while it runs, its ``progress(fraction, step)`` calls are sent
+    as ``("progress", job_id, fraction, step)``; at the end ``("done", job_id, True,
+    result)`` or ``("done", job_id, False, exception)``. Runs ``nice`` below the server
+    (default :func:`niceness`) and returns when the other end closes; when the parent
+    process is gone (a server ended mid-job) it ends within a second instead of finishing
+    the job.
+    """
+    os.nice(niceness() if nice is None else nice)
+    parent, done = multiprocessing.parent_process(), threading.Event()
+    if parent is not None:  # a worker process (not a thread of the caller's)
+
+        def _orphaned() -> None:  # a daemon thread: the job in progress may take minutes
+            parent.join()  # returns when the parent process is gone (its sentinel closes)
+            if not done.is_set():
+                os._exit(0)
+
+        threading.Thread(target=_orphaned, name="parent-watch", daemon=True).start()
+    try:
+        _loop(conn)
+    finally:
+        done.set()
+
+
+def _loop(conn: Connection) -> None:
+    while True:
+        try:
+            job_id, fn, args, kwargs, wants = conn.recv()
+        except (EOFError, OSError):
+            return
+
+        def report(fraction: float, step: str = "", job_id: Any = job_id) -> None:
+            conn.send(("progress", job_id, float(fraction), str(step)))
+
+        conn.send(("start", job_id))
+        try:
+            value = fn(*args, **kwargs, progress=report) if wants else fn(*args, **kwargs)
+            answer: tuple[Any, ...] = ("done", job_id, True, value)
+        except Exception as exc:  # sent back and re-raised by the page
+            answer = ("done", job_id, False, _picklable(exc))
+        try:
+            conn.send(answer)
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # a result that does not pickle
+            conn.send(("done", job_id, False, RuntimeError(f"cannot send the result: {exc}")))
+
+
+# ----------------------------------------------------------------------------- sensitivity
+def sensitivity_methods(study: Study) -> list[str]:
+    """Registry models with an estimator that apply to ``study`` (registry order)."""
+    return [n for n in names(fits=True) if not_applicable(get(n), study) is None]
+
+
+def sensitivity_split(
+    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
+) -> Split:
+    """The split of the Feature sensitivity page: ``kind`` (``"auto"``: what the study's
+    shape calls for), ``test_fraction`` of every unit's tasks (or of the respondents)
+    held out, the first ``n_respondents`` respondents."""
+    n = n_respondents if study.data.respondent is not None else None
+    return make_split(study, kind, seed=seed, fraction=test_fraction, respondents=n)
+
+
+def _rows_progress(progress: Progress | None, what: str) -> Any:
+    if progress is None:
+        return None
+
+    def report(done: int, total: int) -> None:
+        progress(done / max(1, total), f"{what}: {done} of {total} fits")
+
+    return report
+
+
+def baseline_choice(
+    study: Study,
+    test_fraction: float,
+    seed: int,
+    n_respondents: int,
+    kind: str,
+    *,
+    progress: Progress | None = None,
+) -> str | None:
+    """The baseline with the best held-out accuracy on the sensitivity split."""
+    split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
+    usable = [
+        n
+        for n in sensitivity_methods(study)
+        if get(n).family == "baseline"
+        and not_applicable(get(n), study, new_respondents=split.new_respondents) is None
+    ]
+    if len(split.units) <= 1:  # personal utilities need respondents
+        usable = [n for n in usable if not get(n).respondent_predict]
+    rows = ablation_rows(
+        split, usable, features=[], progress=_rows_progress(progress, "scoring the baselines")
+    )
+    return best_baseline(rows, seed=seed)
+
+
+def sensitivity(
+    study: Study,
+    test_fraction: float,
+    seed: int,
+    n_respondents: int,
+    kind: str,
+    methods: tuple[str, ...],
+    *,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Leave-one-out blocks (one per model) on the sensitivity split; the split's reason
+    in ``attrs["split"]``."""
+    split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
+    ok = [
+        m
+        for m in methods
+        if not_applicable(get(m), study, new_respondents=split.new_respondents) is None
+    ]
+    rows = ablation_rows(
+        split, ok, progress=_rows_progress(progress, "refitting without each feature")
+    )
+    blocks = summarize_ablation(rows, seed=seed)
+    if not blocks:
+        return pd.DataFrame()
+    table = pd.concat(blocks.values(), ignore_index=True)
+    table.attrs["split"] = split.reason
+    return table
+
+
+# ----------------------------------------------------------------------------- hierarchy
+def hierarchy(
+    study: Study,
+    n_users: int,
+    max_depth: int,
+    min_users_leaf: int,
+    item_max_depth: int,
+    *,
+    progress: Progress | None = None,
+) -> Any:
+    """User/item hierarchy on the first ``n_users`` respondents."""
+    from pbo_core.hierarchy import UserItemHierarchy
+
+    n = min(int(n_users), len(study.respondents()))
+    if progress is not None:
+        progress(0.0, f"growing the user tree on {n:,} respondents")
+    return UserItemHierarchy(
+        max_depth=max_depth, min_users_leaf=min_users_leaf, item_max_depth=item_max_depth
+    ).fit(study, users=np.arange(n))
+
+
+def segments(
+    study: Study,
+    n_users: int,
+    max_depth: int,
+    min_users_leaf: int,
+    *,
+    progress: Progress | None = None,
+) -> Any:
+    """Parameter-instability user tree with segment logits on the first ``n_users``."""
+    from pbo_core.segments import SegmentLogitHierarchy, cohort_arrays
+
+    n = min(int(n_users), len(study.respondents()))
+    if progress is not None:
+        progress(0.0, f"fitting the segment logits of {n:,} respondents")
+    return SegmentLogitHierarchy(max_depth=max_depth, min_users_leaf=min_users_leaf).fit(
+        cohort_arrays(study), np.arange(n), study=study
+    )
+
+
+# ----------------------------------------------------------------------------- grids
+def grid(
+    cells: list[dict[str, Any]],
+    fn: Callable[[dict[str, Any]], pd.DataFrame],
+    out_dir: str,
+    what: str,
+    *,
+    progress: Progress | None = None,
+) -> str:
+    """The missing cells of a result grid (one Parquet file each) into ``out_dir``."""
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done / max(1, total), f"{what}: {done} of {total} runs")
+
+    run_grid(cells, fn, out_dir=Path(out_dir), progress=report)
+    return out_dir
+
+
+# ----------------------------------------------------------------------------- item texts
+def formatted_items(data: Any) -> pd.DataFrame:
+    """Every item's id and attributes as the pages print them (the Items table's left
+    columns)."""
+    schema = data.get_schema()
+    dec = schema.decode(data.X)
+    for f in schema.features:
+        dec[f.name] = [f.format_value(v) for v in dec[f.name]]
+    dec = dec.rename(columns={f.name: f.display for f in schema.features})
+    dec.insert(0, "item", data.ids())
+    return dec
+
+
+def item_texts(data: Any, *, progress: Progress | None = None) -> dict[Any, Any]:
+    """The Tree explorer's texts of many items: labels (70 characters), leaf names (44
+    and 60) and the formatted attribute table, keyed as ``dashboard._services.trees``
+    caches them."""
+    from pbo_core.explain import naming
+
+    out: dict[Any, Any] = {}
+    steps = [
+        (("labels", 70), lambda: naming.item_labels(data, 70), "labelling the items"),
+        (("names", 44), lambda: naming.item_names(data, 44), "naming them for the leaves"),
+        (("names", 60), lambda: naming.item_names(data, 60), "naming them for the table"),
+        ("attributes", lambda: formatted_items(data), "formatting their attributes"),
+    ]
+    for k, (key, fn, what) in enumerate(steps):
+        if progress is not None:
+            progress(k / len(steps), what)
+        out[key] = fn()
+    return out

