@@ -59,7 +59,7 @@ from scipy import linalg
 from scipy.special import log_ndtr, ndtr
 
 from pbo_core.models.gp.laplace import LaplaceState, cholesky_jitter, laplace_map, state_at
-from pbo_core.models.probit import probit_terms
+from pbo_core.models.probit import clamped_probit_terms
 from pbo_core.models.solver import NewtonStep, newton_minimize
 
 #: Calibration grid and target of Eq. 10.
@@ -239,6 +239,7 @@ def metric_only_map(
     f0: np.ndarray | None = None,
     tol: float = 1e-8,
     max_iter: int = 200,
+    zlim: float | None = None,
 ) -> tuple[np.ndarray, int, bool]:
     """MetricOnly ablation: minimise ``J_0`` with ``H + R`` as the Newton matrix.
 
@@ -249,7 +250,8 @@ def metric_only_map(
     search halving ``t`` down to ``1e-8``, stopping once a step taken moves no utility by
     more than ``tol`` (rule ``"taken"``) or no decrease is representable; after
     ``max_iter`` steps without that it warns
-    (:class:`~pbo_core.models.solver.ConvergenceWarning`).
+    (:class:`~pbo_core.models.solver.ConvergenceWarning`). ``zlim``: the probit clamp of
+    :func:`~pbo_core.models.gp.laplace.laplace_map`.
 
     Returns
     -------
@@ -261,7 +263,7 @@ def metric_only_map(
     s2 = 1.0 / np.sqrt(2.0)
 
     def j0(f_: np.ndarray) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
-        lp, r, h = probit_terms((C @ f_) * s2)
+        lp, r, h, _ = clamped_probit_terms((C @ f_) * s2, zlim)
         return float(0.5 * f_ @ K_inv @ f_ - counts @ lp), (r, h)
 
     def newton(f_: np.ndarray, rh: tuple[np.ndarray, np.ndarray]) -> NewtonStep:
@@ -339,6 +341,7 @@ def kappasharp_step(
     plain: LaplaceState,
     hessians: Callable[[], tuple[np.ndarray, np.ndarray]],
     alpha: float = ALPHA,
+    zlim: float | None = None,
 ) -> KappaSharpStep:
     """Decide on and compute the correction for one fit of the GP.
 
@@ -360,6 +363,8 @@ def kappasharp_step(
         plain MAP, ``(n, n)`` each (called only when the correction is active).
     alpha
         Calibration exponent of Eq. 10.
+    zlim
+        The GP's probit clamp (``None``: none), used by the re-solved MAP too.
 
     Returns
     -------
@@ -389,15 +394,15 @@ def kappasharp_step(
         if mode == "covonly":
             state = covonly_state(K, plain, R)
         elif mode == "metriconly":
-            f, n_it, ok = metric_only_map(H - W, C, counts, R)
-            state = state_at(K, C, counts, f)
+            f, n_it, ok = metric_only_map(H - W, C, counts, R, zlim=zlim)
+            state = state_at(K, C, counts, f, zlim)
             state.converged = ok
             record["newton_iter"] = n_it
             record["newton_converged"] = ok
             record["map_shift"] = float(np.max(np.abs(f - plain.f), initial=0.0))
         else:
-            shifted = laplace_map(K, C, counts, plain.alpha, extra_precision=R)
-            state = state_at(K, C, counts, shifted.f)
+            shifted = laplace_map(K, C, counts, plain.alpha, extra_precision=R, zlim=zlim)
+            state = state_at(K, C, counts, shifted.f, zlim)
             state.converged = shifted.converged
     except np.linalg.LinAlgError as exc:  # keep the plain MAP, say why
         record["error"] = str(exc)
