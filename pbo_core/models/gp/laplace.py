@@ -499,7 +499,14 @@ def evidence_and_gradient(
     _, r, h, clamped = clamped_probit_terms(z, zlim)
     hp = np.where(clamped, 0.0, probit_h_prime(z, r, h))
     s2 = -0.5 * ctv(counts * hp * 0.5 * _INV_SQRT2 * v)
-    u = s2 - R1 @ (K @ s2)
+    if clamped.any():
+        # the MAP moves with theta through the Hessian of the clamped log likelihood
+        # (P.1), which is 0 where clamped (W keeps h(z_c) there, as BoTorch's does)
+        W_true = comparison_laplacian(C, np.where(clamped, 0.0, counts * h * 0.5), pairs)
+        Lt, Bt = _factor_b(W_true, K)
+        u = s2 - Lt.T @ linalg.cho_solve((Bt, True), Lt @ (K @ s2), check_finite=False)
+    else:
+        u = s2 - R1 @ (K @ s2)
     # d logZ / d theta_j = <dK_j, M_A> with M_A = b b^T / 2 - R1 / 2 + u b^T
     MA = 0.5 * np.outer(b, b) - 0.5 * R1 + np.outer(u, b)
     P = MA * K
