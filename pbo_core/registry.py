@@ -45,6 +45,7 @@ from pbo_core.strategies.base import Strategy
 from pbo_core.strategies.dt import DTStrategy, RandomStrategy
 from pbo_core.strategies.gp import GPStrategy
 from pbo_core.strategies.linear_leaves import LinearLeafStrategy
+from pbo_core.strategies.random import RandomSearchStrategy
 
 __all__ = [
     "MODELS",
@@ -665,6 +666,20 @@ _entries(
             respondent_predict=True,
             needs=_ITEMS,
             roles=_ACC,
+        ),
+    ]
+)
+
+_entries(
+    [
+        ModelSpec(
+            "random",
+            "Random search",
+            "uniformly random comparisons (new points in a box, unasked pairs of a finite "
+            "set); recommendation by Copeland score",
+            "baseline",
+            strategy=lambda **kw: RandomSearchStrategy(**kw),
+            model_of="copeland",
         ),
     ]
 )

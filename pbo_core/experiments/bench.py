@@ -28,6 +28,7 @@ from pbo_core import __version__
 from pbo_core.benchmarks import PAPER_FUNCTIONS, available_benchmarks, get_benchmark
 from pbo_core.experiments.runner import Cell, cell_key, progress_printer, run_grid, write_json
 from pbo_core.loop import INIT_DESIGNS, RunResult, parse_init, run_pbo
+from pbo_core.models.gp import FIDELITY_VARIANTS, variant_options
 from pbo_core.problem import Problem
 from pbo_core.registry import make_strategy, names
 
@@ -46,7 +47,9 @@ __all__ = [
 #: Optional cell parameters (present in a cell's key only when set on the command line).
 #: ``ratio`` / ``max_depth``: DT surrogate (F.4 / F.7); ``dim``: function dimension (F.5);
 #: ``ks_tau`` / ``ks_alpha``: KappaSharp threshold and calibration exponent; ``eubo``:
-#: ``"paper"`` for KappaSharp's EUBO optimiser settings (4 restarts, 32 raw samples).
+#: ``"paper"`` for KappaSharp's EUBO optimiser settings (4 restarts, 32 raw samples);
+#: ``botorch_priors`` / ``gp_priors``: hyperparameter priors of BoTorch's and our GP;
+#: ``gp_variant``: BoTorch 0.6-era behaviours of our GP (``FIDELITY_VARIANTS``).
 SWEEP_PARAMS = (
     "dim",
     "noise",
@@ -56,6 +59,8 @@ SWEEP_PARAMS = (
     "ks_alpha",
     "eubo",
     "botorch_priors",
+    "gp_priors",
+    "gp_variant",
 )
 
 #: Strategy options taken from a cell (cell key -> :func:`make_strategy` keyword).
@@ -66,6 +71,8 @@ _STRATEGY_OPTIONS = {
     "ks_alpha": "alpha",
     "eubo": "eubo",
     "botorch_priors": "priors",
+    "gp_priors": "priors",
+    "gp_variant": "variant",
 }
 
 
@@ -117,12 +124,15 @@ def run_cell(cell: Cell, callback: Callable[[int, RunResult], None] | None = Non
     df["init"] = str(cell.get("init", "lhs"))
     df["iters"] = int(cell["iters"])
     df["n_init"] = int(cell["n_init"])
-    for key in ("ratio", "max_depth", "ks_tau", "ks_alpha", "eubo", "botorch_priors"):
+    for key in SWEEP_PARAMS[2:]:
         if cell.get(key) is not None:
             df[key] = cell[key]
     failures = getattr(strategy, "fit_failures_", None)
-    if failures is not None:  # BoTorch fits that failed (the model kept its initial values)
+    if failures is not None:  # hyperparameter fits that failed (BoTorch's and ours)
         df["fit_failures"] = len(failures)
+    merged = getattr(strategy, "merged_items_", None)
+    if merged is not None:  # our GP: duplicate items merged at the last fit
+        df["merged_items"] = int(merged)
     trace = getattr(strategy, "activation_trace", None)
     if callable(trace):
         rec = trace()
@@ -427,6 +437,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Gamma(1.2, 0.5) from 0.4, outputscale SmoothedBox(1, 4); the KappaSharp paper's stack)",
     )
     p.add_argument(
+        "--gp-priors",
+        choices=("current", "0.6"),
+        default=None,
+        help="hyperparameter priors of our gp* methods: current (BoTorch 0.18's defaults; "
+        "default) or 0.6 (BoTorch 0.6.x's, as --botorch-priors 0.6)",
+    )
+    p.add_argument(
+        "--gp-variant",
+        default=None,
+        help="BoTorch 0.6-era behaviours of our gp* methods, a comma grid of +-joined sets of "
+        "raw (lengthscale prior on raw inputs), fallback (initial values after a failed "
+        "hyperparameter fit), clamp (probit |z| <= 3), nomerge (duplicates kept); none or all",
+    )
+    p.add_argument(
         "--init",
         default="lhs",
         help="initial design: lhs (--n-init Latin-hypercube pairs; DT-PBO) or the KappaSharp "
@@ -488,6 +512,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sweeps["eubo"] = [args.eubo]
     if args.botorch_priors is not None:
         sweeps["botorch_priors"] = [args.botorch_priors]
+    if args.gp_priors is not None:
+        sweeps["gp_priors"] = [args.gp_priors]
+    if args.gp_variant is not None:
+        sweeps["gp_variant"] = _grid(args.gp_variant, _variant, "--gp-variant")
     _check_options(functions, methods, sweeps)
     combos = [dict(zip(sweeps, vals, strict=True)) for vals in product(*sweeps.values())]
     cells = [
@@ -538,7 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 _DT_OPTIONS = ("ratio", "max_depth")
-_GP_OPTIONS = ("ks_tau", "ks_alpha", "eubo")
+_GP_OPTIONS = ("ks_tau", "ks_alpha", "eubo", "gp_priors", "gp_variant")
 _BOTORCH_OPTIONS = ("botorch_priors",)
 
 
@@ -547,7 +575,8 @@ def _applies(key: str, method: str) -> bool:
     if key in _DT_OPTIONS:
         return method.startswith("dt")
     if key in _GP_OPTIONS:
-        return method.startswith("gp") or (key != "eubo" and method.startswith("botorch"))
+        ours_only = key in ("eubo", "gp_priors", "gp_variant")
+        return method.startswith("gp") or (not ours_only and method.startswith("botorch"))
     if key in _BOTORCH_OPTIONS:
         return method.startswith("botorch")
     return True
@@ -565,6 +594,14 @@ def _check_options(functions: list[str], methods: list[str], sweeps: dict[str, l
                 get_benchmark(fn, dim=d)
             except ValueError as exc:
                 raise SystemExit(f"--dim {d}: {fn}: {exc}") from None
+
+
+def _variant(text: str) -> str:
+    """A ``--gp-variant`` value, checked and in a canonical order (``all`` spelt out)."""
+    options = variant_options(text)  # raises ValueError on unknown names
+    if not options:
+        return "none"
+    return "+".join(k for k, v in FIDELITY_VARIANTS.items() if v.items() <= options.items())
 
 
 def _depth(text: str) -> int | None:

@@ -15,6 +15,7 @@ from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.tree import (
     Backend,
     SplitCache,
+    SplitTies,
     StraddlerMode,
     Tree,
     build_tree,
@@ -43,6 +44,10 @@ class DTSurrogate(Estimator):
     backend
         Tree growth back-end: ``"auto"`` (default: numba in discard mode, numpy when
         keeping straddlers), ``"numba"`` or ``"numpy"``; identical trees either way.
+    split_ties, split_rng
+        How ties between equally consistent splits are broken (default ``"gap"``; see
+        :mod:`pbo_core.models.tree.splits`) and the Generator of ``"random"``; any rule
+        but ``"gap"`` grows the tree with the numpy back-end.
 
     Attributes
     ----------
@@ -76,8 +81,12 @@ class DTSurrogate(Estimator):
         prior_mean=None,
         prior_precision=None,
         backend: Backend = "auto",
+        split_ties: SplitTies = "gap",
+        split_rng: np.random.Generator | None = None,
     ) -> None:
         self.ratio = ratio
+        self.split_ties = split_ties
+        self.split_rng = split_rng
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
         self.min_split_score = min_split_score
@@ -89,7 +98,7 @@ class DTSurrogate(Estimator):
     def fit(self, data: PreferenceData) -> DTSurrogate:
         """Grow the tree on ``data`` and fit the leaf posterior. Returns self."""
         schema = data.get_schema()
-        backend = resolve_backend(self.backend, self.straddlers)
+        backend = resolve_backend(self.backend, self.straddlers, self.split_ties)
         if backend == "numpy" and not hasattr(self, "_split_cache"):
             self._split_cache = SplitCache()  # the numpy back-end's memo across refits
         tree = build_tree(
@@ -102,6 +111,8 @@ class DTSurrogate(Estimator):
             straddlers=self.straddlers,
             cache=getattr(self, "_split_cache", None) if backend == "numpy" else None,
             backend=backend,
+            split_ties=self.split_ties,
+            split_rng=self.split_rng,
         )
         leaf = tree.apply(data.X)
         m = tree.n_leaves

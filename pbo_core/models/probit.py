@@ -8,6 +8,7 @@ contradictory comparisons give finite values:
 * curvature ``h = r (z + r)`` of ``-log Phi`` (:func:`probit_curvature`), in ``(0, 1)``;
 * its derivative ``h' = r (1 - h) - h (z + r)`` (:func:`probit_h_prime`), used by the GP
   evidence gradient;
+* the same terms with BoTorch's argument clamp ``|z| <= zlim`` (:func:`clamped_probit_terms`);
 * ``log Phi`` of one number, compiled (:func:`log_ndtr_scalar`, to ~1e-15 relative of
   ``log_ndtr``), for the compiled leaf Newton of :mod:`pbo_core.models.solver`.
 """
@@ -21,6 +22,7 @@ from numba import njit
 from scipy.special import log_ndtr
 
 __all__ = [
+    "clamped_probit_terms",
     "log_ndtr_scalar",
     "mills_ratio",
     "probit_curvature",
@@ -53,6 +55,41 @@ def probit_terms(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lp = log_ndtr(z)
     r = np.exp(-0.5 * z * z - _LOG_SQRT_2PI - lp)
     return lp, r, probit_curvature(z, r)
+
+
+def clamped_probit_terms(
+    z: np.ndarray, zlim: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r""":func:`probit_terms` with the argument clamped to ``[-zlim, zlim]``, and a mask.
+
+    BoTorch's ``PairwiseProbitLikelihood`` evaluates the gradient ``r`` and the curvature
+    ``h`` at ``z_c = clip(z, -zlim, zlim)`` (``zlim = 3``), so beyond the clamp the
+    gradient holds its value at ``+-zlim`` instead of decaying. The log likelihood
+    returned is the one that gradient belongs to, ``log Phi`` continued linearly,
+
+    .. math:: \ell(z) = \log\Phi(z_c) + r(z_c)\,(z - z_c),                     \qquad (P.1)
+
+    so a line search on it and a root of its gradient (BoTorch's ``fsolve`` MAP) agree.
+
+    Parameters
+    ----------
+    z
+        Scaled utility differences.
+    zlim
+        Clamp; ``None`` gives :func:`probit_terms` and an all-False mask.
+
+    Returns
+    -------
+    lp, r, h, clamped
+        (P.1), ``r(z_c)``, ``h(z_c)`` and where ``|z| > zlim`` (there ``dh/dz = 0``).
+    """
+    z = np.asarray(z, dtype=float)
+    if zlim is None:
+        lp, r, h = probit_terms(z)
+        return lp, r, h, np.zeros(z.shape, dtype=bool)
+    zc = np.clip(z, -zlim, zlim)
+    lp, r, h = probit_terms(zc)
+    return lp + r * (z - zc), r, h, zc != z
 
 
 def probit_h_prime(z: np.ndarray, r: np.ndarray, h: np.ndarray) -> np.ndarray:

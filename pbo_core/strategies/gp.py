@@ -8,7 +8,7 @@ from scipy.optimize import minimize
 from pbo_core.acquisition.eubo import eubo
 from pbo_core.acquisition.gp import eubo_value_and_grad, gp_pair_eubo, maximize_gp_eubo
 from pbo_core.data import PreferenceData
-from pbo_core.models.gp import GPSurrogate, KappaSharpMode
+from pbo_core.models.gp import GPSurrogate, KappaSharpMode, variant_options
 from pbo_core.strategies.base import LoopState, QuerySide
 
 __all__ = ["GPStrategy"]
@@ -42,6 +42,10 @@ class GPStrategy:
         KappaSharp activation threshold and calibration exponent (``None``: 0.30, 0.1).
     connected
         Connected querying (see above).
+    variant
+        BoTorch 0.6-era behaviours of the GP, ``"none"`` or a ``+``-joined set of
+        :data:`~pbo_core.models.gp.FIDELITY_VARIANTS` (``"all"``: every one); see
+        :func:`~pbo_core.models.gp.variant_options`.
     name
         Method name stored in results.
     **gp_kwargs
@@ -60,6 +64,7 @@ class GPStrategy:
         tau: float | None = None,
         alpha: float | None = None,
         connected: bool = False,
+        variant: str | None = None,
         **gp_kwargs: object,
     ) -> None:
         if eubo not in ("ours", "paper"):
@@ -68,6 +73,7 @@ class GPStrategy:
             gp_kwargs["kappasharp_tau"] = float(tau)
         if alpha is not None:
             gp_kwargs["kappasharp_alpha"] = float(alpha)
+        gp_kwargs = {**variant_options(variant), **gp_kwargs}
         self.model = GPSurrogate(kappasharp=kappasharp, **gp_kwargs)  # type: ignore[arg-type]
         self.eubo = eubo
         self.n_raw, self.n_restarts = (32, 4) if eubo == "paper" else (n_raw, n_restarts)
@@ -75,6 +81,16 @@ class GPStrategy:
         self.n_leaves = 0
         self.connected = connected
         self._previous: int | None = None
+
+    @property
+    def fit_failures_(self) -> list[int]:
+        """Fits whose hyperparameter optimisation failed (see ``GPSurrogate.fit_failure``)."""
+        return list(getattr(self.model, "fit_failures_", []))
+
+    @property
+    def merged_items_(self) -> int:
+        """Items merged into others (duplicates) at the last fit."""
+        return int(getattr(self.model, "merged_items_", 0))
 
     def activation_trace(self) -> list[dict]:
         """KappaSharp's record per fit (step, decisiveness, EMA, active, eta); ``[]`` if off."""

@@ -40,7 +40,11 @@ Lengthscales and outputscale maximise the Laplace evidence plus log priors like 
 ``[0.01, 100]``, used as the optimiser's bounds), by L-BFGS-B in log space with the exact
 gradient, including the implicit dependence of the MAP on the hyperparameters
 (R&W Eq. 5.22-5.24 with ``dW/df`` of the probit). Each fit warm-starts from the previous
-hyperparameters and MAP.
+hyperparameters and MAP. ``priors="0.6"`` uses BoTorch 0.6.x's priors instead (lengthscale
+``Gamma(1.2, 0.5)``, outputscale box ``[1, 4]``); the other BoTorch 0.6-era behaviours
+(lengthscale prior on raw inputs, initial values after a failed fit, the probit clamp
+``|z| <= 3``, unmerged duplicates) are options too (:data:`FIDELITY_VARIANTS`,
+docs/fidelity.md).
 
 Duplicate items (equal after encoding, to ``merge_atol``) are merged, so repeated queries
 do not make ``K`` singular; ``K`` is factorised with escalating jitter when needed.
@@ -50,6 +54,11 @@ Modules: :mod:`~pbo_core.models.gp.laplace` (kernel, MAP, evidence),
 :mod:`~pbo_core.models.gp.surrogate` (:class:`GPSurrogate`).
 """
 
-from pbo_core.models.gp.surrogate import GPSurrogate, KappaSharpMode
+from pbo_core.models.gp.surrogate import (
+    FIDELITY_VARIANTS,
+    GPSurrogate,
+    KappaSharpMode,
+    variant_options,
+)
 
-__all__ = ["GPSurrogate", "KappaSharpMode"]
+__all__ = ["FIDELITY_VARIANTS", "GPSurrogate", "KappaSharpMode", "variant_options"]

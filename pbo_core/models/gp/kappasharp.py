@@ -56,10 +56,11 @@ from typing import Any
 
 import numpy as np
 from scipy import linalg
+from scipy.optimize import brentq, minimize_scalar
 from scipy.special import log_ndtr, ndtr
 
 from pbo_core.models.gp.laplace import LaplaceState, cholesky_jitter, laplace_map, state_at
-from pbo_core.models.probit import probit_terms
+from pbo_core.models.probit import clamped_probit_terms, probit_terms
 from pbo_core.models.solver import NewtonStep, newton_minimize
 
 #: Calibration grid and target of Eq. 10.
@@ -172,6 +173,54 @@ def decisiveness(mean_diff: float, var_diff: float, noise_var: float = MODEL_NOI
     return float(min(1.0, max(0.0, 1.0 - ent / np.log(2.0))))
 
 
+def isolated_pair_decisiveness(prior_var_diff: float, noise_var: float = MODEL_NOISE_VAR) -> float:
+    r"""Eq. 12's score of a pair informed only by its own comparison (Laplace posterior).
+
+    When the prior of ``(f_a, f_b)`` is independent of every other comparison (two
+    never-seen points, far from the rest), only ``d = f_a - f_b`` is informed, with prior
+    ``N(0, v_0)``, ``v_0 = 2 s (1 - rho)``. Its Laplace MAP and variance are
+
+    .. math::
+
+        \hat z = 	frac{v_0}{2}\, r(\hat z),\quad \hat d = \sqrt 2\, \hat z,\quad
+        \sigma_d^2 = igl(v_0^{-1} + h(\hat z) / 2igr)^{-1},              \qquad (K.1)
+
+    with ``r = phi / Phi`` and ``h = r (z + r)`` (the root is unique: the left side rises
+    in ``z``, the right falls), and the score is :func:`decisiveness` of
+    ``(d_hat, sigma_d^2)``.
+
+    Parameters
+    ----------
+    prior_var_diff
+        ``v_0 > 0``, the prior variance of the utility difference.
+    noise_var
+        The ``2 sigma^2`` of Eq. 12; ``0`` is allowed here (the limit without noise).
+    """
+    v0 = float(prior_var_diff)
+    if not v0 > 0:
+        raise ValueError(f"prior_var_diff must be > 0, got {prior_var_diff!r}")
+    z = brentq(lambda t: t - 0.5 * v0 * float(probit_terms(np.array([t]))[1][0]), 0.0, 40.0)
+    h = float(probit_terms(np.array([z]))[2][0])
+    var_d = 1.0 / (1.0 / v0 + 0.5 * h)
+    return decisiveness(np.sqrt(2.0) * z, var_d, max(float(noise_var), 1e-300))
+
+
+def isolated_pair_ceiling(noise_var: float = MODEL_NOISE_VAR) -> tuple[float, float]:
+    """Largest (K.1) score over every prior variance: ``(score, v0 at the maximum)``.
+
+    The score tends to 0 both as ``v_0 -> 0`` (no separation) and as ``v_0 -> inf``
+    (``sigma_d^2 ~ 2 / h(z_hat)`` outgrows ``d_hat^2``), so the maximum is interior; it is
+    found over ``log v_0`` in ``[-10, 30]``.
+    """
+    res = minimize_scalar(
+        lambda lv: -isolated_pair_decisiveness(np.exp(lv), noise_var),
+        bounds=(-10.0, 30.0),
+        method="bounded",
+        options={"xatol": 1e-8},
+    )
+    return float(-res.fun), float(np.exp(res.x))
+
+
 @dataclass
 class AdaptiveActivation:
     """EMA of the decisiveness score and the activation rule of Algorithm 1.
@@ -239,6 +288,7 @@ def metric_only_map(
     f0: np.ndarray | None = None,
     tol: float = 1e-8,
     max_iter: int = 200,
+    zlim: float | None = None,
 ) -> tuple[np.ndarray, int, bool]:
     """MetricOnly ablation: minimise ``J_0`` with ``H + R`` as the Newton matrix.
 
@@ -249,7 +299,8 @@ def metric_only_map(
     search halving ``t`` down to ``1e-8``, stopping once a step taken moves no utility by
     more than ``tol`` (rule ``"taken"``) or no decrease is representable; after
     ``max_iter`` steps without that it warns
-    (:class:`~pbo_core.models.solver.ConvergenceWarning`).
+    (:class:`~pbo_core.models.solver.ConvergenceWarning`). ``zlim``: the probit clamp of
+    :func:`~pbo_core.models.gp.laplace.laplace_map`.
 
     Returns
     -------
@@ -261,7 +312,7 @@ def metric_only_map(
     s2 = 1.0 / np.sqrt(2.0)
 
     def j0(f_: np.ndarray) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
-        lp, r, h = probit_terms((C @ f_) * s2)
+        lp, r, h, _ = clamped_probit_terms((C @ f_) * s2, zlim)
         return float(0.5 * f_ @ K_inv @ f_ - counts @ lp), (r, h)
 
     def newton(f_: np.ndarray, rh: tuple[np.ndarray, np.ndarray]) -> NewtonStep:
@@ -339,6 +390,7 @@ def kappasharp_step(
     plain: LaplaceState,
     hessians: Callable[[], tuple[np.ndarray, np.ndarray]],
     alpha: float = ALPHA,
+    zlim: float | None = None,
 ) -> KappaSharpStep:
     """Decide on and compute the correction for one fit of the GP.
 
@@ -360,6 +412,8 @@ def kappasharp_step(
         plain MAP, ``(n, n)`` each (called only when the correction is active).
     alpha
         Calibration exponent of Eq. 10.
+    zlim
+        The GP's probit clamp (``None``: none), used by the re-solved MAP too.
 
     Returns
     -------
@@ -389,15 +443,15 @@ def kappasharp_step(
         if mode == "covonly":
             state = covonly_state(K, plain, R)
         elif mode == "metriconly":
-            f, n_it, ok = metric_only_map(H - W, C, counts, R)
-            state = state_at(K, C, counts, f)
+            f, n_it, ok = metric_only_map(H - W, C, counts, R, zlim=zlim)
+            state = state_at(K, C, counts, f, zlim)
             state.converged = ok
             record["newton_iter"] = n_it
             record["newton_converged"] = ok
             record["map_shift"] = float(np.max(np.abs(f - plain.f), initial=0.0))
         else:
-            shifted = laplace_map(K, C, counts, plain.alpha, extra_precision=R)
-            state = state_at(K, C, counts, shifted.f)
+            shifted = laplace_map(K, C, counts, plain.alpha, extra_precision=R, zlim=zlim)
+            state = state_at(K, C, counts, shifted.f, zlim)
             state.converged = shifted.converged
     except np.linalg.LinAlgError as exc:  # keep the plain MAP, say why
         record["error"] = str(exc)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
-from scipy.special import gammaln, log_ndtr
+from scipy.special import gammaln
 
 from pbo_core.data import Schema
-from pbo_core.models.probit import probit_h_prime, probit_terms
+from pbo_core.models.probit import clamped_probit_terms, probit_h_prime
 from pbo_core.models.solver import NewtonStep, newton_minimize
 
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
@@ -28,6 +28,43 @@ LENGTHSCALE_PRIOR = (2.4, 2.7)  # Gamma(concentration, rate)
 OUTPUTSCALE_BOX = (0.01, 100.0)  # smoothed-box prior support
 LENGTHSCALE_BOUNDS = (1e-4, 1e4)
 _BOX_SIGMA = 0.01
+#: BoTorch's ``PairwiseProbitLikelihood._zlim``: the probit argument clamp (since 0.6).
+BOTORCH_ZLIM = 3.0
+
+
+@dataclass(frozen=True)
+class HyperPriors:
+    """Hyperparameter priors of the GP (BoTorch ``PairwiseGP``'s defaults of one version).
+
+    Attributes
+    ----------
+    lengthscale
+        ``(concentration, rate)`` of the Gamma prior of every lengthscale.
+    outputscale_box
+        Support ``(lo, hi)`` of the smoothed-box prior of the outputscale (``sigma`` 0.01).
+    outputscale0
+        Starting outputscale: BoTorch's ``ScaleKernel`` starts at ``softplus(0) = log 2``.
+    """
+
+    lengthscale: tuple[float, float]
+    outputscale_box: tuple[float, float]
+    outputscale0: float = float(np.log(2.0))
+
+    @property
+    def lengthscale_mode(self) -> float:
+        """Mode ``(a - 1) / b`` of the Gamma prior, where BoTorch starts the lengthscales."""
+        a, b = self.lengthscale
+        return (a - 1.0) / b
+
+
+#: ``"current"``: the installed BoTorch's (0.18) defaults; ``"0.6"``: BoTorch 0.6.x's,
+#: read from ``botorch/models/pairwise_gp.py`` at ``v0.6.0``-``v0.6.3`` (the KappaSharp
+#: paper's stack; see docs/fidelity.md), lengthscale ``Gamma(1.2, 0.5)`` starting at its
+#: mode 0.4, outputscale ``SmoothedBox(1, 4)``.
+PRIORS = {
+    "current": HyperPriors(LENGTHSCALE_PRIOR, OUTPUTSCALE_BOX),
+    "0.6": HyperPriors((1.2, 0.5), (1.0, 4.0)),
+}
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -216,6 +253,7 @@ def laplace_map(
     alpha0: np.ndarray | None = None,
     *,
     extra_precision: np.ndarray | None = None,
+    zlim: float | None = None,
     tol: float = 1e-8,
     max_iter: int = 100,
 ) -> LaplaceState:
@@ -235,6 +273,10 @@ def laplace_map(
     extra_precision
         Optional ``(n,)`` diagonal added to the prior precision (KappaSharp ``R``); the
         Newton iterations then run with the prior covariance ``(K^-1 + R)^-1``.
+    zlim
+        BoTorch's probit clamp (:data:`BOTORCH_ZLIM`): gradient and curvature at the
+        clamped argument, log likelihood (P.1) of
+        :func:`~pbo_core.models.probit.clamped_probit_terms`; ``None``: no clamp.
     tol, max_iter
         Stop when a Newton step changes no utility by more than ``tol``; at most
         ``max_iter`` steps (then ``converged`` is False and a
@@ -267,7 +309,7 @@ def laplace_map(
     def value(x: tuple[np.ndarray, np.ndarray]) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
         alpha_, f_ = x
         z = cf(f_) * _INV_SQRT2
-        lp, r, h = probit_terms(z)
+        lp, r, h, _ = clamped_probit_terms(z, zlim)
         return float(0.5 * alpha_ @ f_ - counts @ lp), (r, h)
 
     def newton(x: tuple[np.ndarray, np.ndarray], rh: tuple[np.ndarray, np.ndarray]) -> NewtonStep:
@@ -312,7 +354,7 @@ def laplace_map(
     assert res.step is not None  # rule "step" computes a step at the returned point
     omega, W, L, B_chol, grad_ll = res.step.info
     z = cf(f) * _INV_SQRT2
-    loglik = float(counts @ log_ndtr(z))
+    loglik = float(counts @ clamped_probit_terms(z, zlim)[0])
     log_det_b = 2.0 * float(np.sum(np.log(np.diag(B_chol))))
     return LaplaceState(
         f=f,
@@ -330,10 +372,19 @@ def laplace_map(
 
 
 # ----------------------------------------------------------------------------- priors
-def state_at(K: np.ndarray, C: np.ndarray, counts: np.ndarray, f: np.ndarray) -> LaplaceState:
-    """Unaugmented Laplace quantities (curvature, ``B``) of the plain GP at utilities ``f``."""
+def state_at(
+    K: np.ndarray,
+    C: np.ndarray,
+    counts: np.ndarray,
+    f: np.ndarray,
+    zlim: float | None = None,
+) -> LaplaceState:
+    """Unaugmented Laplace quantities (curvature, ``B``) of the plain GP at utilities ``f``.
+
+    ``zlim``: the probit clamp of :func:`laplace_map`.
+    """
     z = (C @ f) * _INV_SQRT2
-    lp, r, h = probit_terms(z)
+    lp, r, h, _ = clamped_probit_terms(z, zlim)
     omega = counts * h * 0.5
     W = comparison_laplacian(C, omega, incidence_pairs(C))
     L, B_chol = _factor_b(W, K)
@@ -362,22 +413,48 @@ def _smoothed_box_logpdf(x: float, lo: float, hi: float, sigma: float) -> float:
     return -np.log(hi - lo + np.sqrt(2 * np.pi) * sigma) - 0.5 * (dist / sigma) ** 2
 
 
-def log_prior(lengthscale: np.ndarray, outputscale: float) -> float:
-    """Log density of the BoTorch-like hyperparameter priors."""
-    a, b = LENGTHSCALE_PRIOR
-    return float(_gamma_logpdf(lengthscale, a, b).sum()) + _smoothed_box_logpdf(
-        outputscale, *OUTPUTSCALE_BOX, _BOX_SIGMA
-    )
+def log_prior(
+    lengthscale: np.ndarray,
+    outputscale: float,
+    priors: HyperPriors = PRIORS["current"],
+    input_span: np.ndarray | float = 1.0,
+) -> float:
+    r"""Log density of the BoTorch-like hyperparameter priors.
+
+    Parameters
+    ----------
+    lengthscale, outputscale
+        Hyperparameters; the lengthscales in unit-cube units.
+    priors
+        The priors (:data:`PRIORS`).
+    input_span
+        Width of each input in the units the Gamma prior is stated in: 1 (the prior is on
+        unit-cube lengthscales, BoTorch with input normalisation) or the box widths (the
+        prior is on raw-input lengthscales ``span * ell``, BoTorch 0.6 without a
+        transform). ``Gamma(a, b)`` on ``span * ell`` is ``Gamma(a, b span)`` on ``ell``:
+
+        .. math:: \log p(\ell) = \sum_d \log \mathrm{Gamma}(\ell_d;\, a,\, b\,w_d)
+                  + \log \mathrm{SmoothedBox}(s;\, lo,\, hi,\, 0.01).  \qquad (L.1)
+    """
+    a, b = priors.lengthscale
+    return float(
+        _gamma_logpdf(lengthscale, a, b * np.asarray(input_span, dtype=float)).sum()
+    ) + _smoothed_box_logpdf(outputscale, *priors.outputscale_box, _BOX_SIGMA)
 
 
-def log_prior_grad(theta: np.ndarray) -> np.ndarray:
-    """Gradient of :func:`log_prior` with respect to ``theta = log(ell..., s)``."""
-    a, b = LENGTHSCALE_PRIOR
+def log_prior_grad(
+    theta: np.ndarray,
+    priors: HyperPriors = PRIORS["current"],
+    input_span: np.ndarray | float = 1.0,
+) -> np.ndarray:
+    """Gradient of (L.1) (:func:`log_prior`) with respect to ``theta = log(ell..., s)``."""
+    a, b = priors.lengthscale
     ell = np.exp(theta[:-1])
     s = float(np.exp(theta[-1]))
     g = np.empty_like(theta)
-    g[:-1] = (a - 1.0) - b * ell  # d/dlog ell of (a-1) log ell - b ell
-    lo, hi = OUTPUTSCALE_BOX
+    # d/dlog ell of (a-1) log ell - b w ell
+    g[:-1] = (a - 1.0) - b * np.asarray(input_span, dtype=float) * ell
+    lo, hi = priors.outputscale_box
     dist = lo - s if s < lo else (s - hi if s > hi else 0.0)
     sign = -1.0 if s < lo else 1.0
     g[-1] = -(dist / _BOX_SIGMA**2) * sign * s if dist > 0 else 0.0
@@ -391,16 +468,18 @@ def evidence_and_gradient(
     C: np.ndarray,
     counts: np.ndarray,
     alpha0: np.ndarray | None = None,
+    zlim: float | None = None,
 ) -> tuple[float, np.ndarray, LaplaceState]:
     """Laplace log evidence and its exact gradient with respect to ``theta``.
 
     ``theta = (log ell_1, ..., log ell_p, log s)``. The gradient includes the implicit
-    dependence of the MAP on ``theta``.
+    dependence of the MAP on ``theta``. With the probit clamp ``zlim`` the evidence is
+    that of the clamped likelihood (P.1), whose curvature is constant where clamped.
     """
     ell = np.exp(theta[:-1])
     s = float(np.exp(theta[-1]))
     K = rbf_kernel(Z, Z, ell, s)
-    st = laplace_map(K, C, counts, alpha0)
+    st = laplace_map(K, C, counts, alpha0, zlim=zlim)
     b = st.grad_loglik
     Lm = st.L
     # R1 = L^T B^-1 L  (n x n)
@@ -417,10 +496,17 @@ def evidence_and_gradient(
         w, lo = pairs
         v = S[w, w] + S[lo, lo] - 2.0 * S[w, lo]
     z = cf(st.f) * _INV_SQRT2
-    _, r, h = probit_terms(z)
-    hp = probit_h_prime(z, r, h)
+    _, r, h, clamped = clamped_probit_terms(z, zlim)
+    hp = np.where(clamped, 0.0, probit_h_prime(z, r, h))
     s2 = -0.5 * ctv(counts * hp * 0.5 * _INV_SQRT2 * v)
-    u = s2 - R1 @ (K @ s2)
+    if clamped.any():
+        # the MAP moves with theta through the Hessian of the clamped log likelihood
+        # (P.1), which is 0 where clamped (W keeps h(z_c) there, as BoTorch's does)
+        W_true = comparison_laplacian(C, np.where(clamped, 0.0, counts * h * 0.5), pairs)
+        Lt, Bt = _factor_b(W_true, K)
+        u = s2 - Lt.T @ linalg.cho_solve((Bt, True), Lt @ (K @ s2), check_finite=False)
+    else:
+        u = s2 - R1 @ (K @ s2)
     # d logZ / d theta_j = <dK_j, M_A> with M_A = b b^T / 2 - R1 / 2 + u b^T
     MA = 0.5 * np.outer(b, b) - 0.5 * R1 + np.outer(u, b)
     P = MA * K

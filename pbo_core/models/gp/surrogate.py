@@ -25,9 +25,9 @@ from pbo_core.models.gp.kappasharp import (
     kappasharp_step,
 )
 from pbo_core.models.gp.laplace import (
+    BOTORCH_ZLIM,
     LENGTHSCALE_BOUNDS,
-    LENGTHSCALE_PRIOR,
-    OUTPUTSCALE_BOX,
+    PRIORS,
     InputEncoder,
     cholesky_jitter,
     evidence_and_gradient,
@@ -43,6 +43,38 @@ from pbo_core.models.leaves import aggregate_pairs
 KappaSharpMode = Literal[
     "off", "static", "adaptive", "fixed20", "jitter", "diagonal", "metriconly", "covonly"
 ]
+
+#: BoTorch 0.6-era behaviours the GP can take one at a time (docs/fidelity.md, issue 33):
+#: ``raw`` lengthscale prior on the raw inputs (0.6 had no input normalisation), ``fallback``
+#: a failed hyperparameter fit keeps BoTorch's initial values (``unfitted``: every fit
+#: does, the limit of BoTorch's 82-93 % failed fits under the 0.6 priors), ``clamp`` the
+#: probit argument clamp ``|z| <= 3``, ``nomerge`` duplicate points kept as separate items.
+FIDELITY_VARIANTS: dict[str, dict[str, object]] = {
+    "raw": {"input_units": "raw"},
+    "fallback": {"fit_failure": "initial"},
+    "unfitted": {"fit_failure": "always"},
+    "clamp": {"zlim": BOTORCH_ZLIM},
+    "nomerge": {"merge": False},
+}
+
+
+def variant_options(variant: str | None) -> dict[str, object]:
+    """:class:`GPSurrogate` keywords of a ``+``-joined set of :data:`FIDELITY_VARIANTS`.
+
+    ``"none"`` (or ``None``) is the plain GP, ``"all"`` every variant at once (with
+    ``fallback``, not ``unfitted``); e.g. ``"raw+clamp"``.
+    """
+    if variant is None or variant == "none":
+        return {}
+    every = [v for v in FIDELITY_VARIANTS if v != "unfitted"]
+    names = every if variant == "all" else variant.split("+")
+    out: dict[str, object] = {}
+    for name in names:
+        if name not in FIDELITY_VARIANTS:
+            known = ", ".join(FIDELITY_VARIANTS)
+            raise ValueError(f"unknown GP variant {name!r}; choose from none, all, {known}")
+        out.update(FIDELITY_VARIANTS[name])
+    return out
 
 
 class GPSurrogate(Estimator):
@@ -65,6 +97,25 @@ class GPSurrogate(Estimator):
         Fixed hyperparameters; when both are given no hyperparameter fitting happens.
     fit_hyperparameters
         Maximise the Laplace evidence + priors at every fit (default True).
+    priors
+        Hyperparameter priors, ``"current"`` (BoTorch 0.18's defaults) or ``"0.6"``
+        (BoTorch 0.6.x's; :data:`~pbo_core.models.gp.laplace.PRIORS`).
+    input_units
+        ``"unit"``: the lengthscale prior is on unit-cube inputs (BoTorch with input
+        normalisation; default); ``"raw"``: on the schema's own units (BoTorch 0.6's
+        default, no transform), i.e. ``Gamma(a, b * span)`` on the unit-cube lengthscale
+        (L.1) and the starting lengthscale ``mode / span``.
+    fit_failure
+        When L-BFGS-B ends abnormally (line-search failure) or an evidence evaluation
+        fails: ``"keep"`` its last point (default) or ``"initial"``: BoTorch's initial
+        values (lengthscale at the prior mode, outputscale ``log 2``), what BoTorch does
+        after failed retries. Either way the fit is counted in ``fit_failures_``.
+        ``"always"``: no fit, the initial values every time (every fit failed).
+    zlim
+        BoTorch's probit clamp ``|z| <= zlim`` (``None``: none; BoTorch: 3).
+    merge
+        Merge duplicate items (default); ``False`` keeps them as separate items (the
+        kernel Cholesky's jitter then handles the repeated rows).
     max_opt_iter
         L-BFGS-B iterations per hyperparameter fit.
     merge_atol
@@ -82,6 +133,8 @@ class GPSurrogate(Estimator):
     f_map_ : MAP utilities of the merged training items
     Z_ : merged training inputs (unit cube)
     laplace_ : LaplaceState
+    fit_failures_ : list of int, the fits (counted from 1) whose hyperparameter fit failed
+    merged_items_ : int, items merged into others at the last fit
     kappasharp_active_ : bool, whether the correction shaped this fit's MAP
     eta_ : float or None, the calibrated correction strength
     """
@@ -93,6 +146,11 @@ class GPSurrogate(Estimator):
         lengthscale: float | np.ndarray | None = None,
         outputscale: float | None = None,
         fit_hyperparameters: bool = True,
+        priors: str = "current",
+        input_units: str = "unit",
+        fit_failure: str = "keep",
+        zlim: float | None = None,
+        merge: bool = True,
         max_opt_iter: int = 50,
         merge_atol: float = 1e-6,
         jitter: float = 1e-6,
@@ -105,6 +163,19 @@ class GPSurrogate(Estimator):
     ) -> None:
         if kappasharp not in MODES:
             raise ValueError(f"kappasharp must be one of {MODES}, got {kappasharp!r}")
+        if priors not in PRIORS:
+            raise ValueError(f"priors must be one of {tuple(PRIORS)}, got {priors!r}")
+        if input_units not in ("unit", "raw"):
+            raise ValueError(f"input_units must be 'unit' or 'raw', got {input_units!r}")
+        if fit_failure not in ("keep", "initial", "always"):
+            raise ValueError(
+                f"fit_failure must be 'keep', 'initial' or 'always', got {fit_failure!r}"
+            )
+        self.priors = priors
+        self.input_units = input_units
+        self.fit_failure = fit_failure
+        self.zlim = zlim
+        self.merge = merge
         self.kappasharp = kappasharp
         self.kappasharp_tau = kappasharp_tau
         self.kappasharp_alpha = kappasharp_alpha
@@ -120,18 +191,29 @@ class GPSurrogate(Estimator):
         self.allow_large = allow_large
 
     # ------------------------------------------------------------------ fitting
-    def _initial_theta(self, p: int) -> np.ndarray:
+    def _input_span(self, encoder: InputEncoder) -> np.ndarray | float:
+        """Widths of the GP inputs in the units of the lengthscale prior (see ``input_units``)."""
+        if self.input_units == "unit":
+            return 1.0
+        return np.r_[encoder.span[encoder.threshold_cols], np.ones(sum(encoder.n_categories))]
+
+    def _initial_theta(self, p: int, *, fallback: bool = False) -> np.ndarray:
+        """The previous fit's ``theta`` (warm start), else the starting values.
+
+        ``fallback``: BoTorch's initial values instead (outputscale ``log 2``).
+        """
         prev = getattr(self, "theta_", None)
-        if prev is not None and len(prev) == p + 1:
+        if prev is not None and len(prev) == p + 1 and not fallback:
             return prev.copy()
-        a, b = LENGTHSCALE_PRIOR
-        ell0 = (a - 1.0) / b  # prior mode, as BoTorch initialises
+        # prior mode, as BoTorch initialises (in unit-cube units)
+        ell0 = PRIORS[self.priors].lengthscale_mode / np.broadcast_to(self.span_, (p,))
         ell = (
-            np.full(p, ell0)
+            ell0
             if self.lengthscale is None
             else np.broadcast_to(np.asarray(self.lengthscale, dtype=float), (p,))
         )
-        s = 1.0 if self.outputscale is None else float(self.outputscale)
+        s0 = PRIORS[self.priors].outputscale0 if fallback else 1.0
+        s = s0 if self.outputscale is None else float(self.outputscale)
         return np.log(np.r_[ell, s])
 
     def fit(self, data: PreferenceData, *, allow_large: bool | None = None) -> GPSurrogate:
@@ -145,8 +227,16 @@ class GPSurrogate(Estimator):
         check_gp_size(data.n_pairs, data.n_items, self.size_limits, allow_large=big)
         schema = data.get_schema()
         self.encoder_ = InputEncoder.from_schema(schema)
+        self.span_ = self._input_span(self.encoder_)
         Z_all = self.encoder_(data.X) if data.n_items else np.zeros((0, self.encoder_.n_inputs))
-        Z, pairs, item_index = merge_duplicates(Z_all, data.pairs, self.merge_atol)
+        if self.merge:
+            Z, pairs, item_index = merge_duplicates(Z_all, data.pairs, self.merge_atol)
+        else:
+            Z, pairs, item_index = Z_all, data.pairs, np.arange(len(Z_all))
+        self.merged_items_ = len(Z_all) - len(Z)
+        self.n_fits_ = getattr(self, "n_fits_", 0) + 1
+        if not hasattr(self, "fit_failures_"):
+            self.fit_failures_: list[int] = []
         w, lo, counts = (
             aggregate_pairs(pairs[:, 0], pairs[:, 1], len(Z))
             if len(pairs)
@@ -162,12 +252,18 @@ class GPSurrogate(Estimator):
         fixed = not self.fit_hyperparameters or (
             self.lengthscale is not None and self.outputscale is not None
         )
-        if not fixed and len(w):
-            theta = self._optimise(theta, Z, C, counts, alpha0)
+        if self.fit_failure == "always":
+            theta = self._initial_theta(p, fallback=True)
+        elif not fixed and len(w):
+            theta, ok = self._optimise(theta, Z, C, counts, alpha0)
+            if not ok:
+                self.fit_failures_.append(self.n_fits_)
+                if self.fit_failure == "initial":
+                    theta = self._initial_theta(p, fallback=True)
         ell = np.exp(theta[:-1])
         s = float(np.exp(theta[-1]))
         K = rbf_kernel(Z, Z, ell, s)
-        st = laplace_map(K, C, counts, alpha0)
+        st = laplace_map(K, C, counts, alpha0, zlim=self.zlim)
         self.theta_ = theta
         self.lengthscale_ = ell
         self.outputscale_ = s
@@ -218,6 +314,7 @@ class GPSurrogate(Estimator):
             self.laplace_,
             self.hessians,
             alpha=self.kappasharp_alpha,
+            zlim=self.zlim,
         )
         if step.active:
             self.laplace_ = step.state
@@ -245,20 +342,34 @@ class GPSurrogate(Estimator):
         C: np.ndarray,
         counts: np.ndarray,
         alpha0: np.ndarray | None,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, bool]:
+        """Maximise evidence + log prior (L.1) over ``theta``; returns ``(theta, ok)``.
+
+        ``ok`` is False when L-BFGS-B ended abnormally (status 2: a line search failed;
+        the iteration limit, status 1, is not a failure) or an evaluation failed (a
+        kernel not positive definite, non-finite values): what BoTorch counts as a
+        failed fit.
+        """
         cache: dict[str, np.ndarray | None] = {"alpha": alpha0}
+        priors = PRIORS[self.priors]
+        span = self.span_
+        failed = [False]
 
         def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
             ell = np.exp(theta[:-1])
             s = float(np.exp(theta[-1]))
             try:
-                val, grad, st = evidence_and_gradient(theta, Z, C, counts, cache["alpha"])
+                val, grad, st = evidence_and_gradient(
+                    theta, Z, C, counts, cache["alpha"], zlim=self.zlim
+                )
             except (np.linalg.LinAlgError, FloatingPointError):
+                failed[0] = True
                 return 1e10, np.zeros_like(theta)
             cache["alpha"] = st.alpha
-            val += log_prior(ell, s)
-            grad = grad + log_prior_grad(theta)
+            val += log_prior(ell, s, priors, span)
+            grad = grad + log_prior_grad(theta, priors, span)
             if not np.isfinite(val) or not np.all(np.isfinite(grad)):
+                failed[0] = True
                 return 1e10, np.zeros_like(theta)
             return -val, -grad
 
@@ -266,7 +377,7 @@ class GPSurrogate(Estimator):
         # BoTorch's smoothed box prior (sigma = 0.01) is numerically a hard box: outside
         # [0.01, 100] it costs 0.5 (dist / 0.01)^2. Bounding the optimiser to the box
         # avoids line-search failures at its kinks and loses nothing.
-        bounds = [tuple(np.log(LENGTHSCALE_BOUNDS))] * p + [tuple(np.log(OUTPUTSCALE_BOX))]
+        bounds = [tuple(np.log(LENGTHSCALE_BOUNDS))] * p + [tuple(np.log(priors.outputscale_box))]
         theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
         res = minimize(
             fun,
@@ -276,7 +387,9 @@ class GPSurrogate(Estimator):
             bounds=bounds,
             options={"maxiter": self.max_opt_iter},
         )
-        return res.x if np.all(np.isfinite(res.x)) else theta0
+        finite = bool(np.all(np.isfinite(res.x)))
+        ok = finite and res.status != 2 and not failed[0]
+        return (res.x if finite else theta0), ok
 
     def _finalise(self) -> None:
         """Quantities for prediction from the current MAP (and unaugmented Hessian)."""

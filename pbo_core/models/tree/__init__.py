@@ -8,13 +8,22 @@ Modules: :mod:`~pbo_core.models.tree.splits` (consistency scores, best split),
 
 from pbo_core.models.tree.arrays import Tree
 from pbo_core.models.tree.build import Backend, SplitCache, build_tree, resolve_backend
-from pbo_core.models.tree.splits import MAX_CATEGORIES, Split, StraddlerMode, best_split
+from pbo_core.models.tree.splits import (
+    MAX_CATEGORIES,
+    SPLIT_TIES,
+    Split,
+    SplitTies,
+    StraddlerMode,
+    best_split,
+)
 
 __all__ = [
     "MAX_CATEGORIES",
+    "SPLIT_TIES",
     "Backend",
     "Split",
     "SplitCache",
+    "SplitTies",
     "StraddlerMode",
     "Tree",
     "best_split",

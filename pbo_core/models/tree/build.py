@@ -30,27 +30,41 @@ import numpy as np
 from pbo_core.data import Schema
 from pbo_core.models.tree import kernels
 from pbo_core.models.tree.arrays import Tree
-from pbo_core.models.tree.splits import MAX_CATEGORIES, Split, StraddlerMode, best_split, goes_right
+from pbo_core.models.tree.splits import (
+    MAX_CATEGORIES,
+    SPLIT_TIES,
+    Split,
+    SplitTies,
+    StraddlerMode,
+    best_split,
+    goes_right,
+)
 
 __all__ = ["Backend", "SplitCache", "build_tree", "resolve_backend"]
 
 Backend = Literal["auto", "numba", "numpy"]
 
 
-def resolve_backend(backend: Backend, straddlers: StraddlerMode) -> Literal["numba", "numpy"]:
+def resolve_backend(
+    backend: Backend, straddlers: StraddlerMode, split_ties: SplitTies = "gap"
+) -> Literal["numba", "numpy"]:
     """The back-end that grows a tree: ``"numba"`` or ``"numpy"``.
 
     Raises
     ------
     ValueError
-        For an unknown name, or ``"numba"`` with ``straddlers="keep"`` (not compiled).
+        For an unknown name, or ``"numba"`` with ``straddlers="keep"`` or a split tie
+        rule other than ``"gap"`` (not compiled).
     """
     if backend not in ("auto", "numba", "numpy"):
         raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {backend!r}")
+    numpy_only = straddlers == "keep" or split_ties != "gap"
     if backend == "auto":
-        return "numpy" if straddlers == "keep" else "numba"
-    if backend == "numba" and straddlers == "keep":
-        raise ValueError("the numba back-end grows discard-mode trees only; use 'numpy'")
+        return "numpy" if numpy_only else "numba"
+    if backend == "numba" and numpy_only:
+        raise ValueError(
+            "the numba back-end grows discard-mode trees with the gap tie rule only; use 'numpy'"
+        )
     return backend
 
 
@@ -208,6 +222,8 @@ def build_tree(
     straddlers: StraddlerMode = "discard",
     cache: SplitCache | None = None,
     backend: Backend = "auto",
+    split_ties: SplitTies = "gap",
+    split_rng: np.random.Generator | None = None,
 ) -> Tree:
     """Grow a preference tree on comparisons between the rows of ``X``.
 
@@ -232,6 +248,10 @@ def build_tree(
         only; same result).
     backend
         ``"auto"``, ``"numba"`` or ``"numpy"`` (see :func:`resolve_backend`).
+    split_ties, split_rng
+        How ties between equally consistent splits are broken
+        (:data:`~pbo_core.models.tree.splits.SPLIT_TIES`; default ``"gap"``) and the
+        Generator of ``"random"`` (which also turns the ``cache`` off).
 
     Returns
     -------
@@ -239,7 +259,11 @@ def build_tree(
     """
     if straddlers not in ("discard", "keep"):
         raise ValueError(f"straddlers must be 'discard' or 'keep', got {straddlers!r}")
-    resolve_backend(backend, straddlers)
+    if split_ties not in SPLIT_TIES:
+        raise ValueError(f"split_ties must be one of {SPLIT_TIES}, got {split_ties!r}")
+    resolve_backend(backend, straddlers, split_ties)
+    if split_ties == "random":
+        cache = None  # a memo would replay earlier draws
     X = np.asarray(X, dtype=float)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     d = X.shape[1]
@@ -257,7 +281,7 @@ def build_tree(
     span = np.where(is_cat, np.maximum(n_cat - 1, 1), bounds[:, 1] - bounds[:, 0])
     span = np.where(span > 0, span, 1.0)
     keep = straddlers == "keep"
-    if resolve_backend(backend, straddlers) == "numba":
+    if resolve_backend(backend, straddlers, split_ties) == "numba":
         return _build_compiled(
             X, pairs, bounds, span, is_cat, n_cat, max_depth, min_samples_split, min_split_score
         )
@@ -267,6 +291,7 @@ def build_tree(
             min_samples_split,
             min_split_score,
             straddlers,
+            split_ties,
             span.tobytes(),
             is_cat.tobytes(),
             n_cat.tobytes(),
@@ -289,7 +314,7 @@ def build_tree(
         split = None
         if n > 0 and n >= min_samples_split and (max_depth is None or dep < max_depth):
             Xw, Xl = Xw_all[idx], Xl_all[idx]
-            split = best_split(Xw, Xl, is_cat, n_cat, span, msk)
+            split = best_split(Xw, Xl, is_cat, n_cat, span, msk, split_ties, split_rng)
         if split is None or split.score <= min_split_score:
             sub = _Subtree.leaf(idx)
         else:

@@ -31,7 +31,14 @@ with zero net wins, or absent from the node's pairs, go left.
 
 Ties between candidate splits (equal score) are broken by the wider normalised gap
 between the values the threshold separates (a max-margin choice), then by the lower
-column index, so trees are deterministic.
+column index, so trees are deterministic (``ties="gap"``, the default). The paper does not
+say how it breaks them; :data:`SPLIT_TIES` names the alternatives tried in
+docs/fidelity.md: ``"first"`` (the lowest column, then the lowest threshold: a plain scan),
+``"random"`` (uniform over the tied splits, from a passed Generator) and ``"straddlers"``
+(the fewest straddling pairs, which keeps the most comparisons in the children, then the
+gap rule). A pair straddles threshold ``t`` when ``min(x_w, x_l) < t <= max(x_w, x_l)``,
+i.e. when ``Z_i(t) != 0``; their number is a suffix sum like ``sum Z`` with weight +1 at
+each pair's larger endpoint and -1 at its smaller one.
 """
 
 from __future__ import annotations
@@ -42,9 +49,20 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["MAX_CATEGORIES", "Split", "StraddlerMode", "best_split", "goes_right"]
+__all__ = [
+    "MAX_CATEGORIES",
+    "SPLIT_TIES",
+    "Split",
+    "SplitTies",
+    "StraddlerMode",
+    "best_split",
+    "goes_right",
+]
 
 StraddlerMode = Literal["discard", "keep"]
+SplitTies = Literal["gap", "first", "random", "straddlers"]
+#: Rules for ties between equally consistent splits (module docstring).
+SPLIT_TIES = ("gap", "first", "random", "straddlers")
 
 #: Categorical columns are routed with 64-bit category masks.
 MAX_CATEGORIES = 62
@@ -82,6 +100,8 @@ def best_split(
     n_categories: np.ndarray,
     span: np.ndarray,
     masked: np.ndarray | None = None,
+    ties: SplitTies = "gap",
+    rng: np.random.Generator | None = None,
 ) -> Split | None:
     """Best consistency-score split for one node.
 
@@ -98,6 +118,10 @@ def best_split(
     masked
         Optional ``(N, d)`` boolean; a masked (pair, column) contributes ``Z = 0``
         (keep-straddlers variant, Eq. 12).
+    ties
+        How ties between equally consistent splits are broken (:data:`SPLIT_TIES`).
+    rng
+        The Generator of ``ties="random"``.
 
     Returns
     -------
@@ -107,6 +131,8 @@ def best_split(
     n, d = Xw.shape
     if n == 0:
         return None
+    if ties != "gap":
+        return _best_split_tied(Xw, Xl, is_categorical, n_categories, span, masked, ties, rng)
     best: tuple[float, float, int] | None = None  # (|sum_z|, normalised gap, -column)
     result: Split | None = None
 
@@ -165,6 +191,84 @@ def best_split(
             mask = int(np.sum(np.left_shift(1, np.flatnonzero(pos_net).astype(np.int64))))
             result = Split(int(col), float("nan"), mask, sz, sz / n)
     return result
+
+
+def _best_split_tied(
+    Xw: np.ndarray,
+    Xl: np.ndarray,
+    is_categorical: np.ndarray,
+    n_categories: np.ndarray,
+    span: np.ndarray,
+    masked: np.ndarray | None,
+    ties: str,
+    rng: np.random.Generator | None,
+) -> Split | None:
+    """:func:`best_split` with the tie rules ``first``, ``random`` and ``straddlers``.
+
+    Lists every split of the largest ``|sum Z|`` (thresholds of every threshold column,
+    the net-wins partition of every categorical column) with its straddler count and
+    normalised gap, then picks one by ``ties``.
+    """
+    if ties not in SPLIT_TIES:
+        raise ValueError(f"ties must be one of {SPLIT_TIES}, got {ties!r}")
+    if ties == "random" and rng is None:
+        raise ValueError("ties='random' needs a numpy Generator (rng)")
+    n = Xw.shape[0]
+    # candidates: (|sum_z|, column, position, threshold, mask, sum_z, straddlers, gap)
+    cands: list[tuple[float, int, int, float, int, float, float, float]] = []
+    num = _threshold_columns(is_categorical.tobytes())
+    k = num.size
+    if k:
+        two_n = 2 * n
+        VT = np.concatenate((Xw[:, num].T, Xl[:, num].T), axis=1)
+        keep = np.ones((n, k)) if masked is None else (~masked[:, num]).astype(float)
+        w = np.concatenate((keep, -keep)).T.ravel()
+        upper = np.where(Xw[:, num] >= Xl[:, num], 1.0, -1.0) * keep  # winner is the max
+        sw = np.concatenate((upper, -upper)).T.ravel()
+        order = (VT.argsort(axis=1, kind="stable") + _block_offsets(two_n, k)).ravel()
+        vs = VT.ravel()[order]
+        cs = w[order].cumsum()
+        cst = sw[order].cumsum()
+        gaps = vs[1:] - vs[:-1]
+        absz = np.abs(cs[:-1])
+        absz[gaps <= 0] = -1.0
+        absz[two_n - 1 :: two_n] = -1.0
+        smax = float(absz.max(initial=-1.0))
+        if smax > 0:
+            for j in np.flatnonzero(absz == smax):
+                col = int(num[j // two_n])
+                thr = 0.5 * (vs[j] + vs[j + 1])
+                if not vs[j] < thr <= vs[j + 1]:
+                    thr = float(vs[j + 1])
+                g = float(gaps[j] / span[col])
+                cands.append((smax, col, int(j), float(thr), 0, float(-cs[j]), -cst[j], g))
+    for col in _categorical_columns(is_categorical.tobytes()):
+        ncat = int(n_categories[col])
+        cw = Xw[:, col].astype(np.int64)
+        cl = Xl[:, col].astype(np.int64)
+        wt = np.ones(n) if masked is None else (~masked[:, col]).astype(float)
+        net = np.bincount(cw, weights=wt, minlength=ncat) - np.bincount(
+            cl, weights=wt, minlength=ncat
+        )
+        pos_net = net > 0
+        sz = float(net[pos_net].sum())
+        if sz <= 0:
+            continue
+        strad = float(((pos_net[cw] != pos_net[cl]) * wt).sum())
+        mask = int(np.sum(np.left_shift(1, np.flatnonzero(pos_net).astype(np.int64))))
+        g = 1.0 / max(ncat - 1, 1)
+        cands.append((sz, int(col), 0, float("nan"), mask, sz, strad, g))
+    if not cands:
+        return None
+    top = max(c[0] for c in cands)
+    cands = [c for c in cands if c[0] == top]
+    if ties == "first":
+        pick = min(cands, key=lambda c: (c[1], c[2]))
+    elif ties == "random":
+        pick = cands[int(rng.integers(len(cands)))]  # type: ignore[union-attr]
+    else:  # fewest straddlers, then the gap rule (wider gap, lower column and threshold)
+        pick = min(cands, key=lambda c: (c[6], -c[7], c[1], c[2]))
+    return Split(pick[1], pick[3], pick[4], pick[5], pick[0] / n)
 
 
 @lru_cache(maxsize=64)

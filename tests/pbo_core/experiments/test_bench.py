@@ -270,3 +270,30 @@ def test_a_single_option_value_is_named_in_the_summary(capsys) -> None:
     assert out["summary"][0]["max_depth"] == 3
     out = _run_json(capsys, [*args, "--n-init", "3"])
     assert "max_depth" not in out["summary"][0] and "noise" not in out["summary"][0]
+
+
+def test_gp_priors_variants_and_random_search(capsys) -> None:
+    """Issue 33's command: our GP with the 0.6 priors and a variant grid, beside random."""
+    args = ["--functions", "dtlz2_8", "--methods", "gp,gp-ks-static,random", "--gp-priors"]
+    args += ["0.6", "--gp-variant", "none,clamp+raw", "--init", "pool_n6_k15"]
+    args += ["--seeds", "2", "--iters", "2", "--json", "-", "--quiet"]
+    assert bench.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {(r["method"], r.get("gp_variant")): r for r in out["summary"]}
+    assert set(rows) == {
+        ("gp", "none"),
+        ("gp", "raw+clamp"),  # canonical order
+        ("gp-ks-static", "none"),
+        ("gp-ks-static", "raw+clamp"),
+        ("random", "none"),  # gp options do not apply to random search
+    }
+    assert rows[("gp", "none")]["gp_priors"] == "0.6"
+    assert rows[("random", "none")]["seeds"] == 2
+    cell = {"function": "dtlz2_8", "method": "gp", "seed": 0, "iters": 1, "n_init": 3}
+    df = bench.run_cell({**cell, "gp_priors": "0.6", "gp_variant": "nomerge"})
+    assert (df["gp_variant"] == "nomerge").all()
+    assert {"fit_failures", "merged_items"} <= set(df.columns)
+    with pytest.raises(SystemExit, match="unknown GP variant"):
+        bench.main(["--functions", "branin", "--methods", "gp", "--gp-variant", "normalise"])
+    with pytest.raises(SystemExit, match="gp methods"):
+        bench.main(["--functions", "branin", "--methods", "dt", "--gp-priors", "0.6"])

@@ -15,6 +15,8 @@ from pbo_core.models.gp.kappasharp import (
     condition_number,
     correction,
     decisiveness,
+    isolated_pair_ceiling,
+    isolated_pair_decisiveness,
 )
 
 
@@ -223,3 +225,41 @@ def test_calibration_exponent_is_a_parameter() -> None:
     rec = strong.kappasharp_history_[-1]
     assert rec["kappa_after"] <= rec["kappa_before"] ** 0.5 * (1 + 1e-9)
     assert strong.eta_ > _fit("static", data).eta_
+
+
+@pytest.mark.parametrize(
+    ("noise_var", "ceiling"), [(2.0, 0.2243), (EQ1_NOISE_VAR, 0.2834), (0.0, 0.2843)]
+)
+def test_isolated_pair_decisiveness_has_a_ceiling_below_tau(noise_var, ceiling) -> None:
+    """docs/fidelity.md: a pair informed only by its own comparison never reaches tau."""
+    best, v0 = isolated_pair_ceiling(noise_var)
+    assert best == pytest.approx(ceiling, abs=5e-5)
+    assert best < 0.30
+    # an interior maximum: smaller and larger prior variances score lower
+    for factor in (1e-3, 0.3, 3.0, 1e3, 1e8):
+        assert isolated_pair_decisiveness(v0 * factor, noise_var) < best
+    # so the EMA (rate 0.2, from 0), even after a first score of 1, stays below tau
+    act = AdaptiveActivation()
+    assert not act.update(1.0)
+    assert not any(act.update(best) for _ in range(200))
+    assert act.ema < 0.30
+
+
+@pytest.mark.parametrize(
+    ("lengthscale", "outputscale"), [(0.05, 1.0), (0.1, 4.0), (0.15, 30.0), (0.15, 0.2)]
+)
+def test_isolated_pair_formula_matches_the_gp(lengthscale, outputscale) -> None:
+    """(K.1) is the GP's own Laplace posterior of a pair far from every other comparison."""
+    rng = np.random.default_rng(3)
+    schema = Schema.numeric(np.tile([0.0, 100.0], (2, 1)))
+    # three earlier pairs far away (own components), then the pair scored last
+    X = np.vstack([rng.random((6, 2)) * 5.0, [[70.0, 95.0], [95.0, 70.0]]])
+    pairs = np.array([[0, 1], [3, 2], [4, 5], [6, 7]])
+    data = PreferenceData(X, pairs, schema=schema)
+    model = GPSurrogate(kappasharp="adaptive", lengthscale=lengthscale, outputscale=outputscale)
+    model.fit(data)
+    Z = model.Z_[[6, 7]]
+    rho = float(np.exp(-0.5 * (((Z[0] - Z[1]) / lengthscale) ** 2).sum()))
+    expected = isolated_pair_decisiveness(2.0 * outputscale * (1.0 - rho))
+    assert 0.001 < expected < 0.30
+    assert model.decisiveness_ == pytest.approx(expected, rel=1e-5)

@@ -268,3 +268,75 @@ def test_adjacent_float_values_still_split() -> None:
     tree = build_tree(X, np.array([[1, 0]]), numeric_schema(1))
     assert tree.n_leaves == 2
     assert tree.apply(X).tolist() == [0, 1]
+
+
+def _tied_thresholds(Xw: np.ndarray, Xl: np.ndarray) -> tuple[float, list[tuple]]:
+    """Brute force: every threshold split of the largest |sum Z|, with its straddlers."""
+    d = Xw.shape[1]
+    out = []
+    for c in range(d):
+        vals = np.unique(np.r_[Xw[:, c], Xl[:, c]])
+        for t in 0.5 * (vals[1:] + vals[:-1]):
+            z = (Xw[:, c] >= t).astype(int) - (Xl[:, c] >= t).astype(int)
+            out.append((abs(z.sum()), c, t, int(np.abs(z).sum())))
+    top = max(o[0] for o in out)
+    return top, [o for o in out if o[0] == top]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_tie_rules_pick_among_the_tied_splits(seed) -> None:
+    rng = np.random.default_rng(seed)
+    Xw = rng.integers(0, 4, (12, 3)).astype(float)  # few values: many tied splits
+    Xl = rng.integers(0, 4, (12, 3)).astype(float)
+    is_cat = np.zeros(3, bool)
+    n_cat = np.zeros(3, np.int64)
+    span = np.full(3, 3.0)
+    top, tied = _tied_thresholds(Xw, Xl)
+    if top == 0:
+        assert best_split(Xw, Xl, is_cat, n_cat, span, ties="first") is None
+        return
+    keys = {(c, round(t, 9)): s for _, c, t, s in tied}
+    gap = best_split(Xw, Xl, is_cat, n_cat, span)
+    for ties in ("first", "straddlers", "random"):
+        r = np.random.default_rng(0) if ties == "random" else None
+        s = best_split(Xw, Xl, is_cat, n_cat, span, ties=ties, rng=r)
+        assert abs(s.sum_z) == top and s.score == pytest.approx(gap.score)
+        assert (s.column, round(s.threshold, 9)) in keys
+    first = best_split(Xw, Xl, is_cat, n_cat, span, ties="first")
+    assert (first.column, first.threshold) == min((c, t) for _, c, t, _ in tied)
+    fewest = best_split(Xw, Xl, is_cat, n_cat, span, ties="straddlers")
+    assert keys[(fewest.column, round(fewest.threshold, 9))] == min(keys.values())
+    drawn = {
+        (s.column, s.threshold)
+        for s in (
+            best_split(Xw, Xl, is_cat, n_cat, span, ties="random", rng=np.random.default_rng(k))
+            for k in range(40)
+        )
+    }
+    assert drawn <= {(c, t) for _, c, t, _ in tied}
+    if len(tied) > 1:
+        assert len(drawn) > 1
+
+
+def test_split_tie_rules_reach_the_dt_and_need_a_generator_for_random() -> None:
+    from pbo_core.data import PreferenceData
+    from pbo_core.models.dt import DTSurrogate
+
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 5, (30, 3)).astype(float)
+    pairs = rng.choice(30, (40, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    schema = Schema.numeric(np.tile([0.0, 4.0], (3, 1)))
+    data = PreferenceData(X, pairs, schema=schema)
+    default = DTSurrogate().fit(data)
+    for ties in ("first", "straddlers"):
+        m = DTSurrogate(split_ties=ties).fit(data)
+        assert m.backend_ == "numpy" and m.n_leaves_ >= 1
+    a = DTSurrogate(split_ties="random", split_rng=np.random.default_rng(5)).fit(data)
+    b = DTSurrogate(split_ties="random", split_rng=np.random.default_rng(5)).fit(data)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))  # seeded
+    assert default.backend_ == "numba"
+    with pytest.raises(ValueError, match="Generator"):
+        DTSurrogate(split_ties="random").fit(data)
+    with pytest.raises(ValueError, match="split_ties"):
+        DTSurrogate(split_ties="widest").fit(data)
