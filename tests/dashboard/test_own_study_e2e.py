@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
+from tests.fixtures.streamlit_server import attach_file, streamlit_server, wait_until_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -82,8 +82,7 @@ def open_form(pg) -> None:
 
 def upload(pg, index: int, path: Path) -> None:
     box = pg.locator('[data-testid="stFileUploader"]').nth(index)
-    box.locator('input[type="file"]').set_input_files(str(path))
-    sync_api.expect(box).to_contain_text(path.name)
+    attach_file(box, path)
     settle(pg)
     pg.get_by_role("button", name="Import study").wait_for(state="visible")
 
