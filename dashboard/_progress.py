@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard._errors import fragment
-from dashboard._services.jobs import Job, service
+from dashboard._services.jobs import Job, JobLimitError, service
 from dashboard._text import md
 
 _LOG = logging.getLogger("dtpbo.dashboard")
@@ -62,10 +62,16 @@ def result(job: Job, *, key: str, cancel: bool = True) -> Any | None:
     """``job``'s result when it is done; otherwise its progress is drawn and ``None`` is
     returned (the page shows the rest of its content meanwhile, or stops). A failed job
     shows one sentence and an error id (its error, with the same id, goes to the server
-    log, as :func:`dashboard._errors.error_boundary` does); a cancelled one offers to start
-    again."""
+    log, as :func:`dashboard._errors.error_boundary` does), or, stopped at its memory or
+    time budget, the sentence saying so; a cancelled one offers to start again."""
     if job.state == "done":
         return job.result
+    if job.state == "failed" and isinstance(job.error, JobLimitError):
+        st.error(md(str(job.error)), icon=":material/error:")  # one sentence, no internals
+        if st.button("Try again", key=f"{key}::retry"):
+            service().forget(job.key)
+            st.rerun()
+        return None
     if job.state == "failed":
         error_id = secrets.token_hex(4)
         exc = job.error

@@ -18,6 +18,15 @@ first fit, the default result grids) submits a :class:`Job` and draws its progre
   version (:func:`code_version`), so a second visit, another visitor and a restarted
   server read it back at once.
 
+Each job has a budget, the operator's settings: its worker's memory
+(``DTPBO_JOB_MEMORY_MB``, default :data:`MEMORY_MB`) and its time
+(``DTPBO_JOB_SECONDS``, default :data:`SECONDS`); a watchdog thread samples every running
+worker twice a second and stops one over its budget (a fresh worker replaces it), the job
+failing with a :class:`JobLimitError` that says which budget and what to do. A visitor's
+job is cancelled when every browser tab that asked for it has closed (its Streamlit
+sessions gone for :data:`ABANDON_S` seconds; a page switch or a reload keeps it), and
+starts again if someone asks for it later. Background jobs are never abandoned.
+
 Two workers: one at the server's priority, one below it (``DTPBO_JOB_NICE``, default
 10). Jobs a visitor waits for (priority 0) take an idle worker, the first one first;
 background jobs (priority 1: the bundled studies' comparisons and defaults computed after
@@ -35,6 +44,7 @@ import contextlib
 import hashlib
 import heapq
 import itertools
+import logging
 import multiprocessing
 import os
 import pickle
@@ -49,10 +59,75 @@ from dashboard import _work
 from data_loaders._common import data_home
 from pbo_core import __version__
 
+_LOG = logging.getLogger("dtpbo.jobs")
+
 #: Worker processes (a visitor's job never waits behind background work).
 WORKERS = 2
 #: Priorities: a visitor waits for it / computed ahead of any visit.
 VISITOR, BACKGROUND = 0, 1
+#: One job's budgets (defaults of ``DTPBO_JOB_MEMORY_MB`` and ``DTPBO_JOB_SECONDS``): its
+#: worker's resident memory in MB and its running time in seconds.
+MEMORY_MB, SECONDS = 4096.0, 1200.0
+#: Seconds a visitor's job goes on once no browser tab that asked for it is connected
+#: (``DTPBO_JOB_ABANDON_SECONDS``).
+ABANDON_S = 30.0
+#: How often the watchdog samples the workers (seconds).
+WATCH_EVERY_S = 0.5
+
+
+class JobLimitError(RuntimeError):
+    """A job stopped at its memory or time budget (the message names it, in one
+    sentence a visitor can act on)."""
+
+
+def budget(name: str, default: float) -> float:
+    """A positive number from the environment variable ``name``, else ``default``."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _limit(job: Job, what: str, setting: str) -> JobLimitError:
+    return JobLimitError(
+        f"{job.title} {what}, this server's budget for one computation ({setting}), and "
+        "was stopped: choose fewer respondents or a smaller study."
+    )
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` in MB (10^6 bytes); 0 when unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def _session_id() -> str | None:
+    """The Streamlit session (browser tab) running this script, if any."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx(suppress_warning=True)
+    except Exception:
+        return None
+    return getattr(ctx, "session_id", None) if ctx is not None else None
+
+
+def _session_active(session_id: str) -> bool:
+    """Is that browser tab still connected? (``True`` when there is no Streamlit
+    runtime to ask: nothing is cancelled then.)"""
+    try:
+        from streamlit.runtime import Runtime
+
+        return bool(Runtime.instance().is_active_session(session_id))
+    except Exception:
+        return True
 
 
 def inline() -> bool:
@@ -114,6 +189,11 @@ class Job:
     result: Any = None
     error: BaseException | None = None
     from_disk: bool = False
+    #: the Streamlit sessions (browser tabs) that asked for it, and since when none is
+    #: connected; ``abandoned``: cancelled for that reason
+    watchers: set[str] = field(default_factory=set)
+    unwatched_since: float | None = None
+    abandoned: bool = False
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -307,6 +387,7 @@ class JobService:
         self._workers: list[_Worker] = []
         self._probes: list[Job] = []
         self._lock = threading.RLock()
+        self._watchdog_thread: threading.Thread | None = None
 
     # -- public
     def get(self, key: str) -> Job | None:
@@ -336,7 +417,11 @@ class JobService:
             priority = getattr(_DEFAULT, "priority", VISITOR)
         with self._lock:
             job = self._jobs.get(key)
+            if job is not None and job.abandoned:  # asked for again: start it anew
+                self._jobs.pop(key, None)
+                job = None
             if job is not None:
+                self._watch(job, priority)
                 if priority < job.priority and job.state == "queued":
                     job.priority = priority
                     heapq.heappush(self._queue, (priority, next(self._order), key))
@@ -350,6 +435,7 @@ class JobService:
                 return job
             job = Job(key, title, fn, args, kwargs, estimate, priority, cached)
             self._jobs[key] = job
+            self._watch(job, priority)
             if _read_cache(job):
                 return job
             if inline():
@@ -361,6 +447,47 @@ class JobService:
 
     def cancel(self, key: str) -> None:
         """Drop a queued job, or stop the worker running it (a fresh one replaces it)."""
+        self._end(key, "cancelled")
+
+    def check(self) -> None:
+        """One look of the watchdog: stop a job over its memory or time budget, cancel a
+        visitor's job no connected browser tab waits for (see module)."""
+        memory = budget("DTPBO_JOB_MEMORY_MB", MEMORY_MB)
+        seconds = budget("DTPBO_JOB_SECONDS", SECONDS)
+        abandon = budget("DTPBO_JOB_ABANDON_SECONDS", ABANDON_S)
+        now = time.monotonic()
+        with self._lock:
+            over: list[tuple[str, JobLimitError]] = []
+            for w in self._workers:
+                job = w.job
+                if job is None or w.dead or job.started is None:
+                    continue
+                why: tuple[str, str] | None = None
+                if _rss_mb(w.process.pid) > memory:
+                    why = f"needed more than {memory:,.0f} MB of memory", "DTPBO_JOB_MEMORY_MB"
+                elif job.elapsed() > seconds:
+                    why = f"took longer than {seconds:,.0f} s", "DTPBO_JOB_SECONDS"
+                if why is not None:
+                    over.append((job.key, _limit(job, *why)))
+            for key, error in over:
+                _LOG.warning("job %s stopped: %s", key, error)
+                self._end(key, "failed", error)
+            for job in list(self._jobs.values()):
+                if job.done or job.priority >= BACKGROUND or not job.watchers:
+                    continue
+                if any(_session_active(s) for s in job.watchers):
+                    job.unwatched_since = None
+                    continue
+                if job.unwatched_since is None:
+                    job.unwatched_since = now
+                elif now - job.unwatched_since >= abandon:
+                    job.abandoned = True
+                    _LOG.info("job %s (%s) cancelled: no tab waits for it", job.key, job.title)
+                    self._end(job.key, "cancelled")
+
+    def _end(self, key: str, state: str, error: BaseException | None = None) -> None:
+        """Finish a job that is not done as ``state``: dropped from the queue, or its
+        worker stopped (a fresh one replaces it)."""
         with self._lock:
             job = self._jobs.get(key)
             if job is None or job.done:
@@ -369,7 +496,7 @@ class JobService:
                 if w.job is job:
                     w.job = None
                     w.stop()
-            job._finish("cancelled")
+            job._finish(state, error=error)
             self._workers = [w for w in self._workers if not w.dead]
             self._dispatch()
 
@@ -424,8 +551,28 @@ class JobService:
                 self._workers = [w for w in self._workers if w is not worker]
             self._dispatch()
 
+    def _watch(self, job: Job, priority: int) -> None:
+        """Note the browser tab asking for ``job`` (a visitor's job only)."""
+        if priority < BACKGROUND:
+            sid = _session_id()
+            if sid is not None:
+                job.watchers.add(sid)
+
+    def _watchdog(self) -> None:
+        while True:
+            time.sleep(WATCH_EVERY_S)
+            try:
+                self.check()
+            except Exception:  # never let the watchdog die
+                pass
+
     def _new_worker(self) -> _Worker:
         """A new worker: at the server's priority when none is, else the background one."""
+        if self._watchdog_thread is None:
+            self._watchdog_thread = threading.Thread(
+                target=self._watchdog, name="dtpbo-jobs-watchdog", daemon=True
+            )
+            self._watchdog_thread.start()
         front = any(not w.background for w in self._workers if not w.dead)
         w = _Worker(self, background=front)
         self._workers.append(w)

@@ -91,6 +91,69 @@ def test_a_dead_worker_fails_its_job_and_is_replaced(service) -> None:
     assert ok.wait(120) != os.getpid()
 
 
+def test_a_job_over_its_memory_or_time_budget_is_stopped_with_a_sentence(
+    service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watchdog stops a worker over the operator's memory or time budget; the job
+    fails with a JobLimitError naming the budget and its setting; a fresh worker runs the
+    next job."""
+    ready = service.submit("t-ready", "ready", job_bodies.steps, 1, 0.0, cached=False)
+    ready.wait(120)
+    base = max(jobs._rss_mb(w.process.pid) for w in service._workers if not w.dead)
+    assert base > 10  # the worker's own resident memory, read from /proc
+    monkeypatch.setenv("DTPBO_JOB_MEMORY_MB", f"{base + 150:.0f}")
+    big = service.submit("t-big", "Holding 600 MB", job_bodies.hold, 600, 60.0, cached=False)
+    with pytest.raises(jobs.JobLimitError) as exc:
+        big.wait(120)
+    msg = str(exc.value)
+    assert msg.startswith("Holding 600 MB needed more than") and "DTPBO_JOB_MEMORY_MB" in msg
+    assert big.elapsed() < 30 and msg.count(". ") == 0 and msg.endswith(".")
+    small = service.submit("t-small", "small", job_bodies.hold, 20, 0.0, cached=False)
+    assert small.wait(120) == 20 * 10**6  # within the budget
+    monkeypatch.delenv("DTPBO_JOB_MEMORY_MB")
+    monkeypatch.setenv("DTPBO_JOB_SECONDS", "1")
+    slow = service.submit("t-slow", "Stepping", job_bodies.steps, 600, 0.1, cached=False)
+    with pytest.raises(jobs.JobLimitError, match=r"took longer than 1 s, .*DTPBO_JOB_SECONDS"):
+        slow.wait(120)
+    assert 1.0 <= slow.elapsed() < 10.0
+    monkeypatch.delenv("DTPBO_JOB_SECONDS")
+    assert service.submit("t-after", "ok", job_bodies.steps, 1, 0.0, cached=False).wait(120)
+
+
+def test_a_visitors_job_is_cancelled_when_every_tab_asking_for_it_has_closed(
+    service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A visitor's job goes on while a tab that asked for it is connected (a page switch
+    keeps the tab's session), is cancelled ABANDON_S seconds after the last one closed, and
+    starts anew when asked for again; a background job is never abandoned."""
+    tabs = {"tab-1": True, "tab-2": True}
+    asking = ["tab-1"]
+    monkeypatch.setattr(jobs, "_session_id", lambda: asking[0])
+    monkeypatch.setattr(jobs, "_session_active", lambda sid: tabs.get(sid, False))
+    monkeypatch.setenv("DTPBO_JOB_ABANDON_SECONDS", "0.5")
+    job = service.submit("t-tabs", "stepping", job_bodies.steps, 600, 0.1, cached=False)
+    asking[0] = "tab-2"  # a second visitor asks for the same job
+    assert service.submit("t-tabs", "stepping", job_bodies.steps, 600, 0.1) is job
+    assert job.watchers == {"tab-1", "tab-2"}
+    _until(lambda: job.state == "running")
+    tabs["tab-1"] = False
+    time.sleep(4 * jobs.WATCH_EVERY_S + 0.5)
+    assert job.state == "running"  # tab 2 still waits for it
+    tabs["tab-2"] = False
+    _until(lambda: job.done, timeout=30)
+    assert job.state == "cancelled" and job.abandoned
+    tabs["tab-2"] = True  # the visitor comes back: the job starts again
+    again = service.submit("t-tabs", "stepping", job_bodies.steps, 1, 0.0, cached=False)
+    assert again is not job and again.wait(120) != os.getpid()
+    # background work (the precompute) has no tab to wait for it
+    tabs.clear()
+    bg = service.submit(
+        "t-tabs-bg", "bg", job_bodies.steps, 20, 0.1, priority=jobs.BACKGROUND, cached=False
+    )
+    assert not bg.watchers
+    assert bg.wait(120) != os.getpid() and bg.state == "done"
+
+
 def test_background_jobs_run_below_the_server_and_leave_a_worker_free(service) -> None:
     """A visitor's job runs at the server's priority; background jobs only in the second
     worker, below it, so a visitor's job never queues behind them."""
