@@ -81,9 +81,24 @@ def preload_and_report() -> None:
         svc.precompute_bundled()
 
 
+class _QuietThreads(logging.Filter):
+    """Drop Streamlit's "missing ScriptRunContext" warnings of the server's own threads
+    (``dtpbo-...``: the preload and the precompute call the pages' cached functions
+    without a page: hundreds of lines per start that would bury the log's real ones)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.threadName.startswith("dtpbo-")
+            and "missing ScriptRunContext" in record.getMessage()
+        )
+
+
 def _log_errors() -> None:
     """The pages' errors (``dtpbo.dashboard``: an error id and its traceback) on stderr,
-    the server's log."""
+    the server's log; without the warnings :class:`_QuietThreads` drops."""
+    ctx_log = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    if not any(isinstance(f, _QuietThreads) for f in ctx_log.filters):
+        ctx_log.addFilter(_QuietThreads())
     log = logging.getLogger("dtpbo")
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)

@@ -13,6 +13,7 @@ goes; the loop (:func:`serve`) sends those reports back to the server.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import threading
@@ -51,6 +52,21 @@ def niceness() -> int:
         return DEFAULT_NICE
 
 
+def idle_class(pid: int, idle: bool) -> None:
+    """Put process ``pid`` (0: this one; on Linux its main thread, and the threads it
+    starts later) in the idle scheduling class (``SCHED_IDLE``: it runs only on a core no
+    other task wants, so background work never delays a visitor's page, whatever the
+    number of tasks competing: a niceness only weighs it) or back in the normal one.
+    Nothing where the system has no such class."""
+    policy = getattr(os, "SCHED_IDLE", None) if idle else getattr(os, "SCHED_OTHER", None)
+    if policy is None or not hasattr(os, "sched_setscheduler"):
+        return
+    try:
+        os.sched_setscheduler(pid, policy, os.sched_param(0))
+    except OSError:
+        pass
+
+
 def ready(*, progress: Progress | None = None) -> bool:
     """``True``: sent to a fresh worker, it makes the worker import this module and the
     models before any real job."""
@@ -80,9 +96,15 @@ def serve(conn: Connection, nice: int | None = None) -> None:
     process is gone (a server ended mid-job) it ends within a second instead of finishing
     the job.
     """
-    os.nice(niceness() if nice is None else nice)
+    nice = niceness() if nice is None else nice
+    os.nice(nice)
+    if nice > 0:
+        idle_class(0, True)
     parent, done = multiprocessing.parent_process(), threading.Event()
     if parent is not None:  # a worker process (not a thread of the caller's)
+        # no Streamlit runtime here, by design: its "bare mode" and "No runtime found"
+        # warnings (hundreds per job) would only bury the server log's real lines
+        logging.getLogger("streamlit").setLevel(logging.ERROR)
 
         def _orphaned() -> None:  # a daemon thread: the job in progress may take minutes
             parent.join()  # returns when the parent process is gone (its sentinel closes)
