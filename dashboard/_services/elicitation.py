@@ -24,6 +24,7 @@ from dashboard._charts import (
     spec_template,
     surface_grid,
 )
+from dashboard._services import jobs
 from dashboard._services.studies import get_study, study_token
 from dashboard._services.trees import format_value, items_table, leaf_table
 from pbo_core import explain
@@ -504,6 +505,7 @@ def start_answer_clock() -> dict[str, float]:
     its callback started; the page keeps it and passes it to :func:`finish_answer_clock`.
     """
     now = time.monotonic()
+    jobs.note_answer()  # the precompute holds its next job while answers arrive
     sid = _browser_session_id()
     arrived = _arrivals.pop(sid, None) if sid is not None else None
     if arrived is None or arrived > now:

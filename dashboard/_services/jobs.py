@@ -77,6 +77,25 @@ MEMORY_MB, SECONDS = 4096.0, 1200.0
 ABANDON_S = 30.0
 #: How often the watchdog samples the workers (seconds).
 WATCH_EVERY_S = 0.5
+#: Seconds without an answer on Live elicitation before background work starts its next
+#: job (:func:`wait_for_quiet`): a room answering at once has both cores.
+ANSWER_QUIET_S = 10.0
+_LAST_ANSWER = [float("-inf")]
+
+
+def note_answer() -> None:
+    """An answer arrived (Live elicitation): background work waits for a quiet moment."""
+    _LAST_ANSWER[0] = time.monotonic()
+
+
+def wait_for_quiet(quiet: float = ANSWER_QUIET_S, poll: float = 0.25) -> float:
+    """Block until no answer has arrived for ``quiet`` seconds; the seconds waited. (The
+    precompute calls it before each of its jobs; a job already running goes on, in the
+    idle scheduling class.)"""
+    t0 = time.monotonic()
+    while (left := _LAST_ANSWER[0] + quiet - time.monotonic()) > 0:
+        time.sleep(min(poll, left))
+    return time.monotonic() - t0
 
 
 class JobLimitError(RuntimeError):

@@ -125,6 +125,8 @@ def precompute_bundled() -> list[str]:
 
 
 def _as_background(step: Callable[[], Any]) -> Any:
-    """Run ``step`` with every job it submits at background priority."""
+    """Run ``step`` with every job it submits at background priority, once no answer has
+    arrived on Live elicitation for a while (:func:`jobs.wait_for_quiet`)."""
+    jobs.wait_for_quiet()
     with jobs.submitting_as(jobs.BACKGROUND):
         return step()

@@ -255,3 +255,14 @@ def test_a_worker_whose_server_is_gone_ends_within_a_second(tmp_path) -> None:
     else:
         os.kill(pid, 9)
         pytest.fail("the orphaned worker was still running 5 s after its server ended")
+
+
+def test_background_work_waits_for_a_quiet_moment_between_answers() -> None:
+    """The precompute's next job waits until no answer has arrived for a while."""
+    assert jobs.wait_for_quiet(quiet=0.3) < 0.1  # no answer yet: at once
+    jobs.note_answer()
+    waited = jobs.wait_for_quiet(quiet=0.4)
+    assert 0.3 <= waited < 2.0
+    jobs.note_answer()
+    time.sleep(0.5)
+    assert jobs.wait_for_quiet(quiet=0.4) < 0.1  # quiet long enough already
