@@ -415,6 +415,7 @@ class JobService:
         self._probes: list[Job] = []
         self._lock = threading.RLock()
         self._watchdog_thread: threading.Thread | None = None
+        self._closed = threading.Event()
 
     # -- public
     def get(self, key: str) -> Job | None:
@@ -585,9 +586,15 @@ class JobService:
             if sid is not None:
                 job.watchers.add(sid)
 
+    def close(self) -> None:
+        """Stop the watchdog and every worker process (a service is not used after)."""
+        self._closed.set()
+        with self._lock:
+            for w in self._workers:
+                w.stop()
+
     def _watchdog(self) -> None:
-        while True:
-            time.sleep(WATCH_EVERY_S)
+        while not self._closed.wait(WATCH_EVERY_S):
             try:
                 self.check()
             except Exception:  # never let the watchdog die

@@ -19,8 +19,7 @@ def workers():
     """One job service for the module (its two worker processes start once)."""
     s = jobs.JobService()
     yield s
-    for w in s._workers:
-        w.stop()
+    s.close()  # the workers and the watchdog thread
 
 
 @pytest.fixture

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -223,8 +226,11 @@ def test_replay_stops_at_its_deadline_between_two_rows(monkeypatch: pytest.Monke
     answer_truthfully(s, 6)
     table = s.to_frame()
     calls = []
+    here, real = threading.get_ident(), time.monotonic
 
     def clock() -> float:  # the deadline passes before the fourth row
+        if threading.get_ident() != here:  # the patch is process-wide: other threads
+            return real()  # (e.g. a job service's watchdog) keep the real clock
         calls.append(1)
         return 0.0 if len(calls) <= 3 else 5.0
 
