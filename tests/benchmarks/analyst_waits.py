@@ -41,18 +41,12 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make the tests package importable
     sys.path.insert(0, str(ROOT))
 
-from tests.fixtures.streamlit_server import streamlit_server  # noqa: E402
+from tests.fixtures.streamlit_server import (  # noqa: E402
+    BROWSER_ARGS,
+    CHROMIUM,
+    streamlit_server,
+)
 
-CHROMIUM = "/usr/bin/chromium"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 #: Seconds: the longest acceptable view, and the longest wait without a progress bar.
 TARGET_S, SILENT_S = 10.0, 2.0
 BUNDLED = ("train", "electricity", "swissmetro", "pmr-demo")

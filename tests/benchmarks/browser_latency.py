@@ -46,19 +46,14 @@ if str(ROOT) not in sys.path:  # run as a script: make the tests package importa
     sys.path.insert(0, str(ROOT))
 
 from dashboard.pages import url_titles  # noqa: E402
-from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle  # noqa: E402
+from tests.fixtures.streamlit_server import (  # noqa: E402
+    BROWSER_ARGS,
+    CHROMIUM,
+    streamlit_server,
+    wait_until_idle,
+)
 
 APP = ROOT / "dashboard" / "app.py"
-CHROMIUM = "/usr/bin/chromium"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PAGES = url_titles()  # URL path -> title
 
 

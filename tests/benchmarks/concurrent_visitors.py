@@ -65,18 +65,13 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make the tests package importable
     sys.path.insert(0, str(ROOT))
 
-from tests.fixtures.streamlit_server import free_port, streamlit_server  # noqa: E402
+from tests.fixtures.streamlit_server import (  # noqa: E402
+    BROWSER_ARGS,
+    CHROMIUM,
+    free_port,
+    streamlit_server,
+)
 
-CHROMIUM = "/usr/bin/chromium"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 _QUIET_JS = """(quietMs) => {
   const busy = !!document.querySelector('[data-testid="stStatusWidget"]');
   const now = performance.now();
