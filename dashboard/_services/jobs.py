@@ -667,3 +667,12 @@ def service() -> JobService:
         if not _SERVICE:
             _SERVICE.append(JobService())
         return _SERVICE[0]
+
+
+def reset_service() -> None:
+    """Close the process's job service (its watchdog and workers); the next
+    :func:`service` call starts a fresh one with no jobs. Tests start each from an
+    empty service: a job done in one test is not a result in the next."""
+    with _SERVICE_LOCK:
+        while _SERVICE:
+            _SERVICE.pop().close()

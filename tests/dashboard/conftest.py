@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """No user data, no LLM settings, caches and ``results/`` inside ``tmp_path``, the
     only allowed data root (``DTPBO_DATA_ROOTS``); not in shared-server mode."""
     for name in (*DATA_ENV, *LLM_ENV, "DTPBO_SHARED_SERVER", "DTPBO_MAX_DATA_BYTES"):
@@ -49,7 +49,11 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("DTPBO_SHOW_TRACEBACKS", "1")
     monkeypatch.setenv("DTPBO_LLM_CACHE", str(tmp_path / "llm_cache.sqlite"))
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    yield tmp_path
+    # no job (a tree comparison, a pooled fit) carries over into the next test
+    from dashboard._services import jobs
+
+    jobs.reset_service()
 
 
 @pytest.fixture

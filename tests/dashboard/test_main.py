@@ -20,7 +20,10 @@ def test_main_runs_streamlit_on_the_app_with_the_options_given(monkeypatch) -> N
         raise SystemExit(0)
 
     monkeypatch.setattr(launcher.cli, "main", fake_cli)
-    monkeypatch.setattr(launcher, "preload", lambda: started.set() or 0.0)
+    # the thread's whole target replaced: the real one would start the precompute of
+    # every bundled study in this process if it ran after this test's environment was
+    # undone (a race seen in CI: later tests found the comparisons done)
+    monkeypatch.setattr(launcher, "preload_and_report", started.set)
     monkeypatch.setattr(sys, "argv", ["python -m dashboard"])
     assert launcher.main(["--server.port=8999", "--server.headless=true"]) == 0
     assert seen["argv"] == [
@@ -43,7 +46,7 @@ def test_main_passes_streamlit_exit_codes_on(monkeypatch) -> None:
         raise SystemExit(2)
 
     monkeypatch.setattr(launcher.cli, "main", failing_cli)
-    monkeypatch.setattr(launcher, "preload", lambda: 0.0)
+    monkeypatch.setattr(launcher, "preload_and_report", lambda: None)
     monkeypatch.setattr(sys, "argv", ["x"])
     assert launcher.main([]) == 2
 
