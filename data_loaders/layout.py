@@ -41,6 +41,7 @@ import pandas as pd
 
 from data_loaders._common import describe_columns
 from data_loaders.conjoint import Attribute, is_missing, normalize_value
+from data_loaders.conjoint.build import CHOSEN_FALSE, CHOSEN_TRUE
 from data_loaders.limits import MAX_ALTERNATIVES
 from pbo_core.data import DataValidationError
 
@@ -63,6 +64,41 @@ DEFAULT_TASK = "task"
 DEFAULT_PROFILE = "profile"
 #: A long file without a chosen flag but with this column holds rankings.
 DEFAULT_RANK = "rank"
+#: Other names (lower case, in order of preference) a respondent column goes by: used
+#: when the file has no ``respondent`` column and none was named.
+RESPONDENT_NAMES = (
+    "respondent_id",
+    "respondentid",
+    "resp_id",
+    "respid",
+    "individual",
+    "individual_id",
+    "person",
+    "person_id",
+    "personid",
+    "pid",
+    "participant",
+    "participant_id",
+    "subject",
+    "subject_id",
+    "household",
+    "household_id",
+    "hhid",
+    "panelist",
+    "panelist_id",
+    "customer",
+    "customer_id",
+    "user",
+    "user_id",
+    "userid",
+    "idcase",
+    "caseid",
+    "case_id",
+    "id",
+)
+#: Other names (lower case, in order of preference) a long file's chosen flag goes by:
+#: used when the file has no ``chosen`` column and its values are flags (yes/no, 1/0).
+CHOSEN_NAMES = ("choice", "chosen_flag", "choice_flag", "selected", "choice_yn", "depvar", "y")
 #: Separators between a wide column's stem and its alternative (``ic.gc``, ``ic_gc``).
 SEPARATORS = (".", "_", "-")
 #: Most levels an inferred categorical attribute takes.
@@ -451,6 +487,46 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
 
 
 # ----------------------------------------------------------------------------- resolution
+def _by_name(have: Sequence[str], names: Sequence[str], taken: Iterable[str]) -> list[str]:
+    """The file's columns whose lower-case name is in ``names`` (in that order), except
+    ``taken``."""
+    lower = {c.lower(): c for c in reversed(have) if c not in set(taken)}
+    return [lower[n] for n in names if n in lower]
+
+
+def _flag_column(frame: pd.DataFrame, have: Sequence[str], taken: Iterable[str]) -> str | None:
+    """A long file's chosen flag under another name (:data:`CHOSEN_NAMES`): values that
+    are all flags (yes/no, 1/0, true/false), some chosen and some not."""
+    for c in _by_name(have, CHOSEN_NAMES, taken):
+        vals = _values(frame, c, 4)
+        if vals is None:
+            continue
+        keys = {normalize_value(v) for v in vals if not is_missing(v)}
+        if (
+            keys
+            and keys <= CHOSEN_TRUE | CHOSEN_FALSE
+            and keys & CHOSEN_TRUE
+            and keys - CHOSEN_TRUE
+        ):
+            return c
+    return None
+
+
+def _respondent_column(
+    frame: pd.DataFrame, have: Sequence[str], taken: Iterable[str], long: bool
+) -> str | None:
+    """A respondent column under another name (:data:`RESPONDENT_NAMES`); in the long
+    layout only one whose values repeat (rows of one respondent), not a row number."""
+    for c in _by_name(have, RESPONDENT_NAMES, taken):
+        col = frame[c]
+        if col.isna().any():
+            continue
+        if long and not col.duplicated().any():
+            continue
+        return c
+    return None
+
+
 def resolve_columns(
     frame: pd.DataFrame, columns: ColumnMap, name: str = "the file"
 ) -> tuple[ColumnMap, list[str]]:
@@ -467,10 +543,11 @@ def resolve_columns(
     notes: list[str] = []
     cols = columns
     resp, task = cols.respondent, cols.task
+    find_resp = False  # the default column is absent: look for it under another name
     if resp and resp not in have:
         if resp != DEFAULT_RESPONDENT:
             raise _missing(name, resp, "the respondent", "--respondent-col", have)
-        resp = ""
+        resp, find_resp = "", True
     if task and task not in have:
         if task != DEFAULT_TASK:
             raise _missing(name, task, "the task", "--task-col", have)
@@ -499,6 +576,12 @@ def resolve_columns(
                 )
             except DataValidationError as exc:
                 flag = cols.chosen or "chosen"
+                if flag not in have and not cols.chosen:  # the flag under another name?
+                    other = _flag_column(frame, have, (resp, task, *cols.feature_names))
+                    if other is not None:
+                        flag = other
+                        cols = replace(cols, chosen=other)
+                        notes.append(f"chosen flag: {other!r} (its values are yes/no flags)")
                 if isinstance(exc, WideLayoutError) and flag not in have:
                     raise
                 if flag not in have:
@@ -527,6 +610,14 @@ def resolve_columns(
             chosen = ""
             cols = replace(cols, rank=DEFAULT_RANK)
             notes.append(f"rank column: {DEFAULT_RANK!r} (1 = best; there is no chosen flag)")
+        if find_resp:
+            found = _respondent_column(frame, have, (task, profile, chosen, cols.rank), True)
+            if found is not None:
+                resp = found
+                cols = replace(cols, respondent=found)
+                notes.append(
+                    f"respondent column: {found!r} (by its name; --respondent-col '' for none)"
+                )
         if not resp and not task:
             raise DataValidationError(
                 f"{name}: no respondent column and no task column, so the tasks cannot be "
@@ -548,6 +639,15 @@ def resolve_columns(
             cols, chosen=wide.chosen, alternatives=wide.alts, separator=wide.sep, profile=""
         )
         notes += wide.notes
+        if find_resp:
+            stems = {cols.column(st, a) for st in wide.stems for a in wide.alts}
+            found = _respondent_column(frame, have, (task, wide.chosen, *stems), False)
+            if found is not None:
+                resp = found
+                cols = replace(cols, respondent=found)
+                notes.append(
+                    f"respondent column: {found!r} (by its name; --respondent-col '' for none)"
+                )
         if not resp:
             notes.append(
                 "respondent column: none (every row is a respondent of its own; id = file line)"

