@@ -647,6 +647,15 @@ def check_upload(
     problems += _cell_problems(frame, attrs, cols, file)
     if problems:
         return None, problems
+    if not cols.feature_names and respondents is None:
+        spare = feature_candidates(frame, cols, attrs)
+        if spare:
+            notes.append(
+                f"respondent-feature candidates, not kept: {', '.join(spare[:12])}"
+                + (f" and {len(spare) - 12} more" if len(spare) > 12 else "")
+                + " (name them as respondent features, --respondent-features, for the "
+                "Hierarchy page's user groups)"
+            )
     try:
         study = _build(frame, file, attrs, cols, notes, None)
     except (DataValidationError, ValueError) as exc:

@@ -108,3 +108,4 @@ def test_travel_mode_long_with_a_yes_no_flag(tmp_path: Path) -> None:
     assert attrs["mode"]["kind"] == "categorical" and len(attrs["mode"]["levels"]) == 4
     assert {"wait", "vcost", "travel", "gcost"} <= set(attrs)
     assert "income" not in attrs and "size" not in attrs  # constant within a task
+    assert "respondent-feature candidates, not kept: income, size" in got["stderr"]
