@@ -914,9 +914,10 @@ class PersonalLogit:
         for i, (dd, ww, tt) in enumerate(zip(probs_d, probs_w, tests, strict=True)):
             D[i, : len(dd)], Wt[i, : len(dd)], T[i, : len(dd)] = dd, ww, tt
         Cs = np.stack(centres)
-        for a, rho in enumerate(RHOS):
+        b = Cs
+        for a, rho in enumerate(RHOS):  # strongest prior first: each MAP starts the next
             P = np.tile(rho * self.scale_**2, (len(D), 1))
-            b, _ = newton_batch(D, Wt, P, Cs, "logit", init=Cs, max_iter=50)
+            b, _ = newton_batch(D, Wt, P, Cs, "logit", init=b, max_iter=50)
             z = np.einsum("bnp,bp->bn", D, b)
             loss[a] = float((T * link_nll(z, "logit")).sum())
         return loss
