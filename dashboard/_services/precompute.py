@@ -5,11 +5,11 @@ a thread walks, one job at a time in the background worker (below the server's p
 a visitor's job takes the other worker, :mod:`dashboard._services.jobs`), through what a
 first visit of each study shows: the held-out comparison of the tree models, the winner's
 whole-study fit, the sensitivity page's baseline scoring and default ablation; then
-SwissMetro's user/item hierarchy, segment logits and cohort curves (the Hierarchy page's
-default grid), and the default result grids of Convergence. Results land in the jobs'
-disk cache (and the grids' Parquet files), so first visits, and every visit after a
-restart, find them done. A visitor who opens a view whose job is still queued or running
-waits for that same job (its priority rises), never for a second copy.
+SwissMetro's user/item hierarchy and segment logits, and the default result grids of
+Convergence and Hierarchy. Results land in the jobs' disk cache (and the grids' Parquet
+files), so first visits, and every visit after a restart, find them done. A visitor who
+opens a view whose job is still queued or running waits for that same job (its priority
+rises), never for a second copy.
 """
 
 from __future__ import annotations
@@ -109,17 +109,16 @@ def precompute_bundled() -> list[str]:
             if study is not None:
                 for step in _steps(study)[3:]:
                     _background(_as_background(step))
-        root = results.results_home()
-        grids = list(results.DEFAULT_GRIDS) if results.is_default_root(root) else []
         swiss = dict(studies).get("swissmetro")
-        if swiss is not None:  # the Hierarchy page: user tree, segments, its cohort curves
+        if swiss is not None:
             n = min(500, len(swiss.respondents()))
             _background(_as_background(lambda: analyses.hierarchy_job(swiss, n, 3, 20, 3)))
             _background(_as_background(lambda: analyses.segments_job(swiss, n, 3, 20)))
-            grids.sort(key=lambda name: name != "hierarchy-swissmetro")
-        for name in grids:
-            if results.DEFAULT_GRIDS[name].missing(root):
-                _background(results.default_grid_job(name, root, priority=jobs.BACKGROUND))
+        root = results.results_home()
+        if results.is_default_root(root):
+            for name in results.DEFAULT_GRIDS:
+                if results.DEFAULT_GRIDS[name].missing(root):
+                    _background(results.default_grid_job(name, root, priority=jobs.BACKGROUND))
 
     threading.Thread(target=walk, name="dtpbo-precompute", daemon=True).start()
     return keys
