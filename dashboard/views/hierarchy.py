@@ -37,6 +37,15 @@ if not keys:
     st.caption("None of the bundled studies records respondent features.")
 else:
     ui.linked_missing(keys)
+    picked = st.session_state.get(svc.STUDY_KEY)
+    if picked and picked not in keys:  # the study picked elsewhere has no user groups
+        title = svc.study_titles().get(picked, str(picked))
+        st.info(
+            f"**{ui.md(title)}** records no respondent features, so it has no user groups: "
+            "another study is shown. To build its hierarchy, import it again with its "
+            "respondent features (`--respondent-features`, or tick them on the Add-a-study "
+            "form)."
+        )
     key = ui.synced_selectbox(
         "Study",
         keys,

@@ -539,6 +539,15 @@ def test_hierarchy_without_user_features_explains(app, monkeypatch) -> None:
     assert not dots(at) and not trees(at)
 
 
+def test_hierarchy_says_when_the_picked_study_has_no_user_features(app) -> None:
+    at = app("hierarchy", sel_study="electricity")  # picked on another page: no features
+    no_exception(at)
+    assert "records no respondent features" in texts(at)
+    assert trees(at)  # SwissMetro's hierarchy is shown instead
+    at = app("hierarchy", sel_study="swissmetro")
+    assert "records no respondent features" not in texts(at)
+
+
 def test_hierarchy_on_sushi(app, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DTPBO_SUSHI_DIR", str(sushi_dir(tmp_path, n_users=80)))
     folder = tmp_path / "results" / "hierarchy"
