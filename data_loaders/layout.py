@@ -490,7 +490,8 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
 def _by_name(have: Sequence[str], names: Sequence[str], taken: Iterable[str]) -> list[str]:
     """The file's columns whose lower-case name is in ``names`` (in that order), except
     ``taken``."""
-    lower = {c.lower(): c for c in reversed(have) if c not in set(taken)}
+    skip = set(taken)
+    lower = {c.lower(): c for c in reversed(have) if c not in skip}
     return [lower[n] for n in names if n in lower]
 
 
@@ -513,18 +514,18 @@ def _flag_column(frame: pd.DataFrame, have: Sequence[str], taken: Iterable[str])
 
 
 def _respondent_column(
-    frame: pd.DataFrame, have: Sequence[str], taken: Iterable[str], long: bool
-) -> str | None:
-    """A respondent column under another name (:data:`RESPONDENT_NAMES`); in the long
-    layout only one whose values repeat (rows of one respondent), not a row number."""
+    frame: pd.DataFrame, have: Sequence[str], taken: Iterable[str], long: bool, notes: list[str]
+) -> str:
+    """A respondent column under another name (:data:`RESPONDENT_NAMES`; said in
+    ``notes``), or ``""``; in the long layout only one whose values repeat (rows of one
+    respondent), not a row number."""
     for c in _by_name(have, RESPONDENT_NAMES, taken):
         col = frame[c]
-        if col.isna().any():
+        if col.isna().any() or (long and not col.duplicated().any()):
             continue
-        if long and not col.duplicated().any():
-            continue
+        notes.append(f"respondent column: {c!r} (by its name; --respondent-col '' for none)")
         return c
-    return None
+    return ""
 
 
 def resolve_columns(
@@ -611,13 +612,8 @@ def resolve_columns(
             cols = replace(cols, rank=DEFAULT_RANK)
             notes.append(f"rank column: {DEFAULT_RANK!r} (1 = best; there is no chosen flag)")
         if find_resp:
-            found = _respondent_column(frame, have, (task, profile, chosen, cols.rank), True)
-            if found is not None:
-                resp = found
-                cols = replace(cols, respondent=found)
-                notes.append(
-                    f"respondent column: {found!r} (by its name; --respondent-col '' for none)"
-                )
+            resp = _respondent_column(frame, have, (task, profile, chosen, cols.rank), True, notes)
+            cols = replace(cols, respondent=resp)
         if not resp and not task:
             raise DataValidationError(
                 f"{name}: no respondent column and no task column, so the tasks cannot be "
@@ -641,13 +637,8 @@ def resolve_columns(
         notes += wide.notes
         if find_resp:
             stems = {cols.column(st, a) for st in wide.stems for a in wide.alts}
-            found = _respondent_column(frame, have, (task, wide.chosen, *stems), False)
-            if found is not None:
-                resp = found
-                cols = replace(cols, respondent=found)
-                notes.append(
-                    f"respondent column: {found!r} (by its name; --respondent-col '' for none)"
-                )
+            resp = _respondent_column(frame, have, (task, wide.chosen, *stems), False, notes)
+            cols = replace(cols, respondent=resp)
         if not resp:
             notes.append(
                 "respondent column: none (every row is a respondent of its own; id = file line)"
