@@ -51,8 +51,11 @@ of any set of points are jointly Gaussian with mean ``Phi theta`` and covariance
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -334,6 +337,45 @@ def blas_single_thread() -> Any:
     a depth-3 Electricity fit took 2.5x longer with the default thread count).
     """
     return _threadpools().limit(limits=1, user_api="blas")
+
+
+def kernel_threads() -> int:
+    """Threads a compiled batch kernel may split its problems over: the cores this process
+    may run on, at most ``DTPBO_THREADS`` (or ``OMP_NUM_THREADS``, which joblib's workers
+    set so that parallel workers do not oversubscribe the cores) when set, at most 8.
+
+    The problems of a batch are independent, so the split changes no result; the
+    background worker of the dashboard runs in Linux's idle class, so a visitor's job
+    splitting over both cores takes the second one from it.
+    """
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    for name in ("DTPBO_THREADS", "OMP_NUM_THREADS"):
+        v = os.environ.get(name, "")
+        if v.strip().isdigit() and int(v) > 0:
+            n = min(n or 1, int(v))
+            break
+    return max(1, min(8, n or 1))
+
+
+@lru_cache(maxsize=1)
+def _executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="dtpbo-kernel")
+
+
+def run_split(kernel: Callable[[slice], None], n_problems: int, min_per_thread: int = 8) -> None:
+    """Call ``kernel(slice)`` on consecutive slices covering ``n_problems`` problems, on
+    :func:`kernel_threads` threads (a compiled kernel with ``nogil=True`` runs them at
+    once); one slice in the calling thread when there are few problems."""
+    t = min(kernel_threads(), n_problems // max(1, min_per_thread))
+    if t <= 1:
+        kernel(slice(0, n_problems))
+        return
+    bounds = np.linspace(0, n_problems, t + 1).round().astype(int)
+    parts = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+    futures = [_executor().submit(kernel, sl) for sl in parts[1:]]
+    kernel(parts[0])
+    for f in futures:
+        f.result()
 
 
 def chunks(n_problems: int, cells_per_problem: int) -> list[slice]:

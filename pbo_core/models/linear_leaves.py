@@ -111,6 +111,7 @@ from pbo_core.models.glm import (
     newton_batch,
     pad_rows,
     respondent_rows,
+    run_split,
     spd_inv_batch,
 )
 from pbo_core.models.leaves import laplace_fit
@@ -405,7 +406,7 @@ def _item_step(F, wi, li, w, prec, mean, K, x, M, y, c, piv):  # pragma: no cove
     return obj, step, np.dot(grad, step)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _item_newton_kernel(
     F, wi, li, w, prec, mean, x0, max_iter, tol, armijo, min_step, x, ok
 ):  # pragma: no cover - compiled
@@ -475,7 +476,14 @@ def _item_newton_compiled(
     start = np.ascontiguousarray(start, dtype=float)
     prec = np.ascontiguousarray(prec, dtype=float)
     mean = np.ascontiguousarray(mean, dtype=float)
-    _item_newton_kernel(F, wi, li, w, prec, mean, start, max_iter, tol, 0.25, 2.0**-38, x, ok)
+
+    def part(sl: slice) -> None:  # the problems are independent: split over the cores
+        _item_newton_kernel(
+            F[sl], wi[sl], li[sl], w[sl], prec[sl], mean[sl], start[sl],
+            max_iter, tol, 0.25, 2.0**-38, x[sl], ok[sl],
+        )  # fmt: skip
+
+    run_split(part, B)
     warn_unconverged(
         int((~ok).sum()), B, "penalised probit GLM", max_iter, tol, "decrement", _HINT, 2
     )

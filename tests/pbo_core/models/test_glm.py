@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import warnings
 
 import numpy as np
@@ -137,3 +139,28 @@ def test_padding_keeps_every_row_and_marks_the_rest() -> None:
     assert (D[~mask] == 0).all() and (idx[~mask] == -1).all()
     P = pad_respondents(d, resp, np.array([0, 1, 2, 0, 1, 2]))
     assert P.folds.tolist() == [[0, 2, 0], [1, 1, -1], [2, -1, -1]]
+
+
+def test_run_split_covers_every_problem_once_on_the_threads_allowed(monkeypatch):
+    from pbo_core.models.glm import kernel_threads, run_split
+
+    monkeypatch.setenv("DTPBO_THREADS", "3")
+    assert kernel_threads() == min(3, len(os.sched_getaffinity(0)))
+    seen = np.zeros(101, dtype=int)
+    names = set()
+
+    def kernel(sl):
+        seen[sl] += 1
+        names.add(threading.current_thread().name)
+
+    run_split(kernel, 101, min_per_thread=8)
+    assert (seen == 1).all()
+    assert len(names) == kernel_threads()
+    seen[:] = 0
+    names.clear()
+    run_split(kernel, 10, min_per_thread=8)  # too few problems: one slice, this thread
+    assert (seen[:10] == 1).all() and not seen[10:].any()
+    assert names == {threading.current_thread().name}
+    monkeypatch.setenv("DTPBO_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    assert kernel_threads() == 1

@@ -244,3 +244,16 @@ def test_rows_with_fewer_comparisons_than_items_are_solved_as_their_own_items(mo
     assert fast.shrinkage_ == slow.shrinkage_
     np.testing.assert_array_equal(fast.cv_error_["error"], slow.cv_error_["error"])
     np.testing.assert_allclose(fast.respondent_theta_, slow.respondent_theta_, atol=1e-7)
+
+
+def test_compiled_problems_split_over_threads_give_the_same_fit(monkeypatch):
+    """The compiled item-space loop splits its independent problems over threads
+    (:func:`pbo_core.models.glm.run_split`): bit for bit the fit of one thread."""
+    data = _data(n_resp=40, n_pairs=20)
+    kw = dict(linear_features="all", pooling="shrink", slope_ratio="cv", max_depth=2)
+    monkeypatch.setenv("DTPBO_THREADS", "1")
+    one = LinearLeafDTSurrogate(**kw).fit(data)
+    monkeypatch.setenv("DTPBO_THREADS", "3")
+    three = LinearLeafDTSurrogate(**kw).fit(data)
+    np.testing.assert_array_equal(one.cv_error_["error"], three.cv_error_["error"])
+    np.testing.assert_array_equal(one.respondent_theta_, three.respondent_theta_)
