@@ -151,6 +151,8 @@ def synced_selectbox(
     )
     if cur is None:  # first choice anywhere; a page with fewer options never overrides
         st.session_state[state_key] = value
+    if state_key == svc.STUDY_KEY:  # the background walk does this study's jobs next
+        svc.precompute_focus(value)
     return value
 
 

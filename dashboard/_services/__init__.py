@@ -73,6 +73,7 @@ from dashboard._services.pmr import (
     urgency_tree,
 )
 from dashboard._services.precompute import SENSITIVITY_RESPONDENTS, precompute_bundled
+from dashboard._services.precompute import focus as precompute_focus
 from dashboard._services.reports import report_html
 from dashboard._services.results import (
     DEFAULT_GRIDS,
@@ -227,6 +228,7 @@ __all__ = [
     "path_source",
     "pmr_study",
     "precompute_bundled",
+    "precompute_focus",
     "proposal_features",
     "proposals_json",
     "propose_feature",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from dashboard._services import analyses, jobs, results, trees
@@ -82,10 +83,25 @@ def _background(job: jobs.Job | None) -> None:
         pass
 
 
+#: The study a visitor looked at last (:func:`focus`): the walk does its jobs next.
+_FOCUS: list[str] = []
+
+
+def focus(key: str | None) -> None:
+    """A visitor is looking at study ``key``: the background walk computes that study's
+    remaining first-visit jobs next (its sensitivity while the visitor reads its tree,
+    SwissMetro's hierarchy and cohort curves while they read its sensitivity), before
+    the other studies'. With several visitors the last study looked at goes first."""
+    if key:
+        _FOCUS[:] = [str(key)]
+
+
 def precompute_bundled() -> list[str]:
     """Queue, in a background thread, the first-visit jobs of every study usable without
     a data location (the bundled ones and the user's own imported studies), then
-    SwissMetro's hierarchy and the default result grids; returns the study keys."""
+    SwissMetro's hierarchy and the default result grids; returns the study keys. The
+    walk takes the jobs in that order, except that the study a visitor looks at
+    (:func:`focus`) goes first."""
     log = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
     quiet = _DropMessage("missing ScriptRunContext")
     keys = [s.key for s in study_statuses() if s.usable and dataset_of(s.key) is None]
@@ -101,27 +117,48 @@ def precompute_bundled() -> list[str]:
 
     def walk() -> None:
         studies = [(k, load(k)) for k in keys]
-        for _, study in studies:
-            if study is not None:
-                for step in _steps(study)[:3]:  # the Tree explorer first, every study
-                    _background(_as_background(step))
-        for _, study in studies:
-            if study is not None:
-                for step in _steps(study)[3:]:
-                    _background(_as_background(step))
-        swiss = dict(studies).get("swissmetro")
-        if swiss is not None:
-            n = min(500, len(swiss.respondents()))
-            _background(_as_background(lambda: analyses.hierarchy_job(swiss, n, 3, 20, 3)))
-            _background(_as_background(lambda: analyses.segments_job(swiss, n, 3, 20)))
-        root = results.results_home()
-        if results.is_default_root(root):
-            for name in results.DEFAULT_GRIDS:
-                if results.DEFAULT_GRIDS[name].missing(root):
-                    _background(results.default_grid_job(name, root, priority=jobs.BACKGROUND))
+        todo = _walk_steps([(k, s) for k, s in studies if s is not None])
+        while todo:
+            _background(_as_background(_pop_next(todo)))
 
     threading.Thread(target=walk, name="dtpbo-precompute", daemon=True).start()
     return keys
+
+
+Step = Callable[[], Any]
+
+
+def _pop_next(todo: list[tuple[str | None, Step]]) -> Step:
+    """Take the walk's next job: the first of the focused study's (:func:`focus`), else
+    the first."""
+    at = _FOCUS[0] if _FOCUS else None
+    i = next((i for i, (k, _) in enumerate(todo) if at is not None and k == at), 0)
+    return todo.pop(i)[1]
+
+
+def _walk_steps(studies: list[tuple[str, Study]]) -> list[tuple[str | None, Step]]:
+    """The background walk's jobs in their default order, each with its study's key
+    (``None``: no study's): every study's Tree explorer jobs, then every study's
+    sensitivity jobs, then SwissMetro's hierarchy, segment logits and cohort curves, then
+    the Convergence grids. A study's own jobs keep their order (each needs the one
+    before), whichever study goes first."""
+    out: list[tuple[str | None, Step]] = []
+    for k, study in studies:
+        out += [(k, step) for step in _steps(study)[:3]]  # the Tree explorer first
+    for k, study in studies:
+        out += [(k, step) for step in _steps(study)[3:]]
+    swiss = dict(studies).get("swissmetro")
+    if swiss is not None:
+        n = min(500, len(swiss.respondents()))
+        out.append(("swissmetro", lambda: analyses.hierarchy_job(swiss, n, 3, 20, 3)))
+        out.append(("swissmetro", lambda: analyses.segments_job(swiss, n, 3, 20)))
+    root = results.results_home()
+    if results.is_default_root(root):
+        for name in results.DEFAULT_GRIDS:
+            if results.DEFAULT_GRIDS[name].missing(root):
+                key = "swissmetro" if name == "hierarchy-swissmetro" and swiss else None
+                out.append((key, partial(results.default_grid_job, name, root, jobs.BACKGROUND)))
+    return out
 
 
 def _as_background(step: Callable[[], Any]) -> Any:
