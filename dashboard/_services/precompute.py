@@ -3,19 +3,23 @@
 After ``python -m dashboard`` prints its ready line it calls :func:`precompute_bundled`:
 a thread walks, one job at a time in the background worker (below the server's priority;
 a visitor's job takes the other worker, :mod:`dashboard._services.jobs`), through what a
-first visit of each study shows: the held-out comparison of the tree models, the winner's
-whole-study fit, the sensitivity page's baseline scoring and default ablation; then
+first visit of each study shows: the held-out comparison of the tree models, the
+winner's whole-study fit, the sensitivity page's baseline scoring and default ablation;
+then
 SwissMetro's user/item hierarchy and segment logits, and the default result grids of
 Convergence and Hierarchy. Results land in the jobs' disk cache (and the grids' Parquet
 files), so first visits, and every visit after a restart, find them done. A visitor who
 opens a view whose job is still queued or running waits for that same job (its priority
-rises), never for a second copy.
+rises), never for a second copy; the walk does not wait for such a job: the background
+worker takes the next one meanwhile. The study a visitor looks at goes first
+(:func:`focus`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -47,35 +51,52 @@ def sensitivity_defaults(study: Study) -> tuple[float, int, int, str]:
     return 0.2, 0, n, "study" if has_split else "auto"
 
 
-def _steps(study: Study) -> list[Callable[[], jobs.Job | None]]:
-    """A study's first-visit jobs, in the order a visit needs them."""
+#: What a step returns when it needs a job that is not done yet: the walk goes on with
+#: other steps and tries it again later.
+BLOCKED = object()
 
-    def fit() -> jobs.Job | None:
-        choice = trees.choice_job(study, jobs.BACKGROUND).result
-        if choice is None or get(choice.best).scope != "pooled":
+Step = Callable[[], Any]
+
+
+def _steps(study: Study) -> tuple[list[Step], list[Step]]:
+    """A study's first-visit jobs, in the order a visit needs them: the Tree explorer's
+    (item names, the held-out comparison, the winner's whole-study fit when it is a
+    pooled tree) and the Feature sensitivity page's (the baseline scoring, then the
+    ablation). Each step returns its job, ``None``, or :data:`BLOCKED` while the job it
+    needs (the comparison, the scoring) is not done. (Fitting every pooled tree beside
+    the comparison, before the winner is known, was tried: the losers' fits took the
+    cores the visitor's jobs needed, and SwissMetro's Tree explorer was slower.)"""
+
+    def fit() -> Any:
+        choice = trees.choice_job(study, jobs.BACKGROUND)
+        if not choice.done:
+            return BLOCKED
+        if choice.result is None or get(choice.result.best).scope != "pooled":
             return None
-        return trees.fit_job(study, choice.best, jobs.BACKGROUND)
+        return trees.fit_job(study, choice.result.best, jobs.BACKGROUND)
 
-    split = sensitivity_defaults(study)
-
-    def ablation() -> jobs.Job | None:
-        best = analyses.baseline_job(study, *split).result
-        methods = analyses.default_sensitivity_methods(study, *split, best)
-        return analyses.sensitivity_job(study, *split, tuple(methods))
-
-    steps: list[Callable[[], jobs.Job | None]] = [
+    explorer: list[Step] = [
         lambda: trees.texts_job(study, None),  # many items: their names
         lambda: trees.choice_job(study, jobs.BACKGROUND),
         fit,
-        lambda: analyses.baseline_job(study, *split),
-        ablation,
     ]
-    return steps
+    split = sensitivity_defaults(study)
+
+    def ablation() -> Any:
+        scoring = analyses.baseline_job(study, *split)
+        if not scoring.done:
+            return BLOCKED
+        methods = analyses.default_sensitivity_methods(study, *split, scoring.result)
+        return analyses.sensitivity_job(study, *split, tuple(methods))
+
+    return explorer, [lambda: analyses.baseline_job(study, *split), ablation]
 
 
-def _background(job: jobs.Job | None) -> None:
-    """Wait for a job submitted for the background (ignoring its failure)."""
-    if job is None:
+def _background(job: Any) -> None:
+    """Wait for a job the walk submitted (ignoring its failure); not for one a visitor
+    waits for (it runs in the visitor's worker, or was promoted there: the background
+    worker can meanwhile take the walk's next job)."""
+    if not isinstance(job, jobs.Job) or job.priority < jobs.BACKGROUND:
         return
     try:
         job.wait()
@@ -119,21 +140,35 @@ def precompute_bundled() -> list[str]:
         studies = [(k, load(k)) for k in keys]
         todo = _walk_steps([(k, s) for k, s in studies if s is not None])
         while todo:
-            _background(_as_background(_pop_next(todo)))
+            jobs.wait_for_quiet()
+            if not _run_next(todo):
+                time.sleep(0.25)  # every step waits for a visitor's job
 
     threading.Thread(target=walk, name="dtpbo-precompute", daemon=True).start()
     return keys
 
 
-Step = Callable[[], Any]
-
-
-def _pop_next(todo: list[tuple[str | None, Step]]) -> Step:
-    """Take the walk's next job: the first of the focused study's (:func:`focus`), else
-    the first."""
+def _order(todo: list[tuple[str | None, Step]]) -> list[int]:
+    """Indices of ``todo`` in the order the walk tries them: the focused study's steps
+    (:func:`focus`) first, then the rest, each in the list's order."""
     at = _FOCUS[0] if _FOCUS else None
-    i = next((i for i, (k, _) in enumerate(todo) if at is not None and k == at), 0)
-    return todo.pop(i)[1]
+    mine = [i for i, (k, _) in enumerate(todo) if at is not None and k == at]
+    return mine + [i for i in range(len(todo)) if i not in set(mine)]
+
+
+def _run_next(todo: list[tuple[str | None, Step]]) -> bool:
+    """Run the first step of :func:`_order` that is not :data:`BLOCKED`, at background
+    priority, and wait for its job (:func:`_background`); ``False`` when every step is
+    blocked."""
+    for i in _order(todo):
+        with jobs.submitting_as(jobs.BACKGROUND):
+            job = todo[i][1]()
+        if job is BLOCKED:
+            continue
+        del todo[i]
+        _background(job)
+        return True
+    return False
 
 
 def _walk_steps(studies: list[tuple[str, Study]]) -> list[tuple[str | None, Step]]:
@@ -143,10 +178,11 @@ def _walk_steps(studies: list[tuple[str, Study]]) -> list[tuple[str | None, Step
     the Convergence grids. A study's own jobs keep their order (each needs the one
     before), whichever study goes first."""
     out: list[tuple[str | None, Step]] = []
-    for k, study in studies:
-        out += [(k, step) for step in _steps(study)[:3]]  # the Tree explorer first
-    for k, study in studies:
-        out += [(k, step) for step in _steps(study)[3:]]
+    per_study = [(k, _steps(study)) for k, study in studies]
+    for k, (explorer, _) in per_study:  # the Tree explorer first, every study
+        out += [(k, step) for step in explorer]
+    for k, (_, sensitivity) in per_study:
+        out += [(k, step) for step in sensitivity]
     swiss = dict(studies).get("swissmetro")
     if swiss is not None:
         n = min(500, len(swiss.respondents()))
@@ -159,11 +195,3 @@ def _walk_steps(studies: list[tuple[str, Study]]) -> list[tuple[str | None, Step
                 key = "swissmetro" if name == "hierarchy-swissmetro" and swiss else None
                 out.append((key, partial(results.default_grid_job, name, root, jobs.BACKGROUND)))
     return out
-
-
-def _as_background(step: Callable[[], Any]) -> Any:
-    """Run ``step`` with every job it submits at background priority, once no answer has
-    arrived on Live elicitation for a while (:func:`jobs.wait_for_quiet`)."""
-    jobs.wait_for_quiet()
-    with jobs.submitting_as(jobs.BACKGROUND):
-        return step()
