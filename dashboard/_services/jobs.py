@@ -317,13 +317,20 @@ class _Worker:
         self._reader = threading.Thread(target=self._read, name="dtpbo-jobs-read", daemon=True)
         self._reader.start()
 
-    def promote(self) -> None:
+    def promote(self) -> bool:
         """Run the current job at the server's own priority: a visitor now waits for this
         background job (where the system allows raising a process's priority: root, or
-        ``RLIMIT_NICE``; otherwise it goes on at the background priority)."""
+        ``RLIMIT_NICE``; otherwise it goes on at the background priority). Whether the
+        worker now runs at the server's priority."""
         if self.background and not self.promoted:
             self.promoted = True
             self._renice()
+        try:
+            return os.getpriority(os.PRIO_PROCESS, self.process.pid) <= os.getpriority(
+                os.PRIO_PROCESS, 0
+            )
+        except OSError:
+            return False
 
     def _renice(self) -> None:
         """Apply the promotion (again when the job starts: a worker just spawned nices
@@ -339,12 +346,21 @@ class _Worker:
         """Back to the background priority once the promoted job is done."""
         if self.promoted:
             self.promoted = False
-            try:
-                nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + _work.niceness())
-                os.setpriority(os.PRIO_PROCESS, self.process.pid, nice)
-            except OSError:
-                pass
-            _work.idle_class(self.process.pid, True)
+            self._lower()
+
+    def _lower(self) -> None:
+        try:
+            nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + _work.niceness())
+            os.setpriority(os.PRIO_PROCESS, self.process.pid, nice)
+        except OSError:
+            pass
+        _work.idle_class(self.process.pid, True)
+
+    def take_background_role(self) -> None:
+        """Become the background worker (an idle front worker, when the background one was
+        promoted for a visitor: the roles swap)."""
+        self.background = True
+        self._lower()
 
     def run(self, job: Job) -> None:
         self.job = job
@@ -458,8 +474,8 @@ class JobService:
                     job.priority = priority
                     if priority < BACKGROUND:  # a visitor waits for it now
                         for w in self._workers:
-                            if w.job is job:
-                                w.promote()
+                            if w.job is job and w.promote():
+                                self._swap_roles(w)
                 return job
             job = Job(key, title, fn, args, kwargs, estimate, priority, cached)
             self._jobs[key] = job
@@ -578,6 +594,19 @@ class JobService:
             if worker.dead:
                 self._workers = [w for w in self._workers if w is not worker]
             self._dispatch()
+
+    def _swap_roles(self, promoted: _Worker) -> None:
+        """``promoted``, the background worker, now runs a visitor's job at the server's
+        priority: when the front worker is idle the two swap roles, so background work
+        goes on there at once instead of waiting for the visitor's job to end."""
+        if not promoted.background:
+            return
+        front = [w for w in self._workers if not w.background and not w.dead]
+        if len(front) != 1 or front[0].job is not None:
+            return
+        promoted.background, promoted.promoted = False, False
+        front[0].take_background_role()
+        self._dispatch()
 
     def _watch(self, job: Job, priority: int) -> None:
         """Note the browser tab asking for ``job`` (a visitor's job only)."""

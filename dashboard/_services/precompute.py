@@ -93,15 +93,13 @@ def _steps(study: Study) -> tuple[list[Step], list[Step]]:
 
 
 def _background(job: Any) -> None:
-    """Wait for a job the walk submitted (ignoring its failure); not for one a visitor
-    waits for (it runs in the visitor's worker, or was promoted there: the background
-    worker can meanwhile take the walk's next job)."""
-    if not isinstance(job, jobs.Job) or job.priority < jobs.BACKGROUND:
+    """Wait for a job the walk submitted (ignoring its failure), until it is done or a
+    visitor waits for it (it then runs at the visitor's priority, and the background
+    worker, or the front one after a swap of roles, takes the walk's next job)."""
+    if not isinstance(job, jobs.Job):
         return
-    try:
-        job.wait()
-    except Exception:
-        pass
+    while job.priority >= jobs.BACKGROUND and not job.done:
+        time.sleep(0.1)
 
 
 #: The study a visitor looked at last (:func:`focus`): the walk does its jobs next.

@@ -265,3 +265,22 @@ def test_background_work_waits_for_a_quiet_moment_between_answers() -> None:
     jobs.note_answer()
     time.sleep(0.5)
     assert jobs.wait_for_quiet(quiet=0.4) < 0.1  # quiet long enough already
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="raising a worker's priority needs root")
+def test_a_promoted_background_worker_swaps_roles_with_an_idle_front_worker(service) -> None:
+    """When a visitor waits for the job running in the background worker and the front
+    worker is idle, the two swap roles: the next background job starts at once in the
+    former front worker, below the server's priority, not after the visitor's job."""
+    here = os.nice(0)
+    bg = service.submit("t-swap", "bg", job_bodies.steps, 600, 0.1, priority=jobs.BACKGROUND)
+    _until(lambda: bg.started is not None)
+    old_front = next(w for w in service._workers if not w.background)
+    assert old_front.job is None
+    assert service.submit("t-swap", "bg", job_bodies.steps, 600, 0.1) is bg  # a visitor
+    worker = next(w for w in service._workers if w.job is bg)
+    assert not worker.background and old_front.background
+    low = service.submit("t-swap-low", "nice", job_bodies.niceness, priority=jobs.BACKGROUND)
+    assert low.wait(60) == min(19, here + jobs._work.niceness())  # while bg still runs
+    assert bg.state == "running"
+    service.cancel(bg.key)

@@ -75,8 +75,10 @@ def test_steps_run_at_background_priority_and_a_visitor_job_is_not_waited_for(mo
     seen = []
 
     class FakeJob(jobs.Job):
-        def wait(self, timeout=None):
+        @property
+        def done(self):
             seen.append(("waited", self.key))
+            return True
 
     def step(key, priority=None):
         prio = jobs._DEFAULT.priority if priority is None else priority
@@ -91,6 +93,10 @@ def test_steps_run_at_background_priority_and_a_visitor_job_is_not_waited_for(mo
         ("waited", "bg"),
         ("submitted", "visitor", jobs.VISITOR),
     ]
+    # a job the walk waits for stops holding it up once a visitor asks for it
+    running = jobs.Job("p", "p", print, (), priority=jobs.BACKGROUND, state="running")
+    running.priority = jobs.VISITOR
+    precompute._background(running)  # returns at once: not done, a visitor's now
 
 
 def test_walk_steps_tag_swissmetro_jobs_and_keep_tree_explorer_first(monkeypatch):
