@@ -31,7 +31,9 @@ Two workers: one at the server's priority, one below it (``DTPBO_JOB_NICE``, def
 10, and in Linux's idle scheduling class, so it only takes a core nobody else wants: with
 16 visitors answering at once while the bundled studies were precomputed, the server's
 p95 per answer was 2.7-4.6 s with the niceness alone). A visitor's job that runs there
-goes at the server's priority. Jobs a visitor waits for (priority 0) take an idle
+goes at the server's priority, and when the other worker is idle the two swap roles (it
+becomes the background worker), so background work does not wait for the visitor's
+job to end. Jobs a visitor waits for (priority 0) take an idle
 worker, the first one first; background jobs (priority 1: the bundled studies'
 comparisons and defaults computed after the server is ready) run only in the second, so a
 visitor's job never queues behind them and never competes with them at equal priority.

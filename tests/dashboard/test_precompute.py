@@ -142,11 +142,13 @@ def test_the_fit_waits_for_the_comparison_and_the_ablation_for_the_scoring(monke
     fitted = []
     monkeypatch.setattr(precompute.trees, "fit_job", lambda s, m, p: fitted.append(m) or m)
     explorer, sensitivity = precompute._steps(study)
+    assert explorer[2]() == "dt-linear"  # the richest pooled tree, beside the comparison
+    fitted.clear()
     monkeypatch.setattr(precompute.trees, "choice_job", lambda *a: Pending())
-    assert explorer[2]() is precompute.BLOCKED
+    assert explorer[3]() is precompute.BLOCKED
     monkeypatch.setattr(precompute.trees, "choice_job", lambda *a: Done(Choice("dt-linear")))
-    assert explorer[2]() == "dt-linear"
+    assert explorer[3]() == "dt-linear"
     monkeypatch.setattr(precompute.trees, "choice_job", lambda *a: Done(Choice("dt")))
-    assert explorer[2]() is None and fitted == ["dt-linear"]  # a personal tree: no fit
+    assert explorer[3]() is None and fitted == ["dt-linear"]  # a personal tree: no fit
     monkeypatch.setattr(precompute.analyses, "baseline_job", lambda *a: Pending())
     assert sensitivity[1]() is precompute.BLOCKED
