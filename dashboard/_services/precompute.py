@@ -175,25 +175,40 @@ def _run_next(todo: list[tuple[str | None, Step]]) -> bool:
 
 def _walk_steps(studies: list[tuple[str, Study]]) -> list[tuple[str | None, Step]]:
     """The background walk's jobs in their default order, each with its study's key
-    (``None``: no study's): every study's Tree explorer jobs, then every study's
-    sensitivity jobs, then SwissMetro's hierarchy, segment logits and cohort curves, then
-    the Convergence grids. A study's own jobs keep their order (each needs the one
-    before), whichever study goes first."""
+    (``None``: no study's): every study's Tree explorer jobs, then SwissMetro's hierarchy,
+    segment logits and cohort curves (the longest first visit, 9 s of work alone), then
+    every study's sensitivity jobs, then the other default grids (Convergence). A study's
+    own jobs keep their order (each needs the one before), whichever study goes first:
+    a visitor entering SwissMetro finds its hierarchy page computed while reading its
+    tree, and its sensitivity (5 s of work) computed on demand if the walk is not there
+    yet."""
     out: list[tuple[str | None, Step]] = []
     per_study = [(k, _steps(study)) for k, study in studies]
     for k, (explorer, _) in per_study:  # the Tree explorer first, every study
         out += [(k, step) for step in explorer]
-    for k, (_, sensitivity) in per_study:
-        out += [(k, step) for step in sensitivity]
     swiss = dict(studies).get("swissmetro")
+    root = results.results_home()
+    grids = [
+        name
+        for name in results.DEFAULT_GRIDS
+        if results.is_default_root(root) and results.DEFAULT_GRIDS[name].missing(root)
+    ]
     if swiss is not None:
         n = min(500, len(swiss.respondents()))
         out.append(("swissmetro", lambda: analyses.hierarchy_job(swiss, n, 3, 20, 3)))
         out.append(("swissmetro", lambda: analyses.segments_job(swiss, n, 3, 20)))
-    root = results.results_home()
-    if results.is_default_root(root):
-        for name in results.DEFAULT_GRIDS:
-            if results.DEFAULT_GRIDS[name].missing(root):
-                key = "swissmetro" if name == "hierarchy-swissmetro" and swiss else None
-                out.append((key, partial(results.default_grid_job, name, root, jobs.BACKGROUND)))
+        if "hierarchy-swissmetro" in grids:
+            grids.remove("hierarchy-swissmetro")
+            out.append(
+                (
+                    "swissmetro",
+                    partial(
+                        results.default_grid_job, "hierarchy-swissmetro", root, jobs.BACKGROUND
+                    ),
+                )
+            )
+    for k, (_, sensitivity) in per_study:
+        out += [(k, step) for step in sensitivity]
+    for name in grids:
+        out.append((None, partial(results.default_grid_job, name, root, jobs.BACKGROUND)))
     return out

@@ -114,9 +114,10 @@ def test_walk_steps_tag_swissmetro_jobs_and_keep_tree_explorer_first(monkeypatch
 
     out = precompute._walk_steps([("train", "T"), ("swissmetro", Swiss())])
     keys = [k for k, _ in out]
-    assert keys == ["train"] * 3 + ["swissmetro"] * 3 + ["train"] + ["swissmetro"] * 3
+    # explorer jobs, SwissMetro's hierarchy and segments, then the sensitivity jobs
+    assert keys == ["train"] * 3 + ["swissmetro"] * 3 + ["swissmetro"] * 2 + ["train", "swissmetro"]
     assert [s for _, s in out[:4]] == ["T-e0", "T-e1", "T-e2", "S-e0"]
-    assert [s for _, s in out[6:8]] == ["T-s", "S-s"]
+    assert [s for _, s in out[8:]] == ["T-s", "S-s"]
 
 
 def test_the_fit_waits_for_the_comparison_and_the_ablation_for_the_scoring(monkeypatch):
