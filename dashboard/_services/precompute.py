@@ -63,11 +63,13 @@ def _steps(study: Study) -> tuple[list[Step], list[Step]]:
     (item names, the held-out comparison, the whole-study fit of the richest pooled tree
     (the registry's last pooled explorer model: the linear-leaf tree, the comparison's
     winner on every bundled study) beside the comparison, then the winner's fit when it is
-    another pooled tree) and the Feature sensitivity page's (the baseline scoring, then
-    the ablation). Each step returns its job, ``None``, or :data:`BLOCKED` while the job
-    it needs (the comparison, the scoring) is not done. Fitting every pooled tree beside
-    the comparison was tried: the Pooled DT's fit (4 s alone on Electricity, 12.6 s in the
-    background during the tour) took the cores the visitor's jobs needed."""
+    another pooled tree) and the Feature sensitivity page's (the baseline scoring, the
+    ablation of each default tree model, one job each as the page submits them, then the
+    best baseline's once the scoring picked it). Each step returns its job, ``None``, or
+    :data:`BLOCKED` while the job it needs (the comparison, the scoring) is not done.
+    Fitting every pooled tree beside the comparison was tried: the Pooled DT's fit (4 s
+    alone on Electricity, 12.6 s in the background during the tour) took the cores the
+    visitor's jobs needed."""
 
     def fit() -> Any:
         choice = trees.choice_job(study, jobs.BACKGROUND)
@@ -85,15 +87,22 @@ def _steps(study: Study) -> tuple[list[Step], list[Step]]:
         fit,
     ]
     split = sensitivity_defaults(study)
+    trees_first = analyses.default_sensitivity_methods(study, *split)
 
-    def ablation() -> Any:
+    def best_baseline() -> Any:
         scoring = analyses.baseline_job(study, *split)
         if not scoring.done:
             return BLOCKED
-        methods = analyses.default_sensitivity_methods(study, *split, scoring.result)
-        return analyses.sensitivity_job(study, *split, tuple(methods))
+        if scoring.result is None or scoring.result in trees_first:
+            return None
+        return analyses.sensitivity_job(study, *split, (scoring.result,))
 
-    return explorer, [lambda: analyses.baseline_job(study, *split), ablation]
+    sensitivity: list[Step] = [
+        lambda: analyses.baseline_job(study, *split),
+        *((lambda m=m: analyses.sensitivity_job(study, *split, (m,))) for m in trees_first),
+        best_baseline,
+    ]
+    return explorer, sensitivity
 
 
 def _background(job: Any) -> None:

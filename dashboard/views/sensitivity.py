@@ -83,6 +83,15 @@ if per_resp:
 with st.spinner("Preparing the tree kernels (once per start)..."):
     svc.warm_up()
 scoring = svc.baseline_job(study, frac, seed, n_resp, kind)
+if scoring.state != "done":  # the default trees' refits need no baseline: start them now
+    svc.sensitivity_blocks(
+        study,
+        frac,
+        seed,
+        n_resp,
+        kind,
+        svc.default_sensitivity_methods(study, frac, seed, n_resp, kind),
+    )
 best = waits.result(scoring, key="fs_baselines")
 if scoring.state != "done":
     st.stop()
@@ -104,11 +113,16 @@ methods = st.multiselect(
 if not methods:
     st.info("Choose at least one model.")
     st.stop()
-blocks = waits.result(
-    svc.sensitivity_job(study, frac, seed, n_resp, kind, tuple(methods)), key="fs_blocks"
-)
-if blocks is None:
+parts = [
+    waits.result(job, key=f"fs_blocks::{m}")
+    for m, job in zip(
+        methods, svc.sensitivity_blocks(study, frac, seed, n_resp, kind, methods), strict=True
+    )
+]
+if any(p is None for p in parts):
     st.stop()
+done = [p for p in parts if not p.empty]
+blocks = pd.concat(done, ignore_index=True) if done else pd.DataFrame()
 
 if blocks.empty:
     st.warning(

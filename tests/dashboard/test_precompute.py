@@ -124,6 +124,7 @@ def test_the_fit_waits_for_the_comparison_and_the_ablation_for_the_scoring(monke
     """The winner's fit is BLOCKED until the comparison is done, then fits the winner when
     it is a pooled tree; the ablation waits for the baseline scoring."""
     from data_loaders.cached import load_study_cached
+    from pbo_core.registry import get
 
     study = load_study_cached("electricity", None)
 
@@ -152,4 +153,12 @@ def test_the_fit_waits_for_the_comparison_and_the_ablation_for_the_scoring(monke
     monkeypatch.setattr(precompute.trees, "choice_job", lambda *a: Done(Choice("dt")))
     assert explorer[3]() is None and fitted == ["dt-linear"]  # a personal tree: no fit
     monkeypatch.setattr(precompute.analyses, "baseline_job", lambda *a: Pending())
-    assert sensitivity[1]() is precompute.BLOCKED
+    assert sensitivity[-1]() is precompute.BLOCKED  # the best baseline's ablation
+    ablated = []
+    monkeypatch.setattr(precompute.analyses, "sensitivity_job", lambda *a: ablated.append(a[-1]))
+    for step in sensitivity[1:-1]:  # the default trees' ablations need no scoring
+        assert step() is not precompute.BLOCKED
+    assert ablated and all(len(m) == 1 and get(m[0]).family != "baseline" for m in ablated)
+    monkeypatch.setattr(precompute.analyses, "baseline_job", lambda *a: Done("logit-shrink"))
+    sensitivity[-1]()
+    assert ablated[-1] == ("logit-shrink",)
