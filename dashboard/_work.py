@@ -67,6 +67,29 @@ def idle_class(pid: int, idle: bool) -> None:
         pass
 
 
+def _threads(pid: int) -> list[int]:
+    """Thread ids of process ``pid`` (Linux ``/proc``; else the process id alone)."""
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")] or [pid]
+    except OSError:
+        return [pid]
+
+
+def set_priority(pid: int, nice: int, idle: bool) -> None:
+    """Niceness ``nice`` and the idle scheduling class (or the normal one) for every thread
+    of process ``pid``. Linux applies both per thread: a worker's kernel threads
+    (:func:`pbo_core.models.glm.run_split`) started while it ran at one priority would
+    keep it after the worker's role changed, a visitor's job's threads left in the idle
+    class or a background job's at the visitor's priority. Raising a priority needs
+    privileges (root, ``RLIMIT_NICE``); where refused the thread keeps its own."""
+    for tid in _threads(pid):
+        idle_class(tid, idle)
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+        except OSError:
+            pass
+
+
 def ready(*, progress: Progress | None = None) -> bool:
     """``True``: sent to a fresh worker, it makes the worker import this module and the
     models before any real job."""

@@ -335,14 +335,9 @@ class _Worker:
             return False
 
     def _renice(self) -> None:
-        """Apply the promotion (again when the job starts: a worker just spawned nices
-        itself first; Linux nices a process's main thread, the one that runs jobs)."""
-        _work.idle_class(self.process.pid, False)
-        try:
-            server = os.getpriority(os.PRIO_PROCESS, 0)
-            os.setpriority(os.PRIO_PROCESS, self.process.pid, server)
-        except OSError:
-            pass
+        """Apply the promotion to every thread of the worker (again when the job starts: a
+        worker just spawned nices itself first)."""
+        _work.set_priority(self.process.pid, os.getpriority(os.PRIO_PROCESS, 0), False)
 
     def _demote(self) -> None:
         """Back to the background priority once the promoted job is done."""
@@ -351,12 +346,8 @@ class _Worker:
             self._lower()
 
     def _lower(self) -> None:
-        try:
-            nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + _work.niceness())
-            os.setpriority(os.PRIO_PROCESS, self.process.pid, nice)
-        except OSError:
-            pass
-        _work.idle_class(self.process.pid, True)
+        nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + _work.niceness())
+        _work.set_priority(self.process.pid, nice, True)
 
     def take_background_role(self) -> None:
         """Become the background worker (an idle front worker, when the background one was

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -284,3 +285,31 @@ def test_a_promoted_background_worker_swaps_roles_with_an_idle_front_worker(serv
     assert low.wait(60) == min(19, here + jobs._work.niceness())  # while bg still runs
     assert bg.state == "running"
     service.cancel(bg.key)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="Linux threads only")
+def test_set_priority_reaches_every_thread_of_a_worker(tmp_path) -> None:
+    """A worker's threads (the kernels' thread pool) follow its role: niceness and the idle
+    class are set on each of them, not on its main thread alone."""
+    import subprocess
+    import sys
+
+    code = (
+        "import threading, time\n"
+        "for _ in range(2): threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "print('up', flush=True); time.sleep(60)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "up"
+        tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+        assert len(tids) >= 3
+        here = os.getpriority(os.PRIO_PROCESS, 0)
+        jobs._work.set_priority(child.pid, min(19, here + 7), True)
+        for tid in tids:
+            assert os.getpriority(os.PRIO_PROCESS, tid) == min(19, here + 7)
+            if hasattr(os, "SCHED_IDLE"):
+                assert os.sched_getscheduler(tid) == os.SCHED_IDLE
+    finally:
+        child.kill()
+        child.wait()
