@@ -126,7 +126,12 @@ if mode == "items":
     keys = svc.usable_study_keys()
     ui.linked_missing(keys)
     source = ui.synced_selectbox(
-        "Study", keys, svc.STUDY_KEY, key="el_study", format_func=svc.study_titles().get
+        "Study",
+        keys,
+        svc.STUDY_KEY,
+        key="el_study",
+        format_func=svc.study_titles().get,
+        focus=False,  # answers need the cores more than the study's other pages do
     )
     ui.show_in_url(study=source)
     study, error = svc.get_study(source)

@@ -162,3 +162,13 @@ def test_the_fit_waits_for_the_comparison_and_the_ablation_for_the_scoring(monke
     monkeypatch.setattr(precompute.analyses, "baseline_job", lambda *a: Done("logit-shrink"))
     sensitivity[-1]()
     assert ablated[-1] == ("logit-shrink",)
+
+
+def test_a_study_picked_on_a_page_is_focused_but_not_on_live_elicitation(app, quick_dt_linear):
+    """The walk follows the study an analyst opens (Case studies, Tree explorer, ...), not
+    the one a room answers on (Live elicitation keeps the cores for the answers)."""
+    at = app(sel_study="electricity")  # Case studies, the first page
+    assert precompute._FOCUS == ["electricity"]
+    precompute._FOCUS.clear()
+    at.switch_page("views/elicitation.py").run()
+    assert not at.exception and precompute._FOCUS == []
