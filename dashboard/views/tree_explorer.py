@@ -235,6 +235,20 @@ if pooled_structure:
         f"{resp}'s own posterior from their {explain.plural(data.n_pairs, 'comparison')} "
         "and their items (a leaf none of their items falls in says so)."
     )
+scored = getattr(model, "cv_respondents_", None)
+if scored and getattr(model, "cv_error_", None) is not None:
+    everyone = len(model.respondents_)
+    st.caption(
+        f"Strengths chosen by {model.n_folds}-fold cross-validation over choice tasks: "
+        f"shrinkage toward the pooled fit {model.shrinkage_:.3g}, slope prior ratio "
+        f"{model.slope_ratio_:.3g}; "
+        + (
+            f"scored on the held-out tasks of a random {scored:,} of the {everyone:,} "
+            "respondents (a cost bound: the splits and the final fit use every comparison)."
+            if scored < everyone
+            else f"scored on all {everyone:,} respondents' held-out tasks."
+        )
+    )
 
 if pick >= 0:
     leaf = int(model.apply(data.X[[pick]])[0])

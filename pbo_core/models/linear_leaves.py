@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -644,6 +644,11 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         trees are then not scored; the choice is the first minimum among those scored.
     n_folds, random_state
         CV folds (whole tasks within each respondent) and the seed of their assignment.
+    cv_respondents
+        Cost bound of the CV: with more respondents than this, the held-out errors of a
+        random sample of this many (seeded by ``random_state``) score the grid; the
+        trees and pooled fits of the folds, and the final fit, use every comparison
+        (default ``None``: every respondent).
     max_iter, tol
         Newton cap and tolerance on the Newton decrement.
 
@@ -666,7 +671,8 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         ``respondent_cov_`` ``(R, p, p)`` their conditioned posteriors; ``theta_`` and
         ``theta_cov_`` the pooled one (used for ``respondent=None``).
     shrinkage_, slope_ratio_, max_depth_ : chosen values; ``cv_error_`` ``DataFrame`` of
-        the CV grid (held-out error rate per cell) when anything was chosen by CV.
+        the CV grid (held-out error rate per cell) when anything was chosen by CV;
+        ``cv_respondents_`` how many respondents scored it (``None``: no CV).
     """
 
     _default_linear: Sequence[str] | None = None
@@ -692,6 +698,7 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         max_leaves: int = 12,
         depth_patience: int | None = 1,
         n_folds: int = 5,
+        cv_respondents: int | None = None,
         random_state: int = 0,
         backend: str = "auto",
         max_iter: int = 100,
@@ -715,6 +722,7 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         self.max_leaves = max_leaves
         self.depth_patience = depth_patience
         self.n_folds = n_folds
+        self.cv_respondents = cv_respondents
         self.random_state = random_state
         self.backend = backend
         self.max_iter = max_iter
@@ -988,17 +996,23 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         depths = self._grid_depths(X, pairs, schema)
         choice = (depths[0], lams[0], rhos[0])
         self.cv_error_: pd.DataFrame | None = None
+        self.cv_respondents_: int | None = None
         if len(depths) * len(lams) * len(rhos) > 1:
             rng = np.random.default_rng(self.random_state)
             folds = task_folds(self.n_folds, rng, task, resp)
             K = int(folds.max(initial=0)) + 1
             if K >= 2:
-                err = self._cv(inputs, folds, K, depths, lams, rhos)
+                scored = self._cv_sample(len(rows), rng)
+                self.cv_respondents_ = len(scored)
+                cv_inputs = replace(inputs, rows=[rows[i] for i in scored])
+                n_scored = sum(len(rows[i]) for i in scored)
+                err = self._cv(cv_inputs, folds, K, depths, lams, rhos)
                 grid = pd.DataFrame(
                     [(dd, la, rh) for dd in depths for la in lams for rh in rhos],
                     columns=["max_depth", "shrinkage", "slope_ratio"],
                 )
-                grid["error"] = np.where(np.isfinite(err.ravel()), err.ravel() / n, np.nan)
+                rate = err.ravel() / max(1, n_scored)
+                grid["error"] = np.where(np.isfinite(err.ravel()), rate, np.nan)
                 self.cv_error_ = grid  # NaN: a depth the early-stopped path did not reach
                 best = int(np.argmin(err.ravel()))  # first minimum: small tree, order of grid
                 i, j, h = np.unravel_index(best, err.shape)
@@ -1009,6 +1023,19 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         self.n_features_in_ = X.shape[1]
         self._X_fit = X
         return self
+
+    def _cv_sample(self, n_resp: int, rng: np.random.Generator) -> np.ndarray:
+        """Indices of the respondents whose held-out errors score the CV grid: all, or
+        ``cv_respondents`` of them drawn without replacement (in their order) when there
+        are more (the held-out error summed over a random sample of respondents: an
+        unbiased estimate of the full sum up to its scale, at a bounded cost; trees and
+        the pooled fits of the folds still use every training comparison)."""
+        cap = self.cv_respondents
+        if cap is None or n_resp <= cap:
+            return np.arange(n_resp)
+        if int(cap) < 1:
+            raise ValueError(f"cv_respondents must be a positive int or None, got {cap!r}")
+        return np.sort(rng.choice(n_resp, size=int(cap), replace=False))
 
     def _grid_lams(self) -> list[float]:
         if self.pooling == "none":

@@ -117,3 +117,25 @@ def test_sensitivity_ablates_the_default_models_side_by_side(app, quick_models) 
     assert metrics(at)["Respondents"] == "4"
     at.multiselect(key="fs_methods::train").set_value(["logit-shrink"]).run()
     assert len(charts(at)) == 1 and set(at.dataframe[0].value["method"]) == {"logit-shrink"}
+
+
+def test_tree_explorer_names_the_linear_leaf_trees_cv_sample(app, monkeypatch) -> None:
+    """The linear-leaf tree's strengths come from a CV scored on a sample of respondents
+    (the registry's cost bound): the page says which strengths and how many of whom."""
+    import dataclasses
+
+    from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+    from pbo_core.registry import DT_LINEAR, MODELS
+
+    small = {**DT_LINEAR, "cv_respondents": 8, "shrinkages": (0.0, 3.0), "slope_ratios": (1, 0.01)}
+    spec = dataclasses.replace(
+        MODELS["dt-linear"], estimator=lambda **kw: LinearLeafDTSurrogate(**{**small, **kw})
+    )
+    monkeypatch.setitem(MODELS, "dt-linear", spec)
+    at = app("tree_explorer", sel_study="train")
+    _model_box(at).set_value("dt-linear").run()
+    no_exception(at)
+    n = len(load_study("train").respondents())
+    words = texts(at)
+    assert "Strengths chosen by 5-fold cross-validation over choice tasks" in words
+    assert f"scored on the held-out tasks of a random 8 of the {n:,} respondents" in words

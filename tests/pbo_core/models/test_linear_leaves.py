@@ -257,3 +257,34 @@ def test_compiled_problems_split_over_threads_give_the_same_fit(monkeypatch):
     three = LinearLeafDTSurrogate(**kw).fit(data)
     np.testing.assert_array_equal(one.cv_error_["error"], three.cv_error_["error"])
     np.testing.assert_array_equal(one.respondent_theta_, three.respondent_theta_)
+
+
+def test_cv_on_a_sample_of_respondents_scores_their_share_of_the_full_cv(monkeypatch):
+    """``cv_respondents``: the grid is scored by a sample's held-out errors, the folds'
+    trees and pooled fits still use every training comparison, so the samples of a
+    partition of the respondents add up to the full CV; the final fit is everyone's."""
+    data = _data(n_resp=6, n_pairs=24)
+    kw = dict(linear_features="all", pooling="shrink", slope_ratio="cv", max_depth=2)
+    full = LinearLeafDTSurrogate(**kw).fit(data)
+    same = LinearLeafDTSurrogate(cv_respondents=6, **kw).fit(data)
+    assert full.cv_respondents_ == same.cv_respondents_ == 6
+    np.testing.assert_array_equal(full.cv_error_["error"], same.cv_error_["error"])
+    np.testing.assert_array_equal(full.respondent_theta_, same.respondent_theta_)
+
+    sampled = LinearLeafDTSurrogate(cv_respondents=2, **kw).fit(data)
+    again = LinearLeafDTSurrogate(cv_respondents=2, **kw).fit(data)
+    assert sampled.cv_respondents_ == 2
+    np.testing.assert_array_equal(sampled.cv_error_["error"], again.cv_error_["error"])
+    assert len(sampled.respondents_) == 6  # the final fit: every respondent
+
+    rows = [np.flatnonzero(data.respondent == r) for r in range(6)]
+    total = np.zeros(len(full.cv_error_))
+    for part in (np.array([0, 3]), np.array([1, 4]), np.array([2, 5])):
+        monkeypatch.setattr(LinearLeafDTSurrogate, "_cv_sample", lambda self, n, rng, p=part: p)
+        m = LinearLeafDTSurrogate(cv_respondents=2, **kw).fit(data)
+        total += m.cv_error_["error"].to_numpy() * sum(len(rows[i]) for i in part)
+    np.testing.assert_allclose(total / data.n_pairs, full.cv_error_["error"], rtol=1e-12)
+
+    with pytest.raises(ValueError, match="cv_respondents"):
+        monkeypatch.undo()
+        LinearLeafDTSurrogate(cv_respondents=0, **kw).fit(data)
