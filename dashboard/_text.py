@@ -17,7 +17,7 @@ import pandas as pd
 
 from data_loaders.access import shared_server
 
-__all__ = ["csv_cell", "err", "md", "redact", "safe_csv"]
+__all__ = ["csv_cell", "err", "md", "md_table", "redact", "safe_csv"]
 
 #: Characters Markdown (CommonMark, GFM, Streamlit's directives, emoji and math) may read
 #: as syntax; :func:`md` puts a backslash before each (CommonMark's escape for any ASCII
@@ -38,6 +38,16 @@ def md(value: object) -> str:
     shown with ``st.dataframe`` and ``st.text`` need nothing.
     """
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).splitlines()).strip())
+
+
+def md_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown (GFM) table, every header and cell through :func:`md`: a
+    small table drawn with the page's text (it wraps long cells; ``st.dataframe`` loads
+    its grid first, about 0.5 s on a browser's first page, and cuts long cells)."""
+    head = "| " + " | ".join(md(c) for c in frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = ["| " + " | ".join(md(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
 
 
 #: An absolute server path in a message (``/srv/x/y.csv``, ``~/data/x``): at least two

@@ -14,7 +14,7 @@ from dashboard import _progress, _server
 from dashboard import _services as svc
 from dashboard._errors import SHOW_TRACEBACKS_ENV, error_boundary, fragment  # noqa: F401
 from dashboard._services import sessions as store
-from dashboard._text import err, md, redact, safe_csv  # noqa: F401 (the pages' helpers)
+from dashboard._text import err, md, md_table, redact, safe_csv  # noqa: F401 (the pages' helpers)
 from pbo_core.explain.export import OUTLINE_LEAVES
 
 # ----------------------------------------------------------------------------- visitors

@@ -30,7 +30,7 @@ overview = pd.DataFrame(
         for s in statuses
     ]
 )
-st.dataframe(overview, hide_index=True, width="stretch")
+st.markdown(ui.md_table(overview))
 
 if "add_done" in st.session_state:
     st.success(f"Imported **{ui.md(st.session_state.pop('add_done'))}**: it is selected below.")

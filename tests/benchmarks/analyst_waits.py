@@ -53,7 +53,7 @@ BUNDLED = ("train", "electricity", "swissmetro", "pmr-demo")
 
 TREE = 'iframe[srcdoc*="tree-data"]'
 CHART = '[data-testid="stVegaLiteChart"]'
-TABLE = '[data-testid="stDataFrame"], [data-testid="stTable"]'
+TABLE = '[data-testid="stDataFrame"], [data-testid="stTable"], [data-testid="stMarkdown"] table'
 PROGRESS = '[data-testid="stProgress"]'
 EXCEPTION = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 

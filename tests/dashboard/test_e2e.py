@@ -286,6 +286,7 @@ PAGES = list(url_titles().items())
 CONTENT = (
     '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, '
     '[data-testid="stGraphVizChart"] svg, [data-testid="stDataFrame"], [data-testid="stTable"], '
+    '[data-testid="stMarkdown"] table, '
     f"{TREE_FRAME}"
 )
 

@@ -177,7 +177,7 @@ def test_upload_edit_import_view_restart_remove(tmp_path: Path) -> None:
             with streamlit_server(work) as url:
                 pg.goto(url)
                 settle(pg)
-                expect(pg.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+                expect(pg.locator('[data-testid="stMarkdown"] table').first).to_be_visible()
                 pick = pg.locator('[data-testid="stSelectbox"]', has_text="Study").first
                 pick.click()
                 pg.get_by_role("option", name=TITLE).click()

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from dashboard._text import csv_cell, md, redact, safe_csv
+from dashboard._text import csv_cell, md, md_table, redact, safe_csv
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
 
@@ -134,3 +134,21 @@ def test_pages_show_uploaded_text_with_st_text_or_escaped() -> None:
             if isinstance(call.func, ast.Attribute) and getattr(call.func.value, "id", "") == "st":
                 offenders.append(f"{f.relative_to(DASHBOARD)}:{call.lineno}")
     assert offenders == []
+
+
+def test_md_table_renders_every_cell_as_its_own_text() -> None:
+    """A GFM table whose cells show exactly the data: pipes, links, tags and line breaks
+    in a cell neither split the row nor render."""
+    frame = pd.DataFrame(
+        {"study": ["a|b", "![x](http://e.invalid/i.png)"], "licence": ["<b>MIT</b>", "two\nlines"]}
+    )
+    out = rendered(md_table(frame))
+    assert out.count("<tr>") == 3 and out.count("<td>") == 4 and out.count("<th>") == 2
+    assert "<img" not in out and "<b>" not in out
+    cells = re.findall(r"<td>(.*?)</td>", out)
+    assert [html.unescape(c) for c in cells] == [
+        "a|b",
+        "<b>MIT</b>",
+        "![x](http://e.invalid/i.png)",
+        "two lines",
+    ]
