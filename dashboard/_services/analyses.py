@@ -82,23 +82,22 @@ def sensitivity_job(
     test_fraction: float,
     seed: int,
     n_respondents: int,
-    kind: str = "auto",
-    methods: tuple[str, ...] = ("dt",),
+    kind: str,
+    method: str,
 ) -> jobs.Job:
-    """Leave-one-out blocks (one per model, column ``method``) on one split (a job); the
+    """Leave-one-out blocks of one model (column ``method``) on one split (a job); the
     split's reason in ``attrs["split"]``. Each block's change has a 95 % bootstrap CI over
     respondents (over held-out comparisons for a single unit), seeded per block, so the
-    blocks of one job per model are those of one job for all (:func:`sensitivity_blocks`)."""
-    args = (float(test_fraction), int(seed), int(n_respondents), kind, tuple(methods))
-    n = len(methods)
-    what = f"the {get(methods[0]).label}" if n == 1 else f"{n} models"
+    jobs of several models give the blocks of one run over all of them
+    (:func:`sensitivity_blocks`)."""
+    args = (float(test_fraction), int(seed), int(n_respondents), kind, (method,))
     return jobs.service().submit(
         jobs.job_key("sensitivity", fingerprint(study), *args),
-        f"Refitting {what} without each feature on {_who(study, n_respondents)}",
+        f"Refitting the {get(method).label} without each feature on {_who(study, n_respondents)}",
         _work.sensitivity,
         study,
         *args,
-        estimate=6.0 if n > 1 or get(methods[0]).family != "baseline" else 2.0,
+        estimate=2.0 if get(method).family == "baseline" else 6.0,
     )
 
 
@@ -113,8 +112,8 @@ def sensitivity_blocks(
     """One :func:`sensitivity_job` per model: the two workers can refit two models at
     once (and the ones that do not depend on the best baseline start before the
     baselines are scored); their tables, concatenated in ``methods`` order, are the
-    blocks of one job for all the models."""
-    return [sensitivity_job(study, test_fraction, seed, n_respondents, kind, (m,)) for m in methods]
+    blocks of one run over all the models."""
+    return [sensitivity_job(study, test_fraction, seed, n_respondents, kind, m) for m in methods]
 
 
 def hierarchy_job(

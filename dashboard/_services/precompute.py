@@ -95,11 +95,11 @@ def _steps(study: Study) -> tuple[list[Step], list[Step]]:
             return BLOCKED
         if scoring.result is None or scoring.result in trees_first:
             return None
-        return analyses.sensitivity_job(study, *split, (scoring.result,))
+        return analyses.sensitivity_job(study, *split, scoring.result)
 
     sensitivity: list[Step] = [
         lambda: analyses.baseline_job(study, *split),
-        *((lambda m=m: analyses.sensitivity_job(study, *split, (m,))) for m in trees_first),
+        *((lambda m=m: analyses.sensitivity_job(study, *split, m)) for m in trees_first),
         best_baseline,
     ]
     return explorer, sensitivity
