@@ -104,7 +104,10 @@ def _log_errors() -> None:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         log.addHandler(handler)
-        log.setLevel(logging.INFO)
+        # DTPBO_LOG_LEVEL=DEBUG also logs every job's end (what the background walk computed
+        # and when: the timeline behind the benchmarks' waits)
+        level = os.environ.get("DTPBO_LOG_LEVEL", "INFO").upper()
+        log.setLevel(level if level in logging.getLevelNamesMapping() else "INFO")
         log.propagate = False
 
 

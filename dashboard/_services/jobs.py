@@ -259,6 +259,15 @@ class Job:
         if state == "done":
             self.fraction = 1.0
         self._done.set()
+        _LOG.debug(
+            "job %s: %s in %.2f s after %.2f s queued (priority %d): %s",
+            state,
+            self.key,
+            self.elapsed(),
+            (self.started or self.finished) - self.submitted,
+            self.priority,
+            self.title,
+        )
 
 
 def _cache_path(job: Job) -> Path:

@@ -189,8 +189,10 @@ def visit(pg: Any, url: str, views: Any, study: str | None, timeout: float) -> l
             t0 = _goto(pg, f"{url}/{path}{q}")
         else:
             t0 = _tab(pg, tab)
+        at = time.time() - (time.perf_counter() - t0)  # the navigation, wall clock
         got = _wait_view(pg, what, t0, timeout)
-        out.append({"study": study, "page": path or "case_studies", "tab": tab, **got})
+        view = {"study": study, "page": path or "case_studies", "tab": tab, **got}
+        out.append({**view, "navigated_at": time.strftime("%H:%M:%S", time.localtime(at))})
         print(json.dumps(out[-1]), file=sys.stderr, flush=True)
     return out
 
@@ -245,7 +247,9 @@ def _ready(log: Path, timeout: float = 300.0) -> tuple[float, str]:
         time.sleep(0.05)
 
 
-def run(big: bool = True, cold: bool = False, timeout: float = 180.0) -> dict[str, Any]:
+def run(
+    big: bool = True, cold: bool = False, timeout: float = 180.0, server_log: str | None = None
+) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     ref0 = reference_seconds()
@@ -261,7 +265,8 @@ def run(big: bool = True, cold: bool = False, timeout: float = 180.0) -> dict[st
                 result["big_study"] = key
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         t_launch = time.perf_counter()
-        with streamlit_server(work, ROOT, launcher="module", timeout=300) as url:
+        debug = {"DTPBO_LOG_LEVEL": "DEBUG"} if server_log else None
+        with streamlit_server(work, ROOT, launcher="module", timeout=300, extra_env=debug) as url:
             healthy = time.perf_counter() - t_launch
             waited, line = _ready(work / "streamlit.log")
             result["healthy_after_launch_s"] = round(healthy, 2)
@@ -275,6 +280,8 @@ def run(big: bool = True, cold: bool = False, timeout: float = 180.0) -> dict[st
                 result["views"] += visit(pg, url, _views(study, users), study, timeout)
             result["views"] += visit(pg, url, OTHER_VIEWS, None, timeout)
             ctx.close()
+        if server_log:  # every job's end, timestamped: the timeline behind the waits
+            Path(server_log).write_text((work / "streamlit.log").read_text(errors="replace"))
         if cold:
             for study in studies:
                 with tempfile.TemporaryDirectory() as tmp2:
@@ -327,11 +334,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=180.0, help="give up on a view (s)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--shots", help="save a screenshot of each first progress bar here")
+    ap.add_argument(
+        "--server-log",
+        help="run the server with DTPBO_LOG_LEVEL=DEBUG and copy its log here (every job's "
+        "end, timestamped)",
+    )
     args = ap.parse_args(argv)
     if args.shots:
         SHOTS.append(Path(args.shots))
         SHOTS[0].mkdir(parents=True, exist_ok=True)
-    res = run(big=not args.no_big, cold=args.cold, timeout=args.timeout)
+    res = run(big=not args.no_big, cold=args.cold, timeout=args.timeout, server_log=args.server_log)
     text = json.dumps(res, indent=1)
     if args.json == "-":
         print(text)

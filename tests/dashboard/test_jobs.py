@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -189,6 +191,24 @@ def test_inline_mode_runs_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch)
     s = jobs.JobService()
     job = s.submit("t-inline", "inline", job_bodies.steps, 2, 0.0, cached=False)
     assert job.state == "done" and job.result == os.getpid() and job.step == "step 2 of 2"
+
+
+def test_a_jobs_end_is_logged_for_debugging_with_its_times(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``DTPBO_LOG_LEVEL=DEBUG``: every job's end, how long it ran and waited (the
+    timeline behind the benchmarks' waits); nothing at the default level."""
+    monkeypatch.setenv("DTPBO_JOBS", "inline")
+    with caplog.at_level(logging.INFO, logger="dtpbo.jobs"):
+        jobs.JobService().submit("t-quiet", "quiet", job_bodies.steps, 1, 0.0, cached=False)
+    assert not caplog.records
+    with caplog.at_level(logging.DEBUG, logger="dtpbo.jobs"):
+        jobs.JobService().submit("t-log", "Logged job", job_bodies.steps, 2, 0.0, cached=False)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert re.fullmatch(
+        r"job done: t-log in \d+\.\d\d s after \d+\.\d\d s queued \(priority \d\): Logged job",
+        line,
+    )
 
 
 def test_many_items_are_named_in_a_job_whose_texts_the_pages_read(
