@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
@@ -14,7 +16,8 @@ st.title("Case studies")
 st.caption(
     "Every study of the registry. Bundled studies load at once; the others appear when "
     "their data location is set (sidebar **Data locations** or environment). The study "
-    "and respondent picked here are used by the other pages."
+    "and respondent picked here are used by the other pages; the picked study's full "
+    "licence and provenance are below the table."
 )
 
 statuses = svc.study_statuses()
@@ -25,12 +28,12 @@ overview = pd.DataFrame(
             "title": s.title,
             "kind": s.info.kind,
             "available": "yes" if s.usable else "no",
-            "licence": s.info.license,
+            "licence": re.split(r" \(|;", s.info.license, maxsplit=1)[0],
         }
         for s in statuses
     ]
 )
-st.markdown(ui.md_table(overview))
+st.markdown(ui.md_table(overview))  # a study's full licence: below, once picked
 
 if "add_done" in st.session_state:
     st.success(f"Imported **{ui.md(st.session_state.pop('add_done'))}**: it is selected below.")

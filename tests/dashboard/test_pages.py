@@ -4,6 +4,7 @@ missing data give the help text instead of a traceback."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,11 @@ def test_case_studies_lists_the_registry_and_counts_change(app) -> None:
     (overview,) = [m.value for m in at.markdown if m.value.startswith("| study |")]
     rows = overview.splitlines()[2:]  # below the header and its rule
     listed = {row.split(" | ")[0].removeprefix("| ").replace("\\", "") for row in rows}
+    # licences in short (one line per study), the picked study's in full below
+    train_row = next(r for r in rows if r.startswith("| train |"))
+    assert train_row.endswith("| MIT |")
+    details = next(m.value for m in at.markdown if "- **Licence:**" in m.value)
+    assert re.search(r"- \*\*Licence:\*\* MIT \(.+\)\n", details.replace("\\", ""))
     assert listed == {s.key for s in list_studies()}
     assert metrics(at) == {"Respondents": "235", "Items": "1,785", "Comparisons": "2,929"}
     at.selectbox(key="cs_study").select("electricity").run()
