@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
+import time
 from typing import Any
 
 import streamlit as st
@@ -20,6 +22,29 @@ from dashboard._services.jobs import Job, JobLimitError, service
 from dashboard._text import md
 
 _LOG = logging.getLogger("dtpbo.dashboard")
+
+#: The page script running in this thread (Streamlit runs each session's script in its own
+#: thread): its name and when it started, until its first progress bar is logged.
+_RUN = threading.local()
+
+
+def script_started(page: str) -> None:
+    """Note that ``page``'s script starts now (the app calls it before each run), so the
+    first progress bar of the run is logged with its delay (``DTPBO_LOG_LEVEL=DEBUG``)."""
+    _RUN.page, _RUN.t0 = page, time.perf_counter()
+
+
+def _log_first_bar(job: Job) -> None:
+    t0 = getattr(_RUN, "t0", None)
+    if t0 is None:
+        return
+    _RUN.t0 = None
+    _LOG.debug(
+        "page %s: first progress bar %.3f s after its script started (%s)",
+        _RUN.page,
+        time.perf_counter() - t0,
+        job.key,
+    )
 
 
 def _seconds(s: float) -> str:
@@ -55,6 +80,7 @@ def progress(job: Job, *, key: str, cancel: bool = True) -> None:
             service().cancel(job.key)
             st.rerun()
 
+    _log_first_bar(job)
     _bar()
 
 

@@ -22,6 +22,7 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a plain 
 
 import streamlit as st  # noqa: E402
 
+from dashboard import _progress as waits  # noqa: E402
 from dashboard import _services as svc  # noqa: E402
 from dashboard import _ui as ui  # noqa: E402
 from dashboard._services import sessions as store  # noqa: E402
@@ -129,6 +130,7 @@ def main() -> None:
             ui.keep_visitor_cookie()
         _data_locations()
         _warm_up_status()
+        waits.script_started(_page_name(page))
         page.run()
 
 
