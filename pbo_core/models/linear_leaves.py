@@ -1031,10 +1031,10 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         unbiased estimate of the full sum up to its scale, at a bounded cost; trees and
         the pooled fits of the folds still use every training comparison)."""
         cap = self.cv_respondents
+        if cap is not None and not (isinstance(cap, int | np.integer) and cap >= 1):
+            raise ValueError(f"cv_respondents must be a positive int or None, got {cap!r}")
         if cap is None or n_resp <= cap:
             return np.arange(n_resp)
-        if int(cap) < 1:
-            raise ValueError(f"cv_respondents must be a positive int or None, got {cap!r}")
         return np.sort(rng.choice(n_resp, size=int(cap), replace=False))
 
     def _grid_lams(self) -> list[float]:

@@ -285,6 +285,7 @@ def test_cv_on_a_sample_of_respondents_scores_their_share_of_the_full_cv(monkeyp
         total += m.cv_error_["error"].to_numpy() * sum(len(rows[i]) for i in part)
     np.testing.assert_allclose(total / data.n_pairs, full.cv_error_["error"], rtol=1e-12)
 
-    with pytest.raises(ValueError, match="cv_respondents"):
-        monkeypatch.undo()
-        LinearLeafDTSurrogate(cv_respondents=0, **kw).fit(data)
+    monkeypatch.undo()
+    for bad in (0, 100.5, "all"):  # whatever the number of respondents
+        with pytest.raises(ValueError, match="cv_respondents"):
+            LinearLeafDTSurrogate(cv_respondents=bad, **kw).fit(data)
