@@ -19,6 +19,7 @@ loaded by name with :func:`load_preset`, which skips the availability check.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +82,12 @@ class StudyInfo:
     reason: str
     license: str
     location_option: str = ""
+
+    @property
+    def license_name(self) -> str:
+        """The licence's name alone, for a one-line overview: ``license`` up to its
+        first parenthesis or semicolon ("MIT", "CC BY 4.0", "Research use only")."""
+        return re.split(r" \(|;", self.license, maxsplit=1)[0]
 
 
 @dataclass(frozen=True)

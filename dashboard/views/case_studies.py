@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import streamlit as st
 
@@ -28,7 +26,7 @@ overview = pd.DataFrame(
             "title": s.title,
             "kind": s.info.kind,
             "available": "yes" if s.usable else "no",
-            "licence": re.split(r" \(|;", s.info.license, maxsplit=1)[0],
+            "licence": s.info.license_name,
         }
         for s in statuses
     ]

@@ -165,3 +165,11 @@ def test_load_preset_unknown() -> None:
     with pytest.raises(KeyError, match="presets are"):
         load_preset("nope")
     assert load_preset("train").key == "train"
+
+
+def test_licence_names_are_the_licences_first_words() -> None:
+    names = {s.key: s.license_name for s in list_studies()}
+    assert names["train"] == "MIT" and names["sushi-a"] == "Research use only"
+    assert names["bela"] == "CC BY 4.0"
+    for s in list_studies():
+        assert s.license_name and s.license.startswith(s.license_name)
