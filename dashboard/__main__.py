@@ -42,19 +42,22 @@ PRELOAD = ("dashboard._services", "dashboard._charts", "dashboard._ui", "pbo_cor
 
 
 def preload() -> float:
-    """Start the job service's worker processes (they import the models meanwhile),
-    import what every page imports, load the tree kernels and the first study, fill
-    :mod:`inspect`'s module-file cache, then wait for the workers; returns the seconds."""
+    """Start the job service's worker processes (they import the models and compile or
+    load their kernels meanwhile), import what every page imports, load the first study,
+    fill :mod:`inspect`'s module-file cache, wait for the workers, then load the kernels
+    here too; returns the seconds."""
     t0 = time.perf_counter()
     jobs = importlib.import_module("dashboard._services.jobs")
     jobs.service().start_workers(wait=False)
     for name in PRELOAD:
         importlib.import_module(name)
     svc = importlib.import_module("dashboard._services")
-    svc.warm_up()
     svc.warm_up_first_study()
     inspect.stack()
     svc.start_worker()
+    # after the workers: they compiled the kernels on a fresh install (once, 20-40 s),
+    # which this process now loads from numba's disk cache instead of compiling again
+    svc.warm_up()
     return time.perf_counter() - t0
 
 

@@ -92,9 +92,13 @@ def set_priority(pid: int, nice: int, idle: bool) -> None:
 
 def ready(*, progress: Progress | None = None) -> bool:
     """``True``: sent to a fresh worker, it makes the worker import this module and the
-    models before any real job."""
-    from pbo_core import registry  # noqa: F401  (the models, the accuracy registry)
+    models, and compile (or load from numba's disk cache) every kernel a fit uses
+    (:func:`pbo_core.registry.warm_up`), before any real job: on a fresh install a first
+    job would otherwise compile them (Train's first held-out evidence: 11.4 s instead of
+    2.7 s)."""
+    from pbo_core import registry
 
+    registry.warm_up()
     return True
 
 

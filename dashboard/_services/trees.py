@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -17,8 +16,8 @@ import streamlit as st
 from dashboard import _work
 from dashboard._services import jobs
 from dashboard._services.studies import respondent_data, study_token
-from pbo_core import explain
-from pbo_core.data import Feature, PreferenceData, Schema, Study
+from pbo_core import explain, registry
+from pbo_core.data import PreferenceData, Study
 from pbo_core.experiments.tree_choice import (
     CHOICE_RESPONDENTS,
     TreeChoice,
@@ -418,21 +417,11 @@ def svg_to_png(svg: str, scale: float = 2.0) -> bytes:
 
 @st.cache_resource(show_spinner=False)
 def warm_up() -> float:
-    """Compile (or load from numba's on-disk cache) the tree kernels once per process.
+    """Compile (or load from numba's on-disk cache) the models' kernels once per process
+    (:func:`pbo_core.registry.warm_up`).
 
-    The first tree fit of a fresh install compiles the numba split-search kernels (~15 s on
-    a small machine; ``cache=True`` keeps them on disk afterwards). Call this at app start
+    The first fit of a fresh install compiles them (18.6 s of CPU on this 2-core
+    machine; ``cache=True`` keeps them on disk afterwards: 0.3 s). Call this at app start
     under a status message so no page waits silently. Returns the seconds it took.
     """
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(0)
-    X = rng.uniform(size=(12, 2))
-    u = X[:, 0] - X[:, 1]
-    pairs = np.array([[a, b] if u[a] > u[b] else [b, a] for a, b in rng.integers(0, 12, (40, 2))])
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    schema = Schema(
-        (Feature("a", "numeric", bounds=(0, 1)), Feature("b", "numeric", bounds=(0, 1)))
-    )
-    data = PreferenceData(X, pairs, schema=schema)
-    DTSurrogate(backend="numba").fit(data)  # keep-mode trees grow in NumPy, no compile
-    return time.perf_counter() - t0
+    return registry.warm_up()

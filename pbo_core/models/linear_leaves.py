@@ -102,6 +102,7 @@ from numba import njit
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import margin_scores
 from pbo_core.models.base import check_input, probit_preference
+from pbo_core.models.compiled import kernel_array
 from pbo_core.models.glm import (
     BATCH_CELLS,
     GaussianLinearUtility,
@@ -470,12 +471,12 @@ def _item_newton_compiled(
     start = mean if init is None else init
     x = np.empty((B, p))
     ok = np.ones(B, dtype=bool)
-    F = np.ascontiguousarray(F, dtype=float)
-    wi, li = np.ascontiguousarray(wi, dtype=np.int64), np.ascontiguousarray(li, dtype=np.int64)
-    w = np.ascontiguousarray(w, dtype=float)
-    start = np.ascontiguousarray(start, dtype=float)
-    prec = np.ascontiguousarray(prec, dtype=float)
-    mean = np.ascontiguousarray(mean, dtype=float)
+    F = kernel_array(F, np.float64)
+    wi, li = kernel_array(wi, np.int64), kernel_array(li, np.int64)
+    w = kernel_array(w, np.float64)
+    start = kernel_array(start, np.float64)
+    prec = kernel_array(prec, np.float64)
+    mean = kernel_array(mean, np.float64)
 
     def part(sl: slice) -> None:  # the problems are independent: split over the cores
         _item_newton_kernel(

@@ -88,6 +88,7 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 from numba import njit
 
+from pbo_core.models.compiled import kernel_array
 from pbo_core.models.probit import log_ndtr_scalar
 
 __all__ = [
@@ -621,8 +622,16 @@ def newton_probit_pairs(
         ``None`` when a Hessian was not positive definite (rounding; the caller falls
         back to its LAPACK path, which reports the error).
     """
+    i8, f8 = np.int64, np.float64
     f, H, lam, cov, it, grad, ok, converged = _newton_probit_pairs_kernel(
-        w, lo, c, p, np.ascontiguousarray(m0), f0, int(max_iter), float(tol)
+        kernel_array(w, i8),
+        kernel_array(lo, i8),
+        kernel_array(c, f8),
+        kernel_array(p, f8),
+        kernel_array(m0, f8),
+        kernel_array(f0, f8),
+        int(max_iter),
+        float(tol),
     )
     if not ok:
         return None

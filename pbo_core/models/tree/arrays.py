@@ -13,6 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
+from pbo_core.models.compiled import kernel_array
 from pbo_core.models.tree import kernels
 from pbo_core.models.tree.splits import goes_right
 
@@ -168,13 +169,13 @@ class Tree:
         X = np.asarray(X, dtype=float)
         if X.shape[0]:
             return kernels.apply(
-                np.ascontiguousarray(X),
-                self.children_left,
-                self.children_right,
-                self.feature,
-                self.threshold,
-                self.right_mask,
-                self.is_categorical,
+                kernel_array(X, np.float64),
+                kernel_array(self.children_left, np.int64),
+                kernel_array(self.children_right, np.int64),
+                kernel_array(self.feature, np.int64),
+                kernel_array(self.threshold, np.float64),
+                kernel_array(self.right_mask, np.int64),
+                kernel_array(self.is_categorical, np.bool_),
             )
         return self.apply_nodes_numpy(X)
 

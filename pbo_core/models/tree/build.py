@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 
 from pbo_core.data import Schema
+from pbo_core.models.compiled import kernel_array
 from pbo_core.models.tree import kernels
 from pbo_core.models.tree.arrays import Tree
 from pbo_core.models.tree.splits import (
@@ -180,14 +181,14 @@ def _build_compiled(
     min_split_score: float,
 ) -> Tree:
     """The whole tree in one compiled call (discard-straddlers mode)."""
-    Xw = np.ascontiguousarray(X[pairs[:, 0]])
-    Xl = np.ascontiguousarray(X[pairs[:, 1]])
+    Xw = kernel_array(X[pairs[:, 0]], np.float64)
+    Xl = kernel_array(X[pairs[:, 1]], np.float64)
     (left, right, feat, thr, rmask, sumz, score, npairs, leaf_idx, leaf_ptr) = kernels.grow(
         Xw,
         Xl,
-        np.ascontiguousarray(is_cat),
-        n_cat.astype(np.int64),
-        span.astype(float),
+        kernel_array(is_cat, np.bool_),
+        kernel_array(n_cat, np.int64),
+        kernel_array(span, np.float64),
         -1 if max_depth is None else int(max_depth),
         int(min_samples_split),
         float(min_split_score),
