@@ -80,11 +80,23 @@ def open_form(pg) -> None:
     pg.locator('[data-testid="stFileUploader"]').first.wait_for(state="visible")
 
 
-def upload(pg, index: int, path: Path) -> None:
+def upload(pg, index: int, path: Path, tries: int = 3) -> None:
+    """Upload ``path`` into the ``index``-th uploader and wait for the import form. Once in
+    a CI run with two suites on the same 2 cores, the upload went through but the form did
+    not come within 60 s (the same test passed alone in 39 s): the file is then set
+    again, at most ``tries`` times, 30 s apart."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     box = pg.locator('[data-testid="stFileUploader"]').nth(index)
-    attach_file(box, path)
-    settle(pg)
-    pg.get_by_role("button", name="Import study").wait_for(state="visible")
+    for attempt in range(tries):
+        attach_file(box, path)
+        settle(pg)
+        try:
+            pg.get_by_role("button", name="Import study").wait_for(state="visible", timeout=30_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
 
 
 def edit_cell(pg, row: int, col: int, text: str) -> None:
