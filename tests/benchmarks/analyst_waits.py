@@ -9,6 +9,13 @@ is left: the tree drawn, the table or chart shown, the question asked. It also r
 when a progress bar first appeared: any view that takes more than 2 s must show one
 (issue 32: "no silent wait"; target: every view <= 10 s).
 
+Navigation (``--navigate``): ``sidebar`` (default), as an analyst moves through the app:
+each study's first page opened by its link (``/?study=KEY``: a new browser page, so
+Streamlit's frontend loads), the other pages by a click on the sidebar (the page
+changes in the same browser session: the study picked stays), tabs by a click. ``url``:
+every page opened by its link (``/<page>?study=KEY``), so every page also pays the
+frontend's load (1-1.5 s on this machine before the page's script even starts).
+
 Studies: the bundled ones (``train``, ``electricity``, ``swissmetro``, ``pmr-demo``) and,
 with ``--big`` (default on), a 5,000-respondent study imported into the data folder
 before the server starts (Ecdat *Car*, 4,654 respondents x 6 vehicles, one task each,
@@ -100,7 +107,9 @@ def _has(pg: Any, what: str) -> bool:
 SHOTS: list[Path] = []
 
 
-def _wait_view(pg: Any, what: str, t0: float, timeout: float) -> dict[str, Any]:
+def _wait_view(
+    pg: Any, what: str, t0: float, timeout: float, title: str | None = None
+) -> dict[str, Any]:
     """Poll until ``what`` is shown with no progress bar left; timings from ``t0``:
     ``content_s`` (the content first on screen, a progress bar maybe beside it),
     ``seconds`` (the view complete: content and no progress bar), when a progress bar
@@ -111,7 +120,7 @@ def _wait_view(pg: Any, what: str, t0: float, timeout: float) -> dict[str, Any]:
     while True:
         now = time.perf_counter()
         bar = _n(pg, PROGRESS) > 0
-        has = _has(pg, what)
+        has = _has(pg, what) and (title is None or _n(pg, f'h1:has-text("{title}")') > 0)
         if bar and first_bar is None:
             first_bar = now - t0
             if SHOTS:
@@ -141,6 +150,17 @@ def _wait_view(pg: Any, what: str, t0: float, timeout: float) -> dict[str, Any]:
 def _goto(pg: Any, url: str) -> float:
     t0 = time.perf_counter()
     pg.goto(url, wait_until="commit")
+    return t0
+
+
+def _sidebar(pg: Any, path: str) -> float:
+    """Click the sidebar's link to the page at ``path``; the click's time."""
+    from dashboard.pages import url_titles
+
+    link = pg.locator('[data-testid="stSidebarNav"]').get_by_text(url_titles()[path], exact=True)
+    link.first.wait_for(state="visible", timeout=120_000)
+    t0 = time.perf_counter()
+    link.first.click()
     return t0
 
 
@@ -181,17 +201,28 @@ OTHER_VIEWS: tuple[tuple[str, str | None, str], ...] = (
 )
 
 
-def visit(pg: Any, url: str, views: Any, study: str | None, timeout: float) -> list[dict]:
+def visit(
+    pg: Any, url: str, views: Any, study: str | None, timeout: float, navigate: str = "sidebar"
+) -> list[dict]:
+    """Every view of ``views`` in turn (the first by its link; the other pages by their
+    link or a sidebar click, as ``navigate`` says; tabs by a click)."""
+    from dashboard.pages import url_titles
+
     out = []
-    for path, tab, what in views:
+    for i, (path, tab, what) in enumerate(views):
         q = f"?study={study}" if study else ""
-        if tab is None:
-            t0 = _goto(pg, f"{url}/{path}{q}")
+        how = "tab"
+        if tab is None and (i == 0 or navigate == "url"):
+            t0, how = _goto(pg, f"{url}/{path}{q}"), "link"
+        elif tab is None:
+            t0, how = _sidebar(pg, path), "sidebar"
         else:
             t0 = _tab(pg, tab)
         at = time.time() - (time.perf_counter() - t0)  # the navigation, wall clock
-        got = _wait_view(pg, what, t0, timeout)
-        view = {"study": study, "page": path or "case_studies", "tab": tab, **got}
+        # after a sidebar click the last page's elements may linger: the new page's title too
+        title = url_titles()[path] if how == "sidebar" else None
+        got = _wait_view(pg, what, t0, timeout, title)
+        view = {"study": study, "page": path or "case_studies", "tab": tab, "by": how, **got}
         out.append({**view, "navigated_at": time.strftime("%H:%M:%S", time.localtime(at))})
         print(json.dumps(out[-1]), file=sys.stderr, flush=True)
     return out
@@ -248,13 +279,17 @@ def _ready(log: Path, timeout: float = 300.0) -> tuple[float, str]:
 
 
 def run(
-    big: bool = True, cold: bool = False, timeout: float = 180.0, server_log: str | None = None
+    big: bool = True,
+    cold: bool = False,
+    timeout: float = 180.0,
+    server_log: str | None = None,
+    navigate: str = "sidebar",
 ) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     ref0 = reference_seconds()
     load0 = os.getloadavg()
-    result: dict[str, Any] = {"views": [], "cold_evidence": []}
+    result: dict[str, Any] = {"views": [], "cold_evidence": [], "navigate": navigate}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         work = Path(tmp)
         studies = list(BUNDLED)
@@ -277,8 +312,8 @@ def run(
             pg.set_default_timeout(120_000)
             for study in studies:
                 users = study == "swissmetro"  # the bundled study with respondent features
-                result["views"] += visit(pg, url, _views(study, users), study, timeout)
-            result["views"] += visit(pg, url, OTHER_VIEWS, None, timeout)
+                result["views"] += visit(pg, url, _views(study, users), study, timeout, navigate)
+            result["views"] += visit(pg, url, OTHER_VIEWS, None, timeout, navigate)
             ctx.close()
         if server_log:  # every job's end, timestamped: the timeline behind the waits
             Path(server_log).write_text((work / "streamlit.log").read_text(errors="replace"))
@@ -333,6 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold", action="store_true", help="also each study's evidence, cold")
     ap.add_argument("--timeout", type=float, default=180.0, help="give up on a view (s)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument(
+        "--navigate",
+        choices=("sidebar", "url"),
+        default="sidebar",
+        help="change pages by a sidebar click (default; each study's first page by its "
+        "link) or open every page by its link (a new browser page each time)",
+    )
     ap.add_argument("--shots", help="save a screenshot of each first progress bar here")
     ap.add_argument(
         "--server-log",
@@ -343,7 +385,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.shots:
         SHOTS.append(Path(args.shots))
         SHOTS[0].mkdir(parents=True, exist_ok=True)
-    res = run(big=not args.no_big, cold=args.cold, timeout=args.timeout, server_log=args.server_log)
+    res = run(
+        big=not args.no_big,
+        cold=args.cold,
+        timeout=args.timeout,
+        server_log=args.server_log,
+        navigate=args.navigate,
+    )
     text = json.dumps(res, indent=1)
     if args.json == "-":
         print(text)
