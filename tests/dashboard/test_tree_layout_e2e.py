@@ -5,6 +5,7 @@ docs. Skipped without Playwright/Chromium."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -79,16 +80,30 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
             browser.close()
 
 
-def _same_x(frame, expected: dict) -> None:
-    """Every box the browser drew has the Python layout's horizontal centre (0.5 px)."""
-    rects = frame.locator("g.node > rect")
-    ids = frame.locator("g.node")
-    got = {}
-    for k in range(ids.count()):
-        i = int(ids.nth(k).get_attribute("data-id") or -1)
-        r = rects.nth(k)
-        x, w = float(r.get_attribute("x") or 0), float(r.get_attribute("width") or 0)
-        got[i] = x + w / 2
+#: Every box's id and horizontal centre, read in one call (a redraw can't change the
+#: tree between two reads).
+_CENTRES = """svg => [...svg.querySelectorAll("g.node")].map(g => {
+    const r = g.querySelector("rect");
+    const x = Number(r.getAttribute("x")), w = Number(r.getAttribute("width"));
+    return [Number(g.dataset.id), x + w / 2];
+})"""
+
+
+def _same_x(frame, expected: dict, timeout: float = 60.0) -> None:
+    """Every box the browser drew has the Python layout's horizontal centre (0.5 px).
+
+    Read until the drawn tree agrees (after a click the page may still show the previous
+    view, or redraw, for a while on a loaded machine), at most ``timeout`` s; then
+    assert on the last read."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = dict(frame.locator("#tree-svg").evaluate(_CENTRES))
+        agree = set(got) == set(expected) and all(
+            abs(got[i] - x) <= 0.5 for i, (x, *_rest) in expected.items()
+        )
+        if agree or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert set(got) == set(expected)
     # the title line shifts the Python layout's tops only; x must agree
     for i, (x, *_rest) in expected.items():
