@@ -55,7 +55,7 @@ def preload() -> float:
     svc.warm_up_first_study()
     inspect.stack()
     svc.start_worker()
-    # after the workers: they compiled the kernels on a fresh install (once, 20-40 s),
+    # after the workers: they compiled the kernels on a fresh install (once, 18.6 s here),
     # which this process now loads from numba's disk cache instead of compiling again
     svc.warm_up()
     return time.perf_counter() - t0

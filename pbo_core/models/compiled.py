@@ -5,9 +5,10 @@ growth and routing), :mod:`~pbo_core.models.solver` (the probit leaves' Newton, 
 :mod:`~pbo_core.models.leaves`), :mod:`~pbo_core.models.linear_leaves` (the linear
 leaves' per-respondent Newton) and :mod:`~pbo_core.models.probit` (log Phi). Each is
 compiled on its first call, or loaded from numba's disk cache (``cache=True``) when an
-earlier process compiled it. A fresh install compiles them all, once: 20-40 s of CPU on a
-small machine, which a first fit would otherwise pay in the middle of an analyst's first
-view: :func:`pbo_core.registry.warm_up` compiles them up front.
+earlier process compiled it. A fresh install compiles them all, once: 18.6 s on this
+2-core machine (0.3 s to load them from disk afterwards), which a first fit would
+otherwise pay in the middle of an analyst's first view: :func:`pbo_core.registry.warm_up`
+compiles them up front.
 
 A kernel compiles once per argument type, and a read-only array (a pandas
 copy-on-write view, say) is another type than a writable one. So every Python caller
