@@ -73,8 +73,8 @@ from threadpoolctl import ThreadpoolController
 from pbo_core.data import Schema, Study
 from pbo_core.explain import labels
 from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
-from pbo_core.models.glm import link_nll, newton_batch, spd_inv_batch
-from pbo_core.models.linear import LinearDesign
+from pbo_core.models.glm import link_nll, newton_batch, newton_chunked, spd_inv_batch
+from pbo_core.models.linear import LinearDesign, fit_pooled, rms_scale
 from pbo_core.models.solver import NewtonStep, newton_minimize
 from pbo_core.rules import describe_side
 from pbo_core.splits import holdout_tasks, pair_tasks
@@ -112,7 +112,6 @@ ALPHAS: np.ndarray = np.logspace(2, -3, 11)
 ALPHAS_INTERACTION: np.ndarray = np.logspace(4, 0, 9)
 #: Personal strengths ``rho`` of Eq. 6 searched by CV, strongest first.
 RHOS: np.ndarray = np.logspace(3, -2, 11)
-_BATCH_CELLS = 3_000_000
 
 
 @lru_cache(maxsize=1)
@@ -186,23 +185,12 @@ def cohort_arrays(study: Study, covariates: Sequence[str] | None = None) -> Coho
 
 
 # ----------------------------------------------------------------------------- fitting
-def _scale(d: np.ndarray) -> np.ndarray:
-    s = np.sqrt((d * d).mean(axis=0)) if len(d) else np.ones(d.shape[1])
-    return np.where(s > 1e-12, s, 1.0)
-
-
 def _fit_many(
     d: np.ndarray, W: np.ndarray, prec: np.ndarray, mean: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """MAPs and Hessians of ``B`` logits on the shared rows ``d`` with weights ``W`` (B, n)."""
-    B, (n, p) = len(W), d.shape
-    beta, H = np.empty((B, p)), np.empty((B, p, p))
-    step = max(1, _BATCH_CELLS // max(1, n * p))
-    for i in range(0, B, step):
-        sl = slice(i, min(i + step, B))
-        D = np.broadcast_to(d, (sl.stop - sl.start, n, p))
-        beta[sl], H[sl] = newton_batch(D, W[sl], prec[sl], mean[sl], "logit", max_iter=50)
-    return beta, H
+    D = np.broadcast_to(d, (len(W), *d.shape))
+    return newton_chunked(D, W, prec, mean, "logit", max_iter=50)
 
 
 def _resp_folds(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -292,7 +280,13 @@ def _padded(arr: CohortArrays, users: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 # ----------------------------------------------------------------------------- centre models
 class PooledLogit:
-    """Eq. 2: one logit for all respondents; ``alpha`` by respondent-fold CV (log loss)."""
+    """Eq. 2: one logit for all respondents; ``alpha`` by respondent-fold CV (log loss).
+
+    The fit is the one pooled linear utility of the product
+    (:func:`~pbo_core.models.linear.fit_pooled`, as in
+    :class:`~pbo_core.models.linear.LogitSurrogate`) on the cohort's difference rows, with
+    folds of whole respondents (the target is new respondents) and the grid :data:`ALPHAS`.
+    """
 
     name = "logit-pooled"
 
@@ -305,26 +299,14 @@ class PooledLogit:
         """Fit on the respondents at positions ``users``."""
         m = arr.pair_mask(users)
         d = arr.d[m]
-        scale = _scale(d)
-        alpha = self.alpha
-        if alpha == "cv":
-            folds = _resp_folds(len(users), self.n_folds, np.random.default_rng([self.seed, 2]))
-            fold_of = np.full(arr.n_users, -1)
-            fold_of[users] = folds
-            f = fold_of[arr.user[m]]
-            K, A = int(folds.max()) + 1, len(ALPHAS)
-            W = np.repeat((f[None, :] != np.arange(K)[:, None]).astype(float), A, axis=0)
-            prec = np.tile(ALPHAS[:, None] * scale**2, (K, 1))
-            beta, _ = _fit_many(d, W, prec, np.zeros_like(prec))
-            loss = np.zeros(A)
-            for k in range(K):
-                held = f == k
-                loss += link_nll(d[held] @ beta[k * A : (k + 1) * A].T, "logit").sum(axis=0)
-            alpha = float(ALPHAS[int(np.argmin(loss))])
-        self.alpha_ = float(alpha)
-        prec = self.alpha_ * scale**2
-        b, H = _fit_many(d, np.ones((1, len(d))), prec[None], np.zeros((1, len(prec))))
-        self.coef_, self.coef_cov_ = b[0], spd_inv_batch(H)[0]
+        scale = rms_scale(d)
+        folds = _resp_folds(len(users), self.n_folds, np.random.default_rng([self.seed, 2]))
+        fold_of = np.full(arr.n_users, -1)
+        fold_of[np.asarray(users, dtype=np.int64)] = folds
+        fit = fit_pooled(d, fold_of[arr.user[m]], scale, alpha=self.alpha, grid=ALPHAS)
+        self.alpha_ = fit.alpha
+        self.cv_loss_ = fit.cv_loss
+        self.coef_, self.coef_cov_ = fit.coef, fit.coef_cov
         self.scale_ = scale
         return self
 
@@ -607,6 +589,9 @@ class SegmentLogitHierarchy:
         User-tree depth, respondents per segment, and the Bonferroni level of Eq. 5.
     shrinkage
         ``lam`` of Eq. 4, or ``"cv"`` (respondent folds, held-out log loss, grid :data:`ALPHAS`).
+    pooled_alpha
+        Prior strength of the pooled logit at the centre of the shrinkage (Eq. 2), or
+        ``"cv"`` (:class:`PooledLogit`); it is also the prior of every user-tree node's fit.
     split_columns
         Respondent features the tree may split on (default: the covariates of the
         arrays, those of the interaction logit, so both models see the same information).
@@ -630,6 +615,7 @@ class SegmentLogitHierarchy:
         min_users_leaf: int = 30,
         alpha: float = 0.05,
         shrinkage: float | Literal["cv"] = "cv",
+        pooled_alpha: float | Literal["cv"] = "cv",
         split_columns: Sequence[str] | None = None,
         n_folds: int = 5,
         seed: int = 0,
@@ -639,19 +625,22 @@ class SegmentLogitHierarchy:
         self.min_users_leaf = min_users_leaf
         self.alpha = alpha
         self.shrinkage = shrinkage
+        self.pooled_alpha = pooled_alpha
         self.split_columns = split_columns
         self.n_folds = n_folds
         self.seed = seed
         self.study_: Study | None = None
 
     def fixed(self) -> SegmentLogitHierarchy:
-        """Unfitted copy with ``shrinkage`` fixed at the chosen value (Eq. 6 CV)."""
+        """Unfitted copy with ``shrinkage`` and the pooled strength fixed at the chosen
+        values (Eq. 6 CV: the centre is refitted without the fold, its strengths fixed)."""
         out = SegmentLogitHierarchy(
             split=self.split,
             max_depth=self.max_depth,
             min_users_leaf=self.min_users_leaf,
             alpha=self.alpha,
             shrinkage=self.shrinkage_,
+            pooled_alpha=self.pooled_.alpha_,
             split_columns=self.split_columns,
             n_folds=self.n_folds,
             seed=self.seed,
@@ -707,7 +696,8 @@ class SegmentLogitHierarchy:
         if study is not None:
             self.study_ = study
         users = np.sort(np.asarray(users, dtype=np.int64))
-        self.pooled_ = PooledLogit(n_folds=self.n_folds, seed=self.seed).fit(arr, users)
+        self.pooled_ = PooledLogit(self.pooled_alpha, n_folds=self.n_folds, seed=self.seed)
+        self.pooled_.fit(arr, users)
         prec0 = self.pooled_.alpha_ * self.pooled_.scale_**2
         self.user_tree_ = self._tree(arr, users, prec0)
         self.users_ = users
@@ -873,7 +863,7 @@ class PersonalLogit:
     def _fit(self, arr: CohortArrays, users: np.ndarray, study: Study | None) -> PersonalLogit:
         kw = {"study": study} if isinstance(self.centre, SegmentLogitHierarchy) else {}
         self.centre_ = self.centre.fit(arr, users, **kw)
-        self.scale_ = _scale(arr.d[arr.pair_mask(users)])
+        self.scale_ = rms_scale(arr.d[arr.pair_mask(users)])
         rng = np.random.default_rng([self.seed, 6])
         folds = _resp_folds(len(users), self.n_folds, rng)
         loss = np.zeros(len(RHOS))

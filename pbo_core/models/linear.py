@@ -90,8 +90,11 @@ __all__ = [
     "LinearDesign",
     "LinearUtilitySurrogate",
     "LogitSurrogate",
+    "PooledFit",
     "ProbitSurrogate",
     "RespondentLinearSurrogate",
+    "fit_pooled",
+    "rms_scale",
 ]
 
 Link = Literal["logit", "probit"]
@@ -174,7 +177,7 @@ class LinearDesign:
 
 
 # ----------------------------------------------------------------------------- folds
-def _rms_scale(d: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+def rms_scale(d: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """Root mean square of each difference column (1 where a column never varies)."""
     if len(d) == 0:
         return np.ones(d.shape[1])
@@ -295,6 +298,59 @@ def _cv_pooled(
 
 
 # ----------------------------------------------------------------------------- pooled
+@dataclass(frozen=True)
+class PooledFit:
+    """One pooled penalised GLM: the strength used, the MAP and its Laplace posterior.
+
+    ``coef`` ``(p,)`` and ``hessian`` ``(p, p)`` (the posterior precision) are in the units
+    of the difference rows; ``cv_loss`` ``(A,)`` is the held-out loss per grid strength
+    (``None`` for a fixed strength).
+    """
+
+    alpha: float
+    coef: np.ndarray
+    hessian: np.ndarray
+    cv_loss: np.ndarray | None
+
+    @property
+    def coef_cov(self) -> np.ndarray:
+        """Laplace posterior covariance ``H^-1`` (symmetric PSD)."""
+        return spd_inv_batch(self.hessian[None])[0]
+
+
+def fit_pooled(
+    d: np.ndarray,
+    folds: np.ndarray,
+    scale: np.ndarray,
+    *,
+    alpha: float | Literal["cv"],
+    grid: np.ndarray,
+    link: str = "logit",
+    score: str = "log_loss",
+    max_iter: int = 100,
+    tol: float = 1e-9,
+) -> PooledFit:
+    """The pooled model: one coefficient vector for all difference rows ``d`` ``(n, p)``.
+
+    Prior ``beta ~ N(0, (alpha S^2)^-1)`` with ``S = diag(scale)``; ``alpha`` a number or
+    ``"cv"``: the grid value with the smallest held-out ``score`` over ``folds`` (``(n,)``
+    fold of every row: whole tasks for :class:`LinearUtilitySurrogate`, whole respondents
+    for the cohort logit of :mod:`pbo_core.segments`), ties to the stronger prior
+    (:func:`~pbo_core.models.glm.resolve_strength`). Every model with a single pooled
+    linear utility fits it here.
+    """
+    K = int(folds.max(initial=0)) + 1
+    a, loss = resolve_strength(
+        alpha,
+        grid,
+        K,
+        lambda: _cv_pooled(d, folds, K, scale, grid, link, max_iter, tol, score)[0],
+    )
+    p = d.shape[1]
+    b, H = _fit_single(d, np.ones(len(d)), a * scale**2, np.zeros(p), link, max_iter, tol)
+    return PooledFit(a, b, H, loss)
+
+
 class LinearUtilitySurrogate(_LinearPredictor):
     """Logit / probit linear utility on attribute differences with an L2 (Gaussian) prior.
 
@@ -365,32 +421,30 @@ class LinearUtilitySurrogate(_LinearPredictor):
         link_terms(np.zeros(1), self.link)  # validates the link
         design = LinearDesign(data.get_schema())
         d, _ = _pair_design(data, design)
-        p = d.shape[1]
-        scale = _rms_scale(d) if self.standardize else np.ones(p)
-        w = np.ones(len(d))
+        scale = rms_scale(d) if self.standardize else np.ones(d.shape[1])
         grid = alpha_grid(self.alphas)
         rng = np.random.default_rng(self.random_state)
         folds = task_folds(self.n_folds, rng, pair_tasks(data), data.respondent)
-        K = int(folds.max(initial=0)) + 1
-        alpha, loss = resolve_strength(
-            self.alpha,
-            grid,
-            K,
-            lambda: _cv_pooled(
-                d, folds, K, scale, grid, self.link, self.max_iter, self.tol, self.cv_score
-            )[0],
+        fit = fit_pooled(
+            d,
+            folds,
+            scale,
+            alpha=self.alpha,
+            grid=grid,
+            link=self.link,
+            score=self.cv_score,
+            max_iter=self.max_iter,
+            tol=self.tol,
         )
-        self.cv_loss_: np.ndarray | None = loss
-        self.alphas_: np.ndarray | None = grid if loss is not None else None
-        prec = alpha * scale**2
-        b, H = _fit_single(d, w, prec, np.zeros(p), self.link, self.max_iter, self.tol)
+        self.cv_loss_: np.ndarray | None = fit.cv_loss
+        self.alphas_: np.ndarray | None = grid if fit.cv_loss is not None else None
         self.design_ = design
         self.schema_ = design.schema
         self.scale_ = scale
-        self.alpha_ = alpha
-        self.coef_ = b
-        self.hessian_ = H
-        self.coef_cov_ = spd_inv_batch(H[None])[0]
+        self.alpha_ = fit.alpha
+        self.coef_ = fit.coef
+        self.hessian_ = fit.hessian
+        self.coef_cov_ = fit.coef_cov
         self.n_features_in_ = data.X.shape[1]
         return self
 
@@ -496,7 +550,7 @@ class RespondentLinearSurrogate(_LinearPredictor):
         d, _ = _pair_design(data, design)
         n, p = d.shape
         resp = data.respondent if data.respondent is not None else np.zeros(n, dtype=np.int64)
-        scale = _rms_scale(d) if self.standardize else np.ones(p)
+        scale = rms_scale(d) if self.standardize else np.ones(p)
         unit = scale**2
         grid = alpha_grid(self.alphas)
         rng = np.random.default_rng(self.random_state)

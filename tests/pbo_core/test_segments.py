@@ -201,3 +201,31 @@ def test_the_interaction_logit_warns_when_newton_stops_at_its_cap() -> None:
         _kron_newton(Dp, Wp, X1, prec, max_iter=1)
     beta, H = _kron_newton(Dp, Wp, X1, prec)
     assert np.isfinite(beta).all() and np.allclose(H, H.T)
+
+
+def test_pooled_logit_is_the_products_one_pooled_logit() -> None:
+    """Eq. 2 on the cohort arrays equals LogitSurrogate on the study (same fit, one home)."""
+    from pbo_core.models.linear import LogitSurrogate
+
+    study = travellers(n_users=80)
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    cohort = PooledLogit(0.3).fit(arr, np.arange(arr.n_users))
+    direct = LogitSurrogate(alpha=0.3).fit(study.data)
+    np.testing.assert_allclose(cohort.coef_, direct.coef_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(cohort.coef_cov_, direct.coef_cov_, rtol=1e-7, atol=1e-12)
+    # by CV the strength comes from the grid, with the loss of every grid value kept
+    cv = PooledLogit().fit(arr, np.arange(arr.n_users))
+    assert cv.cv_loss_ is not None and cv.cv_loss_.shape == (11,)
+    assert cv.alpha_ == pytest.approx(float(np.logspace(2, -3, 11)[np.argmin(cv.cv_loss_)]))
+
+
+def test_fixed_segment_tree_keeps_every_chosen_strength() -> None:
+    """Eq. 6's fold refits reuse the full fit's strengths: shrinkage and the pooled alpha."""
+    study = travellers(n_users=120)
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    h = SegmentLogitHierarchy(min_users_leaf=20).fit(arr, np.arange(100))
+    f = h.fixed()
+    assert f.shrinkage == h.shrinkage_ and f.pooled_alpha == h.pooled_.alpha_
+    sub = f.fit(arr, np.arange(0, 100, 2))
+    assert sub.pooled_.alpha_ == h.pooled_.alpha_ and sub.pooled_.cv_loss_ is None
+    assert sub.shrinkage_ == h.shrinkage_
