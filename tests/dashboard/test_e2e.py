@@ -18,7 +18,12 @@ from pathlib import Path
 import pytest
 
 from dashboard.pages import url_titles
-from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
+from tests.fixtures.streamlit_server import (
+    BROWSER_ARGS,
+    CHROMIUM,
+    streamlit_server,
+    wait_until_idle,
+)
 
 #: Environment the test's server keeps (screenshot refresh switch).
 KEEP_ENV = ("DTPBO_UPDATE_SCREENSHOTS",)
@@ -27,19 +32,8 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "dashboard" / "app.py"
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 DOCS = ROOT / "dashboard" / "screenshots"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 UPDATE_DOCS = os.environ.get("DTPBO_UPDATE_SCREENSHOTS") == "1"
 
 sync_api = pytest.importorskip(

@@ -12,11 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.fixtures.streamlit_server import attach_file, streamlit_server, wait_until_idle
+from tests.fixtures.streamlit_server import (
+    BROWSER_ARGS,
+    CHROMIUM,
+    attach_file,
+    streamlit_server,
+    wait_until_idle,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CHROMIUM = Path("/usr/bin/chromium")
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
 if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
@@ -123,9 +128,7 @@ def test_upload_edit_import_view_restart_remove(tmp_path: Path) -> None:
     work.mkdir()
     studies = work / "data_home" / "studies"
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         try:
             ctx = browser.new_context(
                 viewport={"width": 1400, "height": 1600}, accept_downloads=True

@@ -10,12 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.streamlit_server import streamlit_server, wait_until_idle
+from tests.fixtures.streamlit_server import (
+    BROWSER_ARGS,
+    CHROMIUM,
+    streamlit_server,
+    wait_until_idle,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
 if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
@@ -38,9 +42,7 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         try:
             # tall enough for the page header and the whole outline (~1,840 px) in one shot
             pg = browser.new_context(viewport={"width": 1400, "height": 3000}).new_page()

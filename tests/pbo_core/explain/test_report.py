@@ -18,8 +18,7 @@ from pbo_core.explain.report import (
     sensitivity_spec,
     study_report,
 )
-
-CHROMIUM = Path("/usr/bin/chromium")
+from tests.fixtures.streamlit_server import BROWSER_ARGS, CHROMIUM
 
 
 @pytest.fixture(scope="module")
@@ -88,9 +87,7 @@ def test_cli_report_renders_offline_in_chromium(tmp_path: Path) -> None:
     assert main(["report", "--study", "train", "--out", str(out)]) == 0
     requested: list[str] = []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         try:
             ctx = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
             pg = ctx.new_page()
