@@ -48,16 +48,14 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
             pg = browser.new_context(viewport={"width": 1400, "height": 3000}).new_page()
             pg.set_default_timeout(60_000)
             with streamlit_server(work) as url:
-                pg.goto(f"{url}/tree_explorer")
-                wait_until_idle(pg)
-                box = pg.locator('[data-testid="stSelectbox"]', has_text="Study").first
-                box.click()
-                pg.get_by_role("option", name="Patient message triage (demo)").click()
+                # a deep link to the paper DT: the page otherwise switches to the most
+                # accurate tree when its background comparison ends (8-20 s after the
+                # start here), under the reads below; no picker clicked while a fresh
+                # server's first run may still redraw the page
+                pg.goto(f"{url}/tree_explorer?study=pmr-demo&model=dt")
                 wait_until_idle(pg)
                 frame = pg.frame_locator(TREE_FRAME).first
-                sync_api.expect(frame.locator("#tree-svg")).to_contain_text(
-                    "Patient message triage", timeout=60_000
-                )
+                _expect_title(pg, frame)
                 # 34 leaves: the page opens the outline, as tall as the tree, at 100 %
                 _same_x(frame, outline)
                 frame.get_by_role("button", name="Fit").click()
@@ -74,12 +72,23 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
                 pg.locator("button", has_text="Top-down tree").first.click()
                 wait_until_idle(pg)
                 frame = pg.frame_locator(TREE_FRAME).first
-                sync_api.expect(frame.locator("#tree-svg")).to_contain_text(
-                    "Patient message triage", timeout=60_000
-                )
+                _expect_title(pg, frame)
                 _same_x(frame, expected)
         finally:
             browser.close()
+
+
+def _expect_title(pg, frame) -> None:
+    """The drawn tree is the PMR demo's (its title), within 60 s; else fail with what the
+    page showed instead (CI prints an assertion's first lines only)."""
+    try:
+        sync_api.expect(frame.locator("#tree-svg")).to_contain_text(
+            "Patient message triage", timeout=60_000
+        )
+    except AssertionError as err:
+        shown = " | ".join(pg.locator('[data-testid="stMain"]').inner_text().split("\n"))
+        msg = f"no PMR demo tree after 60 s; the page showed: {shown[:1500]}"
+        raise AssertionError(msg) from err
 
 
 #: Every box's id and horizontal centre, read in one call (a redraw can't change the
