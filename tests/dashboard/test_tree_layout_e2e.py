@@ -49,7 +49,7 @@ def test_browser_layout_matches_python_and_fit_overview(tmp_path: Path) -> None:
             pg.set_default_timeout(60_000)
             with streamlit_server(work) as url:
                 # a deep link to the paper DT: the page otherwise switches to the most
-                # accurate tree when its background comparison ends (8-20 s after the
+                # accurate tree when its background comparison ends (11-20 s after the
                 # start here), under the reads below; no picker clicked while a fresh
                 # server's first run may still redraw the page
                 pg.goto(f"{url}/tree_explorer?study=pmr-demo&model=dt")
