@@ -1,0 +1,697 @@
+"""The conditional (multinomial) logit: the econometrician's baseline, with its exact likelihood.
+
+Choice situations
+-----------------
+The comparisons of one choice task (``data.task``) record one choice: the chosen
+alternative beats each other *available* alternative. :func:`choice_sets` turns them back
+into the choice situation they came from, ``C_s = {w} U {l : (w, l) in task s}``. A task
+that holds a ranking (every item beats the ones below it) is exploded into its
+successive choices (the rank-ordered logit of Beggs, Cardell & Hausman 1981); whatever a
+task holds beyond a single choice or a ranking counts as one binary choice per comparison,
+and so does every comparison of data without task ids.
+
+Model
+-----
+Alternative ``j`` of situation ``s`` (respondent ``r``) has utility
+
+.. math::
+
+    V_{sj} = z_j^\\top \\beta + \\delta_{a(j)} + x_r^\\top \\gamma_{a(j)},          \\qquad (1)
+
+with ``z_j`` the item's attributes (:class:`~pbo_core.models.linear.LinearDesign`),
+``delta_a`` the constant of alternative ``a`` (alternative-specific constants: one per
+level of the ``alternative`` attribute except the ``reference`` level, whose constant is
+0) and ``gamma_a`` the coefficients of the respondent's features ``x_r`` in alternative
+``a``'s utility (case-specific variables; 0 for the reference). The choice probability
+and log-likelihood are McFadden's (1974)
+
+.. math::
+
+    P_s(j) = \\frac{e^{V_{sj}}}{\\sum_{k \\in C_s} e^{V_{sk}}}, \\qquad
+    \\ell(\\theta) = \\sum_s \\log P_s(c_s),                                     \\qquad (2)
+
+computed with a per-situation log-sum-exp, so no value overflows. The estimate maximises
+``l(theta) - alpha/2 sum_j (s_j theta_j)^2`` (``s_j``: the root mean square of column
+``j``'s deviations from the chosen alternative, the same standardised ridge as
+:mod:`pbo_core.models.linear`); ``alpha = 0`` is the maximum-likelihood estimate Biogeme,
+mlogit and larch report, ``alpha="cv"`` picks the strength among :data:`MNL_ALPHAS`
+(0 included) by the held-out log-likelihood of whole tasks of the *training* data
+(folds within respondents). The Newton iterations run in the one solver
+(:func:`pbo_core.models.solver.newton_minimize`), with the gradient and Hessian
+
+.. math::
+
+    g = \\sum_s (z_{s c_s} - \\bar z_s), \\quad
+    H = \\sum_s \\sum_{j \\in C_s} P_s(j) (z_{sj} - \\bar z_s)(z_{sj} - \\bar z_s)^\\top,
+    \\quad \\bar z_s = \\sum_{j} P_s(j) z_{sj}.                                  \\qquad (3)
+
+Standard errors
+---------------
+``se_`` (classical): ``sqrt(diag(H^-1))``. ``robust_se_``: the sandwich
+``H^-1 (sum_s g_s g_s^T) H^-1`` with the per-situation scores ``g_s`` (Biogeme's "robust"
+errors). ``cluster_se_``: the same with the scores summed per respondent (every choice of a
+respondent is one cluster), scaled by ``G/(G-1) (N-1)/(N-K)`` as statsmodels and Stata do
+(``G`` clusters, ``N`` situations, ``K`` coefficients). With ``alpha > 0`` the Hessian
+includes the penalty (a Laplace posterior), and the errors are approximate.
+
+Fit statistics: ``loglik_`` (Eq. 2 at the estimate), ``loglik_null_`` (equal shares,
+``-sum_s log |C_s|``), ``rho2_ = 1 - loglik_/loglik_null_`` and ``rho2_bar_ = 1 -
+(loglik_ - K)/loglik_null_``.
+
+Prediction
+----------
+``predict(X, respondent=r)`` is the systematic utility (1) of items ``X`` for respondent
+``r`` (any respondent of the users table the model was fitted with, seen in training or
+not: the features are observed, the choices are not needed); ``respondent=None`` uses the
+training respondents' mean features. ``prob_prefer`` integrates the coefficients'
+uncertainty (the probit approximation of the logistic, as the pairwise logit does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr
+
+from pbo_core.data import DataValidationError, PreferenceData, Schema
+from pbo_core.models.base import check_input
+from pbo_core.models.glm import GaussianLinearUtility, predictive_prob, spd_inv_batch
+from pbo_core.models.linear import LinearDesign
+from pbo_core.models.solver import NewtonStep, newton_minimize
+from pbo_core.splits import pair_tasks, task_folds
+
+__all__ = [
+    "MNL_ALPHAS",
+    "ChoiceSets",
+    "ConditionalLogit",
+    "choice_sets",
+]
+
+#: The strengths ``alpha="cv"`` chooses from, strongest first (ties go to the stronger).
+MNL_ALPHAS: tuple[float, ...] = (100.0, 10.0, 1.0, 0.1, 0.01, 0.0)
+
+
+# ----------------------------------------------------------------------------- situations
+@dataclass(frozen=True)
+class ChoiceSets:
+    """Choice situations rebuilt from comparisons (rows grouped by situation).
+
+    Attributes
+    ----------
+    item : ndarray, shape (m,)
+        Item index of every alternative row.
+    start : ndarray, shape (S + 1,)
+        Rows ``start[s] .. start[s+1]-1`` are situation ``s``.
+    chosen : ndarray, shape (S,)
+        Row of the chosen alternative of every situation.
+    task : ndarray, shape (S,)
+        Task key (:meth:`~pbo_core.data.PreferenceData.task_keys`) of every situation.
+    pair : ndarray, shape (S,)
+        One comparison of every situation (its respondent and fold are the situation's).
+    """
+
+    item: np.ndarray
+    start: np.ndarray
+    chosen: np.ndarray
+    task: np.ndarray
+    pair: np.ndarray
+
+    @property
+    def n_situations(self) -> int:
+        """Number of choice situations ``S``."""
+        return len(self.chosen)
+
+    @property
+    def situation(self) -> np.ndarray:
+        """``(m,)`` situation of every row."""
+        return np.repeat(np.arange(self.n_situations), np.diff(self.start))
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """``(S,)`` number of alternatives of every situation."""
+        return np.diff(self.start)
+
+
+def _stages(winners: np.ndarray, losers: np.ndarray) -> list[tuple[int, list[int]]] | None:
+    """Successive choices of one task's comparisons (a choice or a ranking), or ``None``."""
+    beats: dict[int, set[int]] = {}
+    for w, loser in zip(winners.tolist(), losers.tolist(), strict=True):
+        beats.setdefault(w, set()).add(loser)
+        beats.setdefault(loser, set())
+    remaining = set(beats)
+    n_pairs = len(set(zip(winners.tolist(), losers.tolist(), strict=True)))
+    used = 0
+    out: list[tuple[int, list[int]]] = []
+    while len(remaining) >= 2:
+        top = [w for w in remaining if remaining - {w} <= beats[w]]
+        if len(top) != 1:
+            return None
+        w = top[0]
+        rest = sorted(remaining - {w})
+        out.append((w, rest))
+        used += len(rest)
+        remaining.discard(w)
+        if used == n_pairs and all(not (beats[x] & remaining) for x in remaining):
+            break
+    return out if used == n_pairs else None
+
+
+def choice_sets(data: PreferenceData) -> ChoiceSets:
+    """The choice situations behind the comparisons of ``data`` (see the module doc)."""
+    n = data.n_pairs
+    if n == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return ChoiceSets(z, np.zeros(1, dtype=np.int64), z, z, z)
+    key = data.task_keys() if data.task is not None else np.arange(n, dtype=np.int64)
+    w, lo = data.pairs[:, 0], data.pairs[:, 1]
+    frame = pd.DataFrame({"k": key, "w": w, "i": np.arange(n)})
+    n_win = frame.groupby("k", sort=False)["w"].nunique()
+    single = frame["k"].map(n_win).to_numpy() == 1
+    items: list[np.ndarray] = []
+    chosen: list[int] = []
+    task: list[int] = []
+    pair: list[int] = []
+    sizes: list[int] = []
+    # one choice per task (the common case): the winner and its distinct losers
+    if single.any():
+        f = pd.DataFrame({"k": key[single], "w": w[single], "l": lo[single]})
+        f["i"] = np.flatnonzero(single)
+        f = f.drop_duplicates(["k", "l"]).sort_values(["k", "i"], kind="stable")
+        grp = f.groupby("k", sort=False)
+        first = grp.head(1)
+        counts = grp.size().loc[first["k"]].to_numpy()
+        ks = first["k"].to_numpy()
+        # rows: the winner, then its losers
+        lose_by_k = f["l"].to_numpy()
+        pos = 0
+        for k_, c, ww, ii in zip(
+            ks.tolist(), counts.tolist(), first["w"].tolist(), first["i"].tolist(), strict=True
+        ):
+            items.append(np.concatenate([[ww], lose_by_k[pos : pos + c]]))
+            pos += c
+            chosen.append(0)
+            task.append(k_)
+            pair.append(ii)
+            sizes.append(c + 1)
+    # rankings exploded; anything else: one binary choice per comparison
+    if (~single).any():
+        for k_ in pd.unique(key[~single]):
+            idx = np.flatnonzero(key == k_)
+            stages = _stages(w[idx], lo[idx])
+            if stages is None:
+                stages = [(int(w[i]), [int(lo[i])]) for i in idx]
+            for win, rest in stages:
+                items.append(np.array([win, *rest], dtype=np.int64))
+                chosen.append(0)
+                task.append(int(k_))
+                pair.append(int(idx[0]))
+                sizes.append(len(rest) + 1)
+    size = np.asarray(sizes, dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(size)]).astype(np.int64)
+    return ChoiceSets(
+        item=np.concatenate(items).astype(np.int64),
+        start=start,
+        chosen=start[:-1] + np.asarray(chosen, dtype=np.int64),
+        task=np.asarray(task, dtype=np.int64),
+        pair=np.asarray(pair, dtype=np.int64),
+    )
+
+
+# ----------------------------------------------------------------------------- likelihood
+def _lse(v: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``(S,)`` log-sum-exp of ``v`` within every situation."""
+    m = np.maximum.reduceat(v, start[:-1])
+    e = np.exp(v - np.repeat(m, np.diff(start)))
+    return m + np.log(np.add.reduceat(e, start[:-1]))
+
+
+@dataclass
+class _Problem:
+    """Rows ``Z`` ``(m, p)`` of the situations ``start``/``chosen``, weights per situation."""
+
+    Z: np.ndarray
+    start: np.ndarray
+    chosen: np.ndarray
+    weight: np.ndarray  # (S,) 1 = in the fit, 0 = held out
+
+    def loglik(self, theta: np.ndarray) -> np.ndarray:
+        """``(S,)`` log-probability of every situation's choice."""
+        v = self.Z @ theta
+        return v[self.chosen] - _lse(v, self.start)
+
+    def terms(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Probabilities ``(m,)``, per-situation scores ``(S, p)`` and the Hessian (Eq. 3)."""
+        v = self.Z @ theta
+        lse = _lse(v, self.start)
+        prob = np.exp(v - np.repeat(lse, np.diff(self.start)))
+        wr = np.repeat(self.weight, np.diff(self.start))
+        zbar = np.add.reduceat(prob[:, None] * self.Z, self.start[:-1])
+        scores = self.Z[self.chosen] - zbar
+        pw = prob * wr
+        H = (self.Z * pw[:, None]).T @ self.Z - (zbar * self.weight[:, None]).T @ zbar
+        return prob, scores, 0.5 * (H + H.T)
+
+
+def _fit(
+    prob: _Problem, prec: np.ndarray, theta0: np.ndarray, max_iter: int, tol: float, warn: bool
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Penalised MLE: ``argmin -sum_s w_s log P_s + 1/2 sum_j prec_j theta_j^2``."""
+
+    def value(theta: np.ndarray) -> tuple[float, None]:
+        ll = prob.loglik(theta)
+        return float(-(prob.weight * ll).sum() + 0.5 * (prec * theta * theta).sum()), None
+
+    def newton(theta: np.ndarray, _: None) -> NewtonStep:
+        _, scores, H = prob.terms(theta)
+        g = -(prob.weight[:, None] * scores).sum(axis=0) + prec * theta
+        Hp = H + np.diag(prec)
+        try:
+            s = np.linalg.solve(Hp, g)
+        except np.linalg.LinAlgError:
+            s = np.linalg.pinv(Hp, hermitian=True) @ g
+        return NewtonStep(s, decrement=float(g @ s), info=Hp)
+
+    res = newton_minimize(
+        value,
+        newton,
+        theta0,
+        max_iter=max_iter,
+        tol=tol,
+        what="conditional logit",
+        hint="Raise max_iter, or fit with alpha > 0 (a separable choice makes the MLE infinite).",
+        warn=warn,
+        stacklevel=3,
+    )
+    _, _, H = prob.terms(res.x)
+    return res.x, H + np.diag(prec), bool(res.converged)
+
+
+# ----------------------------------------------------------------------------- the model
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    label: str
+    unit: str
+    kind: Literal["attribute", "constant", "case-specific"]
+
+
+class ConditionalLogit(GaussianLinearUtility):
+    """Conditional (multinomial) logit over each task's alternatives (Eqs. 1-3).
+
+    Parameters
+    ----------
+    alternative
+        Name of the categorical attribute that says which alternative an item is (the
+        alternative-specific constants and case-specific variables attach to its levels);
+        ``None``: unlabelled alternatives, no constants.
+    reference
+        The level whose constant is 0 (default: the attribute's first level).
+    case_specific
+        Respondent features entering every non-reference alternative's utility (names of
+        ``user_schema``); they need ``alternative`` and ``user_schema``.
+    user_schema
+        Schema of the respondent feature table ``data.users``.
+    exclude
+        Attributes left out of the utility (e.g. an attribute the analysis plan drops).
+    alpha
+        Ridge strength (``0``: maximum likelihood), or ``"cv"`` among ``alphas``.
+    alphas
+        Strength grid for ``"cv"`` (default :data:`MNL_ALPHAS`).
+    n_folds, random_state
+        Inner CV: folds of whole tasks within respondents, and their seed.
+    max_iter, tol
+        Newton controls.
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (K,)
+    coef_cov_ : ndarray, shape (K, K)
+        Inverse Hessian (classical covariance; the Laplace posterior with ``alpha > 0``).
+    se_, robust_se_, cluster_se_ : ndarray, shape (K,)
+    robust_cov_, cluster_cov_ : ndarray, shape (K, K)
+    loglik_, loglik_null_, rho2_, rho2_bar_ : float
+    n_situations_, n_respondents_ : int
+    alpha_ : float
+    cv_loglik_ : ndarray or None
+        Held-out log-likelihood per grid strength (``alpha="cv"``).
+    converged_ : bool
+    column_names_, feature_names_ : list of str
+    """
+
+    def __init__(
+        self,
+        *,
+        alternative: str | None = None,
+        reference: str | None = None,
+        case_specific: Sequence[str] = (),
+        user_schema: Schema | None = None,
+        exclude: Sequence[str] = (),
+        alpha: float | Literal["cv"] = "cv",
+        alphas: Sequence[float] | None = None,
+        n_folds: int = 5,
+        random_state: int = 0,
+        max_iter: int = 100,
+        tol: float = 1e-8,
+    ) -> None:
+        self.alternative = alternative
+        self.reference = reference
+        self.case_specific = case_specific
+        self.user_schema = user_schema
+        self.exclude = exclude
+        self.alpha = alpha
+        self.alphas = alphas
+        self.n_folds = n_folds
+        self.random_state = random_state
+        self.max_iter = max_iter
+        self.tol = tol
+
+    # ------------------------------------------------------------------ design
+    def _setup(self, data: PreferenceData) -> None:
+        schema = data.get_schema()
+        alt = self.alternative
+        if alt is not None:
+            if alt not in schema.names or schema[alt].kind not in ("categorical", "binary"):
+                raise DataValidationError(
+                    f"{data.source}: the alternative attribute {alt!r} is not a categorical "
+                    f"attribute of the items ({schema.names})"
+                )
+        drop = [n for n in [*self.exclude, *([alt] if alt else [])] if n in schema.names]
+        self._attr_schema = schema.without(drop) if drop else schema
+        self._attr_cols = np.array(
+            [
+                i
+                for i, c in enumerate(schema.columns)
+                if schema.features[c.feature].name not in drop
+            ],
+            dtype=np.int64,
+        )
+        self._attr_design = LinearDesign(self._attr_schema)
+        cols = [
+            _Column(c.name, c.label, f"per {c.unit}" if c.unit else "", "attribute")
+            for c in self._attr_design.columns
+        ]
+        self._alt_col = None
+        self._alt_levels: tuple[str, ...] = ()
+        self._alt_ref = 0
+        if alt is not None:
+            f = schema[alt]
+            levels = f.levels if f.kind == "categorical" else (f.levels or ("0", "1"))
+            ref = self.reference if self.reference is not None else levels[0]
+            if str(ref) not in levels:
+                raise DataValidationError(
+                    f"{data.source}: reference {ref!r} is not a level of {alt!r} ({list(levels)})"
+                )
+            self._alt_col = int(schema.column_indices([alt])[0])
+            self._alt_levels = tuple(levels)
+            self._alt_ref = levels.index(str(ref))
+            for k, lev in enumerate(levels):
+                if k != self._alt_ref:
+                    label = f"Constant: {lev} (vs {ref})"
+                    cols.append(_Column(f"ASC {lev}", label, "", "constant"))
+        cs = list(self.case_specific)
+        self._user_design: LinearDesign | None = None
+        if cs:
+            if alt is None or self.user_schema is None:
+                raise DataValidationError(
+                    f"{data.source}: case-specific variables need labelled alternatives and a "
+                    "respondent feature schema"
+                )
+            unknown = [n for n in cs if n not in self.user_schema.names]
+            if unknown:
+                raise DataValidationError(
+                    f"{data.source}: case-specific variables {unknown} are not respondent "
+                    f"features ({self.user_schema.names})"
+                )
+            us = Schema(tuple(self.user_schema[n] for n in cs))
+            self._user_schema = us
+            self._user_design = LinearDesign(us)
+            for k, lev in enumerate(self._alt_levels):
+                if k == self._alt_ref:
+                    continue
+                for c in self._user_design.columns:
+                    unit = f"per {c.unit}" if c.unit else ""
+                    name, label = f"{c.name} [{lev}]", f"{c.label} in {lev}"
+                    cols.append(_Column(name, label, unit, "case-specific"))
+        self._columns = cols
+        self._U: dict[Any, np.ndarray] = {}
+        if self._user_design is not None:
+            users = data.users
+            if users is None or len(users) == 0:
+                raise DataValidationError(
+                    f"{data.source}: case-specific variables need the respondent feature table"
+                )
+            enc = self._user_schema.encode(
+                users[list(self._user_schema.names)], source=f"{data.source} users"
+            )
+            Ud = self._user_design.transform(enc)
+            self._U = {self._key(r): Ud[i] for i, r in enumerate(users.index)}
+
+    @staticmethod
+    def _key(r: Any) -> Any:
+        return r.item() if isinstance(r, np.generic) else r
+
+    def _alt_onehot(self, X: np.ndarray) -> np.ndarray:
+        """``(n, L-1)`` indicators of the non-reference alternatives."""
+        if self._alt_col is None:
+            return np.zeros((len(X), 0))
+        code = np.rint(X[:, self._alt_col]).astype(np.int64)
+        keep = [k for k in range(len(self._alt_levels)) if k != self._alt_ref]
+        return (code[:, None] == np.array(keep)[None, :]).astype(float)
+
+    def _rows(self, X: np.ndarray, U: np.ndarray | None) -> np.ndarray:
+        """Design rows of items ``X`` for respondents with feature rows ``U`` ``(n, q)``."""
+        parts = [self._attr_design.transform(X[:, self._attr_cols])]
+        A = self._alt_onehot(X)
+        parts.append(A)
+        if self._user_design is not None:
+            if U is None:
+                U = np.broadcast_to(self._user_mean, (len(X), len(self._user_mean)))
+            parts.append((A[:, :, None] * U[:, None, :]).reshape(len(X), -1))
+        return np.hstack(parts) if parts else np.zeros((len(X), 0))
+
+    def _user_row(self, respondent: Any) -> np.ndarray:
+        u = self._U.get(self._key(respondent))
+        return self._user_mean if u is None else u
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, data: PreferenceData) -> ConditionalLogit:
+        """Estimate (1) on the choice situations of ``data`` (:func:`choice_sets`)."""
+        self._setup(data)
+        cs = choice_sets(data)
+        if cs.n_situations == 0:
+            raise DataValidationError(f"{data.source}: no choices to fit a conditional logit on")
+        resp = data.respondent[cs.pair] if data.respondent is not None else None
+        sit = cs.situation
+        U = None
+        if self._user_design is not None:
+            r_ids = resp if resp is not None else np.zeros(cs.n_situations, dtype=np.int64)
+            seen = list(dict.fromkeys(self._key(r) for r in r_ids))
+            missing = [r for r in seen if r not in self._U]
+            if missing:
+                raise DataValidationError(
+                    f"{data.source}: respondent {missing[0]} has no row in the respondent "
+                    "feature table"
+                )
+            self._user_mean = np.mean([self._U[r] for r in seen], axis=0)
+            Us = np.array([self._U[self._key(r)] for r in r_ids])
+            U = Us[sit]
+        Z = self._rows(data.X[cs.item], U)
+        K = Z.shape[1]
+        dev = Z - Z[np.repeat(cs.chosen, cs.sizes)]
+        scale = np.sqrt((dev * dev).sum(axis=0) / max(1, len(Z) - cs.n_situations))
+        scale = np.where(scale > 1e-12, scale, 1.0)
+        full = _Problem(Z, cs.start, cs.chosen, np.ones(cs.n_situations))
+        grid = np.array(MNL_ALPHAS if self.alphas is None else self.alphas, dtype=float)
+        self.cv_loglik_: np.ndarray | None = None
+        if isinstance(self.alpha, str):
+            if self.alpha != "cv":
+                raise ValueError(f"alpha must be a number or 'cv', got {self.alpha!r}")
+            alpha = self._cv(data, cs, Z, scale, grid)
+        else:
+            alpha = float(self.alpha)
+            if not alpha >= 0:
+                raise ValueError(f"alpha must be >= 0, got {alpha}")
+        prec = alpha * scale**2
+        theta, H, ok = _fit(full, prec, np.zeros(K), self.max_iter, self.tol, warn=True)
+        cov = spd_inv_batch(H[None])[0]
+        _, scores, _ = full.terms(theta)
+        bread = cov
+        meat = scores.T @ scores
+        robust = bread @ meat @ bread
+        if resp is not None:
+            codes = pd.factorize(pd.Series(resp))[0]
+            G = int(codes.max()) + 1
+            gs = np.zeros((G, K))
+            np.add.at(gs, codes, scores)
+        else:
+            G, gs = cs.n_situations, scores
+        N = cs.n_situations
+        corr = (G / max(G - 1, 1)) * ((N - 1) / max(N - K, 1))
+        cluster = corr * (bread @ (gs.T @ gs) @ bread)
+        self.alpha_ = alpha
+        self.coef_ = theta
+        self.coef_cov_ = cov
+        self.robust_cov_ = 0.5 * (robust + robust.T)
+        self.cluster_cov_ = 0.5 * (cluster + cluster.T)
+        self.se_ = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        self.robust_se_ = np.sqrt(np.maximum(np.diag(self.robust_cov_), 0.0))
+        self.cluster_se_ = np.sqrt(np.maximum(np.diag(self.cluster_cov_), 0.0))
+        self.loglik_ = float(full.loglik(theta).sum())
+        self.loglik_null_ = float(-np.log(cs.sizes).sum())
+        null = self.loglik_null_
+        self.rho2_ = 1.0 - self.loglik_ / null if null < 0 else float("nan")
+        self.rho2_bar_ = 1.0 - (self.loglik_ - K) / null if null < 0 else float("nan")
+        self.n_situations_ = N
+        self.n_respondents_ = G if resp is not None else 0
+        self.converged_ = ok
+        self.scale_ = scale
+        self.column_names_ = [c.name for c in self._columns]
+        self.column_kinds_ = [c.kind for c in self._columns]
+        self.n_features_in_ = data.X.shape[1]
+        self.schema_ = data.get_schema()
+        return self
+
+    def _cv(
+        self,
+        data: PreferenceData,
+        cs: ChoiceSets,
+        Z: np.ndarray,
+        scale: np.ndarray,
+        grid: np.ndarray,
+    ) -> float:
+        """The grid strength with the largest held-out log-likelihood (ties: stronger)."""
+        rng = np.random.default_rng(self.random_state)
+        fold_of_pair = task_folds(self.n_folds, rng, pair_tasks(data), data.respondent)
+        folds = fold_of_pair[cs.pair]
+        K = int(folds.max(initial=0)) + 1
+        if K < 2 or len(grid) == 1:
+            self.cv_loglik_ = None
+            return float(grid[len(grid) // 2])
+        held = np.zeros(len(grid))
+        for k in range(K):
+            train = (folds != k).astype(float)
+            prob = _Problem(Z, cs.start, cs.chosen, train)
+            theta = np.zeros(Z.shape[1])
+            for a, alpha in enumerate(grid):  # strongest first: each warm-starts the next
+                theta, _, _ = _fit(
+                    prob, alpha * scale**2, theta, self.max_iter, self.tol, warn=False
+                )
+                ll = prob.loglik(theta)
+                held[a] += float(np.where(folds == k, ll, 0.0).sum())
+        self.cv_loglik_ = held
+        finite = np.where(np.isfinite(held), held, -np.inf)
+        return float(grid[int(np.argmax(finite))])
+
+    # ------------------------------------------------------------------ prediction
+    def _require_fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("ConditionalLogit is not fitted; call fit(data) first")
+
+    def _design_for(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        self._require_fitted()
+        X = check_input(X, self.n_features_in_, type(self).__name__)
+        U = None
+        if self._user_design is not None and respondent is not None:
+            u = self._user_row(respondent)
+            U = np.broadcast_to(u, (len(X), len(u)))
+        return self._rows(X, U)
+
+    def _design_rows(self, X: np.ndarray) -> np.ndarray:
+        return self._design_for(X)
+
+    def _gaussian(self, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        self._require_fitted()
+        return self.coef_, self.coef_cov_
+
+    def _preference(self, mean_diff: np.ndarray, var_diff: np.ndarray) -> np.ndarray:
+        return predictive_prob(mean_diff, var_diff, "logit")
+
+    def predict(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """Systematic utility (1) ``(n,)`` of items ``X`` for ``respondent`` (``None``: the
+        training respondents' mean features)."""
+        return self._design_for(X, respondent) @ self.coef_
+
+    def posterior(self, X: np.ndarray, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and covariance ``(n,), (n, n)`` of the utilities (classical covariance)."""
+        Phi = self._design_for(X, respondent)
+        cov = Phi @ self.coef_cov_ @ Phi.T
+        return Phi @ self.coef_, 0.5 * (cov + cov.T)
+
+    def prob_prefer(self, Xa: np.ndarray, Xb: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """``P(a > b)`` of paired rows: the binary logit, integrated over the coefficients."""
+        d = self._design_for(Xa, respondent) - self._design_for(Xb, respondent)
+        v = np.einsum("np,pq,nq->n", d, self.coef_cov_, d)
+        return self._preference(d @ self.coef_, v)
+
+    def choice_probabilities(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """Choice probabilities (2) ``(n,)`` among the items ``X`` offered together."""
+        v = self.predict(X, respondent)
+        e = np.exp(v - v.max())
+        return e / e.sum()
+
+    # ------------------------------------------------------------------ explanation
+    @property
+    def feature_names_(self) -> list[str]:
+        """Human labels of the coefficients."""
+        return [c.label for c in self._columns]
+
+    @property
+    def coef_se_(self) -> np.ndarray:
+        """Classical standard errors (as the other linear models name them)."""
+        return self.se_
+
+    def coef_table(self, respondent: Any = None, se: str = "cluster") -> pd.DataFrame:
+        """One row per coefficient: ``name``, ``feature`` (label), ``kind`` (attribute,
+        constant, case-specific), ``coef``, ``se`` (classical), ``robust_se``,
+        ``cluster_se``, ``z`` and ``p_value`` (from ``se``: ``"cluster"`` by respondent,
+        ``"robust"`` or ``"classical"``), ``unit``."""
+        self._require_fitted()
+        use = {"cluster": self.cluster_se_, "robust": self.robust_se_, "classical": self.se_}[se]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(use > 0, self.coef_ / use, np.nan)
+        return pd.DataFrame(
+            {
+                "name": self.column_names_,
+                "feature": self.feature_names_,
+                "kind": self.column_kinds_,
+                "coef": self.coef_,
+                "se": self.se_,
+                "robust_se": self.robust_se_,
+                "cluster_se": self.cluster_se_,
+                "z": z,
+                "p_value": 2.0 * ndtr(-np.abs(z)),
+                "unit": [c.unit for c in self._columns],
+            }
+        )
+
+    def explain(self, respondent: Any = None) -> pd.DataFrame:
+        """The model's explanation: its coefficient table (:meth:`coef_table`)."""
+        return self.coef_table(respondent)
+
+    def fit_statistics(self) -> dict[str, Any]:
+        """Log-likelihood, null log-likelihood, rho^2, rho-bar^2, sizes and the strength."""
+        self._require_fitted()
+        return {
+            "loglik": self.loglik_,
+            "loglik_null": self.loglik_null_,
+            "rho2": self.rho2_,
+            "rho2_bar": self.rho2_bar_,
+            "n_parameters": len(self.coef_),
+            "n_choices": self.n_situations_,
+            "n_respondents": self.n_respondents_,
+            "alpha": self.alpha_,
+            "converged": self.converged_,
+        }
+
+    def slope(self, attribute: str) -> tuple[float, float] | None:
+        """Coefficient and cluster-robust variance of a numeric attribute, if it enters."""
+        self._require_fitted()
+        try:
+            j = self.column_names_.index(attribute)
+        except ValueError:
+            return None
+        return float(self.coef_[j]), float(self.cluster_cov_[j, j])
