@@ -34,6 +34,7 @@ from data_loaders.conjoint import (
     load_conjoint_wide,
 )
 from pbo_core.data import PreferenceData, Schema, Study
+from pbo_core.plan import plan_with
 
 PivotMode = Literal["ratio", "difference"]
 
@@ -170,6 +171,7 @@ def _train() -> Study:
             license=_LICENSE,
         ),
     )
+    study.plan = plan_with(study, money="price", time="time")
     freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 
@@ -202,6 +204,7 @@ def _electricity() -> Study:
             license=_LICENSE,
         ),
     )
+    study.plan = plan_with(study, money="price")
     freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 

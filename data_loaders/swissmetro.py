@@ -101,6 +101,7 @@ from data_loaders.conjoint import (
     load_conjoint_long,
 )
 from pbo_core.data import DataValidationError, Schema, Study
+from pbo_core.plan import plan_with
 
 __all__ = [
     "ALTERNATIVES",
@@ -816,6 +817,15 @@ def _build(
         freeze(split_items)
         study.extras["hierarchy_split_items"] = split_items
         study.extras["hierarchy_split_label"] = "mode (Train, Swissmetro, Car)"
+    # Biogeme's 01logit: Swissmetro is the reference alternative (ASC_TRAIN, ASC_CAR)
+    labelled = "mode" in study.schema.names
+    study.plan = plan_with(
+        study,
+        money="cost" if "cost" in study.schema.names else None,
+        time="time" if "time" in study.schema.names else None,
+        alternative="mode" if labelled else None,
+        reference="Swissmetro" if labelled else None,
+    )
     freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 

@@ -826,6 +826,10 @@ class Study:
         item id (as text) to the item's true utility, when the study knows it (the PMR
         demo's urgency); live sessions on the study's items then report regret against
         it (:func:`pbo_core.session.study_item_set`).
+    plan
+        The study's analysis plan (:class:`pbo_core.plan.AnalysisPlan`): split, sample,
+        baseline, attribute roles, alternatives, case-specific variables. ``None``: the
+        default plan (:func:`pbo_core.plan.plan_of`).
     """
 
     key: str
@@ -839,6 +843,7 @@ class Study:
     users: pd.DataFrame | None = None
     user_schema: Schema | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    plan: Any = None  # pbo_core.plan.AnalysisPlan (that module builds on this one)
 
     def respondents(self) -> np.ndarray:
         """Respondent ids in order of appearance."""

@@ -47,7 +47,7 @@ import pandas as pd
 from pbo_core.data import PreferenceData, Schema, Study
 from pbo_core.metrics import bootstrap_ci, pair_scores, paired_difference
 from pbo_core.metrics import summarize as _summ
-from pbo_core.registry import ModelSpec, get, names, not_applicable
+from pbo_core.registry import ModelSpec, get, make_for, names, not_applicable
 from pbo_core.splits import Split, auto_kind, make_split
 
 __all__ = [
@@ -246,14 +246,18 @@ def score_model(
             memo = (spec.name, drop_feature, _mask_key(train))
             fitted = None if fits is None else fits.get(memo)
             if fitted is None:
-                fitted = spec.make().fit(data.select_pairs(train))
+                fitted = make_for(spec, split.study, schema=data.schema).fit(
+                    data.select_pairs(train)
+                )
                 if fits is not None:
                     fits[memo] = fitted
             fit_s = (time.perf_counter() - t0) / max(1, len(split.units))
             population = fitted.predict(data.X)
             for i, r in enumerate(split.units):
                 rows = split.rows[i]
-                personal = spec.respondent_predict and r is not None and not split.new_respondents
+                personal = r is not None and (
+                    spec.feature_predict or (spec.respondent_predict and not split.new_respondents)
+                )
                 u = fitted.predict(data.X, respondent=r) if personal else population
                 tr, te = pairs[rows[train[rows]]], pairs[rows[test[rows]]]
                 units.setdefault(i, _Unit()).add(fitted, u, tr, te, fit_s)
@@ -277,7 +281,8 @@ def score_model(
         for f in split.test_folds:
             train, test = split.train_mask(f)[rows], split.test_mask(f)[rows]
             t0 = time.perf_counter()
-            fitted = spec.make(**learned).fit(own.select_pairs(train))
+            fitted = make_for(spec, split.study, schema=own.schema, **learned)
+            fitted = fitted.fit(own.select_pairs(train))
             fit_s = time.perf_counter() - t0
             if reuse and spec.reuse is not None and not learned and split.n_folds > 1:
                 learned = spec.reuse(fitted)

@@ -43,7 +43,9 @@ from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.gp.kappasharp import EQ1_NOISE_VAR
 from pbo_core.models.linear import LinearUtilitySurrogate, RespondentLinearSurrogate
 from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+from pbo_core.models.mnl import ConditionalLogit
 from pbo_core.models.pooled_dt import PooledDTSurrogate
+from pbo_core.plan import plan_of
 from pbo_core.strategies.base import Strategy
 from pbo_core.strategies.dt import DTStrategy, RandomStrategy
 from pbo_core.strategies.gp import GPStrategy
@@ -57,6 +59,7 @@ __all__ = [
     "ModelSpec",
     "fit_for",
     "get",
+    "make_for",
     "make_model",
     "make_strategy",
     "names",
@@ -134,6 +137,14 @@ class ModelSpec:
         ``reuse(fitted) -> params``: settings a fit learned that later fits of the same
         data's cross-validation folds may reuse instead of learning them again (the GP's
         kernel hyperparameters); ``None``: every fit learns everything.
+    feature_predict
+        A pooled model that predicts any respondent from their recorded features
+        (``predict(X, respondent=r)``), seen in training or not (the conditional logit's
+        case-specific variables).
+    planned
+        The model takes parameters from the study's analysis plan
+        (:meth:`pbo_core.plan.AnalysisPlan.model_params`: alternatives, reference,
+        case-specific variables); :func:`make_for` passes them.
     """
 
     name: str
@@ -149,6 +160,8 @@ class ModelSpec:
     roles: frozenset[str] = field(default_factory=frozenset)
     takes_prior: bool = False
     reuse: Callable[[Any], dict[str, Any]] | None = None
+    feature_predict: bool = False
+    planned: bool = False
 
     @property
     def tree(self) -> bool:
@@ -242,6 +255,19 @@ def make_strategy(name: str, **options: object) -> Strategy:
     return spec.strategy(**options)
 
 
+def make_for(
+    model: str | ModelSpec, study: Study, *, schema: Schema | None = None, **params: Any
+) -> Any:
+    """A fresh unfitted estimator of entry ``model`` as ``study``'s analysis plan sets it
+    (:meth:`pbo_core.plan.AnalysisPlan.model_params`; ``params`` override). ``schema``:
+    the attributes the model will see, when some were left out (an ablation)."""
+    spec = get(model) if isinstance(model, str) else model
+    own = get(spec.model_of) if spec.model_of else spec
+    if own.planned:
+        params = {**plan_of(study).model_params(own.name, study, schema=schema), **params}
+    return own.make(**params)
+
+
 def fit_for(
     name: str, study: Study, respondent: Any = None, *, fitted: Any = None, **params: Any
 ) -> Any:
@@ -256,8 +282,8 @@ def fit_for(
         else study.for_respondent(respondent)
     )
     if spec.scope == "respondent":
-        return make_model(name, **params).fit(data)
-    model = fitted if fitted is not None else make_model(name, **params).fit(study.data)
+        return make_for(name, study, **params).fit(data)
+    model = fitted if fitted is not None else make_for(name, study, **params).fit(study.data)
     if data is not study.data and spec.respondent_predict and spec.tree:
         return model.for_respondent(respondent, data.X)
     return model
@@ -630,13 +656,34 @@ _entries(
     ]
 )
 
+_entries(
+    [
+        ModelSpec(
+            "mnl",
+            "Conditional logit (MNL)",
+            "the econometrician's conditional logit over each task's available alternatives: "
+            "exact likelihood, alternative constants and respondent features by alternative "
+            "(the analysis plan's), ridge strength by inner CV (0 = MLE included), "
+            "cluster-robust errors",
+            "baseline",
+            scope="pooled",
+            estimator=lambda **kw: ConditionalLogit(**kw),
+            feature_predict=True,
+            planned=True,
+            roles=frozenset({"accuracy", "choice_baseline"}),
+        ),
+    ]
+)
+
 for _link in ("logit", "probit"):
     _entries(
         [
             ModelSpec(
                 f"{_link}-pooled",
-                f"{_link.capitalize()}, pooled",
-                f"one {_link} for everybody, L2 by inner CV (log loss) over tasks",
+                f"Pairwise {_link}, pooled",
+                f"one {_link} for everybody on the pairwise differences of each choice (a "
+                "composite likelihood: every pair of a choice counted as independent), L2 by "
+                "inner CV (log loss) over tasks",
                 "baseline",
                 scope="pooled",
                 estimator=lambda k=_link, **kw: LinearUtilitySurrogate(k, **kw),

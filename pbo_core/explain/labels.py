@@ -56,7 +56,6 @@ contains 0 (tree boxes).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +67,7 @@ from scipy.special import ndtri
 from pbo_core.data import Feature, Schema
 from pbo_core.rules import describe_categories, describe_side, describe_threshold
 from pbo_core.text import fmt_number, humanize
+from pbo_core.units import MONEY_UNITS, hours_per_unit, is_money, singular_unit
 
 __all__ = [
     "MONEY_UNITS",
@@ -94,21 +94,6 @@ __all__ = [
     "tradeoffs",
 ]
 
-#: Units (lower case) that name a currency.
-MONEY_UNITS = frozenset(
-    {
-        "guilder", "guilders", "chf", "eur", "euro", "euros", "€", "$", "usd", "dollar",
-        "dollars", "gbp", "£", "brb", "bds$", "dkk", "sek", "nok", "yen", "¥", "cents",
-        "cent", "¢", "pence",
-    }
-)  # fmt: skip
-_MONEY_NAME = re.compile(r"(^|[^a-z])(price|cost|fare|fee|toll)([^a-z]|$)")
-#: Hours per unit of the time units a travel-time attribute uses.
-_HOURS = {
-    "s": 1 / 3600, "sec": 1 / 3600, "secs": 1 / 3600, "second": 1 / 3600, "seconds": 1 / 3600,
-    "min": 1 / 60, "mins": 1 / 60, "minute": 1 / 60, "minutes": 1 / 60,
-    "h": 1.0, "hr": 1.0, "hrs": 1.0, "hour": 1.0, "hours": 1.0,
-}  # fmt: skip
 _Z95 = 1.959963984540054
 
 
@@ -133,31 +118,6 @@ def attribute_table(schema: Schema) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def singular_unit(unit: str) -> str:
-    """``"guilders"`` -> ``"guilder"``, ``"years"`` -> ``"year"``; others unchanged."""
-    u = unit.strip()
-    if len(u) > 3 and u.isalpha() and u.endswith("s") and not u.endswith("ss"):
-        return u[:-1]
-    return u
-
-
-def is_money(feature: Feature) -> bool:
-    """A numeric attribute measured in money (by its unit, or by its name)."""
-    if feature.kind != "numeric":
-        return False
-    unit = feature.unit.strip().lower()
-    if unit in MONEY_UNITS or unit.split("/")[0] in MONEY_UNITS:
-        return True
-    return not unit and bool(_MONEY_NAME.search(feature.name.lower()))
-
-
-def hours_per_unit(feature: Feature) -> float | None:
-    """Hours in one unit of a numeric time attribute (``"min"`` -> 1/60), else ``None``."""
-    if feature.kind != "numeric":
-        return None
-    return _HOURS.get(feature.unit.strip().lower())
 
 
 def ci_decimals(low: float, high: float, at_most: int = 6) -> int:

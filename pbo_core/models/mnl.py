@@ -75,6 +75,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 from scipy.special import ndtr
 
 from pbo_core.data import DataValidationError, PreferenceData, Schema
@@ -93,6 +94,9 @@ __all__ = [
 
 #: The strengths ``alpha="cv"`` chooses from, strongest first (ties go to the stronger).
 MNL_ALPHAS: tuple[float, ...] = (100.0, 10.0, 1.0, 0.1, 0.01, 0.0)
+#: Newton tolerance (on the decrement) of the CV fits: a held-out log-likelihood does not
+#: change in the digits that decide the strength once the decrement is below it.
+CV_TOL = 1e-3
 
 
 # ----------------------------------------------------------------------------- situations
@@ -238,6 +242,14 @@ class _Problem:
     chosen: np.ndarray
     weight: np.ndarray  # (S,) 1 = in the fit, 0 = held out
 
+    def __post_init__(self) -> None:
+        sizes = np.diff(self.start)
+        S, m = len(sizes), len(self.Z)
+        self._member = sparse.csr_matrix(
+            (np.ones(m), np.arange(m), self.start), shape=(S, m)
+        )  # (S, m): row s sums the rows of situation s
+        self._sizes = sizes
+
     def loglik(self, theta: np.ndarray) -> np.ndarray:
         """``(S,)`` log-probability of every situation's choice."""
         v = self.Z @ theta
@@ -247,12 +259,12 @@ class _Problem:
         """Probabilities ``(m,)``, per-situation scores ``(S, p)`` and the Hessian (Eq. 3)."""
         v = self.Z @ theta
         lse = _lse(v, self.start)
-        prob = np.exp(v - np.repeat(lse, np.diff(self.start)))
-        wr = np.repeat(self.weight, np.diff(self.start))
-        zbar = np.add.reduceat(prob[:, None] * self.Z, self.start[:-1])
+        prob = np.exp(v - np.repeat(lse, self._sizes))
+        wr = np.repeat(self.weight, self._sizes)
+        pz = prob[:, None] * self.Z
+        zbar = np.asarray(self._member @ pz)
         scores = self.Z[self.chosen] - zbar
-        pw = prob * wr
-        H = (self.Z * pw[:, None]).T @ self.Z - (zbar * self.weight[:, None]).T @ zbar
+        H = (pz * wr[:, None]).T @ self.Z - (zbar * self.weight[:, None]).T @ zbar
         return prob, scores, 0.5 * (H + H.T)
 
 
@@ -507,16 +519,17 @@ class ConditionalLogit(GaussianLinearUtility):
         full = _Problem(Z, cs.start, cs.chosen, np.ones(cs.n_situations))
         grid = np.array(MNL_ALPHAS if self.alphas is None else self.alphas, dtype=float)
         self.cv_loglik_: np.ndarray | None = None
+        start = np.zeros(K)
         if isinstance(self.alpha, str):
             if self.alpha != "cv":
                 raise ValueError(f"alpha must be a number or 'cv', got {self.alpha!r}")
-            alpha = self._cv(data, cs, Z, scale, grid)
+            alpha, start = self._cv(data, cs, full, scale, grid)
         else:
             alpha = float(self.alpha)
             if not alpha >= 0:
                 raise ValueError(f"alpha must be >= 0, got {alpha}")
         prec = alpha * scale**2
-        theta, H, ok = _fit(full, prec, np.zeros(K), self.max_iter, self.tol, warn=True)
+        theta, H, ok = _fit(full, prec, start, self.max_iter, self.tol, warn=True)
         cov = spd_inv_batch(H[None])[0]
         _, scores, _ = full.terms(theta)
         bread = cov
@@ -559,32 +572,38 @@ class ConditionalLogit(GaussianLinearUtility):
         self,
         data: PreferenceData,
         cs: ChoiceSets,
-        Z: np.ndarray,
+        full: _Problem,
         scale: np.ndarray,
         grid: np.ndarray,
-    ) -> float:
-        """The grid strength with the largest held-out log-likelihood (ties: stronger)."""
+    ) -> tuple[float, np.ndarray]:
+        """The grid strength with the largest held-out log-likelihood (ties: stronger),
+        and the fit on all training data at that strength (the final fit's start).
+
+        The path over the grid on all the data (strongest first, each fit starting from
+        the last) gives every fold's fit at the same strength its starting point."""
         rng = np.random.default_rng(self.random_state)
         fold_of_pair = task_folds(self.n_folds, rng, pair_tasks(data), data.respondent)
         folds = fold_of_pair[cs.pair]
         K = int(folds.max(initial=0)) + 1
+        p = full.Z.shape[1]
         if K < 2 or len(grid) == 1:
-            self.cv_loglik_ = None
-            return float(grid[len(grid) // 2])
+            return float(grid[len(grid) // 2]), np.zeros(p)
+        path = np.zeros((len(grid), p))
+        theta = np.zeros(p)
+        tol = max(self.tol, CV_TOL)
+        for a, alpha in enumerate(grid):
+            theta, _, _ = _fit(full, alpha * scale**2, theta, self.max_iter, tol, False)
+            path[a] = theta
         held = np.zeros(len(grid))
         for k in range(K):
-            train = (folds != k).astype(float)
-            prob = _Problem(Z, cs.start, cs.chosen, train)
-            theta = np.zeros(Z.shape[1])
-            for a, alpha in enumerate(grid):  # strongest first: each warm-starts the next
-                theta, _, _ = _fit(
-                    prob, alpha * scale**2, theta, self.max_iter, self.tol, warn=False
-                )
+            prob = _Problem(full.Z, cs.start, cs.chosen, (folds != k).astype(float))
+            for a, alpha in enumerate(grid):
+                theta, _, _ = _fit(prob, alpha * scale**2, path[a], self.max_iter, tol, False)
                 ll = prob.loglik(theta)
                 held[a] += float(np.where(folds == k, ll, 0.0).sum())
         self.cv_loglik_ = held
-        finite = np.where(np.isfinite(held), held, -np.inf)
-        return float(grid[int(np.argmax(finite))])
+        best = int(np.argmax(np.where(np.isfinite(held), held, -np.inf)))
+        return float(grid[best]), path[best]
 
     # ------------------------------------------------------------------ prediction
     def _require_fitted(self) -> None:

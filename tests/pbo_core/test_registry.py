@@ -86,7 +86,8 @@ def test_entries_say_what_they_need_and_where_they_appear() -> None:
     assert get("dt").tree and get("dt").scope == "respondent"
     assert get("logit-shrink").respondent_predict and not get("logit-pooled").respondent_predict
     assert names(role="explorer") == ["dt", "dt-pooled", "dt-linear"]
-    assert set(names(role="choice_baseline")) == {"logit-pooled", "logit-shrink"}
+    assert set(names(role="choice_baseline")) == {"mnl", "logit-pooled", "logit-shrink"}
+    assert get("mnl").feature_predict and get("mnl").planned
     assert {"dt", "dt-linear", "gp", "linear-eubo", "dt-literal"} == set(names(role="elicitation"))
     assert get("dt-toponly").model_of == "dt" and not get("dt-toponly").fits
     assert get("dt-linear").takes_prior and not get("dt").takes_prior

@@ -1,0 +1,352 @@
+"""The analysis plan: one set of choices per study, read by every page, command and report.
+
+An :class:`AnalysisPlan` fixes what an analyst would otherwise decide again on every page:
+
+* the **split** of the held-out evaluation (``"auto"``: the data's shape decides,
+  :func:`pbo_core.splits.auto_kind`), its seed and folds, and the **evaluation sample**
+  (``respondents``: the first N respondents, ``None``: all; a cost bound that is stated
+  wherever a figure is shown);
+* the **baseline** beside every tree (the conditional logit ``mnl`` by default) and the
+  models of the sensitivity analysis with the size of its sample;
+* the **attribute roles**: the money attribute and the travel-time attribute, each with
+  its unit (:class:`Role`). They are chosen by a loader that knows the data, at import or
+  in the plan; never guessed from a unit alone. ``None`` is a valid answer and then no
+  trade-off that needs it is shown (no value of time without a named time attribute);
+* the **alternatives**: the attribute that says which alternative an item is, and the
+  reference level whose constant is 0 (alternative-specific constants of the
+  conditional logit);
+* the **case-specific variables**: respondent features entering every non-reference
+  alternative's utility.
+
+:func:`plan_of` returns a study's plan: the one saved with it (``study.plan``) or the
+default (:func:`default_plan`), whose every choice carries its reason in ``notes``. The
+plan travels with results (:meth:`AnalysisPlan.to_dict` in every JSON output) and pages
+state it in one line (:meth:`AnalysisPlan.line`). :func:`check_plan` names what in a plan
+does not fit its study.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pbo_core.data import Schema, Study
+from pbo_core.units import is_money_unit
+
+__all__ = [
+    "MAX_CASE_SPECIFIC_LEVELS",
+    "SENSITIVITY_RESPONDENTS",
+    "AnalysisPlan",
+    "Role",
+    "check_plan",
+    "default_plan",
+    "plan_of",
+    "plan_with",
+]
+
+#: Respondent features with more levels than this are left out of the default
+#: case-specific variables (e.g. 26 cantons: 25 constants per alternative); the plan
+#: names them, and an analyst may add them.
+MAX_CASE_SPECIFIC_LEVELS = 12
+
+#: Respondents of the default sensitivity sample (the first N of the evaluation sample).
+SENSITIVITY_RESPONDENTS = 60
+
+
+@dataclass(frozen=True)
+class Role:
+    """An attribute in a role (money or time), with its unit and how it was chosen."""
+
+    attribute: str
+    unit: str = ""
+    how: str = "chosen in the plan"
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-ready form."""
+        return {"attribute": self.attribute, "unit": self.unit, "how": self.how}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Role | None:
+        """Inverse of :meth:`to_dict` (``None`` stays ``None``)."""
+        if not d:
+            return None
+        return cls(str(d["attribute"]), str(d.get("unit", "")), str(d.get("how", "")))
+
+
+@dataclass(frozen=True)
+class AnalysisPlan:
+    """One study's analysis choices (see the module doc).
+
+    Parameters
+    ----------
+    split
+        Split kind of the held-out evaluation (``"auto"`` or a kind of
+        :func:`pbo_core.splits.make_split`).
+    seed
+        Seed of the split and of every bootstrap.
+    respondents
+        Evaluation sample: the first N respondents (``None``: all).
+    baseline
+        The registry model shown beside every tree.
+    sensitivity_models
+        Models of the leave-one-out sensitivity (``()``: the registry's sensitivity role).
+    sensitivity_respondents
+        Respondents of the sensitivity sample (the first N of the evaluation sample).
+    money, time
+        The money and the travel-time attribute (``None``: none).
+    alternative
+        Categorical attribute naming the alternative (``None``: unlabelled alternatives).
+    reference
+        Level of ``alternative`` whose constant is 0 (``None``: its first level).
+    case_specific
+        Respondent features entering the non-reference alternatives' utilities.
+    notes
+        How each default was chosen, in words.
+    """
+
+    split: str = "auto"
+    seed: int = 0
+    respondents: int | None = None
+    baseline: str = "mnl"
+    sensitivity_models: tuple[str, ...] = ()
+    sensitivity_respondents: int = SENSITIVITY_RESPONDENTS
+    money: Role | None = None
+    time: Role | None = None
+    alternative: str | None = None
+    reference: str | None = None
+    case_specific: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (every output that shows a figure carries it)."""
+        return {
+            "split": self.split,
+            "seed": self.seed,
+            "respondents": self.respondents,
+            "baseline": self.baseline,
+            "sensitivity_models": list(self.sensitivity_models),
+            "sensitivity_respondents": self.sensitivity_respondents,
+            "money": self.money.to_dict() if self.money else None,
+            "time": self.time.to_dict() if self.time else None,
+            "alternative": self.alternative,
+            "reference": self.reference,
+            "case_specific": list(self.case_specific),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AnalysisPlan:
+        """Inverse of :meth:`to_dict`."""
+        resp = d.get("respondents")
+        return cls(
+            split=str(d.get("split", "auto")),
+            seed=int(d.get("seed", 0)),
+            respondents=None if resp is None else int(resp),
+            baseline=str(d.get("baseline", "mnl")),
+            sensitivity_models=tuple(d.get("sensitivity_models") or ()),
+            sensitivity_respondents=int(d.get("sensitivity_respondents", SENSITIVITY_RESPONDENTS)),
+            money=Role.from_dict(d.get("money")),
+            time=Role.from_dict(d.get("time")),
+            alternative=d.get("alternative"),
+            reference=d.get("reference"),
+            case_specific=tuple(d.get("case_specific") or ()),
+            notes=tuple(d.get("notes") or ()),
+        )
+
+    def with_roles(self, *, money: Any = ..., time: Any = ...) -> AnalysisPlan:
+        """A copy with the money and/or time role replaced (an attribute name, ``None`` or
+        ``""`` for none, or a :class:`Role`)."""
+        out = self
+        for key, value in (("money", money), ("time", time)):
+            if value is ...:
+                continue
+            role = value if isinstance(value, Role) or value is None else None
+            if isinstance(value, str) and value:
+                role = Role(value, how="chosen by the analyst")
+            out = replace(out, **{key: role})
+        return out
+
+    # ------------------------------------------------------------------ words
+    def line(self) -> str:
+        """The plan in one line, as pages state it."""
+        sample = (
+            "all respondents"
+            if self.respondents is None
+            else (f"the first {self.respondents:,} respondents")
+        )
+        money = f"{self.money.attribute} ({self.money.unit})" if self.money else "none"
+        time = f"{self.time.attribute} ({self.time.unit})" if self.time else "none"
+        alts = (
+            f"alternatives by {self.alternative}"
+            + (f" (reference {self.reference})" if self.reference else "")
+            if self.alternative
+            else "unlabelled alternatives"
+        )
+        cs = ", ".join(self.case_specific) if self.case_specific else "none"
+        return (
+            f"Plan: split {self.split}, seed {self.seed}, {sample}; baseline {self.baseline}; "
+            f"money {money}; time {time}; {alts}; respondent features in the baseline: {cs}."
+        )
+
+    def model_params(self, name: str, study: Study, schema: Schema | None = None) -> dict[str, Any]:
+        """Parameters the plan gives registry model ``name`` on ``study`` (the conditional
+        logit's alternatives, reference and case-specific variables). ``schema``: the
+        attributes the model sees (an ablation without the alternative attribute fits
+        unlabelled alternatives)."""
+        if name != "mnl":
+            return {}
+        names = (schema or study.schema).names
+        alt = self.alternative if self.alternative in names else None
+        cs = self.case_specific if alt is not None and study.user_schema is not None else ()
+        return {
+            "alternative": alt,
+            "reference": self.reference if alt is not None else None,
+            "case_specific": tuple(cs),
+            "user_schema": study.user_schema if cs else None,
+        }
+
+
+def _unit(study: Study, name: str) -> str:
+    return study.schema[name].unit if name in study.schema.names else ""
+
+
+def default_plan(study: Study) -> AnalysisPlan:
+    """The plan of a study that has none saved: every choice with its reason in ``notes``.
+
+    * money: the study's chosen money attribute (``extras["money_attribute"]``, set at
+      import; ``""`` = none), else an attribute whose unit is a currency (stated as
+      taken from its unit), else none;
+    * time: only an attribute named at import (``extras["time_attribute"]``); never from
+      a unit (an acceleration in seconds is not a travel time);
+    * alternatives: an attribute named at import (``extras["alternative_attribute"]``);
+    * case-specific variables: every respondent feature with at most
+      :data:`MAX_CASE_SPECIFIC_LEVELS` levels, when the alternatives are labelled.
+    """
+    notes: list[str] = []
+    extras = study.extras or {}
+    names = study.schema.names
+    money: Role | None = None
+    chosen = extras.get("money_attribute")
+    if chosen == "":
+        notes.append("money: none, as chosen at import")
+    elif chosen and chosen in names:
+        money = Role(str(chosen), _unit(study, chosen), "chosen at import")
+    else:
+        for f in study.schema.features:
+            if is_money_unit(f):
+                money = Role(f.name, f.unit, f"taken from its unit ({f.unit}); confirm in the plan")
+                break
+        if money is None:
+            notes.append("money: none named; name the money attribute in the plan")
+    time: Role | None = None
+    t = extras.get("time_attribute")
+    if t and t in names:
+        time = Role(str(t), _unit(study, t), "chosen at import")
+    else:
+        notes.append("time: none named, so no value of time; name the travel-time attribute")
+    alt = extras.get("alternative_attribute")
+    alternative = str(alt) if alt and alt in names else None
+    plan = _case_specific(study, AnalysisPlan(money=money, time=time, alternative=alternative))
+    return replace(plan, notes=(*notes, *plan.notes))
+
+
+def plan_with(
+    study: Study,
+    *,
+    money: str | None = None,
+    time: str | None = None,
+    alternative: str | None = None,
+    reference: str | None = None,
+    how: str = "set by the study's loader",
+) -> AnalysisPlan:
+    """The plan a loader that knows its data saves with a study: the named roles and
+    alternatives (``None``: none), the default case-specific variables."""
+    plan = AnalysisPlan(
+        money=Role(money, _unit(study, money), how) if money else None,
+        time=Role(time, _unit(study, time), how) if time else None,
+        alternative=alternative,
+        reference=reference,
+    )
+    plan = _case_specific(study, plan)
+    problems = check_plan(study, plan)
+    if problems:
+        raise ValueError(f"{study.key}: " + "; ".join(problems))
+    return plan
+
+
+def _case_specific(study: Study, plan: AnalysisPlan) -> AnalysisPlan:
+    """``plan`` with the default case-specific variables (and a note on what was left out)."""
+    if study.user_schema is None or study.users is None:
+        return replace(plan, case_specific=(), notes=("no respondent features recorded",))
+    if plan.alternative is None:
+        return replace(
+            plan,
+            case_specific=(),
+            notes=("respondent features cannot enter unlabelled alternatives' utilities",),
+        )
+    keep, wide = [], []
+    for f in study.user_schema.features:
+        if f.kind == "categorical" and len(f.levels) > MAX_CASE_SPECIFIC_LEVELS:
+            wide.append(f"{f.name} ({len(f.levels)} levels)")
+        else:
+            keep.append(f.name)
+    notes = (
+        (
+            f"left out of the baseline's respondent features by default: {', '.join(wide)}; "
+            "add them in the plan",
+        )
+        if wide
+        else ()
+    )
+    return replace(plan, case_specific=tuple(keep), notes=notes)
+
+
+def plan_of(study: Study) -> AnalysisPlan:
+    """The study's plan: the one saved with it, else :func:`default_plan`."""
+    plan = getattr(study, "plan", None)
+    return plan if plan is not None else default_plan(study)
+
+
+def check_plan(study: Study, plan: AnalysisPlan) -> list[str]:
+    """What in ``plan`` does not fit ``study``, one sentence each (empty: it fits)."""
+    out: list[str] = []
+    names = study.schema.names
+    for label, role in (("money", plan.money), ("time", plan.time)):
+        if role is None:
+            continue
+        if role.attribute not in names:
+            out.append(f"the {label} attribute {role.attribute!r} is not an attribute ({names})")
+        elif study.schema[role.attribute].kind != "numeric":
+            out.append(f"the {label} attribute {role.attribute!r} is not numeric")
+    if plan.money and plan.time and plan.money.attribute == plan.time.attribute:
+        out.append(f"{plan.money.attribute!r} cannot be both the money and the time attribute")
+    if plan.alternative is not None:
+        if plan.alternative not in names:
+            out.append(f"the alternative attribute {plan.alternative!r} is not an attribute")
+        else:
+            f = study.schema[plan.alternative]
+            if f.kind not in ("categorical", "binary"):
+                out.append(f"the alternative attribute {plan.alternative!r} is not categorical")
+            elif plan.reference is not None and plan.reference not in (f.levels or ("0", "1")):
+                out.append(f"the reference {plan.reference!r} is not a level of {f.name!r}")
+    users = study.user_schema.names if study.user_schema is not None else []
+    bad = [c for c in plan.case_specific if c not in users]
+    if bad:
+        out.append(f"case-specific variables {bad} are not respondent features ({users})")
+    if plan.case_specific and plan.alternative is None:
+        out.append("case-specific variables need labelled alternatives (name the attribute)")
+    return out
+
+
+def roles_text(plan: AnalysisPlan) -> Sequence[str]:
+    """The roles in words (one line each), for captions and the report."""
+    out = []
+    for label, role in (("Money", plan.money), ("Travel time", plan.time)):
+        out.append(
+            f"{label}: {role.attribute} ({role.unit or 'no unit'}; {role.how})"
+            if role
+            else f"{label}: none"
+        )
+    return out
