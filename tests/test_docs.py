@@ -1,4 +1,4 @@
-"""README.md and docs/: every relative link resolves, every quoted command parses.
+"""README.md, CONTRIBUTING.md and docs/: every relative link resolves, every quoted command parses.
 
 Links: each ``[text](target)`` and ``![alt](target)`` that is not a URL must name an
 existing file relative to the page, and an ``#anchor`` into a Markdown page must match
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 #: Modules documented as third-party servers: named, not parsed.
 EXTERNAL = {"llama_cpp.server"}
