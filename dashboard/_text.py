@@ -17,7 +17,7 @@ import pandas as pd
 
 from data_loaders.access import shared_server
 
-__all__ = ["csv_cell", "err", "md", "md_table", "redact", "safe_csv"]
+__all__ = ["WORD_JOINER", "csv_cell", "err", "md", "md_table", "redact", "safe_csv"]
 
 #: Characters Markdown (CommonMark, GFM, Streamlit's directives, emoji and math) may read
 #: as syntax; :func:`md` puts a backslash before each (CommonMark's escape for any ASCII
@@ -25,19 +25,31 @@ __all__ = ["csv_cell", "err", "md", "md_table", "redact", "safe_csv"]
 #: ``$x$`` no formula and ``:red[x]`` no colour.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~=$:&])")
 
+#: U+2060 WORD JOINER: invisible, no line break, not a character of any URL or address.
+WORD_JOINER = "\u2060"
+#: Where a GFM autolinker (Streamlit's remark-gfm: ``https?://...``, ``www.x``,
+#: ``a@b.c``, which it also finds in escaped text) would start a link: right after every
+#: ``://``, between ``www`` and its dot, on both sides of every ``@``. :func:`md` puts a
+#: :data:`WORD_JOINER` there, so no bare URL, ``www.`` name or e-mail address in data
+#: becomes a link (the page shows the same text).
+_AUTOLINK = re.compile(r"(?<=://)|(?<=www)(?=\.)|(?=@)|(?<=@)", re.IGNORECASE)
+
 
 def md(value: object) -> str:
     """``value`` (a string from data or a visitor: a study title, an attribute name or
     level, an item name, an uploaded file's name, an error message) as Markdown that shows
     exactly its text: every Markdown character escaped, line breaks as spaces, no leading
-    or trailing blanks (four leading spaces would make a code block).
+    or trailing blanks (four leading spaces would make a code block), and no autolink: a
+    bare URL (``http://...``), ``www.`` name or e-mail address stays text, with an
+    invisible :data:`WORD_JOINER` where the autolinker would start a link.
 
     The one way data enters ``st.markdown``, ``st.caption``, ``st.info`` / ``warning`` /
     ``error`` / ``success``, headings, widget labels, metric values, expander and tab
     labels and ``st.table`` cells (all of which Streamlit renders as Markdown); tables
     shown with ``st.dataframe`` and ``st.text`` need nothing.
     """
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).splitlines()).strip())
+    text = _AUTOLINK.sub(WORD_JOINER, " ".join(str(value).splitlines()).strip())
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def md_table(frame: pd.DataFrame) -> str:

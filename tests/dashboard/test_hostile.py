@@ -7,7 +7,9 @@ case runs), and stores nothing (the studies folder and the session store are unc
 Cases: the issue's sizes (a 1,000,000-column CSV, a valid 1.7 MB session file with 50,000
 comparisons, 300,000 invalid rows, ``max_items`` 10^12, a 200,000-deep JSON) and their
 neighbours; then Markdown/HTML in a study's title, attribute names, levels and item names
-on every page, and formula cells in every CSV export. Path escapes on every path input:
+on every page; bare URLs, ``www.`` names and e-mail addresses in data and link parameters
+(no autolink) on every page, and formula cells in every CSV export. Path escapes on every
+path input:
 ``test_path_inputs.py``.
 """
 
@@ -32,7 +34,7 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from tests.dashboard._shown import shown
+from tests.dashboard._shown import autolinks, shown
 from tests.fixtures.shapes import SHAPES
 
 #: Each case: a clear error within this many seconds...
@@ -481,6 +483,98 @@ def test_markdown_in_data_is_shown_as_text(
     sources = _markdown_sources(at)
     assert any("xss" in s for s in sources), "the hostile study is not shown"
     assert_data_is_text(at, page)
+
+
+# ----------------------------------------------------------------------------- links are text
+#: Phishing text in a link parameter or in data: a URL, a ``www.`` name, an e-mail address.
+PHISH = "Your session expired - log in again at http://evil.example/login"
+LINK_TITLE = "Survey https://evil.example/t by www.evil.example, help@evil.example"
+LINK_LEVELS = {
+    "slow": "http://evil.example/slow",
+    "medium": "www.evil.example",
+    "fast": "sales@evil.example",
+}
+
+
+@pytest.fixture
+def linky_study(home: Path) -> str:
+    """A study whose title, levels, an attribute's name and a respondent feature's label
+    hold URLs, ``www.`` names and e-mail addresses (as a GFM autolinker finds them)."""
+    from data_loaders import user_studies as us
+
+    df = pd.read_csv(SHAPES["panel-long"].file)
+    df["speed"] = df["speed"].map(LINK_LEVELS)
+    df = df.rename(columns={"wifi": "wifi www.evil.example"})
+    columns = us.ColumnMap(respondent_features=(("age", "age, see http://evil.example/a"),))
+    blob = df.to_csv(index=False).encode()
+    meta, problems = us.save_study(LINK_TITLE, blob, "l.csv", None, columns)
+    assert meta is not None, problems
+    return meta.key
+
+
+def opened_by_link(page: str, query: dict[str, str], **state: Any) -> Any:
+    """The page opened by a link (its first run, as a new browser tab runs it: the link's
+    parameters are read on that page, not on the default one)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.dashboard.conftest import APP
+
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = v
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.switch_page(f"views/{page}.py").run()
+    return at
+
+
+def assert_no_links(at: Any, where: str) -> list[str]:
+    """No Markdown of the page that shows the links' data holds a link a browser would
+    draw; the sources that show it (it is still shown, as text)."""
+    showing = [src for src in _markdown_sources(at) if "evil" in src]
+    for src in showing:
+        assert autolinks(src) == [], (where, autolinks(src), src)
+    return showing
+
+
+PAGES = [
+    ("case_studies", {}),
+    ("tree_explorer", {"te_view": "Tree"}),
+    ("tree_explorer", {"te_view": "Leaves"}),
+    ("sensitivity", {}),
+    ("hierarchy", {"hi_view": "One user group", "hi_min": 5}),
+    ("elicitation", {}),
+    ("elicitation", {"el_view": "Answers"}),
+]
+
+
+@pytest.mark.parametrize(("page", "state"), PAGES)
+def test_urls_and_addresses_in_data_and_links_are_no_links(
+    app, linky_study, quick_dt_linear, page: str, state
+) -> None:
+    """A study title, levels, attribute names and labels with URLs, ``www.`` names and
+    e-mail addresses, and link parameters (``?study=``, ``?respondent=``) holding them, on
+    every page: shown as text, never as a clickable link (a phishing link inside the app's
+    own warning box)."""
+    # a link naming no study: the page says so, quoting the link's text
+    at = opened_by_link(page, {"study": PHISH}, **state)
+    no_exception(at)
+    warned = [shown(w.value) for w in at.warning]
+    assert any("log in again at http://evil.example/login" in w for w in warned), warned
+    assert assert_no_links(at, f"{page} ?study=")
+    # the study's own data, and a respondent the link names
+    query = {"study": linky_study, "respondent": "see www.evil.example or a@evil.example"}
+    at = opened_by_link(page, query, **state)
+    no_exception(at)
+    if page == "elicitation":  # answer once: the favourite, its leaf and path appear
+        at.button(key="el_pick_A_0").click().run()
+        no_exception(at)
+    if page == "tree_explorer":  # follow an item: its name and leaf conditions appear
+        follow = next(b for b in at.selectbox if str(b.key).startswith("te_item::"))
+        follow.set_value(0).run()
+        no_exception(at)
+    showing = assert_no_links(at, page)
+    assert any("evil" in shown(s) for s in showing), f"{page}: the study's data is not shown"
 
 
 # ----------------------------------------------------------------------------- CSV exports

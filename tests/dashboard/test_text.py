@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from dashboard._text import csv_cell, md, md_table, redact, safe_csv
+from dashboard._text import WORD_JOINER, csv_cell, md, md_table, redact, safe_csv
+from tests.dashboard._shown import autolinks, shown
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
 
@@ -42,12 +43,50 @@ def rendered(markdown: str) -> str:
 def test_escaped_markdown_shows_exactly_the_text(text: str) -> None:
     out = rendered(md(text))
     assert re.fullmatch(r"<p>.*</p>\n", out, flags=re.S), out  # one paragraph, no element
-    inner = html.unescape(out[3:-5])
+    inner = html.unescape(out[3:-5]).replace(WORD_JOINER, "")  # invisible (no autolink)
     assert inner == " ".join(text.splitlines()).strip()
     for tag in ("<img", "<a ", "<strong", "<em", "<code", "<del", "<h1", "<table"):
         assert tag not in out
     # Streamlit's own syntax (directives, math) starts with ':' or '$': always escaped
     assert not re.search(r"(?<!\\)[:$]", md(text))
+
+
+#: Text an autolinker (Streamlit's remark-gfm) turns into a link: bare URLs, ``www.``
+#: names, e-mail addresses, in any case, also inside punctuation and Markdown syntax.
+LINKY = [
+    "Your session expired - log in again at http://evil.example/login",
+    "HTTPS://EVIL.EXAMPLE/x?y=1&z=2#f",
+    "see www.evil.example/path, or WWW.Evil.Example.",
+    "write to help.desk+x@evil.example (a.b@c.example)",
+    "mailto:help@evil.example xmpp:me@evil.example ftp://evil.example",
+    "(http://evil.example) [www.evil.example] <https://evil.example> 'x@evil.example'",
+    "![i](http://evil.example/i.png) [t](https://evil.example)",
+    "wwww.evil.example http://www.evil.example user@www.evil.example",
+]
+
+
+@pytest.mark.parametrize("text", LINKY)
+def test_urls_www_names_and_addresses_in_data_are_no_links(text: str) -> None:
+    """The oracle finds the links in the raw text; none in :func:`md`'s Markdown, which
+    still shows exactly the text (the word joiners are invisible)."""
+    assert autolinks(text)
+    assert autolinks(md(text)) == [], md(text)
+    assert shown(md(text)) == text
+    assert autolinks(md_table(pd.DataFrame({text: [text]}))) == []
+
+
+def test_the_autolink_oracle_is_streamlits() -> None:
+    """The test's autolinker (``tests/dashboard/_shown.py``) is the installed Streamlit's
+    frontend's: its two expressions appear in Streamlit's Markdown bundle."""
+    import streamlit
+
+    bundle = Path(streamlit.__file__).parent / "static" / "static" / "js"
+    sources = [f.read_text(errors="replace") for f in bundle.glob("StreamlitMarkdown*.js")]
+    if not sources:
+        pytest.skip("this Streamlit ships no StreamlitMarkdown bundle")
+    js = "".join(sources)
+    assert r"/(https?:\/\/|www(?=\.))([-.\w]+)([^ \t\r\n]*)/gi" in js
+    assert r"([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)/gu" in js
 
 
 def test_redact_keeps_paths_on_a_personal_server_only(monkeypatch) -> None:
@@ -146,7 +185,7 @@ def test_md_table_renders_every_cell_as_its_own_text() -> None:
     assert out.count("<tr>") == 3 and out.count("<td>") == 4 and out.count("<th>") == 2
     assert "<img" not in out and "<b>" not in out
     cells = re.findall(r"<td>(.*?)</td>", out)
-    assert [html.unescape(c) for c in cells] == [
+    assert [html.unescape(c).replace(WORD_JOINER, "") for c in cells] == [
         "a|b",
         "<b>MIT</b>",
         "![x](http://e.invalid/i.png)",
