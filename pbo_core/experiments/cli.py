@@ -131,6 +131,7 @@ from pbo_core.experiments.runner import Cell, progress_printer, run_grid, write_
 from pbo_core.experiments.sensitivity import ablation_cells
 from pbo_core.experiments.studies import TEST_TASKS
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
+from pbo_core.plan import plan_of
 from pbo_core.registry import get, names
 from pbo_core.splits import SPLIT_KINDS, Split
 
@@ -235,6 +236,7 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         "study": label,
         **about,
         "seed": args.seed,
+        "plan": plan_of(split.study).to_dict(),
         "methods": methods,
         "skipped": skipped,
         "summary": summary,
