@@ -59,6 +59,7 @@ __all__ = [
     "check_csv_file",
     "check_json_bytes",
     "csv_file_refusal",
+    "csv_text_refusal",
     "file_bytes",
     "json_depth_over",
     "load_json_bytes",
@@ -167,8 +168,9 @@ def _chunks(raw: io.BufferedIOBase | Any, gz: bool, name: str) -> Iterator[bytes
         ) from None
 
 
-def _check_stream(chunks: Iterator[bytes], name: str) -> None:
-    """Header (byte cap, columns), lines and cells of a CSV text given in chunks."""
+def _check_stream(chunks: Iterator[bytes], name: str, sep: str = ",") -> None:
+    """Header (byte cap, columns split by ``sep``; ``\\s+``: runs of spaces), lines and
+    cells of a CSV text given in chunks."""
     head = b""
     newline = -1
     lines = 0
@@ -201,7 +203,10 @@ def _check_stream(chunks: Iterator[bytes], name: str) -> None:
         lines += 1
     header = head if newline < 0 else head[:newline]
     text = header.decode("utf-8-sig", errors="replace").rstrip("\r")
-    n_cols = len(next(csv.reader(io.StringIO(text)), [])) if text else 0
+    if sep == r"\s+":
+        n_cols = len(text.split())
+    else:
+        n_cols = len(next(csv.reader(io.StringIO(text), delimiter=sep), [])) if text else 0
     if n_cols > MAX_COLUMNS:
         raise _refuse(
             name,
@@ -256,6 +261,23 @@ def check_csv_file(path: str | os.PathLike[str], name: str | None = None) -> Non
                 "(data_loaders.limits.MAX_FILE_MB)",
             )
         _check_stream(_chunks(raw, gz, shown), shown)
+
+
+def csv_text_refusal(content: bytes, name: str, sep: str = ",") -> str | None:
+    """Why a (decompressed) text would be refused, its columns split by ``sep``: size,
+    header, columns, lines, cells (one sentence); ``None`` when it is within the limits.
+    Needs no data model (:mod:`data_loaders.readers` asks it for every text format)."""
+    try:
+        if len(content) > MAX_FILE_BYTES:
+            raise _refuse(
+                name,
+                f"{_mb(len(content))} is over {MAX_FILE_MB} MB, the limit for an own study "
+                "(data_loaders.limits.MAX_FILE_MB)",
+            )
+        _check_stream(iter([content]), name, sep)
+    except _Refused as exc:
+        return str(exc)
+    return None
 
 
 def csv_file_refusal(path: str | os.PathLike[str], name: str | None = None) -> str | None:

@@ -1,0 +1,868 @@
+"""Readers of an analyst's own table files, one per format, registered in one place.
+
+Every entry point of an own study reads through :func:`read_table`: the Add-a-study
+form (its file uploader accepts :data:`ACCEPTED_SUFFIXES`), ``python -m data_loaders
+import-study`` (whose help states :func:`accepted_text`),
+:func:`data_loaders.user_studies.check_upload` / :func:`~data_loaders.user_studies.save_study`
+and :func:`~data_loaders.user_studies.load_choice_file` (``--data``).
+
+Formats (:data:`READERS`, keyed by the file's last suffix before any compression):
+
+==========  ===============================================================
+``.csv``    text; the separator is detected (comma, semicolon, tab, ``|``, spaces)
+``.tsv``    text, tab preferred when detecting
+``.dat``    text, tab preferred (Biogeme's tab-separated data files)
+``.txt``    text, detected as ``.csv``
+``.parquet`` Apache Parquet (pyarrow)
+``.xlsx``   Excel workbook, its first sheet (openpyxl)
+==========  ===============================================================
+
+Any of them may be compressed (:data:`COMPRESSIONS`: ``.gz``, ``.bz2``, or a ``.zip``
+holding exactly one table); gzip is also recognised by its first bytes whatever the
+name. A separator given by the caller (``--sep``, the form's *Separator*) overrides the
+detection (:func:`parse_sep` reads ``,``, ``;``, ``tab``, ``\\t``, ``|``, ``spaces``...).
+
+**Bounds** (:mod:`data_loaders.limits`), each checked before the step that could grow:
+the file itself at most :data:`~data_loaders.limits.MAX_FILE_BYTES`; every compressed
+format decompressed in chunks and stopped at that limit (a ``.zip`` member by its
+declared size, read with the same cap); an ``.xlsx``'s own zip parts at most
+:data:`XLSX_MAX_BYTES` together; a Parquet file's rows, columns and uncompressed size from
+its footer before any column is read. Parquet and Excel tables are converted to
+comma-separated text, which is then bounded (header, lines, cells) and parsed exactly as
+a CSV file, so every format gives the same table for the same data, and
+:attr:`Table.text` is what a saved study keeps as ``choices.csv``.
+
+Errors are one sentence naming the file and saying what to do; they never quote a
+Python representation or a line of the file. :func:`read_table` raises
+:class:`~data_loaders.limits.LimitError` for a bound and
+:class:`~pbo_core.data.DataValidationError` otherwise; :func:`refusal` says the same with
+the standard library alone (the command line asks it before loading pandas).
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import os
+import re
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from data_loaders import limits
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "ACCEPTED_SUFFIXES",
+    "COMPRESSIONS",
+    "READERS",
+    "SEPARATORS",
+    "XLSX_MAX_BYTES",
+    "Format",
+    "Table",
+    "accepted_text",
+    "csv_text",
+    "parse_sep",
+    "read_table",
+    "refusal",
+    "register",
+    "separator_name",
+    "uploader_types",
+]
+
+#: Separators the detection tries, with their names (``\s+``: one or more spaces/tabs).
+SEPARATORS: dict[str, str] = {
+    ",": "comma",
+    ";": "semicolon",
+    "\t": "tab",
+    "|": "pipe (|)",
+    r"\s+": "spaces",
+}
+#: Words :func:`parse_sep` understands besides the characters themselves.
+_SEP_WORDS = {
+    "comma": ",",
+    "semicolon": ";",
+    "tab": "\t",
+    "\\t": "\t",
+    "pipe": "|",
+    "space": r"\s+",
+    "spaces": r"\s+",
+    "whitespace": r"\s+",
+    " ": r"\s+",
+}
+#: Compression suffixes and their names.
+COMPRESSIONS: dict[str, str] = {".gz": "gzip", ".bz2": "bz2", ".zip": "zip"}
+#: Largest sum of the uncompressed parts of an ``.xlsx`` (its sheets are verbose XML).
+XLSX_MAX_BYTES = 8 * limits.MAX_FILE_BYTES
+#: Largest uncompressed Parquet table (from its footer), before it is read.
+PARQUET_MAX_BYTES = 4 * limits.MAX_FILE_BYTES
+#: Lines (and bytes) of a text the separator is detected from.
+_SNIFF_LINES = 200
+_SNIFF_BYTES = 2**20
+_CHUNK = 2**20
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZIP_MAGIC = b"PK\x03\x04"
+_PARQUET_MAGIC = b"PAR1"
+
+
+class _Refused(Exception):
+    """A file that is not read: a bound (``limit``) or a problem with its content."""
+
+    def __init__(self, message: str, limit: bool = False) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+def _raise(exc: _Refused) -> NoReturn:
+    """Re-raise as :class:`~data_loaders.limits.LimitError` or ``DataValidationError``."""
+    if exc.limit:
+        raise limits.LimitError(str(exc)) from None
+    from pbo_core.data import DataValidationError
+
+    raise DataValidationError(str(exc)) from None
+
+
+def _too_big(name: str, what: str) -> _Refused:
+    return _Refused(
+        f"{name}: the {what} is larger than {limits.MAX_FILE_MB} MB, the limit for an own "
+        "study (data_loaders.limits.MAX_FILE_MB).",
+        limit=True,
+    )
+
+
+# --------------------------------------------------------------------------- registry
+@dataclass(frozen=True)
+class Format:
+    """One readable format: its suffix, what it is called and its reader.
+
+    ``reader(data, name, sep)`` gets the (decompressed) bytes, the name shown in messages
+    and the separator asked for (``None``: detect), and returns the table as
+    comma-separated text with what it found (:class:`_Read`).
+    """
+
+    suffix: str
+    label: str
+    reader: Callable[[bytes, str, str | None], _Read]
+    text: bool = True
+    prefer: str = ","
+    example: str = ""
+
+
+@dataclass
+class _Read:
+    """What a reader returns: the table's CSV text and how it was read."""
+
+    text: bytes
+    sep: str = ","
+    sep_source: str = ""  # "detected", "given" or "" (no separator: a binary format)
+    details: list[str] = field(default_factory=list)
+
+
+#: The readers, by suffix (lower case, with the dot), in the order the help lists them.
+READERS: dict[str, Format] = {}
+
+
+def register(
+    suffix: str, label: str, *, text: bool = True, prefer: str = ",", example: str = ""
+) -> Callable[[Callable[[bytes, str, str | None], _Read]], Callable[..., _Read]]:
+    """Register a reader for ``suffix`` (a decorator); see :class:`Format`."""
+
+    def add(fn: Callable[[bytes, str, str | None], _Read]) -> Callable[..., _Read]:
+        READERS[suffix.lower()] = Format(suffix.lower(), label, fn, text, prefer, example)
+        return fn
+
+    return add
+
+
+def accepted_text() -> str:
+    """The accepted suffixes as one phrase, for help texts and messages."""
+    kinds = ", ".join(READERS)
+    return f"accepted: {kinds}, and {'/'.join(COMPRESSIONS)} of those"
+
+
+def uploader_types() -> list[str]:
+    """:data:`ACCEPTED_SUFFIXES` without the dot, for ``st.file_uploader(type=...)``."""
+    return [s.lstrip(".") for s in ACCEPTED_SUFFIXES]
+
+
+def separator_name(sep: str) -> str:
+    """``"tab"``, ``"comma"``... (the character itself for another one)."""
+    return SEPARATORS.get(sep, f"'{sep}'")
+
+
+def _separated(sep: str) -> str:
+    """``"tab-separated"``, ``"|-separated"``, ``"space-separated"``..."""
+    word = {"|": "|", r"\s+": "space"}.get(sep, separator_name(sep))
+    return f"{word}-separated"
+
+
+def parse_sep(value: str | None) -> str | None:
+    """A separator as given on the command line or in the form (``None``: detect).
+
+    Accepts the characters (``,`` ``;`` ``|`` a tab), ``\\t`` as typed in a shell, and the
+    words ``comma``, ``semicolon``, ``tab``, ``pipe``, ``space(s)``/``whitespace``;
+    ``auto``, ``detect`` or nothing for detection.
+
+    Raises
+    ------
+    ValueError
+        For anything else, in words (the accepted forms).
+    """
+    if value is None:
+        return None
+    v = value if value in ("\t", " ") else value.strip()
+    low = v.lower()
+    if low in ("", "auto", "detect"):
+        return None
+    if low in _SEP_WORDS:
+        return _SEP_WORDS[low]
+    if v in SEPARATORS:
+        return v
+    if len(v) == 1 and v.isprintable() and not v.isalnum() and v not in "\"'":
+        return v
+    raise ValueError(
+        "the separator must be one character (, ; | or a tab) or one of the words comma, "
+        "semicolon, tab, pipe, spaces; leave it out to detect it"
+    )
+
+
+# --------------------------------------------------------------------------- names
+_PLAIN = re.compile(r"[\w.+\-()% ]{1,80}")
+
+
+def _shown(member: str) -> str:
+    """A zip member's base name for a message (its length when it is not plain)."""
+    base = PurePosixPath(member.replace("\\", "/")).name
+    return base if _PLAIN.fullmatch(base) else f"(a name of {len(base)} characters)"
+
+
+def _suffixes(name: str) -> tuple[str, str]:
+    """``(format suffix, compression suffix)`` of a file name, lower case (``""``: none)."""
+    base = PurePosixPath(name.replace("\\", "/")).name.lower()
+    parts = base.split(".")[1:]
+    comp = ""
+    if parts and "." + parts[-1] in COMPRESSIONS:
+        comp = "." + parts.pop()
+    return ("." + parts[-1] if parts else ""), comp
+
+
+# --------------------------------------------------------------------------- decompression
+def _stream(src: Any, name: str, kind: str) -> bytes:
+    """All of ``src`` (a file object that decompresses), refused past the limit."""
+    out = io.BytesIO()
+    try:
+        while True:
+            chunk = src.read(_CHUNK)
+            if not chunk:
+                return out.getvalue()
+            if out.tell() + len(chunk) > limits.MAX_FILE_BYTES:
+                raise _too_big(name, "decompressed text")
+            out.write(chunk)
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError, ValueError):
+        raise _Refused(
+            f"{name}: cannot be decompressed, the {kind} file is truncated or corrupt; "
+            "compress it again or give it uncompressed"
+        ) from None
+
+
+def _unzip(raw: bytes, name: str) -> tuple[bytes, str]:
+    """The one table inside a zip and its member name, read with the size cap."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(raw))
+        members = [
+            i
+            for i in zf.infolist()
+            if not i.is_dir()
+            and not i.filename.startswith("__MACOSX/")
+            and not PurePosixPath(i.filename).name.startswith(".")
+        ]
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise _Refused(
+            f"{name}: cannot be decompressed, the zip file is truncated or corrupt; "
+            "compress it again or give the table uncompressed"
+        ) from None
+    if len(members) != 1:
+        listed = ", ".join(_shown(m.filename) for m in members[:6]) or "nothing"
+        more = f" and {len(members) - 6} more" if len(members) > 6 else ""
+        raise _Refused(
+            f"{name}: a .zip must hold exactly one table and this one holds "
+            f"{len(members)} files ({listed}{more}); zip the choice table alone or give it "
+            "uncompressed"
+        )
+    (info,) = members
+    if info.file_size > limits.MAX_FILE_BYTES:
+        raise _too_big(name, f"decompressed file {_shown(info.filename)}")
+    try:
+        with zf.open(info) as fh:
+            data = fh.read(limits.MAX_FILE_BYTES + 1)
+    except RuntimeError:  # encrypted
+        raise _Refused(
+            f"{name}: {_shown(info.filename)} is encrypted; give the table without a password"
+        ) from None
+    except (zipfile.BadZipFile, EOFError, zlib.error, OSError, NotImplementedError, ValueError):
+        raise _Refused(
+            f"{name}: cannot be decompressed, the zip file is truncated, corrupt or uses an "
+            "unusual compression; zip it again with the usual settings or give it uncompressed"
+        ) from None
+    if len(data) > limits.MAX_FILE_BYTES:
+        raise _too_big(name, "decompressed text")
+    return data, info.filename
+
+
+def _is_xlsx(raw: bytes) -> bool:
+    try:
+        return "xl/workbook.xml" in zipfile.ZipFile(io.BytesIO(raw)).namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A file's bytes decompressed, with its format (a key of :data:`READERS`)."""
+
+    data: bytes
+    fmt: str
+    compression: str = ""
+    member: str = ""
+
+
+def _open(raw: bytes, name: str) -> _Source:
+    """Decompress (bounded) and tell the format, from the name and the first bytes."""
+    fmt, comp = _suffixes(name)
+    if not comp and raw[:2] == _GZIP_MAGIC:
+        comp = ".gz"
+    if not comp and raw[:4] == _ZIP_MAGIC and fmt != ".xlsx":
+        comp = "" if _is_xlsx(raw) else ".zip"
+        fmt = ".xlsx" if not comp else fmt
+    if len(raw) > limits.MAX_FILE_BYTES:
+        raise _Refused(
+            f"{name}: {len(raw) / 2**20:.1f} MB is over {limits.MAX_FILE_MB} MB, the limit for "
+            "an own study (data_loaders.limits.MAX_FILE_MB).",
+            limit=True,
+        )
+    member = ""
+    if comp == ".gz":
+        data = _stream(gzip.GzipFile(fileobj=io.BytesIO(raw)), name, "gzip")
+    elif comp == ".bz2":
+        data = _stream(bz2.BZ2File(io.BytesIO(raw)), name, "bz2")
+    elif comp == ".zip":
+        data, member = _unzip(raw, name)
+        fmt, inner = _suffixes(member)
+        if inner:
+            raise _Refused(
+                f"{name}: holds {_shown(member)}, compressed again; put the table itself in "
+                "the .zip"
+            )
+    else:
+        data = raw
+    if data[:4] == _PARQUET_MAGIC and fmt != ".parquet":
+        fmt = ".parquet"
+    elif data[:4] == _ZIP_MAGIC and fmt not in (".xlsx",) and _is_xlsx(data):
+        fmt = ".xlsx"
+    if fmt == "" and not data[:4] == _ZIP_MAGIC:
+        fmt = ".csv"  # no suffix: text, the separator detected
+    if fmt not in READERS:
+        old = fmt == ".xls"
+        raise _Refused(
+            f"{name}: "
+            + (
+                "old Excel workbooks (.xls) are not read; save it as .xlsx or CSV"
+                if old
+                else f"not a format the import reads ({accepted_text()}); save the table as CSV"
+            )
+        )
+    return _Source(data, fmt, COMPRESSIONS.get(comp, ""), member)
+
+
+# --------------------------------------------------------------------------- separators
+def _fields(rows: list[str], sep: str) -> list[int]:
+    if sep == r"\s+":
+        return [len(r.split()) for r in rows if r.strip()]
+    try:
+        return [len(r) for r in csv.reader(rows, delimiter=sep) if any(c.strip() for c in r)]
+    except csv.Error:
+        return []
+
+
+def _sample(data: bytes) -> list[str]:
+    """The first lines of a text (the last, possibly cut, line dropped)."""
+    head = data[:_SNIFF_BYTES]
+    text = head.decode("utf-8-sig", errors="replace")
+    lines = text.splitlines()
+    if len(head) < len(data) and len(lines) > 1:
+        lines = lines[:-1]
+    return lines[: _SNIFF_LINES + 1]
+
+
+def _consistent(counts: list[int]) -> bool:
+    """A header of at least two fields, no line longer, most lines as long."""
+    if not counts or counts[0] < 2:
+        return False
+    k = counts[0]
+    body = counts[1:]
+    return all(c <= k for c in body) and sum(c == k for c in body) * 2 >= len(body)
+
+
+def detect_sep(data: bytes, name: str, prefer: str = ",") -> str:
+    """The separator of a text: the candidate of :data:`SEPARATORS` that splits the
+    header into the most fields (at least two) and most lines into as many; ties go to
+    ``prefer``, then comma, tab, semicolon, pipe; spaces only when no other one fits.
+
+    Raises
+    ------
+    _Refused
+        When none fits, saying how to name it.
+    """
+    lines = _sample(data)
+    if not lines:
+        return prefer
+    order = [prefer] + [s for s in (",", "\t", ";", "|") if s != prefer]
+    best, best_k = "", 1
+    for sep in order:
+        counts = _fields(lines, sep)
+        if _consistent(counts) and counts[0] > best_k:
+            best, best_k = sep, counts[0]
+    if best:
+        return best
+    if _consistent(_fields(lines, r"\s+")):
+        return r"\s+"
+    raise _Refused(
+        f"{name}: cannot tell the separator (no comma, semicolon, tab, | or spaces split "
+        "the header and the lines below it into the same columns); name it: --sep ';' "
+        "(or --sep '\\t', ...) on the command line, the Separator choice in the form"
+    )
+
+
+def _header_note(data: bytes, sep: str) -> str:
+    """For a one-column read: the separators the header does contain."""
+    lines = _sample(data)
+    header = lines[0] if lines else ""
+    plural = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "| characters"}
+    found = [n for s, n in plural.items() if s != sep and s in header]
+    return f"; its header line holds {' and '.join(found)}" if found else ""
+
+
+# --------------------------------------------------------------------------- readers
+def _check_text(data: bytes, name: str, sep: str) -> None:
+    """The limits of a text (size, header, columns split by ``sep``, lines, cells)."""
+    why = limits.csv_text_refusal(data, name, sep)
+    if why:
+        raise _Refused(why, limit=True)
+
+
+def _text_reader(prefer: str) -> Callable[[bytes, str, str | None], _Read]:
+    def read(data: bytes, name: str, sep: str | None) -> _Read:
+        _check_text(data, name, ",")  # header cap and lines first, whatever the separator
+        source = "given" if sep else "detected"
+        sep = sep or detect_sep(data, name, prefer)
+        if sep != ",":
+            _check_text(data, name, sep)  # columns and cells with the separator found
+        return _Read(data, sep, source)
+
+    return read
+
+
+for _suffix, _label, _prefer, _example in (
+    (".csv", "comma-separated (or semicolon-, tab-, |-separated) text", ",", "choices.csv"),
+    (".tsv", "tab-separated text", "\t", "choices.tsv"),
+    (".dat", "tab-separated text (Biogeme's data files)", "\t", "swissmetro.dat"),
+    (".txt", "delimited text", ",", "choices.txt"),
+):
+    register(_suffix, _label, prefer=_prefer, example=_example)(_text_reader(_prefer))
+
+
+def _csv_text(frame: pd.DataFrame) -> bytes:
+    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+@register(".parquet", "Apache Parquet", text=False, example="choices.parquet")
+def _read_parquet(data: bytes, name: str, sep: str | None) -> _Read:
+    """A Parquet table, bounded by its footer (rows, columns, uncompressed size) first."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+    except (pa.ArrowException, OSError, ValueError):
+        raise _Refused(
+            f"{name}: cannot be read as Parquet (not a Parquet file, or a truncated one); "
+            "write it again or give the table as CSV"
+        ) from None
+    rows, cols = meta.num_rows, meta.num_columns
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if cols > limits.MAX_COLUMNS:
+        raise _Refused(
+            f"{name}: the table has {cols:,} columns, more than {limits.MAX_COLUMNS:,}, the "
+            "limit for an own study (data_loaders.limits.MAX_COLUMNS).",
+            True,
+        )
+    if rows > limits.MAX_ROWS or rows * cols > limits.MAX_CELLS:
+        raise _Refused(
+            f"{name}: {rows:,} rows x {cols:,} columns is over the limits for an own study "
+            f"({limits.MAX_ROWS:,} rows, {limits.MAX_CELLS:,} cells; "
+            "data_loaders.limits.MAX_ROWS, MAX_CELLS).",
+            True,
+        )
+    if size > PARQUET_MAX_BYTES:
+        raise _Refused(
+            f"{name}: the uncompressed table is larger than {PARQUET_MAX_BYTES // 2**20} MB, "
+            "the limit for an own study (data_loaders.readers.PARQUET_MAX_BYTES).",
+            True,
+        )
+    try:
+        frame = pd.read_parquet(io.BytesIO(data))
+    except (pa.ArrowException, OSError, ValueError, TypeError):
+        raise _Refused(
+            f"{name}: cannot be read as Parquet (a column of a type the import does not "
+            "read, or a damaged file); write it again or give the table as CSV"
+        ) from None
+    if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
+        frame = frame.reset_index()
+    return _Read(_csv_text(frame))
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        return repr(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat(sep=" ") if hasattr(value, "hour") else value.isoformat()
+    return str(value)
+
+
+def _column_letter(k: int) -> str:
+    out = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        out = chr(65 + r) + out
+    return out
+
+
+@register(".xlsx", "Excel workbook", text=False, example="choices.xlsx")
+def _read_xlsx(data: bytes, name: str, sep: str | None) -> _Read:
+    """The first sheet of a workbook as CSV text, streamed row by row and bounded."""
+    try:
+        parts = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise _Refused(
+            f"{name}: cannot be read as an Excel workbook (not an .xlsx, or a truncated "
+            "one); save it again from the spreadsheet or as CSV"
+        ) from None
+    if sum(p.file_size for p in parts) > XLSX_MAX_BYTES:
+        raise _Refused(
+            f"{name}: the workbook's parts are larger than {XLSX_MAX_BYTES // 2**20} MB "
+            "uncompressed, the limit for an own study (data_loaders.readers.XLSX_MAX_BYTES).",
+            True,
+        )
+    try:
+        import openpyxl
+    except ImportError:  # pragma: no cover - a dependency of the package
+        raise _Refused(
+            f"{name}: reading .xlsx needs the openpyxl package (pip install openpyxl); or "
+            "save the sheet as CSV"
+        ) from None
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except Exception:  # openpyxl raises many kinds on a damaged workbook
+        raise _Refused(
+            f"{name}: cannot be read as an Excel workbook (damaged, or not an .xlsx); save "
+            "it again from the spreadsheet or as CSV"
+        ) from None
+    try:
+        sheets = book.worksheets
+        if not sheets:
+            raise _Refused(f"{name}: the workbook has no sheet")
+        sheet = sheets[0]
+        sheet.reset_dimensions()
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        width = 0
+        size = 0
+        for n, row in enumerate(sheet.iter_rows(values_only=True), start=1):
+            if n == 1:
+                named = [k for k, v in enumerate(row) if v is not None and str(v).strip()]
+                width = named[-1] + 1 if named else 0
+                if width == 0:
+                    raise _Refused(
+                        f"{name}: the first row of sheet {_shown(sheet.title)} is empty; put "
+                        "the column names in row 1"
+                    )
+                if width > limits.MAX_COLUMNS:
+                    raise _Refused(
+                        f"{name}: the header has {width:,} columns, more than "
+                        f"{limits.MAX_COLUMNS:,}, the limit for an own study "
+                        "(data_loaders.limits.MAX_COLUMNS).",
+                        True,
+                    )
+            extra = [k for k, v in enumerate(row[width:], start=width) if v is not None]
+            if extra:
+                raise _Refused(
+                    f"{name}, row {n}: a value in column {_column_letter(extra[0])}, right of "
+                    "the last named column; name that column in row 1 or delete the value"
+                )
+            if n > limits.MAX_ROWS + 1:
+                raise _Refused(
+                    f"{name}: it has more than {limits.MAX_ROWS:,} rows, the limit for an own "
+                    "study (data_loaders.limits.MAX_ROWS).",
+                    True,
+                )
+            start = out.tell()
+            writer.writerow([_cell(v) for v in row[:width]] + [""] * (width - len(row)))
+            size += out.tell() - start
+            if size > limits.MAX_FILE_BYTES:
+                raise _too_big(name, "sheet as text")
+        title, count = sheet.title, len(sheets)
+    except _Refused:
+        raise
+    except Exception:  # a damaged sheet part
+        raise _Refused(
+            f"{name}: cannot be read as an Excel workbook (a damaged sheet); save it again "
+            "from the spreadsheet or as CSV"
+        ) from None
+    finally:
+        book.close()
+    note = f"sheet {_shown(title)}" + (f" (the first of {count})" if count > 1 else "")
+    return _Read(out.getvalue().encode("utf-8"), details=[note])
+
+
+ACCEPTED_SUFFIXES: tuple[str, ...] = (*READERS, *COMPRESSIONS)
+"""Every suffix a file may end with: :data:`READERS` and :data:`COMPRESSIONS`."""
+
+
+# --------------------------------------------------------------------------- parsing
+def _parse(text: bytes, name: str, sep: str) -> pd.DataFrame:
+    """CSV text as a table whose index is the file line (header = line 1), blank lines
+    dropped (as :func:`data_loaders._common.read_csv_lines`)."""
+    import pandas as pd
+
+    from data_loaders._common import _scrub
+
+    try:
+        frame = pd.read_csv(io.BytesIO(text), sep=sep, skip_blank_lines=False)
+    except pd.errors.EmptyDataError:
+        raise _Refused(f"{name}: the file is empty (no header line)") from None
+    except UnicodeDecodeError as exc:
+        raise _Refused(
+            f"{name}: not UTF-8 text (byte {exc.start}); save it as UTF-8 (in a spreadsheet: "
+            "CSV UTF-8)"
+        ) from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise _Refused(
+            f"{name}: cannot be read as {_separated(sep)} text: "
+            f"{_scrub(str(exc))}; check that line, or name another separator"
+        ) from None
+    frame.index = pd.RangeIndex(2, 2 + len(frame))
+    blank = frame.isna().all(axis=1)
+    if blank.any():
+        frame = frame.loc[~blank.to_numpy()]
+    return frame
+
+
+@dataclass(eq=False)
+class Table:
+    """A table read from an own file, and how it was read.
+
+    Attributes
+    ----------
+    frame
+        The table; its index is the line of the (text) file, header = line 1 (a sheet's
+        row; a Parquet file's row + 1).
+    name
+        The file's name as shown in messages.
+    format
+        Its suffix in :data:`READERS` (``".dat"``...).
+    sep
+        The separator of the text (``","`` for Parquet and Excel, converted to CSV).
+    sep_source
+        ``"detected"``, ``"given"`` or ``""`` (a binary format).
+    compression
+        ``"gzip"``, ``"bz2"``, ``"zip"`` or ``""``.
+    member
+        The table's name inside a ``.zip``.
+    details
+        More of what was read (an Excel sheet).
+    """
+
+    frame: pd.DataFrame
+    name: str
+    format: str
+    sep: str
+    sep_source: str
+    compression: str = ""
+    member: str = ""
+    details: list[str] = field(default_factory=list)
+    _text: bytes = b""
+
+    def describe(self) -> str:
+        """What was read, in words: ``x.dat: tab-separated text (separator detected;
+        --sep to change), 301 rows, 14 columns``."""
+        what = READERS[self.format].label if self.format in (".parquet", ".xlsx") else ""
+        if not what:
+            what = f"{separator_name(self.sep)}-separated text".replace("pipe (|)-", "|-").replace(
+                "spaces-separated", "space-separated"
+            )
+            if self.sep_source == "detected":
+                what += " (separator detected; --sep or the form's Separator to change)"
+        if self.details:
+            what += ", " + ", ".join(self.details)
+        if self.compression:
+            inside = f" holding {_shown(self.member)}" if self.member else ""
+            what = f"{self.compression}-compressed{inside}: {what}"
+        rows, cols = self.frame.shape
+        return f"{self.name}: {what}; {rows:,} rows, {cols:,} columns"
+
+    @property
+    def text(self) -> bytes:
+        """The table as comma-separated UTF-8 text: the file's own text when it was
+        comma-separated, else the table written by pandas (what a saved study keeps)."""
+        if self.sep == ",":
+            return self._text
+        return _csv_text(self.frame)
+
+
+def _raw(source: bytes | str | os.PathLike[str], what: str) -> bytes:
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    from data_loaders.access import check_file
+
+    p = check_file(source, what)
+    size = os.stat(p).st_size
+    if size > limits.MAX_FILE_BYTES:
+        raise _Refused(
+            f"{source}: {size / 2**20:.1f} MB is over {limits.MAX_FILE_MB} MB, the limit for "
+            "an own study (data_loaders.limits.MAX_FILE_MB).",
+            limit=True,
+        )
+    return Path(p).read_bytes()
+
+
+def _prepare(
+    source: bytes | str | os.PathLike[str], name: str | None, sep: str | None, what: str
+) -> tuple[_Source, _Read, str]:
+    shown = name or str(source)
+    src = _open(_raw(source, what), shown)
+    fmt = READERS[src.fmt]
+    inner = f"{shown} ({_shown(src.member)})" if src.member else shown
+    got = fmt.reader(src.data, inner, sep if fmt.text else None)
+    if not fmt.text:
+        _check_text(got.text, f"{shown} (as CSV text)", ",")
+    return src, got, shown
+
+
+def csv_text(
+    source: bytes | str | os.PathLike[str],
+    name: str | None = None,
+    sep: str | None = None,
+    what: str = "choice file",
+) -> bytes:
+    """:attr:`Table.text` of a file without parsing it when it is comma-separated text
+    already (the file's own text, decompressed) or Parquet/Excel (converted); other
+    separators are parsed and written again with commas.
+
+    Raises
+    ------
+    data_loaders.limits.LimitError, pbo_core.data.DataValidationError
+        As :func:`read_table`.
+    """
+    try:
+        _, got, shown = _prepare(source, name, sep, what)
+        if got.sep == ",":
+            return got.text
+        return _csv_text(_parse(got.text, shown, got.sep))
+    except _Refused as exc:
+        _raise(exc)
+
+
+def refusal(
+    source: bytes | str | os.PathLike[str],
+    name: str | None = None,
+    sep: str | None = None,
+    what: str = "choice file",
+) -> str | None:
+    """Why :func:`read_table` would refuse a text file before parsing it (bounds, the
+    separator, compression), with the standard library only; ``None`` when it would go
+    on. Parquet and Excel files are only checked for their size here."""
+    try:
+        raw = _raw(source, what)
+        shown = name or str(source)
+        src = _open(raw, shown)
+        fmt = READERS[src.fmt]
+        if fmt.text:
+            fmt.reader(src.data, shown, sep)
+    except _Refused as exc:
+        return str(exc)
+    except OSError as exc:  # absent, or refused by data_loaders.access
+        return str(exc)
+    return None
+
+
+def read_table(
+    source: bytes | str | os.PathLike[str],
+    name: str | None = None,
+    sep: str | None = None,
+    what: str = "choice file",
+) -> Table:
+    """Read an own table file of any accepted format (:data:`ACCEPTED_SUFFIXES`).
+
+    Parameters
+    ----------
+    source
+        A path (checked by :func:`data_loaders.access.check_file`) or the file's bytes
+        (an upload).
+    name
+        The name shown in messages; its suffixes choose the reader (an upload's base
+        name: never used as a path). Default: the path as given.
+    sep
+        The separator of a text file (see :func:`parse_sep`); ``None`` detects it.
+    what
+        What the file is, for access refusals (``"choice file"``).
+
+    Returns
+    -------
+    Table
+        The table (index = file line) and how it was read.
+
+    Raises
+    ------
+    data_loaders.limits.LimitError
+        Over a bound of :mod:`data_loaders.limits` (or the module's own).
+    pbo_core.data.DataValidationError
+        When it cannot be read; the message names the file and what to do.
+    data_loaders.access.PathRefusedError, FileNotFoundError
+        For a path that may not be opened, or is absent.
+    """
+    try:
+        src, got, shown = _prepare(source, name, sep, what)
+        frame = _parse(got.text, shown, got.sep)
+        if frame.shape[1] < 2:
+            hint = _header_note(got.text, got.sep)
+            raise _Refused(
+                f"{shown}: split by {separator_name(got.sep)} ({got.sep_source or 'as CSV'}) "
+                f"it has one column{hint}; a choice table has several: name the separator "
+                "that splits it (--sep, or the form's Separator)"
+            )
+    except _Refused as exc:
+        _raise(exc)
+    return Table(
+        frame,
+        shown,
+        src.fmt,
+        got.sep,
+        got.sep_source,
+        src.compression,
+        src.member,
+        got.details,
+        got.text,
+    )
