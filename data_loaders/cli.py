@@ -1,11 +1,14 @@
 """``python -m data_loaders``: scripted import of an analyst's own study.
 
-``import-study FILE --title T [--format long|wide] [--attributes A.json] [column flags]``
-checks the file and saves it into the per-user data folder exactly as the Case studies
-page's Add-a-study form does (:func:`data_loaders.user_studies.save_study`;
-``$DTPBO_DATA_HOME`` overrides the folder). What was inferred (layout, alternatives,
-choice column, attribute table, money attribute) is said on stderr, one line each; the
-study's key is printed alone on the last line of stdout. Problems are one line each on
+``import-study FILE --title T [--format long|wide] [--sep S] [--attributes A.json] [column flags]``
+reads the file in any format of :mod:`data_loaders.readers` (CSV with any separator,
+detected unless ``--sep`` names it; TSV, Biogeme's ``.dat``, Parquet, ``.xlsx``; gzip,
+bz2 or a one-table zip of those), checks it and saves it into the per-user data folder
+exactly as the Case studies page's Add-a-study form does
+(:func:`data_loaders.user_studies.save_study`; ``$DTPBO_DATA_HOME`` overrides the folder).
+How it was read (format, separator) and what was inferred (layout, alternatives, choice
+column, attribute table, money attribute) is said on stderr, one line each; the study's
+key is printed alone on the last line of stdout. Problems are one line each on
 stderr, the exit status is 2 and nothing is saved.
 
 On a shared server (``DTPBO_SHARED_SERVER=1``) a study is seen only by the visitor who
@@ -29,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from data_loaders import limits
+from data_loaders import limits, readers
 from data_loaders.access import check_file
 from data_loaders.flags import add_column_args
 
@@ -46,12 +49,21 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser(
         "import-study",
         help="check a choice file and save it as a study (as the Add-a-study form does)",
-        description="Check a choice file (CSV, long or wide; .gz allowed) and save it as a "
-        "study in $DTPBO_DATA_HOME/studies. Prints the study's key on the last line of "
+        description=f"Check a choice file (long or wide; {readers.accepted_text()}) and save "
+        "it as a study in $DTPBO_DATA_HOME/studies. Prints the study's key on the last line of "
         "stdout; what was inferred and any problem go to stderr (exit status 2, nothing "
         "saved, on a problem).",
     )
-    imp.add_argument("file", help="the choice data (CSV)")
+    imp.add_argument(
+        "file",
+        help=f"the choice data ({readers.accepted_text()}); a zip must hold one table",
+    )
+    imp.add_argument(
+        "--sep",
+        default=None,
+        help="the separator of a text file: ',' ';' '\\t' (or tab) '|' or spaces "
+        "(default: detected from the first lines; the detected one is said on stderr)",
+    )
     imp.add_argument("--title", required=True, help="the study's title")
     imp.add_argument(
         "--public",
@@ -85,9 +97,9 @@ def _count(n: int, plural: str) -> str:
 def import_study(args: argparse.Namespace) -> int:
     """Check and save; the exit status.
 
-    The file's access and bounds are checked first, with the standard library only
-    (:func:`data_loaders.limits.csv_file_refusal`); pandas and the data model are loaded
-    after that.
+    The file's access and bounds (and a text file's separator) are checked first, with
+    the standard library only (:func:`data_loaders.readers.refusal`); pandas and the data
+    model are loaded after that.
     """
     path = Path(args.file)
     try:
@@ -95,7 +107,12 @@ def import_study(args: argparse.Namespace) -> int:
     except OSError as exc:  # absent, refused by the access rules
         _say(f"error: {exc}")
         return 2
-    refusal = limits.csv_file_refusal(path, str(path))
+    try:
+        sep = readers.parse_sep(getattr(args, "sep", None))
+    except ValueError as exc:
+        _say(f"error: --sep: {exc}")
+        return 2
+    refusal = readers.refusal(path, str(path), sep)  # the standard library only
     if refusal:
         _say(f"error: {refusal}")
         return 2
@@ -103,7 +120,7 @@ def import_study(args: argparse.Namespace) -> int:
     from pbo_core.data import DataValidationError
 
     try:
-        content = limits.read_csv_bytes(path, str(path))
+        content = path.read_bytes()  # bounded by the refusal above; read by save_study
         attributes = None
         if args.attributes:
             apath = check_file(args.attributes, "attribute table")
@@ -120,6 +137,7 @@ def import_study(args: argparse.Namespace) -> int:
             attributes,
             column_map(args),
             public=bool(getattr(args, "public", False)),
+            sep=sep,
         )
     except (DataValidationError, OSError) as exc:  # limits, access refusals, absent files
         _say(f"error: {exc}")

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from data_loaders import limits
+from data_loaders import limits, readers
 from data_loaders._common import data_home, read_csv_lines, where
 from data_loaders.access import check_file
 from data_loaders.conjoint import (
@@ -109,6 +109,7 @@ __all__ = [
     "owner_refusal",
     "parse_features",
     "read_upload",
+    "read_upload_table",
     "remove_user_study",
     "save_study",
     "set_public",
@@ -177,8 +178,13 @@ def load_choice_file(
     attributes: str | Path | Sequence[Attribute] | None,
     columns: ColumnMap | None = None,
     meta: StudyMeta | None = None,
+    sep: str | None = None,
 ) -> Study:
-    """A choice file (CSV, ``.gz`` allowed) of any shape, through the conjoint loaders.
+    """A choice file of any accepted format and any shape, through the conjoint loaders.
+
+    The file is read by :func:`data_loaders.readers.read_table` (CSV with any separator,
+    detected unless ``sep`` names it, TSV, ``.dat``, Parquet, ``.xlsx``, compressed with
+    gzip, bz2 or zip).
 
     ``attributes=None`` infers the table from the columns (:func:`infer_attributes`, as
     the Add-a-study form does); unset parts of ``columns`` are inferred
@@ -193,8 +199,7 @@ def load_choice_file(
         missing column lists the columns the file has.
     """
     p = check_file(path, "choice file")
-    limits.check_csv_file(p)
-    frame = read_csv_lines(p)
+    frame = readers.read_table(p, str(p), sep).frame
     return build_study(frame, str(p), attributes, columns or ColumnMap(format="auto"), meta)
 
 
@@ -564,21 +569,25 @@ def _attribute_columns_missing(
     return out
 
 
-def read_upload(content: bytes, file: str) -> tuple[pd.DataFrame | None, list[Problem]]:
-    """An uploaded CSV as a table (index = file line), after the limits; or its problem."""
+def read_upload_table(
+    content: bytes, file: str, sep: str | None = None
+) -> tuple[readers.Table | None, list[Problem]]:
+    """An upload (any format of :data:`data_loaders.readers.ACCEPTED_SUFFIXES`, chosen
+    by the suffixes of ``file``, a base name) read after the limits, with how it was read
+    (:meth:`~data_loaders.readers.Table.describe`); or its problem."""
     try:
-        limits.check_csv_bytes(content, file)
+        return readers.read_table(content, file, sep), []
     except DataValidationError as exc:
-        return None, [Problem(file, str(exc))]
-    if content[:2] == b"\x1f\x8b":
-        return None, [Problem(file, "a gzip file: upload the CSV text (decompress it first)")]
-    with _staging() as tmp:
-        staged = Path(tmp) / "choices.csv"
-        staged.write_bytes(content)
-        try:
-            return read_csv_lines(staged), []
-        except DataValidationError as exc:
-            return None, [_problem(exc, file, str(staged))]
+        return None, [_problem(exc, file, file)]
+
+
+def read_upload(
+    content: bytes, file: str, sep: str | None = None
+) -> tuple[pd.DataFrame | None, list[Problem]]:
+    """An upload as a table (index = file line), after the limits; or its problem (see
+    :func:`read_upload_table`)."""
+    table, problems = read_upload_table(content, file, sep)
+    return (None if table is None else table.frame), problems
 
 
 @dataclass
@@ -617,6 +626,7 @@ def check_upload(
     attributes: Sequence[Attribute] | None,
     columns: ColumnMap,
     respondents: tuple[bytes, str] | None = None,
+    sep: str | None = None,
 ) -> tuple[Study | None, list[Problem]]:
     """Check an upload with the loaders; the study, or ``None`` and every problem found.
 
@@ -624,18 +634,22 @@ def check_upload(
     come first (:mod:`data_loaders.limits`), then the columns (a missing one lists those
     the file has); cell problems are all collected; the loader then checks the rest
     (choices per task, flags) and reports its first problem. ``attributes=None`` infers
-    the table, as the command line does without ``--attributes``.
+    the table, as the command line does without ``--attributes``. ``content`` is the
+    file as given, in any accepted format (:func:`read_upload_table`; ``sep`` names a text
+    file's separator, else it is detected).
     """
-    frame, problems = read_upload(content, file)
+    table, problems = read_upload_table(content, file, sep)
+    frame = None if table is None else table.frame
     if respondents is not None:
         try:
             limits.check_csv_bytes(respondents[0], respondents[1])
         except DataValidationError as exc:
             problems.append(Problem(respondents[1], str(exc)))
-    if frame is None or problems:
+    if table is None or frame is None or problems:
         return None, problems
     try:
         cols, notes = resolve_columns(frame, columns, file)
+        notes.insert(0, table.describe())  # how it was read: format, separator, size
         attrs = (
             infer_attributes(frame, cols, notes)
             if attributes is None
@@ -834,6 +848,7 @@ def save_study(
     owner: str = "",
     public: bool = False,
     limit_owner: bool = False,
+    sep: str | None = None,
 ) -> tuple[UserStudy | None, list[Problem]]:
     """Check the upload and, only when it loads, save it as a new study folder.
 
@@ -841,7 +856,9 @@ def save_study(
     ``notes``), so the saved study loads the same way every time. ``owner`` (a visitor's
     hash) and ``public`` say who may see it (:meth:`UserStudy.visible_to`); with
     ``limit_owner`` the owner's limits (:func:`owner_refusal`) are checked first, before
-    anything is parsed.
+    anything is parsed. ``content`` may be any accepted format (``sep``: see
+    :func:`check_upload`); ``choices.csv`` keeps it as comma-separated text
+    (:attr:`data_loaders.readers.Table.text`: the file's own text when it was one).
     """
     title = title.strip() or Path(file).stem
     if limit_owner:
@@ -849,9 +866,10 @@ def save_study(
         refused = owner_refusal(owner, size)
         if refused:
             return None, [Problem(file, refused)]
-    study, problems = check_upload(content, file, attributes, columns, respondents)
+    study, problems = check_upload(content, file, attributes, columns, respondents, sep)
     if study is None:
         return None, problems
+    text = readers.csv_text(content, file, sep)  # parsed again only for another separator
     cols: ColumnMap = study.extras["columns"]
     root = studies_dir()
     root.mkdir(parents=True, exist_ok=True)
@@ -876,7 +894,7 @@ def save_study(
     )
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=root))
     try:
-        (staging / "choices.csv").write_bytes(content)
+        (staging / "choices.csv").write_bytes(text)
         write_attribute_table(list(study.extras["attribute_table"]), staging / "attributes.json")
         if respondents is not None:
             (staging / "respondents.csv").write_bytes(respondents[0])
@@ -951,7 +969,7 @@ def load_user_study(key: str) -> Study:
     if meta is None:
         raise KeyError(f"no imported study {key!r} in {studies_dir()}")
     columns = meta.column_map
-    study = load_choice_file(
+    study = load_choice_file(  # canonical comma-separated text, whatever was uploaded
         folder / "choices.csv",
         read_attribute_table(folder / "attributes.json"),
         columns,
@@ -962,6 +980,7 @@ def load_user_study(key: str) -> Study:
             source=meta.files.get("choices", ""),
             license="your own data",
         ),
+        sep=",",
     )
     if (folder / "respondents.csv").is_file():
         content = (folder / "respondents.csv").read_bytes()
