@@ -21,7 +21,7 @@ import streamlit as st
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from dashboard._uploads import upload_name
-from data_loaders import limits
+from data_loaders import limits, readers
 from data_loaders import user_studies as us
 from data_loaders.layout import default_money_attribute, list_columns, readable
 
@@ -33,6 +33,15 @@ PENDING = "cs_pending_study"
 PICKER = "cs_study"
 #: "No such column" in the column pickers.
 NONE = "(none)"
+#: The form's separator choices: label -> separator (``None``: detected).
+SEPARATORS: dict[str, str | None] = {
+    "detect": None,
+    "comma ,": ",",
+    "semicolon ;": ";",
+    "tab": "\t",
+    "pipe |": "|",
+    "spaces": r"\s+",
+}
 #: Widgets whose choices depend on the uploaded file (reset when another file comes).
 _FILE_KEYS = (
     "add_format",
@@ -100,16 +109,22 @@ def _show_problems(problems: list[us.Problem]) -> None:
 
 
 @st.cache_data(max_entries=2, show_spinner=False)
-def _read(content: bytes, name: str) -> tuple[pd.DataFrame | None, list[us.Problem]]:
-    """The upload as a table (after the limits), read once per file."""
-    return us.read_upload(content, name)
+def _read(
+    content: bytes, name: str, sep: str | None = None
+) -> tuple[pd.DataFrame | None, list[us.Problem], str]:
+    """The upload as a table (after the limits), read once per file and separator, with
+    how it was read (:meth:`data_loaders.readers.Table.describe`)."""
+    table, problems = us.read_upload_table(content, name, sep)
+    if table is None:
+        return None, problems, ""
+    return table.frame, problems, table.describe()
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _inspect(content: bytes, name: str, columns: str) -> us.Inspection:
+def _inspect(content: bytes, name: str, columns: str, sep: str | None = None) -> us.Inspection:
     """:func:`data_loaders.user_studies.inspect_upload` of an upload and a column map
     (JSON), once per pair (reruns redraw the form without inferring again)."""
-    frame, problems = _read(content, name)
+    frame, problems, _ = _read(content, name, sep)
     if frame is None:
         return us.Inspection(None, problems=problems)
     return us.inspect_upload(frame, name, us.ColumnMap.from_json(columns))
@@ -127,16 +142,17 @@ def _pick(col: object, label: str, options: list[str], default: str, key: str, *
     return "" if value == NONE else str(value)
 
 
-def _defaults(content: bytes, name: str, fmt: str | None) -> us.ColumnMap:
+def _defaults(content: bytes, name: str, fmt: str | None, sep: str | None) -> us.ColumnMap:
     """The column map inferred for a layout (``None``: the layout too); falls back to the
     command line's defaults where inference fails."""
-    ins = _inspect(content, name, us.ColumnMap(format=fmt or "auto").to_json())  # type: ignore[arg-type]
+    auto = us.ColumnMap(format=fmt or "auto").to_json()  # type: ignore[arg-type]
+    ins = _inspect(content, name, auto, sep)
     if ins.columns is not None:
         return ins.columns
     return us.ColumnMap(format=fmt or "long")  # type: ignore[arg-type]
 
 
-def _new_file(token: tuple[str, int, int]) -> None:
+def _new_file(token: tuple[str, int, int, str | None]) -> None:
     if st.session_state.get(_FILE_TOKEN) != token:
         for k in list(st.session_state):
             if k in _FILE_KEYS or str(k).startswith(_KEEP):
@@ -171,7 +187,12 @@ def add_study_form() -> None:
         "lines per file. " + where
     )
     up = st.file_uploader(
-        "Choice data (CSV)", type=["csv"], key="add_choices", max_upload_size=us.MAX_UPLOAD_MB
+        "Choice data",
+        type=readers.uploader_types(),
+        key="add_choices",
+        max_upload_size=us.MAX_UPLOAD_MB,
+        help=f"The formats the command line reads too ({readers.accepted_text()}); a "
+        ".zip holds one table, an .xlsx is read from its first sheet.",
     )
     c1, c2 = st.columns(2)
     users_up = c1.file_uploader(
@@ -190,15 +211,24 @@ def add_study_form() -> None:
         return
     name = upload_name(up.name, "choices.csv")
     content = up.getvalue()
-    frame, problems = _read(content, name)
+    sep_label = st.selectbox(
+        "Separator",
+        list(SEPARATORS),
+        key="add_sep",
+        help="Of a text file (.csv, .tsv, .dat, .txt, compressed or not): detected from "
+        "its first lines, or named here (as --sep on the command line). Parquet and "
+        "Excel files have none.",
+    )
+    sep = SEPARATORS.get(str(sep_label))
+    frame, problems, how = _read(content, name, sep)
     if frame is None:
         _show_problems(problems)
         return
-    _new_file((name, len(content), hash(content)))
+    _new_file((name, len(content), hash(content), sep))
     have = [str(c) for c in frame.columns]
-    st.caption(f"**{ui.md(name)}**: {len(frame):,} rows; {ui.md(list_columns(have))}.")
+    st.caption(f"Read {ui.md(how)}; {ui.md(list_columns(have))}.")
 
-    auto = _defaults(content, name, None)
+    auto = _defaults(content, name, None, sep)
     fmt = st.radio(
         "Layout",
         ["long", "wide"],
@@ -208,7 +238,7 @@ def add_study_form() -> None:
         help="Pre-set from the file: wide when a column names the alternatives and there "
         "is no profile column.",
     )
-    guess = auto if auto.format == fmt else _defaults(content, name, fmt)
+    guess = auto if auto.format == fmt else _defaults(content, name, fmt, sep)
     m = st.columns(4)
     respondent = _pick(
         m[0], "Respondent column", have, guess.respondent, "add_col_resp",
@@ -277,7 +307,7 @@ def add_study_form() -> None:
         opt_out=tuple(v.strip() for v in opt_out.split(",") if v.strip()),
         alternative_attribute=bool(alt_attr),
     )
-    ins = _inspect(content, name, columns.to_json())
+    ins = _inspect(content, name, columns.to_json(), sep)
     if ins.columns is None:
         _show_problems(ins.problems)
         return
@@ -352,7 +382,9 @@ def add_study_form() -> None:
                 else None
             )
             with st.spinner("Checking every row with the loaders..."):
-                meta, problems = svc.import_study(title, content, name, attributes, columns, users)
+                meta, problems = svc.import_study(
+                    title, content, name, attributes, columns, users, sep=sep
+                )
         if problems:
             _show_problems(problems)
             return

@@ -440,10 +440,12 @@ def import_study(
     attributes: list[Any],
     columns: user_studies.ColumnMap,
     respondents: tuple[bytes, str] | None = None,
+    sep: str | None = None,
 ) -> tuple[user_studies.UserStudy | None, list[user_studies.Problem]]:
     """Check and save an uploaded study as this visitor's (nothing is saved when there is
     a problem; on a shared server the visitor's limits come first); the study lists
-    refresh at once."""
+    refresh at once. ``content`` is the file in any accepted format
+    (:mod:`data_loaders.readers`; ``sep``: a text file's separator, ``None`` detects it)."""
     meta, problems = user_studies.save_study(
         title,
         content,
@@ -453,6 +455,7 @@ def import_study(
         respondents,
         owner=visitor(),
         limit_owner=shared_server(),
+        sep=sep,
     )
     if meta is not None:
         _list_studies.clear()
