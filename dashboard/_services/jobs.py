@@ -427,6 +427,9 @@ class JobService:
     def __init__(self, workers: int = WORKERS) -> None:
         self.n_workers = workers
         self._jobs: dict[str, Job] = {}
+        #: per key, the browser tabs shown a failed or cancelled job of that key that is
+        #: no longer in the table (replaced, or forgotten by "Try again")
+        self._saw_end: dict[str, set[str]] = {}
         self._queue: list[tuple[int, int, str]] = []
         self._order = itertools.count()
         self._workers: list[_Worker] = []
@@ -452,8 +455,15 @@ class JobService:
         **kwargs: Any,
     ) -> Job:
         """The job ``key``: the one already known (a background job someone now waits for
-        moves up to ``priority``; a failed or cancelled one stays so until
-        :meth:`forget`), else its result read from disk, else a new job queued.
+        moves up to ``priority``), else its result read from disk, else a new job queued.
+
+        A failed or cancelled job is never the answer for someone else: a browser tab
+        that has seen this key's job end (it asked for it before it ended, or was shown
+        an earlier end of the same key) keeps seeing it, with its sentence and "Try again"
+        (:meth:`forget`), but any other tab that asks starts it afresh (a fresh browser
+        on the same study after a budget was hit or a worker was killed); a caller outside
+        any tab (the background precompute) gets it as it is, so a computation that failed
+        is not retried in a loop, nor restarted by every rerun of two tabs that saw it end.
 
         ``fn(*args, **kwargs, progress=...)`` runs in a worker; it and its arguments must
         pickle. ``cached=False`` keeps the result off the disk. ``priority`` defaults to
@@ -463,8 +473,10 @@ class JobService:
             priority = getattr(_DEFAULT, "priority", VISITOR)
         with self._lock:
             job = self._jobs.get(key)
-            if job is not None and job.abandoned:  # asked for again: start it anew
-                self._jobs.pop(key, None)
+            if job is not None and job.state == "done":
+                self._saw_end.pop(key, None)
+            if job is not None and (job.abandoned or self._stale_for_caller(job)):
+                self._drop(job)  # asked for again: start it anew
                 job = None
             if job is not None:
                 self._watch(job, priority)
@@ -490,6 +502,23 @@ class JobService:
             heapq.heappush(self._queue, (priority, next(self._order), key))
             self._dispatch()
             return job
+
+    def _stale_for_caller(self, job: Job) -> bool:
+        """Is ``job`` failed or cancelled, and asked for by a browser tab that has seen no
+        end of this key's job (neither this one's nor an earlier one's)? Such a tab starts
+        it afresh (:meth:`submit`)."""
+        if job.state not in ("failed", "cancelled"):
+            return False
+        sid = _session_id()
+        seen = job.watchers | self._saw_end.get(job.key, set())
+        return sid is not None and sid not in seen
+
+    def _drop(self, job: Job) -> None:
+        """Take an ended job out of the table, remembering the tabs that saw it end."""
+        if self._jobs.get(job.key) is job:
+            self._jobs.pop(job.key)
+        if job.done and job.state != "done" and job.watchers:
+            self._saw_end.setdefault(job.key, set()).update(job.watchers)
 
     def cancel(self, key: str) -> None:
         """Drop a queued job, or stop the worker running it (a fresh one replaces it)."""
@@ -550,7 +579,9 @@ class JobService:
         """Forget a job (cancelling it if it runs): the next :meth:`submit` starts anew."""
         self.cancel(key)
         with self._lock:
-            self._jobs.pop(key, None)
+            job = self._jobs.get(key)
+            if job is not None:
+                self._drop(job)
 
     def jobs(self) -> list[Job]:
         """Every job of this process, oldest first."""

@@ -190,9 +190,11 @@ def background_choice() -> bool:
 def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
     """The study's most accurate tree model (held-out), computed once by a job.
 
-    ``None`` while the comparison runs or when it is off (:func:`background_choice`) and
-    not done yet; ``wait=True`` starts it if needed and blocks until it is done. A failed
-    comparison raises its error.
+    ``None`` while the comparison runs, when it failed or was cancelled (the pages then
+    open on the paper DT and show the comparison's job: its one sentence and "Try again",
+    ``dashboard._progress.result``) or when it is off (:func:`background_choice`) and not
+    done yet; ``wait=True`` starts it if needed and blocks until it is done (a failed
+    comparison then raises its error).
     """
     if not wait and not background_choice():
         key = jobs.job_key("choice", fingerprint(study), names(role="explorer"), CHOICE_RESPONDENTS)
@@ -201,8 +203,6 @@ def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
     job = choice_job(study)
     if wait:
         return job.wait()
-    if job.state == "failed" and job.error is not None:
-        raise job.error
     return job.result if job.state == "done" else None
 
 
@@ -218,12 +218,14 @@ def default_model(study: Study, choices: Sequence[str]) -> tuple[str, TreeChoice
     return choice.best, choice
 
 
-def tradeoff_table(model: Any, money: str | None = None) -> pd.DataFrame:
-    """Value of time and the other trade-offs per leaf (numbered as drawn) and overall,
-    divided by the money attribute ``money`` (default: the one measured in money)."""
+def tradeoff_table(model: Any, money: str | None = None, time: str | None = None) -> pd.DataFrame:
+    """Value of time (of the plan's travel-time attribute ``time``) and the other
+    trade-offs per leaf (numbered as drawn) and overall, divided by the money attribute
+    ``money`` (default: the one measured in money)."""
     if not labels.has_slopes(model):
         return pd.DataFrame()
-    return labels.tradeoff_table(labels.tradeoffs(model, money=money), leaf_numbers(model))
+    rows = labels.tradeoffs(model, money=money, time=time)
+    return labels.tradeoff_table(rows, leaf_numbers(model))
 
 
 def money_choice(study: Study) -> tuple[list[str | None], str | None, str]:
@@ -231,6 +233,14 @@ def money_choice(study: Study) -> tuple[list[str | None], str | None, str]:
     the study's own one (:func:`pbo_core.explain.labels.money_attribute`) and why."""
     default, why = labels.money_attribute(study)
     return [*labels.money_candidates(study.schema), None], default, why
+
+
+def time_choice(study: Study) -> tuple[list[str | None], str | None, str]:
+    """The travel-time attributes a page offers (numeric attributes, ``None`` = no value
+    of time), the analysis plan's (:func:`pbo_core.explain.labels.time_attribute`) and why."""
+    default, why = labels.time_attribute(study)
+    nums = [f.name for f in study.schema.features if f.kind == "numeric"]
+    return [*nums, None], default, why
 
 
 def default_sensitive(study: Study) -> list[str]:
@@ -330,7 +340,10 @@ def items_table(model: Any, data: PreferenceData) -> pd.DataFrame:
 
 
 def leaf_table(
-    model: Any, data: PreferenceData | None = None, money: str | None = None
+    model: Any,
+    data: PreferenceData | None = None,
+    money: str | None = None,
+    time: str | None = None,
 ) -> pd.DataFrame:
     """One row per leaf (numbered in rank order): rank, posterior, conditions and, given
     ``data``, every item by name with the comparisons it won and lost; linear leaves add
@@ -363,7 +376,7 @@ def leaf_table(
             )
         if labels.has_slopes(model):
             row["slopes (utility per unit)"] = "; ".join(labels.leaf_slope_lines(model, s.leaf))
-            vot = labels.value_of_time(model, money).get(s.leaf)
+            vot = labels.value_of_time(model, money, time).get(s.leaf)
             if vot is not None:
                 row[f"value of time (money: {vot.money}) [95% CI]"] = labels.ratio_text(
                     vot.ratio, vot.unit, money=vot.money
@@ -381,9 +394,10 @@ def tree_view(
     sensitive: Sequence[str] = (),
     title: str | None = None,
     money: str | None = None,
+    time: str | None = None,
 ) -> explain.TreeView:
     """The drawable tree with each leaf's items named (from ``data``); trade-offs divide
-    by the money attribute ``money``."""
+    by the money attribute ``money``; the value of time is the plan's ``time``'s."""
     return explain.tree_view(
         model,
         data=data,
@@ -392,6 +406,7 @@ def tree_view(
         sensitive=sensitive,
         title=title,
         money=money,
+        time=time,
     )
 
 

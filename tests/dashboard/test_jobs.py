@@ -14,6 +14,7 @@ import pytest
 from dashboard._services import jobs
 from data_loaders.registry import load_study
 from pbo_core.experiments import tree_choice
+from tests.dashboard._shown import shown
 from tests.fixtures import job_bodies
 
 
@@ -333,3 +334,100 @@ def test_set_priority_reaches_every_thread_of_a_worker(tmp_path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_failed_or_cancelled_job_is_started_afresh_for_the_next_visitor(
+    service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job stopped at its budget, killed with its worker or cancelled is no answer for
+    anyone else: the tab that saw it end keeps it (its sentence and "Try again"), the
+    background precompute too (no retry loop), a fresh browser tab starts it afresh."""
+    asking: list[str | None] = ["tab-1"]
+    monkeypatch.setattr(jobs, "_session_id", lambda: asking[0])
+
+    def ended(key: str, start) -> jobs.Job:
+        asking[0] = "tab-1"
+        job = start(key)
+        _until(lambda: job.done)
+        assert job.state in ("failed", "cancelled")
+        assert service.submit(key, "again", job_bodies.steps, 1, 0.0) is job  # seen it end
+        asking[0] = None  # the background walk: the job as it is
+        assert service.submit(key, "again", job_bodies.steps, 1, 0.0) is job
+        asking[0] = "tab-2"  # a new visitor: afresh
+        fresh = service.submit(key, "again", job_bodies.steps, 1, 0.0, cached=False)
+        assert fresh is not job and fresh.wait(120) != os.getpid() and fresh.state == "done"
+        assert service.get(key) is fresh
+        asking[0] = "tab-1"  # the first tab now finds the fresh job's result too
+        assert service.submit(key, "again", job_bodies.steps, 1, 0.0) is fresh
+        return job
+
+    # a worker killed under its job
+    died = ended("t-afresh-die", lambda k: service.submit(k, "dying", job_bodies.die, cached=False))
+    assert "the worker process stopped" in str(died.error)
+
+    # the time budget
+    def over_budget(key: str) -> jobs.Job:
+        monkeypatch.setenv("DTPBO_JOB_SECONDS", "1")
+        return service.submit(key, "Stepping", job_bodies.steps, 600, 0.1, cached=False)
+
+    slow = ended("t-afresh-slow", over_budget)
+    assert isinstance(slow.error, jobs.JobLimitError)
+    monkeypatch.delenv("DTPBO_JOB_SECONDS")
+
+    # cancelled by its visitor
+    def cancelled(key: str) -> jobs.Job:
+        job = service.submit(key, "Stepping", job_bodies.steps, 600, 0.1, cached=False)
+        _until(lambda: job.state == "running")
+        service.cancel(key)
+        return job
+
+    assert ended("t-afresh-cancel", cancelled).state == "cancelled"
+
+
+def test_the_tree_explorer_says_a_failed_comparison_and_offers_to_try_again(
+    app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held-out comparison that picks the Tree explorer's model stopped at its budget:
+    the page draws the paper DT with the budget's sentence and "Try again" (not "Something
+    went wrong"), Case studies opens; the next browser tab starts the comparison afresh,
+    the tab that saw it fail keeps the sentence until "Try again"."""
+    from dashboard._services import trees
+
+    monkeypatch.delenv("DTPBO_NO_TREE_CHOICE")  # the comparison starts with the page
+    sentence = (
+        "Comparing the tree models took longer than 1 s, this server's budget for one "
+        "computation (DTPBO_JOB_SECONDS), and was stopped: choose fewer respondents or a "
+        "smaller study."
+    )
+    calls: list[str] = []
+
+    def over_budget(*args, progress) -> None:
+        calls.append("compare")
+        raise jobs.JobLimitError(sentence)
+
+    monkeypatch.setattr(trees, "compare_models", over_budget)
+    asking = ["tab-1"]
+    monkeypatch.setattr(jobs, "_session_id", lambda: asking[0])
+
+    at = app("tree_explorer", sel_study="electricity")
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert any(sentence in shown(e) for e in errors), errors
+    assert not any("Something went wrong" in shown(e) for e in errors), errors
+    assert at.button(key="te_choice::retry").label == "Try again"
+    assert at.metric[0].label == "Leaves"  # the paper DT is drawn meanwhile
+    assert calls == ["compare"]
+    at.run()  # the same tab: the sentence again, no new start
+    assert calls == ["compare"] and any(sentence in shown(e.value) for e in at.error)
+    cs = app("case_studies", sel_study="electricity")  # the study's page opens too
+    assert not cs.exception, [e.value for e in cs.exception]
+    assert calls == ["compare"]
+
+    asking[0] = "tab-2"  # a fresh browser on the same study: started afresh
+    app("tree_explorer", sel_study="electricity")
+    assert calls == ["compare", "compare"]
+
+    asking[0] = "tab-1"  # the first tab's "Try again": started afresh for it too
+    at.button(key="te_choice::retry").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert calls == ["compare", "compare", "compare"]
