@@ -15,8 +15,9 @@ queues the bundled studies' tree comparisons as background jobs. ``make run`` us
 
 It also serves safely by default (:mod:`dashboard._server`): 127.0.0.1 only unless in
 shared mode (``DTPBO_SHARED_SERVER=1``, ``make serve``: all interfaces), no error details
-on pages, uploads capped, the visitor cookie set by the server (httpOnly), and SIGTERM
-ends the process within a few seconds whatever a page is computing.
+on pages, uploads capped, the visitor cookie set by the server (httpOnly), only loopback
+``Host`` and ``Origin`` headers answered unless in shared mode (no DNS rebinding), and
+SIGTERM ends the process within a few seconds whatever a page is computing.
 """
 
 from __future__ import annotations
@@ -118,12 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     """Start :func:`preload_and_report` in the background, then ``streamlit run`` the app
     with the safe options of :func:`dashboard._server.server_args`."""
     args = sys.argv[1:] if argv is None else list(argv)
+    shared = shared_server()
     try:
-        args = _server.server_args(args, shared=shared_server())
+        args = _server.server_args(args, shared=shared)
     except _server.LaunchError as exc:
         print(f"python -m dashboard: {exc}", file=sys.stderr)
         return 2
-    _server.install()
+    _server.install(shared=shared)
     _log_errors()
     threading.Thread(target=preload_and_report, name="dtpbo-preload", daemon=True).start()
     sys.argv = ["streamlit", "run", str(APP), *args]

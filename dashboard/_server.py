@@ -21,6 +21,15 @@ an ASGI middleware added to Streamlit's own): the browser sends it with the webs
 handshake, where the page reads it (``st.context.cookies``), and no script can read it.
 A server started otherwise (``streamlit run``) falls back to the page's script cookie.
 
+**Loopback names only (personal mode).** A personal server answers only requests whose
+``Host`` header names this machine (``127.0.0.1``, ``localhost``, ``[::1]``, any port)
+and whose ``Origin``, when there is one, does too (:class:`LoopbackOnly`, an ASGI
+middleware before Streamlit's own): anything else gets 403, the websocket included. A web
+page the user visits elsewhere cannot drive the trusted single-user UI by DNS rebinding
+(its name resolving to 127.0.0.1: the browser then sends its own name as ``Host``), nor
+open the websocket from its own origin. Shared mode, behind its reverse proxy, names its
+hosts itself (``server.allowedHosts``, docs/shared-server.md).
+
 **SIGTERM stops the server within** :data:`STOP_GRACE_S` **seconds.** Streamlit's own
 handler stops the server; if the process is still alive after the grace period (a page's
 computation holding the interpreter), :mod:`faulthandler`'s watchdog thread, which needs
@@ -36,6 +45,7 @@ import re
 import secrets
 import signal
 import sys
+import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
@@ -47,6 +57,7 @@ __all__ = [
     "UPLOAD_MB",
     "VISITOR_COOKIE",
     "LaunchError",
+    "LoopbackOnly",
     "VisitorCookie",
     "install",
     "server_args",
@@ -182,9 +193,74 @@ class VisitorCookie:
         await self.app(scope, receive, send_with_cookie)
 
 
-def _add_cookie_middleware() -> bool:
-    """Put :class:`VisitorCookie` in front of Streamlit's middleware; ``False`` when this
-    Streamlit has no such hook (the page then falls back to its script cookie)."""
+# ----------------------------------------------------------------------------- loopback names
+def loopback_host(host: str) -> bool:
+    """Does a ``Host`` header (``name[:port]``) name this machine: ``localhost``, a
+    loopback address (``127.0.0.1``, ``[::1]``), any port? Nothing else (no user part,
+    path or malformed port)."""
+    try:
+        parts = urllib.parse.urlsplit(f"//{host.strip()}")
+        _ = parts.port  # a malformed port raises
+    except ValueError:
+        return False
+    name = parts.hostname
+    if not name or parts.username is not None or parts.password is not None:
+        return False
+    if parts.path or parts.query or parts.fragment:
+        return False
+    return _loopback(name) and not name.strip().endswith(".")
+
+
+def loopback_origin(origin: str) -> bool:
+    """Is an ``Origin`` header a page of this machine (``http(s)://`` and a loopback
+    name, :func:`loopback_host`)? ``null`` (a sandboxed frame, a file) is not."""
+    parts = urllib.parse.urlsplit(origin.strip())
+    return parts.scheme in ("http", "https") and loopback_host(parts.netloc)
+
+
+def loopback_request(scope: Scope) -> bool:
+    """Do a request's ``Host`` and ``Origin`` headers name this machine (either may be
+    missing: no browser leaves out the ``Host``, and a request without ``Origin`` comes
+    from no other page)?"""
+    host = _header(scope, b"host")
+    origin = _header(scope, b"origin")
+    return (not host or loopback_host(host)) and (not origin or loopback_origin(origin))
+
+
+#: The body of the 403 a personal server sends to another host name.
+REFUSED = (
+    b"403 Forbidden: this personal DT-PBO Explorer answers only at http://127.0.0.1 or "
+    b"http://localhost (a shared server: DTPBO_SHARED_SERVER=1, docs/shared-server.md).\n"
+)
+
+
+class LoopbackOnly:
+    """ASGI middleware of a personal server: an HTTP request or a websocket whose
+    ``Host`` or ``Origin`` names another host is refused with 403 (:func:`loopback_request`;
+    a websocket is closed before it is accepted, which the server answers with 403), so a
+    page of another site cannot reach the server by DNS rebinding."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope.get("type")
+        if kind not in ("http", "websocket") or loopback_request(scope):
+            await self.app(scope, receive, send)
+            return
+        if kind == "websocket":
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        headers = [(b"content-type", b"text/plain; charset=utf-8")]
+        await send({"type": "http.response.start", "status": 403, "headers": headers})
+        await send({"type": "http.response.body", "body": REFUSED})
+
+
+def _add_middleware(shared: bool) -> bool:
+    """Put :class:`VisitorCookie` (and, on a personal server, :class:`LoopbackOnly`
+    before it) in front of Streamlit's middleware; ``False`` when this Streamlit has no
+    such hook (the page then falls back to its script cookie)."""
     try:
         from starlette.middleware import Middleware
         from streamlit.web.server.starlette import starlette_app
@@ -193,9 +269,10 @@ def _add_cookie_middleware() -> bool:
     make = getattr(starlette_app, "create_streamlit_middleware", None)
     if make is None or getattr(make, "_dtpbo", False):
         return make is not None
+    guard = [] if shared else [Middleware(LoopbackOnly)]
 
     def with_cookie() -> list[Any]:
-        return [Middleware(VisitorCookie), *make()]
+        return [*guard, Middleware(VisitorCookie), *make()]
 
     with_cookie._dtpbo = True  # type: ignore[attr-defined]
     starlette_app.create_streamlit_middleware = with_cookie
@@ -238,7 +315,8 @@ def _wrap_signal_handlers() -> bool:
     return True
 
 
-def install() -> dict[str, bool]:
-    """Hook the cookie middleware and the stop watchdog into Streamlit (before it starts);
-    which hooks took."""
-    return {"cookie": _add_cookie_middleware(), "stop": _wrap_signal_handlers()}
+def install(*, shared: bool) -> dict[str, bool]:
+    """Hook the cookie middleware (on a personal server, ``shared`` false, the loopback
+    check before it) and the stop watchdog into Streamlit (before it starts); which hooks
+    took."""
+    return {"cookie": _add_middleware(shared), "stop": _wrap_signal_handlers()}

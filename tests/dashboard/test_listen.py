@@ -1,10 +1,14 @@
-"""``python -m dashboard`` (what ``make run`` starts) listens on 127.0.0.1 only; shared mode
-is what opens it to a network (``make serve``). Read from the kernel's socket table
-(``/proc/net/tcp``, ``tcp6``: what ``ss -ltn`` prints), with a real server."""
+"""``python -m dashboard`` (what ``make run`` starts) listens on 127.0.0.1 only and answers
+only loopback ``Host`` and ``Origin`` headers (no DNS rebinding); shared mode is what opens
+it to a network (``make serve``) and to its host names. Read from the kernel's socket table
+(``/proc/net/tcp``, ``tcp6``: what ``ss -ltn`` prints) and raw requests, with a real
+server."""
 
 from __future__ import annotations
 
+import base64
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -39,7 +43,65 @@ def listening(port: int) -> set[str]:
     return out
 
 
-def serve(tmp_path: Path, shared: bool) -> set[str]:
+#: The requests :func:`serve` sends: (what, path, Host, Origin, websocket upgrade); the
+#: Host's ``{port}`` is the server's.
+PROBES = [
+    ("page", "/", "127.0.0.1:{port}", None, False),
+    ("page as localhost", "/", "localhost:{port}", None, False),
+    ("page as [::1]", "/", "[::1]:{port}", None, False),
+    ("websocket", "/_stcore/stream", "127.0.0.1:{port}", "http://127.0.0.1:{port}", True),
+    (
+        "websocket from localhost",
+        "/_stcore/stream",
+        "localhost:{port}",
+        "http://localhost:{port}",
+        True,
+    ),
+    ("page, rebound name", "/", "evil.example:{port}", None, False),
+    ("health, rebound name", "/_stcore/health", "evil.example", None, False),
+    (
+        "websocket, rebound name",
+        "/_stcore/stream",
+        "evil.example:{port}",
+        "http://evil.example:{port}",
+        True,
+    ),
+    ("websocket, other origin", "/_stcore/stream", "127.0.0.1:{port}", "http://evil.example", True),
+    ("websocket, null origin", "/_stcore/stream", "127.0.0.1:{port}", "null", True),
+    ("page, loopback prefix", "/", "127.0.0.1.evil.example:{port}", None, False),
+]
+
+
+def status(port: int, path: str, host: str, origin: str | None, websocket: bool) -> int:
+    """The HTTP status the server answers a request (a websocket upgrade: 101 if taken)."""
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}"]
+    if origin is not None:
+        lines.append(f"Origin: {origin}")
+    if websocket:
+        key = base64.b64encode(os.urandom(16)).decode()
+        lines += [
+            "Upgrade: websocket",
+            "Connection: Upgrade",
+            f"Sec-WebSocket-Key: {key}",
+            "Sec-WebSocket-Version: 13",
+            "Sec-WebSocket-Protocol: streamlit",
+        ]
+    else:
+        lines.append("Connection: close")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        head = b""
+        while b"\r\n" not in head:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    return int(head.split(b" ", 2)[1])
+
+
+def serve(tmp_path: Path, shared: bool) -> tuple[set[str], dict[str, int]]:
+    """Start ``python -m dashboard`` (personal or shared mode): the addresses it listens
+    on and the status of each of :data:`PROBES`."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DTPBO_")}
     env.update(
@@ -59,15 +121,41 @@ def serve(tmp_path: Path, shared: bool) -> set[str]:
                     break
                 except OSError:
                     time.sleep(0.3)
-            return listening(port)
+            answers = {
+                what: status(
+                    port, path, host.format(port=port), origin and origin.format(port=port), ws
+                )
+                for what, path, host, origin, ws in PROBES
+            }
+            return listening(port), answers
         finally:
             proc.terminate()
             proc.wait(30)
 
 
 def test_a_personal_server_listens_on_this_machine_only(tmp_path: Path) -> None:
-    assert serve(tmp_path, shared=False) == {"127.0.0.1"}
+    """127.0.0.1 only, and a request naming another host (a page that rebound its name to
+    127.0.0.1, or opened the websocket from its own origin) is refused: 403."""
+    addresses, answers = serve(tmp_path, shared=False)
+    assert addresses == {"127.0.0.1"}
+    assert answers == {
+        "page": 200,
+        "page as localhost": 200,
+        "page as [::1]": 200,
+        "websocket": 101,
+        "websocket from localhost": 101,
+        "page, rebound name": 403,
+        "health, rebound name": 403,
+        "websocket, rebound name": 403,
+        "websocket, other origin": 403,
+        "websocket, null origin": 403,
+        "page, loopback prefix": 403,
+    }
 
 
 def test_shared_mode_opens_the_network(tmp_path: Path) -> None:
-    assert serve(tmp_path, shared=True) == {"0.0.0.0"}
+    """All interfaces, every host name (the reverse proxy in front names its hosts,
+    docs/shared-server.md)."""
+    addresses, answers = serve(tmp_path, shared=True)
+    assert addresses == {"0.0.0.0"}
+    assert answers["page, rebound name"] == 200 and answers["websocket, rebound name"] == 101

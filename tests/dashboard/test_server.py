@@ -100,3 +100,102 @@ def test_the_checkouts_streamlit_config_parses_with_its_settings() -> None:
     assert cfg["server"]["maxUploadSize"] == _server.UPLOAD_MB
     assert cfg["client"]["showErrorDetails"] == "none"
     assert cfg["runner"]["postScriptGC"] is False
+
+
+@pytest.mark.parametrize(
+    ("host", "ok"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.1:8501", True),
+        ("localhost:8501", True),
+        ("LOCALHOST", True),
+        ("[::1]:8501", True),
+        ("[::1]", True),
+        ("127.0.0.2:80", True),  # all of 127/8 is this machine
+        ("evil.example", False),
+        ("evil.example:8501", False),
+        ("127.0.0.1.evil.example:8501", False),
+        ("localhost.evil.example", False),
+        ("localhost.", False),
+        ("0.0.0.0:8501", False),
+        ("192.168.1.7:8501", False),
+        ("user@127.0.0.1:8501", False),
+        ("127.0.0.1:8501/x", False),
+        ("127.0.0.1:port", False),
+        ("", False),
+    ],
+)
+def test_loopback_host_names(host: str, ok: bool) -> None:
+    assert _server.loopback_host(host) is ok
+
+
+@pytest.mark.parametrize(
+    ("origin", "ok"),
+    [
+        ("http://127.0.0.1:8501", True),
+        ("http://localhost:8501", True),
+        ("https://[::1]:8501", True),
+        ("http://evil.example", False),
+        ("http://evil.example:8501", False),
+        ("null", False),
+        ("file://", False),
+        ("ftp://127.0.0.1", False),
+    ],
+)
+def test_loopback_origins(origin: str, ok: bool) -> None:
+    assert _server.loopback_origin(origin) is ok
+
+
+def _guarded(kind: str, headers: list[tuple[bytes, bytes]]) -> tuple[bool, list[dict]]:
+    """Run :class:`_server.LoopbackOnly` on one request: whether the app behind it ran,
+    and what was sent."""
+    reached: list[bool] = []
+    sent: list[dict] = []
+
+    async def app(scope, receive, send) -> None:
+        reached.append(True)
+
+    async def send(message) -> None:
+        sent.append(message)
+
+    async def receive():
+        return {"type": "websocket.connect" if kind == "websocket" else "http.request"}
+
+    scope = {"type": kind, "headers": headers}
+    asyncio.run(_server.LoopbackOnly(app)(scope, receive, send))
+    return bool(reached), sent
+
+
+def test_a_personal_server_refuses_other_host_names_and_origins() -> None:
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 sends
+    ``Host: evil.example``; a page of another site opening the websocket sends its
+    ``Origin``. Both are refused (403; a websocket closed before it is accepted, which the
+    server answers with 403); loopback names pass, as does a request without either."""
+    ok = [(b"host", b"127.0.0.1:8501"), (b"origin", b"http://localhost:8501")]
+    for kind in ("http", "websocket"):
+        assert _guarded(kind, ok) == (True, [])
+        assert _guarded(kind, []) == (True, [])
+    reached, sent = _guarded("http", [(b"host", b"evil.example:8501")])
+    assert not reached and sent[0]["status"] == 403 and b"127.0.0.1" in sent[1]["body"]
+    reached, sent = _guarded("websocket", [(b"host", b"evil.example:8501")])
+    assert not reached and sent == [{"type": "websocket.close", "code": 1008}]
+    bad_origin = [(b"host", b"127.0.0.1:8501"), (b"origin", b"http://evil.example")]
+    assert _guarded("websocket", bad_origin)[0] is False
+    assert _guarded("http", bad_origin)[1][0]["status"] == 403
+    # the lifespan (and any other kind of scope) passes
+    assert _guarded("lifespan", [(b"host", b"evil.example")])[0] is True
+
+
+def test_only_a_personal_server_installs_the_loopback_check(monkeypatch) -> None:
+    from starlette.middleware import Middleware
+    from streamlit.web.server.starlette import starlette_app
+
+    def streamlits() -> list[Middleware]:  # Streamlit's own stack (a launcher test in
+        return [Middleware(dict)]  # this process may have wrapped the real one already)
+
+    personal = [_server.LoopbackOnly, _server.VisitorCookie]
+    for shared, ours in ((False, personal), (True, [_server.VisitorCookie])):
+        monkeypatch.setattr(starlette_app, "create_streamlit_middleware", streamlits)
+        assert _server._add_middleware(shared)
+        stack = [m.cls for m in starlette_app.create_streamlit_middleware()]
+        assert stack == [*ours, dict]
