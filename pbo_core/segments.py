@@ -773,11 +773,12 @@ class SegmentLogitHierarchy:
 
     def money_column(self, money: str | None = None) -> int | None:
         """Design column of the money attribute: ``money`` (a feature name) when given,
-        else the study's (``extras["money_attribute"]``), else a column named ``cost``
-        or measured in money (:func:`pbo_core.explain.labels.is_money`)."""
+        else the analysis plan's (:func:`pbo_core.explain.labels.money_attribute`);
+        without a study, a column named ``cost`` or measured in money."""
         names = self.arr_.design.names
         if money is None and self.study_ is not None:
             money = labels.money_attribute(self.study_)[0]
+            return names.index(money) if money in names else None
         if money is not None:
             return names.index(money) if money in names else None
         schema = self.arr_.design.schema
@@ -786,11 +787,20 @@ class SegmentLogitHierarchy:
                 return j
         return None
 
-    def segment_table(self, money: str | None = None) -> pd.DataFrame:
+    def time_column(self, time: str | None = None) -> int:
+        """Design column of the travel-time attribute (``-1``: none): ``time`` when given,
+        else the analysis plan's; without a study, a column named ``time``."""
+        names = self.arr_.design.names
+        if time is None:
+            time = labels.time_attribute(self.study_)[0] if self.study_ is not None else "time"
+        return names.index(time) if time in names else -1
+
+    def segment_table(self, money: str | None = None, time: str | None = None) -> pd.DataFrame:
         """One row per segment: who, size, every coefficient in units, value of time [95 % CI].
 
-        The value of time divides the time slope by the slope of the money attribute
-        (``money``, default :meth:`money_column`) with Fieller's 95 % interval
+        The value of time divides the slope of the travel-time attribute (``time``, default
+        the analysis plan's: none named, no value of time) by the slope of the money
+        attribute (``money``, default :meth:`money_column`) with Fieller's 95 % interval
         (:func:`pbo_core.explain.labels.fieller_ratio`); when the money slope's own 95 %
         interval includes 0 the ratio is not identified: ``value of time`` is NaN and the
         text says why. Numbers are rounded to the precision of their interval.
@@ -798,14 +808,7 @@ class SegmentLogitHierarchy:
         design = self.arr_.design
         names = design.names
         schema = design.schema
-        it = next(
-            (
-                j
-                for j, n in enumerate(names)
-                if n in schema.names and labels.hours_per_unit(schema[n]) is not None
-            ),
-            names.index("time") if "time" in names else -1,
-        )
+        it = self.time_column(time)
         ic = self.money_column(money)
         ic = -1 if ic is None else ic
         money_col = design.columns[ic] if ic >= 0 else None

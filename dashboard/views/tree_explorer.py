@@ -154,10 +154,11 @@ pick = st.selectbox(
 )
 highlight = data.X[pick] if pick >= 0 else None
 
-money = None
-if has_slopes(model):  # trade-offs: the analyst says what money is
+money = time_attr = None
+if has_slopes(model):  # trade-offs: the analyst says what money and travel time are
     money_options, money_default, money_why = svc.money_choice(study)
-    c_money, c_money_why = st.columns([1, 2])
+    time_options, time_default, time_why = svc.time_choice(study)
+    c_money, c_time, c_money_why = st.columns([1, 1, 2])
     money = c_money.selectbox(
         "Money attribute (divides every trade-off)",
         money_options,
@@ -168,11 +169,27 @@ if has_slopes(model):  # trade-offs: the analyst says what money is
         "this attribute's slope. The study's own choice is pre-selected (set at import "
         "with --money-attribute or the Add-a-study form).",
     )
+    time_attr = c_time.selectbox(
+        "Travel-time attribute (value of time)",
+        time_options,
+        index=time_options.index(time_default),
+        format_func=lambda n: "(none: no value of time)" if n is None else study.schema[n].display,
+        key=f"te_time::{key}",
+        help="The value of time divides this attribute's slope by the money slope. Only an "
+        "attribute the analysis plan or you name is a travel time: a duration in seconds "
+        "may be an acceleration.",
+    )
     c_money_why.caption(
         "Willingness to pay and value of time are in units of **"
         + ("—" if money is None else ui.md(study.schema[money].display))
         + "**"
         + (f" ({ui.md(money_why)})." if money == money_default and money is not None else ".")
+        + (
+            f" Travel time: **{ui.md(study.schema[time_attr].display)}**"
+            + (f" ({ui.md(time_why)})." if time_attr == time_default else ".")
+            if time_attr is not None
+            else " No travel-time attribute is named, so no value of time is shown."
+        )
         + " A ratio whose money slope is not clearly nonzero (95% CI includes 0) is shown "
         "as *not identified*, without a number."
     )
@@ -180,10 +197,10 @@ if has_slopes(model):  # trade-offs: the analyst says what money is
 title = study.title + (f" — respondent {resp}" if resp is not None else "")
 shown_depth = depth if 1 <= depth < tree_depth else None
 view = svc.tree_view(
-    model, data, highlight=highlight, sensitive=sensitive, title=title, money=money
+    model, data, highlight=highlight, sensitive=sensitive, title=title, money=money, time=time_attr
 )
 
-tradeoffs = svc.tradeoff_table(model, money) if money is not None else pd.DataFrame()
+tradeoffs = svc.tradeoff_table(model, money, time_attr) if money is not None else pd.DataFrame()
 vot_all = (
     tradeoffs[(tradeoffs["leaf"] == "overall") & (tradeoffs["trade-off"] == "value of time")]
     if not tradeoffs.empty
@@ -319,7 +336,7 @@ if tab_leaves.open:
             )
         )
         st.dataframe(
-            svc.leaf_table(model, data, money),
+            svc.leaf_table(model, data, money, time_attr),
             hide_index=True,
             width="stretch",
             column_config={

@@ -610,6 +610,7 @@ def _leaf_lines(
     ranks: Sequence[int],
     model: Any = None,
     money: str | None = None,
+    time: str | None = None,
 ) -> tuple[str, list[str]]:
     tied = sum(1 for r in ranks if r == s.rank) > 1
     title = f"Leaf {s.number}" + (f" (tied rank {s.rank})" if tied else "")
@@ -618,7 +619,7 @@ def _leaf_lines(
     # linear leaf: the level at the leaf's average item, then the slopes and the VOT
     lines = [f"utility at centre {s.mean:+.2f} ± {s.sd:.2f}", _items_line(s.n_items)]
     lines += labels.leaf_slope_lines(model, s.leaf, short=True)
-    vot = labels.value_of_time(model, money).get(s.leaf)
+    vot = labels.value_of_time(model, money, time).get(s.leaf)
     if vot is not None:
         lines.append(vot.text(short=True))
     return title, lines
@@ -634,6 +635,7 @@ def tree_view(
     sensitive: Sequence[str] = (),
     title: str | None = None,
     money: str | None = None,
+    time: str | None = None,
 ) -> TreeView:
     """The drawable view of a fitted tree.
 
@@ -647,8 +649,9 @@ def tree_view(
     (:class:`~pbo_core.models.linear_leaves.LinearLeafDTSurrogate`) also show their
     slopes in the attributes' units and the value of time with its 95 % interval
     (:mod:`pbo_core.explain.labels`; ``money`` names the money attribute the trade-offs
-    divide by, default the attribute measured in money); the title then ends with the
-    overall value of time.
+    divide by, default the attribute measured in money; ``time`` the travel-time
+    attribute, ``None``: no value of time); the title then ends with the overall value of
+    time.
     """
     tree = model.tree_
     schema = schema or model.schema_
@@ -679,13 +682,13 @@ def tree_view(
         )
         if tree.children_left[node] == -1:
             s = leaves[node]
-            t, lines = _leaf_lines(s, model.n_leaves_, ranks, model, money)
+            t, lines = _leaf_lines(s, model.n_leaves_, ranks, model, money, time)
             its = tuple(items.get(s.leaf, ()))
             path_txt = " AND ".join(s.conditions) or "all items"
             tip = f"{t}: {path_txt}. Posterior utility {s.mean:+.2f} ± {s.sd:.2f}."
             if labels.has_slopes(model):
                 full = labels.leaf_slope_lines(model, s.leaf)
-                vot = labels.value_of_time(model, money).get(s.leaf)
+                vot = labels.value_of_time(model, money, time).get(s.leaf)
                 full += [vot.text()] if vot is not None else []
                 tip += " Slopes (utility per unit, noise units): " + "; ".join(full) + "."
             if its:
@@ -758,7 +761,9 @@ def tree_view(
         n = stack.pop(0)
         ordered.append(n)
         stack = by_parent.get(n.id, []) + stack
-    overall = labels.value_of_time(model, money).get(None) if labels.has_slopes(model) else None
+    overall = (
+        labels.value_of_time(model, money, time).get(None) if labels.has_slopes(model) else None
+    )
     if overall is not None:
         vot = labels.ratio_text(overall.ratio, overall.unit, short=True, money=overall.money)
         title = (f"{title} · " if title else "") + (

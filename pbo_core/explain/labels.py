@@ -65,6 +65,7 @@ import pandas as pd
 from scipy.special import ndtri
 
 from pbo_core.data import Feature, Schema
+from pbo_core.plan import plan_of
 from pbo_core.rules import describe_categories, describe_side, describe_threshold
 from pbo_core.text import fmt_number, humanize
 from pbo_core.units import MONEY_UNITS, hours_per_unit, is_money, singular_unit
@@ -90,6 +91,7 @@ __all__ = [
     "ratio_text",
     "singular_unit",
     "slope_label",
+    "time_attribute",
     "tradeoff_table",
     "tradeoffs",
 ]
@@ -274,27 +276,23 @@ def money_candidates(schema: Schema) -> list[str]:
 
 
 def money_attribute(study: Any) -> tuple[str | None, str]:
-    """The study's money attribute and how it was chosen.
+    """The study's money attribute and how it was chosen: the analysis plan's
+    (:func:`pbo_core.plan.plan_of`), e.g. ``("price", "set by the study's loader")``, or
+    ``(None, reason)`` when the plan names none."""
+    plan = plan_of(study)
+    if plan.money is None:
+        why = next((n for n in plan.notes if n.startswith("money")), "money: none named")
+        return None, why.split(": ", 1)[-1]
+    return plan.money.attribute, plan.money.how
 
-    ``study.extras["money_attribute"]`` (chosen at import, ``--money-attribute``) when it
-    names a numeric attribute; none when the analyst said none (``''``); else the first
-    numeric attribute measured in money
-    (:func:`is_money`: by its unit, or by its name without a unit); else ``None``.
-    Returns ``(name, reason)``, e.g. ``("price", "chosen at import")`` or ``("price",
-    "guessed from its unit, guilders")``.
-    """
-    schema: Schema = study.schema
-    extras = getattr(study, "extras", None) or {}
-    chosen = extras.get("money_attribute")
-    if chosen == "" or getattr(extras.get("columns"), "money_attribute", None) == "":
-        return None, "none chosen at import"  # '' = none (--money-attribute '')
-    if chosen and chosen in schema.names and schema[chosen].kind == "numeric":
-        return str(chosen), "chosen at import"
-    for f in schema.features:
-        if is_money(f):
-            how = f"its unit, {f.unit}" if f.unit.strip() else "its name"
-            return f.name, f"guessed from {how}"
-    return None, "no numeric attribute is measured in money"
+
+def time_attribute(study: Any) -> tuple[str | None, str]:
+    """The study's travel-time attribute and how it was chosen (the analysis plan's;
+    ``None``: none named, so no value of time is shown)."""
+    plan = plan_of(study)
+    if plan.time is None:
+        return None, "no travel-time attribute named in the analysis plan"
+    return plan.time.attribute, plan.time.how
 
 
 def price_column(schema: Schema, columns: Sequence[str], money: str | None = None) -> int | None:
@@ -330,15 +328,19 @@ class TradeOff:
         return f"{head}: {ratio_text(self.ratio, self.unit, short=short, money=self.money)}"
 
 
-def tradeoffs(model: Any, respondent: Any = None, money: str | None = None) -> list[TradeOff]:
+def tradeoffs(
+    model: Any, respondent: Any = None, money: str | None = None, time: str | None = None
+) -> list[TradeOff]:
     """Value of time and willingness to pay, per leaf and overall, with Fieller intervals.
 
     ``model`` has linear leaves (``slope_posterior``, ``slope_columns_``, ``schema_``,
     ``item_leaf_``); the overall ratio uses the slopes averaged over leaves weighted by
     their items. ``money`` names the money attribute (default: the first attribute
     measured in money, :func:`price_column`). Empty when the model has no slope on it.
-    Time attributes give the value of time (money per hour saved); other numeric and
-    ordinal attributes the money one more unit (level) is worth, ``-b_x / b_p``.
+    Only ``time``, the travel-time attribute the analysis plan names
+    (:func:`time_attribute`), gives the value of time (money per hour saved; ``None``:
+    no value of time, whatever units other attributes have); every other numeric and
+    ordinal attribute the money one more unit (level) is worth, ``-b_x / b_p``.
     """
     cols = list(getattr(model, "slope_columns_", []))
     schema: Schema = model.schema_
@@ -360,7 +362,8 @@ def tradeoffs(model: Any, respondent: Any = None, money: str | None = None) -> l
         if j == p or name not in schema.names:
             continue
         f = schema[name]
-        h = hours_per_unit(f)
+        is_time = time is not None and name == time
+        h = (hours_per_unit(f) or 1.0) if is_time else None
         if f.kind not in ("numeric", "ordinal"):
             continue
         for leaf, mu, S in blocks:
@@ -459,13 +462,15 @@ def leaf_slope_lines(model: Any, leaf: int, short: bool = False) -> list[str]:
     ]
 
 
-def value_of_time(model: Any, money: str | None = None) -> dict[int | None, TradeOff]:
+def value_of_time(
+    model: Any, money: str | None = None, time: str | None = None
+) -> dict[int | None, TradeOff]:
     """The value-of-time trade-off of every leaf (and ``None``: overall), if the model has
     a slope on the money attribute (``money``, default: guessed, :func:`price_column`)
-    and a time slope (the first time attribute)."""
+    and on the travel-time attribute ``time`` (``None``: none, so no value of time)."""
     out: dict[int | None, TradeOff] = {}
     first = None
-    for t in tradeoffs(model, money=money):
+    for t in tradeoffs(model, money=money, time=time):
         if t.kind != "value of time":
             continue
         first = first or t.attribute

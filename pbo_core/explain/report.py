@@ -123,8 +123,11 @@ def study_report(
         + f" — {get(model).label}"
         + (f", respondent {respondent}" if respondent is not None else "")
     )
-    money = labels.money_attribute(study)[0]  # chosen at import or --money-attribute
-    view = tree_view(shown, data=data, item_names=item_names(data), title=title, money=money)
+    money = labels.money_attribute(study)[0]  # the analysis plan's roles
+    time = labels.time_attribute(study)[0]
+    view = tree_view(
+        shown, data=data, item_names=item_names(data), title=title, money=money, time=time
+    )
     opts = {**SENSITIVITY_DEFAULTS, **dict(sensitivity_options or {})}
     ev, ev_split = shown_evidence(study, respondent, model, kind=opts.get("kind", "auto"))
     sens = sensitivity_table(study, **opts, model=model)

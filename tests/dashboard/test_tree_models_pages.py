@@ -83,9 +83,19 @@ def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_m
     # an unidentified value of time has no number anywhere: only the reason
     unidentified = trade[trade["interval"] != "Fieller"]
     assert unidentified["value [95% CI]"].str.startswith("not identified").all()
-    # the page's money attribute: pre-selected (guessed from its unit), then chosen
+    # the page's money and travel-time attributes: the analysis plan's, then chosen
     money = next(s for s in at.selectbox if s.label.startswith("Money attribute"))
-    assert money.value == "price" and "guessed from its unit, guilders" in texts(at)
+    assert money.value == "price" and "set by the study's loader" in texts(at)
+    travel = next(s for s in at.selectbox if s.label.startswith("Travel-time attribute"))
+    assert travel.value == "time"
+    travel.select_index(len(travel.options) - 1).run()  # none: no value of time
+    no_exception(at)
+    trade = at.dataframe[1].value
+    assert "value of time" not in set(trade["trade-off"])
+    assert "No travel-time attribute is named" in texts(at)
+    travel = next(s for s in at.selectbox if s.label.startswith("Travel-time attribute"))
+    travel.set_value("time").run()
+    money = next(s for s in at.selectbox if s.label.startswith("Money attribute"))
     money.set_value("time").run()
     trade = at.dataframe[1].value
     assert set(trade["money attribute"]) == {"Travel time"}

@@ -55,9 +55,12 @@ def test_every_command_on_every_shape(home: Path, capsys, name: str) -> None:
     assert acc["split"] in ("tasks", "respondents", "pooled") and acc["split_reason"]
     s = acc["summary"]
     assert any(v["family"] == "tree" for v in s.values()) and "logit-pooled" in s
+    assert acc["plan"]["baseline"] == "mnl" and "mnl" in s  # the econometrician's baseline
     for v in s.values():
         lo, hi = v["test_acc_ci95"]
-        assert lo <= v["test_acc_mean"] <= hi
+        assert 0.0 <= lo <= v["test_acc_mean"] <= hi <= 1.0  # inside the metric's range
+        d = v["paired_diff_vs_best_baseline"]
+        assert d is None or -1.0 <= d["ci95"][0] <= d["mean_diff"] <= d["ci95"][1] <= 1.0
     if shape.respondents > 1 and shape.comparisons / shape.respondents < 3:
         assert acc["split"] == "respondents" and "dt" in acc["skipped"]
     sens = _json(capsys, "sensitivity", "--study", key)["summary"]
@@ -69,6 +72,8 @@ def test_every_command_on_every_shape(home: Path, capsys, name: str) -> None:
     if shape.has_users:
         h = _json(capsys, "hierarchy", "--study", key)["summary"]
         assert h["respondents"] > 0 and "logit-pooled" in h["variants"]
+        for v in h["variants"].values():  # no interval leaves [0, 1]
+            assert all(0.0 <= lo <= hi <= 1.0 for lo, hi in v["test_acc_ci95"])
     else:
         capsys.readouterr()
         assert cli.main(["hierarchy", "--study", key, "--quiet"]) == 2

@@ -121,7 +121,8 @@ def test_slope_posterior_matches_utility_differences(trip_model) -> None:
 
 
 def test_value_of_time_recovers_a_known_truth(trip_model) -> None:
-    vot = labels.value_of_time(trip_model)
+    assert labels.value_of_time(trip_model) == {}  # no travel time named: no value of time
+    vot = labels.value_of_time(trip_model, time="time")
     overall = vot[None]
     assert overall.unit == "guilders per hour"
     assert overall.ratio.bounded
@@ -135,7 +136,7 @@ def test_value_of_time_recovers_a_known_truth(trip_model) -> None:
 
 
 def test_tree_view_shows_linear_leaves_in_units(trip_model) -> None:
-    view = explain.tree_view(trip_model, title="Trips")
+    view = explain.tree_view(trip_model, title="Trips", time="time")
     words = " | ".join(view.texts())
     # tooltips: each slope with its 95% interval and direction; boxes: ± half-width
     assert "per guilder [95% CI " in words and "per hour [95% CI " in words
@@ -146,9 +147,13 @@ def test_tree_view_shows_linear_leaves_in_units(trip_model) -> None:
     assert view.title.startswith("Trips · overall value of time ")
     svg = view.to_svg()
     assert "per guilder" in svg and "overall value of time" in svg
-    table = labels.tradeoff_table(labels.tradeoffs(trip_model))
+    table = labels.tradeoff_table(labels.tradeoffs(trip_model, time="time"))
     assert list(table["leaf"])[-1] == "overall"
     assert set(table["trade-off"]) == {"value of time"}
+    # without a named travel time the minutes are an attribute like any other
+    untimed = labels.tradeoff_table(labels.tradeoffs(trip_model))
+    assert set(untimed["trade-off"]) == {"value of Travel time"}
+    assert "overall value of time" not in explain.tree_view(trip_model, title="Trips").title
 
 
 def test_numbers_are_rounded_to_the_precision_of_their_interval() -> None:
@@ -183,21 +188,27 @@ def test_the_money_attribute_is_explicit_and_named(trip_model) -> None:
 
     data = _trips()
     study = Study("trips", "Trips", data.get_schema(), data)
-    assert labels.money_attribute(study) == ("price", "guessed from its unit, guilders")
+    assert labels.money_attribute(study) == (
+        "price",
+        "taken from its unit (guilders); confirm in the plan",
+    )
+    assert labels.time_attribute(study)[0] is None  # a travel time is never guessed
     study.extras["money_attribute"] = "price"
     assert labels.money_attribute(study) == ("price", "chosen at import")
     assert labels.money_candidates(study.schema) == ["price", "time"]
     study.extras["money_attribute"] = ""  # '' = none, as --money-attribute ''
-    assert labels.money_attribute(study) == (None, "none chosen at import")
+    assert labels.money_attribute(study) == (None, "none, as chosen at import")
+    study.extras["time_attribute"] = "time"
+    assert labels.time_attribute(study) == ("time", "chosen at import")
     # another money attribute: every ratio divides by it and names it
     by_time = labels.tradeoffs(trip_model, money="time")
     assert by_time and all(t.money == "Travel time" for t in by_time)
     assert {t.kind for t in by_time} == {"willingness to pay"}
     assert all(t.unit == "min per guilder" for t in by_time)
     assert labels.tradeoffs(trip_model, money="nothing") == []
-    view = explain.tree_view(trip_model, money="price")
+    view = explain.tree_view(trip_model, money="price", time="time")
     assert "overall value of time (money: Price)" in view.title
-    table = labels.tradeoff_table(labels.tradeoffs(trip_model))
+    table = labels.tradeoff_table(labels.tradeoffs(trip_model, time="time"))
     assert set(table["money attribute"]) == {"Price"}
     assert table["value [95% CI]"].str.contains("guilders per hour").all()
 
