@@ -577,6 +577,19 @@ def test_urls_and_addresses_in_data_and_links_are_no_links(
     assert any("evil" in shown(s) for s in showing), f"{page}: the study's data is not shown"
 
 
+@pytest.mark.parametrize(("page", "warns"), [("pmr", True), ("convergence", False)])
+def test_a_link_parameter_is_no_link_on_the_other_pages(page: str, warns: bool) -> None:
+    """The pages without the imported studies: a link's ``study`` (and ``respondent``,
+    ``session``) holding a URL, a ``www.`` name and an address makes no link either."""
+    query = {"study": PHISH, "respondent": "www.evil.example", "session": "a@evil.example"}
+    at = opened_by_link(page, query)
+    no_exception(at)
+    showing = assert_no_links(at, page)
+    warned = [shown(w.value) for w in at.warning]
+    assert any("http://evil.example/login" in w for w in warned) is warns, warned
+    assert bool(showing) is warns
+
+
 # ----------------------------------------------------------------------------- CSV exports
 def download(at: Any, label: str) -> bytes:
     """The bytes of a download button (AppTest keeps them in its media storage)."""
