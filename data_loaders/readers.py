@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCEPTED_SUFFIXES",
     "COMPRESSIONS",
+    "PARQUET_MAX_BYTES",
     "READERS",
     "SEPARATORS",
     "XLSX_MAX_BYTES",
@@ -69,6 +70,7 @@ __all__ = [
     "Table",
     "accepted_text",
     "csv_text",
+    "detect_sep",
     "parse_sep",
     "read_table",
     "refusal",
