@@ -371,7 +371,22 @@ def add_study_form() -> None:
         "add_money",
         help="The numeric attribute that is money (pages show willingness to pay in it).",
     )
-    columns = replace(columns, respondent_features=tuple(features), money_attribute=money)
+    time_attr = _pick(
+        st,
+        "Travel-time attribute",
+        [n for n in numeric if n != money],
+        "",
+        "add_time",
+        help="The numeric attribute that is a travel time: pages show the value of time "
+        "(its slope over the money slope) only for it. Never guessed: a duration in seconds "
+        "may be an acceleration.",
+    )
+    columns = replace(
+        columns,
+        respondent_features=tuple(features),
+        money_attribute=money,
+        time_attribute=time_attr or None,
+    )
     title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
     if st.button("Import study", type="primary", key="add_import"):
         attributes, problems = us.attributes_from_rows(edited)

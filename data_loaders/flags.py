@@ -87,6 +87,18 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         help="the numeric attribute that is money (default: the one named price or cost, "
         "if any; '' = none)",
     )
+    p.add_argument(
+        "--drop-attributes",
+        default="",
+        help="attributes left out of the study, comma-separated (e.g. one of three exactly "
+        "collinear ones: total time = in-vehicle + out-of-vehicle time)",
+    )
+    p.add_argument(
+        "--time-attribute",
+        default=None,
+        help="the numeric attribute that is a travel time (the value of time divides its "
+        "slope by the money slope); default none: a travel time is never guessed",
+    )
 
 
 def split_list(text: str | None) -> tuple[str, ...]:

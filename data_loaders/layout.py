@@ -141,6 +141,12 @@ class ColumnMap:
     money_attribute
         The numeric attribute that is money (``""``: none; ``None``: the one named price
         or cost, if any).
+    time_attribute
+        The numeric attribute that is a travel time (``""`` or ``None``: none; never
+        inferred: a duration in seconds may be an acceleration). The analysis plan's
+        value of time divides its slope by the money slope.
+    drop_attributes
+        Attributes left out of the study (e.g. one of three exactly collinear ones).
     """
 
     format: Format = "long"
@@ -155,6 +161,8 @@ class ColumnMap:
     alternative_attribute: bool = False
     respondent_features: tuple[tuple[str, str], ...] = ()
     money_attribute: str | None = None
+    time_attribute: str | None = None
+    drop_attributes: tuple[str, ...] = ()
 
     @property
     def chosen_column(self) -> str:
@@ -191,6 +199,7 @@ class ColumnMap:
         d = asdict(self)
         d["alternatives"] = list(self.alternatives)
         d["opt_out"] = list(self.opt_out)
+        d["drop_attributes"] = list(self.drop_attributes)
         d["respondent_features"] = [list(p) for p in self.respondent_features]
         return d
 
@@ -205,7 +214,7 @@ class ColumnMap:
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"column map: unknown keys {sorted(unknown)}")
-        for k in ("alternatives", "opt_out"):
+        for k in ("alternatives", "opt_out", "drop_attributes"):
             if k in d:
                 d[k] = tuple(str(a) for a in d[k] or ())
         if "respondent_features" in d:

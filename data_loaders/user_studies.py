@@ -83,6 +83,7 @@ from data_loaders.layout import (
     readable,
     resolve_columns,
 )
+from pbo_core.collinearity import collinear_attributes, constant_attributes
 from pbo_core.data import DataValidationError, Schema, Study
 
 __all__ = [
@@ -149,6 +150,8 @@ def column_map(args: argparse.Namespace) -> ColumnMap:
         alternative_attribute=bool(getattr(args, "alternative_attribute", False)),
         respondent_features=parse_features(getattr(args, "respondent_features", "")),
         money_attribute=getattr(args, "money_attribute", None),
+        time_attribute=getattr(args, "time_attribute", None) or None,
+        drop_attributes=split_list(getattr(args, "drop_attributes", "")),
     )
 
 
@@ -291,7 +294,17 @@ def _money(cols: ColumnMap, attrs: Sequence[Attribute], name: str, notes: list[s
             f"{name}: the money attribute {money!r} is not a numeric attribute (numeric "
             f"attributes: {', '.join(numeric) or 'none'})"
         )
-    return replace(cols, money_attribute=money)
+    time = cols.time_attribute or None
+    if time is not None and time not in numeric:
+        raise DataValidationError(
+            f"{name}: the travel-time attribute {time!r} is not a numeric attribute (numeric "
+            f"attributes: {', '.join(numeric) or 'none'})"
+        )
+    if time is not None and time == money:
+        raise DataValidationError(
+            f"{name}: {time!r} cannot be both the money and the travel-time attribute"
+        )
+    return replace(cols, money_attribute=money, time_attribute=time)
 
 
 def _build(
@@ -302,8 +315,19 @@ def _build(
     notes: list[str],
     meta: StudyMeta | None,
 ) -> Study:
-    """The study of a resolved column map (shared by the loader and the upload check)."""
-    attrs = list(attrs)
+    """The study of a resolved column map (shared by the loader and the upload check).
+
+    Attributes the analyst left out (``cols.drop_attributes``) are not read. An exact
+    linear relation among the attributes' differences is refused, naming the columns
+    (:func:`pbo_core.collinearity.collinear_attributes`); attributes that never differ
+    within a comparison are dropped with a note; near relations become notes."""
+    unknown = [n for n in cols.drop_attributes if n not in {a.name for a in attrs}]
+    if unknown:
+        raise DataValidationError(
+            f"{name}: cannot leave out {', '.join(map(repr, unknown))}: not an attribute "
+            f"(attributes: {', '.join(a.name for a in attrs)})"
+        )
+    attrs = [a for a in attrs if a.name not in cols.drop_attributes]
     notes = list(notes)
     cols = _money(cols, attrs, name, notes)
     cols = replace(
@@ -393,10 +417,32 @@ def _build(
             )
         )
         study = replace(study, user_schema=schema)
+    constant = [
+        n for n in constant_attributes(study.schema, study.data) if n in {a.name for a in attrs}
+    ]
+    if constant:
+        notes.append(
+            f"left out: {', '.join(constant)} (never differs between the alternatives of a "
+            "choice, so no model can estimate its effect)"
+        )
+        kept = replace(cols, drop_attributes=(*cols.drop_attributes, *constant))
+        return _build(frame, name, [*attrs, *()], kept, notes, meta)
+    for c in collinear_attributes(study.schema, study.data):
+        if c.exact:
+            last = c.attributes[-1]
+            raise DataValidationError(
+                f"{name}: {c.sentence()} (remove one from the attribute table, or pass "
+                f"--drop-attributes {last})"
+            )
+        notes.append(c.sentence())
     extras = dict(study.extras)
     extras.update(columns=cols, import_notes=notes, attribute_table=attrs)
     if cols.money_attribute:
         extras["money_attribute"] = cols.money_attribute
+    if cols.time_attribute:
+        extras["time_attribute"] = cols.time_attribute
+    if cols.alternative_attribute and ALTERNATIVE_ATTRIBUTE in study.schema.names:
+        extras["alternative_attribute"] = ALTERNATIVE_ATTRIBUTE
     return replace(study, extras=extras)
 
 
