@@ -45,6 +45,7 @@ tasks, so that split cannot be reproduced from this file alone.) Tasks without a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -79,6 +80,7 @@ from data_loaders.conjoint import (
     user_table,
 )
 from pbo_core.data import DataValidationError, Schema, Study
+from pbo_core.plan import plan_with
 
 ENV_VAR = "DTPBO_PRESIDENTIAL_PATH"
 MAPPING_FILE = VENDORED_DIR / "presidential_levels.json"
@@ -388,6 +390,8 @@ def _load(
     study.extras["mapping_verified"] = m.verified
     study.extras["mapping_note"] = m.note
     study.extras["missing_respondent_columns"] = absent
+    # 10-20 tasks per respondent: three held out (the published design's hold-out)
+    study.plan = dataclasses.replace(plan_with(study), test_tasks=3)
     return study
 
 

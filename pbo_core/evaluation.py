@@ -47,6 +47,7 @@ import pandas as pd
 from pbo_core.data import PreferenceData, Schema, Study
 from pbo_core.metrics import bootstrap_ci, pair_scores, paired_difference
 from pbo_core.metrics import summarize as _summ
+from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import ModelSpec, get, make_for, names, not_applicable
 from pbo_core.splits import Split, auto_kind, make_split
 
@@ -61,6 +62,10 @@ __all__ = [
     "evidence_split",
     "evidence_table",
     "format_table",
+    "plan_accuracy",
+    "plan_models",
+    "plan_split",
+    "sample_text",
     "score_model",
     "score_models",
     "shown_evidence",
@@ -672,3 +677,73 @@ def summarize_ablation(rows: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFr
         table["respondents"] = 1 if per_pair and len(base) else n_units
         out[str(name)] = table
     return out
+
+
+# ----------------------------------------------------------------------------- the plan's
+def plan_split(
+    study: Study, plan: AnalysisPlan | None = None, *, sensitivity: bool = False
+) -> Split:
+    """The held-out split of ``study``'s analysis plan (:func:`pbo_core.plan.plan_of`): its
+    kind (``"auto"``: the data's shape decides), seed, held-out tasks and evaluation sample
+    (``sensitivity``: the sensitivity sample, the first N of it). Every page, command and
+    the report evaluate on this split, so a figure is one number everywhere."""
+    plan = plan or plan_of(study)
+    n = plan.respondents
+    if sensitivity and plan.sensitivity_respondents is not None:
+        n = plan.sensitivity_respondents if n is None else min(n, plan.sensitivity_respondents)
+    kind = plan.split
+    resolved = auto_kind(study)[0] if kind == "auto" else kind
+    per_resp = study.data.respondent is not None and resolved in ("tasks", "respondents", "pairs")
+    return make_split(
+        study,
+        kind,
+        seed=plan.seed,
+        test_tasks=plan.test_tasks if resolved == "tasks" else None,
+        respondents=n if per_resp else None,
+    )
+
+
+def sample_text(split: Split) -> str:
+    """The evaluation sample in words, with the study's size when it is a part: "the first
+    2,000 of 4,654 respondents", "1,191 respondents", "2,929 comparisons"."""
+    study = split.study
+    if study.data.respondent is None or len(split.units) <= 1:
+        return f"{int((split.fold >= 0).sum()):,} held-out comparisons of the pooled data"
+    total = len(study.respondents())
+    n = len(split.units)
+    if split.new_respondents:
+        return f"{n:,} of {total:,} respondents (whole respondents held out)"
+    return f"the first {n:,} of {total:,} respondents" if n < total else f"{n:,} respondents"
+
+
+def plan_models(
+    split: Split, role: str = "accuracy", plan: AnalysisPlan | None = None
+) -> list[str]:
+    """The default models of ``role`` on ``split`` (registry order), the plan's baseline
+    always among them when it applies: the one rule every page and command uses."""
+    plan = plan or plan_of(split.study)
+    models = default_models(split, role)
+    base = plan.baseline
+    if base not in models and base in names(fits=True):
+        if not_applicable(get(base), split.study, new_respondents=split.new_respondents) is None:
+            models.append(base)
+    return models
+
+
+def plan_accuracy(
+    study: Study,
+    models: Sequence[str] | None = None,
+    plan: AnalysisPlan | None = None,
+    *,
+    progress: Callable[[float, int, str], None] | None = None,
+    fits: MutableMapping[Any, Any] | None = None,
+) -> tuple[dict[str, dict[str, Any]], dict[str, str], Split]:
+    """Held-out accuracy of ``models`` (default :func:`plan_models`) on the plan's split:
+    :func:`summarize` with the plan's seed, why each model that could not be scored was
+    left out, and the split. ``conjoint-accuracy``, the Tree explorer's evidence and the
+    report print this summary."""
+    plan = plan or plan_of(study)
+    split = plan_split(study, plan)
+    chosen = list(models) if models is not None else plan_models(split, "accuracy", plan)
+    rows, errors = score_models(split, chosen, progress=progress, fits=fits)
+    return summarize(rows, seed=plan.seed), errors, split

@@ -36,7 +36,8 @@ from pbo_core.units import is_money_unit
 
 __all__ = [
     "MAX_CASE_SPECIFIC_LEVELS",
-    "SENSITIVITY_RESPONDENTS",
+    "MAX_EVALUATION_RESPONDENTS",
+    "TEST_TASKS",
     "AnalysisPlan",
     "Role",
     "check_plan",
@@ -50,8 +51,12 @@ __all__ = [
 #: names them, and an analyst may add them.
 MAX_CASE_SPECIFIC_LEVELS = 12
 
-#: Respondents of the default sensitivity sample (the first N of the evaluation sample).
-SENSITIVITY_RESPONDENTS = 60
+#: The default evaluation sample's cost bound: a study with more respondents is evaluated
+#: on its first this many (stated with every figure: "the first 2,000 of 4,654").
+MAX_EVALUATION_RESPONDENTS = 2000
+#: Choice tasks of every respondent held out by a task split (respondents with fewer
+#: train only).
+TEST_TASKS = 2
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ class AnalysisPlan:
         :func:`pbo_core.splits.make_split`).
     seed
         Seed of the split and of every bootstrap.
+    test_tasks
+        A task split's held-out tasks per respondent.
     respondents
         Evaluation sample: the first N respondents (``None``: all).
     baseline
@@ -92,7 +99,8 @@ class AnalysisPlan:
     sensitivity_models
         Models of the leave-one-out sensitivity (``()``: the registry's sensitivity role).
     sensitivity_respondents
-        Respondents of the sensitivity sample (the first N of the evaluation sample).
+        Respondents of the sensitivity sample (the first N of the evaluation sample;
+        ``None``: the evaluation sample, so its all-attributes row is the accuracy figure).
     money, time
         The money and the travel-time attribute (``None``: none).
     alternative
@@ -107,10 +115,11 @@ class AnalysisPlan:
 
     split: str = "auto"
     seed: int = 0
+    test_tasks: int = TEST_TASKS
     respondents: int | None = None
     baseline: str = "mnl"
     sensitivity_models: tuple[str, ...] = ()
-    sensitivity_respondents: int = SENSITIVITY_RESPONDENTS
+    sensitivity_respondents: int | None = None
     money: Role | None = None
     time: Role | None = None
     alternative: str | None = None
@@ -124,6 +133,7 @@ class AnalysisPlan:
         return {
             "split": self.split,
             "seed": self.seed,
+            "test_tasks": self.test_tasks,
             "respondents": self.respondents,
             "baseline": self.baseline,
             "sensitivity_models": list(self.sensitivity_models),
@@ -143,10 +153,15 @@ class AnalysisPlan:
         return cls(
             split=str(d.get("split", "auto")),
             seed=int(d.get("seed", 0)),
+            test_tasks=int(d.get("test_tasks", TEST_TASKS)),
             respondents=None if resp is None else int(resp),
             baseline=str(d.get("baseline", "mnl")),
             sensitivity_models=tuple(d.get("sensitivity_models") or ()),
-            sensitivity_respondents=int(d.get("sensitivity_respondents", SENSITIVITY_RESPONDENTS)),
+            sensitivity_respondents=(
+                None
+                if d.get("sensitivity_respondents") is None
+                else int(d["sensitivity_respondents"])
+            ),
             money=Role.from_dict(d.get("money")),
             time=Role.from_dict(d.get("time")),
             alternative=d.get("alternative"),
@@ -249,6 +264,7 @@ def default_plan(study: Study) -> AnalysisPlan:
     alt = extras.get("alternative_attribute")
     alternative = str(alt) if alt and alt in names else None
     plan = _case_specific(study, AnalysisPlan(money=money, time=time, alternative=alternative))
+    plan = _sample(study, plan)
     return replace(plan, notes=(*notes, *plan.notes))
 
 
@@ -269,11 +285,24 @@ def plan_with(
         alternative=alternative,
         reference=reference,
     )
-    plan = _case_specific(study, plan)
+    plan = _sample(study, _case_specific(study, plan))
     problems = check_plan(study, plan)
     if problems:
         raise ValueError(f"{study.key}: " + "; ".join(problems))
     return plan
+
+
+def _sample(study: Study, plan: AnalysisPlan) -> AnalysisPlan:
+    """``plan`` with the default evaluation sample: every respondent, or the first
+    :data:`MAX_EVALUATION_RESPONDENTS` of a larger study (a cost bound, stated)."""
+    n = 0 if study.data.respondent is None else len(study.respondents())
+    if n <= MAX_EVALUATION_RESPONDENTS:
+        return plan
+    note = (
+        f"evaluation sample: the first {MAX_EVALUATION_RESPONDENTS:,} of {n:,} respondents "
+        "(a cost bound; set respondents in the plan for all)"
+    )
+    return replace(plan, respondents=MAX_EVALUATION_RESPONDENTS, notes=(*plan.notes, note))
 
 
 def _case_specific(study: Study, plan: AnalysisPlan) -> AnalysisPlan:

@@ -82,6 +82,7 @@ Accuracies count a predicted tie as one half.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import runpy
 import sys
 from collections.abc import Callable, Sequence
@@ -94,7 +95,7 @@ from data_loaders.cached import load_study_cached, load_study_file
 from data_loaders.pmr import inbox_urgency
 from data_loaders.user_studies import add_column_args, column_map
 from pbo_core import __version__
-from pbo_core.data import DataValidationError
+from pbo_core.data import DataValidationError, Study
 from pbo_core.evaluation import (
     BASELINE_ROW,
     best_baseline,
@@ -106,6 +107,7 @@ from pbo_core.experiments.accuracy import (
     accuracy_cell,
     accuracy_cells,
     cell_split,
+    load_cell_study,
     note,
     parse_methods,
 )
@@ -129,9 +131,8 @@ from pbo_core.experiments.rho_regret import (
 )
 from pbo_core.experiments.runner import Cell, progress_printer, run_grid, write_json
 from pbo_core.experiments.sensitivity import ablation_cells
-from pbo_core.experiments.studies import TEST_TASKS
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
-from pbo_core.plan import plan_of
+from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import get, names
 from pbo_core.splits import SPLIT_KINDS, Split
 
@@ -189,12 +190,35 @@ def _source(args: argparse.Namespace, cell: dict[str, Any]) -> str:
 
 
 def _task_cell(args: argparse.Namespace, base: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The split keys of ``conjoint-accuracy`` / ``straddler-ablation`` / ``sensitivity``."""
+    """The split keys of ``conjoint-accuracy`` / ``straddler-ablation`` / ``sensitivity``:
+    the study's analysis plan (:func:`pbo_core.plan.plan_of`: split, seed, held-out tasks,
+    evaluation sample), each overridden by its flag when given."""
     cell: dict[str, Any] = dict(base, experiment=args.command)
     label = _source(args, cell)
-    tt = args.test_tasks if args.test_tasks is not None else TEST_TASKS.get(label, 2)
-    cell.update(split=args.split, test_tasks=tt, respondents=args.respondents)
+    plan = _plan(args, cell)
+    n = args.respondents if args.respondents is not None else plan.respondents
+    cap = plan.sensitivity_respondents
+    if args.command == "sensitivity" and args.respondents is None and cap is not None:
+        n = cap if n is None else min(n, cap)
+    cell.update(split=plan.split, test_tasks=plan.test_tasks, respondents=n)
     return {k: v for k, v in cell.items() if v is not None}, label
+
+
+def _cell_study(cell: dict[str, Any]) -> Study:
+    return load_cell_study(cell, load_study_cached, load_study_file)
+
+
+def _plan(args: argparse.Namespace, cell: dict[str, Any]) -> AnalysisPlan:
+    """The study's analysis plan with the command's flags applied (what the JSON carries)."""
+    plan = plan_of(_cell_study(cell))
+    over: dict[str, Any] = {"seed": args.seed}
+    if getattr(args, "split", "auto") != "auto":
+        over["split"] = args.split
+    if getattr(args, "test_tasks", None) is not None:
+        over["test_tasks"] = args.test_tasks
+    if getattr(args, "respondents", None) is not None:
+        over["respondents"] = args.respondents
+    return dataclasses.replace(plan, **over)
 
 
 def _say_split(split: Split, quiet: bool) -> dict[str, Any]:
@@ -236,7 +260,7 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         "study": label,
         **about,
         "seed": args.seed,
-        "plan": plan_of(split.study).to_dict(),
+        "plan": _plan(args, cell).to_dict() if cmd != "sushi-generalization" else None,
         "methods": methods,
         "skipped": skipped,
         "summary": summary,
@@ -407,9 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--test-tasks",
             type=int,
             default=None,
-            help="test tasks per respondent (defaults: "
-            + ", ".join(f"{k} {v}" for k, v in TEST_TASKS.items())
-            + ")",
+            help="held-out tasks per respondent (default: the study's analysis plan, 2; "
+            "presidential 3)",
         )
         s.add_argument("--respondents", type=int, default=None, help="first N respondents")
         _common(s)

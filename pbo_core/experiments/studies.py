@@ -21,9 +21,6 @@ from typing import Protocol
 
 from pbo_core.data import Study
 
-#: Default test tasks per respondent for conjoint studies.
-TEST_TASKS = {"bela": 2, "presidential": 3, "train": 2, "electricity": 2}
-
 
 class LoadStudy(Protocol):
     """Loads a registry study by key, e.g. :func:`data_loaders.cached.load_study_cached`.
