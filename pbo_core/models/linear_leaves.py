@@ -97,12 +97,10 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import margin_scores
 from pbo_core.models.base import check_input, probit_preference
-from pbo_core.models.compiled import kernel_array
 from pbo_core.models.glm import (
     BATCH_CELLS,
     GaussianLinearUtility,
@@ -117,8 +115,7 @@ from pbo_core.models.glm import (
 )
 from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.linear import LinearDesign
-from pbo_core.models.probit import log_ndtr_scalar
-from pbo_core.models.solver import newton_minimize_batch, warn_unconverged
+from pbo_core.models.solver import newton_minimize_batch, newton_probit_items
 from pbo_core.models.tree import StraddlerMode, Tree, build_tree
 from pbo_core.splits import pair_tasks, task_folds
 
@@ -223,17 +220,17 @@ class _Rows:
     Row ``j`` of problem ``i`` is ``(phi(w) - phi(l)) / sqrt 2`` for the ``j``-th
     comparison ``(w, l)`` of ``rows[i]``. A Newton step of such a problem can be solved in
     the space of its parameters (``p``), of its rows (``n``, Woodbury) or of the items its
-    rows compare (``N``, :func:`_item_newton`): the PMR demo's 60 messages in 870
+    rows compare (``N``, :func:`_item_map`): the PMR demo's 60 messages in 870
     comparisons with 548 parameters, Electricity's 35 offers. When the smaller of the
     last two is below ``p``, the rows are kept **item-wise**: design rows ``F`` ``(R, N',
     p)`` and each row's local winner and loser index, where the "items" are the compared
     items (``N' = N``) or, when there are fewer rows than items, each row itself against a
     zero item (``F`` = ``phi(w) - phi(l)``, ``N' = n + 1``), solved by the compiled loop
-    (:func:`_item_newton_compiled`). Otherwise they are padded design rows ``D`` ``(R,
+    (:func:`_item_map_compiled`). Otherwise they are padded design rows ``D`` ``(R,
     n, p)`` for :func:`pbo_core.models.glm.newton_batch` (the parameter space, or its
     own row-space dual), exactly as :func:`pbo_core.models.glm.pad_rows` pads them.
     ``COMPILED = False`` keeps the earlier rule: items when ``N < min(n, p)``, solved by
-    the NumPy batch :func:`_item_newton`.
+    the NumPy batch :func:`_item_map`.
     """
 
     def __init__(
@@ -310,148 +307,20 @@ def _item_laplacian(wi: np.ndarray, li: np.ndarray, c: np.ndarray, N: int) -> np
     return np.bincount(idx.ravel(), val.ravel(), minlength=B * N * N).reshape(B, N, N)
 
 
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+def _item_hessian(
+    F: np.ndarray, wi: np.ndarray, li: np.ndarray, w: np.ndarray, prec: np.ndarray, x: np.ndarray
+) -> np.ndarray:
+    """``(B, p, p)`` Hessians ``H = P + F^T L F`` of the item-space problems at ``x``."""
+    N, p = F.shape[1], F.shape[2]
+    f = (F @ x[:, :, None])[:, :, 0]
+    _, _, h1 = link_terms(_item_margins(f, wi, li), "probit")
+    L = _item_laplacian(wi, li, w * h1 * 0.5, N)
+    H = np.swapaxes(F, 1, 2) @ L @ F
+    H[:, np.arange(p), np.arange(p)] += prec
+    return H
 
 
-@njit(cache=True)
-def _item_objective(F, wi, li, w, prec, mean, b):  # pragma: no cover - compiled
-    """``J(b)`` of one item-space problem (the penalised probit GLM)."""
-    f = F @ b
-    d = b - mean
-    obj = 0.5 * np.sum(prec * d * d)
-    for k in range(w.size):
-        if w[k] == 0.0:
-            continue
-        obj -= w[k] * log_ndtr_scalar((f[wi[k]] - f[li[k]]) * _INV_SQRT2)
-    return obj
-
-
-@njit(cache=True)
-def _lu_solve(M, y, piv):  # pragma: no cover - compiled
-    """Solve ``M y_new = y`` in place (LU with partial pivoting; ``M`` is overwritten)."""
-    n = M.shape[0]
-    for c in range(n):
-        best, arg = abs(M[c, c]), c
-        for r in range(c + 1, n):
-            if abs(M[r, c]) > best:
-                best, arg = abs(M[r, c]), r
-        piv[c] = arg
-        if arg != c:
-            for q in range(n):
-                M[c, q], M[arg, q] = M[arg, q], M[c, q]
-            y[c], y[arg] = y[arg], y[c]
-        d = M[c, c]
-        if d == 0.0:
-            continue
-        for r in range(c + 1, n):
-            m = M[r, c] / d
-            if m != 0.0:
-                M[r, c] = m
-                for q in range(c + 1, n):
-                    M[r, q] -= m * M[c, q]
-                y[r] -= m * y[c]
-    for c in range(n - 1, -1, -1):
-        t = y[c]
-        for q in range(c + 1, n):
-            t -= M[c, q] * y[q]
-        y[c] = t / M[c, c] if M[c, c] != 0.0 else 0.0
-
-
-@njit(cache=True)
-def _item_step(F, wi, li, w, prec, mean, K, x, M, y, c, piv):  # pragma: no cover - compiled
-    """Objective, Newton step and decrement of one item-space problem at ``x`` (see
-    :func:`_item_newton`: ``H^{-1} g`` by the push-through identity; ``L K`` and ``L u``
-    accumulated comparison by comparison, 4 entries of ``L`` each). ``M``, ``y``, ``c``
-    and ``piv`` are work space."""
-    N = F.shape[0]
-    f = F @ x
-    d = x - mean
-    obj = 0.5 * np.sum(prec * d * d)
-    grad = prec * d
-    s = np.zeros(N)
-    for k in range(w.size):
-        c[k] = 0.0
-        if w[k] == 0.0:
-            continue
-        a, b = wi[k], li[k]
-        z = (f[a] - f[b]) * _INV_SQRT2
-        lp = log_ndtr_scalar(z)
-        r = math.exp(-0.5 * z * z - _LOG_SQRT_2PI - lp)
-        h = min(max(r * (z + r), 0.0), 1.0)
-        obj -= w[k] * lp
-        v = -w[k] * r * _INV_SQRT2
-        s[a] += v
-        s[b] -= v
-        c[k] = w[k] * h * 0.5
-    grad += F.T @ s
-    gp = grad / prec
-    u = F @ gp
-    M[:, :] = 0.0
-    for a in range(N):
-        M[a, a] = 1.0
-    y[:] = 0.0
-    for k in range(w.size):
-        ck = c[k]
-        if ck == 0.0:
-            continue
-        a, b = wi[k], li[k]
-        for q in range(N):
-            dk = ck * (K[a, q] - K[b, q])
-            M[a, q] += dk
-            M[b, q] -= dk
-        du = ck * (u[a] - u[b])
-        y[a] += du
-        y[b] -= du
-    _lu_solve(M, y, piv)
-    step = gp - (F.T @ y) / prec
-    return obj, step, np.dot(grad, step)
-
-
-@njit(cache=True, nogil=True)
-def _item_newton_kernel(
-    F, wi, li, w, prec, mean, x0, max_iter, tol, armijo, min_step, x, ok
-):  # pragma: no cover - compiled
-    """Every problem's Newton loop, step for step :func:`pbo_core.models.solver.
-    newton_minimize_batch` (decrement rule, Armijo backtracking down to ``min_step``):
-    the MAPs into ``x``, whether each converged into ``ok``."""
-    B, N, _ = F.shape
-    M = np.empty((N, N))
-    y = np.empty(N)
-    c = np.empty(w.shape[1])
-    piv = np.empty(N, dtype=np.int64)
-    for i in range(B):
-        Fi, wii, lii, w_i, pi, mi = F[i], wi[i], li[i], w[i], prec[i], mean[i]
-        K = (Fi / pi) @ Fi.T
-        xi = x0[i].copy()
-        it = 0
-        conv = True
-        while True:
-            obj, step, dec = _item_step(Fi, wii, lii, w_i, pi, mi, K, xi, M, y, c, piv)
-            go = not (dec <= tol * tol)
-            if it >= max_iter:
-                conv = not go
-                break
-            if not go:
-                break
-            it += 1
-            t = 1.0
-            new = xi - step
-            while True:
-                obj_new = _item_objective(Fi, wii, lii, w_i, pi, mi, new)
-                if obj_new <= obj - armijo * t * dec or t < min_step:
-                    break
-                t *= 0.5
-                new = xi - t * step
-            if obj_new < obj:
-                xi = new
-            else:  # no representable decrease: converged unless something is not finite
-                conv = np.isfinite(obj) and not np.isnan(dec)
-                break
-        x[i] = xi
-        ok[i] = conv
-
-
-def _item_newton_compiled(
+def _item_map_compiled(
     F: np.ndarray,
     wi: np.ndarray,
     li: np.ndarray,
@@ -463,39 +332,18 @@ def _item_newton_compiled(
     tol: float,
     hessian: bool,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """:func:`_item_newton`, one problem at a time in a compiled loop
-    (:func:`_item_newton_kernel`): the same steps without NumPy's per-call overhead on
-    thousands of small matrices; one :class:`~pbo_core.models.solver.ConvergenceWarning`
-    counts the problems that stopped at ``max_iter``."""
-    B, N, p = F.shape
-    start = mean if init is None else init
-    x = np.empty((B, p))
-    ok = np.ones(B, dtype=bool)
-    F = kernel_array(F, np.float64)
-    wi, li = kernel_array(wi, np.int64), kernel_array(li, np.int64)
-    w = kernel_array(w, np.float64)
-    start = kernel_array(start, np.float64)
-    prec = kernel_array(prec, np.float64)
-    mean = kernel_array(mean, np.float64)
-
-    def part(sl: slice) -> None:  # the problems are independent: split over the cores
-        _item_newton_kernel(
-            F[sl], wi[sl], li[sl], w[sl], prec[sl], mean[sl], start[sl],
-            max_iter, tol, 0.25, 2.0**-38, x[sl], ok[sl],
-        )  # fmt: skip
-
-    run_split(part, B)
-    warn_unconverged(
-        int((~ok).sum()), B, "penalised probit GLM", max_iter, tol, "decrement", _HINT, 2
-    )
-    if not hessian:
-        return x, None
-    f = (F @ x[:, :, None])[:, :, 0]
-    _, _, h1 = link_terms(_item_margins(f, wi, li), "probit")
-    L = _item_laplacian(wi, li, w * h1 * 0.5, N)
-    H = np.swapaxes(F, 1, 2) @ L @ F
-    H[:, np.arange(p), np.arange(p)] += prec
-    return x, H
+    """:func:`_item_map` by the solver's compiled batch loop
+    (:func:`pbo_core.models.solver.newton_probit_items`, the problems split over the cores
+    by :func:`pbo_core.models.glm.run_split`): the same steps without NumPy's per-call
+    overhead on thousands of small matrices; one
+    :class:`~pbo_core.models.solver.ConvergenceWarning` counts the problems that stopped
+    at ``max_iter``."""
+    res = newton_probit_items(
+        F, wi, li, w, prec, mean, mean if init is None else init,
+        max_iter=max_iter, tol=tol, split=run_split,
+        what="penalised probit GLM", hint=_HINT, stacklevel=2,
+    )  # fmt: skip
+    return res.x, _item_hessian(F, wi, li, w, prec, res.x) if hessian else None
 
 
 #: The advice of the solver's warning (as :mod:`pbo_core.models.glm` words it).
@@ -505,7 +353,7 @@ _HINT = "Raise max_iter, or strengthen the prior (separable comparisons have no 
 COMPILED = True
 
 
-def _item_newton(
+def _item_map(
     F: np.ndarray,
     wi: np.ndarray,
     li: np.ndarray,
@@ -534,7 +382,7 @@ def _item_newton(
     MAP (the objective is strictly convex; they agree to rounding). ``hessian=True`` also
     returns ``H`` at the MAP.
     """
-    _, N, p = F.shape
+    N = F.shape[1]
     start = (mean if init is None else init).astype(float, copy=True)
     K = (F / prec[:, None, :]) @ np.swapaxes(F, 1, 2)
     eye = np.eye(N)
@@ -581,16 +429,9 @@ def _item_newton(
         tol=tol,
         min_step=2.0**-38,  # as newton_batch: 40 trial steps
         what="penalised probit GLM",
-        hint="Raise max_iter, or strengthen the prior (separable comparisons have no finite MLE).",
+        hint=_HINT,
     )
-    if not hessian:
-        return res.x, None
-    f = (F @ res.x[:, :, None])[:, :, 0]
-    _, _, h1 = link_terms(_item_margins(f, wi, li), "probit")
-    L = _item_laplacian(wi, li, w * h1 * 0.5, N)
-    H = np.swapaxes(F, 1, 2) @ L @ F
-    H[:, np.arange(p), np.arange(p)] += prec
-    return res.x, H
+    return res.x, _item_hessian(F, wi, li, w, prec, res.x) if hessian else None
 
 
 class LinearLeafDTSurrogate(GaussianLinearUtility):
@@ -906,7 +747,7 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_solve` of the problems ``rows`` (problem ``b`` is ``rows``'s
         ``group[b]``): padded design rows go to :meth:`_solve` unchanged; rows in item
-        space to :func:`_item_newton`, in chunks of at most :data:`BATCH_CELLS` cells."""
+        space to :func:`_item_map`, in chunks of at most :data:`BATCH_CELLS` cells."""
         if rows.D is not None:
             return self._solve(rows.D[group], W, prec, mean, init=init, hessian=hessian)
         B, p, N = len(group), rows.p, rows.N
@@ -917,7 +758,7 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
             for i in range(0, B, step):
                 sl = slice(i, min(i + step, B))
                 g = group[sl]
-                b, h = (_item_newton_compiled if COMPILED else _item_newton)(
+                b, h = (_item_map_compiled if COMPILED else _item_map)(
                     rows.F[g],
                     rows.wi[g],
                     rows.li[g],

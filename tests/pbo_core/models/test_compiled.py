@@ -55,7 +55,7 @@ ENTRY = (
     "pbo_core.models.tree.kernels.grow",
     "pbo_core.models.tree.kernels.apply",
     "pbo_core.models.solver._newton_probit_pairs_kernel",
-    "pbo_core.models.linear_leaves._item_newton_kernel",
+    "pbo_core.models.solver._newton_probit_items_kernel",
 )
 
 

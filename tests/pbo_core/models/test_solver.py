@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy import optimize
-from scipy.special import expit
+from scipy.special import expit, log_ndtr
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.models.dt import DTSurrogate
@@ -20,6 +20,7 @@ from pbo_core.models.solver import (
     NewtonStep,
     newton_minimize,
     newton_minimize_batch,
+    newton_probit_items,
     newton_probit_pairs,
 )
 
@@ -221,6 +222,98 @@ def test_batch_matches_scipy_and_flags_only_the_capped_problems() -> None:
     warned_here(rec)
     assert capped.converged.tolist() == [True, False, True]
     np.testing.assert_array_equal(capped.x[[0, 2]], res.x[[0, 2]])
+
+
+def item_problems(seed: int = 0, B: int = 5, N: int = 7, p: int = 9, n: int = 12):
+    """``B`` penalised probit GLMs in item space (Eq. 6 of the solver), the last
+    comparisons of every problem but the first padded with weight 0."""
+    rng = np.random.default_rng(seed)
+    F = rng.normal(size=(B, N, p))
+    ab = np.stack([np.stack([rng.choice(N, 2, replace=False) for _ in range(n)]) for _ in range(B)])
+    truth = rng.normal(size=(B, p))
+    f = (F @ truth[:, :, None])[:, :, 0]
+    fw = np.take_along_axis(f, ab[:, :, 0], axis=1)
+    fl = np.take_along_axis(f, ab[:, :, 1], axis=1)
+    flip = fw + rng.normal(size=fw.shape) < fl
+    wi = np.where(flip, ab[:, :, 1], ab[:, :, 0]).astype(np.int64)
+    li = np.where(flip, ab[:, :, 0], ab[:, :, 1]).astype(np.int64)
+    w = rng.integers(1, 3, size=(B, n)).astype(float)
+    w[1:, n - 3 :] = 0.0
+    prec = rng.uniform(0.2, 2.0, size=(B, p))
+    mean = rng.normal(scale=0.3, size=(B, p))
+    return F, wi, li, w, prec, mean
+
+
+def item_callbacks(F, wi, li, w, prec, mean):
+    """The plain NumPy objective and Newton step (``p x p`` Hessian) of the problems."""
+
+    def parts(idx, X):
+        D = (
+            np.take_along_axis(F[idx], wi[idx][:, :, None], axis=1)
+            - np.take_along_axis(F[idx], li[idx][:, :, None], axis=1)
+        ) / np.sqrt(2.0)
+        z = (D @ X[:, :, None])[:, :, 0]
+        dev = X - mean[idx]
+        return D, z, dev
+
+    def objective(idx, X):
+        _, z, dev = parts(idx, X)
+        return -(w[idx] * log_ndtr(z)).sum(axis=1) + 0.5 * (prec[idx] * dev * dev).sum(axis=1)
+
+    def newton(idx, X):
+        D, z, dev = parts(idx, X)
+        r = np.exp(-0.5 * z * z - 0.5 * np.log(2.0 * np.pi) - log_ndtr(z))
+        grad = -(np.swapaxes(D, 1, 2) @ (w[idx] * r)[:, :, None])[:, :, 0] + prec[idx] * dev
+        H = np.swapaxes(D, 1, 2) @ (D * (w[idx] * r * (z + r))[:, :, None])
+        H[:, np.arange(X.shape[1]), np.arange(X.shape[1])] += prec[idx]
+        step = np.linalg.solve(H, grad[:, :, None])[:, :, 0]
+        return objective(idx, X), step, (grad * step).sum(axis=1)
+
+    return newton, objective
+
+
+def test_compiled_item_batch_finds_the_map_of_the_python_batch() -> None:
+    """Golden: the compiled item-space batch (:func:`newton_probit_items`, the linear-leaf
+    tree's loop) and :func:`newton_minimize_batch` on plain NumPy callbacks give the same
+    MAP and flags; a split over slices changes no bit."""
+    F, wi, li, w, prec, mean = item_problems()
+    newton, objective = item_callbacks(F, wi, li, w, prec, mean)
+    x0 = np.zeros_like(mean)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ref = newton_minimize_batch(newton, objective, x0)
+        got = newton_probit_items(F, wi, li, w, prec, mean, x0)
+    assert ref.converged.all() and got.converged.all()
+    # the same steps; near the MAP J changes below its rounding (|J| eps), where the two
+    # sums of J may stop one step apart: the MAPs agree to ~sqrt(eps)
+    np.testing.assert_allclose(got.x, ref.x, rtol=0, atol=1e-7)
+    assert (np.abs(got.n_iter - ref.n_iter) <= 1).all()
+    assert (newton(np.arange(len(x0)), got.x)[2] < 1e-15).all()  # the decrement at the MAP
+
+    def split(part, B):
+        for a in range(0, B, 2):
+            part(slice(a, min(a + 2, B)))
+
+    np.testing.assert_array_equal(
+        newton_probit_items(F, wi, li, w, prec, mean, x0, split=split).x, got.x
+    )
+
+
+def test_compiled_item_batch_flags_and_warns_the_capped_problems() -> None:
+    F, wi, li, w, prec, mean = item_problems(seed=1)
+    x0 = np.full_like(mean, 3.0)
+    full = newton_probit_items(F, wi, li, w, prec, mean, x0)
+    cap = int(full.n_iter.min())
+    newton, objective = item_callbacks(F, wi, li, w, prec, mean)
+    with pytest.warns(ConvergenceWarning, match="toy fits") as rec:
+        got = newton_probit_items(
+            F, wi, li, w, prec, mean, x0, max_iter=cap, what="toy", stacklevel=1
+        )
+    warned_here(rec)
+    ref = newton_minimize_batch(newton, objective, x0, max_iter=cap, warn=False)
+    np.testing.assert_array_equal(got.converged, ref.converged)
+    assert not got.converged.all() and (got.n_iter <= cap).all()
+    np.testing.assert_allclose(got.x, ref.x, rtol=0, atol=1e-7)
 
 
 # ----------------------------------------------------------------------------- the models
