@@ -19,9 +19,14 @@ A study is one folder ``$DTPBO_DATA_HOME/studies/<key>/`` holding canonical file
 **Ownership** (what a shared server enforces, :meth:`UserStudy.visible_to`): a study is
 listed, loaded, linked and removed only by its owner, unless the operator published it
 (``python -m data_loaders publish-study KEY`` or ``import-study --public``). A visitor
-holds at most :func:`max_studies_per_owner` studies, and visitors' studies together at
-most :func:`max_owned_bytes` bytes (:func:`owner_refusal`, checked before the upload is
-parsed).
+holds at most :func:`max_studies_per_owner` studies, one network address at most
+:func:`max_studies_per_address` studies and :func:`max_address_bytes` bytes (a crowd of
+new browsers from one machine is one address), and visitors' studies together at most
+:func:`max_owned_bytes` bytes (:func:`owner_refusal`, checked before the upload is
+parsed). A visitor's study that nobody used for :func:`idle_days` days expires
+(:func:`expires_at`, :func:`expire_visitor_studies`; the dashboard's use marks it,
+:func:`touch_study`). Keys of visitors' studies carry a random part, so a key says nothing
+about other visitors' titles.
 
 :func:`load_choice_file` is the one loader of such data: the command line's
 ``conjoint-accuracy --data FILE`` and ``report --data FILE`` call it (their column flags
@@ -46,6 +51,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -100,12 +106,18 @@ __all__ = [
     "build_study",
     "check_upload",
     "column_map",
+    "expire_visitor_studies",
+    "expires_at",
+    "idle_days",
     "infer_attributes",
     "inspect_upload",
+    "last_used",
     "list_user_studies",
     "load_choice_file",
     "load_user_study",
+    "max_address_bytes",
     "max_owned_bytes",
+    "max_studies_per_address",
     "max_studies_per_owner",
     "owner_refusal",
     "parse_features",
@@ -115,6 +127,7 @@ __all__ = [
     "save_study",
     "set_public",
     "studies_dir",
+    "touch_study",
     "user_study",
 ]
 
@@ -133,6 +146,19 @@ MAX_STUDIES_ENV = "DTPBO_MAX_STUDIES_PER_VISITOR"
 #: Environment variable: the most bytes all visitors' studies may hold together (default
 #: 512 MiB; the operator's and published studies do not count).
 MAX_OWNED_BYTES_ENV = "DTPBO_MAX_VISITOR_STUDY_BYTES"
+#: Environment variable: the most studies visitors from one network address may hold
+#: (default 20): new browsers (new cookies) from one machine share it.
+MAX_ADDRESS_STUDIES_ENV = "DTPBO_MAX_STUDIES_PER_ADDRESS"
+#: Environment variable: the most bytes visitors from one network address may hold
+#: (default a quarter of ``$DTPBO_MAX_VISITOR_STUDY_BYTES``).
+MAX_ADDRESS_BYTES_ENV = "DTPBO_MAX_ADDRESS_STUDY_BYTES"
+#: Environment variable: days a visitor's study is kept without use (default 7; 0 keeps
+#: them until removed).
+IDLE_DAYS_ENV = "DTPBO_VISITOR_STUDY_DAYS"
+#: Marker file whose time is a study's last use (:func:`touch_study`).
+_USED = ".used"
+#: A use is written at most this often per study (seconds).
+_TOUCH_EVERY_S = 600.0
 
 
 # ----------------------------------------------------------------------------- flags
@@ -798,6 +824,9 @@ class UserStudy:
     counts: dict[str, int] = field(default_factory=dict)
     owner: str = ""
     public: bool = False
+    #: The network address the owner imported from, as a keyed hash (never the address):
+    #: the per-address limits count it.
+    address: str = ""
 
     def visible_to(self, owner: str) -> bool:
         """May the visitor ``owner`` see (list, load, link) this study on a shared server?
@@ -845,9 +874,41 @@ def max_owned_bytes() -> int:
     return _env_int(MAX_OWNED_BYTES_ENV, 512 * 2**20)
 
 
+def max_studies_per_address() -> int:
+    """The most studies visitors from one network address may hold together
+    (``$DTPBO_MAX_STUDIES_PER_ADDRESS``, 20)."""
+    return _env_int(MAX_ADDRESS_STUDIES_ENV, 20)
+
+
+def max_address_bytes() -> int:
+    """The most bytes visitors from one network address may hold together
+    (``$DTPBO_MAX_ADDRESS_STUDY_BYTES``, a quarter of :func:`max_owned_bytes`): no one
+    address fills the server's space."""
+    return _env_int(MAX_ADDRESS_BYTES_ENV, max_owned_bytes() // 4)
+
+
+def idle_days() -> float:
+    """Days a visitor's study is kept without use (``$DTPBO_VISITOR_STUDY_DAYS``, 7; 0:
+    kept until removed)."""
+    raw = os.environ.get(IDLE_DAYS_ENV, "").strip()
+    try:
+        days = float(raw) if raw else 7.0
+    except ValueError:
+        return 7.0
+    return days if days > 0 and days == days else 0.0
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+
 def _folder_bytes(folder: Path) -> int:
     total = 0
-    for f in folder.iterdir():
+    try:
+        files = list(folder.iterdir())
+    except OSError:  # removed meanwhile (expired, or by its owner)
+        return 0
+    for f in files:
         try:
             total += f.stat().st_size
         except OSError:
@@ -855,25 +916,111 @@ def _folder_bytes(folder: Path) -> int:
     return total
 
 
-def owner_refusal(owner: str, incoming: int = 0) -> str | None:
-    """Why visitor ``owner`` may not import another study of ``incoming`` bytes (one
-    sentence), or ``None``: at most :func:`max_studies_per_owner` studies each, and
-    :func:`max_owned_bytes` for all visitors' studies together. Reads only the small
+def _visitors(meta: UserStudy) -> bool:
+    """A visitor's own study (imported on a page, not published): limited and expiring."""
+    return bool(meta.owner) and not meta.public
+
+
+def last_used(meta: UserStudy) -> float:
+    """When the study was last used (its marker's time, else its import's), epoch seconds."""
+    for name in (_USED, "study.json"):
+        try:
+            return (meta.folder / name).stat().st_mtime
+        except OSError:
+            continue
+    return time.time()
+
+
+def touch_study(key: str, now: float | None = None) -> None:
+    """Note a use of study ``key`` (its owner opened it): its expiry starts again. Writes
+    at most once every few minutes; nothing for a key with no folder."""
+    try:
+        marker = _folder(key) / _USED
+    except KeyError:
+        return
+    now = time.time() if now is None else now
+    try:
+        if now - marker.stat().st_mtime < _TOUCH_EVERY_S:
+            return
+    except OSError:
+        pass
+    try:
+        marker.touch()
+        os.utime(marker, (now, now))
+    except OSError:  # no such study (any more), or a read-only data folder
+        pass
+
+
+def expires_at(meta: UserStudy) -> float | None:
+    """When a visitor's study expires if nobody uses it (epoch seconds), or ``None``: the
+    operator's and published studies, or expiry turned off (:func:`idle_days` 0)."""
+    days = idle_days()
+    if not days or not _visitors(meta):
+        return None
+    return last_used(meta) + days * 86400.0
+
+
+def expire_visitor_studies(now: float | None = None) -> list[str]:
+    """Remove every visitor's study unused for :func:`idle_days` days; their keys (the
+    sweep a shared server runs at its start and periodically, and before each import)."""
+    now = time.time() if now is None else now
+    gone = []
+    for meta in list_user_studies():
+        end = expires_at(meta)
+        if end is not None and end <= now:
+            shutil.rmtree(meta.folder, ignore_errors=True)
+            gone.append(meta.key)
+    return gone
+
+
+def _kept_for() -> str:
+    days = idle_days()
+    return f"after {days:g} days without use" if days else "only when removed"
+
+
+def owner_refusal(owner: str, incoming: int = 0, address: str = "") -> str | None:
+    """Why visitor ``owner`` (from network ``address``, a keyed hash, or ``""``) may not
+    import another study of ``incoming`` bytes (one sentence), or ``None``: at most
+    :func:`max_studies_per_owner` studies each, :func:`max_studies_per_address` studies
+    and :func:`max_address_bytes` bytes per address, and :func:`max_owned_bytes` for all
+    visitors' studies together. Expired studies are removed first. Reads only the small
     ``study.json`` files and file sizes, before the upload is parsed."""
     if not owner:
         return None
-    owned = [m for m in list_user_studies() if m.owner]
-    mine = sum(m.owner == owner and not m.public for m in owned)
+    expire_visitor_studies()
+    owned = [m for m in list_user_studies() if _visitors(m)]
+    mine = sum(m.owner == owner for m in owned)
     if mine >= max_studies_per_owner():
         return (
             f"you already have {mine} studies here, the most one visitor may keep "
             f"(${MAX_STUDIES_ENV}); remove one of yours first"
         )
-    used = sum(_folder_bytes(m.folder) for m in owned if not m.public)
+    sizes = {m.key: _folder_bytes(m.folder) for m in owned}
+    if address:
+        here = [m for m in owned if m.address == address]
+        if len(here) >= max_studies_per_address():
+            return (
+                f"visitors from your network address already have {len(here)} studies here, "
+                f"the most one address may keep (${MAX_ADDRESS_STUDIES_ENV}); remove one of "
+                f"yours, or wait until unused ones expire ({_kept_for()})"
+            )
+        used_here = sum(sizes[m.key] for m in here)
+        if used_here + incoming > max_address_bytes():
+            return (
+                f"visitors from your network address already use {_mib(used_here)} of the "
+                f"{_mib(max_address_bytes())} one address may keep (${MAX_ADDRESS_BYTES_ENV})"
+                f"{'' if not incoming else f' and this upload is {_mib(incoming)}'}; remove "
+                f"one of yours, or wait until unused ones expire ({_kept_for()})"
+            )
+    used = sum(sizes.values())
     if used + incoming > max_owned_bytes():
+        left = max(max_owned_bytes() - used, 0)
         return (
-            "the server's space for visitors' studies is full "
-            f"(${MAX_OWNED_BYTES_ENV}); ask its administrator"
+            f"the server's space for visitors' studies is full ({_mib(left)} of "
+            f"{_mib(max_owned_bytes())} left, ${MAX_OWNED_BYTES_ENV}"
+            f"{'' if not incoming else f'; this upload is {_mib(incoming)}'}): no visitor can "
+            f"import until studies are removed or expire ({_kept_for()}); try again later or "
+            "ask the server's administrator"
         )
     return None
 
@@ -895,21 +1042,25 @@ def save_study(
     public: bool = False,
     limit_owner: bool = False,
     sep: str | None = None,
+    address: str = "",
 ) -> tuple[UserStudy | None, list[Problem]]:
     """Check the upload and, only when it loads, save it as a new study folder.
 
     ``study.json`` keeps the resolved column map (what was inferred is fixed there, and in
     ``notes``), so the saved study loads the same way every time. ``owner`` (a visitor's
     hash) and ``public`` say who may see it (:meth:`UserStudy.visible_to`); with
-    ``limit_owner`` the owner's limits (:func:`owner_refusal`) are checked first, before
-    anything is parsed. ``content`` may be any accepted format (``sep``: see
+    ``limit_owner`` the owner's limits (:func:`owner_refusal`, with the network
+    ``address``'s) are checked first, before anything is parsed. A visitor's study
+    (``owner`` given, not ``public``) gets a key with a random part
+    (``my-<title>-<random>``): it tells nobody whether another visitor holds a study of
+    that title. ``content`` may be any accepted format (``sep``: see
     :func:`check_upload`); ``choices.csv`` keeps it as comma-separated text
     (:attr:`data_loaders.readers.Table.text`: the file's own text when it was one).
     """
     title = title.strip() or Path(file).stem
     if limit_owner:
         size = len(content) + (len(respondents[0]) if respondents else 0)
-        refused = owner_refusal(owner, size)
+        refused = owner_refusal(owner, size, address)
         if refused:
             return None, [Problem(file, refused)]
     study, problems = check_upload(content, file, attributes, columns, respondents, sep)
@@ -921,8 +1072,10 @@ def save_study(
     root.mkdir(parents=True, exist_ok=True)
     base = KEY_PREFIX + _slug(title)
     key, n = base, 2
+    if owner and not public:  # independent of every other visitor's studies
+        key = f"{base}-{_random_part()}"
     while (root / key).exists():
-        key, n = f"{base}-{n}", n + 1
+        key, n = (f"{base}-{_random_part()}" if owner and not public else f"{base}-{n}"), n + 1
     files = {"choices": file} | ({"respondents": respondents[1]} if respondents else {})
     counts = study.counts()
     meta = UserStudy(
@@ -937,6 +1090,7 @@ def save_study(
         counts,
         owner,
         bool(public),
+        address,
     )
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=root))
     try:
@@ -949,6 +1103,12 @@ def save_study(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return meta, []
+
+
+def _random_part() -> str:
+    """Eight random lower-case letters and digits (41 bits)."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    return "".join(secrets.choice(alphabet) for _ in range(8))
 
 
 def _read_meta(folder: Path) -> UserStudy | None:

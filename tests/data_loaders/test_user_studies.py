@@ -299,3 +299,95 @@ def test_a_visitor_holds_a_bounded_number_of_studies(
     )
     assert meta is None and "space for visitors' studies is full" in problems[0].message
     assert us.owner_refusal("") is None
+
+
+def _import(owner: str, title: str = "S", address: str = "", public: bool = False):
+    content = csv_bytes(long_frame())
+    meta, problems = us.save_study(
+        title,
+        content,
+        "s.csv",
+        None,
+        us.ColumnMap(),
+        owner=owner,
+        public=public,
+        limit_owner=bool(owner),
+        address=address,
+    )
+    return meta, problems
+
+
+def test_one_address_cannot_fill_the_space_with_new_visitors(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every new browser (a new cookie) from one address is a new visitor: the address
+    holds at most its own count and bytes, so a crowd of them leaves room for others."""
+    monkeypatch.setenv(us.MAX_ADDRESS_STUDIES_ENV, "3")
+    crowd = "1" * 32
+    for k in range(3):
+        meta, problems = _import(f"{k:x}" * 32, address=crowd)
+        assert meta is not None and meta.address == crowd, problems
+    meta, problems = _import("f" * 32, address=crowd)  # a fourth new cookie, same address
+    assert meta is None
+    assert "your network address already" in problems[0].message
+    assert us.MAX_ADDRESS_STUDIES_ENV in problems[0].message
+    other, problems = _import("e" * 32, address="2" * 32)  # another address may import
+    assert other is not None, problems
+    # the bytes of one address: a quarter of the visitors' space unless set
+    size = us._folder_bytes(other.folder)
+    monkeypatch.delenv(us.MAX_ADDRESS_STUDIES_ENV)
+    monkeypatch.setenv(us.MAX_OWNED_BYTES_ENV, str(40 * size))
+    assert us.max_address_bytes() == 10 * size
+    monkeypatch.setenv(us.MAX_ADDRESS_BYTES_ENV, str(int(3.5 * size)))
+    meta, problems = _import("d" * 32, address=crowd)
+    assert meta is None and "already use" in problems[0].message
+    assert us.owner_refusal("d" * 32, 0, "3" * 32) is None
+
+
+def test_the_sentence_when_the_space_is_full(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, _ = _import("a" * 32)
+    monkeypatch.setenv(us.MAX_OWNED_BYTES_ENV, str(us._folder_bytes(first.folder) - 1))
+    refused = us.owner_refusal("b" * 32)
+    assert refused is not None
+    assert "space for visitors' studies is full" in refused
+    assert "no visitor can import until studies are removed or expire" in refused
+    assert "after 7 days without use" in refused and us.MAX_OWNED_BYTES_ENV in refused
+
+
+def test_visitors_studies_expire_after_the_idle_time(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine, _ = _import("a" * 32)
+    published, _ = _import("b" * 32, public=True)
+    operators, _ = _import("")
+    day = 86400.0
+    now = us.last_used(mine)
+    assert us.expires_at(mine) == pytest.approx(now + 7 * day)
+    assert us.expires_at(published) is None and us.expires_at(operators) is None
+    assert us.expire_visitor_studies(now + 6 * day) == []
+    us.touch_study(mine.key, now + 6 * day)  # its owner used it: another 7 days
+    assert us.expires_at(mine) == pytest.approx(now + 13 * day)
+    assert us.expire_visitor_studies(now + 12 * day) == []
+    assert us.expire_visitor_studies(now + 13.5 * day) == [mine.key]
+    assert not mine.folder.exists()
+    assert {m.key for m in us.list_user_studies()} == {published.key, operators.key}
+    monkeypatch.setenv(us.IDLE_DAYS_ENV, "0.5")
+    again, _ = _import("a" * 32)
+    assert us.expires_at(again) == pytest.approx(us.last_used(again) + 0.5 * day)
+    monkeypatch.setenv(us.IDLE_DAYS_ENV, "0")  # kept until removed
+    assert us.expires_at(again) is None
+    assert us.expire_visitor_studies(now + 1000 * day) == []
+    us.touch_study("../etc")  # not a key: nothing
+
+
+def test_a_visitors_key_says_nothing_about_other_visitors_titles(home: Path) -> None:
+    a, _ = _import("a" * 32, "mem0")
+    b, _ = _import("b" * 32, "mem0")
+    c, _ = _import("a" * 32, "mem0")
+    keys = {a.key, b.key, c.key}
+    assert len(keys) == 3
+    for key in keys:  # my-mem0-<8 random letters and digits>, never my-mem0-2
+        assert key.startswith("my-mem0-") and len(key) == len("my-mem0-") + 8, key
+        assert not key.endswith(("-2", "-3"))
+    operator, _ = _import("", "mem0")
+    assert operator.key == "my-mem0"  # the command line's keys stay readable
