@@ -17,7 +17,11 @@ elicitation page and the report. An entry (:class:`ModelSpec`) holds
   draws a tree) and the ``roles`` in which pages and commands offer it by default.
 
 Adding a model is its module plus one :func:`register` call here; the estimator contract
-test (``tests/pbo_core/test_registry.py``) picks every entry up from :data:`MODELS`.
+test (``tests/pbo_core/test_registry.py``) picks every entry up from :data:`MODELS`. An
+entry states its parameters once: a GP entry's (:func:`_gp_entry`) make both its
+estimator and its EUBO rule, a query rule of the paper DT names its options once
+(:func:`_dt_query_rule`), and the item-set baselines share their scope, needs and roles
+(:func:`_item_baseline`).
 
 The BoTorch reference (``botorch-gp*``) needs the optional ``bench`` extra and is imported
 only when asked for.
@@ -28,6 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -353,11 +358,26 @@ def _dt(**kw: Any) -> DTSurrogate:
     return DTSurrogate(**kw)
 
 
-def _dt_rule(name: str, **rule: Any) -> Callable[..., Strategy]:
-    def factory(**kw: Any) -> Strategy:
-        return DTStrategy(name=name, **{**rule, **kw})
-
-    return factory
+def _dt_query_rule(
+    name: str,
+    label: str,
+    description: str,
+    *,
+    roles: frozenset[str] = frozenset(),
+    **rule: Any,
+) -> ModelSpec:
+    """The paper DT (``dt``'s model) asked by :class:`~pbo_core.strategies.dt.DTStrategy`
+    with the options ``rule`` (``within``, ``within_every``, ``ties``, ``lam``, ...): a
+    strategy-only entry whose name is stated once."""
+    return ModelSpec(
+        name,
+        label,
+        description,
+        "tree",
+        strategy=partial(DTStrategy, name=name, **rule),
+        model_of="dt",
+        roles=roles,
+    )
 
 
 def _botorch(name: str, kappasharp: str = "off") -> Callable[..., Strategy]:
@@ -370,11 +390,66 @@ def _botorch(name: str, kappasharp: str = "off") -> Callable[..., Strategy]:
     return factory
 
 
-def _gp_rule(name: str, **rule: Any) -> Callable[..., Strategy]:
-    def factory(**kw: Any) -> Strategy:
-        return GPStrategy(name=name, **{**rule, **kw})
+def _gp_entry(
+    name: str,
+    label: str,
+    description: str,
+    *,
+    reuse: Callable[[Any], dict[str, Any]] | None = None,
+    roles: frozenset[str] = frozenset(),
+    **params: Any,
+) -> ModelSpec:
+    """A GP entry whose parameters are stated once: the estimator is
+    ``GPSurrogate(**params)`` and the strategy asks by EUBO with that same GP
+    (:class:`~pbo_core.strategies.gp.GPStrategy` passes ``params`` on to it).
 
-    return factory
+    Parameters
+    ----------
+    name, label, description
+        As in :class:`ModelSpec`.
+    reuse, roles
+        As in :class:`ModelSpec`.
+    **params
+        The GP's parameters (``kappasharp``, ``kappasharp_score_noise_var``, ...); keyword
+        arguments given to the estimator or the strategy override them.
+
+    Returns
+    -------
+    ModelSpec
+        A ``"gp"`` entry fitted per respondent.
+    """
+    return ModelSpec(
+        name,
+        label,
+        description,
+        "gp",
+        estimator=lambda **kw: GPSurrogate(**{**params, **kw}),
+        strategy=partial(GPStrategy, name=name, **params),
+        reuse=reuse,
+        roles=roles,
+    )
+
+
+def _item_baseline(
+    name: str,
+    label: str,
+    description: str,
+    model: Callable[..., Any],
+    respondent_predict: bool = True,
+) -> ModelSpec:
+    """A baseline of a finite item set (Sushi): pooled, offered by the accuracy commands;
+    ``model(**params)`` is its estimator."""
+    return ModelSpec(
+        name,
+        label,
+        description,
+        "baseline",
+        scope="pooled",
+        estimator=model,
+        respondent_predict=respondent_predict,
+        needs=_ITEMS,
+        roles=_ACC,
+    )
 
 
 #: The linear-leaf tree's CV cost bound: its strengths are scored on the held-out tasks of
@@ -416,77 +491,69 @@ _entries(
             "qEUBO over leaves with the top-leaf rule",
             "tree",
             estimator=_dt,
-            strategy=_dt_rule("dt", within="auto"),
+            strategy=partial(DTStrategy, name="dt", within="auto"),
             roles=frozenset(
                 {"accuracy", "explorer", "sensitivity", "elicitation", "sushi_pbo", "rho_regret"}
             ),
         ),
-        ModelSpec(
+        _dt_query_rule(
             "dt-literal",
             "DT-PBO, Algorithm 1 literally (qEUBO only)",
             "the paper DT asked by qEUBO over leaf pairs only (no within-leaf rule)",
-            "tree",
-            strategy=_dt_rule("dt-literal", within="none", ties="first"),
-            model_of="dt",
             roles=frozenset({"elicitation"}),
+            within="none",
+            ties="first",
         ),
-        ModelSpec(
+        _dt_query_rule(
             "dt-incumbent",
             "DT, incumbent challenged every 2nd query",
             "the paper DT; every 2nd query the incumbent meets a new point of the top leaf",
-            "tree",
-            strategy=_dt_rule("dt-incumbent", within="incumbent", within_every=2),
-            model_of="dt",
+            within="incumbent",
+            within_every=2,
         ),
-        ModelSpec(
+        _dt_query_rule(
             "dt-local",
             "DT, incumbent challenged every query",
             "the paper DT; every query the incumbent meets a new point of the top leaf",
-            "tree",
-            strategy=_dt_rule("dt-local", within="incumbent", within_every=1),
-            model_of="dt",
+            within="incumbent",
+            within_every=1,
         ),
-        ModelSpec(
+        _dt_query_rule(
             "dt-topleaf",
             "DT, top-leaf rule every 2nd query",
             "the paper DT; every 2nd query two points of the top leaf (Sec. 3.3)",
-            "tree",
-            strategy=_dt_rule("dt-topleaf", within="top-leaf", within_every=2),
-            model_of="dt",
+            within="top-leaf",
+            within_every=2,
         ),
-        ModelSpec(
+        _dt_query_rule(
             "dt-toponly",
             "DT, top-leaf rule every query",
             "the paper DT; the top-leaf rule on every query (Sushi 'dt-toponly')",
-            "tree",
-            strategy=_dt_rule("dt-toponly", within="top-leaf", within_every=1),
-            model_of="dt",
             roles=frozenset({"sushi_pbo", "rho_regret"}),
+            within="top-leaf",
+            within_every=1,
         ),
-        ModelSpec(
+        _dt_query_rule(
             "dt-notop",
             "DT, qEUBO without top-leaf prioritisation",
             "the paper DT; qEUBO with latest-winner ties (Sushi 'no top-leaf prioritisation')",
-            "tree",
-            strategy=_dt_rule("dt-notop", within="none"),
-            model_of="dt",
             roles=frozenset({"sushi_pbo", "rho_regret"}),
+            within="none",
         ),
-        ModelSpec(
+        _dt_query_rule(
             "dt-lambda",
             "DT, qEUBO + lambda I_struct",
             "App. C.3 I_struct with the leaf's split held fixed (the paper's definition)",
-            "tree",
-            strategy=_dt_rule("dt-lambda", within="lambda", lam=1.0),
-            model_of="dt",
+            within="lambda",
+            lam=1.0,
         ),
-        ModelSpec(
+        _dt_query_rule(
             "dt-lambda-reopt",
             "DT, qEUBO + lambda I_struct (split re-optimised)",
             "the earlier I_struct variant: the best split re-optimised after appending",
-            "tree",
-            strategy=_dt_rule("dt-lambda-reopt", within="lambda", lam=1.0, lambda_split="reopt"),
-            model_of="dt",
+            within="lambda",
+            lam=1.0,
+            lambda_split="reopt",
         ),
         ModelSpec(
             "dt-random",
@@ -503,7 +570,7 @@ _entries(
             "DT per respondent, straddlers kept (App. C.2), max depth 4 (Table 2)",
             "tree",
             estimator=lambda **kw: DTSurrogate(**{**DT_KEEP, **kw}),
-            strategy=_dt_rule("dt-keep", within="none", **DT_KEEP),
+            strategy=partial(DTStrategy, name="dt-keep", within="none", **DT_KEEP),
             roles=_ACC,
         ),
         ModelSpec(
@@ -513,7 +580,7 @@ _entries(
             "toward the pooled leaves (strength and depth by task CV, <= 24 leaves)",
             "tree",
             scope="pooled",
-            estimator=lambda **kw: PooledDTSurrogate(**kw),
+            estimator=PooledDTSurrogate,
             respondent_predict=True,
             needs=_DESIGN,
             roles=frozenset({"accuracy", "explorer"}),
@@ -533,13 +600,10 @@ _entries(
             roles=frozenset({"accuracy", "explorer", "sensitivity", "elicitation"}),
             takes_prior=True,
         ),
-        ModelSpec(
+        _gp_entry(
             "gp",
             "GP-Laplace with EUBO",
             "GP-Laplace per respondent (ARD RBF, evidence-fitted); queries: EUBO",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(**kw),
-            strategy=_gp_rule("gp"),
             reuse=lambda m: {
                 "fit_hyperparameters": False,
                 "lengthscale": m.lengthscale_,
@@ -547,83 +611,62 @@ _entries(
             },
             roles=frozenset({"accuracy", "elicitation", "sushi_pbo", "rho_regret"}),
         ),
-        ModelSpec(
+        _gp_entry(
             "gp-ks-static",
             "GP, static KappaSharp",
             "the GP with KappaSharp's static diagonal correction (Eq. 8-10)",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(kappasharp="static", **kw),
-            strategy=_gp_rule("gp-ks-static", kappasharp="static"),
+            kappasharp="static",
         ),
-        ModelSpec(
+        _gp_entry(
             "gp-ks-adaptive",
             "GP, adaptive KappaSharp",
             "the GP with Adaptive KappaSharp (Alg. 1)",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(kappasharp="adaptive", **kw),
-            strategy=_gp_rule("gp-ks-adaptive", kappasharp="adaptive"),
+            kappasharp="adaptive",
         ),
-        ModelSpec(
+        _gp_entry(
             "gp-ks-adaptive-eq1",
             "GP, adaptive KappaSharp (Eq. 1 noise)",
             "Eq. 12's 2 sigma^2 read as the simulated noise (sigma = 0.1), not the model's 2",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(
-                kappasharp="adaptive", kappasharp_score_noise_var=EQ1_NOISE_VAR, **kw
-            ),
-            strategy=_gp_rule(
-                "gp-ks-adaptive-eq1",
-                kappasharp="adaptive",
-                kappasharp_score_noise_var=EQ1_NOISE_VAR,
-            ),
+            kappasharp="adaptive",
+            kappasharp_score_noise_var=EQ1_NOISE_VAR,
         ),
-        ModelSpec(
+        _gp_entry(
             "gp-fixed20",
             "GP, KappaSharp fixed at 20",
             "the GP with the condition number fixed to 20 (KappaSharp Table 3)",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(kappasharp="fixed20", **kw),
-            strategy=_gp_rule("gp-fixed20", kappasharp="fixed20"),
+            kappasharp="fixed20",
         ),
         ModelSpec(
             "gp-connected",
             "GP, connected querying",
             "connected querying (Xu et al. 2024; KappaSharp Table 5): one side is x_{t-1}",
             "gp",
-            strategy=_gp_rule("gp-connected", connected=True),
+            strategy=partial(GPStrategy, name="gp-connected", connected=True),
             model_of="gp",
         ),
-        ModelSpec(
+        _gp_entry(
             "gp-ks-jitter",
             "GP, KappaSharp ablation: jitter",
             "KappaSharp ablation: a plain jitter instead of the correction",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(kappasharp="jitter", **kw),
-            strategy=_gp_rule("gp-ks-jitter", kappasharp="jitter"),
+            kappasharp="jitter",
         ),
-        ModelSpec(
+        _gp_entry(
             "gp-ks-diagonal",
             "GP, KappaSharp ablation: diagonal",
             "KappaSharp ablation: the diagonal correction only",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(kappasharp="diagonal", **kw),
-            strategy=_gp_rule("gp-ks-diagonal", kappasharp="diagonal"),
+            kappasharp="diagonal",
         ),
-        ModelSpec(
+        _gp_entry(
             "gp-ks-metriconly",
             "GP, KappaSharp ablation: metric only",
             "KappaSharp ablation: the correction in the Newton metric only",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(kappasharp="metriconly", **kw),
-            strategy=_gp_rule("gp-ks-metriconly", kappasharp="metriconly"),
+            kappasharp="metriconly",
         ),
-        ModelSpec(
+        _gp_entry(
             "gp-ks-covonly",
             "GP, KappaSharp ablation: covariance only",
             "KappaSharp ablation: the correction in the posterior covariance only",
-            "gp",
-            estimator=lambda **kw: GPSurrogate(kappasharp="covonly", **kw),
-            strategy=_gp_rule("gp-ks-covonly", kappasharp="covonly"),
+            kappasharp="covonly",
         ),
         ModelSpec(
             "botorch-gp",
@@ -725,37 +768,24 @@ _entries(
             roles=frozenset({"elicitation"}),
             takes_prior=True,
         ),
-        ModelSpec(
+        _item_baseline(
             "bt-popularity",
             "Item Bradley-Terry (popularity)",
             "item Bradley-Terry for everybody (global popularity), L2 by CV",
-            "baseline",
-            scope="pooled",
-            estimator=lambda **kw: ItemUtilitySurrogate(**kw),
-            needs=_ITEMS,
-            roles=_ACC,
+            ItemUtilitySurrogate,
+            respondent_predict=False,
         ),
-        ModelSpec(
+        _item_baseline(
             "bt-offsets",
             "Item Bradley-Terry + personal offsets",
             "item Bradley-Terry plus per-user offsets shrunk to zero (CV)",
-            "baseline",
-            scope="pooled",
-            estimator=lambda **kw: ItemOffsetSurrogate(**kw),
-            respondent_predict=True,
-            needs=_ITEMS,
-            roles=_ACC,
+            ItemOffsetSurrogate,
         ),
-        ModelSpec(
+        _item_baseline(
             "copeland",
             "Copeland (wins minus losses)",
             "per-user wins minus losses of every item (sanity floor)",
-            "baseline",
-            scope="pooled",
-            estimator=lambda **kw: CopelandSurrogate(**kw),
-            respondent_predict=True,
-            needs=_ITEMS,
-            roles=_ACC,
+            CopelandSurrogate,
         ),
     ]
 )

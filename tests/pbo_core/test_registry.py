@@ -9,6 +9,8 @@ import pytest
 
 from pbo_core.data import Feature, PreferenceData, Schema, Study
 from pbo_core.models.base import Estimator, clone
+from pbo_core.models.gp import GPSurrogate
+from pbo_core.models.gp.kappasharp import EQ1_NOISE_VAR
 from pbo_core.registry import (
     MODELS,
     ModelSpec,
@@ -80,6 +82,36 @@ def test_a_strategy_fits_the_model_of_its_entry(name: str) -> None:
     assert {k: v for k, v in got.get_params().items() if k != "slope_prior"} == {
         k: v for k, v in want.get_params().items() if k != "slope_prior"
     }, spec.name
+
+
+def test_gp_entries_state_their_parameters_once() -> None:
+    """A GP entry's parameters are its estimator's and its EUBO rule's alike; options given
+    to either override them (the estimator keeps the entry's others)."""
+    default = GPSurrogate().get_params()
+    own = {
+        n: {k: v for k, v in make_model(n).get_params().items() if v != default[k]}
+        for n in names(family="gp", fits=True)
+    }
+    assert own == {
+        "gp": {},
+        "gp-ks-static": {"kappasharp": "static"},
+        "gp-ks-adaptive": {"kappasharp": "adaptive"},
+        "gp-ks-adaptive-eq1": {
+            "kappasharp": "adaptive",
+            "kappasharp_score_noise_var": EQ1_NOISE_VAR,
+        },
+        "gp-fixed20": {"kappasharp": "fixed20"},
+        "gp-ks-jitter": {"kappasharp": "jitter"},
+        "gp-ks-diagonal": {"kappasharp": "diagonal"},
+        "gp-ks-metriconly": {"kappasharp": "metriconly"},
+        "gp-ks-covonly": {"kappasharp": "covonly"},
+    }
+    for n, params in own.items():
+        rule = make_strategy(n)
+        assert rule.name == n and all(getattr(rule.model, k) == v for k, v in params.items())
+    tuned = make_model("gp-ks-adaptive-eq1", kappasharp="static")
+    assert tuned.kappasharp == "static" and tuned.kappasharp_score_noise_var == EQ1_NOISE_VAR
+    assert make_strategy("gp-ks-static", tau=2.0).model.kappasharp_tau == 2.0
 
 
 def test_entries_say_what_they_need_and_where_they_appear() -> None:
