@@ -43,6 +43,7 @@ from pbo_core.models.bradley_terry import (
     ItemOffsetSurrogate,
     ItemUtilitySurrogate,
 )
+from pbo_core.models.choice_tree import ChoiceModelTree
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.gp.kappasharp import EQ1_NOISE_VAR
@@ -150,6 +151,11 @@ class ModelSpec:
         The model takes parameters from the study's analysis plan
         (:meth:`pbo_core.plan.AnalysisPlan.model_params`: alternatives, reference,
         case-specific variables); :func:`make_for` passes them.
+    plan_as
+        A planned model that takes the plan parameters of another entry (the
+        choice-model tree takes the conditional logit's); :func:`make_for` then also
+        passes the study's respondent feature schema (``user_schema``) when the entry
+        needs ``respondent_features``.
     """
 
     name: str
@@ -167,6 +173,7 @@ class ModelSpec:
     reuse: Callable[[Any], dict[str, Any]] | None = None
     feature_predict: bool = False
     planned: bool = False
+    plan_as: str | None = None
 
     @property
     def tree(self) -> bool:
@@ -269,7 +276,10 @@ def make_for(
     spec = get(model) if isinstance(model, str) else model
     own = get(spec.model_of) if spec.model_of else spec
     if own.planned:
-        params = {**plan_of(study).model_params(own.name, study, schema=schema), **params}
+        planned = plan_of(study).model_params(own.plan_as or own.name, study, schema=schema)
+        if own.plan_as and "respondent_features" in own.needs:
+            planned = {**planned, "user_schema": study.user_schema}
+        params = {**planned, **params}
     return own.make(**params)
 
 
@@ -714,6 +724,22 @@ _entries(
             feature_predict=True,
             planned=True,
             roles=frozenset({"accuracy", "choice_baseline"}),
+        ),
+        ModelSpec(
+            "mnl-tree",
+            "Choice-model tree (segments of respondents, a conditional logit each)",
+            "respondents split on their recorded features (the plan's case-specific "
+            "variables), a conditional logit with alternative constants per segment; grown "
+            "by log-likelihood gain, pruned by the held-out log-likelihood of whole "
+            "respondents (<= 12 segments, depth <= 4, >= 50 respondents each)",
+            "tree",
+            scope="pooled",
+            estimator=lambda **kw: ChoiceModelTree(**kw),
+            feature_predict=True,
+            planned=True,
+            plan_as="mnl",
+            needs=frozenset({"respondent_features"}),
+            roles=_ACC,
         ),
     ]
 )

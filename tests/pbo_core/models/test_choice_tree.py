@@ -1,0 +1,205 @@
+"""The choice-model tree (pbo_core.models.choice_tree): segments of respondents by their
+features, a conditional logit per segment, pruned by held-out likelihood."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pbo_core.data import Feature, PreferenceData, Schema, Study
+from pbo_core.models.choice_tree import ChoiceModelTree, ChoiceTreeNodes, _Fit, _Split
+from pbo_core.plan import AnalysisPlan
+from pbo_core.registry import make_for
+
+ITEMS = Schema(
+    (
+        Feature("mode", "categorical", levels=("A", "B", "C")),
+        Feature("cost", "numeric", bounds=(0, 10), unit="CHF"),
+        Feature("time", "numeric", bounds=(0, 60), unit="min"),
+    )
+)
+USERS = Schema(
+    (
+        Feature("age", "numeric", bounds=(18, 80), label="Age"),
+        Feature("region", "categorical", levels=("n", "s", "e", "w", "c"), label="Region"),
+        Feature("car", "binary", levels=("no", "yes"), label="Car"),
+        Feature("noise", "numeric", bounds=(0, 1)),
+    )
+)
+
+
+def _users(rng: np.random.Generator, R: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "age": rng.uniform(18, 80, R).round(),
+            "region": rng.choice(list("nsewc"), R),
+            "car": rng.choice(["no", "yes"], R),
+            "noise": rng.uniform(0, 1, R),
+        },
+        index=np.arange(R),
+    )
+
+
+def _segment(users: pd.DataFrame, kind: str) -> np.ndarray:
+    """Planted segment of every respondent: ``quad`` (age < 40 x south/east region),
+    ``bands`` (age < 30, 30-50, >= 50), ``none`` (one segment)."""
+    young = (users["age"] < 40).to_numpy()
+    south = users["region"].isin(["s", "e"]).to_numpy()
+    if kind == "quad":
+        return 2 * young + south
+    if kind == "bands":
+        return np.digitize(users["age"].to_numpy(), [30, 50])
+    return np.zeros(len(users), dtype=int)
+
+
+def _choices(
+    rng: np.random.Generator, users: pd.DataFrame, kind: str, T: int = 10
+) -> PreferenceData:
+    """Each respondent makes ``T`` choices among modes A, B, C (random cost and time),
+    with the cost slope and constants of their planted segment."""
+    seg = _segment(users, kind)
+    cost = {"quad": [-0.2, -0.2, -1.0, -1.0], "bands": [-1.5, -0.6, -0.1], "none": [-0.8]}[kind]
+    asc_b = {"quad": [-0.5, 1.5, -0.5, 1.5], "bands": [0.0, 0.0, 0.0], "none": [0.0]}[kind]
+    X, pairs, resp, task = [], [], [], []
+    for r, s in zip(users.index, seg, strict=True):
+        for t in range(T):
+            base = len(X)
+            rows = [[k, rng.uniform(0, 10), rng.uniform(0, 60)] for k in range(3)]
+            X += rows
+            v = np.array([asc_b[s] * (k == 1) + cost[s] * c - 0.05 * m for k, c, m in rows])
+            p = np.exp(v - v.max())
+            ch = rng.choice(3, p=p / p.sum())
+            for k in range(3):
+                if k != ch:
+                    pairs.append((base + ch, base + k))
+                    resp.append(r)
+                    task.append(t)
+    return PreferenceData(
+        np.array(X, dtype=float),
+        np.array(pairs),
+        schema=ITEMS,
+        respondent=np.array(resp),
+        task=np.array(task),
+        users=users,
+    )
+
+
+def _tree(**kw: object) -> ChoiceModelTree:
+    return ChoiceModelTree(alternative="mode", user_schema=USERS, **kw)  # type: ignore[arg-type]
+
+
+def test_recovers_a_planted_segmentation() -> None:
+    rng = np.random.default_rng(1)
+    users = _users(rng, 400)
+    model = _tree(random_state=np.random.default_rng(2)).fit(_choices(rng, users, "quad"))
+    assert model.n_leaves_ == 4
+    leaf = model.assign(users)
+    seg = _segment(users, "quad")
+    for k in range(4):  # every leaf is one planted segment
+        assert np.bincount(seg[leaf == k], minlength=4).max() == (leaf == k).sum()
+    assert {r.split(" AND ")[0].split()[0] for r in model.rules_} <= {"Age", "Region"}
+    # the young segments' cost slopes are the steep ones
+    cost = {k: m.coef_[m.column_names_.index("cost")] for k, m in enumerate(model.leaf_models_)}
+    young = {k for k in range(4) if (seg[leaf == k] >= 2).all()}
+    assert max(cost[k] for k in young) < min(cost[k] for k in set(cost) - young)
+    assert model.tree_.max_depth == 2 and len(model.leaf_table()) == 4
+
+
+def test_predicts_respondents_it_never_saw() -> None:
+    rng = np.random.default_rng(3)
+    users = _users(rng, 400)
+    data = _choices(rng, users, "quad")
+    train = data.select_pairs(data.respondent < 300)  # 100 respondents never seen
+    model = _tree().fit(train)
+    assert model.n_leaves_ >= 2
+    for r in (310, 350, 399):
+        leaf = model.leaf_of(r)
+        assert leaf is not None
+        u = model.predict(data.X, respondent=r)
+        assert np.allclose(u, model.leaf_models_[leaf].predict(data.X))
+        assert leaf == model.assign(users.loc[[r]])[0]
+    # a respondent without a feature row, or none: the pooled logit
+    assert np.allclose(model.predict(data.X, respondent="nobody"), model.root_.predict(data.X))
+    assert np.allclose(model.predict(data.X), model.root_.predict(data.X))
+    p = model.prob_prefer(data.X[:5], data.X[5:10], respondent=310)
+    assert p.shape == (5,) and ((p > 0) & (p < 1)).all()
+
+
+def test_does_not_split_on_noise() -> None:
+    rng = np.random.default_rng(5)
+    users = _users(rng, 400)
+    model = _tree(random_state=np.random.default_rng(6)).fit(_choices(rng, users, "none"))
+    assert model.n_leaves_ == 1
+    assert model.rules_ == ["all respondents"]
+    assert model.cv_loglik_ is not None and len(model.cv_loglik_) >= 2
+
+
+def test_rules_merge_repeated_conditions() -> None:
+    rng = np.random.default_rng(7)
+    users = _users(rng, 450)
+    model = _tree(min_respondents_leaf=40).fit(_choices(rng, users, "bands"))
+    assert model.n_leaves_ >= 3
+    for rule in model.rules_:
+        conds = rule.split(" AND ")
+        assert sum(c.startswith("Age <") for c in conds) <= 1
+        assert sum(c.startswith("Age >=") for c in conds) <= 1
+    assert any("Age >=" in r and "Age <" in r for r in model.rules_)  # the middle band
+
+
+def test_nested_thresholds_read_as_one_condition() -> None:
+    """ "Age < 23.5", not "Age < 36.5 AND Age < 28.5 AND Age < 23.5"."""
+    model = _tree()
+    empty = _Fit(np.zeros(1), 0.0, np.zeros(0, dtype=np.int64))
+    splits = [_Split(0, t, frozenset(), False, 1.0) for t in (36.5, 28.5, 23.5)]
+    # node 0 -> (1, 2); 1 -> (3, 4); 3 -> (5, 6): always the left side
+    model.tree_ = ChoiceTreeNodes(
+        left=[1, 3, -1, 5, -1, -1, -1],
+        right=[2, 4, -1, 6, -1, -1, -1],
+        split=[splits[0], splits[1], None, splits[2], None, None, None],
+        depth=[0, 1, 1, 2, 2, 3, 3],
+        fit=[empty] * 7,
+    )
+    model.split_schema_ = USERS
+    assert model._rule(5) == "Age < 23.5"
+    assert model._rule(6) == "Age >= 23.5 AND Age < 28.5"
+    assert model._rule(2) == "Age >= 36.5"
+
+
+def test_the_registry_entry_takes_the_plan() -> None:
+    rng = np.random.default_rng(9)
+    users = _users(rng, 60)
+    data = _choices(rng, users, "none", T=4)
+    study = Study(
+        "sim",
+        "Simulated",
+        ITEMS,
+        data,
+        users=users,
+        user_schema=USERS,
+        plan=AnalysisPlan(alternative="mode", reference="A", case_specific=("age", "car")),
+    )
+    model = make_for("mnl-tree", study)
+    assert model.alternative == "mode" and model.reference == "A"
+    assert tuple(model.case_specific) == ("age", "car") and model.user_schema is USERS
+    model.fit(data)
+    assert model.split_schema_ is not None and model.split_schema_.names == ["age", "car"]
+    assert model.n_leaves_ == 1  # 60 respondents: no two leaves of 50
+
+
+def test_without_features_it_is_the_pooled_logit() -> None:
+    rng = np.random.default_rng(11)
+    data = _choices(rng, _users(rng, 30), "none", T=4)
+    plain = PreferenceData(
+        data.X, data.pairs, schema=ITEMS, respondent=data.respondent, task=data.task
+    )
+    model = _tree().fit(plain)
+    assert model.n_leaves_ == 1 and model.leaf_models_[0] is model.root_
+    assert np.allclose(model.predict(data.X, respondent=3), model.root_.predict(data.X))
+
+
+def test_bad_prune_rule() -> None:
+    rng = np.random.default_rng(13)
+    data = _choices(rng, _users(rng, 400), "quad", T=6)
+    with pytest.raises(ValueError, match="prune_rule"):
+        _tree(prune_rule="median").fit(data)  # type: ignore[arg-type]
