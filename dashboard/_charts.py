@@ -9,6 +9,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from pbo_core.evaluation import DETECTABLE_CHANGE_PP, sensitivity_effect
+
 alt.data_transformers.disable_max_rows()
 
 
@@ -99,20 +101,12 @@ def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
     changes inside the noise (CI contains 0)."""
     body = table[table["feature removed"] != "None (baseline)"].copy()
     has_ci = "delta test CI low (pp)" in body and body["delta test CI low (pp)"].notna().any()
-    if has_ci:
-        body["effect"] = np.where(
-            body["within noise"].fillna(True).astype(bool),
-            "within noise (CI contains 0)",
-            np.where(body["delta test (pp)"] < 0, "accuracy drops", "accuracy rises"),
-        )
-    else:
-        body["effect"] = np.where(
-            body["delta test (pp)"] < 0, "accuracy drops", "no drop (no CI: one split)"
-        )
+    body["effect"] = sensitivity_effect(body)
     colours = {
         "accuracy drops": "#c0392b",
         "accuracy rises": "#2e86c1",
         "within noise (CI contains 0)": "#bdc3c7",
+        f"underpowered (cannot detect {DETECTABLE_CHANGE_PP:g} pp)": "#d5d8dc",
         "no drop (no CI: one split)": "#7f8c8d",
     }
     present = set(body["effect"])  # the legend names only what the chart shows

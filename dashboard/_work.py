@@ -26,14 +26,11 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import Study
-from pbo_core.evaluation import (
-    ablation_rows,
-    best_baseline,
-    summarize_ablation,
-)
+from pbo_core.evaluation import plan_sensitivity, plan_split, sample_text
 from pbo_core.experiments.runner import run_grid
+from pbo_core.plan import AnalysisPlan
 from pbo_core.registry import get, names, not_applicable
-from pbo_core.splits import Split, make_split
+from pbo_core.splits import Split
 
 Progress = Callable[[float, str], None]
 
@@ -175,14 +172,10 @@ def sensitivity_methods(study: Study) -> list[str]:
     return [n for n in names(fits=True) if not_applicable(get(n), study) is None]
 
 
-def sensitivity_split(
-    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
-) -> Split:
-    """The split of the Feature sensitivity page: ``kind`` (``"auto"``: what the study's
-    shape calls for), ``test_fraction`` of every unit's tasks (or of the respondents)
-    held out, the first ``n_respondents`` respondents."""
-    n = n_respondents if study.data.respondent is not None else None
-    return make_split(study, kind, seed=seed, fraction=test_fraction, respondents=n)
+def sensitivity_split(study: Study, plan: AnalysisPlan) -> Split:
+    """The split of the Feature sensitivity page: the analysis plan's sensitivity sample
+    (:func:`pbo_core.evaluation.plan_split`), as the command and the report use it."""
+    return plan_split(study, plan, sensitivity=True)
 
 
 def _rows_progress(progress: Progress | None, what: str) -> Any:
@@ -195,57 +188,32 @@ def _rows_progress(progress: Progress | None, what: str) -> Any:
     return report
 
 
-def baseline_choice(
-    study: Study,
-    test_fraction: float,
-    seed: int,
-    n_respondents: int,
-    kind: str,
-    *,
-    progress: Progress | None = None,
-) -> str | None:
-    """The baseline with the best held-out accuracy on the sensitivity split."""
-    split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
-    usable = [
-        n
-        for n in sensitivity_methods(study)
-        if get(n).family == "baseline"
-        and not_applicable(get(n), study, new_respondents=split.new_respondents) is None
-    ]
-    if len(split.units) <= 1:  # personal utilities need respondents
-        usable = [n for n in usable if not get(n).respondent_predict]
-    rows = ablation_rows(
-        split, usable, features=[], progress=_rows_progress(progress, "scoring the baselines")
-    )
-    return best_baseline(rows, seed=seed)
-
-
 def sensitivity(
     study: Study,
-    test_fraction: float,
-    seed: int,
-    n_respondents: int,
-    kind: str,
+    plan: AnalysisPlan,
     methods: tuple[str, ...],
     *,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
-    """Leave-one-out blocks (one per model) on the sensitivity split; the split's reason
-    in ``attrs["split"]``."""
-    split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
+    """Leave-one-out blocks (one per model) on the plan's sensitivity split
+    (:func:`pbo_core.evaluation.plan_sensitivity`); the split's reason and sample in
+    ``attrs["split"]``."""
+    split = sensitivity_split(study, plan)
     ok = [
         m
         for m in methods
         if not_applicable(get(m), study, new_respondents=split.new_respondents) is None
     ]
-    rows = ablation_rows(
-        split, ok, progress=_rows_progress(progress, "refitting without each feature")
+    blocks, _, split = plan_sensitivity(
+        study,
+        ok,
+        plan,
+        progress=_rows_progress(progress, "refitting without each feature"),
     )
-    blocks = summarize_ablation(rows, seed=seed)
     if not blocks:
         return pd.DataFrame()
     table = pd.concat(blocks.values(), ignore_index=True)
-    table.attrs["split"] = split.reason
+    table.attrs["split"] = f"{split.reason}; {sample_text(split)}"
     return table
 
 

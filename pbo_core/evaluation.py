@@ -63,11 +63,15 @@ __all__ = [
     "evidence_table",
     "format_table",
     "plan_accuracy",
+    "plan_evidence_models",
     "plan_models",
+    "plan_sensitivity",
+    "plan_sensitivity_models",
     "plan_split",
     "sample_text",
     "score_model",
     "score_models",
+    "sensitivity_effect",
     "shown_evidence",
     "summarize",
     "summarize_ablation",
@@ -76,6 +80,12 @@ __all__ = [
 
 #: The ``feature removed`` value of the all-features row of a sensitivity table.
 BASELINE_ROW = "None (baseline)"
+#: The change (percentage points of accuracy) a sensitivity analysis should be able to
+#: detect; a row whose minimum detectable change is larger is labelled underpowered.
+DETECTABLE_CHANGE_PP = 5.0
+#: ``z_{0.975} + z_{0.80}``: a change of this many standard errors is detected with 80 %
+#: power by a two-sided 5 % test.
+_MDC_Z = 1.959963984540054 + 0.8416212335729143
 
 
 class NotApplicableError(ValueError):
@@ -609,6 +619,14 @@ def summarize_sensitivity(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     ``delta test (pp)``. With several tables the test change gets a 95 % percentile
     bootstrap CI over them (``delta test CI low (pp)``, ``... high (pp)``) and ``within
     noise`` says whether that CI contains 0. One table: NaN CIs, ``within noise`` ``None``.
+    ``min detectable (pp)`` is the change detected with 80 % power at the 5 % level,
+
+    .. math::
+
+        \\mathrm{MDC} = (z_{0.975} + z_{0.8}) \\, \frac{h}{z_{0.975}},            \\qquad (2)
+
+    with ``h`` the CI's half-width; ``underpowered`` says that it exceeds
+    :data:`DETECTABLE_CHANGE_PP`: such a row is no finding either way.
     """
     cols = ["train acc (%)", "delta train (pp)", "test acc (%)", "delta test (pp)"]
     avg = rows.groupby("feature removed", sort=False)[cols].mean().reset_index()
@@ -629,9 +647,39 @@ def summarize_sensitivity(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     avg["delta test CI low (pp)"] = lo
     avg["delta test CI high (pp)"] = hi
     avg["within noise"] = noise
+    half = (np.asarray(hi, dtype=float) - np.asarray(lo, dtype=float)) / 2
+    mdc = _MDC_Z * half / 1.959963984540054
+    avg["min detectable (pp)"] = mdc
+    avg["underpowered"] = [
+        None if not np.isfinite(m) else bool(m > DETECTABLE_CHANGE_PP) for m in mdc
+    ]
     base = avg[avg["feature removed"] == BASELINE_ROW]
     body = avg[avg["feature removed"] != BASELINE_ROW].sort_values("delta test (pp)", kind="stable")
     return pd.concat([base, body], ignore_index=True)
+
+
+def sensitivity_effect(table: pd.DataFrame) -> pd.Series:
+    """What each row of a sensitivity table shows, in the words every chart uses:
+    ``"accuracy drops"`` / ``"accuracy rises"`` (the CI excludes 0 and the sample can
+    detect :data:`DETECTABLE_CHANGE_PP`), ``"within noise (CI contains 0)"``,
+    ``"underpowered (cannot detect 5 pp)"`` or, without CIs, ``"accuracy drops"`` /
+    ``"no drop (no CI: one split)"``."""
+    d = table["delta test (pp)"].to_numpy(float)
+    has_ci = "delta test CI low (pp)" in table and table["delta test CI low (pp)"].notna().any()
+    if not has_ci:
+        return pd.Series(
+            np.where(d < 0, "accuracy drops", "no drop (no CI: one split)"), index=table.index
+        )
+    noisy = table["within noise"].fillna(True).astype(bool).to_numpy()
+    weak = (
+        table["underpowered"].fillna(False).astype(bool).to_numpy()
+        if "underpowered" in table
+        else np.zeros(len(table), dtype=bool)
+    )
+    out = np.where(d < 0, "accuracy drops", "accuracy rises").astype(object)
+    out[noisy] = "within noise (CI contains 0)"
+    out[weak & ~noisy] = f"underpowered (cannot detect {DETECTABLE_CHANGE_PP:g} pp)"
+    return pd.Series(out, index=table.index)
 
 
 def summarize_ablation(rows: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFrame]:
@@ -747,3 +795,63 @@ def plan_accuracy(
     chosen = list(models) if models is not None else plan_models(split, "accuracy", plan)
     rows, errors = score_models(split, chosen, progress=progress, fits=fits)
     return summarize(rows, seed=plan.seed), errors, split
+
+
+def plan_sensitivity_models(split: Split, plan: AnalysisPlan | None = None) -> list[str]:
+    """The models of the plan's leave-one-out sensitivity: the plan's own list, else the
+    registry's ``sensitivity`` trees and the plan's baseline (the conditional logit), those
+    that can be scored on ``split``. The page, the command and the report use this rule."""
+    plan = plan or plan_of(split.study)
+    wanted = list(plan.sensitivity_models) or [
+        *names(role="sensitivity", fits=True),
+        plan.baseline,
+    ]
+    return [
+        m
+        for m in dict.fromkeys(wanted)
+        if m in names(fits=True)
+        and not_applicable(get(m), split.study, new_respondents=split.new_respondents) is None
+    ]
+
+
+def plan_sensitivity(
+    study: Study,
+    models: Sequence[str] | None = None,
+    plan: AnalysisPlan | None = None,
+    *,
+    features: Sequence[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, Any]], Split]:
+    """Leave-one-out sensitivity on the plan's sensitivity sample: one Table 10 block per
+    model (:func:`summarize_ablation`), the all-attributes accuracy (:func:`summarize`, the
+    plan's seed: on the evaluation sample it is the accuracy figure) and the split."""
+    plan = plan or plan_of(study)
+    split = plan_split(study, plan, sensitivity=True)
+    chosen = list(models) if models is not None else plan_sensitivity_models(split, plan)
+    rows = ablation_rows(split, chosen, features, progress=progress)
+    if rows.empty:
+        return {}, {}, split
+    base = rows[rows["feature removed"] == BASELINE_ROW]
+    return summarize_ablation(rows, seed=plan.seed), summarize(base, seed=plan.seed), split
+
+
+def plan_evidence_models(
+    split: Split, plan: AnalysisPlan | None = None, *, shown: str | None = None
+) -> list[str]:
+    """The models of the held-out evidence beside a tree: the registry's ``explorer``
+    trees (and ``shown``, the tree a page draws) and ``choice_baseline`` baselines with
+    the plan's baseline, those that can be scored on ``split``. The Tree explorer's
+    comparison, its evidence tab and the report list these."""
+    plan = plan or plan_of(split.study)
+    wanted = [
+        *([shown] if shown else []),
+        *names(role="explorer", fits=True),
+        plan.baseline,
+        *names(role="choice_baseline", fits=True),
+    ]
+    return [
+        m
+        for m in dict.fromkeys(wanted)
+        if m in names(fits=True)
+        and not_applicable(get(m), split.study, new_respondents=split.new_respondents) is None
+    ]

@@ -15,15 +15,17 @@ worker processes, with progress, kept on disk per study version).
 """
 
 from dashboard._services.analyses import (
-    baseline_job,
     cold_start_table,
     default_sensitivity_methods,
     hierarchy_job,
     hierarchy_view,
+    sample_size,
     segments_job,
     sensitivity_blocks,
     sensitivity_job,
     sensitivity_methods,
+    sensitivity_plan,
+    sensitivity_split,
     user_groups,
 )
 from dashboard._services.elicitation import (
@@ -73,8 +75,8 @@ from dashboard._services.pmr import (
     table_token,
     urgency_tree,
 )
-from dashboard._services.precompute import SENSITIVITY_RESPONDENTS, precompute_bundled
 from dashboard._services.precompute import focus as precompute_focus
+from dashboard._services.precompute import precompute_bundled
 from dashboard._services.reports import report_html
 from dashboard._services.results import (
     DEFAULT_GRIDS,
@@ -130,6 +132,7 @@ from dashboard._services.studies import (
 from dashboard._services.trees import (
     TreeChoice,
     background_choice,
+    baseline_job,
     choice_job,
     data_item_names,
     default_model,
@@ -145,6 +148,7 @@ from dashboard._services.trees import (
     leaf_table,
     money_choice,
     start_worker,
+    study_plan,
     svg_to_png,
     texts_job,
     time_choice,
@@ -161,7 +165,6 @@ __all__ = [
     "OWNER_KEY",
     "PATHS_KEY",
     "RESULT_KINDS",
-    "SENSITIVITY_RESPONDENTS",
     "STUDY_KEY",
     "DefaultGrid",
     "Job",
@@ -249,11 +252,14 @@ __all__ = [
     "results_refusal",
     "rule_label",
     "run_extraction",
+    "sample_size",
     "score_extraction",
     "segments_job",
     "sensitivity_blocks",
     "sensitivity_job",
     "sensitivity_methods",
+    "sensitivity_plan",
+    "sensitivity_split",
     "session_items",
     "session_items_table",
     "session_leaf_table",
@@ -261,8 +267,10 @@ __all__ = [
     "session_tree",
     "shared_server",
     "spec_json",
+    "start_study_sweeper",
     "start_worker",
     "state_token",
+    "study_plan",
     "study_status",
     "study_statuses",
     "study_titles",

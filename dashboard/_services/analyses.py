@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -14,12 +15,14 @@ from dashboard._services import jobs
 from dashboard._services.trees import fingerprint
 from pbo_core import explain
 from pbo_core.data import Study
+from pbo_core.evaluation import plan_sensitivity_models, sample_text
 from pbo_core.experiments.cohorts import (
     BASELINES,
     TREE_FAMILY,
     summarize_cohorts,
 )
-from pbo_core.registry import get, names, not_applicable
+from pbo_core.plan import AnalysisPlan, plan_of
+from pbo_core.registry import get
 from pbo_core.splits import Split
 
 
@@ -28,11 +31,42 @@ def sensitivity_methods(study: Study) -> list[str]:
     return _work.sensitivity_methods(study)
 
 
-def sensitivity_split(
-    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
-) -> Split:
+def sensitivity_plan(
+    study: Study,
+    *,
+    seed: int | None = None,
+    n_respondents: int | None = None,
+    kind: str | None = None,
+    test_tasks: int | None = None,
+) -> AnalysisPlan:
+    """The study's analysis plan (:func:`pbo_core.plan.plan_of`) with the page's controls
+    applied (``None``: the plan's own value); ``n_respondents`` sets the sensitivity
+    sample (the first N)."""
+    plan = plan_of(study)
+    over: dict[str, Any] = {}
+    if seed is not None:
+        over["seed"] = int(seed)
+    if kind is not None and kind != "auto":
+        over["split"] = kind
+    if test_tasks is not None:
+        over["test_tasks"] = int(test_tasks)
+    if n_respondents is not None:
+        over["sensitivity_respondents"] = int(n_respondents)
+    return replace(plan, **over)
+
+
+def sensitivity_split(study: Study, plan: AnalysisPlan) -> Split:
     """The split of the Feature sensitivity page (:func:`dashboard._work.sensitivity_split`)."""
-    return _work.sensitivity_split(study, test_fraction, seed, n_respondents, kind)
+    return _work.sensitivity_split(study, plan)
+
+
+def sample_size(study: Study, plan: AnalysisPlan) -> int:
+    """Respondents of the plan's sensitivity sample (1 for pooled data)."""
+    return max(1, len(sensitivity_split(study, plan).units))
+
+
+def _sample_words(study: Study, plan: AnalysisPlan) -> str:
+    return sample_text(sensitivity_split(study, plan))
 
 
 def _who(study: Study, n_respondents: int) -> str:
@@ -42,78 +76,35 @@ def _who(study: Study, n_respondents: int) -> str:
     return f"the first {n:,} respondent" + ("" if n == 1 else "s")
 
 
-def baseline_job(
-    study: Study, test_fraction: float, seed: int, n_respondents: int, kind: str = "auto"
-) -> jobs.Job:
-    """The baseline most accurate on the sensitivity split (a job; its result is the
-    registry name or ``None``)."""
-    args = (float(test_fraction), int(seed), int(n_respondents), kind)
+def default_sensitivity_methods(study: Study, plan: AnalysisPlan) -> list[str]:
+    """The plan's sensitivity models (:func:`pbo_core.evaluation.plan_sensitivity_models`:
+    the registry's ``sensitivity`` trees and the plan's baseline): the one rule the
+    command and the report use."""
+    return plan_sensitivity_models(sensitivity_split(study, plan), plan)
+
+
+def sensitivity_job(study: Study, plan: AnalysisPlan, method: str) -> jobs.Job:
+    """Leave-one-out blocks of one model (column ``method``) on the plan's sensitivity
+    split (a job); the split's reason in ``attrs["split"]``. Each block's change has a
+    95 % bootstrap CI over respondents (over held-out comparisons for a single unit),
+    seeded per block, so the jobs of several models give the blocks of one run over all
+    of them (:func:`sensitivity_blocks`)."""
     return jobs.service().submit(
-        jobs.job_key("baseline", fingerprint(study), *args),
-        f"Scoring the baselines on {_who(study, n_respondents)} (to pick the best one)",
-        _work.baseline_choice,
-        study,
-        *args,
-        estimate=3.0,
-    )
-
-
-def default_sensitivity_methods(
-    study: Study,
-    test_fraction: float,
-    seed: int,
-    n_respondents: int,
-    kind: str = "auto",
-    best: str | None = None,
-) -> list[str]:
-    """The registry's ``sensitivity`` models that apply to the split, and ``best`` (the
-    baseline of :func:`baseline_job`)."""
-    split = sensitivity_split(study, test_fraction, seed, n_respondents, kind)
-    out = [
-        m
-        for m in names(role="sensitivity")
-        if not_applicable(get(m), study, new_respondents=split.new_respondents) is None
-    ]
-    return out + ([best] if best is not None and best not in out else [])
-
-
-def sensitivity_job(
-    study: Study,
-    test_fraction: float,
-    seed: int,
-    n_respondents: int,
-    kind: str,
-    method: str,
-) -> jobs.Job:
-    """Leave-one-out blocks of one model (column ``method``) on one split (a job); the
-    split's reason in ``attrs["split"]``. Each block's change has a 95 % bootstrap CI over
-    respondents (over held-out comparisons for a single unit), seeded per block, so the
-    jobs of several models give the blocks of one run over all of them
-    (:func:`sensitivity_blocks`)."""
-    args = (float(test_fraction), int(seed), int(n_respondents), kind, (method,))
-    return jobs.service().submit(
-        jobs.job_key("sensitivity", fingerprint(study), *args),
-        f"Refitting the {get(method).label} without each feature on {_who(study, n_respondents)}",
+        jobs.job_key("sensitivity", fingerprint(study), repr(plan.to_dict()), (method,)),
+        f"Refitting the {get(method).label} without each feature on {_sample_words(study, plan)}",
         _work.sensitivity,
         study,
-        *args,
+        plan,
+        (method,),
         estimate=2.0 if get(method).family == "baseline" else 6.0,
     )
 
 
-def sensitivity_blocks(
-    study: Study,
-    test_fraction: float,
-    seed: int,
-    n_respondents: int,
-    kind: str,
-    methods: Sequence[str],
-) -> list[jobs.Job]:
+def sensitivity_blocks(study: Study, plan: AnalysisPlan, methods: Sequence[str]) -> list[jobs.Job]:
     """One :func:`sensitivity_job` per model: the two workers can refit two models at
-    once (and the ones that do not depend on the best baseline start before the
-    baselines are scored); their tables, concatenated in ``methods`` order, are the
-    blocks of one run over all the models."""
-    return [sensitivity_job(study, test_fraction, seed, n_respondents, kind, m) for m in methods]
+    once; their tables, concatenated in ``methods`` order, are the blocks of one run over
+    all the models."""
+    return [sensitivity_job(study, plan, m) for m in methods]
 
 
 def hierarchy_job(

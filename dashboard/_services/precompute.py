@@ -4,7 +4,7 @@ After ``python -m dashboard`` prints its ready line it calls :func:`precompute_b
 a thread walks, one job at a time in the background worker (below the server's priority;
 a visitor's job takes the other worker, :mod:`dashboard._services.jobs`), through what a
 first visit of each study shows: the held-out comparison of the tree models, the
-winner's whole-study fit, the sensitivity page's baseline scoring and default ablation;
+winner's whole-study fit, the sensitivity page's default ablation (the analysis plan's);
 then
 SwissMetro's user/item hierarchy and segment logits, and the default result grids of
 Convergence and Hierarchy. Results land in the jobs' disk cache (and the grids' Parquet
@@ -33,22 +33,15 @@ from dashboard._services.studies import (
     study_statuses,
 )
 from pbo_core.data import Study
+from pbo_core.plan import AnalysisPlan
 from pbo_core.registry import get
 
-#: Respondents the Feature sensitivity page averages by default: enough that a large
-#: effect is detectable (Train, 60 respondents: 95% CI half-width ~5-7 points, minimum
-#: detectable change ~8-10 points; 10 respondents: ~14-18 and ~20-25, so every change was
-#: "inside the noise").
-SENSITIVITY_RESPONDENTS = 60
 
-
-def sensitivity_defaults(study: Study) -> tuple[float, int, int, str]:
-    """The Feature sensitivity page's opening split: ``(fraction, seed, respondents,
-    kind)`` (the study's own split when it has one; else what its shape calls for)."""
-    per_resp = is_per_respondent(study)
-    has_split = study.extras.get("split") is not None and not per_resp
-    n = min(SENSITIVITY_RESPONDENTS, len(study.respondents())) if per_resp else 1
-    return 0.2, 0, n, "study" if has_split else "auto"
+def sensitivity_defaults(study: Study) -> AnalysisPlan:
+    """The Feature sensitivity page's opening plan: the study's analysis plan (its own
+    train/test split when it has one and no respondents)."""
+    has_split = study.extras.get("split") is not None and not is_per_respondent(study)
+    return analyses.sensitivity_plan(study, kind="study" if has_split else None)
 
 
 #: What a step returns when it needs a job that is not done yet: the walk goes on with
@@ -63,10 +56,10 @@ def _steps(study: Study) -> tuple[list[Step], list[Step]]:
     (item names, the held-out comparison, the whole-study fit of the richest pooled tree
     (the registry's last pooled explorer model: the linear-leaf tree, the comparison's
     winner on every bundled study) beside the comparison, then the winner's fit when it is
-    another pooled tree) and the Feature sensitivity page's (the baseline scoring, the
-    ablation of each default tree model, one job each as the page submits them, then the
-    best baseline's once the scoring picked it). Each step returns its job, ``None``, or
-    :data:`BLOCKED` while the job it needs (the comparison, the scoring) is not done.
+    another pooled tree) and the Feature sensitivity page's (the ablation of each of the
+    plan's sensitivity models, one job each as the page submits them). Each step returns
+    its job, ``None``, or :data:`BLOCKED` while the job it needs (the comparison) is not
+    done.
     Fitting every pooled tree beside the comparison was tried: the Pooled DT's fit (4 s
     alone on Electricity, 12.6 s in the background during the tour) took the cores the
     visitor's jobs needed."""
@@ -86,21 +79,10 @@ def _steps(study: Study) -> tuple[list[Step], list[Step]]:
         *([partial(trees.fit_job, study, pooled[-1], jobs.BACKGROUND)] if pooled else []),
         fit,
     ]
-    split = sensitivity_defaults(study)
-    trees_first = analyses.default_sensitivity_methods(study, *split)
-
-    def best_baseline() -> Any:
-        scoring = analyses.baseline_job(study, *split)
-        if not scoring.done:
-            return BLOCKED
-        if scoring.result is None or scoring.result in trees_first:
-            return None
-        return analyses.sensitivity_job(study, *split, scoring.result)
-
+    plan = sensitivity_defaults(study)
     sensitivity: list[Step] = [
-        lambda: analyses.baseline_job(study, *split),
-        *((lambda m=m: analyses.sensitivity_job(study, *split, m)) for m in trees_first),
-        best_baseline,
+        (lambda m=m: analyses.sensitivity_job(study, plan, m))
+        for m in analyses.default_sensitivity_methods(study, plan)
     ]
     return explorer, sensitivity
 

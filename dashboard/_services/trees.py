@@ -22,6 +22,7 @@ from pbo_core.experiments.tree_choice import (
     CHOICE_RESPONDENTS,
     TreeChoice,
     applicable,
+    baseline_fit,
     fit_whole,
     respondent_evidence,
     study_fingerprint,
@@ -29,6 +30,7 @@ from pbo_core.experiments.tree_choice import (
 from pbo_core.experiments.tree_choice import compare_trees as compare_models
 from pbo_core.explain import labels, naming
 from pbo_core.models.dt import DTSurrogate
+from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import fit_for, get, names
 
 
@@ -96,15 +98,35 @@ def choice_job(study: Study, priority: int = jobs.VISITOR) -> jobs.Job:
     """The held-out comparison of the explorer's tree models on ``study`` (a job; its
     result is a :class:`TreeChoice`, kept on disk per study version)."""
     trees = names(role="explorer")
+    plan = repr(plan_of(study).to_dict())
     return jobs.service().submit(
-        jobs.job_key("choice", fingerprint(study), trees, CHOICE_RESPONDENTS),
-        f"Comparing the tree models on {study.title} (held-out, 5 folds)",
+        jobs.job_key("choice", fingerprint(study), trees, CHOICE_RESPONDENTS, plan),
+        f"Comparing the tree models on {study.title} (the analysis plan's hold-out)",
         compare_models,
         study,
         trees,
         None,
         CHOICE_RESPONDENTS,
         estimate=8.0,
+        priority=priority,
+    )
+
+
+def study_plan(study: Study) -> AnalysisPlan:
+    """The study's analysis plan (:func:`pbo_core.plan.plan_of`)."""
+    return plan_of(study)
+
+
+def baseline_job(study: Study, priority: int = jobs.VISITOR) -> jobs.Job:
+    """The plan's baseline (the conditional logit) fitted on every choice (a job; its
+    result is ``(coefficient table, fit statistics)``)."""
+    plan = plan_of(study)
+    return jobs.service().submit(
+        jobs.job_key("baseline-fit", fingerprint(study), repr(plan.to_dict())),
+        f"Fitting the {get(plan.baseline).label} on {_size(study)}",
+        baseline_fit,
+        study,
+        estimate=6.0,
         priority=priority,
     )
 

@@ -9,6 +9,7 @@ from dashboard import _charts as charts
 from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from pbo_core.evaluation import sample_text
 from pbo_core.registry import get
 
 st.title("Feature sensitivity")
@@ -16,34 +17,26 @@ st.caption(
     "Refit each model without each feature in turn and measure pairwise accuracy on "
     "held-out comparisons. A large drop means the model's predictions depend on that "
     "feature. Any model of the accuracy experiments can be ablated, several side by side "
-    "(default: the paper's DT, the linear-leaf tree and the most accurate baseline on the "
-    "same split). Per-respondent studies pair each respondent's change on the same held-out "
-    "tasks and give it a 95% bootstrap CI over respondents: grey bars are changes inside "
-    "the noise (the CI contains 0, the dashed 'no change' line). Pooled models are fitted "
-    "on the respondents averaged. Chance accuracy is 50%."
+    "(default: the analysis plan's: the paper's DT, the linear-leaf tree and the "
+    "conditional logit). Per-respondent studies pair each respondent's change on the same "
+    "held-out tasks and give it a 95% bootstrap CI over respondents: grey bars are changes "
+    "inside the noise (the CI contains 0, the dashed 'no change' line) or too small to "
+    "detect on this sample. Chance accuracy is 50%."
 )
-
-#: Respondents averaged by default (``svc.SENSITIVITY_RESPONDENTS``; the precomputed
-#: first visit uses the same number).
-DEFAULT_RESPONDENTS = svc.SENSITIVITY_RESPONDENTS
 
 
 def _detectable(table: pd.DataFrame) -> str | None:
-    """The minimum detectable change of a block (80 % power, two-sided 5 %): 2.8 standard
-    errors, the standard error read from the median 95 % CI half-width (/1.96)."""
-    lo, hi = table["delta test CI low (pp)"], table["delta test CI high (pp)"]
-    half = ((hi - lo) / 2).dropna()
-    if half.empty:
-        return None
-    mdc = (1.96 + 0.84) * float(half.median()) / 1.96
-    return f"{mdc:.0f}"
+    """The minimum detectable change of a block (:func:`pbo_core.evaluation`'s column)."""
+    mdc = table["min detectable (pp)"].dropna()
+    return None if mdc.empty else f"{float(mdc.median()):.0f}"
 
 
 key, study = ui.require_study("Feature sensitivity", key="fs_study")
 
+plan0 = svc.sensitivity_plan(study)
 per_resp = svc.is_per_respondent(study)
 has_split = study.extras.get("split") is not None and not per_resp
-has_tasks = study.data.task is not None
+task_split = svc.sensitivity_split(study, plan0).kind == "tasks"
 
 c1, c2, c3 = st.columns(3)
 use_split = False
@@ -54,70 +47,69 @@ if has_split:
         key="fs_use_split",
         help="E.g. the PMR inboxes: inbox A trains, inbox B tests.",
     )
-kind = "study" if use_split else ("pooled" if has_split else "auto")
-frac = c1.slider(
-    "Held-out fraction of " + ("choice tasks" if has_tasks else "comparisons"),
-    0.1,
-    0.5,
-    0.2,
-    step=0.05,
-    key="fs_frac",
-    disabled=use_split,
-)
-seed = int(c2.number_input("Seed", min_value=0, value=0, step=1, key="fs_seed"))
-n_resp = 1
+kind = "study" if use_split else ("pooled" if has_split else None)
+test_tasks = None
+if task_split:
+    test_tasks = int(
+        c1.number_input(
+            "Held-out choice tasks per respondent",
+            min_value=1,
+            max_value=20,
+            value=int(plan0.test_tasks),
+            step=1,
+            key=f"fs_tasks::{key}",
+            help="The analysis plan's hold-out (the accuracy command's and the report's).",
+        )
+    )
+seed = int(c2.number_input("Seed", min_value=0, value=plan0.seed, step=1, key="fs_seed"))
+n_resp = None
 if per_resp:
     total = len(study.respondents())
+    planned = svc.sample_size(study, plan0)
     n_resp = c3.slider(
         "Respondents averaged (first N)",
         1,
         total,
-        min(DEFAULT_RESPONDENTS, total),
+        planned,
         key=f"fs_n::{key}",
-        help="Each respondent gets their own tree and hold-out; results are cached. The "
-        f"default ({DEFAULT_RESPONDENTS}) is enough to detect a change of about 8-10 "
-        "percentage points on Train (the minimum detectable change is shown under each "
-        "chart); 10 respondents detect only changes above ~20 points.",
+        help=f"The analysis plan's sample: {planned:,} respondents (its evaluation sample, "
+        "so the all-features row is the accuracy figure of the Tree explorer, the "
+        "accuracy command and the report). Fewer are faster but detect only larger changes "
+        "(the minimum detectable change is shown under each chart).",
     )
+    n_resp = None if n_resp == planned else int(n_resp)
+plan = svc.sensitivity_plan(
+    study, seed=seed, n_respondents=n_resp, kind=kind, test_tasks=test_tasks
+)
+st.caption(
+    ui.md(plan.line())
+    + (" (as the page's settings changed it)" if plan != plan0 else "")
+    + f" Sample: {ui.md(sample_text(svc.sensitivity_split(study, plan)))}. The same "
+    f"figures: `python -m pbo_core.experiments sensitivity --study {ui.md(key)}`."
+)
 
 with st.spinner("Preparing the tree kernels (once per start)..."):
     svc.warm_up()
-scoring = svc.baseline_job(study, frac, seed, n_resp, kind)
-if scoring.state != "done":  # the default trees' refits need no baseline: start them now
-    svc.sensitivity_blocks(
-        study,
-        frac,
-        seed,
-        n_resp,
-        kind,
-        svc.default_sensitivity_methods(study, frac, seed, n_resp, kind),
-    )
-best = waits.result(scoring, key="fs_baselines")
-if scoring.state != "done":
-    st.stop()
-default = svc.default_sensitivity_methods(study, frac, seed, n_resp, kind, best)
+default = svc.default_sensitivity_methods(study, plan)
 # the registry's names, as every page shows them (key: the table's "method" column)
 labels = {n: get(n).label for n in svc.sensitivity_methods(study)}
-if best is not None:
-    labels[best] = f"{labels[best]} (best baseline here)"
+if plan.baseline in labels:
+    labels[plan.baseline] = f"{labels[plan.baseline]} (the plan's baseline)"
 methods = st.multiselect(
     "Models to ablate (side by side)",
     list(labels),
-    default=default,
+    default=[m for m in default if m in labels],
     format_func=lambda n: labels[n],
     key=f"fs_methods::{key}",
     help="Models of the registry (python -m pbo_core.experiments conjoint-accuracy "
-    "--help). The best baseline is the one with the highest test accuracy with all "
-    "features on this split.",
+    "--help). The plan's baseline is the conditional logit an econometrician fits.",
 )
 if not methods:
     st.info("Choose at least one model.")
     st.stop()
 parts = [
     waits.result(job, key=f"fs_blocks::{m}")
-    for m, job in zip(
-        methods, svc.sensitivity_blocks(study, frac, seed, n_resp, kind, methods), strict=True
-    )
+    for m, job in zip(methods, svc.sensitivity_blocks(study, plan, methods), strict=True)
 ]
 if any(p is None for p in parts):
     st.stop()
@@ -145,7 +137,7 @@ for c, m in zip(cols, shown, strict=False):
         f"{base.loc[m, 'test acc (%)']:.1f}%",
         help=f"Train {base.loc[m, 'train acc (%)']:.1f}%. Pairwise accuracy on the held-out "
         "comparisons; 50% is chance."
-        + (" The most accurate baseline on this split." if m == best else ""),
+        + (" The analysis plan's baseline." if m == plan.baseline else ""),
     )
 cols[-1].metric("Respondents", int(blocks["respondents"].iloc[0]))
 

@@ -8,6 +8,8 @@ accuracy on the study (``svc.tree_choice``, computed once in the background).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -32,21 +34,50 @@ st.caption(
 )
 
 
-def _evidence_table(ev: pd.DataFrame, shown: str) -> pd.DataFrame:
+def _evidence_table(ev: pd.DataFrame, shown: str, unit: str = "respondents") -> pd.DataFrame:
     """Held-out evidence as shown: percentages, the CI as text and the row of the model
-    drawn above marked (``shown`` is its registry label)."""
-    return ev.assign(
-        **{
+    drawn above marked (``shown`` is its registry label). A model that could not be scored
+    shows why instead of numbers; ``unit`` names what ``n_heldout`` counts."""
+    ok = ev["heldout"].notna()
+
+    def pct(v: pd.Series) -> list[str]:
+        return [f"{100 * x:.1f}" if good else "—" for x, good in zip(v, ok, strict=True)]
+
+    return pd.DataFrame(
+        {
             "model": [f"{m}  ◀ shown above" if m == shown else m for m in ev["method"]],
-            "training (%)": (100 * ev["train"]).round(1),
-            "held-out (%)": (100 * ev["heldout"]).round(1),
+            "training (%)": pct(ev["train"]),
+            "held-out (%)": pct(ev["heldout"]),
             "95% CI (%)": [
-                f"{100 * lo:.1f} – {100 * hi:.1f}"
-                for lo, hi in zip(ev["ci_low"], ev["ci_high"], strict=True)
+                f"{100 * lo:.1f} – {100 * hi:.1f}" if good else "—"
+                for lo, hi, good in zip(ev["ci_low"], ev["ci_high"], ok, strict=True)
             ],
-            "held-out comparisons": ev["n_heldout"],
+            f"held-out {unit}": [
+                f"{int(n):,}" if good else "—" for n, good in zip(ev["n_heldout"], ok, strict=True)
+            ],
+            "not scored because": [e if e else "" for e in ev["error"]],
         }
-    )[["model", "training (%)", "held-out (%)", "95% CI (%)", "held-out comparisons", "error"]]
+    )
+
+
+def _baseline_section(study: Any, respondent: Any) -> None:
+    """The conditional logit beside the tree: its coefficients with cluster-robust errors
+    and its fit statistics (the analysis plan's baseline)."""
+    fitted = waits.result(svc.baseline_job(study), key="te_baseline")
+    if fitted is None:
+        return
+    table, stats = fitted
+    plan = svc.study_plan(study)
+    st.markdown("#### The econometrician's baseline: conditional logit")
+    st.caption(
+        f"Fitted on all {stats['n_choices']:,} choices"
+        + (f" of {stats['n_respondents']:,} respondents" if stats["n_respondents"] else "")
+        + f": log-likelihood {stats['loglik']:,.1f} (equal shares {stats['loglik_null']:,.1f}), "
+        f"rho² {stats['rho2']:.3f}, adjusted {stats['rho2_bar']:.3f}; ridge strength "
+        f"{stats['alpha']:g} by inner cross-validation (0 = maximum likelihood). Standard "
+        "errors are cluster-robust by respondent. " + ui.md(plan.line())
+    )
+    st.dataframe(table, hide_index=True, width="stretch")
 
 
 c_study, c_resp = st.columns(2)
@@ -373,16 +404,21 @@ if tab_ev.open:
             "Every model predicts each comparison after being fitted without it ("
             + choice.split
             + f"; {choice.sample()}"
-            + "), the same folds for every model. The paper DT is fitted per respondent; the "
-            "pooled models (their strengths chosen by inner cross-validation on each fold's "
-            "training tasks) predict with each respondent's own utilities when they saw the "
-            "respondent. The logits are the textbook baselines. CI: 95% percentile bootstrap "
-            "over respondents (over comparisons when there are none)."
+            + "), the same hold-out for every model: the analysis plan's, so these are the "
+            f"figures of `python -m pbo_core.experiments conjoint-accuracy --study {key}` and "
+            "of the report. The paper DT is fitted per respondent; the pooled models (their "
+            "strengths chosen by inner cross-validation on the training tasks) predict with "
+            "each respondent's own utilities when they saw the respondent. The conditional "
+            "logit (MNL) is the econometrician's baseline; the pairwise logits are labelled "
+            "variants. CI: 95% percentile bootstrap over respondents (over comparisons when "
+            "there are none). " + ui.md(choice.plan)
         )
         ct = choice.table
         shown_label = get(method).label
         st.altair_chart(charts.evidence_chart(ct), width="stretch")
-        st.dataframe(_evidence_table(ct, shown_label), hide_index=True, width="stretch")
+        unit = "respondents" if choice.n_respondents else "comparisons"
+        st.dataframe(_evidence_table(ct, shown_label, unit), hide_index=True, width="stretch")
+        _baseline_section(study, resp)
         losers = ct[(ct["family"] == "tree") & (ct["ci_high"] < ct["heldout"].max())]
         if len(losers):
             st.caption(
@@ -414,7 +450,11 @@ if tab_ev.open:
                 )
             else:
                 st.altair_chart(charts.evidence_chart(ev), width="stretch")
-                st.dataframe(_evidence_table(ev, shown_label), hide_index=True, width="stretch")
+                st.dataframe(
+                    _evidence_table(ev, shown_label, "comparisons"),
+                    hide_index=True,
+                    width="stretch",
+                )
                 first = ev.iloc[0]
                 if first["n_heldout"] < 30:
                     st.caption(

@@ -98,8 +98,8 @@ from pbo_core import __version__
 from pbo_core.data import DataValidationError, Study
 from pbo_core.evaluation import (
     BASELINE_ROW,
-    best_baseline,
     format_table,
+    plan_sensitivity_models,
     summarize,
     summarize_ablation,
 )
@@ -133,7 +133,7 @@ from pbo_core.experiments.runner import Cell, progress_printer, run_grid, write_
 from pbo_core.experiments.sensitivity import ablation_cells
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.plan import AnalysisPlan, plan_of
-from pbo_core.registry import get, names
+from pbo_core.registry import names
 from pbo_core.splits import SPLIT_KINDS, Split
 
 
@@ -291,12 +291,8 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
 
     chosen_by = "--methods"
     if args.methods is None:
-        usable, _ = parse_methods(None, split, "sensitivity")
-        baselines = [m for m in usable if get(m).family == "baseline"]
-        best = best_baseline(run(ablation_cells(cell, baselines, split, [])), seed=args.seed)
-        trees = [m for m in names(role="sensitivity") if m in usable]
-        methods = trees + ([best] if best is not None else [])
-        chosen_by = f"default: {', '.join(trees)} and the best baseline ({best})"
+        methods = plan_sensitivity_models(split, _plan(args, cell))
+        chosen_by = "the analysis plan: " + ", ".join(methods)
     else:
         methods, _ = parse_methods(args.methods, split, "sensitivity")
     if not methods:
@@ -315,6 +311,7 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
     return {
         "study": label,
         **about,
+        "plan": _plan(args, cell).to_dict(),
         "test_tasks": cell.get("test_tasks"),
         "methods": methods,
         "methods_chosen_by": chosen_by,

@@ -22,6 +22,7 @@ from pbo_core.experiments.studies import LoadStudy, LoadStudyFile
 from pbo_core.experiments.tree_choice import compare_trees
 from pbo_core.explain import labels
 from pbo_core.explain.report import build_report, study_report
+from pbo_core.plan import plan_of
 
 
 def _study(
@@ -66,7 +67,10 @@ def write_report(
                 f"--money-attribute {money!r} is not a numeric attribute of {study.key} "
                 f"(numeric: {', '.join(labels.money_candidates(study.schema)) or 'none'})"
             )
-        study = replace(study, extras={**study.extras, "money_attribute": money})
+        study = replace(study, plan=plan_of(study).with_roles(money=money or None))
+    split = getattr(args, "split", "auto")
+    if split != "auto":  # --split overrides the plan's
+        study = replace(study, plan=replace(plan_of(study), split=split))
     words = list(sys.argv[1:] if argv is None else argv)
     command = "python -m pbo_core.experiments " + shlex.join(words)
     model = args.model
@@ -78,7 +82,6 @@ def write_report(
         pick_respondent(study, args.respondent),
         model=model,
         commands=[command],
-        sensitivity_options={"kind": getattr(args, "split", "auto")},
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,12 +1,12 @@
 """Which tree model is most accurate on a study: the held-out comparison behind a default.
 
 The Tree explorer opens on the tree with the best held-out accuracy on the study. This
-module computes that choice with the evaluation core (:func:`pbo_core.evaluation.compare`):
-5-fold cross-validation on the split the study's shape calls for
-(:func:`pbo_core.splits.auto_kind`: over each respondent's choice tasks, over whole
-respondents when they made too few tasks, over the tasks of pooled data), of the
-registry's ``explorer`` trees and ``choice_baseline`` baselines, on a bounded sample of
-respondents (:func:`choice_split`).
+module computes that choice with the evaluation core (:func:`pbo_core.evaluation.compare`)
+on the study's analysis plan: its split, seed and evaluation sample
+(:func:`pbo_core.evaluation.plan_split`), the registry's ``explorer`` trees beside the
+plan's baseline and the ``choice_baseline`` models
+(:func:`pbo_core.evaluation.plan_evidence_models`). The figures are those
+``conjoint-accuracy`` prints and the report shows.
 
 :func:`fit_whole` fits a pooled winner on the whole study, so a caller can draw it;
 :func:`respondent_evidence` scores the model a page shows on one respondent's data, with
@@ -29,30 +29,37 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import Study
-from pbo_core.evaluation import compare, evidence_split
-from pbo_core.registry import get, names, not_applicable
-from pbo_core.splits import Split, make_split
+from pbo_core.evaluation import (
+    compare,
+    evidence_split,
+    plan_evidence_models,
+    plan_split,
+    sample_text,
+)
+from pbo_core.plan import AnalysisPlan, plan_of
+from pbo_core.registry import get, make_for, not_applicable
+from pbo_core.splits import Split
 
 #: ``progress(fraction, step)``: how far a job is (0..1) and what it is doing.
 Progress = Callable[[float, str], None]
 
 __all__ = [
-    "CHOICE_COMPARISONS",
     "CHOICE_RESPONDENTS",
     "TreeChoice",
     "applicable",
+    "baseline_fit",
     "choice_split",
     "choose_and_fit",
+    "coefficient_table",
     "compare_trees",
     "fit_whole",
     "respondent_evidence",
     "study_fingerprint",
 ]
 
-#: Respondents of a task split that the comparison uses (the first N).
-CHOICE_RESPONDENTS = 30
-#: About this many comparisons at most in a respondent or pooled split (cost bound).
-CHOICE_COMPARISONS = 3000
+#: Respondents the comparison uses: ``None``, the analysis plan's evaluation sample (a
+#: number overrides it, a smaller sample for tests).
+CHOICE_RESPONDENTS: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,20 +80,15 @@ class TreeChoice:
     #: Respondents and comparisons of the whole study (the sample's size is shown beside).
     study_respondents: int = 0
     study_comparisons: int = 0
+    #: The evaluation sample in words (:func:`pbo_core.evaluation.sample_text`).
+    sample_words: str = ""
+    #: The analysis plan in one line (:meth:`pbo_core.plan.AnalysisPlan.line`).
+    plan: str = ""
 
     def sample(self) -> str:
         """The sample the comparison ran on, with the study's size when it is a part:
-        "the first 30 of 361 respondents' 1,077 comparisons"."""
-        if self.n_respondents:
-            who = (
-                f"the first {self.n_respondents:,} of {self.study_respondents:,} respondents"
-                if self.study_respondents > self.n_respondents
-                else f"{self.n_respondents:,} respondents"
-            )
-            return f"{who}' {self.n_comparisons:,} comparisons"
-        if self.study_comparisons > self.n_comparisons:
-            return f"{self.n_comparisons:,} of {self.study_comparisons:,} comparisons"
-        return f"{self.n_comparisons:,} comparisons"
+        "the first 2,000 of 4,654 respondents (12,345 held-out comparisons)"."""
+        return f"{self.sample_words} ({self.n_comparisons:,} held-out comparisons)"
 
     def reason(self) -> str:
         """Why ``best`` is the default, in one sentence with its figures."""
@@ -105,20 +107,18 @@ def applicable(study: Study, keys: Sequence[str]) -> list[str]:
     return [m for m in keys if not_applicable(get(m), study) is None]
 
 
-def choice_split(study: Study, n_respondents: int = CHOICE_RESPONDENTS) -> Split:
-    """5-fold cross-validation on the split the study's shape calls for, on a bounded
-    sample: the first ``n_respondents`` respondents of a task split; as many respondents
-    as make about :data:`CHOICE_COMPARISONS` comparisons of a respondent split."""
-    probe = make_split(study, "auto")
-    if probe.kind == "tasks":
-        return make_split(study, "tasks", n_folds=5, respondents=n_respondents)
-    if probe.kind == "respondents":
-        per = study.data.n_pairs / max(1, len(study.respondents()))
-        n = max(10, int(CHOICE_COMPARISONS / max(per, 1.0)))
-        return make_split(study, "respondents", n_folds=5, respondents=n)
-    if probe.kind == "pairs":  # Sushi: 5 folds of every user's comparisons
-        return make_split(study, "tasks", n_folds=5, respondents=n_respondents)
-    return make_split(study, "pooled", n_folds=5)
+def _plan(study: Study, n_respondents: int | None) -> AnalysisPlan:
+    plan = plan_of(study)
+    if n_respondents is None:
+        return plan
+    n = n_respondents if plan.respondents is None else min(plan.respondents, n_respondents)
+    return dataclasses.replace(plan, respondents=n)
+
+
+def choice_split(study: Study, n_respondents: int | None = CHOICE_RESPONDENTS) -> Split:
+    """The analysis plan's split (:func:`pbo_core.evaluation.plan_split`); a number
+    ``n_respondents`` makes its sample the first N respondents of the plan's."""
+    return plan_split(study, _plan(study, n_respondents))
 
 
 def study_fingerprint(study: Study) -> str:
@@ -170,11 +170,12 @@ def compare_trees(
     study: Study,
     trees: Sequence[str] | None = None,
     baselines: Sequence[str] | None = None,
-    n_respondents: int = CHOICE_RESPONDENTS,
+    n_respondents: int | None = CHOICE_RESPONDENTS,
     *,
     progress: Progress | None = None,
 ) -> TreeChoice:
-    """Held-out accuracy (5-fold CV, :func:`choice_split`) of ``trees`` and ``baselines``.
+    """Held-out accuracy (the plan's split, :func:`choice_split`) of ``trees`` and
+    ``baselines``.
 
     Parameters
     ----------
@@ -185,27 +186,39 @@ def compare_trees(
         apply to the study are skipped. The winner is the tree with the best held-out
         mean.
     baselines
-        Baselines scored beside them (default the ``choice_baseline`` role); those with
-        personal utilities are skipped when the split has a single unit.
+        Baselines scored beside them (default the plan's baseline and the
+        ``choice_baseline`` role); those with personal utilities are skipped when the
+        split has a single unit.
     n_respondents
-        Respondents of a task split (the first ones).
+        ``None``: the plan's evaluation sample; a number: its first N respondents.
     progress
         ``progress(fraction, step)`` as the models' folds are fitted.
     """
-    trees = list(trees if trees is not None else names(role="explorer"))
-    base = list(baselines if baselines is not None else names(role="choice_baseline"))
-    split = choice_split(study, n_respondents)
+    plan = _plan(study, n_respondents)
+    split = plan_split(study, plan)
+    default = plan_evidence_models(split, plan)
+    trees = list(trees) if trees is not None else [m for m in default if get(m).tree]
+    base = list(baselines) if baselines is not None else [m for m in default if not get(m).tree]
     if len(split.units) <= 1:
         base = [b for b in base if not get(b).respondent_predict]
     models = [*applicable(study, trees), *[b for b in base if b not in trees]]
-    table, best = compare(split, models, progress=_models_progress(progress), fits=_fits(study))
-    used = split.fold != -1
+    table, best = compare(
+        split, models, seed=plan.seed, progress=_models_progress(progress), fits=_fits(study)
+    )
     n_resp = 0 if study.data.respondent is None else len(split.units)
     if best is None:
         best = "dt"
     total = 0 if study.data.respondent is None else len(study.respondents())
     return TreeChoice(
-        best, table, n_resp, int(used.sum()), split.reason, total, int(study.data.n_pairs)
+        best,
+        table,
+        n_resp,
+        int((split.fold >= 0).sum()),
+        split.reason,
+        total,
+        int(study.data.n_pairs),
+        sample_text(split),
+        plan.line(),
     )
 
 
@@ -215,14 +228,14 @@ def fit_whole(study: Study, method: str, *, progress: Progress | None = None) ->
     if progress is not None:
         n = study.data.n_pairs
         progress(0.0, f"fitting {get(method).label} on all {n:,} comparisons")
-    return get(method).make().fit(study.data)
+    return make_for(method, study).fit(study.data)
 
 
 def choose_and_fit(
     study: Study,
     trees: Sequence[str] | None = None,
     baselines: Sequence[str] | None = None,
-    n_respondents: int = CHOICE_RESPONDENTS,
+    n_respondents: int | None = CHOICE_RESPONDENTS,
 ) -> tuple[TreeChoice, Any]:
     """:func:`compare_trees`, then the winner fitted on the whole study.
 
@@ -236,12 +249,8 @@ def choose_and_fit(
     return choice, fit_whole(study, choice.best)
 
 
-#: Baselines beside the model shown in a respondent's evidence.
-EVIDENCE_BASELINES = ("gp", "logit-pooled")
-
-
 def evidence_split_for(
-    study: Study, respondent: Any, n_respondents: int = CHOICE_RESPONDENTS
+    study: Study, respondent: Any, n_respondents: int | None = CHOICE_RESPONDENTS
 ) -> Split:
     """The folds of one respondent's evidence: when the respondent is in the study-level
     comparison's sample (:func:`choice_split`), that split tested on them alone (the same
@@ -259,9 +268,9 @@ def evidence_split_for(
                     units=cs.units[i : i + 1],
                     rows=[cs.rows[i]],
                     reason=(
-                        f"5-fold cross-validation over this respondent's choice tasks; the "
-                        f"pooled models also learn from the other {n - 1} respondents of "
-                        "the study-level comparison, the same folds and fits"
+                        f"this respondent's held-out choice tasks of the study-level "
+                        f"comparison; the pooled models also learn from the other {n - 1:,} "
+                        "respondents of its sample, the same hold-out and fits"
                     ),
                 )
     return evidence_split(study, respondent)
@@ -271,15 +280,49 @@ def respondent_evidence(
     study: Study,
     respondent: Any,
     model: str,
-    n_respondents: int = CHOICE_RESPONDENTS,
+    n_respondents: int | None = CHOICE_RESPONDENTS,
     *,
     progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, str]:
-    """Held-out evidence of ``model`` beside the GP and the textbook logit on one
-    respondent's data (:func:`evidence_split_for`; pooled fits of the study-level
-    comparison are reused); the :func:`pbo_core.evaluation.evidence_table` and how the
-    comparisons were held out."""
+    """Held-out evidence of ``model`` beside the plan's evidence models
+    (:func:`pbo_core.evaluation.plan_evidence_models`) on one respondent's data
+    (:func:`evidence_split_for`; pooled fits of the study-level comparison are reused);
+    the :func:`pbo_core.evaluation.evidence_table` and how the comparisons were held out."""
+    plan = _plan(study, n_respondents)
     split = evidence_split_for(study, respondent, n_respondents)
-    models = [model, *[b for b in EVIDENCE_BASELINES if b != model]]
-    table, _ = compare(split, models, progress=_models_progress(progress), fits=_fits(study))
+    models = plan_evidence_models(split, plan, shown=model)
+    table, _ = compare(
+        split, models, seed=plan.seed, progress=_models_progress(progress), fits=_fits(study)
+    )
     return table, split.reason
+
+
+def baseline_fit(
+    study: Study, *, progress: Progress | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The plan's baseline (the conditional logit, ``mnl``) fitted on every choice of
+    ``study``: its coefficient table as pages and the report show it (attribute, kind,
+    coefficient, cluster-robust s.e. by respondent, z, p, unit) and its fit statistics
+    (:meth:`pbo_core.models.mnl.ConditionalLogit.fit_statistics`)."""
+    plan = plan_of(study)
+    if progress is not None:
+        progress(0.0, f"fitting {get(plan.baseline).label} on {study.data.n_pairs:,} comparisons")
+    model = make_for(plan.baseline, study).fit(study.data)
+    return coefficient_table(model), model.fit_statistics()
+
+
+def coefficient_table(model: Any) -> pd.DataFrame:
+    """A conditional logit's coefficients as shown: ``coefficient``, its kind, the
+    estimate and cluster-robust standard error (3 significant digits), z, p and unit."""
+    t = model.coef_table()
+    return pd.DataFrame(
+        {
+            "coefficient": t["feature"],
+            "kind": t["kind"],
+            "estimate": [float(f"{v:.3g}") for v in t["coef"]],
+            "s.e. (cluster-robust)": [float(f"{v:.2g}") for v in t["cluster_se"]],
+            "z": t["z"].round(2),
+            "p": [f"{p:.2g}" if p >= 1e-4 else "< 0.0001" for p in t["p_value"]],
+            "unit": t["unit"],
+        }
+    )

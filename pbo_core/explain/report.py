@@ -6,11 +6,12 @@
 1. the study summary (provenance, counts, attribute table);
 2. the tree(s) as inline SVG (:meth:`TreeView.to_svg`) and a table of every leaf with its
    lines (utility, slopes where the tree has them) and all its items by name;
-3. held-out evidence (:func:`pbo_core.evaluation.shown_evidence`): training
-   and 5-fold cross-validated accuracy with 95 % bootstrap CIs of the tree, the GP and the
-   logit baseline, as a table and a chart;
-4. leave-one-out feature sensitivity
-   (:func:`sensitivity_table`, the evaluation core's engine), table and chart;
+3. held-out evidence (:func:`pbo_core.evaluation.plan_accuracy`, the analysis plan's split
+   and sample, the figures ``conjoint-accuracy`` prints): training and held-out accuracy
+   with 95 % bootstrap CIs of the trees and the baselines (the conditional logit first
+   among them), as a table and a chart;
+4. leave-one-out feature sensitivity on the plan's sample (:func:`sensitivity_table`,
+   the figures ``sensitivity`` prints), table and chart;
 5. the command and the package versions that reproduce it.
 
 Charts are Vega-Lite specifications rendered to inline SVG by vl-convert (its bundled
@@ -36,18 +37,22 @@ import pandas as pd
 
 from pbo_core.data import Study
 from pbo_core.evaluation import (
-    ablation_rows,
-    best_baseline,
-    default_models,
-    shown_evidence,
-    summarize_ablation,
+    DETECTABLE_CHANGE_PP,
+    evidence_table,
+    plan_accuracy,
+    plan_evidence_models,
+    plan_sensitivity,
+    plan_split,
+    sample_text,
+    sensitivity_effect,
 )
 from pbo_core.explain import labels
 from pbo_core.explain.export import OUTLINE_LEAVES, TreeView, tree_view
 from pbo_core.explain.naming import item_names
 from pbo_core.models.dt import DTSurrogate
-from pbo_core.registry import fit_for, get, not_applicable
-from pbo_core.splits import auto_kind, make_split
+from pbo_core.plan import AnalysisPlan, plan_of
+from pbo_core.registry import fit_for, get
+from pbo_core.splits import auto_kind
 
 __all__ = [
     "ReportParts",
@@ -61,16 +66,6 @@ __all__ = [
     "study_report",
     "versions",
 ]
-
-#: Sensitivity settings of the report (the Feature sensitivity page's defaults): the split
-#: the study's shape calls for (:func:`pbo_core.splits.make_split`), ``fraction`` of each
-#: unit's tasks held out, the first ``respondents`` respondents.
-SENSITIVITY_DEFAULTS: dict[str, Any] = {
-    "fraction": 0.2,
-    "seed": 0,
-    "respondents": 50,
-    "kind": "auto",
-}
 
 _BASELINE = "None (baseline)"
 
@@ -102,12 +97,15 @@ def study_report(
     fitted: Any = None,
     min_samples_split: int = 1,
     commands: Sequence[str] = (),
-    sensitivity_options: Mapping[str, Any] | None = None,
+    plan: AnalysisPlan | None = None,
 ) -> ReportParts:
     """Fit the tree ``model`` (a registry name; ``fitted``: its pooled fit made earlier) of
     ``respondent`` (``None``: the first respondent of a study whose respondents made enough
     choice tasks for personal models, the pooled data otherwise) and compute the evidence
-    and sensitivity tables."""
+    and sensitivity tables on the study's analysis plan (``plan``, default
+    :func:`pbo_core.plan.plan_of`): the figures ``conjoint-accuracy`` and ``sensitivity``
+    print and the pages show."""
+    plan = plan or plan_of(study)
     personal = study.data.respondent is not None and auto_kind(study)[0] == "tasks"
     if personal and respondent is None:
         respondent = study.respondents()[0]
@@ -128,47 +126,35 @@ def study_report(
     view = tree_view(
         shown, data=data, item_names=item_names(data), title=title, money=money, time=time
     )
-    opts = {**SENSITIVITY_DEFAULTS, **dict(sensitivity_options or {})}
-    ev, ev_split = shown_evidence(study, respondent, model, kind=opts.get("kind", "auto"))
-    sens = sensitivity_table(study, **opts, model=model)
-    settings = report_settings(min_samples_split, opts)
-    settings["evidence"] = f"{ev_split.reason}; seed 0, 2000 bootstrap resamples"
+    split = plan_split(study, plan)
+    models = plan_evidence_models(split, plan, shown=model)
+    summary, errors, split = plan_accuracy(study, models, plan)
+    ev = evidence_table(summary, errors)
+    sens = sensitivity_table(study, plan)
+    settings = report_settings(min_samples_split, plan)
+    settings["evidence"] = (
+        f"{split.reason}; {sample_text(split)}; seed {plan.seed}, 2000 bootstrap resamples"
+    )
     return ReportParts(study, respondent, [(title, view)], ev, sens, settings, list(commands))
 
 
-def sensitivity_table(
-    study: Study,
-    *,
-    fraction: float = 0.2,
-    seed: int = 0,
-    respondents: int | None = 50,
-    kind: str = "auto",
-    model: str = "dt",
-) -> pd.DataFrame:
-    """Leave-one-out blocks of ``model`` and the best baseline on the split the study's
-    shape calls for (:mod:`pbo_core.evaluation`), one table with a ``method`` column; the
-    split's reason in ``attrs["split"]``."""
-    n = respondents if study.data.respondent is not None else None
-    split = make_split(study, kind, seed=seed, fraction=fraction, respondents=n)
-    base = [m for m in default_models(split) if m.split("-")[0] in ("logit", "probit")]
-    best = best_baseline(ablation_rows(split, base, features=[]), seed=seed) if base else None
-    why = not_applicable(get(model), study, new_respondents=split.new_respondents)
-    shown = [model] if why is None else []
-    models = shown + ([best] if best else [])
-    blocks = summarize_ablation(ablation_rows(split, models), seed=seed)
+def sensitivity_table(study: Study, plan: AnalysisPlan | None = None) -> pd.DataFrame:
+    """Leave-one-out blocks of the plan's sensitivity models
+    (:func:`pbo_core.evaluation.plan_sensitivity`) as one table with a ``method`` column;
+    the split's reason and sample in ``attrs["split"]``."""
+    blocks, _, split = plan_sensitivity(study, plan=plan)
     table = pd.concat(blocks.values(), ignore_index=True) if blocks else pd.DataFrame()
-    table.attrs["split"] = split.reason
+    table.attrs["split"] = f"{split.reason}; {sample_text(split)}"
     return table
 
 
-def report_settings(
-    min_samples_split: int, sensitivity_options: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The settings a report prints: the tree's and the sensitivity run's."""
+def report_settings(min_samples_split: int, plan: AnalysisPlan) -> dict[str, Any]:
+    """The settings a report prints: the tree's and the analysis plan's."""
     return {
         "tree min_samples_split": min_samples_split,
         "tree straddlers": "discard",
-        **{f"sensitivity {k}": v for k, v in sensitivity_options.items()},
+        "analysis plan": plan.line(),
+        **{f"plan: {n.split(':', 1)[0]}": n.split(": ", 1)[-1] for n in plan.notes},
     }
 
 
@@ -257,17 +243,7 @@ def sensitivity_spec(table: pd.DataFrame) -> dict[str, Any]:
     known; grey bars are changes inside the noise (CI contains 0)."""
     body = table[table["feature removed"] != _BASELINE].copy()
     has_ci = "delta test CI low (pp)" in body and body["delta test CI low (pp)"].notna().any()
-    if has_ci:
-        noise = body["within noise"].map(lambda v: True if v is None else bool(v))
-        body["effect"] = np.where(
-            noise,
-            "within noise (CI contains 0)",
-            np.where(body["delta test (pp)"] < 0, "accuracy drops", "accuracy rises"),
-        )
-    else:
-        body["effect"] = np.where(
-            body["delta test (pp)"] < 0, "accuracy drops", "no drop (no CI: one split)"
-        )
+    body["effect"] = sensitivity_effect(body)
     keep = ["feature removed", "delta test (pp)", "effect"]
     if has_ci:
         keep += ["delta test CI low (pp)", "delta test CI high (pp)"]
@@ -291,9 +267,10 @@ def sensitivity_spec(table: pd.DataFrame) -> dict[str, Any]:
                             "accuracy drops",
                             "accuracy rises",
                             "within noise (CI contains 0)",
+                            f"underpowered (cannot detect {DETECTABLE_CHANGE_PP:g} pp)",
                             "no drop (no CI: one split)",
                         ],
-                        "range": ["#c0392b", "#2e86c1", "#bdc3c7", "#7f8c8d"],
+                        "range": ["#c0392b", "#2e86c1", "#bdc3c7", "#d5d8dc", "#7f8c8d"],
                     },
                     "legend": {"orient": "bottom", "title": None},
                 },

@@ -152,16 +152,13 @@ def test_the_fit_waits_for_the_comparison_and_the_ablation_for_the_scoring(monke
     assert explorer[3]() == "dt-linear"
     monkeypatch.setattr(precompute.trees, "choice_job", lambda *a: Done(Choice("dt")))
     assert explorer[3]() is None and fitted == ["dt-linear"]  # a personal tree: no fit
-    monkeypatch.setattr(precompute.analyses, "baseline_job", lambda *a: Pending())
-    assert sensitivity[-1]() is precompute.BLOCKED  # the best baseline's ablation
     ablated = []
     monkeypatch.setattr(precompute.analyses, "sensitivity_job", lambda *a: ablated.append(a[-1]))
-    for step in sensitivity[1:-1]:  # the default trees' ablations need no scoring
+    for step in sensitivity:  # the plan's models: nothing to score first
         assert step() is not precompute.BLOCKED
-    assert ablated and all(get(m).family != "baseline" for m in ablated)
-    monkeypatch.setattr(precompute.analyses, "baseline_job", lambda *a: Done("logit-shrink"))
-    sensitivity[-1]()
-    assert ablated[-1] == "logit-shrink"
+    plan = precompute.sensitivity_defaults(study)
+    assert ablated == precompute.analyses.default_sensitivity_methods(study, plan)
+    assert ablated[-1] == "mnl" and get("mnl").family == "baseline"  # the plan's baseline
 
 
 def test_a_study_picked_on_a_page_is_focused_but_not_on_live_elicitation(app, quick_dt_linear):

@@ -28,18 +28,28 @@ def test_compare_trees_scores_trees_and_baselines_and_picks_the_best_tree(train)
     assert list(t["key"]) == ["dt", "dt-pooled", "logit-shrink", "logit-pooled"]
     assert list(t["method"]) == [get(k).label for k in t["key"]]
     assert choice.n_respondents == 6
-    keep = train.respondents()[:6]
-    assert choice.n_comparisons == int(np.isin(train.data.respondent, keep).sum())
+    split = tree_choice.choice_split(train, 6)
+    assert choice.n_comparisons == int((split.fold >= 0).sum())  # the held-out ones
     trees = t[t["key"].isin(TREES)]
     assert choice.best == trees.loc[trees["heldout"].idxmax(), "key"]
     assert ((t["ci_low"] <= t["heldout"]) & (t["heldout"] <= t["ci_high"])).all()
     best = t.set_index("key").loc[choice.best]
     reason = choice.reason()
     assert get(choice.best).label in reason and f"{100 * best['heldout']:.1f}%" in reason
-    assert "the first 6 of 235 respondents'" in reason and "5-fold cross-validation" in reason
-    assert (
-        choice.sample() == f"the first 6 of 235 respondents' {choice.n_comparisons:,} comparisons"
+    assert "the first 6 of 235 respondents" in reason and "2 per respondent" in reason
+    assert choice.sample() == (
+        f"the first 6 of 235 respondents ({choice.n_comparisons:,} held-out comparisons)"
     )
+    assert choice.plan.startswith("Plan: split auto")
+    # the same figures as the plan's accuracy (conjoint-accuracy, the report)
+    from pbo_core.evaluation import plan_accuracy
+
+    plan = dataclasses.replace(train.plan, respondents=6)
+    summary, _, _ = plan_accuracy(train, list(t["key"]), plan)
+    for key, v in summary.items():
+        row = t.set_index("key").loc[key]
+        assert row["heldout"] == v["test_acc_mean"]
+        assert [row["ci_low"], row["ci_high"]] == v["test_acc_ci95"]
 
 
 def test_a_pooled_study_drops_baselines_of_respondents_own_utilities(train) -> None:
@@ -51,7 +61,7 @@ def test_a_pooled_study_drops_baselines_of_respondents_own_utilities(train) -> N
     assert "logit-shrink" not in set(choice.table["key"])
     assert get("logit-shrink").respondent_predict
     assert "logit-pooled" in set(choice.table["key"]) and choice.n_respondents == 0
-    assert "pooled data" in choice.split
+    assert "without respondents" in choice.split and "pooled data" in choice.sample()
 
 
 def test_choose_and_fit_returns_the_winners_fit_and_pickles(train) -> None:
@@ -72,7 +82,7 @@ def test_progress_is_reported_per_fit_and_ends_at_one(train) -> None:
     )
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert len(seen) > 4 * 5  # every fold of every model
+    assert len(seen) > 4  # every fit of every model
     assert any("Pooled DT" in s for _, s in seen)
 
 
@@ -86,18 +96,18 @@ def test_a_respondents_evidence_reuses_the_comparisons_folds_and_fits(train) -> 
     cs = tree_choice.choice_split(train, 6)
     split = tree_choice.evidence_split_for(train, r, 6)
     np.testing.assert_array_equal(split.fold, cs.fold)
-    assert list(split.units) == [r] and "same folds and fits" in split.reason
+    assert list(split.units) == [r] and "same hold-out and fits" in split.reason
     memo: dict = {}
     whole = score_model(cs, "dt-pooled", fits=memo)
     n_fits = len(memo)
     one = score_model(split, "dt-pooled", fits=memo)
-    assert len(memo) == n_fits == 5  # no new fit
+    assert len(memo) == n_fits == 1  # no new fit
     row = whole[whole["respondent"] == str(r)]
     # one unit: its comparisons are the rows; their mean is the respondent's accuracy
     assert one["test_acc"].mean() == pytest.approx(float(row["test_acc"].iloc[0]))
     # a respondent outside the sample: the first other respondents train
     far = train.respondents()[100]
-    assert "same folds" not in tree_choice.evidence_split_for(train, far, 6).reason
+    assert "same hold-out" not in tree_choice.evidence_split_for(train, far, 6).reason
 
 
 def test_study_fingerprint_follows_the_data(train) -> None:
