@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from data_loaders.plans import plan_stamp
 from data_loaders.registry import load_study
 from data_loaders.user_studies import ColumnMap, load_choice_file
 from pbo_core.data import Study
@@ -21,9 +22,23 @@ from pbo_core.data import Study
 __all__ = ["load_study_cached", "load_study_file"]
 
 
-@lru_cache(maxsize=8)
 def load_study_cached(key: str, data_dir: str | None = None) -> Study:
-    """A registry study (``data_dir``: its folder or file when not bundled), once per process."""
+    """A registry study (``data_dir``: its folder or file when not bundled), once per
+    process and saved plan (:func:`data_loaders.plans.plan_stamp`: an edited plan is read
+    on the next call)."""
+    return _load_cached(key, data_dir, plan_stamp(key))
+
+
+def _clear() -> None:
+    _load_cached.cache_clear()
+
+
+load_study_cached.cache_clear = _clear  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=8)
+def _load_cached(key: str, data_dir: str | None, stamp: tuple[int, int]) -> Study:
+    del stamp  # cache key only
     opts: dict[str, Any] = {}
     if data_dir:
         opts["data_dir" if key.startswith("sushi") else "path"] = data_dir

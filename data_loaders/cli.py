@@ -35,6 +35,7 @@ from pathlib import Path
 from data_loaders import limits, readers
 from data_loaders.access import check_file
 from data_loaders.flags import add_column_args
+from data_loaders.plans import PLAN_KEYS
 
 __all__ = ["build_parser", "main"]
 
@@ -83,6 +84,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list-studies", help="list the saved studies and who sees them")
     rm = sub.add_parser("remove-study", help="delete a saved study, whoever imported it")
     rm.add_argument("key", help="the study's key (my-...)")
+    pl = sub.add_parser(
+        "plan",
+        help="show or edit a study's analysis plan (split, sample, roles, baseline)",
+        description="Show a study's analysis plan, the one set of choices every page, "
+        "command and the report read; --set NAME=VALUE edits it (saved in "
+        "$DTPBO_DATA_HOME/plans), --reset goes back to the loader's or import's. Names: "
+        + "; ".join(f"{k}: {v}" for k, v in PLAN_KEYS.items()),
+    )
+    pl.add_argument("--study", required=True, help="the study's key (train, my-...)")
+    pl.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="edits")
+    pl.add_argument("--reset", action="store_true", help="remove the saved edits")
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
     return p
 
 
@@ -199,6 +212,49 @@ def remove_study(args: argparse.Namespace) -> int:
     return 0
 
 
+def plan(args: argparse.Namespace) -> int:
+    """Show, edit or reset a study's analysis plan; the exit status."""
+    import json
+
+    from data_loaders.plans import edit_plan, remove_plan, save_plan
+    from data_loaders.registry import load_study
+    from pbo_core.data import DataValidationError
+    from pbo_core.plan import plan_of
+    from pbo_core.registry import MODELS
+
+    try:
+        if args.reset:
+            _say("reset" if remove_plan(args.study) else "no saved edits")
+        study = load_study(args.study)
+        if args.set:
+            changes = {}
+            for item in args.set:
+                name, eq, value = item.partition("=")
+                if not eq:
+                    _say(f"error: --set {item!r}: write NAME=VALUE")
+                    return 2
+                changes[name.strip()] = value
+            new = edit_plan(study, changes)
+            if new.baseline not in MODELS or not MODELS[new.baseline].fits:
+                _say(f"error: baseline {new.baseline!r} is not a model of the registry")
+                return 2
+            _say(f"saved {save_plan(args.study, new)}")
+            study = load_study(args.study)
+    except (KeyError, ValueError, OSError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        _say(f"error: {msg}")
+        return 2
+    p = plan_of(study)
+    if args.json:
+        print(json.dumps(p.to_dict(), indent=2))
+    else:
+        print(p.line())
+        for note in p.notes:
+            print(f"  note: {note}")
+    del DataValidationError  # a ValueError: caught above
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     args = build_parser().parse_args(argv)
@@ -207,6 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "publish-study": publish_study,
         "list-studies": list_studies,
         "remove-study": remove_study,
+        "plan": plan,
     }
     if args.command in commands:
         return commands[args.command](args)

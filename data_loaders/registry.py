@@ -34,6 +34,7 @@ from data_loaders import (
     user_studies,
 )
 from data_loaders._common import DataNotAvailableError
+from data_loaders.plans import apply_saved_plan
 from pbo_core.data import Study
 
 __all__ = [
@@ -263,7 +264,7 @@ def load_study(key: str, **options: Any) -> Study:
                 f"study {key!r} ({e.title}) is not available: {info.reason}"
             )
     try:
-        return e.load(**options)
+        return apply_saved_plan(e.load(**options))
     except DataNotAvailableError as exc:
         raise StudyUnavailableError(f"study {key!r} ({e.title}) is not available: {exc}") from exc
 

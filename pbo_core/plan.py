@@ -191,8 +191,10 @@ class AnalysisPlan:
             if self.respondents is None
             else (f"the first {self.respondents:,} respondents")
         )
-        money = f"{self.money.attribute} ({self.money.unit})" if self.money else "none"
-        time = f"{self.time.attribute} ({self.time.unit})" if self.time else "none"
+        def role(r: Role | None) -> str:
+            return "none" if r is None else r.attribute + (f" ({r.unit})" if r.unit else "")
+
+        money, time = role(self.money), role(self.time)
         alts = (
             f"alternatives by {self.alternative}"
             + (f" (reference {self.reference})" if self.reference else "")

@@ -76,6 +76,60 @@ def default_grid_job(name: str, root: str | Path | None = None, priority: int = 
     )
 
 
+def grid_job(
+    kind: str,
+    cells: list[dict[str, Any]],
+    fn: Callable[[dict[str, Any]], pd.DataFrame],
+    out_dir: str | Path,
+    title: str,
+    *,
+    again: bool = False,
+    estimate: float = 10.0,
+) -> jobs.Job:
+    """A job running the missing cells of a result grid a page asked for into ``out_dir``
+    (one Parquet file each, finished cells skipped; the job returns the folder), with a
+    progress bar per run.
+
+    Parameters
+    ----------
+    kind
+        What the grid is (``"bench-run"``, ``"sushi-pbo"``): with the cells and the folder,
+        the job's key.
+    cells, fn
+        The grid and the function computing one cell (both pickle: the job runs in a
+        worker process).
+    out_dir
+        Where the cells are written.
+    title
+        What the progress bar says.
+    again
+        A finished job of the same key is forgotten first (a new click of the page's
+        button: the cells on disk are looked at again).
+    estimate
+        Expected seconds, for the time left before the first run ends.
+
+    Returns
+    -------
+    Job
+    """
+    key = jobs.job_key(kind, cells, str(out_dir))
+    service = jobs.service()
+    done = service.get(key)
+    if again and done is not None and done.done:
+        service.forget(key)
+    return service.submit(
+        key,
+        title,
+        _work.grid,
+        cells,
+        fn,
+        str(out_dir),
+        "runs",
+        estimate=estimate,
+        cached=False,
+    )
+
+
 #: Most folder entries a search of a results folder looks at (a folder such as a whole
 #: home folder is not walked to its end).
 MAX_WALK_ENTRIES = 20_000

@@ -27,6 +27,7 @@ import streamlit as st
 from dashboard._text import err, md
 from data_loaders import access, user_studies
 from data_loaders._common import DataNotAvailableError
+from data_loaders.plans import plan_stamp
 from data_loaders.registry import StudyInfo, StudyUnavailableError, list_studies, load_study
 from pbo_core.data import DataValidationError, PreferenceData, Study
 from pbo_core.splits import MIN_TASKS_FOR_TASK_SPLIT, tasks_per_respondent
@@ -340,8 +341,10 @@ def get_study(key: str) -> tuple[Study | None, str | None]:
     s = study_status(key)
     if not s.usable:
         return None, how_to_get(key)
+    if key.startswith(user_studies.KEY_PREFIX):
+        user_studies.touch_study(key)  # its use keeps a visitor's study from expiring
     try:
-        return _load_study(key, s.options, env_stamp()), None
+        return _load_study(key, s.options, env_stamp(), plan_stamp(key)), None
     except _SAFE_ERRORS as exc:  # messages that quote names, not content
         return None, err(f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # anything else may quote a file: its type only on the page
@@ -364,7 +367,7 @@ def warm_up_first_study() -> str | None:
     try:
         for info in list_studies():
             if info.available:
-                _load_study(info.key, (), env_stamp())
+                _load_study(info.key, (), env_stamp(), plan_stamp(info.key))
                 return info.key
     finally:
         log.removeFilter(quiet)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import _charts as charts
+from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from data_loaders.cached import load_study_cached
@@ -17,7 +19,7 @@ from pbo_core import __version__
 from pbo_core.benchmarks import KAPPASHARP_FUNCTIONS, PAPER_FUNCTIONS, available_benchmarks
 from pbo_core.experiments.bench import run_cell, summarize
 from pbo_core.experiments.rho_regret import summarize_rho_regret
-from pbo_core.experiments.runner import Cell, cell_path, run_grid
+from pbo_core.experiments.runner import cell_path
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.explain import labels
 from pbo_core.registry import get, names
@@ -190,6 +192,15 @@ rho_ready = not tab_rho.open or ui.ensure_default_grids(
 )
 folders = svc.result_folders(root)
 kinds = {f: svc.result_kind(svc.read_results(f)) for f in folders}
+unreadable = [f"{f.name}/{name}" for f in folders for name in svc.unreadable_results(f)]
+if unreadable:  # one corrupt cell file does not take the page down: skipped, named here
+    st.warning(
+        f"{len(unreadable)} result file{'s' if len(unreadable) != 1 else ''} could not be "
+        f"read and {'were' if len(unreadable) != 1 else 'was'} skipped (corrupt or "
+        f"truncated; run its grid again): {ui.md(', '.join(unreadable[:10]))}"
+        + (f" and {len(unreadable) - 10} more" if len(unreadable) > 10 else "")
+        + "."
+    )
 
 if tab_bench.open:
     with tab_bench:
@@ -382,20 +393,21 @@ if tab_sushi.open:
                         for u in range(int(n_users))
                         for m in meths
                     ]
-                    bar = st.progress(0.0, text="running...")
-
-                    def _progress(done: int, total: int) -> None:
-                        bar.progress(done / max(total, 1), text=f"{done}/{total} runs")
-
                     out = svc.output_folder(root, "sushi-pbo")  # below the data folder
-                    run_grid(
-                        cells,
+                    st.session_state["cv_s_job"] = {"cells": cells, "out": str(out), "new": True}
+                sushi_run = st.session_state.get("cv_s_job")
+                if sushi_run is not None:  # a worker process runs it (a progress bar here)
+                    job = svc.grid_job(
+                        "sushi-pbo",
+                        sushi_run["cells"],
                         partial(sushi_pbo_cell, load_study=load_study_cached),
-                        out_dir=out,
-                        progress=_progress,
+                        sushi_run["out"],
+                        f"Running sushi-pbo ({len(sushi_run['cells'])} runs)",
+                        again=sushi_run.pop("new", False),
                     )
-                    st.success(f"Wrote {len(cells)} runs to {ui.shown_path(out, 'results')}.")
-                    st.rerun()
+                    if waits.result(job, key="cv_s_wait") is not None:
+                        del st.session_state["cv_s_job"]
+                        st.rerun()  # the tab now finds the results
 
 if tab_run.open:
     with tab_run:
@@ -450,27 +462,31 @@ if tab_run.open:
                 for s in range(seeds)
             ]
             skipped = sum(cell_path(out, c).exists() for c in cells)
-            total = len(cells) * (int(iters) + 1)
-            bar = st.progress(0.0, text="starting...")
-            finished = {"cells": skipped}
-
-            def _step(cell: Cell, step: int, _res: object) -> None:
-                done = finished["cells"] * (int(iters) + 1) + step + 1
-                bar.progress(
-                    min(1.0, done / total),
-                    text=f"{cell['method']} seed {cell['seed']}: query {step}/{iters}",
-                )
-
-            def _cells_done(done: int, _total: int) -> None:
-                finished["cells"] = done
-
-            run_grid(cells, run_cell, out_dir=out, progress=_cells_done, step_hook=_step)
-            bar.progress(1.0, text="finished")
-            st.success(
-                f"{len(cells) - skipped} run(s) written to {ui.shown_path(out, 'output folder')}"
-                + (f"; {skipped} already there" if skipped else "")
-                + "."
+            st.session_state["cv_r_job"] = {
+                "cells": cells,
+                "out": str(out),
+                "skipped": skipped,
+                "new": True,
+            }
+        bench_run: dict[str, Any] | None = st.session_state.get("cv_r_job")
+        if bench_run is not None:  # a worker process runs it (a progress bar here)
+            n_cells, skipped = len(bench_run["cells"]), bench_run["skipped"]
+            job = svc.grid_job(
+                "bench-run",
+                bench_run["cells"],
+                run_cell,
+                bench_run["out"],
+                f"Running the benchmark ({n_cells} runs)",
+                again=bench_run.pop("new", False),
             )
+            if waits.result(job, key="cv_r_wait") is not None:
+                del st.session_state["cv_r_job"]
+                st.success(
+                    f"{n_cells - skipped} run(s) written to "
+                    f"{ui.shown_path(bench_run['out'], 'output folder')}"
+                    + (f"; {skipped} already there" if skipped else "")
+                    + "."
+                )
         out = Path(out_dir).expanduser()
         if out.is_dir() and any(out.glob("cell-*.parquet")):
             rows = svc.read_results(out)
