@@ -329,8 +329,10 @@ def how_to_get(key: str) -> str:
 
 
 @st.cache_resource(show_spinner="Loading study...", max_entries=16)
-def _load_study(key: str, options: tuple[tuple[str, str], ...], env: Any) -> Study:
-    del env  # cache key only
+def _load_study(
+    key: str, options: tuple[tuple[str, str], ...], env: Any, plan: tuple[int, int] = (0, 0)
+) -> Study:
+    del env, plan  # cache keys only (a saved analysis plan's stamp: an edit is read)
     with access.confined():  # typed and environment paths alike: only below the roots
         return load_study(key, **dict(options))
 
