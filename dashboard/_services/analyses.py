@@ -22,13 +22,14 @@ from pbo_core.experiments.cohorts import (
     summarize_cohorts,
 )
 from pbo_core.plan import AnalysisPlan, plan_of
-from pbo_core.registry import get
+from pbo_core.registry import get, names, not_applicable
 from pbo_core.splits import Split
 
 
 def sensitivity_methods(study: Study) -> list[str]:
-    """Registry models with an estimator that apply to ``study`` (registry order)."""
-    return _work.sensitivity_methods(study)
+    """Registry models with an estimator that apply to ``study`` (registry order): what
+    the Feature sensitivity page offers."""
+    return [n for n in names(fits=True) if not_applicable(get(n), study) is None]
 
 
 def sensitivity_plan(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dashboard import _workers
 from dashboard._services import jobs
 from data_loaders.registry import load_study
 from pbo_core.experiments import tree_choice
@@ -184,7 +185,7 @@ def test_background_jobs_run_below_the_server_and_leave_a_worker_free(service) -
         assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) == here
     low = service.submit("t-nice-bg", "nice", job_bodies.niceness, priority=jobs.BACKGROUND)
     service.cancel(bg[1].key)
-    assert low.wait(120) == min(19, here + jobs._work.niceness())
+    assert low.wait(120) == min(19, here + _workers.niceness())
 
 
 def test_inline_mode_runs_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -237,12 +238,12 @@ def test_many_items_are_named_in_a_job_whose_texts_the_pages_read(
 
 _ORPHAN = """
 import multiprocessing, os, time
-from dashboard import _work
+from dashboard import _workers
 
 if __name__ == "__main__":
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
-    p = ctx.Process(target=_work.serve, args=(theirs, 0))
+    p = ctx.Process(target=_workers.serve, args=(theirs, 0))
     p.start()
     ours.send((1, os.getpid, (), {}, False))
     assert ours.recv() == ("start", 1)
@@ -303,7 +304,7 @@ def test_a_promoted_background_worker_swaps_roles_with_an_idle_front_worker(serv
     worker = next(w for w in service._workers if w.job is bg)
     assert not worker.background and old_front.background
     low = service.submit("t-swap-low", "nice", job_bodies.niceness, priority=jobs.BACKGROUND)
-    assert low.wait(60) == min(19, here + jobs._work.niceness())  # while bg still runs
+    assert low.wait(60) == min(19, here + _workers.niceness())  # while bg still runs
     assert bg.state == "running"
     service.cancel(bg.key)
 
@@ -326,7 +327,7 @@ def test_set_priority_reaches_every_thread_of_a_worker(tmp_path) -> None:
         tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
         assert len(tids) >= 3
         here = os.getpriority(os.PRIO_PROCESS, 0)
-        jobs._work.set_priority(child.pid, min(19, here + 7), True)
+        _workers.set_priority(child.pid, min(19, here + 7), True)
         for tid in tids:
             assert os.getpriority(os.PRIO_PROCESS, tid) == min(19, here + 7)
             if hasattr(os, "SCHED_IDLE"):
