@@ -22,13 +22,13 @@ from pbo_core.experiments.tree_choice import (
     CHOICE_RESPONDENTS,
     TreeChoice,
     applicable,
-    baseline_fit,
     fit_whole,
     respondent_evidence,
     study_fingerprint,
 )
 from pbo_core.experiments.tree_choice import compare_trees as compare_models
 from pbo_core.explain import labels, naming
+from pbo_core.explain.baseline import baseline_fit
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import fit_for, get, names

@@ -35,29 +35,8 @@ st.caption(
 
 
 def _evidence_table(ev: pd.DataFrame, shown: str, unit: str = "respondents") -> pd.DataFrame:
-    """Held-out evidence as shown: percentages, the CI as text and the row of the model
-    drawn above marked (``shown`` is its registry label). A model that could not be scored
-    shows why instead of numbers; ``unit`` names what ``n_heldout`` counts."""
-    ok = ev["heldout"].notna()
-
-    def pct(v: pd.Series) -> list[str]:
-        return [f"{100 * x:.1f}" if good else "—" for x, good in zip(v, ok, strict=True)]
-
-    return pd.DataFrame(
-        {
-            "model": [f"{m}  ◀ shown above" if m == shown else m for m in ev["method"]],
-            "training (%)": pct(ev["train"]),
-            "held-out (%)": pct(ev["heldout"]),
-            "95% CI (%)": [
-                f"{100 * lo:.1f} – {100 * hi:.1f}" if good else "—"
-                for lo, hi, good in zip(ev["ci_low"], ev["ci_high"], ok, strict=True)
-            ],
-            f"held-out {unit}": [
-                f"{int(n):,}" if good else "—" for n, good in zip(ev["n_heldout"], ok, strict=True)
-            ],
-            "not scored because": [e if e else "" for e in ev["error"]],
-        }
-    )
+    """Held-out evidence as shown (:func:`pbo_core.explain.labels.evidence_display`)."""
+    return explain.labels.evidence_display(ev, shown, unit)
 
 
 def _baseline_section(study: Any, respondent: Any) -> None:
@@ -77,6 +56,9 @@ def _baseline_section(study: Any, respondent: Any) -> None:
         f"{stats['alpha']:g} by inner cross-validation (0 = maximum likelihood). Standard "
         "errors are cluster-robust by respondent. " + ui.md(plan.line())
     )
+    vot = stats.get("value_of_time")
+    if vot is not None:
+        st.markdown(ui.md(vot["text"]) + " (the conditional logit's, cluster-robust Fieller CI).")
     st.dataframe(table, hide_index=True, width="stretch")
 
 

@@ -132,6 +132,7 @@ from pbo_core.experiments.rho_regret import (
 from pbo_core.experiments.runner import Cell, progress_printer, run_grid, write_json
 from pbo_core.experiments.sensitivity import ablation_cells
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
+from pbo_core.explain.baseline import baseline_fit
 from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import names
 from pbo_core.splits import SPLIT_KINDS, Split
@@ -264,7 +265,17 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         "methods": methods,
         "skipped": skipped,
         "summary": summary,
+        "baseline_fit": _baseline_fit(split.study) if cmd == "conjoint-accuracy" else None,
     }
+
+
+def _baseline_fit(study: Study) -> dict[str, Any] | None:
+    """The plan's baseline on every choice: coefficients, fit statistics, value of time."""
+    try:
+        table, stats = baseline_fit(study)
+    except (ValueError, KeyError) as exc:
+        return {"error": str(exc)}
+    return {**stats, "coefficients": table.to_dict(orient="records")}
 
 
 def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> dict[str, Any]:

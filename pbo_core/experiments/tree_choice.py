@@ -47,10 +47,8 @@ __all__ = [
     "CHOICE_RESPONDENTS",
     "TreeChoice",
     "applicable",
-    "baseline_fit",
     "choice_split",
     "choose_and_fit",
-    "coefficient_table",
     "compare_trees",
     "fit_whole",
     "respondent_evidence",
@@ -295,34 +293,3 @@ def respondent_evidence(
         split, models, seed=plan.seed, progress=_models_progress(progress), fits=_fits(study)
     )
     return table, split.reason
-
-
-def baseline_fit(
-    study: Study, *, progress: Progress | None = None
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The plan's baseline (the conditional logit, ``mnl``) fitted on every choice of
-    ``study``: its coefficient table as pages and the report show it (attribute, kind,
-    coefficient, cluster-robust s.e. by respondent, z, p, unit) and its fit statistics
-    (:meth:`pbo_core.models.mnl.ConditionalLogit.fit_statistics`)."""
-    plan = plan_of(study)
-    if progress is not None:
-        progress(0.0, f"fitting {get(plan.baseline).label} on {study.data.n_pairs:,} comparisons")
-    model = make_for(plan.baseline, study).fit(study.data)
-    return coefficient_table(model), model.fit_statistics()
-
-
-def coefficient_table(model: Any) -> pd.DataFrame:
-    """A conditional logit's coefficients as shown: ``coefficient``, its kind, the
-    estimate and cluster-robust standard error (3 significant digits), z, p and unit."""
-    t = model.coef_table()
-    return pd.DataFrame(
-        {
-            "coefficient": t["feature"],
-            "kind": t["kind"],
-            "estimate": [float(f"{v:.3g}") for v in t["coef"]],
-            "s.e. (cluster-robust)": [float(f"{v:.2g}") for v in t["cluster_se"]],
-            "z": t["z"].round(2),
-            "p": [f"{p:.2g}" if p >= 1e-4 else "< 0.0001" for p in t["p_value"]],
-            "unit": t["unit"],
-        }
-    )

@@ -78,9 +78,11 @@ __all__ = [
     "attribute_table",
     "ci_decimals",
     "ci_text",
+    "coefficient_value_of_time",
     "describe_categories",
     "describe_side",
     "describe_threshold",
+    "evidence_display",
     "fieller_ratio",
     "hours_per_unit",
     "humanize",
@@ -375,6 +377,56 @@ def tradeoffs(
                 kind, unit, r = "willingness to pay", f"{money_pl} per {per}", r.scaled(-1.0)
             out.append(TradeOff(leaf, f.display, kind, unit, r, money_f.display))
     return out
+
+
+def coefficient_value_of_time(model: Any, money: str | None, time: str | None) -> TradeOff | None:
+    """The value of time of a model with one coefficient per attribute (the conditional
+    logit: ``column_names_``, ``coef_``, ``cluster_cov_``, ``schema_``): the travel-time
+    slope over the money slope in money per hour, with Fieller's interval (2) from the
+    cluster-robust covariance; ``None`` when the plan names no money or time attribute,
+    or the model has no coefficient on them."""
+    if money is None or time is None:
+        return None
+    names = list(getattr(model, "column_names_", []))
+    if money not in names or time not in names:
+        return None
+    i, j = names.index(time), names.index(money)
+    V = np.asarray(model.cluster_cov_)[np.ix_([i, j], [i, j])]
+    schema: Schema = model.schema_
+    h = hours_per_unit(schema[time]) or 1.0
+    r = fieller_ratio(float(model.coef_[i]), float(model.coef_[j]), V).scaled(1 / h)
+    money_f = schema[money]
+    unit = f"{money_f.unit or 'money'} per hour"
+    return TradeOff(None, schema[time].display, "value of time", unit, r, money_f.display)
+
+
+def evidence_display(
+    ev: pd.DataFrame, shown: str | None = None, unit: str = "respondents"
+) -> pd.DataFrame:
+    """Held-out evidence (:func:`pbo_core.evaluation.evidence_table`) as pages and the
+    report show it: percentages with one decimal, the CI as text, the row of the model
+    drawn marked (``shown``: its label), the count named by its ``unit``; a model that
+    could not be scored shows why instead of numbers (never ``nan``)."""
+    ok = ev["heldout"].notna().to_numpy()
+
+    def pct(v: pd.Series) -> list[str]:
+        return [f"{100 * x:.1f}" if good else "—" for x, good in zip(v, ok, strict=True)]
+
+    return pd.DataFrame(
+        {
+            "model": [f"{m}  ◀ shown above" if m == shown else m for m in ev["method"]],
+            "training (%)": pct(ev["train"]),
+            "held-out (%)": pct(ev["heldout"]),
+            "95% CI (%)": [
+                f"{100 * lo:.1f} – {100 * hi:.1f}" if good else "—"
+                for lo, hi, good in zip(ev["ci_low"], ev["ci_high"], ok, strict=True)
+            ],
+            f"held-out {unit}": [
+                f"{int(n):,}" if good else "—" for n, good in zip(ev["n_heldout"], ok, strict=True)
+            ],
+            "not scored because": [str(e) if e else "" for e in ev["error"]],
+        }
+    )
 
 
 #: What an unidentified ratio says instead of a number.

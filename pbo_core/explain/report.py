@@ -47,6 +47,7 @@ from pbo_core.evaluation import (
     sensitivity_effect,
 )
 from pbo_core.explain import labels
+from pbo_core.explain.baseline import baseline_fit
 from pbo_core.explain.export import OUTLINE_LEAVES, TreeView, tree_view
 from pbo_core.explain.naming import item_names
 from pbo_core.models.dt import DTSurrogate
@@ -87,6 +88,8 @@ class ReportParts:
     sensitivity: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
+    #: The plan's baseline fitted on every choice: (coefficient table, fit statistics).
+    baseline: tuple[pd.DataFrame, dict[str, Any]] | None = None
 
 
 def study_report(
@@ -131,11 +134,15 @@ def study_report(
     summary, errors, split = plan_accuracy(study, models, plan)
     ev = evidence_table(summary, errors)
     sens = sensitivity_table(study, plan)
+    try:
+        base = baseline_fit(study)
+    except (ValueError, KeyError):  # no choices to fit: the section is left out
+        base = None
     settings = report_settings(min_samples_split, plan)
     settings["evidence"] = (
         f"{split.reason}; {sample_text(split)}; seed {plan.seed}, 2000 bootstrap resamples"
     )
-    return ReportParts(study, respondent, [(title, view)], ev, sens, settings, list(commands))
+    return ReportParts(study, respondent, [(title, view)], ev, sens, settings, list(commands), base)
 
 
 def sensitivity_table(study: Study, plan: AnalysisPlan | None = None) -> pd.DataFrame:
@@ -508,18 +515,23 @@ def build_report(parts: ReportParts) -> str:
             "line).</p>"
         )
         out.append(_chart(evidence_spec(ev), "held-out evidence"))
-        shown = pd.DataFrame(
-            {
-                "method": ev["method"],
-                "training (%)": 100 * ev["train"],
-                "held-out (%)": 100 * ev["heldout"],
-                "95% CI low": 100 * ev["ci_low"],
-                "95% CI high": 100 * ev["ci_high"],
-                "held-out comparisons": ev["n_heldout"],
-                "error": ev["error"],
-            }
+        unit = "respondents" if parts.study.data.respondent is not None else "comparisons"
+        out.append(_table(labels.evidence_display(ev, unit=unit)))
+    if parts.baseline is not None:
+        table, stats = parts.baseline
+        out.append('<h2 id="baseline">The baseline: conditional logit</h2>')
+        who = f" of {stats['n_respondents']:,} respondents" if stats.get("n_respondents") else ""
+        out.append(
+            f'<p class="muted">Fitted on all {stats["n_choices"]:,} choices{who}: '
+            f"log-likelihood {stats['loglik']:,.1f} (equal shares {stats['loglik_null']:,.1f}), "
+            f"rho² {stats['rho2']:.3f}, adjusted {stats['rho2_bar']:.3f}; ridge strength "
+            f"{stats['alpha']:g} by inner cross-validation; standard errors cluster-robust by "
+            "respondent.</p>"
         )
-        out.append(_table(shown, {c: ".1f" for c in shown.columns}))
+        vot = stats.get("value_of_time")
+        if vot is not None:
+            out.append(f"<p>{esc(vot['text'])} (Fieller CI).</p>")
+        out.append(_table(table))
     out.append('<h2 id="sensitivity">Feature sensitivity (leave one out)</h2>')
     sens = parts.sensitivity
     if sens is None or sens.empty:
