@@ -20,6 +20,9 @@ carries ``Set-Cookie: dtpbo_visitor=<token>; HttpOnly; SameSite=Lax`` (:class:`V
 an ASGI middleware added to Streamlit's own): the browser sends it with the websocket
 handshake, where the page reads it (``st.context.cookies``), and no script can read it.
 A server started otherwise (``streamlit run``) falls back to the page's script cookie.
+The cookie is ``<token>.<signature>`` (an HMAC of the token with the server's secret,
+:func:`server_secret`): a cookie the server did not issue (forged, or from before the
+signature) is not kept, the browser gets a new token (:func:`verified_token`).
 
 **Loopback names only (personal mode).** A personal server answers only requests whose
 ``Host`` header names this machine (``127.0.0.1``, ``localhost``, ``[::1]``, any port)
@@ -30,21 +33,28 @@ page the user visits elsewhere cannot drive the trusted single-user UI by DNS re
 open the websocket from its own origin. Shared mode, behind its reverse proxy, names its
 hosts itself (``server.allowedHosts``, docs/shared-server.md).
 
-**SIGTERM stops the server within** :data:`STOP_GRACE_S` **seconds.** Streamlit's own
-handler stops the server; if the process is still alive after the grace period (a page's
-computation holding the interpreter), :mod:`faulthandler`'s watchdog thread, which needs
-no interpreter lock, writes every thread's stack to the log and ends the process.
+**SIGTERM stops the server within** :data:`STOP_GRACE_S` **seconds.** The stop hooks
+run first (:func:`on_stop`: the job service kills its worker processes, so no worker
+outlives the server), then Streamlit's own handler stops the server; if the process is
+still alive after the grace period (a page's computation holding the interpreter),
+:mod:`faulthandler`'s watchdog thread, which needs no interpreter lock, writes every
+thread's stack to the log and ends the process.
 """
 
 from __future__ import annotations
 
+import base64
 import faulthandler
+import hashlib
+import hmac
 import http.cookies
 import ipaddress
+import os
 import re
 import secrets
 import signal
 import sys
+import threading
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
@@ -59,14 +69,25 @@ __all__ = [
     "LaunchError",
     "LoopbackOnly",
     "VisitorCookie",
+    "address_id",
     "install",
+    "on_stop",
     "server_args",
+    "server_secret",
+    "signed",
+    "verified_token",
 ]
 
 #: Cookie holding a browser's visitor token (the store keeps only its hash).
 VISITOR_COOKIE = "dtpbo_visitor"
 #: What a visitor token looks like (anything else in the cookie is replaced).
 TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
+#: What the cookie holds: a token, a dot and its signature (:func:`signed`).
+SIGNED = re.compile(r"([A-Za-z0-9_-]{16,64})\.([A-Za-z0-9_-]{22})")
+#: Environment variable: the server's secret (signs visitor cookies, keys the hashes of
+#: network addresses); default a random one kept in the data folder (``.server-secret``,
+#: shared by the processes of one data folder).
+SECRET_ENV = "DTPBO_SERVER_SECRET"
 #: Seconds the browser keeps the visitor cookie (one year).
 COOKIE_AGE_S = 365 * 24 * 3600
 #: The address a personal server listens on.
@@ -143,6 +164,97 @@ def _header(scope: Scope, name: bytes) -> str:
     return ""
 
 
+_SECRET: list[bytes] = []
+_SECRET_LOCK = threading.Lock()
+
+
+def server_secret() -> bytes:
+    """The server's secret: ``$DTPBO_SERVER_SECRET``, else 32 random bytes created once in
+    the data folder (``$DTPBO_DATA_HOME/.server-secret``, mode 0600; every process of one
+    data folder reads the same), else (a read-only folder) one for this process."""
+    with _SECRET_LOCK:
+        if _SECRET:
+            return _SECRET[0]
+        env = os.environ.get(SECRET_ENV, "").strip()
+        secret = env.encode() if env else _stored_secret()
+        _SECRET.append(secret)
+        return secret
+
+
+def _stored_secret() -> bytes:
+    from data_loaders._common import data_home
+
+    path = data_home() / ".server-secret"
+    for _ in range(3):
+        try:
+            secret = path.read_bytes()
+            if len(secret) >= 32:
+                return secret
+        except OSError:
+            pass
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process is writing it: read it again
+            continue
+        except OSError:
+            break
+        secret = secrets.token_bytes(32)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secret)
+        return secret
+    return secrets.token_bytes(32)
+
+
+def _mac(kind: str, value: str) -> bytes:
+    return hmac.new(server_secret(), f"{kind}:{value}".encode(), hashlib.sha256).digest()
+
+
+def signed(token: str) -> str:
+    """The cookie value of a visitor token: ``<token>.<signature>``."""
+    sig = base64.urlsafe_b64encode(_mac("visitor", token)[:16]).decode().rstrip("=")
+    return f"{token}.{sig}"
+
+
+def verified_token(value: str | None) -> str | None:
+    """The token of a cookie value this server signed (:func:`signed`), else ``None``: a
+    forged or unsigned value is never taken as a visitor's identity."""
+    m = SIGNED.fullmatch(value or "")
+    if m is None:
+        return None
+    return m.group(1) if hmac.compare_digest(signed(m.group(1)), m.group(0)) else None
+
+
+def address_id(address: str) -> str:
+    """A network address as the keyed hash the per-address limits count (never the
+    address itself: an IPv4 hash without a key is reversed by trying 2**32): IPv4 by
+    address, IPv6 by its /64 (one host's addresses), an IPv4-mapped IPv6 as its IPv4;
+    ``""`` for none."""
+    address = (address or "").strip().strip("[]")
+    if not address:
+        return ""
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        norm = address.lower()
+    else:
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        norm = (
+            str(ipaddress.ip_network(f"{ip}/64", strict=False))
+            if isinstance(ip, ipaddress.IPv6Address)
+            else str(ip)
+        )
+    return _mac("address", norm).hex()[:32]
+
+
+def forwarded_for(header: str) -> str:
+    """The client address a proxy on this machine appended to ``X-Forwarded-For`` (its
+    last entry: the earlier ones are whatever the client sent), ``""`` for none."""
+    parts = [p.strip() for p in (header or "").split(",") if p.strip()]
+    return parts[-1] if parts else ""
+
+
 def cookie_token(cookie_header: str) -> str | None:
     """The visitor token in a ``Cookie`` header, when it has one of the right form."""
     jar: http.cookies.SimpleCookie = http.cookies.SimpleCookie()
@@ -151,22 +263,23 @@ def cookie_token(cookie_header: str) -> str | None:
     except http.cookies.CookieError:
         return None
     morsel = jar.get(VISITOR_COOKIE)
-    value = morsel.value if morsel is not None else None
-    return value if value and TOKEN.fullmatch(value) else None
+    return verified_token(morsel.value if morsel is not None else None)
 
 
 def set_cookie_value(token: str, *, secure: bool) -> str:
-    """The ``Set-Cookie`` value of a visitor token: httpOnly, SameSite=Lax, one year."""
-    return f"{VISITOR_COOKIE}={token}; Path=/; Max-Age={COOKIE_AGE_S}; HttpOnly; SameSite=Lax" + (
-        "; Secure" if secure else ""
+    """The ``Set-Cookie`` value of a visitor token (signed, :func:`signed`): httpOnly,
+    SameSite=Lax, one year."""
+    return (
+        f"{VISITOR_COOKIE}={signed(token)}; Path=/; Max-Age={COOKIE_AGE_S}; HttpOnly; "
+        "SameSite=Lax" + ("; Secure" if secure else "")
     )
 
 
 class VisitorCookie:
     """ASGI middleware: every HTML response carries the visitor cookie, httpOnly (the
-    browser's own token renewed, or a new one), so the websocket handshake that follows
-    brings it to the page and no script can read it. ``Secure`` over HTTPS (also behind a
-    proxy that says ``X-Forwarded-Proto: https``)."""
+    browser's own token renewed when this server signed it, else a new one), so the
+    websocket handshake that follows brings it to the page and no script can read it.
+    ``Secure`` over HTTPS (also behind a proxy that says ``X-Forwarded-Proto: https``)."""
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
         self.app = app
@@ -287,6 +400,25 @@ def _arm_stop_watchdog(grace: float = STOP_GRACE_S) -> None:
     faulthandler.dump_traceback_later(grace, exit=True, file=sys.stderr)
 
 
+_STOP_HOOKS: list[Callable[[], None]] = []
+
+
+def on_stop(hook: Callable[[], None]) -> None:
+    """Run ``hook`` (quick, no waiting) when SIGTERM or SIGINT stops the server, before
+    Streamlit's own handler: the job service kills its workers there. Once per hook."""
+    if hook not in _STOP_HOOKS:
+        _STOP_HOOKS.append(hook)
+
+
+def run_stop_hooks() -> None:
+    """Run every :func:`on_stop` hook (an exception in one does not keep the others)."""
+    for hook in list(_STOP_HOOKS):
+        try:
+            hook()
+        except Exception:
+            pass
+
+
 def _wrap_signal_handlers() -> bool:
     """Arm :func:`_arm_stop_watchdog` whenever Streamlit's SIGTERM/SIGINT handler runs."""
     try:
@@ -306,6 +438,7 @@ def _wrap_signal_handlers() -> bool:
 
             def handler(signum: int, frame: Any, inner: Callable[..., Any] = inner) -> None:
                 _arm_stop_watchdog()
+                run_stop_hooks()
                 inner(signum, frame)
 
             signal.signal(sig, handler)

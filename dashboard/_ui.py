@@ -30,16 +30,18 @@ def _cookie_token() -> str | None:
         value = st.context.cookies.get(VISITOR_COOKIE)
     except Exception:  # no browser behind this run (bare mode)
         return None
-    return value if isinstance(value, str) and _TOKEN.fullmatch(value) else None
+    return _server.verified_token(value) if isinstance(value, str) else None
 
 
 def visitor_owner() -> str:
     """This browser's owner id: a hash of its visitor token (:func:`store.owner_of`).
 
     The token lives in a first-party cookie (``dtpbo_visitor``, set httpOnly by the server
-    on every page, :mod:`dashboard._server`), so the session list of a reload or of a new
-    tab shows what this browser made and nothing else; the server stores only the hash. A
-    run without a browser (AppTest) gets a token of its own, kept in ``st.session_state``.
+    on every page, :mod:`dashboard._server`, and signed by it: a cookie it did not sign is
+    not taken, :func:`dashboard._server.verified_token`), so the session list of a reload
+    or of a new tab shows what this browser made and nothing else; the server stores only
+    the hash. A run without a browser (AppTest) gets a token of its own, kept in
+    ``st.session_state``.
     """
     token = st.session_state.get(VISITOR_COOKIE)
     if not (isinstance(token, str) and _TOKEN.fullmatch(token)):
@@ -62,7 +64,7 @@ def keep_visitor_cookie() -> None:
         return
     token = st.session_state[VISITOR_COOKIE]  # URL-safe characters only (checked above)
     st.html(
-        f"<script>document.cookie = '{VISITOR_COOKIE}={token}; path=/; "
+        f"<script>document.cookie = '{VISITOR_COOKIE}={_server.signed(token)}; path=/; "
         f"max-age={_COOKIE_AGE}; SameSite=Lax';</script>",
         unsafe_allow_javascript=True,
         width="content",

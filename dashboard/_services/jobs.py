@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashboard import _work
+from dashboard import _server, _work
 from data_loaders._common import data_home
 from pbo_core import __version__
 
@@ -420,6 +420,18 @@ class _Worker:
         except Exception:
             pass
 
+    def kill(self) -> None:
+        """End the worker process at once: SIGKILL, then its threads back in the normal
+        scheduling class where the system allows (a killed process still needs a core to
+        exit: in the idle class on a busy machine that took 4-20 s, and the server's exit
+        waited for it)."""
+        self.dead = True
+        try:
+            self.process.kill()
+            _work.set_priority(self.process.pid, os.getpriority(os.PRIO_PROCESS, 0), False)
+        except Exception:
+            pass
+
 
 class JobService:
     """Jobs by key, a priority queue and :data:`WORKERS` worker processes (see module)."""
@@ -655,6 +667,13 @@ class JobService:
             for w in self._workers:
                 w.stop()
 
+    def kill_workers(self) -> None:
+        """Kill every worker process now, without the lock (the server's SIGTERM handler,
+        :func:`dashboard._server.on_stop`: no worker outlives the server)."""
+        self._closed.set()
+        for w in list(self._workers):
+            w.kill()
+
     def _watchdog(self) -> None:
         while not self._closed.wait(WATCH_EVERY_S):
             try:
@@ -728,7 +747,13 @@ def service() -> JobService:
     with _SERVICE_LOCK:
         if not _SERVICE:
             _SERVICE.append(JobService())
+            _server.on_stop(_kill_workers)
         return _SERVICE[0]
+
+
+def _kill_workers() -> None:
+    for s in list(_SERVICE):
+        s.kill_workers()
 
 
 def reset_service() -> None:

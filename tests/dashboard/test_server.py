@@ -69,13 +69,16 @@ def _respond(headers: list[tuple[bytes, bytes]], content_type: bytes, scheme: st
 def test_html_pages_set_the_visitor_cookie_httponly() -> None:
     (cookie,) = _respond([], b"text/html; charset=utf-8")
     name, _, rest = cookie.partition("=")
-    token = rest.split(";")[0]
-    assert name == _server.VISITOR_COOKIE and _server.TOKEN.fullmatch(token)
+    value = rest.split(";")[0]
+    token = _server.verified_token(value)
+    assert name == _server.VISITOR_COOKIE and token and _server.TOKEN.fullmatch(token)
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
-    # the browser's own token is renewed (now httpOnly), a malformed one replaced
-    mine = "a" * 32
+    # the browser's own token is renewed (now httpOnly), a malformed or unsigned one replaced
+    mine = _server.signed("a" * 32)
     (again,) = _respond([(b"cookie", f"x=1; dtpbo_visitor={mine}".encode())], b"text/html")
     assert again.startswith(f"dtpbo_visitor={mine};")
+    (forged,) = _respond([(b"cookie", f"dtpbo_visitor={'a' * 32}".encode())], b"text/html")
+    assert "a" * 32 not in forged
     (bad,) = _respond([(b"cookie", b"dtpbo_visitor=<script>")], b"text/html")
     assert "<script>" not in bad
     # over HTTPS (or behind a proxy saying so) the cookie is Secure
