@@ -53,6 +53,7 @@ def preload() -> float:
     for name in PRELOAD:
         importlib.import_module(name)
     svc = importlib.import_module("dashboard._services")
+    svc.start_study_sweeper()  # shared mode: expired visitors' studies go, now and hourly
     svc.warm_up_first_study()
     inspect.stack()
     svc.start_worker()

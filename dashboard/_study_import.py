@@ -12,6 +12,7 @@ opt-out values, a rank column, respondent features with labels and the money att
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from data_loaders import limits, readers
 from data_loaders import user_studies as us
 from data_loaders.layout import default_money_attribute, list_columns, readable
 
-__all__ = ["add_study_form", "apply_pending_choice", "remove_button"]
+__all__ = ["add_study_form", "apply_pending_choice", "own_studies_note", "remove_button"]
 
 #: Session-state key of a study choice to apply before the page's study picker is drawn
 #: (a widget's value can only be set before the widget exists in a run).
@@ -160,6 +161,32 @@ def _new_file(token: tuple[str, int, int, str | None]) -> None:
         st.session_state[_FILE_TOKEN] = token
 
 
+def _kept_sentence(subject: str) -> str:
+    days = us.idle_days()
+    if not days:
+        return f"{subject} kept until you remove it"
+    return (
+        f"{subject} removed after {days:g} days that nobody uses it "
+        f"(`${us.IDLE_DAYS_ENV}`); opening it on any page keeps it"
+    )
+
+
+def own_studies_note() -> None:
+    """On a shared server, this visitor's own studies and when each expires unused."""
+    mine = svc.own_studies()
+    if not mine:
+        return
+    items = []
+    for meta, end in mine:
+        until = (
+            f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(end))} unless used"
+            if end is not None
+            else "kept"
+        )
+        items.append(f"**{ui.md(meta.title)}** (`{meta.key}`, {until})")
+    st.caption(f"Your studies on this server: {'; '.join(items)}. {_kept_sentence('Each is')}.")
+
+
 def add_study_form() -> None:
     """Upload a choice file (+ respondent features), map its columns (pre-filled from
     inference), edit the inferred attribute table and import."""
@@ -169,7 +196,9 @@ def add_study_form() -> None:
         return
     where = (
         "The study is kept on this server for you only (other visitors do not see it), "
-        "appears on every page like a bundled study and can be removed here."
+        "appears on every page like a bundled study and can be removed here; "
+        + _kept_sentence("it is")
+        + "."
         if svc.shared_server()
         else "The study is saved in your data folder (`$DTPBO_DATA_HOME/studies`), appears "
         "on every page like a bundled study, stays after a restart and can be removed "

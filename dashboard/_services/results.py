@@ -9,6 +9,7 @@ opened, symlinks resolved), searched to a bounded number of entries
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,8 @@ from dashboard._services.defaults import DefaultGrid, results_home
 from data_loaders import access
 
 __all__ = ["DEFAULT_GRIDS", "DefaultGrid", "results_home"]
+
+_LOG = logging.getLogger(__name__)
 
 RESULT_KINDS = {
     "bench": {"function", "method", "seed", "step", "regret"},
@@ -84,11 +87,12 @@ def grid_job(
     title: str,
     *,
     again: bool = False,
+    steps: int | None = None,
     estimate: float = 10.0,
 ) -> jobs.Job:
     """A job running the missing cells of a result grid a page asked for into ``out_dir``
     (one Parquet file each, finished cells skipped; the job returns the folder), with a
-    progress bar per run.
+    progress bar.
 
     Parameters
     ----------
@@ -105,6 +109,10 @@ def grid_job(
     again
         A finished job of the same key is forgotten first (a new click of the page's
         button: the cells on disk are looked at again).
+    steps
+        The steps of one run, for a ``fn`` that reports them (a benchmark run: its
+        queries plus the initial design): the bar moves within a run too
+        (:func:`dashboard._work.grid`).
     estimate
         Expected seconds, for the time left before the first run ends.
 
@@ -127,6 +135,7 @@ def grid_job(
         "runs",
         estimate=estimate,
         cached=False,
+        steps=steps,
     )
 
 
@@ -199,20 +208,35 @@ def _folder_stamp(folder: Path) -> tuple[tuple[str, int], ...]:
 
 
 @st.cache_data(show_spinner="Reading results...", max_entries=32)
-def _read_results(folder: str, stamp: Any) -> pd.DataFrame:
-    files = _cell_files(Path(folder))
-    if not files:
-        return pd.DataFrame()
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+def _read_results(folder: str, stamp: Any) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    frames, skipped = [], []
+    for f in _cell_files(Path(folder)):
+        try:
+            frames.append(pd.read_parquet(f))
+        except Exception:  # a corrupt or truncated cell: skipped, named on the page
+            _LOG.warning("results file %s cannot be read: skipped", f, exc_info=True)
+            skipped.append(f.name)
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return frame, tuple(skipped)
+
+
+def _read(folder: str | Path) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    f = Path(folder)
+    if results_refusal(f) is not None:
+        return pd.DataFrame(), ()
+    return _read_results(str(f.resolve()), _folder_stamp(f))
 
 
 def read_results(folder: str | Path) -> pd.DataFrame:
     """All finished cells of a results folder (cached until a file changes); only files
-    the allowed data roots admit are read."""
-    f = Path(folder)
-    if results_refusal(f) is not None:
-        return pd.DataFrame()
-    return _read_results(str(f.resolve()), _folder_stamp(f))
+    the allowed data roots admit are read, and a file that cannot be read (corrupt,
+    truncated) is skipped (:func:`unreadable_results` names it)."""
+    return _read(folder)[0]
+
+
+def unreadable_results(folder: str | Path) -> list[str]:
+    """The cell files of a results folder that could not be read (names only)."""
+    return list(_read(folder)[1])
 
 
 def result_kind(df: pd.DataFrame) -> str:

@@ -9,13 +9,19 @@ outside the roots, a device, a FIFO or an oversized file. In shared-server mode
 Imported studies belong to the visitor who imported them (:func:`visitor`, the hash the
 page stores as :data:`OWNER_KEY`): in shared-server mode another visitor's study is not
 listed, not loaded, not reachable by a link and not removable, unless the operator
-published it (:meth:`data_loaders.user_studies.UserStudy.visible_to`).
+published it (:meth:`data_loaders.user_studies.UserStudy.visible_to`). A visitor's
+imports are limited per visitor and per network address (:func:`client_address`), and a
+visitor's study nobody used for ``$DTPBO_VISITOR_STUDY_DAYS`` days expires: its use on a
+page marks it (:func:`get_study`), a sweep removes expired ones (:func:`sweep_studies`, at
+the start of a shared server and periodically, :func:`start_study_sweeper`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +30,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from dashboard import _server
 from dashboard._text import err, md
 from data_loaders import access, user_studies
 from data_loaders._common import DataNotAvailableError
@@ -97,6 +104,20 @@ def visitor() -> str:
         return str(st.session_state.get(OWNER_KEY) or "")
     except Exception:  # no script run context (the launcher's preload)
         return ""
+
+
+def client_address() -> str:
+    """This visitor's network address as the keyed hash the per-address limits count
+    (:func:`dashboard._server.address_id`), ``""`` when there is none. The websocket's
+    peer; when that is this machine (a reverse proxy here), the last address of
+    ``X-Forwarded-For``, which the proxy appends (docs/shared-server.md)."""
+    try:
+        ip = st.context.ip_address  # None for a loopback peer
+        if not ip:
+            ip = _server.forwarded_for(str(st.context.headers.get("X-Forwarded-For") or ""))
+    except Exception:  # no script run context
+        return ""
+    return _server.address_id(ip or "")
 
 
 def dataset_of(study_key: str) -> str | None:
@@ -461,6 +482,7 @@ def import_study(
         owner=visitor(),
         limit_owner=shared_server(),
         sep=sep,
+        address=client_address() if shared_server() else "",
     )
     if meta is not None:
         _list_studies.clear()
@@ -470,7 +492,62 @@ def import_study(
 
 def owner_refusal() -> str | None:
     """Why this visitor may not import another study here (shared server), or ``None``."""
-    return user_studies.owner_refusal(visitor()) if shared_server() else None
+    if not shared_server():
+        return None
+    return user_studies.owner_refusal(visitor(), 0, client_address())
+
+
+def own_studies() -> list[tuple[user_studies.UserStudy, float | None]]:
+    """This visitor's own studies on a shared server, with when each expires unused
+    (epoch seconds; ``None``: kept), oldest first; none on a personal server."""
+    if not shared_server() or not visitor():
+        return []
+    metas = _user_metas(env_stamp()).values()
+    mine = [m for m in metas if m.removable_by(visitor())]
+    return [(m, user_studies.expires_at(m)) for m in mine]
+
+
+def sweep_studies() -> list[str]:
+    """Remove visitors' studies unused for ``$DTPBO_VISITOR_STUDY_DAYS`` days (shared
+    server only); the keys removed. The study lists and caches forget them."""
+    if not shared_server():
+        return []
+    gone = user_studies.expire_visitor_studies()
+    if gone:
+        _LOG.info("expired %d visitors' studies unused for %g days", len(gone), _idle())
+        _list_studies.clear()
+        _user_metas.clear()
+        _load_study.clear()
+    return gone
+
+
+def _idle() -> float:
+    return user_studies.idle_days()
+
+
+_SWEEPER: list[threading.Thread] = []
+
+
+def start_study_sweeper(every: float | None = None) -> bool:
+    """On a shared server, sweep now and then every ``every`` seconds (default: a 24th of
+    the idle time, at most an hour) in a daemon thread; once per process. Whether a
+    sweeper runs."""
+    if not shared_server() or _SWEEPER:
+        return bool(_SWEEPER)
+    period = every or min(3600.0, max(_idle() * 86400.0 / 24, 60.0))
+
+    def run() -> None:
+        while True:
+            try:
+                sweep_studies()
+            except Exception:  # never let the sweeper die
+                _LOG.warning("sweeping expired studies failed", exc_info=True)
+            time.sleep(period)
+
+    t = threading.Thread(target=run, name="dtpbo-study-sweep", daemon=True)
+    _SWEEPER.append(t)
+    t.start()
+    return True
 
 
 def remove_study(key: str) -> None:

@@ -7,7 +7,12 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
-from dashboard._study_import import add_study_form, apply_pending_choice, remove_button
+from dashboard._study_import import (
+    add_study_form,
+    apply_pending_choice,
+    own_studies_note,
+    remove_button,
+)
 from pbo_core.explain import labels
 
 st.title("Case studies")
@@ -32,6 +37,7 @@ overview = pd.DataFrame(
     ]
 )
 st.markdown(ui.md_table(overview))  # a study's full licence: below, once picked
+own_studies_note()  # a shared server: this visitor's studies and when they expire
 
 if "add_done" in st.session_state:
     st.success(f"Imported **{ui.md(st.session_state.pop('add_done'))}**: it is selected below.")

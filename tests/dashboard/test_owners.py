@@ -4,6 +4,7 @@ one; a personal server keeps today's behaviour (every study for its one visitor)
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,73 @@ def test_a_personal_server_shows_every_study(app, tmp_path: Path) -> None:
     assert "mine" in picker(b)
     b.selectbox(key="cs_study").set_value(key).run()
     assert [x for x in b.button if str(x.key) == f"cs_remove::{key}"]
+
+
+def test_one_address_holds_at_most_its_limit_whatever_the_cookies(app, shared, monkeypatch) -> None:
+    """A crowd of new browsers (new cookies) from one address: the address's limit holds
+    them, another address still imports; the form says why, in one sentence."""
+    from dashboard import _server
+    from dashboard._services import studies
+
+    monkeypatch.setenv(us.MAX_ADDRESS_STUDIES_ENV, "2")
+    crowd = _server.address_id("203.0.113.7")
+    monkeypatch.setattr(studies, "client_address", lambda: crowd)
+    import_on_page(app, "c" * 32, "first")
+    import_on_page(app, "d" * 32, "second")
+    assert {m.address for m in us.list_user_studies()} == {crowd}  # a hash, not the address
+    third = app("case_studies", dtpbo_visitor="e" * 32)  # a new cookie, the same address
+    info = "\n".join(shown(i.value) for i in third.info)
+    assert "Importing is closed for you here" in info
+    assert "your network address already have 2 studies" in info, info
+    assert not [u for u in third.get("file_uploader") if u.proto.id.endswith("add_choices")]
+    monkeypatch.setattr(studies, "client_address", lambda: _server.address_id("198.51.100.9"))
+    import_on_page(app, "e" * 32, "elsewhere")  # another address is not held back
+
+
+def test_addresses_are_keyed_hashes_by_host() -> None:
+    from dashboard import _server
+
+    one = _server.address_id("203.0.113.7")
+    assert one and "203" not in one and one == _server.address_id(" 203.0.113.7 ")
+    assert one == _server.address_id("::ffff:203.0.113.7")  # IPv4-mapped: the same host
+    assert one != _server.address_id("203.0.113.8")
+    # one IPv6 host rotates through its /64: one address for the limits
+    assert _server.address_id("2001:db8:1:2::1") == _server.address_id("2001:db8:1:2:ffff::9")
+    assert _server.address_id("2001:db8:1:2::1") != _server.address_id("2001:db8:1:3::1")
+    assert _server.address_id("") == ""
+    # behind a proxy on this machine: the address it appended, not what the client sent
+    assert _server.forwarded_for("6.6.6.6, 203.0.113.7") == "203.0.113.7"
+    assert _server.forwarded_for("") == ""
+
+
+def test_the_owner_sees_when_their_studies_expire(app, shared, monkeypatch) -> None:
+    monkeypatch.setenv(us.IDLE_DAYS_ENV, "3")
+    at, key = import_on_page(app, A, "Kept a while")
+    from dashboard._services import studies
+
+    studies._user_metas.clear()
+    at = app("case_studies", dtpbo_visitor=A)
+    captions = "\n".join(shown(c.value) for c in at.caption)
+    assert "Your studies on this server: **Kept a while**" in captions, captions
+    assert key in captions and "unless used" in captions
+    assert "Each is removed after 3 days that nobody uses it" in captions
+    b = app("case_studies", dtpbo_visitor=B)  # another visitor: nothing of A's
+    assert "Kept a while" not in "\n".join(shown(c.value) for c in b.caption)
+
+
+def test_the_sweep_removes_expired_studies_and_keeps_used_ones(app, shared, monkeypatch) -> None:
+    import time
+
+    from dashboard import _services as svc
+
+    _, old = import_on_page(app, A, "old")
+    _, fresh = import_on_page(app, B, "fresh")
+    long_ago = time.time() - 8 * 86400
+    for name in (".used", "study.json"):
+        path = us.studies_dir() / old / name
+        if path.exists():
+            os.utime(path, (long_ago, long_ago))
+    assert svc.sweep_studies() == [old]
+    assert [m.key for m in us.list_user_studies()] == [fresh]
+    b = app("case_studies", dtpbo_visitor=A)  # its owner: gone from the picker
+    assert "old" not in picker(b)
