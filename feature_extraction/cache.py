@@ -93,14 +93,17 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 def default_cache_path() -> Path:
     """Default cache file.
 
-    ``$DTPBO_LLM_CACHE`` if set, else ``$XDG_CACHE_HOME/dtpbo/llm_cache.sqlite``
-    (``~/.cache/dtpbo/llm_cache.sqlite`` when ``XDG_CACHE_HOME`` is unset).
+    ``$DTPBO_LLM_CACHE`` if set, else ``llm_cache.sqlite`` in the data folder
+    (``$DTPBO_DATA_HOME``, default ``~/.cache/dtpbo``: the rule of
+    :func:`data_loaders.access.data_home`, which this package may not import), the one
+    folder a page may write below, so the default is a path a typed one could be too.
     """
     env = os.environ.get("DTPBO_LLM_CACHE")
     if env:
         return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "dtpbo" / "llm_cache.sqlite"
+    home = os.environ.get("DTPBO_DATA_HOME")
+    base = Path(home).expanduser() if home else Path.home() / ".cache" / "dtpbo"
+    return base / "llm_cache.sqlite"
 
 
 def completion_key(model: str, kind: str, version: str, messages: Sequence[Any]) -> str:

@@ -134,7 +134,7 @@ def llm_config(base_url: str, model: str, api_key: str, **kw: Any) -> LLMConfig:
 
 
 def default_extraction_cache() -> str:
-    """The default extraction cache file (``$DTPBO_LLM_CACHE`` or the user cache folder)."""
+    """The default extraction cache file (``$DTPBO_LLM_CACHE``, else in the data folder)."""
     return str(default_cache_path())
 
 

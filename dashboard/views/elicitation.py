@@ -91,6 +91,8 @@ if "el_booted" not in st.session_state:  # a new browser session: resume the URL
     st.session_state["el_booted"] = True
     wanted = st.query_params.get("session")
     rec0 = store.load_session(wanted) if wanted else None
+    if rec0 is not None and rec0.kind == "items" and not svc.visible(rec0.source):
+        rec0 = None  # on another visitor's private study: as if no session had this id
     if rec0 is not None and len(rec0.base) + len(rec0.actions) > sf.MAX_ANSWERS:
         st.warning(  # opening it would replay (refit) every answer: never
             f"This link's session holds more than {sf.MAX_ANSWERS} answers, the most a "

@@ -642,3 +642,148 @@ def test_every_csv_export_neutralises_formula_cells(app, hostile_study) -> None:
     pmr = svc.extracted_csv(table)
     assert_no_formula(pmr, "pmr")
     assert "'=1+1" in pmr and "'@x" in pmr
+
+
+# ----------------------------------------------------------------------------- issue 44, point 6
+def test_a_session_link_on_another_visitors_private_study_shows_nothing_of_it(
+    app, monkeypatch
+) -> None:
+    """Visitor B opens the link of visitor A's session on A's private study: the same
+    page as for an unknown id, and A's participant name is not pre-filled."""
+    from tests.dashboard.test_owners import A, B, import_on_page
+
+    monkeypatch.setenv("DTPBO_SHARED_SERVER", "1")
+    _, key = import_on_page(app, A, "A's private study")
+    at = app("elicitation", sel_study=key, dtpbo_visitor=A, el_participant="Ada Owner")
+    at.button(key="el_pick_A_0").click().run()
+    no_exception(at)
+    sid = str(at.query_params["session"])
+    mine = app("elicitation", query={"session": sid}, dtpbo_visitor=A)  # its owner: resumed
+    assert mine.text_input(key="el_participant").value == "Ada Owner"
+    other = app("elicitation", query={"session": sid}, dtpbo_visitor=B)
+    no_exception(other)
+    assert other.text_input(key="el_participant").value == ""
+    assert "No saved session has this link's id here" in texts(other)
+    assert "Ada Owner" not in texts(other) and "A's private study" not in texts(other)
+    assert other.selectbox(key="el_study").value != key
+
+
+def test_one_corrupt_result_file_is_skipped_and_named(app, home) -> None:
+    from tests.dashboard.test_pages import _bench_results
+
+    folder = home / "results" / "bench-small"
+    _bench_results(folder, methods=("dt",))
+    good = sorted(folder.glob("cell-*.parquet"))
+    (folder / "cell-zz-corrupt.parquet").write_bytes(b"PAR1 not a parquet file at all PAR1")
+    at = app("convergence")
+    no_exception(at)
+    warned = "\n".join(shown(w.value) for w in at.warning)
+    assert "1 result file could not be read and was skipped" in warned, warned
+    assert "bench-small/cell-zz-corrupt.parquet" in warned
+    assert "Something went wrong" not in texts(at)
+    from dashboard import _services as svc
+
+    rows = svc.read_results(folder)  # the other cells are read
+    assert len(rows) == sum(len(pd.read_parquet(f)) for f in good) > 0
+
+
+def test_the_default_extraction_cache_lives_in_the_data_folder(monkeypatch, home) -> None:
+    from dashboard import _services as svc
+    from feature_extraction import default_cache_path
+
+    monkeypatch.delenv("DTPBO_LLM_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home.parent / "elsewhere"))
+    path = default_cache_path()
+    assert path == home / "llm_cache.sqlite"
+    # the default passes the rule a typed cache path is held to (written below the data folder)
+    assert (
+        svc.typed_path_refusal(str(path), folder=False, write=True, what="extraction cache") is None
+    )
+    monkeypatch.delenv("DTPBO_DATA_HOME")
+    monkeypatch.setenv("HOME", str(home.parent / "home"))
+    assert default_cache_path() == home.parent / "home" / ".cache" / "dtpbo" / "llm_cache.sqlite"
+
+
+def test_a_forged_visitor_cookie_is_not_kept(monkeypatch) -> None:
+    """A cookie the server did not sign (another visitor's token typed in, an old unsigned
+    one) is no identity: the page takes a new token, and the server's middleware replaces
+    the cookie."""
+    import streamlit
+
+    from dashboard import _server, _ui
+
+    victim = "v" * 32
+
+    class Context:
+        def __init__(self) -> None:
+            self.cookies: dict[str, str] = {}
+
+    ctx = Context()
+    monkeypatch.setattr(streamlit, "context", ctx)
+    for forged in (victim, f"{victim}.{'A' * 22}", f"{victim}.", "<script>", ""):
+        ctx.cookies = {_server.VISITOR_COOKIE: forged}
+        assert _ui._cookie_token() is None, forged
+    ctx.cookies = {_server.VISITOR_COOKIE: _server.signed(victim)}
+    assert _ui._cookie_token() == victim  # only what this server issued
+    assert _server.cookie_token(f"dtpbo_visitor={victim}") is None
+    # the signature depends on the server's secret: another server's cookie is forged here
+    monkeypatch.setattr(_server, "_SECRET", [b"another server's secret" * 2])
+    assert _server.verified_token(_server.signed(victim)) == victim
+    other = _server.signed(victim)
+    monkeypatch.setattr(_server, "_SECRET", [b"this server's secret" * 2])
+    assert _server.verified_token(other) is None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+def test_no_worker_outlives_the_server_by_more_than_2_s_after_sigterm(tmp_path) -> None:
+    import signal
+
+    from tests.fixtures.streamlit_server import streamlit_server
+
+    def children(pid: int) -> set[int]:
+        out: set[int] = set()
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                out |= {int(c) for c in (task / "children").read_text().split()}
+            except OSError:
+                pass
+        return out
+
+    def alive(pid: int) -> bool:
+        try:
+            return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+
+    extra = {"DTPBO_NO_PRECOMPUTE": "1"}
+    with streamlit_server(tmp_path, extra_env=extra, timeout=120):
+        pid = int((tmp_path / "streamlit.pid").read_text())
+        log = tmp_path / "streamlit.log"
+        deadline = time.monotonic() + 120
+        while "is ready" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        workers = {
+            w
+            for w in children(pid)
+            if "dashboard._work" in _cmdline(w) or "spawn_main" in _cmdline(w)
+        }
+        assert len(workers) >= 2, (log.read_text()[-2000:], [_cmdline(c) for c in children(pid)])
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGTERM)
+        gone: dict[int, float] = {}
+        while len(gone) < len(workers) + 1 and time.monotonic() - t0 < 30:
+            for p in (pid, *workers):
+                if p not in gone and not alive(p):
+                    gone[p] = time.monotonic() - t0
+            time.sleep(0.01)
+        server_s = gone.get(pid, float("inf"))
+        workers_s = max(gone.get(w, float("inf")) for w in workers)
+        print(f"\n[hostile] SIGTERM: server gone in {server_s:.2f} s, workers {workers_s:.2f} s")
+        assert workers_s <= 2.0, (server_s, workers_s)
