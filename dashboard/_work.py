@@ -149,19 +149,40 @@ def segments(
 # ----------------------------------------------------------------------------- grids
 def grid(
     cells: list[dict[str, Any]],
-    fn: Callable[[dict[str, Any]], pd.DataFrame],
+    fn: Callable[..., pd.DataFrame],
     out_dir: str,
     what: str,
     *,
+    steps: int | None = None,
     progress: Progress | None = None,
 ) -> str:
-    """The missing cells of a result grid (one Parquet file each) into ``out_dir``."""
+    """The missing cells of a result grid (one Parquet file each) into ``out_dir``.
+
+    ``steps``: the steps of one run (a benchmark run's queries plus its initial design),
+    for a ``fn`` that reports them (``fn(cell, callback=...)``,
+    :func:`pbo_core.experiments.bench.run_cell`): the progress then moves within a run
+    too, not only from run to run.
+    """
+    finished = [0]
 
     def report(done: int, total: int) -> None:
+        finished[0] = done
         if progress is not None:
             progress(done / max(1, total), f"{what}: {done} of {total} runs")
 
-    run_grid(cells, fn, out_dir=Path(out_dir), progress=report)
+    def step(_cell: dict[str, Any], k: int, _rows: Any) -> None:
+        if progress is not None and steps:
+            total, done = max(1, len(cells)), finished[0]
+            frac = min(1.0, (done + min(k + 1, steps) / steps) / total)
+            progress(frac, f"{what}: run {done + 1} of {total}, query {k} of {steps - 1}")
+
+    run_grid(
+        cells,
+        fn,
+        out_dir=Path(out_dir),
+        progress=report,
+        step_hook=step if steps and progress is not None else None,
+    )
     return out_dir
 
 

@@ -478,6 +478,7 @@ if tab_run.open:
                 bench_run["out"],
                 f"Running the benchmark ({n_cells} runs)",
                 again=bench_run.pop("new", False),
+                steps=int(bench_run["cells"][0]["iters"]) + 1,  # queries and the design
             )
             if waits.result(job, key="cv_r_wait") is not None:
                 del st.session_state["cv_r_job"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard import _workers
+from dashboard import _work, _workers
 from dashboard._services import jobs
 from data_loaders.registry import load_study
 from pbo_core.experiments import tree_choice
@@ -193,6 +193,32 @@ def test_inline_mode_runs_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch)
     s = jobs.JobService()
     job = s.submit("t-inline", "inline", job_bodies.steps, 2, 0.0, cached=False)
     assert job.state == "done" and job.result == os.getpid() and job.step == "step 2 of 2"
+
+
+def _stepped(cell: dict, callback=None) -> pd.DataFrame:
+    """A run of ``cell["iters"] + 1`` steps, each reported to ``callback``."""
+    for k in range(cell["iters"] + 1):
+        if callback is not None:
+            callback(k, None)
+    return pd.DataFrame({"seed": [cell["seed"]]})
+
+
+def test_a_grid_job_reports_runs_and_the_steps_within_them(tmp_path) -> None:
+    """The grid body (the Convergence page's runs, the default grids): one report a run,
+    and with ``steps`` one a step of each run; finished runs are skipped."""
+    cells = [{"seed": s, "iters": 3} for s in range(2)]
+    seen: list[tuple[float, str]] = []
+    out = _work.grid(
+        cells, _stepped, str(tmp_path), "runs", steps=4, progress=lambda f, s: seen.append((f, s))
+    )
+    assert out == str(tmp_path) and len(list(tmp_path.glob("cell-*.parquet"))) == 2
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert ("runs: run 1 of 2, query 1 of 3") in [s for _, s in seen]
+    assert fractions[[s for _, s in seen].index("runs: run 1 of 2, query 1 of 3")] == 0.25
+    seen.clear()
+    _work.grid(cells, _stepped, str(tmp_path), "runs", progress=lambda f, s: seen.append((f, s)))
+    assert seen == [(1.0, "runs: 2 of 2 runs")]  # both on disk: nothing run
 
 
 def test_a_jobs_end_is_logged_for_debugging_with_its_times(

@@ -457,12 +457,12 @@ def test_convergence_runs_wait_for_their_job_with_a_progress_bar(app, monkeypatc
     at.slider(key="cv_r_seeds").set_value(2).run()
     at.button(key="cv_r_run").click().run()
     no_exception(at)
-    assert asked == [("bench-run", 2, {"again": True})]
+    assert asked == [("bench-run", 2, {"again": True, "steps": 51})]  # 50 queries + design
     bars = at.get("progress")
     assert bars and "Running the benchmark" in bars[0].proto.text
     assert "run(s) written" not in texts(at)
     at.run()  # a rerun keeps waiting for the same job (not asked to start it again)
-    assert asked[-1] == ("bench-run", 2, {"again": False}) and at.get("progress")
+    assert asked[-1] == ("bench-run", 2, {"again": False, "steps": 51}) and at.get("progress")
 
 
 def test_convergence_sushi_results(app, tmp_path) -> None:
