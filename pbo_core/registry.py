@@ -462,6 +462,30 @@ def _item_baseline(
     )
 
 
+def _planned_pooled(
+    name: str,
+    label: str,
+    description: str,
+    family: Family,
+    model: Callable[..., Any],
+    **fields: Any,
+) -> ModelSpec:
+    """A pooled model of the analysis plan's choice-model family: ``model(**params)`` takes
+    the plan's parameters (:func:`make_for`) and predicts any respondent from their
+    recorded features; ``fields`` as in :class:`ModelSpec`."""
+    return ModelSpec(
+        name,
+        label,
+        description,
+        family,
+        scope="pooled",
+        estimator=model,
+        feature_predict=True,
+        planned=True,
+        **fields,
+    )
+
+
 #: The linear-leaf tree's CV cost bound: its strengths are scored on the held-out tasks of
 #: at most this many respondents (a seeded sample; SwissMetro's 1,191-respondent fit:
 #: 5.2-6.2 s -> 2.3 s on this 2-core machine, the same strengths chosen).
@@ -711,7 +735,7 @@ _entries(
 
 _entries(
     [
-        ModelSpec(
+        _planned_pooled(
             "mnl",
             "Conditional logit (MNL)",
             "the econometrician's conditional logit over each task's available alternatives: "
@@ -719,13 +743,10 @@ _entries(
             "(the analysis plan's), ridge strength by inner CV (0 = MLE included), "
             "cluster-robust errors",
             "baseline",
-            scope="pooled",
-            estimator=lambda **kw: ConditionalLogit(**kw),
-            feature_predict=True,
-            planned=True,
+            ConditionalLogit,
             roles=frozenset({"accuracy", "choice_baseline"}),
         ),
-        ModelSpec(
+        _planned_pooled(
             "mnl-tree",
             "Choice-model tree (segments of respondents, a conditional logit each)",
             "respondents split on their recorded features (the plan's case-specific "
@@ -733,10 +754,7 @@ _entries(
             "by log-likelihood gain, pruned by the held-out log-likelihood of whole "
             "respondents (<= 12 segments, depth <= 4, >= 50 respondents each)",
             "tree",
-            scope="pooled",
-            estimator=lambda **kw: ChoiceModelTree(**kw),
-            feature_predict=True,
-            planned=True,
+            ChoiceModelTree,
             plan_as="mnl",
             needs=frozenset({"respondent_features"}),
             roles=_ACC,
