@@ -147,6 +147,11 @@ class ModelSpec:
         A pooled model that predicts any respondent from their recorded features
         (``predict(X, respondent=r)``), seen in training or not (the conditional logit's
         case-specific variables).
+    predicts_new
+        ``False``: its prediction for a respondent it never saw is no model of anybody
+        (the mean of independent per-respondent fits, a count of own wins); a split that
+        holds out whole respondents skips it with the reason, as it skips models fitted
+        per respondent.
     planned
         The model takes parameters from the study's analysis plan
         (:meth:`pbo_core.plan.AnalysisPlan.model_params`: alternatives, reference,
@@ -173,6 +178,7 @@ class ModelSpec:
     reuse: Callable[[Any], dict[str, Any]] | None = None
     feature_predict: bool = False
     planned: bool = False
+    predicts_new: bool = True
     plan_as: str | None = None
 
     @property
@@ -353,7 +359,7 @@ def not_applicable(spec: ModelSpec, study: Study, *, new_respondents: bool = Fal
         return "needs items described by a conjoint design"
     if "respondent_features" in spec.needs and study.users is None:
         return "needs respondent features"
-    if spec.scope == "respondent" and new_respondents:
+    if new_respondents and (spec.scope == "respondent" or not spec.predicts_new):
         return "a per-respondent model cannot predict respondents it never saw"
     return None
 
@@ -784,6 +790,7 @@ for _link in ("logit", "probit"):
                 scope="pooled",
                 estimator=lambda k=_link, **kw: RespondentLinearSurrogate(k, **kw),
                 respondent_predict=True,
+                predicts_new=False,
                 roles=_ACC,
             ),
             ModelSpec(

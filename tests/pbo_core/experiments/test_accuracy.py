@@ -38,7 +38,10 @@ def test_default_models_follow_the_study_and_the_split() -> None:
         load_study=load_study_cached,
     )
     models, skipped = acc.parse_methods(None, held)
-    assert {"dt", "dt-keep", "gp"} == set(skipped) and "dt" not in models
+    # every model that cannot predict a respondent it never saw is skipped alike
+    unseen = {"dt", "dt-keep", "gp", "logit-respondent", "probit-respondent"}
+    assert unseen <= set(skipped) and not unseen & set(models)
+    assert all("never saw" in skipped[m] for m in unseen) and "mnl" in models
     with pytest.raises(SystemExit, match="unknown models"):
         acc.parse_methods("dt,magic", conj)
     with pytest.raises(SystemExit, match="finite item set"):
@@ -197,9 +200,9 @@ def test_conjoint_accuracy_on_own_long_data_with_respondent_split(tmp_path: Path
     assert "skipped models: dt: a per-respondent model" in err
     doc = json.loads(out.read_text())
     assert doc["split"] == "respondents"
-    assert {"dt", "dt-keep", "gp"} == set(doc["skipped"])
+    assert {"dt", "dt-keep", "gp", "logit-respondent", "probit-respondent"} <= set(doc["skipped"])
     s = doc["summary"]
-    assert {"logit-pooled", "logit-respondent", "logit-shrink"} <= set(s)
+    assert {"logit-pooled", "logit-shrink", "mnl"} <= set(s) and "logit-respondent" not in s
     assert not {"dt", "gp"} & set(s)
     for m in s.values():
         assert m["n"] == 6  # 20 % of 30 respondents held out
