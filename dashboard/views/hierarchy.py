@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import _charts as charts
@@ -31,6 +32,8 @@ def _with_users(s: svc.StudyStatus) -> bool:
 
 # SwissMetro (bundled, respondent features) first: the page has content on first visit
 keys = sorted(svc.usable_study_keys(_with_users), key=lambda k: k != "swissmetro")
+key: str = "swissmetro"  # the cohort curves' study when no study has user groups here
+study = None
 
 if not keys:
     ui.unavailable("sushi-a", "The user/item hierarchy")
@@ -184,7 +187,19 @@ if acc_folders:
         format_func=lambda f: ui.relative_folder(root, f),
     )
     rows = svc.read_results(folder)
-    rows = rows[rows["cohort"] > 0]
+    # a grid's rows name their study; the default grid's older files are SwissMetro's
+    of = rows["study"].astype(str) if "study" in rows else pd.Series("swissmetro", rows.index)
+    others = sorted(set(of) - {str(key)})
+    rows = rows[(of == str(key)) & (rows["cohort"] > 0)]
+    if rows.empty:
+        st.info(
+            f"No cohort results of {ui.md(study.title if study is not None else key)} in "
+            "this folder"
+            + (f" (it holds {ui.md(', '.join(others))}'s)" if others else "")
+            + f". Create them with `python -m pbo_core.experiments hierarchy --study "
+            f"{ui.md(key)} --out results/hierarchy-{ui.md(key)}`."
+        )
+        st.stop()
     st.caption(f"{rows['user'].nunique()} new respondents in {rows['cohort'].nunique()} cohort(s).")
     st.markdown("**Held-out accuracy of new respondents per task answered (mean ± s.e.)**")
     st.altair_chart(

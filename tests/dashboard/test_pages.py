@@ -922,3 +922,36 @@ def test_elicitation_with_the_linear_leaf_strategy(app) -> None:
         assert metrics(at)["Answers"] == str(k)
     m = metrics(at)
     assert m["Favourite"] != "—" and int(m["Leaves"]) >= 1
+
+
+def test_hierarchy_never_shows_another_studys_cohort_curves(app, tmp_path) -> None:
+    """Cohort results of SwissMetro (the default grid's files name no study) are not drawn
+    under an imported study with respondent features: one sentence says whose they are."""
+    import shutil
+
+    from data_loaders import cli as import_cli
+    from tests.fixtures.shapes import SHAPES
+
+    shape = SHAPES["one-choice-wide"]
+    file = tmp_path / shape.file.name
+    shutil.copy(shape.file, file)
+    assert import_cli.main(["import-study", str(file), "--title", "Mine", *shape.args]) == 0
+    folder = tmp_path / "data_home" / "results" / "hierarchy-swissmetro"
+    folder.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "user": [1, 1],
+            "respondent": ["1", "1"],
+            "cohort": [1, 1],
+            "variant": ["plain", "pooled"],
+            "user_leaf": [0, 0],
+            "question": [0, 0],
+            "test_acc": [0.5, 0.75],
+            "n_test_pairs": [2, 2],
+        }
+    ).to_parquet(folder / "cell-0.parquet")
+    at = app("hierarchy", sel_study="my-mine")
+    no_exception(at)
+    assert at.selectbox(key="hi_study").value == "my-mine"
+    assert "No cohort results of Mine in this folder (it holds swissmetro's)" in texts(at)
+    assert not [c for c in charts(at) if "variant" in str(c)]
