@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pbo_core.data import Schema
 from pbo_core.text import fmt_number, humanize, with_unit
 
-__all__ = ["describe_categories", "describe_side", "describe_threshold"]
+__all__ = ["describe_categories", "describe_path", "describe_side", "describe_threshold"]
 
 
 def describe_threshold(schema: Schema, column: int, threshold: float, right: bool) -> str:
@@ -81,3 +81,61 @@ def describe_side(
             schema, column, frozenset(range(len(f.levels))) - set(right_codes)
         )
     return describe_threshold(schema, column, threshold, right)
+
+
+def describe_path(
+    schema: Schema, steps: Iterable[tuple[int, float, Iterable[int], bool]]
+) -> list[str]:
+    """The conditions of a tree path, one per column, repeated conditions merged.
+
+    ``steps`` are ``(column, threshold, right_codes, right)`` from the root down (as
+    :func:`describe_side` takes them). Thresholds on one numeric or ordinal column become
+    one interval ("23.5 <= Age < 36.5", not "Age < 36.5 AND Age < 28.5"), category sets
+    of one column their intersection; binary and multi-hot columns keep their last
+    condition. Columns are listed in the order the path first uses them.
+    """
+    order: list[int] = []
+    lo: dict[int, float] = {}
+    hi: dict[int, float] = {}
+    cats: dict[int, set[int]] = {}
+    last: dict[int, tuple[float, frozenset[int], bool]] = {}
+    for column, threshold, right_codes, right in steps:
+        column = int(column)
+        if column not in order:
+            order.append(column)
+        codes = frozenset(int(k) for k in right_codes)
+        last[column] = (float(threshold), codes, bool(right))
+        if schema.is_categorical[column]:
+            f = schema.features[schema.columns[column].feature]
+            side = set(codes) if right else set(range(len(f.levels))) - set(codes)
+            cats[column] = side if column not in cats else cats[column] & side
+        elif right:
+            lo[column] = max(lo.get(column, -math.inf), float(threshold))
+        else:
+            hi[column] = min(hi.get(column, math.inf), float(threshold))
+    out = []
+    for column in order:
+        f = schema.features[schema.columns[column].feature]
+        if schema.is_categorical[column]:
+            out.append(describe_categories(schema, column, cats[column]))
+        elif f.kind in ("numeric", "ordinal") and column in lo and column in hi:
+            if f.kind == "ordinal":
+                a = min(max(math.floor(lo[column]) + 1, 0), len(f.levels) - 1)
+                b = min(max(math.floor(hi[column]), 0), len(f.levels) - 1)
+                first = with_unit(f.level_label(a), f.unit)
+                last_ = with_unit(f.level_label(b), f.unit)
+                out.append(
+                    f"{f.display} = {first}" if a == b else f"{f.display}: {first} .. {last_}"
+                )
+            else:
+                low = with_unit(fmt_number(lo[column]), f.unit)
+                high = with_unit(fmt_number(hi[column]), f.unit)
+                out.append(f"{low} <= {f.display} < {high}")
+        elif column in lo or column in hi:
+            right = column in lo
+            threshold = lo[column] if right else hi[column]
+            out.append(describe_threshold(schema, column, threshold, right))
+        else:
+            threshold, codes, right = last[column]
+            out.append(describe_side(schema, column, threshold, codes, right))
+    return out

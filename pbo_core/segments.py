@@ -76,7 +76,7 @@ from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
 from pbo_core.models.glm import link_nll, newton_batch, newton_chunked, spd_inv_batch
 from pbo_core.models.linear import LinearDesign, fit_pooled, rms_scale
 from pbo_core.models.solver import NewtonStep, newton_minimize
-from pbo_core.rules import describe_side
+from pbo_core.rules import describe_path, describe_side
 from pbo_core.splits import holdout_tasks, pair_tasks
 
 __all__ = [
@@ -759,16 +759,19 @@ class SegmentLogitHierarchy:
         return describe_side(self.arr_.user_schema, sp.column, sp.threshold, sp.right, right)
 
     def segment_paths(self) -> dict[int, str]:
-        """Segment -> its rule path ("GA travel card = yes AND ...")."""
+        """Segment -> its rule path ("GA travel card = yes AND ..."), repeated conditions
+        on one feature merged (:func:`pbo_core.rules.describe_path`)."""
         t = self.user_tree_
-        paths: dict[int, list[str]] = {0: []}
+        steps: dict[int, list[tuple[int, float, frozenset[int], bool]]] = {0: []}
         out: dict[int, str] = {}
         for node in range(len(t.left)):
-            if t.left[node] != -1:
-                paths[t.right[node]] = [*paths[node], self.rule(node, True)]
-                paths[t.left[node]] = [*paths[node], self.rule(node, False)]
+            sp = t.split[node]
+            if t.left[node] != -1 and sp is not None:
+                steps[t.right[node]] = [*steps[node], (sp.column, sp.threshold, sp.right, True)]
+                steps[t.left[node]] = [*steps[node], (sp.column, sp.threshold, sp.right, False)]
             else:
-                out[t.leaf_of_node[node]] = " AND ".join(paths[node]) or "(all respondents)"
+                rules = describe_path(self.arr_.user_schema, steps[node])
+                out[t.leaf_of_node[node]] = " AND ".join(rules) or "(all respondents)"
         return out
 
     def money_column(self, money: str | None = None) -> int | None:

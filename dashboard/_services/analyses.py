@@ -23,6 +23,7 @@ from pbo_core.experiments.cohorts import (
 )
 from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import get, names, not_applicable
+from pbo_core.rules import describe_path
 from pbo_core.splits import Split
 
 
@@ -178,12 +179,13 @@ def cold_start_table(rows: pd.DataFrame) -> pd.DataFrame:
 def user_groups(h: Any) -> pd.DataFrame:
     """One row per user group: its rule path, size and item tree summary."""
     t = h.user_tree_
-    paths: dict[int, list[str]] = {0: []}
+    steps: dict[int, list[tuple[int, float, frozenset[int], bool]]] = {0: []}
     rows = []
     for node in range(len(t.left)):
-        if t.left[node] != -1:
+        sp = t.split[node]
+        if t.left[node] != -1 and sp is not None:
             for child, right in ((t.right[node], True), (t.left[node], False)):
-                paths[child] = [*paths[node], h.rule(node, right)]
+                steps[child] = [*steps[node], (sp.column, sp.threshold, sp.right, right)]
             continue
         leaf = t.leaf_of_node[node]
         model = h.item_tree(leaf)
@@ -192,7 +194,7 @@ def user_groups(h: Any) -> pd.DataFrame:
             {
                 "group": leaf,
                 "users": t.n_users[node],
-                "who": " AND ".join(paths[node]) or "(all users)",
+                "who": " AND ".join(describe_path(h.user_schema_, steps[node])) or "(all users)",
                 "item-tree leaves": model.n_leaves_,
                 "favourite leaf": " AND ".join(best.conditions) or "(all items)",
             }

@@ -126,3 +126,36 @@ def test_svg_is_valid_and_every_box_is_drawn() -> None:
     for spans in by_top.values():
         spans.sort()
         assert all(a[1] <= b[0] + 1e-6 for a, b in itertools.pairwise(spans))
+
+
+def test_a_path_merges_repeated_conditions_on_one_feature() -> None:
+    from pbo_core.data import Feature, Schema
+    from pbo_core.rules import describe_path
+
+    s = Schema(
+        (
+            Feature("age", "numeric", bounds=(18, 80), label="Age"),
+            Feature("lvl", "ordinal", levels=("low", "mid", "high", "top"), label="Level"),
+            Feature("party", "categorical", levels=("D", "R", "I"), label="Party"),
+            Feature("ga", "binary", levels=("no", "yes"), label="GA"),
+        )
+    )
+    # the "Age < 36.5 AND Age < 28.5 AND Age < 23.5"
+    assert describe_path(s, [(0, 36.5, (), False), (0, 28.5, (), False), (0, 23.5, (), False)]) == [
+        "Age < 23.5"
+    ]
+    path = [
+        (0, 20.5, (), True),
+        (1, 0.5, (), True),
+        (0, 36.5, (), False),
+        (1, 2.5, (), False),
+        (2, 0, {1, 2}, True),
+        (2, 0, {2}, False),
+        (3, 0.5, (), True),
+    ]
+    assert describe_path(s, path) == [
+        "20.5 <= Age < 36.5",
+        "Level: mid .. high",
+        "Party = R",
+        "GA = yes",
+    ]
