@@ -385,15 +385,26 @@ class UserItemHierarchy:
     # ------------------------------------------------------------------ warm start
     def warm_start_surrogate(self, leaf: int, user_items: np.ndarray) -> WarmStartDT:
         """Surrogate for a new user of group ``leaf`` whose item set is ``user_items``."""
-        return WarmStartDT(
-            group=self.item_trees_[int(leaf)],
+        leaf = int(leaf)
+        cache = self.__dict__.setdefault("_warm_cache", {})
+        if "rows" not in cache:  # item row -> index, shared by every warm start
+            cache["rows"] = {r.tobytes(): k for k, r in enumerate(self.study_.data.X)}
+        if leaf not in cache:  # the group posterior mean of every item, once per group
+            cache[leaf] = self.item_trees_[leaf].predict(self.study_.data.X)
+        ws = WarmStartDT(
+            group=self.item_trees_[leaf],
             group_X=self.study_.data.X,
-            group_pairs=self.group_pairs_[int(leaf)],
+            group_pairs=self.group_pairs_[leaf],
             schema=self.study_.schema,
             ratio=self.ratio,
             max_depth=self.item_max_depth,
             prior_inflation=self.prior_inflation,
+            row_index=cache["rows"],
+            group_mean=cache[leaf],
         )
+        # a new user's first fit (no answers yet) grows the group's own tree: grown once
+        ws._shared = cache.setdefault(("empty", leaf), {})
+        return ws
 
 
 class WarmStartDT(DTSurrogate):
@@ -414,6 +425,8 @@ class WarmStartDT(DTSurrogate):
         ratio: float = 0.25,
         max_depth: int | None = 5,
         prior_inflation: float = 4.0,
+        row_index: dict[bytes, int] | None = None,
+        group_mean: np.ndarray | None = None,
     ) -> None:
         super().__init__(ratio, max_depth=max_depth)
         self.group = group
@@ -421,7 +434,13 @@ class WarmStartDT(DTSurrogate):
         self.group_pairs = np.asarray(group_pairs, dtype=np.int64).reshape(-1, 2)
         self.schema = schema
         self.prior_inflation = prior_inflation
-        self._row = {r.tobytes(): k for k, r in enumerate(self.group_X)}
+        self.row_index = row_index
+        self.group_mean = group_mean
+        self._row = (
+            row_index
+            if row_index is not None
+            else {r.tobytes(): k for k, r in enumerate(self.group_X)}
+        )
 
     def fit(self, data: PreferenceData) -> WarmStartDT:
         """Grow on group + user comparisons; fit leaves on the user's with the group prior."""
@@ -430,26 +449,46 @@ class WarmStartDT(DTSurrogate):
             raise ValueError("every user item must be one of the group's items")
         user_pairs = idx[data.pairs] if data.n_pairs else np.zeros((0, 2), dtype=np.int64)
         all_pairs = np.vstack([self.group_pairs, user_pairs])
-        group_mean = self.group.predict(self.group_X)  # group posterior, per item
+        group_mean = (  # group posterior, per item
+            self.group.predict(self.group_X) if self.group_mean is None else self.group_mean
+        )
         prec = self.ratio / self.prior_inflation
+        memo: dict[str, Any] = {}
 
         def prior_mean(tree: Any, X: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-            leaf = tree.apply(self.group_X)
+            if memo.get("tree") is not tree:
+                memo["tree"], memo["leaf"] = tree, tree.apply(self.group_X)
+            leaf = memo["leaf"]
             tot = np.bincount(leaf, group_mean, minlength=tree.n_leaves)
             cnt = np.bincount(leaf, minlength=tree.n_leaves)
             return tot / np.maximum(cnt, 1)
 
         self.prior_mean = prior_mean
         self.prior_precision = lambda tree, X, pairs: np.full(tree.n_leaves, prec)
-        # tree on the union, on the group's item rows
-        union = PreferenceData(self.group_X, all_pairs, schema=self.schema)
-        super().fit(union)
+        if len(user_pairs) and np.any(user_pairs[:, 0] == user_pairs[:, 1]):
+            PreferenceData(self.group_X, user_pairs, schema=self.schema)  # raises, naming it
+        # the tree on the union, on the group's item rows (both already checked: the
+        # group's pairs by the hierarchy, the user's by their own data); without answers
+        # of the user's it is the group's tree, grown once per group (``_shared``)
+        shared = getattr(self, "_shared", None)
+        if not len(user_pairs) and shared is not None and "tree" in shared:
+            tree, backend, group_leaf = shared["tree"]
+        else:
+            union = PreferenceData.from_validated_arrays(self.group_X, all_pairs, self.schema)
+            tree, backend = self._grow(union, self.schema)
+            group_leaf = tree.apply(self.group_X)
+            if not len(user_pairs) and shared is not None:
+                shared["tree"] = (tree, backend, group_leaf)
+        memo["tree"], memo["leaf"] = tree, group_leaf
+        self.backend_ = backend
+        self.schema_ = self.schema
+        self.tree_ = tree
+        self.n_leaves_ = tree.n_leaves
         # leaves: the user's comparisons only, with the group prior
-        leaf = self.item_leaf_
-        pm = prior_mean(self.tree_, None, None)
+        pm = prior_mean(tree, None, None)
         res = laplace_fit(
-            leaf[user_pairs[:, 0]],
-            leaf[user_pairs[:, 1]],
+            group_leaf[user_pairs[:, 0]],
+            group_leaf[user_pairs[:, 1]],
             self.n_leaves_,
             self.ratio,
             prior_mean=pm,

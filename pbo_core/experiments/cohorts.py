@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from pbo_core.data import Feature, PreferenceData, Schema, Study
 from pbo_core.experiments.rho_regret import mean_ci
@@ -39,8 +39,20 @@ from pbo_core.segments import (
     SegmentLogitHierarchy,
     cohort_arrays,
 )
-from pbo_core.splits import pair_tasks, respondent_holdout
+from pbo_core.splits import holdout_tasks, pair_tasks
 from pbo_core.strategies.dt import DTStrategy
+
+
+@lru_cache(maxsize=1)
+def _threadpools() -> ThreadpoolController:
+    """BLAS controller, inspected once per process (a ``threadpool_limits`` per cell read
+    the process's loaded libraries again: 6 ms a cell)."""
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> Any:
+    """Context: BLAS on one thread (small solves, where threads only contend)."""
+    return _threadpools().limit(limits=1, user_api="blas")
 
 
 @lru_cache(maxsize=4)
@@ -284,6 +296,21 @@ def cohort_arrays_of(
     return cohort_arrays(cohort_study(key, data_dir, load_study=load_study))
 
 
+@lru_cache(maxsize=2)
+def respondent_rows(
+    key: str, data_dir: str | None = None, *, load_study: LoadStudy
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Respondent ids in order of first appearance (``study.respondents()``) and the
+    comparison rows of each, in file order (cached): one pass over the comparisons for
+    the whole grid instead of a scan per cell."""
+    study = cohort_study(key, data_dir, load_study=load_study)
+    resp = study.respondents()
+    codes, _ = pd.factorize(pd.Series(study.data.respondent), sort=False)
+    order = np.argsort(codes, kind="stable")
+    rows = np.split(order, np.cumsum(np.bincount(codes, minlength=len(resp)))[:-1])
+    return resp, rows
+
+
 def respondent_permutation(n: int, seed: int) -> np.ndarray:
     """Seeded order in which respondents arrive (file order follows the survey groups)."""
     return np.random.default_rng([seed, 15]).permutation(n)
@@ -346,7 +373,7 @@ def cohort_segment_model(
         centre = SegmentLogitHierarchy(seed=seed)
     else:
         raise ValueError(f"unknown linear variant {variant!r}; choose from {LOGIT_VARIANTS}")
-    with threadpool_limits(1, user_api="blas"):  # small solves: threads only contend
+    with _one_blas_thread():
         return PersonalLogit(centre, seed=seed).fit(arr, users, study=study)
 
 
@@ -404,17 +431,19 @@ def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
     """
     key = str(cell.get("study", "swissmetro"))
     profiles = cohort_study(key, cell.get("data_dir"), load_study=load_study)
-    resp_ids = profiles.respondents()
+    resp_ids, rows_of = respondent_rows(key, cell.get("data_dir"), load_study=load_study)
     order = respondent_permutation(len(resp_ids), int(cell["seed"]))
     pos = int(order[int(cell["user"])])
     resp = resp_ids[pos]
-    split = respondent_holdout(profiles, resp, int(cell["test_tasks"]), int(cell["seed"]))
-    if split is None:  # too few tasks to keep some: every task tests the cold start
-        data = profiles.for_respondent(resp)
-        test_mask = np.ones(data.n_pairs, dtype=bool)
-    else:
-        data, test_mask = split
-    tasks = pair_tasks(profiles.data)[profiles.data.respondent == resp]
+    rows = rows_of[pos]
+    # the respondent's items and held-out tasks, as splits.respondent_holdout draws them
+    data = profiles.data.select_pairs(rows, drop_unused_items=True)
+    tasks = pair_tasks(profiles.data)[rows]
+    held = holdout_tasks(
+        tasks, np.random.default_rng([int(cell["seed"]), pos]), n_test=int(cell["test_tasks"])
+    )
+    # too few tasks to keep some: every task tests the cold start
+    test_mask = np.ones(data.n_pairs, dtype=bool) if held is None else held
     train_tasks = list(dict.fromkeys(tasks[~test_mask]))
     test_pairs = data.pairs[test_mask]
     n_prev = int(cell["cohort"]) * int(cell["refit_every"])
@@ -434,7 +463,8 @@ def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
             cell.get("data_dir"),
             load_study=load_study,
         )
-        leaf = int(h.assign(profiles.users.loc[[resp]])[0])
+        U = cohort_arrays_of(key, cell.get("data_dir"), load_study=load_study).U
+        leaf = int(h.user_tree_.apply(U[[pos]], h.user_schema_.is_categorical)[0])
         warm = h.warm_start_surrogate(leaf, data.X)
     rows = []
     for k in range(len(train_tasks) + 1):
@@ -491,7 +521,7 @@ def _linear_cell(
     Z = arr.design.transform(data.X)
     d = Z[data.pairs[:, 0]] - Z[data.pairs[:, 1]]
     own = [d[np.isin(tasks, train_tasks[:k]) & ~test_mask] for k in range(len(train_tasks) + 1)]
-    with threadpool_limits(1, user_api="blas"):
+    with _one_blas_thread():
         B = model.coefficients(arr, pos, own)
     centre = model.centre_
     leaf = (

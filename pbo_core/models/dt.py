@@ -98,22 +98,7 @@ class DTSurrogate(Estimator):
     def fit(self, data: PreferenceData) -> DTSurrogate:
         """Grow the tree on ``data`` and fit the leaf posterior. Returns self."""
         schema = data.get_schema()
-        backend = resolve_backend(self.backend, self.straddlers, self.split_ties)
-        if backend == "numpy" and not hasattr(self, "_split_cache"):
-            self._split_cache = SplitCache()  # the numpy back-end's memo across refits
-        tree = build_tree(
-            data.X,
-            data.pairs,
-            schema,
-            max_depth=self.max_depth,
-            min_samples_split=self.min_samples_split,
-            min_split_score=self.min_split_score,
-            straddlers=self.straddlers,
-            cache=getattr(self, "_split_cache", None) if backend == "numpy" else None,
-            backend=backend,
-            split_ties=self.split_ties,
-            split_rng=self.split_rng,
-        )
+        tree, backend = self._grow(data, schema)
         leaf = tree.apply(data.X)
         m = tree.n_leaves
         kwargs = {}
@@ -136,6 +121,26 @@ class DTSurrogate(Estimator):
         self.n_features_in_ = data.X.shape[1]
         self._X_fit = data.X
         return self
+
+    def _grow(self, data: PreferenceData, schema: Schema) -> tuple[Tree, str]:
+        """The tree of ``data`` with this model's growth settings, and the back-end used."""
+        backend = resolve_backend(self.backend, self.straddlers, self.split_ties)
+        if backend == "numpy" and not hasattr(self, "_split_cache"):
+            self._split_cache = SplitCache()  # the numpy back-end's memo across refits
+        tree = build_tree(
+            data.X,
+            data.pairs,
+            schema,
+            max_depth=self.max_depth,
+            min_samples_split=self.min_samples_split,
+            min_split_score=self.min_split_score,
+            straddlers=self.straddlers,
+            cache=getattr(self, "_split_cache", None) if backend == "numpy" else None,
+            backend=backend,
+            split_ties=self.split_ties,
+            split_rng=self.split_rng,
+        )
+        return tree, backend
 
     def _warm_start(self, leaf: np.ndarray, m: int) -> np.ndarray:
         """Newton start for a refit: each new leaf starts at the mean previous MAP of its items.
