@@ -147,6 +147,17 @@ class CohortArrays:
         """Number of respondents."""
         return len(self.respondents)
 
+    def rows_of(self, user: int) -> np.ndarray:
+        """Comparison rows of the respondent at position ``user``, in order (an index
+        built once: a scan of every comparison per respondent made cohort fits grow with
+        the square of the study)."""
+        index = self.__dict__.get("_rows")
+        if index is None:
+            order = np.argsort(self.user, kind="stable")
+            index = np.split(order, np.cumsum(np.bincount(self.user, minlength=self.n_users))[:-1])
+            self.__dict__["_rows"] = index
+        return index[int(user)]
+
     def pair_mask(self, users: np.ndarray) -> np.ndarray:
         """Comparisons of the respondents at positions ``users``."""
         keep = np.zeros(self.n_users, dtype=bool)
@@ -269,7 +280,7 @@ def _kron_newton(
 
 def _padded(arr: CohortArrays, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Difference rows of every respondent at positions ``users``, padded: ``(R, m, p)``."""
-    rows = [np.flatnonzero(arr.user == u) for u in users]
+    rows = [arr.rows_of(u) for u in users]
     m = max(1, max(len(r) for r in rows))
     D = np.zeros((len(users), m, arr.d.shape[1]))
     W = np.zeros((len(users), m))
@@ -890,7 +901,7 @@ class PersonalLogit:
         loss = np.zeros(len(RHOS))
         probs_d, probs_w, centres, tests = [], [], [], []
         for r, c in zip(held, C, strict=True):
-            m = arr.user == r
+            m = arr.rows_of(r)
             d, t = arr.d[m], arr.task[m]
             test = holdout_tasks(t, rng, n_test=self.test_tasks)
             if test is None:
