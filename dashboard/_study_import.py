@@ -109,26 +109,22 @@ def _show_problems(problems: list[us.Problem]) -> None:
     st.table(_problem_table(problems).set_index("file"))
 
 
-@st.cache_data(max_entries=2, show_spinner=False)
+@st.cache_data(max_entries=16, show_spinner=False)
 def _read(
     content: bytes, name: str, sep: str | None = None
-) -> tuple[pd.DataFrame | None, list[us.Problem], str]:
-    """The upload as a table (after the limits), read once per file and separator, with
-    how it was read (:meth:`data_loaders.readers.Table.describe`)."""
-    table, problems = us.read_upload_table(content, name, sep)
-    if table is None:
-        return None, problems, ""
-    return table.frame, problems, table.describe()
+) -> tuple[list[str] | None, list[us.Problem], str]:
+    """The upload's column names (``None``: it cannot be read, after the limits), its
+    problems and how it was read (:meth:`data_loaders.readers.Table.describe`), once per
+    file and separator; the table is read in a budgeted worker, never here
+    (:func:`dashboard._services.upload_columns`)."""
+    return svc.upload_columns(content, name, sep)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _inspect(content: bytes, name: str, columns: str, sep: str | None = None) -> us.Inspection:
     """:func:`data_loaders.user_studies.inspect_upload` of an upload and a column map
-    (JSON), once per pair (reruns redraw the form without inferring again)."""
-    frame, problems, _ = _read(content, name, sep)
-    if frame is None:
-        return us.Inspection(None, problems=problems)
-    return us.inspect_upload(frame, name, us.ColumnMap.from_json(columns))
+    (JSON), once per pair (reruns redraw the form without inferring again), in a worker."""
+    return svc.inspect_upload(content, name, columns, sep)
 
 
 def _pick(col: object, label: str, options: list[str], default: str, key: str, **kw) -> str:
@@ -249,12 +245,12 @@ def add_study_form() -> None:
         "Excel files have none.",
     )
     sep = SEPARATORS.get(str(sep_label))
-    frame, problems, how = _read(content, name, sep)
-    if frame is None:
+    have_or_none, problems, how = _read(content, name, sep)
+    if have_or_none is None:
         _show_problems(problems)
         return
     _new_file((name, len(content), hash(content), sep))
-    have = [str(c) for c in frame.columns]
+    have = list(have_or_none)
     st.caption(f"Read {ui.md(how)}; {ui.md(list_columns(have))}.")
 
     auto = _defaults(content, name, None, sep)

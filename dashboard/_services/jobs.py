@@ -255,6 +255,9 @@ class Job:
 
     def _finish(self, state: str, result: Any = None, error: BaseException | None = None) -> None:
         self.state, self.result, self.error = state, result, error
+        # a finished job's arguments are never used again (asked for again, a new job
+        # starts with the caller's): an upload's bytes or a study must not stay here
+        self.args, self.kwargs = (), {}
         self.finished = time.monotonic()
         if state == "done":
             self.fraction = 1.0

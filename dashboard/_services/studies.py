@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from dashboard import _server
+from dashboard import _import_jobs, _server
+from dashboard._services import jobs
 from dashboard._text import err, md
 from data_loaders import access, user_studies
 from data_loaders._common import DataNotAvailableError
@@ -349,6 +351,35 @@ def how_to_get(key: str) -> str:
     return "\n\n".join(lines)
 
 
+#: Environment variable: imported studies the server keeps loaded at once (default 4; each
+#: up to a 20 MB file, about 100 MB loaded); the least recently used one goes first, and
+#: any goes after :data:`OWN_STUDY_TTL_S` unused.
+OWN_STUDY_CACHE_ENV = "DTPBO_OWN_STUDY_CACHE"
+OWN_STUDY_TTL_S = 900.0
+
+
+def _own_cache_entries() -> int:
+    try:
+        return max(int(os.environ.get(OWN_STUDY_CACHE_ENV, "") or 4), 1)
+    except ValueError:
+        return 4
+
+
+@st.cache_resource(
+    show_spinner="Loading study...", max_entries=_own_cache_entries(), ttl=OWN_STUDY_TTL_S
+)
+def _load_own_study(
+    key: str, options: tuple[tuple[str, str], ...], env: Any, plan: tuple[int, int] = (0, 0)
+) -> Study:
+    """An imported study, loaded in a budgeted worker (:func:`dashboard._import_jobs.
+    load_study`): the server holds the finished study only, and at most
+    ``$DTPBO_OWN_STUDY_CACHE`` of them."""
+    del env, plan  # cache keys only
+    return _in_worker(
+        "study-load", "Loading the study", _import_jobs.load_study, key, options, key=key
+    )
+
+
 @st.cache_resource(show_spinner="Loading study...", max_entries=16)
 def _load_study(
     key: str, options: tuple[tuple[str, str], ...], env: Any, plan: tuple[int, int] = (0, 0)
@@ -367,7 +398,8 @@ def get_study(key: str) -> tuple[Study | None, str | None]:
     if key.startswith(user_studies.KEY_PREFIX):
         user_studies.touch_study(key)  # its use keeps a visitor's study from expiring
     try:
-        return _load_study(key, s.options, env_stamp(), plan_stamp(key)), None
+        load = _load_own_study if key.startswith(user_studies.KEY_PREFIX) else _load_study
+        return load(key, s.options, env_stamp(), plan_stamp(key)), None
     except _SAFE_ERRORS as exc:  # messages that quote names, not content
         return None, err(f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # anything else may quote a file: its type only on the page
@@ -459,6 +491,68 @@ def study_token(study: Study) -> tuple[str, tuple[tuple[str, str], ...], Any]:
     return (study.key, s.options, env_stamp())
 
 
+def _in_worker(
+    kind: str, title: str, fn: Callable[..., Any], *args: Any, key: Any, **kwargs: Any
+) -> Any:
+    """``fn(*args, **kwargs)`` in a worker of the job service (its memory and time budget), waited
+    for here; the server process never holds what it allocates. The job's error is
+    raised (:class:`dashboard._services.jobs.JobLimitError` names the budget)."""
+    service, job_key = jobs.service(), jobs.job_key(kind, key)
+    job = service.submit(job_key, title, fn, *args, cached=False, estimate=10.0, **kwargs)
+    try:
+        return job.wait(jobs.budget("DTPBO_JOB_SECONDS", jobs.SECONDS) + 60.0)
+    finally:
+        service.forget(job_key)  # the job table keeps neither the upload nor the study
+
+
+def _job_problem(file: str, exc: Exception) -> user_studies.Problem:
+    if isinstance(exc, jobs.JobLimitError):
+        return user_studies.Problem(file, str(exc))
+    _LOG.warning("an import job failed", exc_info=exc)
+    return user_studies.Problem(
+        file, f"{type(exc).__name__}: the file could not be read here (see the server log)"
+    )
+
+
+def upload_columns(
+    content: bytes, file: str, sep: str | None = None
+) -> tuple[list[str] | None, list[user_studies.Problem], str]:
+    """An upload's column names (``None``: it cannot be read), its problems and how it
+    was read, from a budgeted worker (:mod:`dashboard._import_jobs`)."""
+    try:
+        return _in_worker(
+            "upload-read",
+            "Reading the file",
+            _import_jobs.read_columns,
+            content,
+            file,
+            sep,
+            key=(_import_jobs.digest(content), file, sep),
+        )
+    except Exception as exc:
+        return None, [_job_problem(file, exc)], ""
+
+
+def inspect_upload(
+    content: bytes, file: str, columns: str, sep: str | None = None
+) -> user_studies.Inspection:
+    """What the form shows for an upload and a column map (JSON), from a budgeted worker
+    (:func:`data_loaders.user_studies.inspect_upload`)."""
+    try:
+        return _in_worker(
+            "upload-inspect",
+            "Reading the file's columns",
+            _import_jobs.inspect_upload,
+            content,
+            file,
+            columns,
+            sep,
+            key=(_import_jobs.digest(content), file, columns, sep),
+        )
+    except Exception as exc:
+        return user_studies.Inspection(None, problems=[_job_problem(file, exc)])
+
+
 def import_study(
     title: str,
     content: bytes,
@@ -471,19 +565,27 @@ def import_study(
     """Check and save an uploaded study as this visitor's (nothing is saved when there is
     a problem; on a shared server the visitor's limits come first); the study lists
     refresh at once. ``content`` is the file in any accepted format
-    (:mod:`data_loaders.readers`; ``sep``: a text file's separator, ``None`` detects it)."""
-    meta, problems = user_studies.save_study(
-        title,
-        content,
-        file,
-        attributes,
-        columns,
-        respondents,
-        owner=visitor(),
-        limit_owner=shared_server(),
-        sep=sep,
-        address=client_address() if shared_server() else "",
-    )
+    (:mod:`data_loaders.readers`; ``sep``: a text file's separator, ``None`` detects it).
+    The check and the save run in a budgeted worker (:mod:`dashboard._import_jobs`)."""
+    try:
+        meta, problems = _in_worker(
+            "upload-save",
+            "Importing the study",
+            _import_jobs.save_upload,
+            title,
+            content,
+            file,
+            attributes,
+            columns,
+            respondents,
+            key=secrets.token_hex(8),  # every import is its own job
+            owner=visitor(),
+            limit_owner=shared_server(),
+            sep=sep,
+            address=client_address() if shared_server() else "",
+        )
+    except Exception as exc:
+        return None, [_job_problem(file, exc)]
     if meta is not None:
         _list_studies.clear()
         _user_metas.clear()
@@ -517,7 +619,7 @@ def sweep_studies() -> list[str]:
         _LOG.info("expired %d visitors' studies unused for %g days", len(gone), _idle())
         _list_studies.clear()
         _user_metas.clear()
-        _load_study.clear()
+        _load_own_study.clear()
     return gone
 
 
@@ -565,3 +667,4 @@ def remove_study(key: str) -> None:
     _list_studies.clear()
     _user_metas.clear()
     _load_study.clear()
+    _load_own_study.clear()

@@ -181,3 +181,44 @@ def test_the_sweep_removes_expired_studies_and_keeps_used_ones(app, shared, monk
     assert [m.key for m in us.list_user_studies()] == [fresh]
     b = app("case_studies", dtpbo_visitor=A)  # its owner: gone from the picker
     assert "old" not in picker(b)
+
+
+@pytest.fixture
+def real_workers(monkeypatch):
+    """The process's job service with worker processes (not inline)."""
+    from dashboard._services import jobs
+
+    monkeypatch.delenv("DTPBO_JOBS", raising=False)
+    jobs.reset_service()
+    yield jobs.service()
+    jobs.reset_service()
+
+
+def test_imports_and_own_studies_load_in_the_budgeted_workers(real_workers, monkeypatch) -> None:
+    """The upload is read, checked and saved, and the saved study loaded, in a worker: the
+    server process never parses the table; over the worker's budget the form gets the
+    budget's sentence as the problem, and nothing is saved."""
+    from dashboard import _import_jobs
+    from dashboard import _services as svc
+    from dashboard._services import studies
+
+    content = SHAPES["panel-long"].file.read_bytes()
+    columns, problems, how = svc.upload_columns(content, "mine.csv")
+    assert problems == [] and "respondent" in columns and how
+    ins = svc.inspect_upload(content, "mine.csv", us.ColumnMap().to_json())
+    assert ins.columns is not None and ins.attributes
+    meta, problems = svc.import_study("mine", content, "mine.csv", None, ins.columns)
+    assert meta is not None, problems
+    assert not _import_jobs._LAST  # the table was read over there, not here
+    study = studies._load_own_study(meta.key, (), studies.env_stamp(), (0, 0))
+    assert study.key == meta.key and study.counts()["comparisons"] > 0
+    # a budget of 1 MB: the worker (the models alone are hundreds) is stopped at its next
+    # sample, within the check of a larger file
+    from tests.benchmarks.server_memory import big_csv
+
+    big = big_csv(us.studies_dir().parent / "big.csv", 8).read_bytes()
+    monkeypatch.setenv("DTPBO_JOB_MEMORY_MB", "1")
+    before = sorted(p.name for p in us.studies_dir().iterdir())
+    meta, problems = svc.import_study("again", big, "big.csv", None, us.ColumnMap())
+    assert meta is None and "DTPBO_JOB_MEMORY_MB" in problems[0].message, problems
+    assert sorted(p.name for p in us.studies_dir().iterdir()) == before

@@ -1,0 +1,218 @@
+"""What the server process holds: its resident size before, during and after N large imports.
+
+Drives the dashboard's pages in one process with Streamlit's ``AppTest`` (the page
+scripts, the process-wide caches and the job service exactly as a server runs them; no
+browser is needed), in shared mode with an empty data folder: N visitors, each a new
+visitor token (a new browser), import a generated long choice file of about ``--mb`` MB
+through the Case studies page's Add-a-study form (upload, import) and then open it on
+that page (the study is loaded). The baseline is the process after one visit without
+an import (the pages' modules imported, the first study loaded). After every import it records the process's resident
+size (``VmRSS``) and its peak so far (``VmHWM``), and the job workers' resident sizes
+(they run imports and checks when the code sends them there). The limits that would
+refuse the imports (per visitor, per address, the visitors' space) are raised for the
+run.
+
+    python tests/benchmarks/server_memory.py --imports 17 --mb 18 --json -
+    python tests/benchmarks/server_memory.py --root /tmp/old-checkout --imports 17 --json -
+
+``--root`` runs another checkout's code (e.g. an older commit from ``git archive``) with
+the same driver, to compare. The figures go to docs/shared-server.md with the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def rss_mb(pid: int | str = "self") -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a process in MB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields.get("VmRSS", 0.0), fields.get("VmHWM", 0.0)
+
+
+def children_rss_mb() -> float:
+    """Resident MB of this process's children (the job workers)."""
+    total = 0.0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            kids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for k in kids:
+            try:
+                total += rss_mb(k)[0]
+            except OSError:
+                pass
+    return total
+
+
+def big_csv(path: Path, mb: float, seed: int = 0) -> Path:
+    """A long choice file of about ``mb`` MB: respondents x 8 tasks x 2 profiles."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows_per_resp = 16
+    bytes_per_row = 36
+    n_resp = max(int(mb * 2**20 / bytes_per_row / rows_per_resp), 10)
+    n = n_resp * rows_per_resp
+    resp = np.repeat(np.arange(1, n_resp + 1), rows_per_resp)
+    task = np.tile(np.repeat(np.arange(1, 9), 2), n_resp)
+    profile = np.tile([1, 2], n // 2)
+    best = rng.integers(1, 3, size=n // 2)
+    chosen = (profile == np.repeat(best, 2)).astype(int)
+    frame = pd.DataFrame(
+        {
+            "respondent": resp,
+            "task": task,
+            "profile": profile,
+            "chosen": chosen,
+            "price": rng.choice([10, 20, 30, 40], size=n),
+            "time": rng.choice([15, 30, 45, 60], size=n),
+            "speed": rng.choice(["slow", "medium", "fast"], size=n),
+            "wifi": rng.choice(["no", "yes"], size=n),
+            "seat": rng.choice(["standard", "comfort"], size=n),
+        }
+    )
+    frame.to_csv(path, index=False)
+    return path
+
+
+def child(args: argparse.Namespace) -> dict:
+    from streamlit.testing.v1 import AppTest
+
+    app = Path(args.root) / "dashboard" / "app.py"
+    csv = big_csv(Path(args.work) / "big.csv", args.mb)
+    content = csv.read_bytes()
+    out: dict = {
+        "root": str(args.root),
+        "file_mb": round(len(content) / 2**20, 1),
+        "imports": [],
+    }
+    # the server's preload: the job workers start before any visitor
+    try:
+        from dashboard._services import jobs
+
+        if not jobs.inline():
+            jobs.service().start_workers(wait=True)
+    except Exception as exc:  # an older checkout
+        out["workers"] = f"not started: {exc}"
+    # one visit first (the pages' modules imported, the first study loaded): the server
+    # before any import, as a visitor finds it
+    warm = AppTest.from_file(str(app), default_timeout=600)
+    warm.session_state["dtpbo_visitor"] = secrets.token_urlsafe(24)
+    warm.run()
+    del warm
+    gc.collect()
+    before = rss_mb()[0]
+    t_all = time.perf_counter()
+    for k in range(args.imports):
+        at = AppTest.from_file(str(app), default_timeout=600)
+        at.session_state["dtpbo_visitor"] = secrets.token_urlsafe(24)
+        at.run()
+        t0 = time.perf_counter()
+        at.file_uploader(key="add_choices").upload("big.csv", content, "text/csv").run()
+        at.text_input(key="add_title::big.csv").input(f"Big {k}").run()
+        at.button(key="add_import").click().run()
+        seconds = time.perf_counter() - t0
+        errors = [e.value for e in at.exception] + [e.value for e in at.error]
+        key = at.session_state["sel_study"] if "sel_study" in at.session_state else None
+        del at
+        gc.collect()
+        rss, hwm = rss_mb()
+        out["imports"].append(
+            {
+                "n": k + 1,
+                "study": key,
+                "seconds": round(seconds, 1),
+                "rss_mb": round(rss, 1),
+                "peak_mb": round(hwm, 1),
+                "workers_rss_mb": round(children_rss_mb(), 1),
+                "errors": [str(e)[:200] for e in errors],
+            }
+        )
+        print(json.dumps(out["imports"][-1]), file=sys.stderr, flush=True)
+    gc.collect()
+    rss, hwm = rss_mb()
+    out.update(
+        rss_before_mb=round(before, 1),
+        rss_after_mb=round(rss, 1),
+        peak_mb=round(hwm, 1),
+        held_mb=round(rss - before, 1),
+        workers_rss_mb=round(children_rss_mb(), 1),
+        seconds=round(time.perf_counter() - t_all, 1),
+        studies=len(list((Path(args.work) / "data_home" / "studies").glob("my-*"))),
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--imports", type=int, default=17, help="visitors importing (default 17)")
+    p.add_argument("--mb", type=float, default=18.0, help="size of each file (default 18)")
+    p.add_argument("--root", default=str(ROOT), help="the checkout to run (default this one)")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-': stdout)")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--work", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        result = child(args)
+        Path(args.work, "result.json").write_text(json.dumps(result))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="dtpbo-mem-") as work:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DTPBO_")}
+        env.update(
+            PYTHONPATH=str(Path(args.root).resolve()),
+            DTPBO_DATA_HOME=str(Path(work) / "data_home"),
+            DTPBO_SHARED_SERVER="1",
+            DTPBO_NO_PRECOMPUTE="1",
+            DTPBO_NO_TREE_CHOICE="1",
+            DTPBO_NO_DEFAULT_RESULTS="1",
+            DTPBO_MAX_STUDIES_PER_ADDRESS="1000",
+            DTPBO_MAX_VISITOR_STUDY_BYTES=str(64 * 2**30),
+            DTPBO_MAX_ADDRESS_STUDY_BYTES=str(64 * 2**30),
+        )
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            "--work",
+            work,
+            "--imports",
+            str(args.imports),
+            "--mb",
+            str(args.mb),
+            "--root",
+            str(Path(args.root).resolve()),
+        ]
+        subprocess.run(cmd, cwd=args.root, env=env, check=True)
+        result = json.loads(Path(work, "result.json").read_text())
+    result["load_avg"] = os.getloadavg()[0]
+    text = json.dumps(result, indent=1)
+    if args.json == "-":
+        print(text)
+    elif args.json:
+        Path(args.json).write_text(text)
+    else:
+        keys = ("rss_before_mb", "rss_after_mb", "peak_mb", "held_mb", "workers_rss_mb")
+        print({k: result[k] for k in keys})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
