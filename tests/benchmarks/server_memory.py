@@ -6,9 +6,10 @@ browser is needed), in shared mode with an empty data folder: N visitors, each a
 visitor token (a new browser), import a generated long choice file of about ``--mb`` MB
 through the Case studies page's Add-a-study form (upload, import) and then open it on
 that page (the study is loaded). The baseline is the process after one visit without
-an import (the pages' modules imported, the first study loaded). After every import it records the process's resident
-size (``VmRSS``) and its peak so far (``VmHWM``), and the job workers' resident sizes
-(they run imports and checks when the code sends them there). The limits that would
+an import (the pages' modules imported, the first study loaded). After every import it
+records the process's resident size (``VmRSS``) and its peak so far (``VmHWM``), and the
+job workers' resident sizes (they run imports and checks when the code sends them
+there). The limits that would
 refuse the imports (per visitor, per address, the visitors' space) are raised for the
 run.
 
