@@ -102,8 +102,7 @@ from pbo_core.data import DataValidationError, PreferenceData, Schema
 from pbo_core.metrics import competition_rank
 from pbo_core.models.base import Estimator
 from pbo_core.models.mnl import ConditionalLogit, _fit, _Problem, choice_sets
-from pbo_core.rules import describe_categories, describe_threshold
-from pbo_core.text import with_unit
+from pbo_core.rules import describe_path
 
 __all__ = ["ChoiceModelTree", "ChoiceTreeNodes"]
 
@@ -411,7 +410,8 @@ class ChoiceModelTree(Estimator):
 
     # ------------------------------------------------------------------ rules
     def _rule(self, leaf: int) -> str:
-        """Readable rule of ``leaf``: one condition per feature (Eq. 1's splits merged)."""
+        """Readable rule of ``leaf``: one condition per feature, repeated conditions merged
+        (:func:`pbo_core.rules.describe_path`)."""
         tree, ss = self.tree_, self.split_schema_
         if ss is None or leaf == 0:
             return "all respondents"
@@ -427,48 +427,12 @@ class ChoiceModelTree(Estimator):
             p, side = parent[node]
             path.append((p, side))
             node = p
-        bounds: dict[int, list[float]] = {}
-        sets: dict[int, set[int]] = {}
-        order: list[int] = []
+        steps = []
         for p, right in reversed(path):
             sp = tree.split[p]
             assert sp is not None
-            c = sp.column
-            if c not in order:
-                order.append(c)
-            if sp.categorical:
-                n_lev = int(ss.n_categories[c])
-                side = set(sp.right) if right else set(range(n_lev)) - set(sp.right)
-                sets[c] = sets.get(c, set(range(n_lev))) & side
-            else:
-                lo, hi = bounds.get(c, [-np.inf, np.inf])
-                if right:
-                    lo = max(lo, sp.threshold)
-                else:
-                    hi = min(hi, sp.threshold)
-                bounds[c] = [lo, hi]
-        parts = []
-        for c in order:
-            if c in sets:
-                parts.append(describe_categories(ss, c, sets[c]))
-                continue
-            lo, hi = bounds[c]
-            f = ss.features[ss.columns[c].feature]
-            if np.isfinite(lo) and np.isfinite(hi) and f.kind == "ordinal":
-                a = min(max(int(np.floor(lo)) + 1, 0), len(f.levels) - 1)
-                b = min(max(int(np.floor(hi)), 0), len(f.levels) - 1)
-                first, last = (
-                    with_unit(f.level_label(a), f.unit),
-                    with_unit(f.level_label(b), f.unit),
-                )
-                parts.append(
-                    f"{f.display} = {first}" if a == b else f"{f.display}: {first} .. {last}"
-                )
-                continue
-            if np.isfinite(lo):
-                parts.append(describe_threshold(ss, c, lo, True))
-            if np.isfinite(hi):
-                parts.append(describe_threshold(ss, c, hi, False))
+            steps.append((sp.column, sp.threshold, sp.right, right))
+        parts = describe_path(ss, steps)
         return " AND ".join(parts)
 
     # ------------------------------------------------------------------ prediction
