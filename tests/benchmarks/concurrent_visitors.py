@@ -405,6 +405,7 @@ http {{
             proxy_pass http://dtpbo;
             proxy_http_version 1.1;
             proxy_set_header Host $host;
+            proxy_set_header X-Forwarded-For $remote_addr;  # the per-address quotas
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection $connection_upgrade;
             proxy_read_timeout 1d;
