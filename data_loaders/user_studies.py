@@ -970,7 +970,24 @@ def expire_visitor_studies(now: float | None = None) -> list[str]:
         if end is not None and end <= now:
             shutil.rmtree(meta.folder, ignore_errors=True)
             gone.append(meta.key)
+    _remove_stale_staging(now)
     return gone
+
+
+def _remove_stale_staging(now: float, older_than: float = 3600.0) -> None:
+    """Staging folders of imports that never finished (a worker stopped mid-save) are
+    counted by no quota: removed an hour after they were made."""
+    root = studies_dir()
+    try:
+        folders = [p for p in root.iterdir() if p.name.startswith(".import-") and p.is_dir()]
+    except OSError:
+        return
+    for folder in folders:
+        try:
+            if now - folder.stat().st_mtime > older_than:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def _kept_for() -> str:

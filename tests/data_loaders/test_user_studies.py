@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -378,6 +379,12 @@ def test_visitors_studies_expire_after_the_idle_time(
     assert us.expires_at(again) is None
     assert us.expire_visitor_studies(now + 1000 * day) == []
     us.touch_study("../etc")  # not a key: nothing
+    # the staging folder of an import stopped mid-save goes an hour later
+    stale = us.studies_dir() / ".import-stopped"
+    stale.mkdir()
+    assert us.expire_visitor_studies(time.time() + 1800) == [] and stale.exists()
+    us.expire_visitor_studies(time.time() + 3700)
+    assert not stale.exists()
 
 
 def test_a_visitors_key_says_nothing_about_other_visitors_titles(home: Path) -> None:
