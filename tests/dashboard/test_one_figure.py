@@ -7,16 +7,12 @@ three surfaces run quickly; they all read it (``python -m data_loaders plan``)."
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from data_loaders import cli as import_cli
 from data_loaders.cached import load_study_cached
 from data_loaders.plans import save_plan
 from data_loaders.registry import load_study
@@ -26,7 +22,7 @@ from pbo_core.explain.report import study_report
 from pbo_core.plan import plan_of
 from pbo_core.registry import get
 from tests.dashboard._shown import shown
-from tests.fixtures.shapes import SHAPES
+from tests.fixtures.shapes import SHAPES, import_shape
 
 pytestmark = pytest.mark.slow
 
@@ -47,16 +43,7 @@ def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
 
 
 def _key(source: str, folder: Path) -> str:
-    if not source.startswith("shape:"):
-        return source
-    shape = SHAPES[source.split(":", 1)[1]]
-    file = folder / shape.file.name
-    shutil.copy(shape.file, file)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        args = ["import-study", str(file), "--title", shape.title, *shape.args]
-        assert import_cli.main(args) == 0
-    return out.getvalue().strip().splitlines()[-1]
+    return import_shape(source.split(":", 1)[1], folder) if source.startswith("shape:") else source
 
 
 @pytest.mark.parametrize("source", [*BUNDLED, *(f"shape:{n}" for n in SHAPES)])

@@ -5,18 +5,14 @@ the split it used and why, never a traceback."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from data_loaders import cli as import_cli
 from data_loaders.cached import load_study_cached
 from pbo_core.experiments import cli
-from tests.fixtures.shapes import SHAPES
+from tests.fixtures.shapes import SHAPES, import_shape
 
 pytestmark = pytest.mark.slow
 
@@ -30,17 +26,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     load_study_cached.cache_clear()
 
 
-def _import(name: str, folder: Path) -> str:
-    shape = SHAPES[name]
-    file = folder / shape.file.name
-    shutil.copy(shape.file, file)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        args = ["import-study", str(file), "--title", shape.title, *shape.args]
-        assert import_cli.main(args) == 0
-    return out.getvalue().strip().splitlines()[-1]
-
-
 def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     capsys.readouterr()
     assert cli.main([*args, "--json", "-", "--quiet"]) == 0, capsys.readouterr().err
@@ -49,7 +34,7 @@ def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
 
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_every_command_on_every_shape(home: Path, capsys, name: str) -> None:
-    key = _import(name, home)
+    key = import_shape(name, home)
     shape = SHAPES[name]
     acc = _json(capsys, "conjoint-accuracy", "--study", key)
     assert acc["split"] in ("tasks", "respondents", "pooled") and acc["split_reason"]
