@@ -22,7 +22,6 @@ import logging
 import os
 import secrets
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -627,29 +626,35 @@ def _idle() -> float:
     return user_studies.idle_days()
 
 
-_SWEEPER: list[threading.Thread] = []
+_SWEEPER: list[threading.Event] = []
 
 
 def start_study_sweeper(every: float | None = None) -> bool:
     """On a shared server, sweep now and then every ``every`` seconds (default: a 24th of
-    the idle time, at most an hour) in a daemon thread; once per process. Whether a
-    sweeper runs."""
+    the idle time, at most an hour) in a daemon thread; once per process
+    (:func:`stop_study_sweeper` ends it). Whether a sweeper runs."""
     if not shared_server() or _SWEEPER:
         return bool(_SWEEPER)
     period = every or min(3600.0, max(_idle() * 86400.0 / 24, 60.0))
+    stop = threading.Event()
 
     def run() -> None:
-        while True:
+        while not stop.is_set():
             try:
                 sweep_studies()
             except Exception:  # never let the sweeper die
                 _LOG.warning("sweeping expired studies failed", exc_info=True)
-            time.sleep(period)
+            stop.wait(period)
 
-    t = threading.Thread(target=run, name="dtpbo-study-sweep", daemon=True)
-    _SWEEPER.append(t)
-    t.start()
+    _SWEEPER.append(stop)
+    threading.Thread(target=run, name="dtpbo-study-sweep", daemon=True).start()
     return True
+
+
+def stop_study_sweeper() -> None:
+    """End the sweeper thread (tests)."""
+    while _SWEEPER:
+        _SWEEPER.pop().set()
 
 
 def remove_study(key: str) -> None:

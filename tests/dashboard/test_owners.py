@@ -222,3 +222,36 @@ def test_imports_and_own_studies_load_in_the_budgeted_workers(real_workers, monk
     meta, problems = svc.import_study("again", big, "big.csv", None, us.ColumnMap())
     assert meta is None and "DTPBO_JOB_MEMORY_MB" in problems[0].message, problems
     assert sorted(p.name for p in us.studies_dir().iterdir()) == before
+
+
+def test_a_shared_server_sweeps_at_its_start_and_then_periodically(shared, monkeypatch) -> None:
+    import time
+
+    from dashboard._services import studies
+
+    def old_study(owner: str) -> str:
+        meta, problems = us.save_study(
+            "old", SHAPES["panel-long"].file.read_bytes(), "o.csv", None, us.ColumnMap(),
+            owner=owner,
+        )  # fmt: skip
+        assert meta is not None, problems
+        long_ago = time.time() - 8 * 86400
+        os.utime(meta.folder / "study.json", (long_ago, long_ago))
+        return meta.key
+
+    first = old_study(A)
+    try:
+        assert studies.start_study_sweeper(every=0.1)
+        assert studies.start_study_sweeper(every=0.1)  # once per process
+        deadline = time.monotonic() + 30
+        while us.user_study(first) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert us.user_study(first) is None  # at its start
+        second = old_study(B)
+        while us.user_study(second) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert us.user_study(second) is None  # and then periodically
+    finally:
+        studies.stop_study_sweeper()
+    monkeypatch.delenv("DTPBO_SHARED_SERVER")
+    assert not studies.start_study_sweeper()  # a personal server expires nothing
