@@ -100,6 +100,52 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         "slope by the money slope); default none: a travel time is never guessed",
     )
 
+    p.add_argument(
+        "--availability",
+        default=None,
+        help="wide: availability columns (1 = the alternative is in the choice set), one per "
+        "alternative in their order, comma-separated ('' for an always available one); "
+        "default: inferred from names such as TRAIN_AV or avail_car; 'none' for none",
+    )
+    p.add_argument(
+        "--choice-coding",
+        choices=("names", "0", "1"),
+        default=None,
+        help="wide: how the chosen column names the alternative: by name, or by number from "
+        "0 or from 1 in the order of the alternatives (default: inferred)",
+    )
+    p.add_argument(
+        "--no-choice",
+        default="",
+        help="wide: chosen-column values meaning 'no or unknown choice' (SwissMetro's 0); such "
+        "rows are dropped and counted",
+    )
+    p.add_argument(
+        "--missing",
+        default=None,
+        help="missing-value codes, comma-separated (-1,99): a choice situation with one in an "
+        "attribute of an available alternative is dropped and counted (default: detected "
+        "among -1, -2 and 99; '' for none)",
+    )
+    p.add_argument(
+        "--fill-attributes",
+        default="",
+        help="wide: attributes given for some alternatives only (a cost for two of three "
+        "modes), used with 0 for the others, comma-separated stems (CO,HE)",
+    )
+    p.add_argument(
+        "--weight-col",
+        default=None,
+        help="a weight column: recorded and reported, not used by the models (default: a "
+        "column named weight, if any; '' for none)",
+    )
+    p.add_argument(
+        "--levels",
+        default="",
+        help="text attributes with many levels: name=keep, name=drop or name=group:K (the K "
+        "most frequent levels, the rest as 'other'), comma-separated",
+    )
+
 
 def split_list(text: str | None) -> tuple[str, ...]:
     """``"a, b,,c"`` -> ``("a", "b", "c")``."""

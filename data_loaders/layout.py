@@ -50,7 +50,9 @@ __all__ = [
     "DEFAULT_TASK",
     "ColumnMap",
     "default_money_attribute",
+    "detect_missing",
     "feature_candidates",
+    "frequent_levels",
     "infer_attributes",
     "list_columns",
     "natural_key",
@@ -105,6 +107,25 @@ SEPARATORS = (".", "_", "-")
 MAX_LEVELS = 30
 _MAX_NAME = 64
 Format = Literal["long", "wide", "auto"]
+#: Tuple fields of :class:`ColumnMap` (lists in JSON); the optional ones may be null.
+_LIST_FIELDS = (
+    "alternatives",
+    "opt_out",
+    "drop_attributes",
+    "availability",
+    "no_choice",
+    "missing",
+    "fill_attributes",
+)
+_OPTIONAL_LISTS = ("availability", "missing")
+#: Name parts (lower case) of availability columns: ``TRAIN_AV``, ``avail_car``.
+AVAILABILITY_NAMES = ("av", "avail", "available", "availability", "avl")
+#: Codes detected as missing values (:func:`detect_missing`).
+MISSING_CODES = ("-1", "-2", "99")
+#: Names (lower case) of a weight column.
+WEIGHT_NAMES = ("weight", "weights", "wt", "wgt", "weighting")
+#: Names (lower case) a wide file's chosen column goes by (besides ``choice``).
+WIDE_CHOICE_NAMES = ("choice", "chosen", "choice_id", "chosen_alternative", "mode", "depvar")
 
 
 @dataclass(frozen=True)
@@ -147,6 +168,34 @@ class ColumnMap:
         value of time divides its slope by the money slope.
     drop_attributes
         Attributes left out of the study (e.g. one of three exactly collinear ones).
+    position
+        Wide: where the alternative sits in a column name, ``"suffix"`` (``price1``,
+        ``time.car``, ``TimePT``) or ``"prefix"`` (``TRAIN_TT``); ``None``: inferred.
+    availability
+        Wide: one column per alternative (in the order of ``alternatives``; ``""``: always
+        available) whose 1/0 values say whether the alternative was in the choice set
+        (``TRAIN_AV``); ``None``: inferred from the names (``*_AV``, ``avail_*``).
+    choice_coding
+        Wide: how the chosen column names the alternative: ``"names"``, ``"1"`` (numbers
+        1..J in the order of ``alternatives``) or ``"0"`` (0..J-1); ``None``: inferred.
+    no_choice
+        Wide: chosen-column values meaning "no or unknown choice" (SwissMetro's
+        ``CHOICE`` 0): such rows are dropped and counted.
+    missing
+        Missing-value codes (``-1``, ``99``): an attribute cell of an available
+        alternative holding one drops its choice situation, a respondent feature's cell
+        becomes empty; ``None``: detected among -1, -2 and 99 (:data:`MISSING_CODES`).
+    fill_attributes
+        Wide: attribute stems given for some alternatives only, used as attributes with 0
+        for the alternatives without the column (a cost for two of three modes).
+    weight
+        A weight column: recorded and reported, not an attribute (the models take no
+        weights); ``None``: a column named ``weight`` (:data:`WEIGHT_NAMES`), else none.
+    levels
+        ``(attribute, rule)`` pairs for text attributes with many levels: ``keep`` (every
+        level), ``drop`` (no attribute) or ``group:K`` (the K most frequent levels, the
+        rest grouped as ``other``). A text column with more than :data:`MAX_LEVELS`
+        levels and no rule is left out, with a note.
     """
 
     format: Format = "long"
@@ -163,6 +212,14 @@ class ColumnMap:
     money_attribute: str | None = None
     time_attribute: str | None = None
     drop_attributes: tuple[str, ...] = ()
+    position: str | None = None
+    availability: tuple[str, ...] | None = None
+    choice_coding: str | None = None
+    no_choice: tuple[str, ...] = ()
+    missing: tuple[str, ...] | None = None
+    fill_attributes: tuple[str, ...] = ()
+    weight: str | None = None
+    levels: tuple[tuple[str, str], ...] = ()
 
     @property
     def chosen_column(self) -> str:
@@ -181,7 +238,10 @@ class ColumnMap:
 
     @property
     def template(self) -> str:
-        """A wide column's name from stem and alternative (``{stem}.{alt}``)."""
+        """A wide column's name from stem and alternative (``{stem}.{alt}``, or
+        ``{alt}_{stem}`` when the alternative is a prefix)."""
+        if self.position == "prefix":
+            return "{alt}" + (self.separator or "") + "{stem}"
         return "{stem}" + (self.separator or "") + "{alt}"
 
     def column(self, stem: str, alt: str) -> str:
@@ -190,8 +250,9 @@ class ColumnMap:
 
     def reserved(self) -> list[str]:
         """Columns that are not attributes (those named, without empty names)."""
-        cols = [self.respondent, self.task, self.chosen_column, self.rank]
+        cols = [self.respondent, self.task, self.chosen_column, self.rank, self.weight or ""]
         cols += [self.profile] if self.format != "wide" else []
+        cols += list(self.availability or ())
         return [c for c in cols if c] + self.feature_names
 
     def as_dict(self) -> dict[str, Any]:
@@ -201,6 +262,10 @@ class ColumnMap:
         d["opt_out"] = list(self.opt_out)
         d["drop_attributes"] = list(self.drop_attributes)
         d["respondent_features"] = [list(p) for p in self.respondent_features]
+        for k in _LIST_FIELDS[3:]:
+            v = getattr(self, k)
+            d[k] = None if v is None else list(v)
+        d["levels"] = [list(p) for p in self.levels]
         return d
 
     def to_json(self) -> str:
@@ -214,9 +279,11 @@ class ColumnMap:
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"column map: unknown keys {sorted(unknown)}")
-        for k in ("alternatives", "opt_out", "drop_attributes"):
-            if k in d:
+        for k in _LIST_FIELDS:
+            if k in d and not (d[k] is None and k in _OPTIONAL_LISTS):
                 d[k] = tuple(str(a) for a in d[k] or ())
+        if "levels" in d:
+            d["levels"] = tuple((str(p[0]), str(p[1])) for p in d["levels"] or ())
         if "respondent_features" in d:
             d["respondent_features"] = tuple(
                 (str(p[0]), str(p[1]) if len(p) > 1 else "") for p in d["respondent_features"]
@@ -250,20 +317,32 @@ def _missing(name: str, col: str, role: str, flag: str, have: Sequence[str]) -> 
 # ----------------------------------------------------------------------------- wide columns
 @dataclass(frozen=True)
 class _Group:
-    """Alternatives shared as suffixes by several stems."""
+    """Alternatives shared as suffixes (or prefixes) by several stems."""
 
     sep: str
     alts: tuple[str, ...]
     stems: tuple[str, ...]
+    position: str = "suffix"
 
     @property
     def score(self) -> tuple[int, int, int]:
         return (len(self.alts) * len(self.stems), len(self.alts), int(bool(self.sep)))
 
+    def column(self, stem: str, alt: str) -> str:
+        return f"{alt}{self.sep}{stem}" if self.position == "prefix" else f"{stem}{self.sep}{alt}"
 
-def _suffix_groups(names: Sequence[str]) -> list[_Group]:
+
+def _flip(names: Iterable[str]) -> list[str]:
+    return [n[::-1] for n in names]
+
+
+def _suffix_groups(names: Sequence[str], position: str = "suffix") -> list[_Group]:
     """Every (separator, alternatives, stems) with at least two stems and two alternatives
-    such that ``stem + sep + alt`` is a column for each pair; best first."""
+    such that ``stem + sep + alt`` (prefix: ``alt + sep + stem``) is a column for each
+    pair; best first. Prefixes are found as the suffixes of the reversed names."""
+    if position == "prefix":
+        found = _suffix_groups(_flip(names))
+        return [_Group(g.sep, tuple(_flip(g.alts)), tuple(_flip(g.stems)), "prefix") for g in found]
     order = {c: k for k, c in enumerate(names)}
     stem_alts: dict[tuple[str, str], set[str]] = defaultdict(set)
     alt_stems: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -300,29 +379,55 @@ def _suffix_groups(names: Sequence[str]) -> list[_Group]:
 
 
 def _stems(
-    names: Sequence[str], alts: Sequence[str], sep: str
+    names: Sequence[str], alts: Sequence[str], sep: str, position: str | None = "suffix"
 ) -> tuple[list[str], dict[str, list[str]]]:
     """Stems given for every alternative (in file order), and partial stems (given for at
-    least two alternatives, not all) with their columns."""
+    least two alternatives, not all; with the alternative as a prefix, for one too) with
+    their columns."""
+    if position == "prefix":
+        full, partial = _stems(_flip(names), _flip(alts), sep, "suffix1")
+        return _flip(full), {s[::-1]: _flip(cs) for s, cs in partial.items()}
     found: dict[str, list[str]] = {}
     for c in names:
         for a in alts:
             end = f"{sep}{a}"
             if c.endswith(end) and len(c) > len(end):
                 found.setdefault(c[: -len(end)], []).append(c)
+    least = 1 if position == "suffix1" and sep else 2
     full = [s for s, cs in found.items() if all(f"{s}{sep}{a}" in cs for a in alts)]
-    partial = {s: cs for s, cs in found.items() if s not in full and len(set(cs)) >= 2}
+    partial = {s: cs for s, cs in found.items() if s not in full and len(set(cs)) >= least}
     return full, partial
 
 
-def _separator(names: Sequence[str], alts: Sequence[str]) -> tuple[str, list[str]]:
-    """The separator giving the most complete stems (ties: a real separator)."""
-    best: tuple[str, list[str]] = ("", [])
-    for sep in ("", *SEPARATORS):
-        full, _ = _stems(names, alts, sep)
-        if len(full) > len(best[1]) or (len(full) == len(best[1]) and full and sep):
-            best = (sep, full)
+def _separator(
+    names: Sequence[str], alts: Sequence[str], positions: Sequence[str] = ("suffix",)
+) -> tuple[str, list[str], str]:
+    """The separator (and position) giving the most complete stems (ties: a real
+    separator, then the suffix)."""
+    best: tuple[str, list[str], str] = ("", [], "suffix")
+    for position in positions:
+        for sep in ("", *SEPARATORS):
+            full, _ = _stems(names, alts, sep, position)
+            if len(full) > len(best[1]) or (
+                len(full) == len(best[1]) and full and sep and not best[0]
+            ):
+                best = (sep, full, position)
     return best
+
+
+def _availability_columns(names: Sequence[str]) -> dict[tuple[str, str], dict[str, str]]:
+    """Availability columns by (position, separator): alternative -> column
+    (``TRAIN_AV`` -> prefix ``_``, ``TRAIN``; ``avail.car`` -> suffix ``.``, ``car``)."""
+    out: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for c in names:
+        low = c.lower()
+        for word in AVAILABILITY_NAMES:
+            for sep in SEPARATORS:
+                if low.endswith(sep + word) and len(c) > len(word) + 1:
+                    out[("prefix", sep)][c[: -len(word) - 1]] = c
+                if low.startswith(word + sep) and len(c) > len(word) + 1:
+                    out[("suffix", sep)][c[len(word) + 1 :]] = c
+    return out
 
 
 def _choice_keys(value: Any, choice: str) -> set[str]:
@@ -383,27 +488,83 @@ class _Wide:
     sep: str
     stems: list[str]
     notes: list[str] = field(default_factory=list)
+    position: str = "suffix"
+    availability: tuple[str, ...] = ()
+    coding: str = "names"
+    no_choice: tuple[str, ...] = ()
+
+
+def _integers(values: Sequence[Any]) -> list[int] | None:
+    """The values as integers (``1``, ``1.0``, ``"2"``), or ``None`` if one is not."""
+    out = []
+    for v in values:
+        try:
+            x = float(normalize_value(v))
+        except ValueError:
+            return None
+        if x != int(x):
+            return None
+        out.append(int(x))
+    return out
+
+
+def _number_coding(values: Sequence[Any], n_alts: int) -> tuple[str, tuple[str, ...]] | None:
+    """How numbers name ``n_alts`` alternatives in their order: ``("1", ())`` for 1..J,
+    ``("0", ())`` for 0..J-1, ``("1", ("0",))`` for 1..J with 0 as "no choice" (0 and J
+    both present); ``None`` when they cannot."""
+    ints = _integers(values)
+    if not ints:
+        return None
+    got = set(ints)
+    if got <= set(range(1, n_alts + 1)):
+        return "1", ()
+    if got <= set(range(n_alts)):
+        return "0", ()
+    if got <= set(range(n_alts + 1)) and {0, n_alts} <= got:
+        return "1", ("0",)
+    return None
+
+
+def _coding_text(coding: str, alts: Sequence[str], no_choice: Sequence[str]) -> str:
+    base = int(coding)
+    pairs = ", ".join(f"{k + base} = {a}" for k, a in enumerate(alts))
+    extra = f"; {', '.join(no_choice)} = no choice (the row is dropped)" if no_choice else ""
+    return f"numbers {pairs} (the alternatives in the order of the columns{extra})"
 
 
 def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[str]) -> _Wide:
-    """Choice column, alternatives and separator of a wide file (inferred where unset)."""
-    reserved = {c for c in (cols.respondent, cols.task, cols.rank, *cols.feature_names) if c}
+    """Choice column, alternatives, separator, position, availability and choice coding
+    of a wide file (inferred where unset)."""
+    reserved = {
+        c for c in (cols.respondent, cols.task, cols.rank, cols.weight, *cols.feature_names) if c
+    }
+    reserved |= {c for c in cols.availability or () if c}
     chosen = cols.chosen if cols.chosen is not None else "choice"
     if chosen and chosen not in have:
         if cols.chosen is not None:
             raise _missing(name, chosen, "the chosen alternative", "--chosen-col", have)
-        chosen = ""
-    opt = {normalize_value(v) for v in cols.opt_out}
+        lower = {c.lower(): c for c in have if c not in reserved}
+        chosen = lower.get("choice", "")
+    # missing-value codes (declared, else -1 and -2) name no alternative either
+    codes = cols.missing if cols.missing is not None else MISSING_CODES[:2]
+    opt = {normalize_value(v) for v in (*cols.opt_out, *cols.no_choice, *codes)}
     notes: list[str] = []
+    avail_found = _availability_columns([c for c in have if c not in reserved and c != chosen])
+    avail_cols: list[str] = []
+    if cols.availability is None:  # availability columns are no attribute stems
+        avail_cols = [c for c in have if c in {c for m in avail_found.values() for c in m.values()}]
+        reserved |= set(avail_cols)
 
     def choice_values(col: str) -> list[Any] | None:
-        vals = _values(frame, col, MAX_ALTERNATIVES + len(opt))
+        vals = _values(frame, col, MAX_ALTERNATIVES + len(opt) + 1)
         if vals is None:
             return None
         return [v for v in vals if not (_choice_keys(v, col) & opt)]
 
     names = [c for c in have if c not in reserved and c != chosen]
+    positions = (cols.position,) if cols.position else ("suffix", "prefix")
     how = "given"
+    coding: tuple[str, tuple[str, ...]] | None = None
     if cols.alternatives:
         alts = tuple(cols.alternatives)
         if len(alts) > MAX_ALTERNATIVES:
@@ -412,19 +573,43 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
                 "(data_loaders.limits.MAX_ALTERNATIVES)"
             )
         if cols.separator is not None:
-            sep, stems = cols.separator, _stems(names, alts, cols.separator)[0]
+            sep, stems, pos = cols.separator, [], positions[0]
+            for pos in positions:
+                stems = _stems(names, alts, sep, pos)[0]
+                if stems:
+                    break
         else:
-            sep, stems = _separator(names, alts)
-        groups = [_Group(sep, alts, tuple(stems))] if stems else []
+            sep, stems, pos = _separator(names, alts, positions)
+        groups = [_Group(sep, alts, tuple(stems), pos)] if stems else []
     else:
-        groups = _suffix_groups(names)
+        groups = [
+            g
+            for p in positions
+            for g0 in _suffix_groups([*names, *avail_cols], p)
+            if (g := _without_availability(g0, names)) is not None
+        ]
+
+        # an alternative with an availability column (TRAIN_AV) is one: such groups first
+        def has_avail(g: _Group) -> bool:
+            found = avail_found.get((g.position, g.sep), {})
+            return all(a in found for a in g.alts)
+
+        groups.sort(key=lambda g: (not has_avail(g), -len(g.alts) if has_avail(g) else 0))
         how = "from the column names"
         vals = (choice_values(chosen) or []) if chosen else []
         if vals:
             cover = [g for g in groups if not _uncovered(vals, g.alts, chosen)]
+            numbered = [(g, _number_coding(vals, len(g.alts))) for g in groups]
+            numbered = [(g, c) for g, c in numbered if c is not None]
+            # an alternative with an availability column first, then an exact numbering
+            # (no value left over as "no choice"), then the order above
+            numbered.sort(key=lambda gc: (not has_avail(gc[0]), bool(gc[1][1])))
             if cover:
                 groups = cover[:1]
                 how = f"from the column names and the values of {chosen!r}"
+            elif numbered and (has_avail(numbered[0][0]) or not _integers_name(groups)):
+                groups, coding = [numbered[0][0]], numbered[0][1]
+                how = f"from the column names; {chosen!r} numbers them"
             elif groups and len(_uncovered(vals, groups[0].alts, chosen)) < len(vals):
                 bad = _uncovered(vals, groups[0].alts, chosen)
                 raise WideLayoutError(
@@ -434,20 +619,21 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
                 )
             else:
                 alts = tuple(_natural(_alternative_of(v, chosen) for v in vals))
-                sep, stems = _separator(names, alts)
-                groups = [_Group(sep, alts, tuple(stems))] if stems else []
+                sep, stems, pos = _separator(names, alts, positions)
+                groups = [_Group(sep, alts, tuple(stems), pos)] if stems else []
                 how = f"from the values of {chosen!r}"
     if not groups or not groups[0].stems:
         given = f" for the alternatives {', '.join(cols.alternatives)}" if cols.alternatives else ""
         raise DataValidationError(
             f"{name}: no attribute columns of the wide layout{given} (columns like price1, "
-            "price2, ... or ic.gc, ic.gr, ... for every alternative); give the alternatives "
-            f"(--alternatives a,b,c) or the long layout; {list_columns(have)}"
+            "price2, ... or ic.gc, ic.gr, ... or TRAIN_TT, SM_TT, ... for every alternative); "
+            f"give the alternatives (--alternatives a,b,c) or the long layout; "
+            f"{list_columns(have)}"
         )
     if not chosen:
         found: tuple[str, _Group] | None = None
         for g in groups:
-            stem_cols = {f"{s}{g.sep}{a}" for s in g.stems for a in g.alts}
+            stem_cols = {g.column(s, a) for s in g.stems for a in g.alts}
             hits = []
             for c in names:
                 vals = None if c in stem_cols else choice_values(c)
@@ -479,20 +665,112 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
             f"{name}: column {chosen!r} has more than {MAX_ALTERNATIVES} distinct values, so it "
             "cannot name the chosen alternative; say which column does (--chosen-col)"
         )
-    bad = _uncovered(vals, g.alts, chosen)
+    no_choice = tuple(cols.no_choice)
+    if cols.choice_coding in ("0", "1"):
+        coding = (cols.choice_coding, no_choice)
+    elif cols.choice_coding is None and coding is None and _uncovered(vals, g.alts, chosen):
+        coding = _number_coding(vals, len(g.alts))
+    if coding is not None and cols.choice_coding is None:
+        no_choice = tuple(dict.fromkeys((*no_choice, *coding[1])))
+        notes.append(f"chosen column {chosen!r}: {_coding_text(coding[0], g.alts, coding[1])}")
+    if coding is not None:
+        base = int(coding[0])
+        keys = {str(k + base) for k in range(len(g.alts))} | {normalize_value(v) for v in no_choice}
+        bad = [v for v in vals if normalize_value(v) not in keys]
+    else:
+        bad = _uncovered([v for v in vals if normalize_value(v) not in no_choice], g.alts, chosen)
     if bad:
         raise WideLayoutError(
             f"{name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
-            f"(expected {', '.join(g.alts)}); if they mean 'none of these', give them as "
-            "opt-out values (--opt-out)"
+            f"(expected {', '.join(g.alts)}"
+            + (f", numbered from {coding[0]}" if coding is not None else "")
+            + "); if they mean 'none of these', give them as opt-out values (--opt-out), if "
+            "'no answer', as no-choice values (--no-choice)"
         )
-    stems, partial = _stems([c for c in names if c != chosen], g.alts, g.sep)
-    if partial:
-        shown = sorted(c for cs in partial.values() for c in cs)
-        notes.append(f"not attributes (given for some alternatives only): {_shown(shown, 12)}")
+    stems, partial = _stems([c for c in names if c != chosen], g.alts, g.sep, g.position)
+    fill = [s for s in cols.fill_attributes if s not in stems]
+    unknown = [s for s in fill if s not in partial]
+    if unknown:
+        raise DataValidationError(
+            f"{name}: --fill-attributes {', '.join(unknown)}: no such attribute given for some "
+            f"alternatives (columns like {g.column(unknown[0], g.alts[0])}); "
+            f"{list_columns(have)}"
+        )
+    rest = {s: cs for s, cs in partial.items() if s not in fill}
+    for s in fill:
+        absent = [a for a in g.alts if g.column(s, a) not in partial[s]]
+        notes.append(
+            f"attribute {s!r} given for {len(g.alts) - len(absent)} of {len(g.alts)} "
+            f"alternatives: 0 for {', '.join(absent)} (no column {g.column(s, absent[0])})"
+        )
+    if rest:
+        shown = sorted(c for cs in rest.values() for c in cs)
+        notes.append(
+            f"not attributes (given for some alternatives only): {_shown(shown, 12)} (to use "
+            f"one with 0 for the other alternatives: --fill-attributes {next(iter(rest))})"
+        )
     if cols.separator is None and g.sep:
-        notes.append(f"separator: {g.sep!r} between attribute and alternative in the column names")
-    return _Wide(chosen, g.alts, g.sep, stems, notes)
+        where_ = "before" if g.position == "prefix" else "after"
+        notes.append(
+            f"separator: {g.sep!r} between attribute and alternative in the column names "
+            f"(the alternative {where_} it: {g.column(stems[0], g.alts[0])})"
+        )
+    elif cols.position is None and g.position == "prefix":
+        notes.append(
+            f"the alternative is the start of the column names ({g.column(stems[0], g.alts[0])})"
+        )
+    availability: tuple[str, ...] = ()
+    if cols.availability is not None:
+        availability = tuple(cols.availability)
+        if availability and len(availability) != len(g.alts):
+            raise DataValidationError(
+                f"{name}: --availability names {len(availability)} columns for "
+                f"{len(g.alts)} alternatives ({', '.join(g.alts)})"
+            )
+        for c in availability:
+            if c and c not in have:
+                raise _missing(name, c, "an availability flag", "--availability", have)
+    else:
+        found_av = avail_found.get((g.position, g.sep), {})
+        if any(a in found_av for a in g.alts):
+            availability = tuple(found_av.get(a, "") for a in g.alts)
+            always = [a for a, c in zip(g.alts, availability, strict=True) if not c]
+            notes.append(
+                f"availability: {', '.join(c for c in availability if c)} (1 = in the choice "
+                "set; rows of unavailable alternatives are no profiles)"
+                + (f"; always available: {', '.join(always)}" if always else "")
+            )
+    return _Wide(
+        chosen,
+        g.alts,
+        g.sep,
+        [*stems, *fill],
+        notes,
+        g.position,
+        availability,
+        coding[0] if coding is not None else "names",
+        no_choice,
+    )
+
+
+def _without_availability(g: _Group, names: Sequence[str]) -> _Group | None:
+    """The group without availability stems (``AV``), its alternatives in the order of
+    its first attribute's columns; ``None`` when an alternative is an availability word
+    or no attribute stem is left."""
+    if any(a.lower() in AVAILABILITY_NAMES for a in g.alts):
+        return None
+    stems = tuple(s for s in g.stems if s.lower() not in AVAILABILITY_NAMES)
+    if not stems:
+        return None
+    order = {c: k for k, c in enumerate(names)}
+    first = min(stems, key=lambda s: min(order.get(g.column(s, a), 1 << 30) for a in g.alts))
+    alts = tuple(sorted(g.alts, key=lambda a: order.get(g.column(first, a), 1 << 30)))
+    return _Group(g.sep, alts, stems, g.position)
+
+
+def _integers_name(groups: Sequence[_Group]) -> bool:
+    """The best group's alternatives are numbers (``price1``..): their values name them."""
+    return bool(groups) and _integers(groups[0].alts) is not None
 
 
 # ----------------------------------------------------------------------------- resolution
@@ -528,13 +806,33 @@ def _respondent_column(
     """A respondent column under another name (:data:`RESPONDENT_NAMES`; said in
     ``notes``), or ``""``; in the long layout only one whose values repeat (rows of one
     respondent), not a row number."""
+    fits = []
     for c in _by_name(have, RESPONDENT_NAMES, taken):
         col = frame[c]
         if col.isna().any() or (long and not col.duplicated().any()):
             continue
-        notes.append(f"respondent column: {c!r} (by its name; --respondent-col '' for none)")
-        return c
-    return ""
+        fits.append(c)
+    if not fits:
+        return ""
+    c = fits[0]
+    why = "by its name"
+    repeat = [f for f in fits if frame[f].duplicated().any()]
+    if len(repeat) > 1:  # households hold respondents: the finest grouping is the person
+        n = {f: int(frame[f].nunique()) for f in repeat}
+        c = max(repeat, key=lambda f: n[f])
+        coarser = [f for f in repeat if f != c and _nested(frame, c, f)]
+        if coarser:
+            why += (
+                f"; {_shown([f'{f!r} ({n[f]:,} values)' for f in coarser])} groups its "
+                f"{n[c]:,} values, so it is coarser than a respondent"
+            )
+    notes.append(f"respondent column: {c!r} ({why}; --respondent-col to change, '' for none)")
+    return c
+
+
+def _nested(frame: pd.DataFrame, fine: str, coarse: str) -> bool:
+    """Every value of ``fine`` sits in one value of ``coarse``."""
+    return bool(frame.groupby(fine, sort=False)[coarse].nunique().max() <= 1)
 
 
 def resolve_columns(
@@ -580,9 +878,10 @@ def resolve_columns(
         else:
             try:
                 wide = _resolve_wide(frame, replace(cols, format="wide"), name, have)
+                verb = "numbers" if wide.coding in ("0", "1") else "names"
                 fmt, why = (
                     "wide",
-                    f"column {wide.chosen!r} names the alternatives; no profile column",
+                    f"column {wide.chosen!r} {verb} the alternatives; no profile column",
                 )
             except DataValidationError as exc:
                 flag = cols.chosen or "chosen"
@@ -641,7 +940,15 @@ def resolve_columns(
             )
         wide = wide or _resolve_wide(frame, cols, name, have)
         cols = replace(
-            cols, chosen=wide.chosen, alternatives=wide.alts, separator=wide.sep, profile=""
+            cols,
+            chosen=wide.chosen,
+            alternatives=wide.alts,
+            separator=wide.sep,
+            profile="",
+            position=wide.position,
+            availability=wide.availability,
+            choice_coding=wide.coding,
+            no_choice=wide.no_choice,
         )
         notes += wide.notes
         if find_resp:
@@ -654,7 +961,83 @@ def resolve_columns(
             )
         elif not task:
             notes.append("task column: none (a respondent's rows are tasks 1, 2, ...)")
+    for attr, rule in cols.levels:
+        if rule not in ("keep", "drop") and not rule.startswith("group:"):
+            raise DataValidationError(
+                f"{name}: levels rule {attr}={rule}: write {attr}=keep, {attr}=drop or "
+                f"{attr}=group:K (--levels)"
+            )
+    cols = _resolve_weight(cols, have, name, notes)
+    cols = _resolve_missing(frame, cols, notes)
     return cols, notes
+
+
+def _resolve_weight(cols: ColumnMap, have: Sequence[str], name: str, notes: list[str]) -> ColumnMap:
+    """The weight column: given, or one named like :data:`WEIGHT_NAMES`, or none."""
+    if cols.weight:
+        if cols.weight not in have:
+            raise _missing(name, cols.weight, "the weight", "--weight-col", have)
+        return cols
+    if cols.weight is None:
+        found = _by_name(have, WEIGHT_NAMES, cols.reserved())
+        if found:
+            notes.append(
+                f"weight column: {found[0]!r} (by its name; recorded and reported, not used by "
+                "the models; --weight-col '' for none)"
+            )
+            return replace(cols, weight=found[0])
+    return replace(cols, weight="")
+
+
+def _code_columns(frame: pd.DataFrame, cols: ColumnMap) -> list[str]:
+    """Columns whose cells may hold missing-value codes: every column but the respondent,
+    task, profile, rank and weight columns."""
+    skip = {cols.respondent, cols.task, cols.profile, cols.rank}
+    return [str(c) for c in frame.columns if c not in skip]
+
+
+def detect_missing(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Missing-value codes found in ``columns``: code -> column -> cells. -1 and -2 count in
+    a column whose other values are all numbers of at least 0; 99 in one whose other values
+    are whole numbers from 0 to 20 (a coded answer)."""
+    out: dict[str, dict[str, int]] = defaultdict(dict)
+    for c in columns:
+        col = frame[c]
+        if not pd.api.types.is_numeric_dtype(col):
+            continue
+        x = col.to_numpy(dtype=float)
+        x = x[~np.isnan(x)]
+        for code, rest_ok in (
+            (-1.0, lambda r: bool(len(r)) and bool((r >= 0).all())),
+            (-2.0, lambda r: bool(len(r)) and bool((r >= 0).all())),
+            (
+                99.0,
+                lambda r: len(r) >= 10 and bool(((r >= 0) & (r <= 20) & (r == np.round(r))).all()),
+            ),
+        ):
+            hit = x == code
+            if hit.any():
+                rest = x[~np.isin(x, (-1.0, -2.0, 99.0))]
+                if rest_ok(rest):
+                    out[normalize_value(code)][c] = int(hit.sum())
+    return dict(out)
+
+
+def _resolve_missing(frame: pd.DataFrame, cols: ColumnMap, notes: list[str]) -> ColumnMap:
+    if cols.missing is not None:
+        return cols
+    found = detect_missing(frame, _code_columns(frame, cols))
+    if not found:
+        return replace(cols, missing=())
+    codes = tuple(k for k in MISSING_CODES if k in found)
+    where_ = "; ".join(
+        f"{k} in {_shown([f'{c} ({n:,})' for c, n in found[k].items()], 6)}" for k in codes
+    )
+    notes.append(
+        f"missing-value codes: {', '.join(codes)} ({where_}; --missing to change, --missing '' "
+        "for none)"
+    )
+    return replace(cols, missing=codes)
 
 
 def _reason(exc: Exception, name: str) -> str:
@@ -676,7 +1059,8 @@ def attribute_columns(frame: pd.DataFrame, cols: ColumnMap) -> dict[str, list[st
     rest = [str(c) for c in frame.columns if c not in cols.reserved()]
     if cols.format == "long":
         return {c: [c] for c in rest}
-    stems, _ = _stems(rest, cols.alternatives, cols.separator or "")
+    stems, partial = _stems(rest, cols.alternatives, cols.separator or "", cols.position)
+    stems += [s for s in cols.fill_attributes if s in partial and s not in stems]
     return {s: [cols.column(s, a) for a in cols.alternatives] for s in stems}
 
 
@@ -704,15 +1088,21 @@ def infer_attributes(
         cols, _ = resolve_columns(frame, cols)
     rows = _long_rows(frame, cols)
     keys = _task_keys(rows, cols) if cols.format == "long" else []
+    codes = {normalize_value(c) for c in cols.missing or ()}
+    rules = dict(cols.levels)
     constant: list[str] = []
+    many: list[str] = []
     out = []
     for name, srcs in attribute_columns(frame, cols).items():
+        srcs = [c for c in srcs if c in rows.columns]
         if keys and len(rows):
             n = rows.groupby(keys, sort=False)[srcs[0]].nunique(dropna=False)
             if int(n.max()) <= 1:
                 constant.append(name)
                 continue
         vals = pd.concat([rows[c] for c in srcs]).dropna()
+        if codes and len(vals):
+            vals = vals[~vals.map(normalize_value).isin(codes).to_numpy(dtype=bool)]
         distinct = pd.unique(vals)
         numeric = pd.to_numeric(vals, errors="coerce")
         label = readable(name)
@@ -723,13 +1113,50 @@ def infer_attributes(
         elif share >= 0.9:  # a few stray words in a number column are errors, not levels
             out.append(Attribute(name, "numeric", label=label))
         else:
-            levels = tuple(_natural(distinct))[:MAX_LEVELS] or ("?",)
+            rule = rules.get(name, "keep" if len(distinct) <= MAX_LEVELS else "")
+            if rule == "keep":
+                levels = tuple(_natural(distinct)) or ("?",)
+            elif rule.startswith("group:"):
+                levels = (*_natural(frequent_levels(vals, _group_size(rule))), OTHER_LEVEL)
+            else:
+                if rule != "drop":
+                    many.append(f"{name} ({len(distinct):,} levels)")
+                continue
             out.append(Attribute(name, "categorical", levels=levels, label=label))
     if notes is not None:
         notes.append("attributes: " + (", ".join(_kind(a) for a in out) or "none"))
     if constant and notes is not None:
         notes.append(f"not attributes (constant within every task): {_shown(constant, 12)}")
+    if many and notes is not None:
+        first = many[0].split(" ", 1)[0]
+        notes.append(
+            f"not attributes (text with more than {MAX_LEVELS} levels): {_shown(many, 6)}; to "
+            f"keep one: --levels {first}=keep (every level) or --levels {first}=group:20 (the "
+            f"20 most frequent, the rest as {OTHER_LEVEL!r})"
+        )
     return out
+
+
+#: The level that ``group:K`` gives the rarer levels of a text attribute.
+OTHER_LEVEL = "other"
+
+
+def _group_size(rule: str) -> int:
+    try:
+        k = int(rule.split(":", 1)[1])
+    except ValueError:
+        raise DataValidationError(
+            f"levels rule {rule!r}: write group:K with K a whole number (group:20)"
+        ) from None
+    if k < 1:
+        raise DataValidationError(f"levels rule {rule!r}: K must be at least 1")
+    return k
+
+
+def frequent_levels(values: pd.Series, k: int) -> list[str]:
+    """The ``k`` most frequent values (as text; ties: the first seen), over the whole file."""
+    counts = values.map(lambda v: v.strip() if isinstance(v, str) else normalize_value(v))
+    return [str(v) for v in counts.value_counts(sort=True).index[:k]]
 
 
 def _kind(a: Attribute) -> str:
@@ -746,14 +1173,17 @@ def feature_candidates(
     distinct text or integers) and with at most 50 text values."""
     cols = columns
     named = (cols.respondent, cols.task, cols.chosen_column, cols.rank, cols.profile)
-    used = {c for c in named if c}
+    used = {c for c in (*named, cols.weight, *(cols.availability or ())) if c}
     if cols.format == "long":
         used |= {a.source_column for a in attributes}
     else:
         for a in attributes:
             used |= {cols.column(a.source_column, alt) for alt in cols.alternatives}
         _, partial = _stems(
-            [str(c) for c in frame.columns], cols.alternatives, cols.separator or ""
+            [str(c) for c in frame.columns if c not in cols.reserved()],
+            cols.alternatives,
+            cols.separator or "",
+            cols.position,
         )
         used |= {c for cs in partial.values() for c in cs}
     out = []

@@ -1,0 +1,251 @@
+"""What an import drops and fills before the conjoint loader reads a choice table.
+
+:func:`prepare_wide` applies a resolved :class:`~data_loaders.layout.ColumnMap` to a wide
+table: missing-value codes (``ColumnMap.missing``), availability columns
+(``ColumnMap.availability``), numbered choices and no-choice values, attributes given
+for some alternatives only (``ColumnMap.fill_attributes``: 0 elsewhere) and text levels
+grouped (``ColumnMap.levels``). Every row it drops is counted under its reason, in words
+(:attr:`Prepared.dropped`), so the preview and the import's notes say what was left out
+and why. :func:`drop_long_tasks` does the same for a long table's choice situations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from data_loaders.conjoint import Attribute, is_missing, normalize_value
+from data_loaders.conjoint.build import parse_flags
+from data_loaders.layout import OTHER_LEVEL, ColumnMap
+
+__all__ = [
+    "Prepared",
+    "code_mask",
+    "drop_long_tasks",
+    "dropped_note",
+    "group_levels",
+    "prepare_wide",
+]
+
+#: Reasons a choice situation is dropped (the keys of :attr:`Prepared.dropped`).
+NO_CHOICE = "with no or an unknown choice"
+CHOSEN_UNAVAILABLE = "whose chosen alternative is marked unavailable"
+ONE_AVAILABLE = "with fewer than two alternatives available"
+MISSING_ATTRIBUTE = "with a missing-value code in an attribute of an available alternative"
+
+
+@dataclass
+class Prepared:
+    """A table ready for the loader, what was dropped and the cells emptied.
+
+    Attributes
+    ----------
+    frame
+        The kept rows (index = file line); a wide table's unavailable alternatives have
+        placeholder attribute cells (:attr:`available` says which).
+    available
+        Wide: ``(rows, alternatives)`` booleans, or ``None`` when every alternative is
+        always available.
+    dropped
+        Reason -> number of rows (choice situations) dropped.
+    emptied
+        Column -> respondent-feature cells holding a missing-value code (made empty).
+    """
+
+    frame: pd.DataFrame
+    available: np.ndarray | None = None
+    dropped: dict[str, int] = field(default_factory=dict)
+    emptied: dict[str, int] = field(default_factory=dict)
+
+
+def code_mask(col: pd.Series, codes: Sequence[str]) -> np.ndarray:
+    """Cells of ``col`` holding one of the missing-value ``codes`` (compared as text:
+    ``-1`` matches ``-1.0``)."""
+    if not codes or len(col) == 0:
+        return np.zeros(len(col), dtype=bool)
+    keys = {normalize_value(c) for c in codes}
+    values, uniques = pd.factorize(col, use_na_sentinel=False)
+    hit = np.array([not is_missing(u) and normalize_value(u) in keys for u in uniques], dtype=bool)
+    return hit[values] if len(uniques) else np.zeros(len(col), dtype=bool)
+
+
+def _placeholder(a: Attribute) -> Any:
+    return 0 if a.kind == "numeric" else a.levels[0]
+
+
+def _group_levels(frame: pd.DataFrame, cols: Sequence[str], a: Attribute) -> None:
+    """Cells of a ``group:K`` attribute outside its levels become :data:`OTHER_LEVEL`."""
+    keep = {normalize_value(v) for v in a.levels}
+    for c in cols:
+        if c not in frame.columns:
+            continue
+        s = frame[c]
+        out = s.map(lambda v: v if is_missing(v) or normalize_value(v) in keep else OTHER_LEVEL)
+        frame[c] = out
+
+
+def _grouped(cols: ColumnMap, attrs: Sequence[Attribute]) -> list[Attribute]:
+    rules = dict(cols.levels)
+    return [
+        a for a in attrs if rules.get(a.name, "").startswith("group:") and OTHER_LEVEL in a.levels
+    ]
+
+
+def _chosen_index(frame: pd.DataFrame, cols: ColumnMap, name: str) -> np.ndarray:
+    """Each row's chosen alternative (0..J-1), -1 for another value (an opt-out, empty)."""
+    alts = list(cols.alternatives)
+    lookup: dict[str, int] = {}
+    if cols.choice_coding in ("0", "1"):
+        base = int(cols.choice_coding)
+        lookup = {str(k + base): k for k in range(len(alts))}
+    else:
+        for k, a in enumerate(alts):
+            lookup[normalize_value(a)] = k
+            lookup[normalize_value(f"{cols.chosen_column}{a}")] = k
+    values, uniques = pd.factorize(frame[cols.chosen_column], use_na_sentinel=False)
+    idx = np.array(
+        [-1 if is_missing(u) else lookup.get(normalize_value(u), -1) for u in uniques],
+        dtype=np.int64,
+    )
+    return idx[values] if len(uniques) else np.zeros(0, dtype=np.int64)
+
+
+def prepare_wide(
+    frame: pd.DataFrame, cols: ColumnMap, attrs: Sequence[Attribute], name: str
+) -> Prepared:
+    """The wide table of a resolved map with its drops applied (see the module).
+
+    Raises
+    ------
+    DataValidationError
+        For an availability cell that is no 1/0 flag, naming the file, line and column.
+    """
+    f = frame.copy()
+    alts = list(cols.alternatives)
+    codes = tuple(cols.missing or ())
+    dropped: dict[str, int] = {}
+    keep = np.ones(len(f), dtype=bool)
+
+    def drop(mask: np.ndarray, reason: str) -> None:
+        new = mask & keep
+        if new.any():
+            dropped[reason] = dropped.get(reason, 0) + int(new.sum())
+            keep[new] = False
+
+    for stem in cols.fill_attributes:  # 0 for the alternatives without the column
+        for a in alts:
+            c = cols.column(stem, a)
+            if c not in f.columns:
+                f[c] = 0
+    emptied: dict[str, int] = {}
+    for c in cols.feature_names:
+        hit = code_mask(f[c], codes)
+        if hit.any():
+            emptied[c] = int(hit.sum())
+            f[c] = f[c].mask(hit)
+    choice = f[cols.chosen_column]
+    no_choice = code_mask(choice, (*cols.no_choice, *codes))
+    drop(no_choice, NO_CHOICE)
+    avail = np.ones((len(f), len(alts)), dtype=bool)
+    for j, c in enumerate(cols.availability or ()):
+        if c:
+            col = f[c].mask(code_mask(f[c], codes))
+            avail[:, j] = parse_flags(col, name, True, c)
+    chosen = _chosen_index(f, cols, name)
+    has = chosen >= 0
+    unavailable_choice = np.zeros(len(f), dtype=bool)
+    unavailable_choice[has] = ~avail[np.flatnonzero(has), chosen[has]]
+    drop(unavailable_choice, CHOSEN_UNAVAILABLE)
+    missing_attr = np.zeros(len(f), dtype=bool)
+    for a in attrs:
+        for j, alt in enumerate(alts):
+            c = cols.column(a.source_column, alt)
+            if c not in f.columns:
+                continue
+            hit = code_mask(f[c], codes)
+            missing_attr |= hit & avail[:, j]
+            off = ~avail[:, j]
+            if off.any():  # never read: a placeholder the attribute parses
+                f[c] = f[c].astype(object).where(~off, _placeholder(a))
+    drop(missing_attr, MISSING_ATTRIBUTE)
+    drop(avail.sum(axis=1) < 2, ONE_AVAILABLE)
+    for a in _grouped(cols, attrs):
+        _group_levels(f, [cols.column(a.source_column, alt) for alt in alts], a)
+    any_off = not avail.all()
+    return Prepared(f.loc[keep], avail[keep] if any_off else None, dropped, emptied)
+
+
+def group_levels(frame: pd.DataFrame, cols: ColumnMap, attrs: Sequence[Attribute]) -> pd.DataFrame:
+    """``frame`` with the rare levels of ``group:K`` attributes as :data:`OTHER_LEVEL`
+    (a copy when there are any; long layout's columns, or every alternative's)."""
+    grouped = _grouped(cols, attrs)
+    if not grouped:
+        return frame
+    f = frame.copy()
+    for a in grouped:
+        if cols.format == "wide":
+            names = [cols.column(a.source_column, alt) for alt in cols.alternatives]
+        else:
+            names = [a.source_column]
+        _group_levels(f, names, a)
+    return f
+
+
+def drop_long_tasks(
+    f: pd.DataFrame,
+    cols: ColumnMap,
+    attrs: Sequence[Attribute],
+    keys: Sequence[str],
+    real: np.ndarray,
+) -> Prepared:
+    """A long table's choice situations (rows grouped by ``keys``) without a missing-value
+    code in an attribute of a real row and with at least two real rows (``real``: not an
+    opt-out); features' codes emptied, ``group:K`` levels grouped."""
+    f = f.copy()
+    codes = tuple(cols.missing or ())
+    dropped: dict[str, int] = {}
+    tkey = f.groupby(list(keys), sort=False).ngroup().to_numpy()
+    n = int(tkey.max()) + 1 if len(tkey) else 0
+    bad = np.zeros(n, dtype=bool)
+    for a in attrs:
+        c = a.source_column
+        if c in f.columns:
+            hit = code_mask(f[c], codes) & real
+            bad[tkey[hit]] = True
+    if bad.any():
+        dropped[MISSING_ATTRIBUTE.replace("an available alternative", "an alternative")] = int(
+            bad.sum()
+        )
+    few = np.bincount(tkey, weights=real.astype(float), minlength=n) < 2
+    few &= ~bad
+    if few.any():
+        dropped["with fewer than two alternatives"] = int(few.sum())
+    emptied: dict[str, int] = {}
+    for c in cols.feature_names:
+        hit = code_mask(f[c], codes)
+        if hit.any():
+            emptied[c] = int(hit.sum())
+            f[c] = f[c].mask(hit)
+    for a in _grouped(cols, attrs):
+        _group_levels(f, [a.source_column], a)
+    keep = ~(bad | few)[tkey]
+    return Prepared(f.loc[keep], None, dropped, emptied)
+
+
+def dropped_note(p: Prepared, unit: str) -> list[str]:
+    """The notes of what was dropped and emptied, in words (``unit``: rows or choice
+    situations)."""
+    out = []
+    if p.dropped:
+        parts = "; ".join(f"{n:,} {why}" for why, n in p.dropped.items())
+        total = sum(p.dropped.values())
+        one = unit.replace("situations", "situation").replace("rows", "row")
+        out.append(f"dropped {total:,} {unit if total != 1 else one}: {parts}")
+    if p.emptied:
+        parts = ", ".join(f"{c} ({n:,})" for c, n in p.emptied.items())
+        out.append(f"respondent-feature cells with a missing-value code, left empty: {parts}")
+    return out
