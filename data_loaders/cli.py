@@ -1,6 +1,7 @@
 """``python -m data_loaders``: scripted import of an analyst's own study.
 
-``import-study FILE --title T [--format long|wide] [--sep S] [--attributes A.json] [column flags]``
+``import-study FILE --title T [--format long|wide] [--sep S] [--attributes A.json] [column flags]
+[--dry-run] [--recipe R] [--write-recipe R]``
 reads the file in any format of :mod:`data_loaders.readers` (CSV with any separator,
 detected unless ``--sep`` names it; TSV, Biogeme's ``.dat``, Parquet, ``.xlsx``; gzip,
 bz2 or a one-table zip of those), checks it and saves it into the per-user data folder
@@ -9,7 +10,10 @@ exactly as the Case studies page's Add-a-study form does
 How it was read (format, separator) and what was inferred (layout, alternatives, choice
 column, attribute table, money attribute) is said on stderr, one line each; the study's
 key is printed alone on the last line of stdout. Problems are one line each on
-stderr, the exit status is 2 and nothing is saved.
+stderr, the exit status is 2 and nothing is saved. ``--dry-run`` prints the preview
+(:func:`data_loaders.recipes.preview_lines`, what the form shows) and saves nothing;
+``--recipe R`` replays a saved import's choices (:mod:`data_loaders.recipes`);
+``--write-recipe R`` writes them.
 
 On a shared server (``DTPBO_SHARED_SERVER=1``) a study is seen only by the visitor who
 imported it; the operator decides what everyone sees:
@@ -65,12 +69,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="the separator of a text file: ',' ';' '\\t' (or tab) '|' or spaces "
         "(default: detected from the first lines; the detected one is said on stderr)",
     )
-    imp.add_argument("--title", required=True, help="the study's title")
+    imp.add_argument("--title", default=None, help="the study's title (needed unless --dry-run)")
     imp.add_argument(
         "--public",
         action="store_true",
         help="publish it to every visitor of a shared server (default: seen by no visitor "
         "until publish-study)",
+    )
+    imp.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what the import understood (layout, alternatives and their attributes, "
+        "availability, respondents, choice situations, rows dropped by reason) and save nothing",
+    )
+    imp.add_argument(
+        "--recipe",
+        default=None,
+        help="a recipe (JSON) of an earlier import (recipe.json of a saved study, or the "
+        "form's download) replayed exactly; its column choices replace the column flags",
+    )
+    imp.add_argument(
+        "--write-recipe",
+        default=None,
+        metavar="PATH",
+        help="also write the import's recipe to PATH (with --dry-run too)",
     )
     add_column_args(imp)
     pub = sub.add_parser(
@@ -115,6 +137,9 @@ def import_study(args: argparse.Namespace) -> int:
     model are loaded after that.
     """
     path = Path(args.file)
+    if not args.title and not args.dry_run:
+        _say("error: --title is needed to save a study (or --dry-run to only preview it)")
+        return 2
     try:
         check_file(path, "choice file")
     except OSError as exc:  # absent, refused by the access rules
@@ -129,12 +154,26 @@ def import_study(args: argparse.Namespace) -> int:
     if refusal:
         _say(f"error: {refusal}")
         return 2
-    from data_loaders.user_studies import attributes_from_json, column_map, save_study
+    from data_loaders.recipes import preview_lines, read_recipe, recipe_of
+    from data_loaders.user_studies import (
+        attributes_from_json,
+        check_upload,
+        column_map,
+        save_study,
+    )
     from pbo_core.data import DataValidationError
 
     try:
         content = path.read_bytes()  # bounded by the refusal above; read by save_study
         attributes = None
+        columns = column_map(args)
+        if getattr(args, "recipe", None):
+            recipe = read_recipe(check_file(args.recipe, "recipe"))
+            columns = recipe.columns
+            attributes = list(recipe.attributes) if recipe.attributes is not None else None
+            if sep is None and recipe.sep is not None:
+                sep = recipe.sep
+            _say(f"recipe: {Path(args.recipe).name} (its column choices replace the flags)")
         if args.attributes:
             apath = check_file(args.attributes, "attribute table")
             blob = limits.file_bytes(apath, limits.MAX_JSON_BYTES, str(apath))
@@ -143,12 +182,30 @@ def import_study(args: argparse.Namespace) -> int:
                 for p in problems:
                     _say(f"error: {p.one_line()}")
                 return 2
+        if args.dry_run or args.write_recipe:
+            study, problems = check_upload(content, path.name, attributes, columns, sep=sep)
+            if study is None:
+                for p in problems:
+                    _say(f"error: {p.one_line()}")
+                return 2
+            if args.write_recipe:
+                Path(args.write_recipe).write_text(
+                    recipe_of(study, sep).to_json(), encoding="utf-8"
+                )
+                _say(f"recipe written to {args.write_recipe}")
+            if args.dry_run:
+                for note in study.extras.get("import_notes", []):
+                    _say(f"inferred: {note}")
+                print("preview (nothing saved):")
+                for line in preview_lines(study):
+                    print(f"  {line}")
+                return 0
         meta, problems = save_study(
             args.title,
             content,
             path.name,
             attributes,
-            column_map(args),
+            columns,
             public=bool(getattr(args, "public", False)),
             sep=sep,
         )

@@ -9,6 +9,9 @@ A study is one folder ``$DTPBO_DATA_HOME/studies/<key>/`` holding canonical file
     Its attribute table (:func:`~data_loaders.conjoint.write_attribute_table`).
 ``respondents.csv``
     Optional respondent features (one row per respondent; column ``respondent``).
+``recipe.json``
+    The import's choices (:mod:`data_loaders.recipes`): ``import-study FILE --recipe``
+    replays them.
 ``study.json``
     Title, the resolved column mapping (:class:`ColumnMap`: layout, columns,
     alternatives, opt-outs, respondent features with their labels, the money attribute),
@@ -64,7 +67,7 @@ import numpy as np
 import pandas as pd
 
 from data_loaders import limits, readers
-from data_loaders._common import data_home, read_csv_lines, where
+from data_loaders._common import data_home, quoted, read_csv_lines, where
 from data_loaders.access import check_file
 from data_loaders.conjoint import (
     Attribute,
@@ -89,6 +92,8 @@ from data_loaders.layout import (
     readable,
     resolve_columns,
 )
+from data_loaders.prepare import drop_long_tasks, dropped_note, group_levels, prepare_wide
+from data_loaders.recipes import recipe_of
 from pbo_core.collinearity import collinear_attributes, constant_attributes
 from pbo_core.data import DataValidationError, Schema, Study
 
@@ -133,6 +138,8 @@ __all__ = [
 
 #: Largest accepted upload (each file), in MB (:data:`data_loaders.limits.MAX_FILE_MB`).
 MAX_UPLOAD_MB = limits.MAX_FILE_MB
+#: The import's recipe in a study folder (:mod:`data_loaders.recipes`).
+RECIPE_FILE = "recipe.json"
 #: Registry keys of imported studies start with this.
 KEY_PREFIX = "my-"
 #: Kinds offered in the attribute editor, and the directions.
@@ -178,7 +185,32 @@ def column_map(args: argparse.Namespace) -> ColumnMap:
         money_attribute=getattr(args, "money_attribute", None),
         time_attribute=getattr(args, "time_attribute", None) or None,
         drop_attributes=split_list(getattr(args, "drop_attributes", "")),
+        availability=_availability_flag(getattr(args, "availability", None)),
+        choice_coding=getattr(args, "choice_coding", None),
+        no_choice=split_list(getattr(args, "no_choice", "")),
+        missing=_optional_list(getattr(args, "missing", None)),
+        fill_attributes=split_list(getattr(args, "fill_attributes", "")),
+        weight=getattr(args, "weight_col", None),
+        levels=tuple(
+            (n.strip(), r.strip())
+            for n, _, r in (x.partition("=") for x in split_list(getattr(args, "levels", "")))
+        ),
     )
+
+
+def _optional_list(text: str | None) -> tuple[str, ...] | None:
+    """``None`` (not given: inferred) or the comma-separated values (``''``: none)."""
+    return None if text is None else split_list(text)
+
+
+def _availability_flag(text: str | None) -> tuple[str, ...] | None:
+    """``--availability``: ``None`` (inferred), ``none`` (no columns) or one column per
+    alternative (an empty entry: always available)."""
+    if text is None:
+        return None
+    if text.strip().lower() in ("", "none"):
+        return ()
+    return tuple(c.strip() for c in text.split(","))
 
 
 @dataclass(frozen=True)
@@ -273,7 +305,7 @@ def _no_task_check(f: pd.DataFrame, cols: ColumnMap, resp: str, name: str) -> No
     r = f.loc[lines[0], resp]
     same = lines[(f.loc[lines, resp] == r).to_numpy()]
     shown = ", ".join(str(x) for x in same[:6]) + (", ..." if len(same) > 6 else "")
-    who = f"respondent {r!r}" if not resp.startswith("_") else "the file"
+    who = f"respondent {quoted(r)}" if not resp.startswith("_") else "the file"
     raise DataValidationError(
         f"{where(name, lines[0], True)}: {who} has {len(same)} {what} (lines {shown}) and "
         "there is no task column, so the tasks cannot be told apart; name the task column "
@@ -374,6 +406,11 @@ def _build(
         if not prof:
             prof = _free(f, "profile")
             f[prof] = f.groupby([resp, task], sort=False).cumcount().to_numpy() + 1
+        opt_keys = {normalize_value(v) for v in cols.opt_out}
+        real = ~f[prof].map(lambda v: normalize_value(v) in opt_keys).to_numpy(dtype=bool)
+        prep = drop_long_tasks(f, cols, attrs, [resp, task], real)
+        f = prep.frame
+        dropped_notes = dropped_note(prep, "choice situations")
         all_attrs = attrs
         if cols.alternative_attribute:
             opt = {normalize_value(v) for v in cols.opt_out}
@@ -392,23 +429,51 @@ def _build(
             ),
         )
     else:
+        prep = prepare_wide(f, cols, attrs, name)
+        f = prep.frame
+        dropped_notes = dropped_note(prep, "rows (choice situations)")
         resp = cols.respondent
         if not resp:
             resp = _free(f, "respondent")
             f[resp] = f.index.to_numpy()
+        numbered = None
+        if cols.choice_coding in ("0", "1"):
+            base = int(cols.choice_coding)
+            numbered = {str(k + base): a for k, a in enumerate(cols.alternatives)}
+        if not len(f):
+            raise DataValidationError(
+                f"{name}: no choice situation is left ({'; '.join(dropped_notes)})"
+            )
+        if cols.task:  # task numbers of a respondent's rows, before any row was dropped
+            task_of = None
+        else:
+            task_of = _free(f, "task")
+            whole = frame.groupby(
+                frame[cols.respondent] if cols.respondent else frame.index, sort=False
+            ).cumcount()
+            f[task_of] = whole.loc[f.index].to_numpy() + 1
         long = wide_to_long(
             f,
             attrs,
             respondent=resp,
-            task=cols.task or None,
+            task=cols.task or task_of,
             choice=cols.chosen_column,
             alternatives=cols.alternatives,
+            choice_values=numbered,
             opt_out_values=cols.opt_out,
             column_template=cols.template,
             keep_columns=features,
             name=name,
             from_file=True,
         )
+        if prep.available is not None:  # unavailable alternatives are no profiles
+            row = pd.Index(f.index).get_indexer(long.index)
+            j = {a: k for k, a in enumerate(cols.alternatives)}
+            alt = long["alternative"].map(lambda a: j.get(a, -1)).to_numpy()
+            ok = np.ones(len(long), dtype=bool)
+            real_alt = alt >= 0
+            ok[real_alt] = prep.available[row[real_alt], alt[real_alt]]
+            long = long.loc[ok]
         all_attrs = attrs
         if cols.alternative_attribute:
             all_attrs = [
@@ -461,8 +526,23 @@ def _build(
                 f"--drop-attributes {last})"
             )
         notes.append(c.sentence())
+    notes += [n for n in dropped_notes if n not in notes]
     extras = dict(study.extras)
     extras.update(columns=cols, import_notes=notes, attribute_table=attrs)
+    extras["dropped"] = dict(prep.dropped)
+    extras["file_columns"] = [str(c) for c in frame.columns]
+    if cols.weight:
+        w = pd.to_numeric(frame[cols.weight], errors="coerce")
+        extras["weight"] = {
+            "column": cols.weight,
+            "sum": float(w.sum()),
+            "min": float(w.min()),
+            "max": float(w.max()),
+        }
+        notes.append(
+            f"weights ({cols.weight!r}, {w.min():g} to {w.max():g}) recorded, not used: the "
+            "models take no weights, every choice counts once"
+        )
     if cols.money_attribute:
         extras["money_attribute"] = cols.money_attribute
     if cols.time_attribute:
@@ -570,6 +650,7 @@ def _cell_problems(
     """Every attribute cell that does not parse (grouped by column and value); a long
     file's opt-out rows have no attributes."""
     problems = []
+    missing = {normalize_value(c) for c in columns.missing or ()}
     if columns.format == "long" and columns.opt_out and columns.profile:
         opt = {normalize_value(v) for v in columns.opt_out}
         real = ~frame[columns.profile].map(lambda v: normalize_value(v) in opt).to_numpy(bool)
@@ -584,6 +665,8 @@ def _cell_problems(
                 continue
             codes, uniques = pd.factorize(frame[col], use_na_sentinel=False)
             for k, u in enumerate(uniques):
+                if not is_missing(u) and normalize_value(u) in missing:
+                    continue  # a missing-value code: its choice situation is dropped
                 try:
                     a.parse(u)
                 except ValueError as exc:
@@ -729,8 +812,14 @@ def check_upload(
         )
     except DataValidationError as exc:
         return None, [_problem(exc, file, file)]
-    problems = _attribute_columns_missing(frame, attrs, cols, file)
-    problems += _cell_problems(frame, attrs, cols, file)
+    checked = group_levels(frame, cols, attrs)
+    if cols.format == "wide":  # the cells the loader reads: available, not dropped
+        try:
+            checked = prepare_wide(frame, cols, attrs, file).frame
+        except DataValidationError as exc:
+            return None, [_problem(exc, file, file)]
+    problems = _attribute_columns_missing(checked, attrs, cols, file)
+    problems += _cell_problems(checked, attrs, cols, file)
     if problems:
         return None, problems
     if not cols.feature_names and respondents is None:
@@ -1113,6 +1202,7 @@ def save_study(
     try:
         (staging / "choices.csv").write_bytes(text)
         write_attribute_table(list(study.extras["attribute_table"]), staging / "attributes.json")
+        (staging / RECIPE_FILE).write_text(recipe_of(study, sep).to_json(), encoding="utf-8")
         if respondents is not None:
             (staging / "respondents.csv").write_bytes(respondents[0])
         (staging / "study.json").write_text(json.dumps(asdict(meta), indent=2), encoding="utf-8")

@@ -22,6 +22,9 @@ from pbo_core.data import DataValidationError
 from tests.fixtures.formats import HERE, LONG, WIDE
 from tests.fixtures.formats.generate import DETERMINISTIC, files, long_table, wide_table
 
+#: Issue 42's layouts (tests/data_loaders/test_layouts.py imports them).
+LAYOUTS = ("biogeme.dat", "long_sets.csv", "missing_weight.csv")
+
 ROOT = Path(__file__).resolve().parents[2]
 #: What a message must never show: a Python representation of a value or of bytes.
 _REPR = re.compile(r"np\.\w+\(|b'|b\"|\\x[0-9a-f]{2}|Traceback|Error\(")
@@ -48,7 +51,7 @@ def refused(exc: pytest.ExceptionInfo[BaseException], name: str) -> str:
 # ------------------------------------------------------------------- the corpus
 def test_the_files_are_what_the_generator_writes() -> None:
     written = files()
-    assert set(written) == set(WIDE) | set(LONG)
+    assert set(written) == set(WIDE) | set(LONG) | set(LAYOUTS)
     for name, data in written.items():
         if name.endswith(DETERMINISTIC):
             assert (HERE / name).read_bytes() == data, name

@@ -1,0 +1,225 @@
+"""Import recipes and the import preview.
+
+A **recipe** is the small JSON file of an import's choices: the resolved
+:class:`~data_loaders.layout.ColumnMap` (layout, columns, alternatives, separator in the
+names, availability, choice coding, missing-value codes, attributes filled or dropped,
+levels rules, roles), the attribute table and the file's separator::
+
+    {"recipe": 1, "sep": "\\t", "columns": {"fill_attributes": ["HE", "SEATS"]},
+     "attributes": [...]}
+
+:func:`recipe_of` writes it for a checked study (saved beside the study as
+``recipe.json``, downloadable from the Add-a-study form); :func:`read_recipe` reads one
+(``python -m data_loaders import-study FILE --recipe R``). A recipe may be partial: the
+keys it leaves out are inferred as without it, so a hand-written recipe of one line
+(``{"columns": {"fill_attributes": ["HE"]}}``) is enough for Biogeme's SwissMetro file;
+a saved one states everything and replays the import exactly.
+
+:func:`preview_lines` says what an import understood, the same lines for
+``import-study --dry-run`` and the form's preview.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from data_loaders import limits
+from data_loaders.conjoint import Attribute
+from data_loaders.layout import ColumnMap
+from pbo_core.data import DataValidationError, Study
+
+__all__ = ["RECIPE_VERSION", "Recipe", "parse_recipe", "preview_lines", "read_recipe", "recipe_of"]
+
+#: The version written in every recipe (``"recipe": 1``).
+RECIPE_VERSION = 1
+_KEYS = ("recipe", "sep", "columns", "attributes")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """An import's choices: the column map, the attribute table (``None``: inferred) and
+    the separator of a text file (``None``: detected)."""
+
+    columns: ColumnMap
+    attributes: tuple[Attribute, ...] | None = None
+    sep: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        d: dict[str, Any] = {"recipe": RECIPE_VERSION, "sep": self.sep}
+        d["columns"] = self.columns.as_dict()
+        d["attributes"] = (
+            None if self.attributes is None else [a.to_dict() for a in self.attributes]
+        )
+        return d
+
+    def to_json(self) -> str:
+        """The recipe as indented JSON text."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+
+def recipe_of(study: Study, sep: str | None = None) -> Recipe:
+    """The recipe that imports the file of a checked ``study`` again to the same study."""
+    cols: ColumnMap = study.extras["columns"]
+    attrs = tuple(study.extras["attribute_table"])
+    return Recipe(cols, attrs, sep)
+
+
+def parse_recipe(content: bytes, name: str) -> Recipe:
+    """A recipe from JSON bytes (bounded as an attribute table is).
+
+    Raises
+    ------
+    DataValidationError
+        For text that is no recipe, naming the file and the field.
+    """
+    try:
+        limits.check_json_bytes(content, name)
+        d = json.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataValidationError(f"{name}: not a JSON recipe ({exc})") from None
+    if not isinstance(d, dict):
+        raise DataValidationError(f"{name}: a recipe is a JSON object with {', '.join(_KEYS)}")
+    unknown = sorted(set(d) - set(_KEYS))
+    if unknown:
+        raise DataValidationError(
+            f"{name}: unknown field {unknown[0]!r} (a recipe has {', '.join(_KEYS)})"
+        )
+    version = d.get("recipe", RECIPE_VERSION)
+    if version != RECIPE_VERSION:
+        raise DataValidationError(f"{name}: field 'recipe': version {version} is not 1")
+    sep = d.get("sep")
+    if sep is not None and not isinstance(sep, str):
+        raise DataValidationError(f"{name}: field 'sep': a text such as ',' or '\\t'")
+    raw = d.get("columns") or {}
+    if not isinstance(raw, dict):
+        raise DataValidationError(f"{name}: field 'columns': a JSON object of column choices")
+    known = {f.name for f in fields(ColumnMap)}
+    bad = sorted(set(raw) - known)
+    if bad:
+        raise DataValidationError(
+            f"{name}: field 'columns.{bad[0]}' is not a column choice (choices: "
+            f"{', '.join(sorted(known))})"
+        )
+    raw = {"format": "auto", **raw}
+    try:
+        cols = ColumnMap.from_dict(raw)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise DataValidationError(f"{name}: field 'columns': {exc}") from None
+    attrs = None
+    if d.get("attributes") is not None:
+        if not isinstance(d["attributes"], list):
+            raise DataValidationError(f"{name}: field 'attributes': a list of attributes")
+        out = []
+        for k, a in enumerate(d["attributes"]):
+            try:
+                out.append(Attribute.from_dict(a))
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise DataValidationError(
+                    f"{name}: field 'attributes', entry {k + 1}: {exc}"
+                ) from None
+        attrs = tuple(out)
+    return Recipe(cols, attrs, sep)
+
+
+def read_recipe(path: str | Path) -> Recipe:
+    """The recipe in a file (at most :data:`data_loaders.limits.MAX_JSON_BYTES`)."""
+    p = Path(path)
+    blob = limits.file_bytes(p, limits.MAX_JSON_BYTES, str(p))
+    return parse_recipe(blob, p.name)
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def preview_lines(study: Study) -> list[str]:
+    """What an import understood, one line each: layout, alternatives and their
+    attributes, availability, respondents, choice situations, respondent features, rows
+    dropped by reason and the counts (``import-study --dry-run`` and the form's preview)."""
+    cols: ColumnMap = study.extras["columns"]
+    attrs: list[Attribute] = list(study.extras["attribute_table"])
+    notes: list[str] = list(study.extras.get("import_notes", []))
+    out = []
+    if notes and ": " in notes[0] and "separat" in notes[0]:
+        out.append(f"file: {notes[0]}")
+    if cols.format == "wide":
+        out.append(
+            f"layout: wide, one row per choice situation; chosen column {cols.chosen_column!r}"
+            + (
+                f" numbered from {cols.choice_coding}"
+                if cols.choice_coding in ("0", "1")
+                else " naming the alternative"
+            )
+        )
+        for k, alt in enumerate(cols.alternatives):
+            parts = []
+            for a in attrs:
+                c = cols.column(a.source_column, alt)
+                filled = a.source_column in cols.fill_attributes and c not in set(
+                    study.extras.get("file_columns", ())
+                )
+                parts.append(f"{a.name} ({c})" if not filled else f"{a.name} ({c}, else 0)")
+            av = (cols.availability or ())[k] if cols.availability else ""
+            out.append(
+                f"alternative {alt}: "
+                + (", ".join(parts) or "no attributes")
+                + (f"; available when {av} = 1" if av else "; always available")
+            )
+    else:
+        out.append(
+            "layout: long, one row per alternative; "
+            + (f"alternative column {cols.profile!r}" if cols.profile else "alternatives by row")
+            + (f"; rank column {cols.rank!r}" if cols.rank else f"; chosen flag {cols.chosen!r}")
+        )
+        out.append("attributes: " + (", ".join(a.name for a in attrs) or "none"))
+    data = study.data
+    if len(data.pairs):
+        key = np.unique(
+            np.column_stack(
+                [
+                    np.unique(data.respondent.astype(str), return_inverse=True)[1],
+                    np.unique(data.task.astype(str), return_inverse=True)[1],
+                ]
+            ),
+            axis=0,
+            return_counts=True,
+        )[1]
+        sizes = key + 1
+        lo, hi = int(sizes.min()), int(sizes.max())
+        out.append(
+            f"choice situations: {len(sizes):,} with comparisons; alternatives per choice "
+            f"situation: {lo if lo == hi else f'{lo} to {hi}'}"
+        )
+    resp = cols.respondent or "(none: every choice situation is a respondent of its own)"
+    out.append(f"respondents: {len(study.respondents()):,} (column {resp})")
+    feats = [f"{n} ({lb})" if lb else n for n, lb in cols.respondent_features]
+    out.append("respondent features: " + (", ".join(feats) or "none"))
+    dropped = study.extras.get("dropped") or {}
+    if dropped:
+        out.append(
+            "dropped: "
+            + "; ".join(f"{_n(n, 'choice situation')} {why}" for why, n in dropped.items())
+        )
+    else:
+        out.append("dropped: nothing")
+    if cols.missing:
+        out.append(f"missing-value codes: {', '.join(cols.missing)}")
+    if cols.weight:
+        w = study.extras.get("weight", {})
+        out.append(
+            f"weight column: {cols.weight!r} (recorded, not used by the models"
+            + (f"; {w['min']:g} to {w['max']:g}" if w else "")
+            + ")"
+        )
+    c = study.counts()
+    out.append(
+        f"study: {_n(c['respondents'], 'respondent')}, {_n(c['items'], 'item')}, "
+        f"{_n(c['comparisons'], 'comparison')}"
+    )
+    return out
