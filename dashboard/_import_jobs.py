@@ -12,11 +12,14 @@ and nothing of ``dashboard._services`` is imported here.
 An imported study is loaded here too (:func:`load_study`): the server receives the
 finished study, not the parse's temporaries. A worker keeps the last table it read
 (:data:`_LAST`), so the form's next question about the same file (another column map)
-does not parse it again.
+does not parse it again; it lets it go at the import, or :data:`KEEP_S` seconds after
+its last use (a form left half-filled), and hands the memory back to the system.
 """
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import hashlib
 import threading
 from collections.abc import Callable
@@ -29,6 +32,38 @@ __all__ = ["inspect_upload", "load_study", "read_columns", "save_upload"]
 #: The last table read in this process: ``(digest, name, sep) -> (frame, problems, how)``.
 _LAST: dict[tuple[str, str, str | None], tuple[Any, list[us.Problem], str]] = {}
 _LOCK = threading.Lock()
+#: Seconds a worker keeps the last table after its last use.
+KEEP_S = 120.0
+_TIMER: list[threading.Timer] = []
+
+
+def _trim() -> None:
+    """Return freed memory to the system (glibc's ``malloc_trim``, where there is one)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def release() -> None:
+    """Let the kept table go (and its memory, :func:`_trim`)."""
+    with _LOCK:
+        had = bool(_LAST)
+        _LAST.clear()
+    if had:
+        _trim()
+
+
+def _keep_for_a_while() -> None:
+    with _LOCK:
+        for t in _TIMER:
+            t.cancel()
+        _TIMER.clear()
+        timer = threading.Timer(KEEP_S, release)
+        timer.daemon = True
+        _TIMER.append(timer)
+    timer.start()
 
 
 def digest(content: bytes) -> str:
@@ -39,14 +74,15 @@ def digest(content: bytes) -> str:
 def _table(content: bytes, name: str, sep: str | None) -> tuple[Any, list[us.Problem], str]:
     key = (digest(content), name, sep)
     with _LOCK:
-        if key in _LAST:
-            return _LAST[key]
-        _LAST.clear()  # one table at a time: the memory of the one being read
-    table, problems = us.read_upload_table(content, name, sep)
-    value = (None, problems, "") if table is None else (table.frame, problems, table.describe())
-    with _LOCK:
-        _LAST.clear()
-        _LAST[key] = value
+        value = _LAST.get(key)
+    if value is None:
+        release()  # one table at a time: the memory of the one being read
+        table, problems = us.read_upload_table(content, name, sep)
+        value = (None, problems, "") if table is None else (table.frame, problems, table.describe())
+        with _LOCK:
+            _LAST.clear()
+            _LAST[key] = value
+    _keep_for_a_while()
     return value
 
 
@@ -82,9 +118,11 @@ def save_upload(
 ) -> tuple[us.UserStudy | None, list[us.Problem]]:
     """:func:`data_loaders.user_studies.save_study` (check every row, then save); the
     table read for the form's questions is let go first."""
-    with _LOCK:
-        _LAST.clear()
-    return us.save_study(*args, **kwargs)
+    release()
+    try:
+        return us.save_study(*args, **kwargs)
+    finally:
+        _trim()  # the worker holds nothing of the check afterwards
 
 
 def load_study(

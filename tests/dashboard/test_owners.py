@@ -255,3 +255,25 @@ def test_a_shared_server_sweeps_at_its_start_and_then_periodically(shared, monke
         studies.stop_study_sweeper()
     monkeypatch.delenv("DTPBO_SHARED_SERVER")
     assert not studies.start_study_sweeper()  # a personal server expires nothing
+
+
+def test_a_worker_lets_the_last_table_go(monkeypatch) -> None:
+    """The table kept for the form's next question goes at the import, or a while after
+    its last use (a form left half-filled)."""
+    import time
+
+    from dashboard import _import_jobs
+
+    content = SHAPES["panel-long"].file.read_bytes()
+    monkeypatch.setattr(_import_jobs, "KEEP_S", 0.2)
+    columns, _, _ = _import_jobs.read_columns(content, "mine.csv")
+    assert columns and _import_jobs._LAST
+    deadline = time.monotonic() + 10
+    while _import_jobs._LAST and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _import_jobs._LAST
+    monkeypatch.setattr(_import_jobs, "KEEP_S", 600.0)
+    _import_jobs.read_columns(content, "mine.csv")
+    assert _import_jobs._LAST
+    _import_jobs.save_upload("x", b"", "empty.csv", None, us.ColumnMap())  # a save: let go
+    assert not _import_jobs._LAST
