@@ -115,6 +115,7 @@ from pbo_core.experiments.cohorts import (
     cohort_cell,
     cohort_cell_grid,
     cohort_study,
+    estimate_text,
     hierarchy_cell,
     segment_report,
     summarize_cohorts,
@@ -572,6 +573,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             min_users=args.min_users,
             test_tasks=args.test_tasks,
         )
+        if not args.quiet:  # before a long run: how long it will take
+            print(estimate_text(cells, cstudy), file=sys.stderr, flush=True)
         fn = partial(cohort_cell, load_study=load_study_cached)
     elif cmd == "hierarchy":
         k = args.refit_every or 50

@@ -414,6 +414,53 @@ def cohort_cell_grid(
     ]
 
 
+#: Cost model of :func:`cohort_cell`, seconds of CPU on the 2-core machine the
+#: scaling figures of docs/hierarchy.md were measured on (``tests/benchmarks/
+#: hierarchy_scale.py``): per model fit of a cell (one per number of own tasks answered), a
+#: fixed cost and a cost per comparison of the earlier respondents (the warm starts grow
+#: their tree on the group's comparisons, and every cohort's refits are fitted on them):
+#: ``t = sum_cells q (a + b n_prev m)`` (Eq. 1), ``q`` fits per cell, ``n_prev`` the cell's
+#: earlier respondents, ``m`` comparisons per respondent.
+CELL_CPU_S, CELL_PAIR_CPU_S = 4.4e-4, 1.44e-7
+
+
+def estimate_grid_seconds(
+    cells: list[dict[str, Any]], pairs_per_respondent: float, tasks_per_respondent: float = 1.0
+) -> float:
+    """Pre-run estimate (Eq. 1 of :data:`CELL_CPU_S`) of the CPU seconds of the cohort
+    grid ``cells`` (:func:`cohort_cell_grid`) on a study with ``pairs_per_respondent``
+    comparisons and ``tasks_per_respondent`` choice tasks per respondent; printed before a
+    long run. A guide, not a promise: the shape of the data (alternatives, how far the
+    trees grow) moves it."""
+    if not cells:
+        return 0.0
+    prev = np.array([int(c["cohort"]) * int(c["refit_every"]) for c in cells], dtype=float)
+    held = np.array([int(c.get("test_tasks", 2)) for c in cells], dtype=float)
+    q = np.where(tasks_per_respondent > held, tasks_per_respondent - held + 1.0, 1.0)
+    return float((q * (CELL_CPU_S + CELL_PAIR_CPU_S * pairs_per_respondent * prev)).sum())
+
+
+def estimate_text(cells: list[dict[str, Any]], study: Study) -> str:
+    """The sentence the ``hierarchy`` command prints before it starts: cells, respondents
+    and the estimated CPU time (:func:`estimate_grid_seconds`)."""
+    n_resp = max(1, len(study.respondents()))
+    s = estimate_grid_seconds(cells, study.data.n_pairs / n_resp, study.data.n_tasks() / n_resp)
+    when = (
+        "under a second"
+        if s < 1
+        else f"{s:.0f} s"
+        if s < 90
+        else f"{s / 60:.0f} min"
+        if s < 5400
+        else f"{s / 3600:.1f} h"
+    )
+    arrivals = len({c["user"] for c in cells})
+    return (
+        f"hierarchy grid: {len(cells):,} cells ({arrivals:,} arriving respondents); "
+        f"estimated {when} of CPU on a 2-core machine (docs/hierarchy.md); --jobs N spreads it"
+    )
+
+
 def _pair_accuracy(scores: np.ndarray, pairs: np.ndarray) -> float:
     return float(np.mean(pair_scores(scores, pairs)))
 
