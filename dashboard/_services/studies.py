@@ -401,6 +401,8 @@ def get_study(key: str) -> tuple[Study | None, str | None]:
         return load(key, s.options, env_stamp(), plan_stamp(key)), None
     except _SAFE_ERRORS as exc:  # messages that quote names, not content
         return None, err(f"{type(exc).__name__}: {exc}")
+    except jobs.JobLimitError as exc:  # an imported study over the worker's budget
+        return None, err(str(exc))
     except Exception as exc:  # anything else may quote a file: its type only on the page
         _LOG.warning("loading study %r failed", key, exc_info=True)
         return None, err(f"{type(exc).__name__}: the data could not be loaded (see the server log)")

@@ -222,6 +222,13 @@ def test_imports_and_own_studies_load_in_the_budgeted_workers(real_workers, monk
     meta, problems = svc.import_study("again", big, "big.csv", None, us.ColumnMap())
     assert meta is None and "DTPBO_JOB_MEMORY_MB" in problems[0].message, problems
     assert sorted(p.name for p in us.studies_dir().iterdir()) == before
+    # loading an imported study over the budget: the budget's sentence, not a traceback
+    saved, _ = us.save_study("big", big, "big.csv", None, us.ColumnMap())
+    monkeypatch.setattr(studies, "study_status", lambda key: studies.StudyStatus(
+        studies.StudyInfo(key, "big", "conjoint", True, "", "", ""), True, "", ()
+    ))  # fmt: skip
+    study, message = svc.get_study(saved.key)
+    assert study is None and "DTPBO_JOB_MEMORY_MB" in shown(message), message
 
 
 def test_a_shared_server_sweeps_at_its_start_and_then_periodically(shared, monkeypatch) -> None:
