@@ -25,6 +25,7 @@ from dashboard._uploads import upload_name
 from data_loaders import limits, readers
 from data_loaders import user_studies as us
 from data_loaders.layout import default_money_attribute, list_columns, readable
+from data_loaders.recipes import Recipe
 
 __all__ = ["add_study_form", "apply_pending_choice", "own_studies_note", "remove_button"]
 
@@ -57,6 +58,11 @@ _FILE_KEYS = (
     "add_alt_attr",
     "add_features",
     "add_money",
+    "add_missing",
+    "add_weight",
+    "add_levels",
+    "add_fill",
+    "add_avail",
 )
 _FILE_TOKEN = "add_file_token"
 #: Prefix of the copies of those widgets' values: a widget not drawn in a run (another
@@ -321,6 +327,7 @@ def add_study_form() -> None:
     )
     _keep("add_alt_attr", alt_attr)
     split = [a.strip() for a in alts.split(",") if a.strip()]
+    extra = _layout_choices(fmt, have, guess)
     columns = us.ColumnMap(
         fmt,  # type: ignore[arg-type]
         respondent,
@@ -331,6 +338,7 @@ def add_study_form() -> None:
         rank=rank,
         opt_out=tuple(v.strip() for v in opt_out.split(",") if v.strip()),
         alternative_attribute=bool(alt_attr),
+        **extra,  # type: ignore[arg-type]
     )
     ins = _inspect(content, name, columns.to_json(), sep)
     if ins.columns is None:
@@ -412,6 +420,27 @@ def add_study_form() -> None:
         money_attribute=money,
         time_attribute=time_attr or None,
     )
+    _show_preview(ins, features)
+    recipe = Recipe(
+        replace(
+            ins.columns,
+            respondent_features=tuple(features),
+            money_attribute=money,
+            time_attribute=time_attr or None,
+        ),
+        tuple(edited_attrs),
+        sep,
+    )
+    st.download_button(
+        "Download the recipe (JSON)",
+        recipe.to_json(),
+        file_name=f"{Path(name).name.split('.')[0]}.recipe.json",
+        mime="application/json",
+        key="add_recipe",
+        help="These choices as a file: `python -m data_loaders import-study FILE --recipe "
+        "RECIPE --title T` imports the same file to the same study (the study keeps it "
+        "too, as recipe.json).",
+    )
     title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
     if st.button("Import study", type="primary", key="add_import"):
         attributes, problems = us.attributes_from_rows(edited)
@@ -432,6 +461,79 @@ def add_study_form() -> None:
         st.session_state[PENDING] = meta.key
         st.session_state["add_done"] = meta.title
         st.rerun()
+
+
+def _text_choice(col: object, label: str, default: str, key: str, **kw) -> str:
+    """A text input whose value survives a layout switch (:func:`_kept`)."""
+    value = col.text_input(label, str(_kept(key, default)), key=key, **kw)  # type: ignore[attr-defined]
+    _keep(key, value)
+    return str(value).strip()
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def _layout_choices(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str, object]:
+    """The command line's layout flags (``--missing``, ``--weight-col``, ``--levels``;
+    wide: ``--availability``, ``--fill-attributes``), pre-filled with what was inferred;
+    the :class:`~data_loaders.layout.ColumnMap` fields they set."""
+    c = st.columns(4)
+    missing = _text_choice(
+        c[0], "Missing-value codes", ", ".join(guess.missing or ()), "add_missing",
+        help="Codes meaning 'no answer' (-1, 99), comma-separated: a choice situation "
+        "with one in an attribute is dropped and counted (as --missing). Pre-filled with "
+        "the codes found among -1, -2 and 99.",
+    )  # fmt: skip
+    weight = _pick(
+        c[1], "Weight column", have, guess.weight or "", "add_weight",
+        help="Recorded and reported, not used: the models take no weights (as --weight-col).",
+    )  # fmt: skip
+    levels = _text_choice(
+        c[2], "Text levels", "", "add_levels",
+        help="For a text attribute with more than 30 levels: name=keep, name=drop or "
+        "name=group:K (the K most frequent, the rest as 'other'), comma-separated (as "
+        "--levels).",
+    )  # fmt: skip
+    out: dict[str, object] = {
+        "missing": _split(missing),
+        "weight": weight,
+        "levels": tuple(
+            (n.strip(), r.strip()) for n, _, r in (x.partition("=") for x in _split(levels))
+        ),
+    }
+    if fmt == "wide":
+        fill = _text_choice(
+            c[3], "Attributes of some alternatives", "", "add_fill",
+            help="Attribute stems given for some alternatives only (a cost for two of three "
+            "modes), used with 0 for the others, comma-separated (as --fill-attributes).",
+        )  # fmt: skip
+        avail = _text_choice(
+            st, "Availability columns (wide)", ", ".join(guess.availability or ()), "add_avail",
+            help="One 1/0 column per alternative, in the alternatives' order (an empty "
+            "entry: always available); pre-filled from names such as TRAIN_AV; empty: none "
+            "(as --availability).",
+        )  # fmt: skip
+        out["fill_attributes"] = _split(fill)
+        out["availability"] = tuple(a.strip() for a in avail.split(",")) if avail else ()
+    return out
+
+
+def _show_preview(ins: us.Inspection, features: list[tuple[str, str]]) -> None:
+    """What the import understood (``import-study --dry-run``'s lines), before saving."""
+    if not ins.preview:
+        return
+    feats = ", ".join(f"{n} ({lb})" if lb else n for n, lb in features) or "none"
+    lines = [
+        f"respondent features: {feats}" if line.startswith("respondent features:") else line
+        for line in ins.preview
+    ]
+    with st.expander("Preview: what the import understood (nothing is saved yet)", expanded=True):
+        st.markdown("\n".join(f"- {ui.md(line)}" for line in lines))
+        st.caption(
+            "The same lines as `python -m data_loaders import-study FILE --dry-run`; change "
+            "the choices above to correct them."
+        )
 
 
 def remove_button(key: str, title: str) -> None:

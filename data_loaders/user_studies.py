@@ -93,7 +93,7 @@ from data_loaders.layout import (
     resolve_columns,
 )
 from data_loaders.prepare import drop_long_tasks, dropped_note, group_levels, prepare_wide
-from data_loaders.recipes import recipe_of
+from data_loaders.recipes import preview_lines, recipe_of
 from pbo_core.collinearity import collinear_attributes, constant_attributes
 from pbo_core.data import DataValidationError, Schema, Study
 
@@ -756,6 +756,9 @@ class Inspection:
     numeric: list[str] = field(default_factory=list)
     money: str = ""
     problems: list[Problem] = field(default_factory=list)
+    #: What the import would understand with the inferred attribute table
+    #: (:func:`data_loaders.recipes.preview_lines`), or why it would not load.
+    preview: list[str] = field(default_factory=list)
 
 
 def inspect_upload(frame: pd.DataFrame, file: str, columns: ColumnMap) -> Inspection:
@@ -771,8 +774,39 @@ def inspect_upload(frame: pd.DataFrame, file: str, columns: ColumnMap) -> Inspec
     cols = replace(cols, respondent_features=columns.respondent_features)
     numeric = [a.name for a in attrs if a.kind == "numeric"]
     return Inspection(
-        cols, notes, attrs, cands, numeric, default_money_attribute(attrs), problems=[]
+        cols,
+        notes,
+        attrs,
+        cands,
+        numeric,
+        default_money_attribute(attrs),
+        problems=[],
+        preview=_preview(frame, file, attrs, cols),
     )
+
+
+def _preview(
+    frame: pd.DataFrame, file: str, attrs: Sequence[Attribute], cols: ColumnMap
+) -> list[str]:
+    """:func:`data_loaders.recipes.preview_lines` of the study an upload would give (its
+    respondent features as named, not checked here), or the problem in one line."""
+    try:
+        checked = prepare_wide(frame, cols, attrs, file).frame if cols.format == "wide" else frame
+        found = _attribute_columns_missing(checked, attrs, cols, file)
+        found += _cell_problems(group_levels(checked, cols, attrs), attrs, cols, file)
+        if found:
+            return [f"not yet importable: {found[0].one_line()}"]
+        plain = replace(cols, respondent_features=())
+        study = _build(frame, file, attrs, plain, [], None)
+    except (DataValidationError, ValueError) as exc:
+        return [f"not yet importable: {_problem(exc, file, file).one_line()}"]
+    feats = [f"{n} ({lb})" if lb else n for n, lb in cols.respondent_features]
+    return [
+        f"respondent features: {', '.join(feats) or 'none'}"
+        if line.startswith("respondent features:")
+        else line
+        for line in preview_lines(study)
+    ]
 
 
 def check_upload(
