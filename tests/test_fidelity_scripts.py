@@ -143,6 +143,7 @@ def test_botorch063_summary_pairs_static_with_plain_by_seed(tmp_path: Path) -> N
     assert row["p (paired t)"] == f"{stats.ttest_rel(x, y).pvalue:.3f}"
     assert row["static better"] == "2 of 3"
     assert row["fits failed (plain / static)"] == "4 of 12 (2 / 2)"
+    assert row["of which raised"] == 3
     assert row["fits at initial values"] == "4 of 12"
     assert row["KS active fits"] == "3 of 6"
     assert row["s / run (median)"] == "11"

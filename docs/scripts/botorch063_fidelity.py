@@ -161,7 +161,10 @@ def summarize(rows: list[dict]) -> list[dict]:
 
     ``plain`` and ``static`` are paired over the seeds both finished; "fits failed" counts
     fits after which 0.6.3 reported "Fitting failed on all retries" (5 failed tries; the
-    model keeps the last try's hyperparameters) or raised, over both methods' runs;
+    model keeps the last try's hyperparameters) or raised, over both methods' runs ("of
+    which raised": 0.6.3's retry raises ``RuntimeError: Error(s) in loading state_dict``
+    when the failed try left the MAP buffer ``utility`` empty, after the initial
+    hyperparameters have been loaded back; docs/fidelity.md round four);
     "fits at initial values" those that ended at exactly the initial hyperparameters
     (lengthscale 0.4, outputscale log 2); "median lengthscale / outputscale" is over the
     last fit of every run (median over the run's dimensions, then over runs).
@@ -184,6 +187,7 @@ def summarize(rows: list[dict]) -> list[dict]:
         runs = [cell[m][s] for m in METHODS for s in common]
         fits = [f for r in runs for f in r["fits"]]
         failed = sum(f["outcome"] != "ok" for f in fits)
+        crashed = sum(f["outcome"] == "error" for f in fits)
         notpsd = sum(f.get("notpsd_tries", 0) for f in fits)
         initial = sum(bool(f.get("at_initial")) for f in fits)
         last = [r["fits"][-1] for r in runs]
@@ -208,6 +212,7 @@ def summarize(rows: list[dict]) -> list[dict]:
                 "fits failed (plain / static)": (
                     f"{failed} of {len(fits)} ({by_method['plain']} / {by_method['static']})"
                 ),
+                "of which raised": crashed,
                 "NotPSD tries": notpsd,
                 "fits at initial values": f"{initial} of {len(fits)}",
                 "median lengthscale / outputscale (last fit)": f"{ls:.3g} / {os_:.3g}",
