@@ -146,6 +146,15 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         "most frequent levels, the rest as 'other'), comma-separated",
     )
 
+    p.add_argument(
+        "--zero-when",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="wide: set an attribute to 0 on some rows, e.g. 'CO for TRAIN,SM when GA=1' "
+        "(Biogeme's TRAIN_CO * (GA == 0): no fare for travel-card holders); repeatable",
+    )
+
 
 def split_list(text: str | None) -> tuple[str, ...]:
     """``"a, b,,c"`` -> ``("a", "b", "c")``."""

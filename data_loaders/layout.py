@@ -56,6 +56,7 @@ __all__ = [
     "infer_attributes",
     "list_columns",
     "natural_key",
+    "parse_zero_rule",
     "readable",
     "resolve_columns",
 ]
@@ -116,6 +117,7 @@ _LIST_FIELDS = (
     "no_choice",
     "missing",
     "fill_attributes",
+    "zero_when",
 )
 _OPTIONAL_LISTS = ("availability", "missing")
 #: Name parts (lower case) of availability columns: ``TRAIN_AV``, ``avail_car``.
@@ -196,6 +198,11 @@ class ColumnMap:
         level), ``drop`` (no attribute) or ``group:K`` (the K most frequent levels, the
         rest grouped as ``other``). A text column with more than :data:`MAX_LEVELS`
         levels and no rule is left out, with a note.
+    zero_when
+        Wide: rules ``"CO for TRAIN,SM when GA=1"`` setting an attribute's cells to 0 for
+        those alternatives (all without ``for ...``) on the rows where a column has a value
+        (Biogeme's ``TRAIN_CO * (GA == 0)``: no fare for travel-card holders);
+        :func:`parse_zero_rule`.
     """
 
     format: Format = "long"
@@ -220,6 +227,7 @@ class ColumnMap:
     fill_attributes: tuple[str, ...] = ()
     weight: str | None = None
     levels: tuple[tuple[str, str], ...] = ()
+    zero_when: tuple[str, ...] = ()
 
     @property
     def chosen_column(self) -> str:
@@ -951,6 +959,7 @@ def resolve_columns(
             no_choice=wide.no_choice,
         )
         notes += wide.notes
+        _check_zero_rules(cols, have, name, wide.stems)
         if find_resp:
             stems = {cols.column(st, a) for st in wide.stems for a in wide.alts}
             resp = _respondent_column(frame, have, (task, wide.chosen, *stems), False, notes)
@@ -970,6 +979,50 @@ def resolve_columns(
     cols = _resolve_weight(cols, have, name, notes)
     cols = _resolve_missing(frame, cols, notes)
     return cols, notes
+
+
+_ZERO_RULE = re.compile(r"^\s*(\S+)(?:\s+for\s+(\S+))?\s+when\s+([^=\s]+)\s*=\s*(\S+)\s*$")
+
+
+def parse_zero_rule(rule: str) -> tuple[str, tuple[str, ...], str, str]:
+    """``"CO for TRAIN,SM when GA=1"`` -> ``("CO", ("TRAIN", "SM"), "GA", "1")`` (no
+    alternatives: all of them).
+
+    Raises
+    ------
+    DataValidationError
+        For another form, in words.
+    """
+    m = _ZERO_RULE.match(rule)
+    if not m:
+        raise DataValidationError(
+            f"zero rule {rule!r}: write ATTRIBUTE [for ALT,ALT] when COLUMN=VALUE (CO for "
+            "TRAIN,SM when GA=1)"
+        )
+    alts = tuple(a for a in (m.group(2) or "").split(",") if a)
+    return m.group(1), alts, m.group(3), m.group(4)
+
+
+def _check_zero_rules(
+    cols: ColumnMap, have: Sequence[str], name: str, stems: Sequence[str]
+) -> None:
+    for rule in cols.zero_when:
+        stem, alts, col, _ = parse_zero_rule(rule)
+        if cols.format != "wide":
+            raise DataValidationError(f"{name}: zero rule {rule!r}: only for the wide layout")
+        if stem not in stems:
+            raise DataValidationError(
+                f"{name}: zero rule {rule!r}: {stem!r} is not an attribute (attributes: "
+                f"{', '.join(stems)})"
+            )
+        unknown = [a for a in alts if a not in cols.alternatives]
+        if unknown:
+            raise DataValidationError(
+                f"{name}: zero rule {rule!r}: {', '.join(unknown)} is no alternative "
+                f"(alternatives: {', '.join(cols.alternatives)})"
+            )
+        if col not in have:
+            raise _missing(name, col, "the condition of a zero rule", "--zero-when", have)
 
 
 def _resolve_weight(cols: ColumnMap, have: Sequence[str], name: str, notes: list[str]) -> ColumnMap:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from data_loaders.conjoint import Attribute, is_missing, normalize_value
 from data_loaders.conjoint.build import parse_flags
-from data_loaders.layout import OTHER_LEVEL, ColumnMap
+from data_loaders.layout import OTHER_LEVEL, ColumnMap, parse_zero_rule
 
 __all__ = [
     "Prepared",
@@ -54,12 +54,15 @@ class Prepared:
         Reason -> number of rows (choice situations) dropped.
     emptied
         Column -> respondent-feature cells holding a missing-value code (made empty).
+    zeroed
+        Zero rule (``ColumnMap.zero_when``) -> the rows it applies to.
     """
 
     frame: pd.DataFrame
     available: np.ndarray | None = None
     dropped: dict[str, int] = field(default_factory=dict)
     emptied: dict[str, int] = field(default_factory=dict)
+    zeroed: dict[str, int] = field(default_factory=dict)
 
 
 def code_mask(col: pd.Series, codes: Sequence[str]) -> np.ndarray:
@@ -141,6 +144,15 @@ def prepare_wide(
             c = cols.column(stem, a)
             if c not in f.columns:
                 f[c] = 0
+    zeroed: dict[str, int] = {}
+    for rule in cols.zero_when:  # Biogeme's TRAIN_CO * (GA == 0)
+        stem, which, col, value = parse_zero_rule(rule)
+        when = (f[col].map(normalize_value) == normalize_value(value)).to_numpy(dtype=bool)
+        for a in which or alts:
+            c = cols.column(stem, a)
+            if c in f.columns and when.any():
+                f[c] = f[c].astype(object).where(~when, 0)
+        zeroed[rule] = int(when.sum())
     emptied: dict[str, int] = {}
     for c in cols.feature_names:
         hit = code_mask(f[c], codes)
@@ -176,7 +188,7 @@ def prepare_wide(
     for a in _grouped(cols, attrs):
         _group_levels(f, [cols.column(a.source_column, alt) for alt in alts], a)
     any_off = not avail.all()
-    return Prepared(f.loc[keep], avail[keep] if any_off else None, dropped, emptied)
+    return Prepared(f.loc[keep], avail[keep] if any_off else None, dropped, emptied, zeroed)
 
 
 def group_levels(frame: pd.DataFrame, cols: ColumnMap, attrs: Sequence[Attribute]) -> pd.DataFrame:
@@ -245,6 +257,8 @@ def dropped_note(p: Prepared, unit: str) -> list[str]:
         total = sum(p.dropped.values())
         one = unit.replace("situations", "situation").replace("rows", "row")
         out.append(f"dropped {total:,} {unit if total != 1 else one}: {parts}")
+    for rule, n in p.zeroed.items():
+        out.append(f"set to 0: {rule} ({n:,} rows)")
     if p.emptied:
         parts = ", ".join(f"{c} ({n:,})" for c, n in p.emptied.items())
         out.append(f"respondent-feature cells with a missing-value code, left empty: {parts}")

@@ -191,6 +191,7 @@ def column_map(args: argparse.Namespace) -> ColumnMap:
         missing=_optional_list(getattr(args, "missing", None)),
         fill_attributes=split_list(getattr(args, "fill_attributes", "")),
         weight=getattr(args, "weight_col", None),
+        zero_when=tuple(getattr(args, "zero_when", None) or ()),
         levels=tuple(
             (n.strip(), r.strip())
             for n, _, r in (x.partition("=") for x in split_list(getattr(args, "levels", "")))
@@ -1315,7 +1316,7 @@ def load_user_study(key: str) -> Study:
     meta = _read_meta(folder)
     if meta is None:
         raise KeyError(f"no imported study {key!r} in {studies_dir()}")
-    columns = meta.column_map
+    columns = _as_imported(meta)
     study = load_choice_file(  # canonical comma-separated text, whatever was uploaded
         folder / "choices.csv",
         read_attribute_table(folder / "attributes.json"),
@@ -1337,6 +1338,18 @@ def load_user_study(key: str) -> Study:
         if problems:
             raise DataValidationError("; ".join(p.message for p in problems))
     return study
+
+
+def _as_imported(meta: UserStudy) -> ColumnMap:
+    """The column map a study was imported with; one saved before missing-value codes,
+    availability and weights were read gets none of them (it loads as it did)."""
+    cols = meta.column_map
+    old = {
+        k: v
+        for k, v in (("missing", ()), ("availability", ()), ("weight", ""))
+        if k not in meta.columns
+    }
+    return replace(cols, **old) if old else cols  # type: ignore[arg-type]
 
 
 def remove_user_study(key: str) -> None:

@@ -199,23 +199,29 @@ def test_a_recipe_names_its_file_and_field() -> None:
 
 
 # ----------------------------------------------------------------------------- SwissMetro
+@pytest.mark.parametrize(
+    ("ga_cost", "zero"), [("file", []), ("zero", ["CO for TRAIN,SM when GA=1"])]
+)
 def test_swissmetro_dat_imports_with_a_recipe_to_the_bundled_comparisons(
-    capsys, tmp_path: Path
+    capsys, tmp_path: Path, ga_cost: str, zero: list[str]
 ) -> None:
     """Biogeme's wide file, tab-separated, and a two-line recipe: the same comparisons as
-    ``load_swissmetro(ga_cost="file")`` (CHOICE 0 dropped; the car has no headway and
-    only Swissmetro has airline seats: 0 elsewhere, as the bundled loader codes them)."""
+    ``load_swissmetro(ga_cost=...)`` (CHOICE 0 dropped; the car has no headway and only
+    Swissmetro has airline seats: 0 elsewhere, as the bundled loader codes them; with the
+    bundled default, no Train or Swissmetro fare for GA holders: Biogeme's
+    ``TRAIN_CO * (GA == 0)``, a zero rule)."""
     dat = tmp_path / "swissmetro.dat"
     pd.read_csv(SWISSMETRO_FILE).to_csv(dat, sep="\t", index=False)
     recipe = tmp_path / "swissmetro.recipe.json"
-    recipe.write_text(
-        json.dumps({"columns": {"fill_attributes": ["HE", "SEATS"], "alternative_attribute": True}})
-    )
+    columns = {"fill_attributes": ["HE", "SEATS"], "alternative_attribute": True}
+    recipe.write_text(json.dumps({"columns": columns | ({"zero_when": zero} if zero else {})}))
     code, out, err = command(capsys, "import-study", dat, "--title", "SM", "--recipe", recipe)
     assert code == 0, err
     assert "inferred: dropped 9 rows (choice situations): 9 with no or an unknown choice" in err
+    if zero:
+        assert "inferred: set to 0: CO for TRAIN,SM when GA=1 (1,521 rows)" in err
     mine = us.load_user_study(out.strip().splitlines()[-1])
-    bundled = load_swissmetro(ga_cost="file")
+    bundled = load_swissmetro(ga_cost=ga_cost)  # type: ignore[arg-type]
     assert mine.counts() == bundled.counts()
     # bundled: mode, time, cost, headway, airline_seats; imported: TT, CO, HE, SEATS, alternative
     names = {"TRAIN": "Train", "SM": "Swissmetro", "CAR": "Car", "no": "0.0", "yes": "1.0"}
