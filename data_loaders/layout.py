@@ -1155,7 +1155,9 @@ def infer_attributes(
                 continue
         vals = pd.concat([rows[c] for c in srcs]).dropna()
         if codes and len(vals):
-            vals = vals[~vals.map(normalize_value).isin(codes).to_numpy(dtype=bool)]
+            which, uniques = pd.factorize(vals)
+            hit = np.array([normalize_value(u) in codes for u in uniques], dtype=bool)
+            vals = vals[~hit[which]] if len(uniques) else vals
         distinct = pd.unique(vals)
         numeric = pd.to_numeric(vals, errors="coerce")
         label = readable(name)
