@@ -63,6 +63,8 @@ _FILE_KEYS = (
     "add_levels",
     "add_fill",
     "add_avail",
+    "add_coding",
+    "add_no_choice",
 )
 _FILE_TOKEN = "add_file_token"
 #: Prefix of the copies of those widgets' values: a widget not drawn in a run (another
@@ -516,7 +518,37 @@ def _layout_choices(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str,
         )  # fmt: skip
         out["fill_attributes"] = _split(fill)
         out["availability"] = tuple(a.strip() for a in avail.split(",")) if avail else ()
+        w = st.columns(2)
+        inferred = CODINGS_INV.get(guess.choice_coding or "", "inferred")
+        options = list(CODINGS)
+        kept = str(_kept("add_coding", inferred))
+        coding = w[0].selectbox(
+            "Chosen column's values",
+            options,
+            index=options.index(kept) if kept in options else 0,
+            key="add_coding",
+            help="How the chosen column names the alternative: by name, or by number in the "
+            "order of the alternatives above (as --choice-coding).",
+        )
+        _keep("add_coding", coding)
+        no_choice = _text_choice(
+            w[1], "No-choice values", ", ".join(guess.no_choice), "add_no_choice",
+            help="Values of the chosen column meaning 'no or unknown choice' (SwissMetro's "
+            "0): such rows are dropped and counted (as --no-choice).",
+        )  # fmt: skip
+        out["choice_coding"] = CODINGS[str(coding)]
+        out["no_choice"] = _split(no_choice)
     return out
+
+
+#: The form's choices of a wide chosen column's values (``ColumnMap.choice_coding``).
+CODINGS: dict[str, str | None] = {
+    "inferred": None,
+    "names": "names",
+    "numbers from 0": "0",
+    "numbers from 1": "1",
+}
+CODINGS_INV = {v: k for k, v in CODINGS.items() if v}
 
 
 def _show_preview(ins: us.Inspection, features: list[tuple[str, str]]) -> None:

@@ -676,6 +676,8 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
     no_choice = tuple(cols.no_choice)
     if cols.choice_coding in ("0", "1"):
         coding = (cols.choice_coding, no_choice)
+    elif cols.choice_coding == "names":
+        coding = None
     elif cols.choice_coding is None and coding is None and _uncovered(vals, g.alts, chosen):
         coding = _number_coding(vals, len(g.alts))
     if coding is not None and cols.choice_coding is None:
