@@ -18,13 +18,13 @@ from dashboard._services import jobs
 from dashboard._services.studies import respondent_data, study_token
 from pbo_core import explain, registry
 from pbo_core.data import PreferenceData, Study
+from pbo_core.experiments.fingerprint import study_fingerprint
 from pbo_core.experiments.tree_choice import (
     CHOICE_RESPONDENTS,
     TreeChoice,
     applicable,
     fit_whole,
     respondent_evidence,
-    study_fingerprint,
 )
 from pbo_core.experiments.tree_choice import compare_trees as compare_models
 from pbo_core.explain import labels, naming
@@ -80,7 +80,7 @@ _FINGERPRINTS: dict[Any, str] = {}
 
 
 def fingerprint(study: Study) -> str:
-    """:func:`pbo_core.experiments.tree_choice.study_fingerprint`, once per loaded study."""
+    """:func:`pbo_core.experiments.fingerprint.study_fingerprint`, once per loaded study."""
     token = study_token(study)
     if token not in _FINGERPRINTS:
         _FINGERPRINTS[token] = study_fingerprint(study)

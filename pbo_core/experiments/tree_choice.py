@@ -19,13 +19,10 @@ must not hold the web server's interpreter lock while pages are drawn.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from pbo_core.data import Study
@@ -36,6 +33,8 @@ from pbo_core.evaluation import (
     plan_split,
     sample_text,
 )
+from pbo_core.experiments.fingerprint import fits_memo as _fits
+from pbo_core.experiments.fingerprint import study_fingerprint
 from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import get, make_for, not_applicable
 from pbo_core.splits import Split
@@ -117,39 +116,6 @@ def choice_split(study: Study, n_respondents: int | None = CHOICE_RESPONDENTS) -
     """The analysis plan's split (:func:`pbo_core.evaluation.plan_split`); a number
     ``n_respondents`` makes its sample the first N respondents of the plan's."""
     return plan_split(study, _plan(study, n_respondents))
-
-
-def study_fingerprint(study: Study) -> str:
-    """A hash of the study's key and data (comparisons, items, respondents, tasks,
-    features): the same data give the same fingerprint wherever they were loaded from."""
-    d = study.data
-    h = hashlib.sha1(str(study.key).encode())
-    for a in (d.pairs, d.X, d.respondent, d.task):
-        if a is not None:
-            arr = np.asarray(a)
-            h.update(str((arr.dtype, arr.shape)).encode())
-            h.update(
-                np.ascontiguousarray(arr).tobytes()
-                if arr.dtype != object
-                else repr(arr.tolist()).encode()
-            )
-    h.update(repr(d.get_schema()).encode())
-    return h.hexdigest()
-
-
-#: Pooled fold fits of recent comparisons, per study fingerprint (a process's memo, so a
-#: respondent's evidence reuses the study-level comparison's fits: same folds, same data).
-_FITS: OrderedDict[str, dict[Any, Any]] = OrderedDict()
-_FITS_STUDIES = 2
-
-
-def _fits(study: Study) -> dict[Any, Any]:
-    key = study_fingerprint(study)
-    memo = _FITS.pop(key, None)
-    _FITS[key] = memo if memo is not None else {}
-    while len(_FITS) > _FITS_STUDIES:
-        _FITS.popitem(last=False)
-    return _FITS[key]
 
 
 def _models_progress(progress: Progress | None, lo: float = 0.0, hi: float = 1.0) -> Any:
