@@ -307,18 +307,29 @@ class PooledLogit:
         self.seed = seed
 
     def fit(self, arr: CohortArrays, users: np.ndarray) -> PooledLogit:
-        """Fit on the respondents at positions ``users``."""
-        m = arr.pair_mask(users)
-        d = arr.d[m]
-        scale = rms_scale(d)
-        folds = _resp_folds(len(users), self.n_folds, np.random.default_rng([self.seed, 2]))
-        fold_of = np.full(arr.n_users, -1)
-        fold_of[np.asarray(users, dtype=np.int64)] = folds
-        fit = fit_pooled(d, fold_of[arr.user[m]], scale, alpha=self.alpha, grid=ALPHAS)
-        self.alpha_ = fit.alpha
-        self.cv_loss_ = fit.cv_loss
-        self.coef_, self.coef_cov_ = fit.coef, fit.coef_cov
-        self.scale_ = scale
+        """Fit on the respondents at positions ``users``.
+
+        The fit is a function of ``arr``, the respondents, the strength, the folds and the
+        seed only, so it is kept on ``arr`` and reused: the segment models fit the same
+        pooled logit as the ``logit-pooled`` variant of the same cohort."""
+        users = np.asarray(users, dtype=np.int64)
+        memo = arr.__dict__.setdefault("_pooled_fits", {})
+        key = (self.alpha, self.n_folds, self.seed, users.tobytes())
+        if key not in memo:
+            m = arr.pair_mask(users)
+            d = arr.d[m]
+            scale = rms_scale(d)
+            rng = np.random.default_rng([self.seed, 2])
+            folds = _resp_folds(len(users), self.n_folds, rng)
+            fold_of = np.full(arr.n_users, -1)
+            fold_of[users] = folds
+            fit = fit_pooled(d, fold_of[arr.user[m]], scale, alpha=self.alpha, grid=ALPHAS)
+            if len(memo) >= 64:  # a grid's cohorts come in order: keep the recent ones
+                memo.pop(next(iter(memo)))
+            for a in (fit.coef, fit.coef_cov, scale):
+                a.setflags(write=False)  # shared by every fit of the key
+            memo[key] = (fit.alpha, fit.cv_loss, fit.coef, fit.coef_cov, scale)
+        self.alpha_, self.cv_loss_, self.coef_, self.coef_cov_, self.scale_ = memo[key]
         return self
 
     def fixed(self) -> PooledLogit:
