@@ -79,7 +79,8 @@ def fares_study(folder: Path, seed: int = 0) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """A dashboard with benchmark results and the ``fares`` study (imported with
-    ``--money-attribute fare``); yields its URL and the study's key."""
+    ``--money-attribute fare --time-attribute time``: its analysis plan's roles); yields
+    its URL and the study's key."""
     work = tmp_path_factory.mktemp("e2e-numbers")
     _bench_results(work / "data_home" / "results" / "bench")
     choices, attrs = fares_study(work)
@@ -89,7 +90,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     )
     done = subprocess.run(
         [sys.executable, "-m", "data_loaders", "import-study", str(choices), "--title",
-         FARES_TITLE, "--attributes", str(attrs), "--money-attribute", "fare"],
+         FARES_TITLE, "--attributes", str(attrs), "--money-attribute", "fare",
+         "--time-attribute", "time"],
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     key = done.stdout.strip().splitlines()[-1]
@@ -181,11 +183,13 @@ def test_the_evidence_tab_names_the_model_shown(served, page) -> None:
     heading = page.get_by_text(f"The model shown ({shown}) on respondent ")
     expect(heading).to_be_visible(timeout=60_000)
     settle(page, timeout=60_000)
-    # both tables mark the row of the model drawn above, and it is the model shown
+    # both evidence tables mark the row of the model drawn above, and it is the model
+    # shown; between them the conditional logit's coefficients (the plan's baseline)
     tables = page.locator('[data-testid="stDataFrame"]')
-    expect(tables).to_have_count(2)
-    for k in range(2):
+    expect(tables).to_have_count(3)
+    for k in (0, 2):
         expect(tables.nth(k)).to_contain_text(f"{shown}  ◀ shown above")
+    expect(tables.nth(1)).to_contain_text("cluster-robust")
     assert page.locator('[data-testid="stException"]').count() == 0
     page.wait_for_timeout(800)
     snap(page, "tree_evidence")

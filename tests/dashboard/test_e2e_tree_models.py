@@ -112,7 +112,7 @@ def test_sensitivity_ablates_three_models_side_by_side(server, page) -> None:
     settle(page, timeout=60_000)
     for label in ("Paper DT (constant leaves)", "Linear-leaf tree (dt-linear)"):
         expect(page.locator('[data-testid="stMetric"]', has_text=label).first).to_be_visible()
-    expect(page.get_by_text("(best baseline here)").first).to_be_visible()
+    expect(page.get_by_text("(the plan's baseline)").first).to_be_visible()
     charts = page.locator('[data-testid="stVegaLiteChart"]')
     expect(charts).to_have_count(3)
     assert page.locator('[data-testid="stException"]').count() == 0
