@@ -191,6 +191,7 @@ class AnalysisPlan:
             if self.respondents is None
             else (f"the first {self.respondents:,} respondents")
         )
+
         def role(r: Role | None) -> str:
             return "none" if r is None else r.attribute + (f" ({r.unit})" if r.unit else "")
 
