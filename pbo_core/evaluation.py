@@ -756,7 +756,7 @@ def sample_text(split: Split) -> str:
     2,000 of 4,654 respondents", "1,191 respondents", "2,929 comparisons"."""
     study = split.study
     if study.data.respondent is None or len(split.units) <= 1:
-        return f"{int((split.fold >= 0).sum()):,} held-out comparisons of the pooled data"
+        return f"{int(split.test.sum()):,} held-out comparisons of the pooled data"
     total = len(study.respondents())
     n = len(split.units)
     if split.new_respondents:

@@ -177,7 +177,7 @@ def compare_trees(
         best,
         table,
         n_resp,
-        int((split.fold >= 0).sum()),
+        int(split.test.sum()),
         split.reason,
         total,
         int(study.data.n_pairs),

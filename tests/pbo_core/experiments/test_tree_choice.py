@@ -29,7 +29,7 @@ def test_compare_trees_scores_trees_and_baselines_and_picks_the_best_tree(train)
     assert list(t["method"]) == [get(k).label for k in t["key"]]
     assert choice.n_respondents == 6
     split = tree_choice.choice_split(train, 6)
-    assert choice.n_comparisons == int((split.fold >= 0).sum())  # the held-out ones
+    assert choice.n_comparisons == int(split.test.sum()) < train.data.n_pairs  # held out
     trees = t[t["key"].isin(TREES)]
     assert choice.best == trees.loc[trees["heldout"].idxmax(), "key"]
     assert ((t["ci_low"] <= t["heldout"]) & (t["heldout"] <= t["ci_high"])).all()
