@@ -355,7 +355,7 @@ def test_sensitivity_table_and_bars(app) -> None:
         inside = r["delta test CI low (pp)"] <= 0 <= r["delta test CI high (pp)"]
         assert (r["effect"] == "within noise (CI contains 0)") == inside
     before = table.copy()
-    at.slider(key="fs_frac").set_value(0.4).run()
+    at.number_input(key="fs_tasks::electricity").set_value(4).run()  # the plan's 2 -> 4
     after = at.dataframe[0].value
     assert not after[after["method"] == "dt"].reset_index(drop=True).equals(before)
     assert metrics(at)["Respondents"] == "3"
