@@ -35,8 +35,9 @@ the oldest torch with one is 1.13.0, which BoTorch 0.6.3 (``torch>=1.9``) and gp
 1.6.0 accept, so that is what runs. PyPI's Linux wheel of torch 1.13.0 is the CUDA 11.7
 build (it pulls the ``nvidia-*-cu11`` runtime wheels, about 2 GB in all); no CPU-only 1.13
 wheel is on PyPI. It runs on the CPU here (there is no GPU); numpy 1.23.5, scipy 1.9.3
-and scikit-learn 1.1.3 are the oldest of their lines with 3.11 wheels that torch 1.13
-(built against numpy 1.x) works with.
+and scikit-learn 1.1.3 are late-2022 releases with 3.11 wheels that torch 1.13 (built
+against numpy 1.x) works with. The environment used for docs/fidelity.md also holds
+pyro-ppl 1.8.0 (BoTorch 0.6.3's pin), on CPython 3.11.7.
 """
 
 from __future__ import annotations
