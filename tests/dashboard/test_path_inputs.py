@@ -28,6 +28,11 @@ NOT_PATHS = {
     "add_opt_out": "opt-out values",
     "add_feature_label::": "a respondent feature's label",
     "add_title::": "a study title",
+    "add_missing": "missing-value codes",
+    "add_levels": "what to do with text of many levels",
+    "add_fill": "attribute stems of some alternatives",
+    "add_avail": "availability column names",
+    "add_no_choice": "no-choice values of the chosen column",
     "pmr_model": "an LLM model name",
     "pmr_base_url": "an LLM endpoint address (personal server only; shared: the server's)",
     "API key": "a visitor's API key (by label: it has no key)",
@@ -36,6 +41,8 @@ NOT_PATHS = {
 PATHS = ("cv_root", "cv_r_out::", "pmr_cache", "path_")
 #: Functions whose ``text_input`` has a computed key and registers it as a path input.
 REGISTERING = {("_ui.py", "path_input"), ("app.py", "_data_locations")}
+#: Wrappers that draw one text input per call: (file, function, position of the key).
+WRAPPERS = {("_study_import.py", "_text_choice", 3)}
 
 
 def _literal_prefix(v: ast.AST) -> str | None:
@@ -87,9 +94,24 @@ def test_every_text_input_in_the_code_is_classified() -> None:
                 continue
             if (f.name, owners.get(id(call))) in REGISTERING:
                 continue
+            if any((f.name, owners.get(id(call))) == (w[0], w[1]) for w in WRAPPERS):
+                continue  # its callers are checked below
             key = _key_of(call, names)
             if key is None or not any(key.startswith(k) for k in NOT_PATHS):
                 unknown.append(f"{f.relative_to(DASHBOARD)}:{call.lineno} key={key!r}")
+        for call in ast.walk(tree):
+            for file, name, pos in WRAPPERS:
+                if not (
+                    f.name == file
+                    and isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Name)
+                    and call.func.id == name
+                ):
+                    continue
+                arg = call.args[pos] if len(call.args) > pos else None
+                key = str(arg.value) if isinstance(arg, ast.Constant) else None
+                if key is None or not any(key.startswith(k) for k in NOT_PATHS):
+                    unknown.append(f"{f.relative_to(DASHBOARD)}:{call.lineno} key={key!r}")
     assert unknown == [], "classify these inputs (a path goes through ui.path_input)"
 
 
