@@ -2,8 +2,7 @@
 
 Command (from the repository root, in the project's environment; niced, resumable)::
 
-    PYTHONPATH=. nice -n 19 python docs/scripts/botorch063_fidelity.py --seeds 30 --jobs 2 \\
-        --out results/botorch063/runs.jsonl
+    PYTHONPATH=. nice -n 19 python docs/scripts/botorch063_fidelity.py --seeds 30 --jobs 2
 
 It
 
@@ -72,11 +71,20 @@ SIGMA = 0.1
 ITERS = 50
 
 
+def _data_home() -> Path:
+    home = os.environ.get("DTPBO_DATA_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".cache" / "dtpbo"
+
+
 def default_env() -> Path:
     """``$DTPBO_DATA_HOME/fidelity-env-botorch063`` (``~/.cache/dtpbo`` without it)."""
-    home = os.environ.get("DTPBO_DATA_HOME")
-    base = Path(home).expanduser() if home else Path.home() / ".cache" / "dtpbo"
-    return base / "fidelity-env-botorch063"
+    return _data_home() / "fidelity-env-botorch063"
+
+
+def default_out() -> Path:
+    """``$DTPBO_DATA_HOME/results/botorch063/runs.jsonl``: the per-user data folder, never
+    the checkout."""
+    return _data_home() / "results" / "botorch063" / "runs.jsonl"
 
 
 def env_python(env: Path) -> Path:
@@ -319,7 +327,10 @@ def main() -> None:
     )
     p.add_argument("--env", type=Path, default=default_env(), help="the separate environment")
     p.add_argument(
-        "--out", type=Path, default=Path("results/botorch063/runs.jsonl"), help="JSONL rows"
+        "--out",
+        type=Path,
+        default=None,
+        help="JSONL rows (default: $DTPBO_DATA_HOME/results/botorch063/runs.jsonl)",
     )
     p.add_argument("--seeds", type=int, default=30, help="seeds per cell (default 30)")
     p.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
@@ -332,6 +343,7 @@ def main() -> None:
         "--summary-only", action="store_true", help="print the table of --out (no torch)"
     )
     args = p.parse_args()
+    args.out = args.out if args.out is not None else default_out()
     if not args.summary_only:
         run_all(args)
         if args.build_only:
