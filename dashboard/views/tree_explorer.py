@@ -62,6 +62,20 @@ def _baseline_section(study: Any, respondent: Any) -> None:
     st.dataframe(table, hide_index=True, width="stretch")
 
 
+def _role_pick(
+    col: Any, label: str, options: list, default: Any, none: str, key: str, help: str
+) -> Any:
+    """A picker of the attribute in one role (money, travel time); ``None`` = none."""
+    return col.selectbox(
+        label,
+        options,
+        index=options.index(default),
+        format_func=lambda n: none if n is None else study.schema[n].display,
+        key=key,
+        help=help,
+    )
+
+
 c_study, c_resp = st.columns(2)
 key, study = ui.require_study("The tree explorer", key="te_study", container=c_study)
 resp = ui.respondent_picker(study, key="te_resp", container=c_resp)
@@ -172,23 +186,25 @@ if has_slopes(model):  # trade-offs: the analyst says what money and travel time
     money_options, money_default, money_why = svc.money_choice(study)
     time_options, time_default, time_why = svc.time_choice(study)
     c_money, c_time, c_money_why = st.columns([1, 1, 2])
-    money = c_money.selectbox(
+    money = _role_pick(
+        c_money,
         "Money attribute (divides every trade-off)",
         money_options,
-        index=money_options.index(money_default),
-        format_func=lambda n: "(none: no trade-offs)" if n is None else study.schema[n].display,
-        key=f"te_money::{key}",
-        help="Willingness to pay and the value of time are an attribute's slope divided by "
-        "this attribute's slope. The study's own choice is pre-selected (set at import "
-        "with --money-attribute or the Add-a-study form).",
+        money_default,
+        "(none: no trade-offs)",
+        f"te_money::{key}",
+        "Willingness to pay and the value of time are an attribute's slope divided by this "
+        "attribute's slope. The study's own choice is pre-selected (set at import with "
+        "--money-attribute or the Add-a-study form).",
     )
-    time_attr = c_time.selectbox(
+    time_attr = _role_pick(
+        c_time,
         "Travel-time attribute (value of time)",
         time_options,
-        index=time_options.index(time_default),
-        format_func=lambda n: "(none: no value of time)" if n is None else study.schema[n].display,
-        key=f"te_time::{key}",
-        help="The value of time divides this attribute's slope by the money slope. Only an "
+        time_default,
+        "(none: no value of time)",
+        f"te_time::{key}",
+        "The value of time divides this attribute's slope by the money slope. Only an "
         "attribute the analysis plan or you name is a travel time: a duration in seconds "
         "may be an acceleration.",
     )
