@@ -69,6 +69,7 @@ __all__ = [
     "plan_sensitivity_models",
     "plan_split",
     "sample_text",
+    "scorable",
     "score_model",
     "score_models",
     "sensitivity_effect",
@@ -517,13 +518,21 @@ def evidence_table(
     )
 
 
+def scorable(split: Split, models: Sequence[str]) -> list[str]:
+    """The registry models among ``models`` (order kept, once each) that can be scored on
+    ``split``: fitted models that apply to the study and to its kind of hold-out."""
+    fit = set(names(fits=True))
+    return [
+        m
+        for m in dict.fromkeys(models)
+        if m in fit
+        and not_applicable(get(m), split.study, new_respondents=split.new_respondents) is None
+    ]
+
+
 def default_models(split: Split, role: str = "accuracy") -> list[str]:
     """The models of ``role`` that can be scored on ``split``, in registry order."""
-    return [
-        n
-        for n in names(role=role, fits=True)
-        if not_applicable(get(n), split.study, new_respondents=split.new_respondents) is None
-    ]
+    return scorable(split, names(role=role, fits=True))
 
 
 def compare(
@@ -770,12 +779,7 @@ def plan_models(
     """The default models of ``role`` on ``split`` (registry order), the plan's baseline
     always among them when it applies: the one rule every page and command uses."""
     plan = plan or plan_of(split.study)
-    models = default_models(split, role)
-    base = plan.baseline
-    if base not in models and base in names(fits=True):
-        if not_applicable(get(base), split.study, new_respondents=split.new_respondents) is None:
-            models.append(base)
-    return models
+    return scorable(split, [*names(role=role, fits=True), plan.baseline])
 
 
 def plan_accuracy(
@@ -806,12 +810,7 @@ def plan_sensitivity_models(split: Split, plan: AnalysisPlan | None = None) -> l
         *names(role="sensitivity", fits=True),
         plan.baseline,
     ]
-    return [
-        m
-        for m in dict.fromkeys(wanted)
-        if m in names(fits=True)
-        and not_applicable(get(m), split.study, new_respondents=split.new_respondents) is None
-    ]
+    return scorable(split, wanted)
 
 
 def plan_sensitivity(
@@ -849,9 +848,4 @@ def plan_evidence_models(
         plan.baseline,
         *names(role="choice_baseline", fits=True),
     ]
-    return [
-        m
-        for m in dict.fromkeys(wanted)
-        if m in names(fits=True)
-        and not_applicable(get(m), split.study, new_respondents=split.new_respondents) is None
-    ]
+    return scorable(split, wanted)
