@@ -57,7 +57,7 @@ def preload() -> float:
     svc.warm_up_first_study()
     inspect.stack()
     svc.start_worker()
-    # after the workers: they compiled the kernels on a fresh install (once, 18.6 s here),
+    # after the workers: they compiled the kernels on a fresh install (once; docs/speed.md),
     # which this process now loads from numba's disk cache instead of compiling again
     svc.warm_up()
     return time.perf_counter() - t0

@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 #: Most rows (loaded answers) plus actions a session may hold: a person answering at a
-#: demo gives tens; replaying 200 answers with the paper DT takes about 1.5 s.
+#: demo gives tens; replaying 200 answers stays within a page's wait (docs/speed.md).
 MAX_ANSWERS = 200
 #: Largest session file accepted (a 200-answer export is well below 100 KB).
 MAX_FILE_BYTES = 1 * 2**20

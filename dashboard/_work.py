@@ -54,8 +54,7 @@ def ready(*, progress: Progress | None = None) -> bool:
     """``True``: sent to a fresh worker, it makes the worker import this module and the
     models, and compile (or load from numba's disk cache) every kernel a fit uses
     (:func:`pbo_core.registry.warm_up`), before any real job: on a fresh install a first
-    job would otherwise compile them (Train's first held-out evidence: 11.4 s instead of
-    2.7 s)."""
+    job would otherwise compile them, and wait several times longer (docs/speed.md)."""
     registry.warm_up()
     return True
 

@@ -26,7 +26,7 @@ __all__ = ["DEFAULT_NICE", "idle_class", "niceness", "serve", "set_priority"]
 #: Niceness of the worker that runs background jobs (``os.nice``; ``DTPBO_JOB_NICE``):
 #: work nobody waits for yields to pages and to the jobs a visitor waits for, which run
 #: in a worker at the server's own priority (at the lowest priority, 19, a busy machine
-#: starved them: the issue's 265 s evidence wait).
+#: starved them; docs/speed.md).
 DEFAULT_NICE = 10
 
 

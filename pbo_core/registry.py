@@ -493,8 +493,8 @@ def _planned_pooled(
 
 
 #: The linear-leaf tree's CV cost bound: its strengths are scored on the held-out tasks of
-#: at most this many respondents (a seeded sample; SwissMetro's 1,191-respondent fit:
-#: 5.2-6.2 s -> 2.3 s on this 2-core machine, the same strengths chosen).
+#: at most this many respondents (a seeded sample: it picks the same strengths as the whole
+#: training set on SwissMetro, at less than half the cost; docs/speed.md).
 LINEAR_CV_RESPONDENTS = 400
 #: The linear-leaf tree's parameters (one model: accuracy tables, Tree explorer, queries).
 DT_LINEAR = {

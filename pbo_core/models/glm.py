@@ -333,8 +333,8 @@ def blas_single_thread() -> Any:
     """Context manager limiting BLAS to one thread.
 
     The batched solves work on many small matrices: BLAS threads only add overhead, and
-    on a machine shared by several processes they oversubscribe the cores (measured:
-    a depth-3 Electricity fit took 2.5x longer with the default thread count).
+    on a machine shared by several processes they oversubscribe the cores (docs/speed.md,
+    "Figures behind design choices").
     """
     return _threadpools().limit(limits=1, user_api="blas")
 
