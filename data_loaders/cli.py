@@ -277,7 +277,6 @@ def plan(args: argparse.Namespace) -> int:
     from data_loaders.registry import load_study
     from pbo_core.data import DataValidationError
     from pbo_core.plan import plan_of
-    from pbo_core.registry import MODELS
 
     try:
         if args.reset:
@@ -292,9 +291,6 @@ def plan(args: argparse.Namespace) -> int:
                     return 2
                 changes[name.strip()] = value
             new = edit_plan(study, changes)
-            if new.baseline not in MODELS or not MODELS[new.baseline].fits:
-                _say(f"error: baseline {new.baseline!r} is not a model of the registry")
-                return 2
             _say(f"saved {save_plan(args.study, new)}")
             study = load_study(args.study)
     except (KeyError, ValueError, OSError) as exc:

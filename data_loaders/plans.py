@@ -21,13 +21,17 @@ from typing import Any
 from data_loaders.access import data_home
 from pbo_core.data import DataValidationError, Study
 from pbo_core.plan import AnalysisPlan, Role, check_plan, plan_of
+from pbo_core.registry import MODELS
+from pbo_core.splits import SPLIT_KINDS
 
 __all__ = [
     "PLAN_KEYS",
     "apply_saved_plan",
     "edit_plan",
+    "plan_changes",
     "plan_path",
     "plan_stamp",
+    "plan_text",
     "remove_plan",
     "save_plan",
     "saved_plan",
@@ -43,8 +47,12 @@ PLAN_KEYS = {
     "respondents": "the evaluation sample's first N respondents, or 'all'",
     "sensitivity_respondents": "the sensitivity sample's first N, or 'all' (the evaluation's)",
     "baseline": "a registry model name (default mnl)",
+    "sensitivity_models": "the sensitivity's models, comma-separated, or 'default' (the "
+    "registry's sensitivity role)",
     "money": "the money attribute, or 'none'",
+    "money_unit": "the money attribute's unit (e.g. CHF; default: the attribute's)",
     "time": "the travel-time attribute, or 'none'",
+    "time_unit": "the travel-time attribute's unit (e.g. min; default: the attribute's)",
     "alternative": "the attribute naming the alternative, or 'none'",
     "reference": "its reference level, or 'none' (the first level)",
     "case_specific": "respondent features in the baseline, comma-separated, or 'none'",
@@ -121,11 +129,57 @@ def _none(v: str) -> bool:
     return v.strip().lower() in ("", "none", "all")
 
 
+def plan_text(plan: AnalysisPlan) -> dict[str, str]:
+    """Every :data:`PLAN_KEYS` value of ``plan`` as ``--set NAME=VALUE`` would write it
+    (the inverse of :func:`edit_plan`'s reading: ``edit_plan(study, plan_text(p))`` is
+    ``p``, the roles' "how" aside)."""
+
+    def many(v: tuple[str, ...], empty: str) -> str:
+        return ",".join(v) if v else empty
+
+    def count(n: int | None) -> str:
+        return "all" if n is None else str(n)
+
+    return {
+        "split": plan.split,
+        "seed": str(plan.seed),
+        "test_tasks": str(plan.test_tasks),
+        "respondents": count(plan.respondents),
+        "sensitivity_respondents": count(plan.sensitivity_respondents),
+        "baseline": plan.baseline,
+        "sensitivity_models": many(plan.sensitivity_models, "default"),
+        "money": plan.money.attribute if plan.money else "none",
+        "money_unit": plan.money.unit if plan.money else "",
+        "time": plan.time.attribute if plan.time else "none",
+        "time_unit": plan.time.unit if plan.time else "",
+        "alternative": plan.alternative or "none",
+        "reference": plan.reference or "none",
+        "case_specific": many(plan.case_specific, "none"),
+    }
+
+
+def plan_changes(plan: AnalysisPlan, wanted: dict[str, str]) -> dict[str, str]:
+    """The entries of ``wanted`` (``{name: text}``) that differ from ``plan``'s
+    (:func:`plan_text`): what ``--set`` needs to turn ``plan`` into ``wanted``. A unit is
+    kept only beside a changed role or when it differs from the role's."""
+    now = plan_text(plan)
+    out = {k: v.strip() for k, v in wanted.items() if v.strip() != now.get(k)}
+    for role in ("money", "time"):
+        unit = f"{role}_unit"
+        if role in out and unit not in out and wanted.get(unit, "").strip():
+            out[unit] = wanted[unit].strip()  # the unit shown beside the new attribute
+    return out
+
+
 def edit_plan(study: Study, changes: dict[str, str]) -> AnalysisPlan:
     """``study``'s plan with ``changes`` (``{name: text}`` of :data:`PLAN_KEYS`) applied;
-    the result is checked against the study (a clear error names what does not fit)."""
+    the result is checked against the study (a clear error names what does not fit).
+
+    The one reading of an edit, for ``python -m data_loaders plan --set`` and the
+    dashboard's plan editor alike."""
     plan = plan_of(study)
     over: dict[str, Any] = {}
+    units: dict[str, str] = {}
     for name, value in changes.items():
         if name not in PLAN_KEYS:
             raise DataValidationError(
@@ -135,21 +189,53 @@ def edit_plan(study: Study, changes: dict[str, str]) -> AnalysisPlan:
         if name in ("money", "time"):
             unit = study.schema[v].unit if not _none(v) and v in study.schema.names else ""
             over[name] = None if _none(v) else Role(v, unit, "chosen by the analyst")
+        elif name in ("money_unit", "time_unit"):
+            units[name[: -len("_unit")]] = v
         elif name in ("alternative", "reference"):
             over[name] = None if _none(v) else v
         elif name == "case_specific":
             over[name] = () if _none(v) else tuple(p.strip() for p in v.split(",") if p.strip())
+        elif name == "sensitivity_models":
+            over[name] = (
+                ()
+                if _none(v) or v.lower() == "default"
+                else tuple(p.strip() for p in v.split(",") if p.strip())
+            )
         elif name in ("respondents", "sensitivity_respondents"):
             over[name] = None if _none(v) else _int(name, v)
         elif name in ("seed", "test_tasks"):
             over[name] = _int(name, v)
+        elif name == "split" and v not in ("auto", *SPLIT_KINDS):
+            raise DataValidationError(
+                f"split {v!r} is not a split; choose one of: {', '.join(('auto', *SPLIT_KINDS))}"
+            )
         else:
             over[name] = v
+    for role, unit in units.items():
+        current = over.get(role, getattr(plan, role))
+        if current is None:
+            if unit:
+                raise DataValidationError(
+                    f"{role}_unit needs a {role} attribute (the {role} role is none)"
+                )
+            continue
+        over[role] = replace(current, unit=unit)
     new = replace(plan, **over, notes=())
+    _check_models(new)
     problems = check_plan(study, new)
     if problems:
         raise DataValidationError(f"{study.key}: " + "; ".join(problems))
     return new
+
+
+def _check_models(plan: AnalysisPlan) -> None:
+    """The plan's baseline and sensitivity models are fitted models of the registry."""
+    for label, name in [
+        ("baseline", plan.baseline),
+        *(("sensitivity model", m) for m in plan.sensitivity_models),
+    ]:
+        if name not in MODELS or not MODELS[name].fits:
+            raise DataValidationError(f"{label} {name!r} is not a model of the registry")
 
 
 def _int(name: str, v: str) -> int:

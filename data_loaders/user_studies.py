@@ -92,6 +92,7 @@ from data_loaders.layout import (
     readable,
     resolve_columns,
 )
+from data_loaders.plans import remove_plan
 from data_loaders.prepare import drop_long_tasks, dropped_note, group_levels, prepare_wide
 from data_loaders.recipes import preview_lines, recipe_of
 from pbo_core.collinearity import collinear_attributes, constant_attributes
@@ -1093,6 +1094,7 @@ def expire_visitor_studies(now: float | None = None) -> list[str]:
         end = expires_at(meta)
         if end is not None and end <= now:
             shutil.rmtree(meta.folder, ignore_errors=True)
+            remove_plan(meta.key)  # its analysis plan goes with it
             gone.append(meta.key)
     _remove_stale_staging(now)
     return gone
@@ -1353,5 +1355,6 @@ def _as_imported(meta: UserStudy) -> ColumnMap:
 
 
 def remove_user_study(key: str) -> None:
-    """Delete a saved study's folder."""
+    """Delete a saved study's folder and its saved analysis plan."""
     shutil.rmtree(_folder(key), ignore_errors=False)
+    remove_plan(key)

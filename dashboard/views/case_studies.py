@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._plan_editor import plan_panel
 from dashboard._study_import import (
     add_study_form,
     apply_pending_choice,
@@ -79,6 +80,7 @@ st.markdown(
 )
 
 remove_button(key, study.title)
+plan_panel(study, key)  # the analysis plan every page reads: shown, edited, reset
 
 st.markdown("#### Attributes")
 st.dataframe(labels.attribute_table(study.schema), hide_index=True, width="stretch")

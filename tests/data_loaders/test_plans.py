@@ -10,7 +10,7 @@ import pytest
 
 from data_loaders import cli
 from data_loaders.cached import load_study_cached
-from data_loaders.plans import edit_plan, plan_path, saved_plan
+from data_loaders.plans import edit_plan, plan_changes, plan_path, plan_text, saved_plan
 from data_loaders.registry import load_study
 from pbo_core.data import DataValidationError
 from pbo_core.plan import plan_of
@@ -48,6 +48,8 @@ def test_show_edit_and_reset_a_plan(capsys: pytest.CaptureFixture[str]) -> None:
         ("respondents=0", "at least 1"),
         ("seed=x", "whole number"),
         ("baseline=nope", "not a model"),
+        ("sensitivity_models=dt,nope", "sensitivity model 'nope' is not a model"),
+        ("split=halves", "'halves' is not a split"),
     ],
 )
 def test_edits_that_do_not_fit_the_study_are_refused(
@@ -70,3 +72,31 @@ def test_a_saved_plan_that_no_longer_fits_names_its_file() -> None:
         load_study("train")
     with pytest.raises(ValueError, match="not a study key"):
         plan_path("../etc/passwd")
+
+
+def test_a_plan_in_words_reads_back_to_the_same_plan() -> None:
+    """``plan_text`` writes what ``--set`` reads: every study's plan survives the trip,
+    and ``plan_changes`` of an unchanged plan is empty."""
+    for key in ("train", "swissmetro"):
+        study = load_study(key)
+        plan = plan_of(study)
+        back = edit_plan(study, plan_text(plan))
+
+        def whats(p: object) -> dict:  # the plan without how its roles were chosen
+            d = p.to_dict()  # type: ignore[attr-defined]
+            for role in ("money", "time"):
+                if d[role]:
+                    d[role].pop("how")
+            return {k: v for k, v in d.items() if k != "notes"}
+
+        assert whats(back) == whats(plan) and plan_changes(plan, plan_text(plan)) == {}
+    study = load_study("train")
+    plan = plan_of(study)
+    edited = edit_plan(study, {"money_unit": "NLG", "sensitivity_models": "dt,mnl"})
+    assert edited.money.unit == "NLG" and edited.money.attribute == "price"
+    assert edited.sensitivity_models == ("dt", "mnl")
+    assert plan_text(edited)["sensitivity_models"] == "dt,mnl"
+    wanted = {**plan_text(plan), "time": "changes", "time_unit": "changes"}
+    assert plan_changes(plan, wanted) == {"time": "changes", "time_unit": "changes"}
+    with pytest.raises(DataValidationError, match="time_unit needs a time attribute"):
+        edit_plan(study, {"time": "none", "time_unit": "min"})

@@ -119,8 +119,11 @@ def test_saved_study_is_listed_loaded_like_the_cli_and_removed(home: Path) -> No
     # a second import of the same title gets its own key; removal deletes the folder
     again, _ = us.save_study("My offers", csv_bytes(df), "o.csv", attrs, us.ColumnMap())
     assert again is not None and again.key == "my-my-offers-2"
+    from data_loaders.plans import edit_plan, plan_path, save_plan
+
+    save_plan(meta.key, edit_plan(study, {"seed": "5"}))  # an edited plan goes with it
     us.remove_user_study(meta.key)
-    assert not meta.folder.exists()
+    assert not meta.folder.exists() and not plan_path(meta.key).exists()
     assert [u.key for u in us.list_user_studies()] == [again.key]
     with pytest.raises(KeyError):
         us.remove_user_study("../train")
