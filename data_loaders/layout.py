@@ -44,6 +44,7 @@ from data_loaders.conjoint import Attribute, is_missing, normalize_value
 from data_loaders.conjoint.build import CHOSEN_FALSE, CHOSEN_TRUE
 from data_loaders.limits import MAX_ALTERNATIVES
 from pbo_core.data import DataValidationError
+from pbo_core.units import unit_in_name
 
 __all__ = [
     "DEFAULT_RESPONDENT",
@@ -1135,8 +1136,10 @@ def infer_attributes(
 
     Every alternative's cells count: numbers (at least 90 % of the cells) -> numeric, two
     text values -> binary, more text values -> categorical (levels sorted; make them
-    ordinal in the editor). In the long layout a column constant within every task
-    cannot tell alternatives apart and is no attribute (named in ``notes``).
+    ordinal in the editor). A numeric attribute's unit is the one its name states
+    (:func:`pbo_core.units.unit_in_name`: ``time_min`` -> min, ``cost_chf`` -> CHF), listed
+    in ``notes``. In the long layout a column constant within every task cannot tell
+    alternatives apart and is no attribute (named in ``notes``).
     """
     cols = columns
     if cols.format == "auto" or (cols.format == "wide" and not cols.alternatives):
@@ -1147,6 +1150,7 @@ def infer_attributes(
     rules = dict(cols.levels)
     constant: list[str] = []
     many: list[str] = []
+    units: list[str] = []
     out = []
     for name, srcs in attribute_columns(frame, cols).items():
         srcs = [c for c in srcs if c in rows.columns]
@@ -1168,7 +1172,10 @@ def infer_attributes(
             levels = tuple(sorted(str(v) for v in distinct))
             out.append(Attribute(name, "binary", levels=levels, label=label))
         elif share >= 0.9:  # a few stray words in a number column are errors, not levels
-            out.append(Attribute(name, "numeric", label=label))
+            unit = unit_in_name(name)  # "time_min" -> min; a unit only, never a role
+            if unit:
+                units.append(f"{name} {unit}")
+            out.append(Attribute(name, "numeric", label=label, unit=unit))
         else:
             rule = rules.get(name, "keep" if len(distinct) <= MAX_LEVELS else "")
             if rule == "keep":
@@ -1182,6 +1189,11 @@ def infer_attributes(
             out.append(Attribute(name, "categorical", levels=levels, label=label))
     if notes is not None:
         notes.append("attributes: " + (", ".join(_kind(a) for a in out) or "none"))
+    if units and notes is not None:
+        notes.append(
+            f"units from the column names: {_shown(units, 12)}; change them in the attribute "
+            "table (a unit names no role: the travel time is named in the analysis plan)"
+        )
     if constant and notes is not None:
         notes.append(f"not attributes (constant within every task): {_shown(constant, 12)}")
     if many and notes is not None:

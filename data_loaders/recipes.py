@@ -196,6 +196,12 @@ def preview_lines(study: Study) -> list[str]:
             f"choice situations: {len(sizes):,} with comparisons; alternatives per choice "
             f"situation: {lo if lo == hi else f'{lo} to {hi}'}"
         )
+    units = [f"{a.name} {a.unit}" for a in attrs if a.kind == "numeric" and a.unit]
+    out.append(
+        "units: "
+        + (", ".join(units) or "none stated (give them in the attribute table)")
+        + ("" if not units else " (a unit names no role: the plan names the travel time)")
+    )
     resp = cols.respondent or "(none: every choice situation is a respondent of its own)"
     out.append(f"respondents: {len(study.respondents()):,} (column {resp})")
     feats = [f"{n} ({lb})" if lb else n for n, lb in cols.respondent_features]

@@ -12,7 +12,14 @@ import re
 
 from pbo_core.data import Feature
 
-__all__ = ["MONEY_UNITS", "hours_per_unit", "is_money", "is_money_unit", "singular_unit"]
+__all__ = [
+    "MONEY_UNITS",
+    "hours_per_unit",
+    "is_money",
+    "is_money_unit",
+    "singular_unit",
+    "unit_in_name",
+]
 
 #: Units (lower case) that name a currency.
 MONEY_UNITS = frozenset(
@@ -29,6 +36,40 @@ _HOURS = {
     "min": 1 / 60, "mins": 1 / 60, "minute": 1 / 60, "minutes": 1 / 60,
     "h": 1.0, "hr": 1.0, "hrs": 1.0, "hour": 1.0, "hours": 1.0,
 }  # fmt: skip
+
+
+#: Unit words a column name may end with (lower case) -> the unit written in the
+#: attribute table: durations, currencies (ISO codes upper case), shares and distances.
+_NAME_UNITS = {
+    **{w: "s" for w in ("s", "sec", "secs", "second", "seconds")},
+    **{w: "min" for w in ("min", "mins", "minute", "minutes")},
+    **{w: "h" for w in ("h", "hr", "hrs", "hour", "hours")},
+    **{w: w.upper() for w in ("chf", "eur", "usd", "gbp", "dkk", "sek", "nok")},
+    "euro": "EUR", "euros": "EUR", "dollar": "USD", "dollars": "USD",
+    "guilder": "guilders", "guilders": "guilders", "cent": "cents", "cents": "cents",
+    "pence": "pence", "yen": "yen", "€": "EUR", "$": "USD", "£": "GBP", "¥": "yen",
+    "pct": "%", "percent": "%", "%": "%", "km": "km",
+}  # fmt: skip
+_BRACKETED = re.compile(r"[(\[]\s*([^()\[\]]+?)\s*[)\]]\s*$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def unit_in_name(name: str) -> str:
+    """The unit a column's name states, or ``""``: a last word after the name's stem
+    (``time_min``, ``TT_minutes``, ``cost_chf``, ``priceEUR``, ``duration_h``) or a unit in
+    brackets at its end (``time (min)``, ``price [€]``).
+
+    Only the unit: whether a duration is a travel time is the analysis plan's question
+    (:mod:`pbo_core.plan` never takes a time role from a unit).
+    """
+    text = str(name).strip()
+    m = _BRACKETED.search(text)
+    if m:
+        return _NAME_UNITS.get(m.group(1).strip().lower(), "")
+    words = [w for w in re.split(r"[^0-9A-Za-z€$£¥%]+", _CAMEL.sub("_", text)) if w]
+    if len(words) < 2:  # a column named "min" or "hours" states no stem's unit
+        return ""
+    return _NAME_UNITS.get(words[-1].lower(), "")
 
 
 def singular_unit(unit: str) -> str:
