@@ -274,8 +274,8 @@ def score_model(
                 personal = r is not None and (
                     spec.feature_predict or (spec.respondent_predict and not split.new_respondents)
                 )
-                u = fitted.predict(data.X, respondent=r) if personal else population
                 tr, te = pairs[rows[train[rows]]], pairs[rows[test[rows]]]
+                u = _personal(fitted, data.X, pairs[rows], r) if personal else population
                 units.setdefault(i, _Unit()).add(fitted, u, tr, te, fit_s)
             if progress is not None:
                 progress(k + 1, len(folds))
@@ -307,6 +307,17 @@ def score_model(
         if progress is not None:
             progress(i + 1 - int(lo), int(hi) - int(lo))
     return pd.DataFrame(_rows(split, spec, units))
+
+
+def _personal(fitted: Any, X: np.ndarray, pairs: np.ndarray, respondent: Any) -> np.ndarray:
+    """A respondent's utilities of the items their ``pairs`` compare (``(n,)``, NaN at
+    every other item): predicting all of a study's items for each of its respondents cost
+    respondents x items (quadratic in the study's size)."""
+    seen = np.unique(pairs)
+    u = np.full(len(X), np.nan)
+    if len(seen):
+        u[seen] = fitted.predict(X[seen], respondent=respondent)
+    return u
 
 
 def _mask_key(mask: np.ndarray) -> str:
