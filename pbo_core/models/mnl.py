@@ -80,7 +80,12 @@ from scipy.special import ndtr
 
 from pbo_core.data import DataValidationError, PreferenceData, Schema
 from pbo_core.models.base import check_input
-from pbo_core.models.glm import GaussianLinearUtility, predictive_prob, spd_inv_batch
+from pbo_core.models.glm import (
+    GaussianLinearUtility,
+    blas_single_thread,
+    predictive_prob,
+    spd_inv_batch,
+)
 from pbo_core.models.linear import LinearDesign
 from pbo_core.models.solver import NewtonStep, newton_minimize
 from pbo_core.splits import pair_tasks, task_folds
@@ -269,17 +274,26 @@ class _Problem:
 
 
 def _fit(
-    prob: _Problem, prec: np.ndarray, theta0: np.ndarray, max_iter: int, tol: float, warn: bool
+    prob: _Problem,
+    prec: np.ndarray,
+    theta0: np.ndarray,
+    max_iter: int,
+    tol: float,
+    warn: bool,
+    center: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Penalised MLE: ``argmin -sum_s w_s log P_s + 1/2 sum_j prec_j theta_j^2``."""
+    """Penalised MLE: ``argmin -sum_s w_s log P_s + 1/2 sum_j prec_j (theta_j - c_j)^2``
+    (``center`` ``c``, default 0)."""
+    c = np.zeros_like(theta0) if center is None else center
 
     def value(theta: np.ndarray) -> tuple[float, None]:
         ll = prob.loglik(theta)
-        return float(-(prob.weight * ll).sum() + 0.5 * (prec * theta * theta).sum()), None
+        d = theta - c
+        return float(-(prob.weight * ll).sum() + 0.5 * (prec * d * d).sum()), None
 
     def newton(theta: np.ndarray, _: None) -> NewtonStep:
         _, scores, H = prob.terms(theta)
-        g = -(prob.weight[:, None] * scores).sum(axis=0) + prec * theta
+        g = -(prob.weight[:, None] * scores).sum(axis=0) + prec * (theta - c)
         Hp = H + np.diag(prec)
         try:
             s = np.linalg.solve(Hp, g)
@@ -287,18 +301,20 @@ def _fit(
             s = np.linalg.pinv(Hp, hermitian=True) @ g
         return NewtonStep(s, decrement=float(g @ s), info=Hp)
 
-    res = newton_minimize(
-        value,
-        newton,
-        theta0,
-        max_iter=max_iter,
-        tol=tol,
-        what="conditional logit",
-        hint="Raise max_iter, or fit with alpha > 0 (a separable choice makes the MLE infinite).",
-        warn=warn,
-        stacklevel=3,
-    )
-    _, _, H = prob.terms(res.x)
+    with blas_single_thread():  # (p x m) @ (m x p) products: threads only oversubscribe
+        res = newton_minimize(
+            value,
+            newton,
+            theta0,
+            max_iter=max_iter,
+            tol=tol,
+            what="conditional logit",
+            hint="Raise max_iter, or fit with alpha > 0 (a separable choice makes the MLE "
+            "infinite).",
+            warn=warn,
+            stacklevel=3,
+        )
+        _, _, H = prob.terms(res.x)
     return res.x, H + np.diag(prec), bool(res.converged)
 
 
@@ -337,6 +353,11 @@ class ConditionalLogit(GaussianLinearUtility):
         Inner CV: folds of whole tasks within respondents, and their seed.
     max_iter, tol
         Newton controls.
+    center, scale
+        The ridge's centre ``c`` and column scales ``s`` (the penalty is
+        ``alpha/2 sum_j (s_j (theta_j - c_j))^2``); ``None``: ``c = 0`` and ``s`` from the
+        data. A centre makes the ridge a Gaussian prior around other estimates (the
+        choice-model tree's segments, shrunk toward their parent segment's logit).
 
     Attributes
     ----------
@@ -368,6 +389,8 @@ class ConditionalLogit(GaussianLinearUtility):
         random_state: int = 0,
         max_iter: int = 100,
         tol: float = 1e-8,
+        center: np.ndarray | None = None,
+        scale: np.ndarray | None = None,
     ) -> None:
         self.alternative = alternative
         self.reference = reference
@@ -380,6 +403,8 @@ class ConditionalLogit(GaussianLinearUtility):
         self.random_state = random_state
         self.max_iter = max_iter
         self.tol = tol
+        self.center = center
+        self.scale = scale
 
     # ------------------------------------------------------------------ design
     def _setup(self, data: PreferenceData) -> None:
@@ -513,23 +538,31 @@ class ConditionalLogit(GaussianLinearUtility):
             U = Us[sit]
         Z = self._rows(data.X[cs.item], U)
         K = Z.shape[1]
-        dev = Z - Z[np.repeat(cs.chosen, cs.sizes)]
-        scale = np.sqrt((dev * dev).sum(axis=0) / max(1, len(Z) - cs.n_situations))
-        scale = np.where(scale > 1e-12, scale, 1.0)
+        if self.scale is not None:
+            scale = np.asarray(self.scale, dtype=float)
+        else:
+            dev = Z - Z[np.repeat(cs.chosen, cs.sizes)]
+            scale = np.sqrt((dev * dev).sum(axis=0) / max(1, len(Z) - cs.n_situations))
+            scale = np.where(scale > 1e-12, scale, 1.0)
+        center = None if self.center is None else np.asarray(self.center, dtype=float)
+        if (center is not None and center.shape != (K,)) or scale.shape != (K,):
+            raise ValueError(f"center and scale need {K} values (the design's columns)")
         full = _Problem(Z, cs.start, cs.chosen, np.ones(cs.n_situations))
         grid = np.array(MNL_ALPHAS if self.alphas is None else self.alphas, dtype=float)
         self.cv_loglik_: np.ndarray | None = None
-        start = np.zeros(K)
+        start = np.zeros(K) if center is None else center.copy()
         if isinstance(self.alpha, str):
             if self.alpha != "cv":
                 raise ValueError(f"alpha must be a number or 'cv', got {self.alpha!r}")
+            if center is not None:
+                raise ValueError("alpha='cv' takes no center; give the strength")
             alpha, start = self._cv(data, cs, full, scale, grid)
         else:
             alpha = float(self.alpha)
             if not alpha >= 0:
                 raise ValueError(f"alpha must be >= 0, got {alpha}")
         prec = alpha * scale**2
-        theta, H, ok = _fit(full, prec, start, self.max_iter, self.tol, warn=True)
+        theta, H, ok = _fit(full, prec, start, self.max_iter, self.tol, True, center)
         cov = spd_inv_batch(H[None])[0]
         _, scores, _ = full.terms(theta)
         bread = cov
