@@ -68,7 +68,7 @@ def widget_key(name: str, key: str) -> str:
     the saved plan's version, so a save, a reset or the command's edit redraws the
     widgets from the plan they now show."""
     mtime, size = plan_stamp(key)
-    return f"plan_{name}::{key}::{mtime}-{size}"
+    return f"plan_{name}::{key}::{mtime}-{size}"  # a unit's: name = "money_unit::ATTR"
 
 
 def save_edit(study: Study, key: str, wanted: dict[str, str]) -> dict[str, str]:
@@ -188,6 +188,7 @@ def _editor(study: Study, key: str) -> dict[str, str]:
     plan = plan_of(study)
     now = plan_text(plan)
     k = lambda name: widget_key(name, key)  # noqa: E731
+    version = "{}-{}".format(*plan_stamp(key))  # the text inputs' keys, as widget_key's
     out: dict[str, str] = {}
 
     st.markdown("**Held-out evaluation**")
@@ -246,7 +247,9 @@ def _editor(study: Study, key: str) -> dict[str, str]:
         (c4, "respondents", "Evaluation sample"),
         (c3b, "sensitivity_respondents", "Sensitivity sample"),
     ):
-        out[name] = col.text_input(label, now[name], key=k(name), help=PLAN_KEYS[name] + ".")
+        out[name] = col.text_input(
+            label, now[name], key=f"plan_{name}::{key}::{version}", help=PLAN_KEYS[name] + "."
+        )
 
     st.markdown("**Attribute roles** (never guessed: none is a valid answer)")
     numeric = [f.name for f in study.schema.features if f.kind == "numeric"]
@@ -278,7 +281,10 @@ def _editor(study: Study, key: str) -> dict[str, str]:
             else (study.schema[attr].unit if attr in study.schema.names else "")
         )
         out[f"{role}_unit"] = c2.text_input(
-            "Unit", unit, key=k(f"{role}_unit::{attr}"), help=PLAN_KEYS[f"{role}_unit"] + "."
+            "Unit",
+            unit,
+            key=f"plan_{role}_unit::{attr}::{key}::{version}",
+            help=PLAN_KEYS[f"{role}_unit"] + ".",
         )
         if current is not None and current.attribute == attr:
             c3.caption(f"How it was chosen: {ui.md(current.how)}.")

@@ -63,6 +63,7 @@ _FILE_KEYS = (
     "add_levels",
     "add_fill",
     "add_avail",
+    "add_avail_when",
     "add_coding",
     "add_no_choice",
 )
@@ -516,8 +517,15 @@ def _layout_choices(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str,
             "entry: always available); pre-filled from names such as TRAIN_AV; empty: none "
             "(as --availability).",
         )  # fmt: skip
+        when = _text_choice(
+            st, "Availability conditions (wide)", "", "add_avail_when",
+            help="An alternative available only where a column meets a condition, e.g. "
+            "'car: license == 1' (operators == != > >= < <=), several separated by ';'; "
+            "with an availability column too, both must hold (as --available-when).",
+        )  # fmt: skip
         out["fill_attributes"] = _split(fill)
         out["availability"] = tuple(a.strip() for a in avail.split(",")) if avail else ()
+        out["available_when"] = tuple(r.strip() for r in when.split(";") if r.strip())
         w = st.columns(2)
         inferred = CODINGS_INV.get(guess.choice_coding or "", "inferred")
         options = list(CODINGS)

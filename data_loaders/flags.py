@@ -154,6 +154,15 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         help="wide: set an attribute to 0 on some rows, e.g. 'CO for TRAIN,SM when GA=1' "
         "(Biogeme's TRAIN_CO * (GA == 0): no fare for travel-card holders); repeatable",
     )
+    p.add_argument(
+        "--available-when",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="wide: an alternative is available only on rows meeting a condition on a "
+        "column, e.g. 'car: license == 1' (operators == != > >= < <=; with an availability "
+        "column too, both must hold); repeatable",
+    )
 
 
 def split_list(text: str | None) -> tuple[str, ...]:

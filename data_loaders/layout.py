@@ -119,6 +119,7 @@ _LIST_FIELDS = (
     "missing",
     "fill_attributes",
     "zero_when",
+    "available_when",
 )
 _OPTIONAL_LISTS = ("availability", "missing")
 #: Name parts (lower case) of availability columns: ``TRAIN_AV``, ``avail_car``.
@@ -204,6 +205,11 @@ class ColumnMap:
         those alternatives (all without ``for ...``) on the rows where a column has a value
         (Biogeme's ``TRAIN_CO * (GA == 0)``: no fare for travel-card holders);
         :func:`parse_zero_rule`.
+    available_when
+        Wide: rules ``"car: license == 1"``: an alternative is in the choice set only on
+        the rows where a column meets a condition (``==``, ``!=``, ``>``, ``>=``, ``<``,
+        ``<=``; with availability columns too, both must hold); read by
+        :func:`data_loaders.prepare.availability_rule`.
     """
 
     format: Format = "long"
@@ -229,6 +235,7 @@ class ColumnMap:
     weight: str | None = None
     levels: tuple[tuple[str, str], ...] = ()
     zero_when: tuple[str, ...] = ()
+    available_when: tuple[str, ...] = ()
 
     @property
     def chosen_column(self) -> str:

@@ -11,6 +11,8 @@ and why. :func:`drop_long_tasks` does the same for a long table's choice situati
 
 from __future__ import annotations
 
+import operator
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,13 +23,16 @@ import pandas as pd
 from data_loaders.conjoint import Attribute, is_missing, normalize_value
 from data_loaders.conjoint.build import parse_flags
 from data_loaders.layout import OTHER_LEVEL, ColumnMap, parse_zero_rule
+from pbo_core.data import DataValidationError
 
 __all__ = [
     "Prepared",
+    "availability_rule",
     "code_mask",
     "drop_long_tasks",
     "dropped_note",
     "group_levels",
+    "parse_availability_rule",
     "prepare_wide",
 ]
 
@@ -56,6 +61,9 @@ class Prepared:
         Column -> respondent-feature cells holding a missing-value code (made empty).
     zeroed
         Zero rule (``ColumnMap.zero_when``) -> the rows it applies to.
+    unavailable
+        Availability rule (``ColumnMap.available_when``) -> the rows where it makes its
+        alternative unavailable.
     """
 
     frame: pd.DataFrame
@@ -63,6 +71,7 @@ class Prepared:
     dropped: dict[str, int] = field(default_factory=dict)
     emptied: dict[str, int] = field(default_factory=dict)
     zeroed: dict[str, int] = field(default_factory=dict)
+    unavailable: dict[str, int] = field(default_factory=dict)
 
 
 def code_mask(col: pd.Series, codes: Sequence[str]) -> np.ndarray:
@@ -117,6 +126,78 @@ def _chosen_index(frame: pd.DataFrame, cols: ColumnMap, name: str) -> np.ndarray
     return idx[values] if len(uniques) else np.zeros(0, dtype=np.int64)
 
 
+_RULE = re.compile(r"^\s*([^:]+?)\s*:\s*([^=!<>\s]+)\s*(==|!=|>=|<=|=|>|<)\s*(\S.*?)\s*$")
+_OPS = {
+    "==": operator.eq,
+    "=": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+}
+
+
+def parse_availability_rule(rule: str, name: str = "") -> tuple[str, str, str, str]:
+    """``"car: license == 1"`` -> ``("car", "license", "==", "1")`` (quotes around the
+    value removed); a :class:`~pbo_core.data.DataValidationError` in words for another
+    form (``name``: the file, for the message)."""
+    m = _RULE.match(str(rule))
+    if not m:
+        raise DataValidationError(
+            (f"{name}: " if name else "")
+            + f"availability rule {rule!r}: write ALTERNATIVE: COLUMN == VALUE (car: "
+            "license == 1; operators == != > >= < <=)"
+        )
+    alt, col, op, value = m.groups()
+    return alt, col, op, value.strip("'\"")
+
+
+def availability_rule(
+    rule: str, frame: pd.DataFrame, alternatives: Sequence[str], name: str
+) -> tuple[str, np.ndarray]:
+    """The alternative of an availability rule (``ColumnMap.available_when``) and the rows
+    where it is available: ``"car: license == 1"`` -> ``("car", license == 1)``.
+
+    ``==`` and ``!=`` compare values as the file writes them (``1`` = ``1.0``, text
+    exactly); ``>``, ``>=``, ``<``, ``<=`` compare numbers. An empty cell meets no
+    condition (the alternative is unavailable there). The one reading of a rule, for
+    ``import-study --available-when`` and the Add-a-study form alike.
+
+    Raises
+    ------
+    DataValidationError
+        For another form, an unknown alternative or column, or an order on text, in words.
+    """
+    alt, col, op, value = parse_availability_rule(rule, name)
+    if alt not in alternatives:
+        raise DataValidationError(
+            f"{name}: availability rule {rule!r}: {alt!r} is no alternative (alternatives: "
+            f"{', '.join(alternatives)})"
+        )
+    if col not in frame.columns:
+        raise DataValidationError(
+            f"{name}: availability rule {rule!r}: the file has no column {col!r}"
+        )
+    cells = frame[col]
+    empty = cells.map(is_missing).to_numpy(dtype=bool)
+    if op in ("==", "=", "!="):
+        want = normalize_value(value)
+        hit = (cells.map(normalize_value) == want).to_numpy(dtype=bool)
+        ok = hit if op != "!=" else ~hit
+    else:
+        try:
+            bound = float(value)
+        except ValueError:
+            raise DataValidationError(
+                f"{name}: availability rule {rule!r}: {op} needs a number, not {value!r}"
+            ) from None
+        numbers = pd.to_numeric(cells, errors="coerce").to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            ok = np.asarray(_OPS[op](numbers, bound), dtype=bool) & ~np.isnan(numbers)
+    return alt, ok & ~empty
+
+
 def prepare_wide(
     frame: pd.DataFrame, cols: ColumnMap, attrs: Sequence[Attribute], name: str
 ) -> Prepared:
@@ -167,6 +248,11 @@ def prepare_wide(
         if c:
             col = f[c].mask(code_mask(f[c], codes))
             avail[:, j] = parse_flags(col, name, True, c)
+    unavailable: dict[str, int] = {}
+    for rule in cols.available_when:  # car: license == 1
+        alt, ok = availability_rule(rule, f, alts, name)
+        unavailable[rule] = int((~ok).sum())
+        avail[:, alts.index(alt)] &= ok
     chosen = _chosen_index(f, cols, name)
     has = chosen >= 0
     unavailable_choice = np.zeros(len(f), dtype=bool)
@@ -188,7 +274,9 @@ def prepare_wide(
     for a in _grouped(cols, attrs):
         _group_levels(f, [cols.column(a.source_column, alt) for alt in alts], a)
     any_off = not avail.all()
-    return Prepared(f.loc[keep], avail[keep] if any_off else None, dropped, emptied, zeroed)
+    return Prepared(
+        f.loc[keep], avail[keep] if any_off else None, dropped, emptied, zeroed, unavailable
+    )
 
 
 def group_levels(frame: pd.DataFrame, cols: ColumnMap, attrs: Sequence[Attribute]) -> pd.DataFrame:
@@ -217,6 +305,11 @@ def drop_long_tasks(
     """A long table's choice situations (rows grouped by ``keys``) without a missing-value
     code in an attribute of a real row and with at least two real rows (``real``: not an
     opt-out); features' codes emptied, ``group:K`` levels grouped."""
+    if cols.available_when:
+        raise DataValidationError(
+            f"availability rules ({'; '.join(cols.available_when)}) are for the wide layout: "
+            "a long file lists each choice situation's available alternatives as its rows"
+        )
     f = f.copy()
     codes = tuple(cols.missing or ())
     dropped: dict[str, int] = {}
@@ -259,6 +352,8 @@ def dropped_note(p: Prepared, unit: str) -> list[str]:
         out.append(f"dropped {total:,} {unit if total != 1 else one}: {parts}")
     for rule, n in p.zeroed.items():
         out.append(f"set to 0: {rule} ({n:,} rows)")
+    for rule, n in p.unavailable.items():
+        out.append(f"available when {rule} (unavailable on {n:,} rows)")
     if p.emptied:
         parts = ", ".join(f"{c} ({n:,})" for c, n in p.emptied.items())
         out.append(f"respondent-feature cells with a missing-value code, left empty: {parts}")

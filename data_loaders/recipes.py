@@ -31,6 +31,7 @@ import numpy as np
 from data_loaders import limits
 from data_loaders.conjoint import Attribute
 from data_loaders.layout import ColumnMap
+from data_loaders.prepare import parse_availability_rule
 from pbo_core.data import DataValidationError, Study
 
 __all__ = ["RECIPE_VERSION", "Recipe", "parse_recipe", "preview_lines", "read_recipe", "recipe_of"]
@@ -166,10 +167,15 @@ def preview_lines(study: Study) -> list[str]:
                 )
                 parts.append(f"{a.name} ({c})" if not filled else f"{a.name} ({c}, else 0)")
             av = (cols.availability or ())[k] if cols.availability else ""
+            when = [f"{av} = 1"] if av else []
+            for rule in cols.available_when:
+                r_alt, col, op, value = parse_availability_rule(rule)
+                if r_alt == alt:
+                    when.append(f"{col} {op} {value}")
             out.append(
                 f"alternative {alt}: "
                 + (", ".join(parts) or "no attributes")
-                + (f"; available when {av} = 1" if av else "; always available")
+                + (f"; available when {' and '.join(when)}" if when else "; always available")
             )
     else:
         out.append(

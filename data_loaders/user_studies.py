@@ -193,6 +193,7 @@ def column_map(args: argparse.Namespace) -> ColumnMap:
         fill_attributes=split_list(getattr(args, "fill_attributes", "")),
         weight=getattr(args, "weight_col", None),
         zero_when=tuple(getattr(args, "zero_when", None) or ()),
+        available_when=tuple(getattr(args, "available_when", None) or ()),
         levels=tuple(
             (n.strip(), r.strip())
             for n, _, r in (x.partition("=") for x in split_list(getattr(args, "levels", "")))

@@ -32,6 +32,8 @@ NOT_PATHS = {
     "add_levels": "what to do with text of many levels",
     "add_fill": "attribute stems of some alternatives",
     "add_avail": "availability column names",
+    "add_avail_when": "availability conditions (car: license == 1)",
+    "plan_": "the analysis plan's sample sizes and units (Case studies)",
     "add_no_choice": "no-choice values of the chosen column",
     "pmr_model": "an LLM model name",
     "pmr_base_url": "an LLM endpoint address (personal server only; shared: the server's)",
