@@ -12,6 +12,7 @@ from pbo_core.evaluation import summarize
 from pbo_core.metrics import pairwise_accuracy
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.linear import LogitSurrogate
+from pbo_core.registry import make_for
 from pbo_core.splits import make_split
 from tests.pbo_core.study_fixtures import toy_study
 
@@ -34,6 +35,27 @@ def test_holdout_scores_equal_hand_fits_per_respondent_and_pooled() -> None:
     for i, rows_i in enumerate(split.rows):
         te = study.data.pairs[rows_i[split.test[rows_i]]]
         assert pooled.iloc[i]["test_acc"] == pytest.approx(pairwise_accuracy(u, te))
+
+
+def test_personal_utilities_score_as_if_every_item_were_predicted() -> None:
+    """A pooled model with personal utilities predicts, per respondent, only the items
+    their comparisons name: the same scores, bit for bit, as predicting every item."""
+    study = toy_study(n_resp=5)
+    split = make_split(study, "tasks", test_tasks=2, seed=0)
+    rows = ev.score_model(split, "logit-shrink")
+    fitted = make_for("logit-shrink", study).fit(study.data.select_pairs(split.train))
+    pairs = study.data.pairs
+    for i, r in enumerate(split.units):
+        idx = split.rows[i]
+        u = fitted.predict(study.data.X, respondent=r)
+        te, tr = pairs[idx[split.test[idx]]], pairs[idx[split.train[idx]]]
+        assert rows.iloc[i]["test_acc"] == pairwise_accuracy(u, te)
+        assert rows.iloc[i]["train_acc"] == pairwise_accuracy(u, tr)
+        own = ev._personal(fitted, study.data.X, pairs[idx], r)
+        named = np.unique(pairs[idx])
+        assert len(named) < len(own)  # some items are not theirs
+        assert np.array_equal(own[named], u[named])
+        assert np.isnan(np.delete(own, named)).all()
 
 
 def test_cross_validation_tests_every_comparison_once() -> None:
