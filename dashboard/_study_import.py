@@ -25,7 +25,8 @@ from dashboard._uploads import upload_name
 from data_loaders import limits, readers
 from data_loaders import user_studies as us
 from data_loaders.layout import default_money_attribute, list_columns, readable
-from data_loaders.recipes import Recipe
+from data_loaders.recipes import Recipe, parse_recipe
+from pbo_core.data import DataValidationError
 
 __all__ = ["add_study_form", "apply_pending_choice", "own_studies_note", "remove_button"]
 
@@ -33,6 +34,9 @@ __all__ = ["add_study_form", "apply_pending_choice", "own_studies_note", "remove
 #: (a widget's value can only be set before the widget exists in a run).
 PENDING = "cs_pending_study"
 PICKER = "cs_study"
+#: Suffixes the uploader takes only to say what to do instead (an old Excel workbook:
+#: :func:`data_loaders.readers.read_table` says to save it as .xlsx or CSV).
+EXPLAINED_TYPES = ("xls",)
 #: "No such column" in the column pickers.
 NONE = "(none)"
 #: The form's separator choices: label -> separator (``None``: detected).
@@ -222,13 +226,14 @@ def add_study_form() -> None:
     )
     up = st.file_uploader(
         "Choice data",
-        type=readers.uploader_types(),
+        type=[*readers.uploader_types(), *EXPLAINED_TYPES],
         key="add_choices",
         max_upload_size=us.MAX_UPLOAD_MB,
         help=f"The formats the command line reads too ({readers.accepted_text()}); a "
-        ".zip holds one table, an .xlsx is read from its first sheet.",
+        ".zip holds one table, an .xlsx is read from its first sheet (an old .xls: save "
+        "it as .xlsx or CSV).",
     )
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns(3)
     users_up = c1.file_uploader(
         "Respondent features (optional CSV: a respondent column and one per feature)",
         type=["csv"],
@@ -241,10 +246,26 @@ def add_study_form() -> None:
         key="add_attrs",
         max_upload_size=us.MAX_UPLOAD_MB,
     )
+    recipe_up = c3.file_uploader(
+        "Recipe (optional JSON, as for --recipe)",
+        type=["json"],
+        key="add_recipe_up",
+        max_upload_size=us.MAX_UPLOAD_MB,
+        help="The choices of an earlier import (a saved study's recipe.json, or the one "
+        "downloaded below): the file is imported exactly with them, as `python -m "
+        "data_loaders import-study FILE --recipe RECIPE` does.",
+    )
     if up is None:
         return
     name = upload_name(up.name, "choices.csv")
     content = up.getvalue()
+    recipe = None
+    if recipe_up is not None:
+        try:
+            recipe = parse_recipe(recipe_up.getvalue(), upload_name(recipe_up.name, "recipe.json"))
+        except DataValidationError as exc:
+            st.error(ui.err(str(exc)))
+            return
     sep_label = st.selectbox(
         "Separator",
         list(SEPARATORS),
@@ -254,6 +275,8 @@ def add_study_form() -> None:
         "Excel files have none.",
     )
     sep = SEPARATORS.get(str(sep_label))
+    if sep is None and recipe is not None:
+        sep = recipe.sep  # the recipe's separator unless another one is named here
     have_or_none, problems, how = _read(content, name, sep)
     if have_or_none is None:
         _show_problems(problems)
@@ -261,6 +284,9 @@ def add_study_form() -> None:
     _new_file((name, len(content), hash(content), sep))
     have = list(have_or_none)
     st.caption(f"Read {ui.md(how)}; {ui.md(list_columns(have))}.")
+    if recipe is not None:
+        _replay(recipe, content, name, sep, users_up)
+        return
 
     auto = _defaults(content, name, None, sep)
     fmt = st.radio(
@@ -457,6 +483,45 @@ def add_study_form() -> None:
                 meta, problems = svc.import_study(
                     title, content, name, attributes, columns, users, sep=sep
                 )
+        if problems:
+            _show_problems(problems)
+            return
+        assert meta is not None
+        st.session_state[PENDING] = meta.key
+        st.session_state["add_done"] = meta.title
+        st.rerun()
+
+
+def _replay(recipe: Recipe, content: bytes, name: str, sep: str | None, users_up: object) -> None:
+    """Import an upload exactly with a recipe's choices (``import-study --recipe``): its
+    preview, then the title and the import; no column choices to make."""
+    st.info(
+        "Replaying the recipe: its layout, columns, attributes and roles replace the "
+        "choices of this form (remove the recipe to make them here)."
+    )
+    ins = _inspect(content, name, recipe.columns.to_json(), sep)
+    if ins.columns is None:
+        _show_problems(ins.problems)
+        return
+    _show_preview(ins, list(recipe.columns.respondent_features))
+    title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
+    if st.button("Import study", type="primary", key="add_import"):
+        users = (
+            (users_up.getvalue(), upload_name(users_up.name, "respondents.csv"))  # type: ignore[attr-defined]
+            if users_up is not None
+            else None
+        )
+        attributes = list(recipe.attributes) if recipe.attributes is not None else None
+        with st.spinner("Checking every row with the loaders..."):
+            meta, problems = svc.import_study(
+                title,
+                content,
+                name,
+                attributes,  # type: ignore[arg-type]
+                recipe.columns,
+                users,
+                sep=sep,
+            )
         if problems:
             _show_problems(problems)
             return

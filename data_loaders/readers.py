@@ -165,6 +165,7 @@ class _Read:
     sep: str = ","
     sep_source: str = ""  # "detected", "given" or "" (no separator: a binary format)
     details: list[str] = field(default_factory=list)
+    decimal: str = "."  # "," for numbers written 12,5 (a text not separated by commas)
 
 
 #: The readers, by suffix (lower case, with the dot), in the order the help lists them.
@@ -459,14 +460,65 @@ def _check_text(data: bytes, name: str, sep: str) -> None:
         raise _Refused(why, limit=True)
 
 
+#: Encodings a text that is not UTF-8 is read in, in order: Windows' Western European
+#: code page (Excel's "CSV" on Windows), then ISO Latin-1 (every byte is a character).
+FALLBACK_ENCODINGS = ("cp1252", "latin-1")
+_DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
+_DECIMAL_POINT = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
+
+
+def _as_utf8(data: bytes) -> tuple[bytes, str]:
+    """``data`` as UTF-8 text and the encoding it was read in (``""``: UTF-8 already).
+
+    A text that does not decode as UTF-8 is decoded with the first of
+    :data:`FALLBACK_ENCODINGS` that reads it (a latin-1 or cp1252 file from a spreadsheet)
+    and encoded as UTF-8, so every later step (and a saved study's ``choices.csv``) reads
+    UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return data, ""
+    for enc in FALLBACK_ENCODINGS:
+        try:
+            return data.decode(enc).encode("utf-8"), enc
+        except UnicodeDecodeError:
+            continue
+    return data, ""  # pragma: no cover - latin-1 decodes every byte
+
+
+def _decimal_comma(data: bytes, sep: str) -> bool:
+    """Numbers written with a decimal comma (``12,5``) in a text separated by another
+    character: some cells of the first lines are such numbers and none has a decimal
+    point."""
+    if sep == ",":
+        return False
+    lines = _sample(data)[1:]
+    if sep == r"\s+":
+        cells = [c for r in lines for c in r.split()]
+    else:
+        try:
+            cells = [c for r in csv.reader(lines, delimiter=sep) for c in r]
+        except csv.Error:
+            return False
+    commas = sum(bool(_DECIMAL_COMMA.match(c)) for c in cells)
+    return commas > 0 and not any(_DECIMAL_POINT.match(c) for c in cells)
+
+
 def _text_reader(prefer: str) -> Callable[[bytes, str, str | None], _Read]:
     def read(data: bytes, name: str, sep: str | None) -> _Read:
         _check_text(data, name, ",")  # header cap and lines first, whatever the separator
+        data, encoding = _as_utf8(data)
+        details = [f"encoding {encoding} (not UTF-8; read as {encoding})"] if encoding else []
         source = "given" if sep else "detected"
         sep = sep or detect_sep(data, name, prefer)
         if sep != ",":
             _check_text(data, name, sep)  # columns and cells with the separator found
-        return _Read(data, sep, source)
+        decimal = "," if _decimal_comma(data, sep) else "."
+        if decimal == ",":
+            details.append("decimal commas (12,5 read as 12.5)")
+        return _Read(data, sep, source, details, decimal)
 
     return read
 
@@ -644,15 +696,16 @@ ACCEPTED_SUFFIXES: tuple[str, ...] = (*READERS, *COMPRESSIONS)
 
 
 # --------------------------------------------------------------------------- parsing
-def _parse(text: bytes, name: str, sep: str) -> pd.DataFrame:
+def _parse(text: bytes, name: str, sep: str, decimal: str = ".") -> pd.DataFrame:
     """CSV text as a table whose index is the file line (header = line 1), blank lines
-    dropped (as :func:`data_loaders._common.read_csv_lines`)."""
+    dropped (as :func:`data_loaders._common.read_csv_lines`); ``decimal=","`` reads
+    ``12,5`` as 12.5."""
     import pandas as pd
 
     from data_loaders._common import _scrub
 
     try:
-        frame = pd.read_csv(io.BytesIO(text), sep=sep, skip_blank_lines=False)
+        frame = pd.read_csv(io.BytesIO(text), sep=sep, skip_blank_lines=False, decimal=decimal)
     except pd.errors.EmptyDataError:
         raise _Refused(f"{name}: the file is empty (no header line)") from None
     except UnicodeDecodeError as exc:
@@ -782,7 +835,7 @@ def csv_text(
         _, got, shown = _prepare(source, name, sep, what)
         if got.sep == ",":
             return got.text
-        return _csv_text(_parse(got.text, shown, got.sep))
+        return _csv_text(_parse(got.text, shown, got.sep, got.decimal))
     except _Refused as exc:
         _raise(exc)
 
@@ -847,7 +900,7 @@ def read_table(
     """
     try:
         src, got, shown = _prepare(source, name, sep, what)
-        frame = _parse(got.text, shown, got.sep)
+        frame = _parse(got.text, shown, got.sep, got.decimal)
         if frame.shape[1] < 2:
             hint = _header_note(got.text, got.sep)
             raise _Refused(

@@ -27,7 +27,10 @@ def captions(at: Any) -> str:
 def test_the_form_accepts_the_commands_list_and_says_it(app) -> None:
     at = app("case_studies")
     (up,) = [u for u in at.get("file_uploader") if u.proto.id.endswith("add_choices")]
-    assert set(up.proto.type) == set(readers.ACCEPTED_SUFFIXES)
+    from dashboard._study_import import EXPLAINED_TYPES  # taken only to say: save as .xlsx
+
+    explained = {f".{t}" for t in EXPLAINED_TYPES}
+    assert set(up.proto.type) == set(readers.ACCEPTED_SUFFIXES) | explained
     assert readers.accepted_text() in " ".join(up.proto.help.split())
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices["import-study"]

@@ -156,7 +156,6 @@ def test_spaces_are_a_separator_of_last_resort() -> None:
         ("x.parquet", b"PAR1 not parquet", "cannot be read as Parquet"),
         ("x.xlsx", b"not a workbook", "cannot be read as an Excel workbook"),
         ("x.csv", b"", "the file is empty"),
-        ("x.csv", b"a,b\n\xff\xfe,1\n", "not UTF-8 text"),
     ],
 )
 def test_unreadable_files_name_the_file_and_what_to_do(name: str, data: bytes, words: str) -> None:

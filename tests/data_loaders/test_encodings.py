@@ -1,0 +1,78 @@
+"""Text files as spreadsheets write them (issue 42): latin-1/cp1252 instead of UTF-8 and
+numbers with decimal commas (``12,5``) in semicolon- or tab-separated text are read,
+said, and import to the study their UTF-8, decimal-point copy makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from data_loaders import cli, readers
+from data_loaders import user_studies as us
+from tests.fixtures.formats import HERE
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DTPBO_DATA_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def european() -> pd.DataFrame:
+    """The long fixture with accented levels (é, ü) and a price with decimals."""
+    frame = pd.read_csv(HERE / "long.csv")
+    frame["speed"] = frame["speed"].map({"slow": "lént", "medium": "mittel", "fast": "schnüll"})
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("encoding", "extra"),
+    [("cp1252", "€"), ("latin-1", "\x81")],  # 0x81 is no cp1252 character: latin-1
+)
+def test_a_text_that_is_not_utf8_is_read_in_its_code_page(encoding: str, extra: str) -> None:
+    frame = european().assign(note=f"x{extra}")
+    data = frame.to_csv(index=False).encode(encoding)
+    table = readers.read_table(data, "eu.csv")
+    assert table.frame["speed"].tolist() == frame["speed"].tolist()
+    assert table.frame["note"].iloc[0] == f"x{extra}"
+    assert f"encoding {encoding} (not UTF-8; read as {encoding})" in table.describe()
+    assert table.text.decode("utf-8")  # what a saved study keeps is UTF-8
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_decimal_commas_are_numbers(sep: str) -> None:
+    frame = european()
+    data = frame.to_csv(index=False, sep=sep, decimal=",").encode("utf-8")
+    assert b"34,75" in data
+    table = readers.read_table(data, "eu.csv")
+    np.testing.assert_allclose(table.frame["price"].to_numpy(), frame["price"].to_numpy())
+    assert "decimal commas (12,5 read as 12.5)" in table.describe()
+    assert b"34.75" in table.text and b"34,75" not in table.text
+    # a comma-separated file has no decimal commas; a text with decimal points neither
+    dots = frame.to_csv(index=False, sep=sep).encode("utf-8")
+    assert "decimal" not in readers.read_table(dots, "eu.csv").describe()
+
+
+def test_a_spreadsheet_export_imports_as_its_utf8_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frame = european()
+    plain = tmp_path / "plain.csv"
+    frame.to_csv(plain, index=False)
+    excel = tmp_path / "excel.csv"  # what Excel's "CSV" writes in a German Windows
+    excel.write_bytes(frame.to_csv(index=False, sep=";", decimal=",").encode("cp1252"))
+    keys = []
+    for path in (plain, excel):
+        assert cli.main(["import-study", str(path), "--title", path.stem]) == 0
+        out, err = capsys.readouterr()
+        keys.append(out.strip().splitlines()[-1])
+    assert "semicolon-separated text (separator detected" in err
+    assert "encoding cp1252 (not UTF-8; read as cp1252), decimal commas" in err
+    a, b = (us.load_user_study(k) for k in keys)
+    np.testing.assert_array_equal(a.data.pairs, b.data.pairs)
+    np.testing.assert_array_equal(a.data.X, b.data.X)
+    assert a.schema["speed"].levels == b.schema["speed"].levels
+    assert "schnüll" in b.schema["speed"].levels and b.schema["price"].kind == "numeric"
