@@ -26,6 +26,23 @@ first evidence view).
 
     python tests/benchmarks/analyst_waits.py --json -
 
+The Tree explorer's tree view also records ``first_view_s``: the tree drawn with the
+caption saying which model is shown and why, a progress bar of the held-out comparison
+(a background job that picks the default tree) allowed beside it; ``seconds`` waits for
+that comparison too (the view complete, no progress bar left).
+
+``--first-tree 1000,2000,5000``: instead of the tour, the first Tree explorer view of a
+seeded simulated study with respondent features
+(:func:`tests.benchmarks.hierarchy_scale.simulated_study`: four tasks of three modes per
+respondent, age, income, car and region) of each size, imported with ``python -m
+data_loaders import-study`` into a fresh data folder and opened first on a fresh server
+(target: ``first_view_s`` <= 10 s), and, in a separate process, the CPU seconds of its
+parts: the study's load, the tree the page shows first (the paper DT of the first
+respondent, as the page fits it) and the held-out comparison of the analysis plan
+(:func:`pbo_core.experiments.tree_choice.compare_trees`, per model).
+
+    python tests/benchmarks/analyst_waits.py --first-tree 1000,2000,5000 --json -
+
 ``reference_workload_s`` (a fixed numpy workload timed before and after) and the load
 average say how loaded the machine was. ``--check`` exits 1 when a target is missed.
 """
@@ -63,6 +80,9 @@ CHART = '[data-testid="stVegaLiteChart"]'
 TABLE = '[data-testid="stDataFrame"], [data-testid="stTable"], [data-testid="stMarkdown"] table'
 PROGRESS = '[data-testid="stProgress"]'
 EXCEPTION = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+#: The Tree explorer's caption beside the model: why this model is shown (the default's
+#: reason once the held-out comparison is done, else that the paper DT is shown meanwhile).
+TREE_CAPTION = "text=/^(Default: |The paper DT is shown)/"
 
 
 def reference_seconds() -> float:
@@ -97,6 +117,8 @@ def _has(pg: Any, what: str) -> bool:
         if _n(pg, 'h4:has-text("on respondent")'):
             return charts >= 2 or _n(pg, 'text="Too few choice tasks"') > 0
         return charts >= 1
+    if what == "tree+caption":  # the Tree explorer's first view: its tree and why it is shown
+        return _n(pg, TREE_CAPTION) > 0 and _has(pg, "tree")
     if what.startswith("text:"):
         return _n(pg, f"text={what[5:]}") > 0
     raise ValueError(what)
@@ -108,13 +130,20 @@ SHOTS: list[Path] = []
 
 
 def _wait_view(
-    pg: Any, what: str, t0: float, timeout: float, title: str | None = None
+    pg: Any,
+    what: str,
+    t0: float,
+    timeout: float,
+    title: str | None = None,
+    first: str | None = None,
 ) -> dict[str, Any]:
     """Poll until ``what`` is shown with no progress bar left; timings from ``t0``:
     ``content_s`` (the content first on screen, a progress bar maybe beside it),
     ``seconds`` (the view complete: content and no progress bar), when a progress bar
-    first appeared and the longest stretch with neither a bar nor the content."""
-    first_bar = first_content = None
+    first appeared and the longest stretch with neither a bar nor the content; given
+    ``first`` (a content of :func:`_has`), ``first_view_s``: when it was first on screen
+    (a progress bar of background work allowed beside it)."""
+    first_bar = first_content = first_view = None
     longest_silent = 0.0
     last_sign = t0  # the last moment a progress bar or the content was on screen
     while True:
@@ -128,6 +157,8 @@ def _wait_view(
                 pg.screenshot(path=str(SHOTS[0] / name))
         if has and first_content is None:
             first_content = now - t0
+        if first is not None and first_view is None and _has(pg, first):
+            first_view = now - t0
         if bar or has:
             longest_silent = max(longest_silent, now - last_sign)
             last_sign = now
@@ -144,6 +175,7 @@ def _wait_view(
         "content_s": round(first_content if first_content is not None else seconds, 2),
         "progress_bar_after_s": None if first_bar is None else round(first_bar, 2),
         "longest_without_progress_s": round(longest_silent, 2),
+        **({"first_view_s": round(first_view or seconds, 2)} if first is not None else {}),
     }
 
 
@@ -221,7 +253,8 @@ def visit(
         at = time.time() - (time.perf_counter() - t0)  # the navigation, wall clock
         # after a sidebar click the last page's elements may linger: the new page's title too
         title = url_titles()[path] if how == "sidebar" else None
-        got = _wait_view(pg, what, t0, timeout, title)
+        first = "tree+caption" if (path, tab, what) == ("tree_explorer", None, "tree") else None
+        got = _wait_view(pg, what, t0, timeout, title, first)
         view = {"study": study, "page": path or "case_studies", "tab": tab, "by": how, **got}
         out.append({**view, "navigated_at": time.strftime("%H:%M:%S", time.localtime(at))})
         print(json.dumps(out[-1]), file=sys.stderr, flush=True)
@@ -249,18 +282,189 @@ def _big_study(home: Path) -> str | None:
 
         pd.DataFrame(cols).to_csv(csv, index=False)
         title = "Generated (4,654 respondents x 6 alternatives)"
+    return _import(csv, title, home)
+
+
+def _import(csv: Path, title: str, home: Path, *flags: str) -> str | None:
+    """``python -m data_loaders import-study`` of ``csv`` into the data folder ``home``;
+    the study's key (``None`` when the import fails: its message goes to stderr)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), DTPBO_DATA_HOME=str(home))
     r = subprocess.run(
-        [sys.executable, "-m", "data_loaders", "import-study", str(csv), "--title", title],
+        [sys.executable, "-m", "data_loaders", "import-study", str(csv), "--title", title, *flags],
         capture_output=True,
         text=True,
         env=env,
-        timeout=600,
+        timeout=1200,
     )
     if r.returncode != 0:
         print(r.stderr, file=sys.stderr)
         return None
     return r.stdout.strip().splitlines()[-1]
+
+
+#: import-study's flags for the simulated study's file (:func:`simulated_csv`).
+SIMULATED_FLAGS = (
+    "--profile-col",
+    "mode",
+    "--alternative-attribute",
+    "--money-attribute",
+    "cost",
+    "--time-attribute",
+    "time",
+    "--respondent-features",
+    "age,income,car,region",
+)
+
+
+def simulated_csv(n: int, path: Path, tasks: int | None = None) -> Path:
+    """The seeded simulated study of ``n`` respondents
+    (:func:`tests.benchmarks.hierarchy_scale.simulated_study`) as a long choice file: one
+    row per respondent, task and mode, the chosen flag, cost, time and the respondent's
+    features (import it with :data:`SIMULATED_FLAGS`); ``tasks``: only each respondent's
+    first ``tasks`` tasks (1: one choice each, the shape of a revealed-preference survey,
+    shown as one pooled tree)."""
+    import pandas as pd
+
+    from tests.benchmarks.hierarchy_scale import ALTERNATIVES, simulated_study
+
+    study = simulated_study(n)
+    d = study.data
+    k = ALTERNATIVES
+    first = d.pairs[:: k - 1]  # a task's k - 1 comparisons share its chosen (winning) item
+    won = np.zeros(len(d.X), dtype=int)
+    won[first[:, 0]] = 1
+    mode = study.schema["mode"].levels
+    rows = pd.DataFrame(
+        {
+            "respondent": np.repeat(d.respondent[:: k - 1], k),
+            "task": np.repeat(d.task[:: k - 1], k) + 1,
+            "mode": np.asarray(mode)[d.X[:, 0].astype(int)],
+            "chosen": won,
+            "cost": d.X[:, 1],
+            "time": d.X[:, 2],
+        }
+    )
+    users = study.users.loc[rows["respondent"]].reset_index(drop=True)
+    table = pd.concat([rows, users], axis=1)
+    if tasks is not None:
+        table = table[table["task"] <= tasks]
+    table.to_csv(path, index=False)
+    return path
+
+
+def breakdown(key: str) -> dict[str, Any]:
+    """CPU seconds of the first Tree explorer view's parts on the imported study ``key``
+    (``DTPBO_DATA_HOME`` set), in this process: the study's load, the tree the page shows
+    first (the paper DT of its first respondent, or of the pooled data) and the analysis
+    plan's held-out comparison of the tree models with the baselines, per model."""
+    from data_loaders.user_studies import load_user_study
+    from pbo_core.experiments.tree_choice import compare_trees
+    from pbo_core.models.dt import DTSurrogate
+    from pbo_core.registry import names, warm_up
+    from pbo_core.splits import MIN_TASKS_FOR_TASK_SPLIT, tasks_per_respondent
+
+    warm_up()
+    c0 = time.process_time()
+    study = load_user_study(key)
+    c1 = time.process_time()
+    resp = study.respondents()
+    personal = (  # the page's rule (dashboard._services.studies.has_personal_data)
+        study.data.respondent is not None
+        and len(resp) > 1
+        and np.median(tasks_per_respondent(study)) >= MIN_TASKS_FOR_TASK_SPLIT
+    )
+    data = study.for_respondent(resp[0]) if personal else study.data
+    DTSurrogate().fit(data)
+    c2 = time.process_time()
+    per_model: dict[str, float] = {}
+    last = [c2, ""]
+
+    def report(fraction: float, step: str) -> None:
+        if step != last[1]:
+            now = time.process_time()
+            if last[1]:
+                per_model[last[1]] = round(now - last[0], 2)
+            last[:] = [now, step]
+
+    w2 = time.perf_counter()
+    choice = compare_trees(study, names(role="explorer"), progress=report)
+    c3, w3 = time.process_time(), time.perf_counter()
+    report(1.0, "end")
+    return {
+        "study": key,
+        "respondents": len(resp),
+        "comparisons": int(study.data.n_pairs),
+        "load_cpu_s": round(c1 - c0, 2),
+        "shown_tree_cpu_s": round(c2 - c1, 3),
+        "comparison_cpu_s": round(c3 - c2, 2),
+        "comparison_wall_s": round(w3 - w2, 2),
+        "load_average_1": round(os.getloadavg()[0], 2),
+        "comparison_by_step_cpu_s": per_model,
+        "comparison_sample": choice.sample(),
+        "heldout": {r.key: round(float(r.heldout), 6) for r in choice.table.itertuples()},
+    }
+
+
+def first_tree(sizes: list[int], timeout: float, tasks: int | None = None) -> dict[str, Any]:
+    """The first Tree explorer view of the simulated study at each size (module doc)."""
+    from playwright.sync_api import sync_playwright
+
+    ref0, load0 = reference_seconds(), os.getloadavg()
+    out: list[dict[str, Any]] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        for n in sizes:
+            with tempfile.TemporaryDirectory() as tmp:
+                work = Path(tmp)
+                home = work / "data_home"
+                csv = simulated_csv(n, work / f"simulated-{n}.csv", tasks)
+                t0 = time.perf_counter()
+                key = _import(csv, f"Simulated ({n:,} respondents)", home, *SIMULATED_FLAGS)
+                row: dict[str, Any] = {
+                    "respondents": n,
+                    "tasks_each": tasks or "all",
+                    "import_s": time.perf_counter() - t0,
+                }
+                if key is None:
+                    out.append({**row, "error": "import failed"})
+                    continue
+                env = dict(os.environ, PYTHONPATH=str(ROOT), DTPBO_DATA_HOME=str(home))
+                child = subprocess.run(
+                    [sys.executable, __file__, "--breakdown", key],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=3600,
+                )
+                if child.returncode == 0:
+                    row["cpu"] = json.loads(child.stdout)
+                else:
+                    row["cpu"] = {"error": child.stderr[-1000:]}
+                with streamlit_server(work, ROOT, launcher="module", timeout=300) as url:
+                    row["ready_s"] = round(_ready(work / "streamlit.log")[0], 2)
+                    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+                    pg = ctx.new_page()
+                    pg.set_default_timeout(120_000)
+                    t0 = _goto(pg, f"{url}/tree_explorer?study={key}")
+                    row.update(_wait_view(pg, "tree", t0, timeout, first="tree+caption"))
+                    if SHOTS:
+                        shot = SHOTS[0] / f"first-tree-{n}-{tasks or 'all'}.png"
+                        pg.screenshot(path=str(shot), full_page=True)
+                    ctx.close()
+                row["import_s"] = round(row["import_s"], 2)
+                out.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+        browser.close()
+    return {
+        "first_tree": out,
+        "target_first_view_s": TARGET_S,
+        "reference_workload_s": [round(ref0, 3), round(reference_seconds(), 3)],
+        "load_average_1_5_15": [
+            [round(x, 2) for x in load0],
+            [round(x, 2) for x in os.getloadavg()],
+        ],
+        "cpus": os.cpu_count(),
+    }
 
 
 def _ready(log: Path, timeout: float = 300.0) -> tuple[float, str]:
@@ -343,6 +547,8 @@ def run(
         "max_s": round(max(secs), 2) if secs else None,
         "median_s": round(float(np.median(secs)), 2) if secs else None,
         "over_target": [v for v in views if v.get("seconds") is None or v["seconds"] > TARGET_S],
+        # the Tree explorer's first view (tree and caption; its comparison may still run)
+        "tree_first_views_s": {v["study"]: v["first_view_s"] for v in views if "first_view_s" in v},
         "silent_over_2s": [
             v
             for v in views
@@ -377,6 +583,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--shots", help="save a screenshot of each first progress bar here")
     ap.add_argument(
+        "--first-tree",
+        help="sizes (respondents, comma-separated): the first Tree explorer view of the "
+        "simulated study of each size, and its parts' CPU seconds, instead of the tour",
+    )
+    ap.add_argument(
+        "--tasks",
+        type=int,
+        help="--first-tree: keep each respondent's first N tasks (default all four)",
+    )
+    ap.add_argument("--breakdown", help=argparse.SUPPRESS)  # a study key: first_tree's child
+    ap.add_argument(
         "--server-log",
         help="run the server with DTPBO_LOG_LEVEL=DEBUG and copy its log here (every job's "
         "end, timestamped)",
@@ -385,6 +602,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.shots:
         SHOTS.append(Path(args.shots))
         SHOTS[0].mkdir(parents=True, exist_ok=True)
+    if args.breakdown:
+        print(json.dumps(breakdown(args.breakdown)))
+        return 0
+    if args.first_tree:
+        sizes = [int(x) for x in args.first_tree.split(",")]
+        res = first_tree(sizes, args.timeout, args.tasks)
+        text = json.dumps(res, indent=1)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text)
+        late = [r for r in res["first_tree"] if (r.get("first_view_s") or 1e9) > TARGET_S]
+        return 1 if args.check and late else 0
     res = run(
         big=not args.no_big,
         cold=args.cold,
