@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -473,23 +474,10 @@ def add_study_form() -> None:
     title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
     if st.button("Import study", type="primary", key="add_import"):
         attributes, problems = us.attributes_from_rows(edited)
-        if not problems:
-            users = (
-                (users_up.getvalue(), upload_name(users_up.name, "respondents.csv"))
-                if users_up is not None
-                else None
-            )
-            with st.spinner("Checking every row with the loaders..."):
-                meta, problems = svc.import_study(
-                    title, content, name, attributes, columns, users, sep=sep
-                )
         if problems:
             _show_problems(problems)
             return
-        assert meta is not None
-        st.session_state[PENDING] = meta.key
-        st.session_state["add_done"] = meta.title
-        st.rerun()
+        _import(title, content, name, attributes, columns, users_up, sep)
 
 
 def _replay(recipe: Recipe, content: bytes, name: str, sep: str | None, users_up: object) -> None:
@@ -506,29 +494,43 @@ def _replay(recipe: Recipe, content: bytes, name: str, sep: str | None, users_up
     _show_preview(ins, list(recipe.columns.respondent_features))
     title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
     if st.button("Import study", type="primary", key="add_import"):
-        users = (
-            (users_up.getvalue(), upload_name(users_up.name, "respondents.csv"))  # type: ignore[attr-defined]
-            if users_up is not None
-            else None
-        )
         attributes = list(recipe.attributes) if recipe.attributes is not None else None
-        with st.spinner("Checking every row with the loaders..."):
-            meta, problems = svc.import_study(
-                title,
-                content,
-                name,
-                attributes,  # type: ignore[arg-type]
-                recipe.columns,
-                users,
-                sep=sep,
-            )
-        if problems:
-            _show_problems(problems)
-            return
-        assert meta is not None
-        st.session_state[PENDING] = meta.key
-        st.session_state["add_done"] = meta.title
-        st.rerun()
+        _import(title, content, name, attributes, recipe.columns, users_up, sep)
+
+
+def _import(
+    title: str,
+    content: bytes,
+    name: str,
+    attributes: list[Any] | None,
+    columns: us.ColumnMap,
+    users_up: Any,
+    sep: str | None,
+) -> None:
+    """Check and save the upload (``attributes`` ``None``: inferred); its problems, or
+    the new study selected on the next run."""
+    users = (
+        (users_up.getvalue(), upload_name(users_up.name, "respondents.csv"))
+        if users_up is not None
+        else None
+    )
+    with st.spinner("Checking every row with the loaders..."):
+        meta, problems = svc.import_study(
+            title,
+            content,
+            name,
+            attributes,  # type: ignore[arg-type]
+            columns,
+            users,
+            sep=sep,
+        )
+    if problems:
+        _show_problems(problems)
+        return
+    assert meta is not None
+    st.session_state[PENDING] = meta.key
+    st.session_state["add_done"] = meta.title
+    st.rerun()
 
 
 def _text_choice(col: object, label: str, default: str, key: str, **kw) -> str:

@@ -60,12 +60,15 @@ def test_a_spreadsheet_export_imports_as_its_utf8_copy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     frame = european()
-    plain = tmp_path / "plain.csv"
-    frame.to_csv(plain, index=False)
-    excel = tmp_path / "excel.csv"  # what Excel's "CSV" writes in a German Windows
-    excel.write_bytes(frame.to_csv(index=False, sep=";", decimal=",").encode("cp1252"))
+    texts = {
+        "plain.csv": frame.to_csv(index=False).encode("utf-8"),
+        # what Excel's "CSV" writes in a German Windows
+        "excel.csv": frame.to_csv(index=False, sep=";", decimal=",").encode("cp1252"),
+    }
     keys = []
-    for path in (plain, excel):
+    for file, text in texts.items():
+        path = tmp_path / file
+        path.write_bytes(text)
         assert cli.main(["import-study", str(path), "--title", path.stem]) == 0
         out, err = capsys.readouterr()
         keys.append(out.strip().splitlines()[-1])
