@@ -374,7 +374,7 @@ def _mean_or_none(x: pd.Series) -> float | None:
 
 
 def summarize(
-    rows: pd.DataFrame, *, seed: int = 0, n_boot: int = 2000
+    rows: pd.DataFrame, *, seed: int = 0, n_boot: int = 2000, reference: str | None = None
 ) -> dict[str, dict[str, Any]]:
     """Per model: train/test accuracy over units, CI, tree size, paired difference.
 
@@ -387,6 +387,10 @@ def summarize(
         other models ran).
     n_boot
         Bootstrap resamples of units.
+    reference
+        The analysis plan's baseline (``AnalysisPlan.baseline``, ``mnl``): every model
+        also gets its paired difference to it, ``paired_diff_vs_plan_baseline`` (``None``
+        when it did not run or is not given).
 
     Returns
     -------
@@ -394,8 +398,9 @@ def summarize(
         ``{model: {"family", "n", "train_acc_mean", "train_acc_sd", "test_acc_mean",
         "test_acc_sd", "test_acc_se", "test_acc_median", "test_acc_ci95", "test_tie_share",
         "mean_leaves", "mean_depth", "paired_diff_vs_best_baseline": {"baseline", "n",
-        "mean_diff", "ci95"}}}``; the paired difference is this model minus the baseline
-        with the highest mean test accuracy (``None`` when no baseline ran).
+        "mean_diff", "ci95"}, "paired_diff_vs_plan_baseline": (the same)}}``; the paired
+        differences are this model minus the baseline with the highest mean test accuracy
+        (``None`` when no baseline ran) and minus ``reference``.
     """
     if rows.empty:
         return {}
@@ -426,22 +431,24 @@ def summarize(
         }
     baselines = [m for m in order if out[m]["family"] == "baseline" and np.isfinite(means[m])]
     best = max(baselines, key=lambda m: means[m]) if baselines else None
+    planned = reference if reference in out else None
     for name in order:
-        if best is None:
-            out[name]["paired_diff_vs_best_baseline"] = None
-            continue
-        d = paired_difference(
-            wide[name].to_numpy(float),
-            wide[best].to_numpy(float),
-            rng=_method_rng(seed + 1, name),
-            n_boot=n_boot,
-        )
-        out[name]["paired_diff_vs_best_baseline"] = {
-            "baseline": best,
-            "n": int(d.n),
-            "mean_diff": d.mean_diff,
-            "ci95": [d.ci[0], d.ci[1]],
-        }
+        for field, base in (("best_baseline", best), ("plan_baseline", planned)):
+            if base is None:
+                out[name][f"paired_diff_vs_{field}"] = None
+                continue
+            d = paired_difference(
+                wide[name].to_numpy(float),
+                wide[base].to_numpy(float),
+                rng=_method_rng(seed + 1, name),
+                n_boot=n_boot,
+            )
+            out[name][f"paired_diff_vs_{field}"] = {
+                "baseline": base,
+                "n": int(d.n),
+                "mean_diff": d.mean_diff,
+                "ci95": [d.ci[0], d.ci[1]],
+            }
     return out
 
 
@@ -809,7 +816,7 @@ def plan_accuracy(
     split = plan_split(study, plan)
     chosen = list(models) if models is not None else plan_models(split, "accuracy", plan)
     rows, errors = score_models(split, chosen, progress=progress, fits=fits)
-    return summarize(rows, seed=plan.seed), errors, split
+    return summarize(rows, seed=plan.seed, reference=plan.baseline), errors, split
 
 
 def plan_sensitivity_models(split: Split, plan: AnalysisPlan | None = None) -> list[str]:

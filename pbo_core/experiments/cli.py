@@ -252,7 +252,8 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         fresh=args.fresh,
         progress=progress,
     )
-    summary = summarize(rows, seed=args.seed)
+    plan = _plan(args, cell) if cmd != "sushi-generalization" else None
+    summary = summarize(rows, seed=args.seed, reference=plan.baseline if plan else None)
     if not summary:
         raise SystemExit(f"no held-out comparisons on this split ({split.reason})")
     if not args.quiet:
@@ -262,7 +263,7 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         "study": label,
         **about,
         "seed": args.seed,
-        "plan": _plan(args, cell).to_dict() if cmd != "sushi-generalization" else None,
+        "plan": plan.to_dict() if plan else None,
         "methods": methods,
         "skipped": skipped,
         "summary": summary,

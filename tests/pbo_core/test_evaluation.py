@@ -179,6 +179,16 @@ def test_summary_has_ci_median_and_paired_difference_to_best_baseline() -> None:
     # a method's CI does not depend on which other methods ran
     alone = summarize(rows[rows.method != "weak"], seed=3)
     assert alone["tree"]["test_acc_ci95"] == s["tree"]["test_acc_ci95"]
+    # the plan's baseline: a second paired difference, whichever baseline is best
+    assert s["tree"]["paired_diff_vs_plan_baseline"] is None  # no reference given
+    planned = summarize(rows, seed=3, reference="weak")
+    d = planned["tree"]["paired_diff_vs_plan_baseline"]
+    assert d["baseline"] == "weak" and d["mean_diff"] == pytest.approx(-0.1)
+    assert planned["strong"]["paired_diff_vs_plan_baseline"]["mean_diff"] == pytest.approx(0.1)
+    assert planned["tree"]["paired_diff_vs_best_baseline"]["baseline"] == "strong"
+    assert (
+        summarize(rows, seed=3, reference="absent")["tree"]["paired_diff_vs_plan_baseline"] is None
+    )
 
 
 def test_bootstrap_ci_covers_the_true_mean_in_simulation() -> None:
