@@ -755,10 +755,11 @@ _entries(
         _planned_pooled(
             "mnl-tree",
             "Choice-model tree (segments of respondents, a conditional logit each)",
-            "respondents split on their recorded features (the plan's case-specific "
-            "variables), a conditional logit with alternative constants per segment; grown "
-            "by log-likelihood gain, pruned by the held-out log-likelihood of whole "
-            "respondents (<= 12 segments, depth <= 4, >= 50 respondents each)",
+            "respondents split on their recorded features; per segment the plan's "
+            "conditional logit (constants, case-specific variables) shrunk toward its parent "
+            "segment's; the root is mnl's fit; grown by log-likelihood gain, shrinkage and "
+            "pruning by the held-out log-likelihood of whole respondents (1-SE; <= 12 "
+            "segments, depth <= 4, >= 50 respondents each)",
             "tree",
             ChoiceModelTree,
             plan_as="mnl",

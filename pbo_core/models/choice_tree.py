@@ -3,88 +3,108 @@
 A market-segmentation tree (Kass 1980; Zeileis, Hothorn & Hornik 2008's model-based
 recursive partitioning, partykit's ``mob`` with logit leaves): the *respondents* are split
 on their recorded features (trip purpose, age, GA card, ...), and every segment (leaf)
-holds its own conditional logit (:class:`~pbo_core.models.mnl.ConditionalLogit`, with
-alternative-specific constants, no case-specific terms: the segments carry the effect of
-the respondent features). A respondent, seen in training or not, is routed by their
-features and predicted with their leaf's logit.
+holds its own conditional logit (:class:`~pbo_core.models.mnl.ConditionalLogit`): the same
+model as the analysis plan's baseline ``mnl``, with its alternative-specific constants
+and case-specific variables, **shrunk toward its parent segment's logit** (a hierarchical
+prior, as in Bayesian model-based trees). A respondent, seen in training or not, is routed
+by their features and predicted with their leaf's logit.
+
+The root
+--------
+The root is the baseline itself: the conditional logit with the plan's parameters (its
+ridge strength ``alpha`` by that model's inner CV), fitted on all training data
+(``root_``). When no split earns its place the tree *is* that fit, so it is never worse
+than ``mnl`` by construction, only by the noise of the pruning's choice.
+
+Segments shrunk toward their parent
+-----------------------------------
+Node ``t`` holds the choice situations ``S_t`` of its respondents and an estimate
+``theta_t``. A child ``c`` of ``t`` maximises its log-likelihood (Eq. 2 of
+:mod:`pbo_core.models.mnl`) under a Gaussian prior centred on its parent,
+
+.. math::
+
+    \\hat\\theta_c = \\arg\\max_\\theta \\; \\ell_c(\\theta)
+        - \\tfrac{\\lambda}{2} \\sum_j s_j^2 (\\theta_j - \\hat\\theta_{t,j})^2,     \\qquad (1)
+
+with ``s_j`` the root's column scales (the standardised ridge of ``mnl``), so ``lambda``
+counts roughly the choice situations of prior weight: a small segment keeps close to its
+parent, a large one moves as far as its data say. ``lambda`` (the ``shrinkage``) is
+chosen with the pruning (below) among :data:`SHRINKAGES`.
 
 Growth
 ------
-A node ``t`` holds the choice situations ``S_t`` of its respondents and its logit's
-penalised estimate ``theta_t`` (the conditional logit's likelihood, Eq. 2 of
-:mod:`pbo_core.models.mnl`, with its standardised ridge at one strength ``alpha`` for every
-node, chosen once by that model's inner CV on all training data). Splitting ``t`` into
-``L`` and ``R`` gains the training log-likelihood
+Splitting ``t`` into ``L`` and ``R`` gains the penalised log-likelihood
 
 .. math::
 
-    G(L, R) = \\ell_L(\\hat\\theta_L) + \\ell_R(\\hat\\theta_R)
-              - \\ell_t(\\hat\\theta_t).                       \\qquad (1)
+    G(L, R) = \\sum_{c \\in \\{L, R\\}} \\Big[\\ell_c(\\hat\\theta_c)
+              - \\tfrac{\\lambda}{2} \\|S(\\hat\\theta_c - \\hat\\theta_t)\\|^2\\Big]
+              - \\ell_t(\\hat\\theta_t) \\; \\ge 0.                               \\qquad (2)
 
-Every candidate split is screened by the one-Newton-step (score) approximation of (1)
-from ``theta_t``: with respondent ``r``'s score ``g_r`` and information ``H_r`` at
-``theta_t`` (sums over their situations, Eq. 3 of :mod:`pbo_core.models.mnl`), a side
-``c`` with score ``g_c = sum_{r in c} g_r - w_c P theta_t`` and information
-``H_c = sum_{r in c} H_r + w_c P`` (``P`` the ridge precision, ``w_c`` the side's share of
-the situations) gains about
+Every candidate split is screened by the score test of (2) at ``theta_t`` (one Newton
+step, partykit's fluctuation idea on the scores): with respondent ``r``'s score ``g_r``
+and information ``H_r`` at ``theta_t`` (sums over their situations, Eq. 3 of
+:mod:`pbo_core.models.mnl`), a side ``c`` gains about
 
 .. math::
 
-    \\tilde G(L, R) = \\tfrac12 \\big( g_L^\\top H_L^{-1} g_L + g_R^\\top H_R^{-1} g_R \\big),
-    \\qquad (2)
+    \\tilde G_c = \\tfrac12\\, g_c^\\top (H_c + \\lambda S^2)^{-1} g_c, \\qquad
+    g_c = \\sum_{r \\in c} g_r, \\; H_c = \\sum_{r \\in c} H_r,                   \\qquad (3)
 
 which prefix sums over respondents sorted by a feature give for every threshold at once.
 Candidates: thresholds ``x >= c`` of numeric, ordinal and binary features (cut points at
-the midpoints of the distinct values, at most ``max_cuts`` quantile cuts); for a
-categorical feature with more than two levels, its levels are ordered by the
-one-dimensional statistic
+the midpoints of the distinct values, at most ``max_cuts`` quantile cuts); a categorical
+feature with more than two levels has its levels ordered by the one-dimensional statistic
 
 .. math::
 
-    s_k = \\frac{u^\\top C^{-1} g_k}{n_k},                                              \\qquad (3)
+    s_k = \\frac{u^\\top C^{-1} g_k}{n_k},                                              \\qquad (4)
 
-the level's mean whitened score (``C C^T = H_t + P``, ``g_k`` the level's score sum,
-``n_k`` its situations) along ``u``, the leading eigenvector of
-``sum_k C^{-1} g_k g_k^T C^{-T} / n_k`` (the direction in which the levels' parameters
-disagree most), and the ordered levels are cut like an ordinal feature (a Breiman-style
-ordering, exact when the parameters differ in one direction). The ``n_exact`` best
-features by (2) get their children's logits fitted (Newton from ``theta_t``), and the
-largest exact gain (1) is the node's split, when both sides keep ``min_respondents_leaf``
-respondents. Nodes are split best-first (largest gain first) up to ``max_leaves`` leaves
-and depth ``max_depth``.
+the level's mean whitened score (``C C^T = H_t + lambda S^2``, ``g_k`` the level's score
+sum, ``n_k`` its situations) along ``u``, the leading eigenvector of
+``sum_k C^{-1} g_k g_k^T C^{-T} / n_k``, and the ordered levels are cut like an ordinal
+feature (a Breiman-style ordering). The ``n_exact`` best features by (3) get their
+children fitted (Newton from ``theta_t``), and the largest exact gain (2) is the node's
+split, when both sides keep ``min_respondents_leaf`` respondents. Nodes are split
+best-first (largest gain first) up to ``max_leaves`` leaves and depth ``max_depth``.
 
-Pruning
--------
-Cost-complexity pruning (Breiman et al. 1984) on the log-likelihood: the subtree ``T``
-minimising
+Pruning and the shrinkage
+-------------------------
+Cost-complexity pruning (Breiman et al. 1984) on the penalised log-likelihood: the subtree
+``T`` minimising
 
 .. math::
 
-    -\\sum_{l \\in \\mathrm{leaves}(T)} \\ell_l(\\hat\\theta_l) + \\beta |T|             \\qquad (4)
+    -\\sum_{l \\in \\mathrm{leaves}(T)} \\ell_l(\\hat\\theta_l)
+    + \\sum_{n \\in T \\setminus \\{0\\}} \\tfrac{\\lambda}{2}
+      \\|S(\\hat\\theta_n - \\hat\\theta_{\\mathrm{pa}(n)})\\|^2 + \\beta |T|       \\qquad (5)
 
-for the weakest-link sequence ``beta_0 = 0 < beta_1 < ...`` of the full tree. ``beta`` is
-chosen by the held-out log-likelihood of whole respondents: the training respondents are
-dealt into ``n_folds`` folds (a seeded permutation), a tree is grown on the others and
-pruned at each candidate ``beta`` (the geometric means of consecutive ``beta_i``), and
-each held-out respondent's choices are scored with the logit of the leaf their features
-route them to. The rule ``"1se"`` (default) keeps the smallest tree whose held-out
-log-likelihood is within one standard error (of the per-respondent difference) of the
-best; ``"max"`` the best. On features unrelated to the choices the root wins: no split.
+for the weakest-link sequence ``beta_0 = 0 < beta_1 < ...`` of the full tree. ``lambda``
+and ``beta`` are chosen together by the held-out log-likelihood of whole respondents
+(training respondents only): the respondents are dealt into ``n_folds`` folds (a seeded
+permutation); for every ``lambda`` a tree is grown on the others and pruned at each
+candidate ``beta`` (the geometric means of consecutive ``beta_i`` of that ``lambda``'s
+full tree), and each held-out respondent's choices are scored with the logit of the node
+their features route them to. The ``lambda`` with the best held-out log-likelihood wins;
+for it, ``prune_rule="1se"`` (default) keeps the smallest tree within one standard error
+(of the per-respondent difference) of the best, ``"max"`` the best ``beta``. On features
+unrelated to the choices the root wins: no split, the baseline's fit (the best of several
+shrinkages and subtrees is optimistic by a nat or two on noise; the 1-SE rule absorbs it).
 
 Cost caps
 ---------
 ``max_depth`` 4, ``max_leaves`` 12, ``max_cuts`` 16 cut points per numeric feature,
-``n_exact`` 3 features fitted exactly per node, ``n_folds`` 4 pruning folds: at most
-``2 max_leaves - 1`` nodes searched per tree, ``(n_folds + 1)`` trees, each node's
-screening one pass over its respondents. The caps keep a SwissMetro-sized fit (1,191
-respondents, 11 features) far below a minute (the measured time: docs/case-studies.md).
+``n_exact`` 3 features fitted exactly per node, ``n_folds`` 4 pruning folds, 3 shrinkages:
+at most ``2 max_leaves - 1`` nodes searched per tree, ``3 (n_folds + 1)`` trees, each
+node's screening one pass over its respondents (the measured time: docs/case-studies.md).
 
 Prediction
 ----------
-``predict(X, respondent=r)``: the systematic utilities of the logit of ``r``'s leaf (any
-respondent of the feature table the model was fitted with); ``respondent=None`` or a
-respondent without a feature row: the pooled logit ``root_`` (all training data, its
-strength by inner CV). :meth:`ChoiceModelTree.assign` routes a feature table.
+``predict(X, respondent=r)``: the systematic utilities of the logit of ``r``'s leaf, with
+``r``'s case-specific variables (any respondent of the feature table the model was fitted
+with); ``respondent=None`` or a respondent without a feature row: the root (the
+baseline's fit). :meth:`ChoiceModelTree.assign` routes a feature table.
 """
 
 from __future__ import annotations
@@ -97,15 +117,20 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 from pbo_core.data import DataValidationError, PreferenceData, Schema
 from pbo_core.metrics import competition_rank
 from pbo_core.models.base import Estimator
-from pbo_core.models.mnl import ConditionalLogit, _fit, _Problem, choice_sets
+from pbo_core.models.mnl import CV_TOL, ConditionalLogit, _fit, _Problem, choice_sets
+from pbo_core.plan import MAX_CASE_SPECIFIC_LEVELS
 from pbo_core.rules import describe_path
 
-__all__ = ["ChoiceModelTree", "ChoiceTreeNodes"]
+__all__ = ["SHRINKAGES", "ChoiceModelTree", "ChoiceTreeNodes"]
+
+#: The shrinkages ``lambda`` of Eq. 1 the pruning's cross-validation chooses from (prior
+#: weight of a segment's parent, in choice situations): close to the parent, between,
+#: nearly free.
+SHRINKAGES: tuple[float, ...] = (1000.0, 100.0, 10.0)
 
 
 # ----------------------------------------------------------------------------- structures
@@ -124,6 +149,7 @@ class _Fit:
     theta: np.ndarray
     loglik: float
     resp: np.ndarray  # respondent codes of the node
+    pen: float = 0.0  # the prior's penalty toward the parent's estimate (Eq. 1)
 
 
 @dataclass
@@ -136,7 +162,7 @@ class ChoiceTreeNodes:
     split : list of _Split or None
     depth : list of int
     fit : list of _Fit
-        The node's penalised estimate, training log-likelihood and respondents.
+        The node's estimate, training log-likelihood, respondents and penalty (Eq. 1).
     """
 
     left: list[int] = field(default_factory=list)
@@ -156,6 +182,15 @@ class ChoiceTreeNodes:
         """Leaf nodes in node order."""
         return [i for i, lft in enumerate(self.left) if lft == -1]
 
+    def parents(self) -> dict[int, tuple[int, bool]]:
+        """Child node -> (parent, is the right child)."""
+        return {
+            c: (p, side)
+            for p in range(len(self.left))
+            if self.left[p] != -1
+            for c, side in ((self.left[p], False), (self.right[p], True))
+        }
+
     def route(self, u: np.ndarray) -> list[int]:
         """Nodes on the path of one encoded feature row ``u``, root first."""
         node, path = 0, [0]
@@ -171,7 +206,7 @@ class ChoiceTreeNodes:
 
 # ----------------------------------------------------------------------------- data
 class _Arrays:
-    """Design rows of every choice situation, their respondents and per-row outer products."""
+    """Design rows of every choice situation and their respondents."""
 
     def __init__(self, Z: np.ndarray, start: np.ndarray, chosen: np.ndarray, sit_resp: np.ndarray):
         self.Z = Z
@@ -179,9 +214,6 @@ class _Arrays:
         self.sizes = np.diff(start)
         self.offset = chosen - start[:-1]
         self.sit_resp = sit_resp
-        p = Z.shape[1]
-        self.ZZ = (Z[:, :, None] * Z[:, None, :]).reshape(len(Z), p * p)
-        self.row_sit = np.repeat(np.arange(len(self.sizes)), self.sizes)
 
     def subset(self, sit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows, starts and chosen rows of the situations ``sit``."""
@@ -193,22 +225,30 @@ class _Arrays:
 
 # ----------------------------------------------------------------------------- the model
 class ChoiceModelTree(Estimator):
-    """Respondent segments by their features, a conditional logit per segment (Eqs. 1-4).
+    """Respondent segments by their features, a conditional logit per segment shrunk toward
+    its parent's (Eqs. 1-5); the root is the plan's baseline ``mnl``.
 
     Parameters
     ----------
-    alternative, reference, exclude
-        The leaves' conditional logit: the attribute naming the alternatives (constants per
-        level but ``reference``) and attributes left out (:class:`ConditionalLogit`).
-    case_specific
-        The respondent features the analysis plan names as case-specific variables. Here
-        they are the candidate splitting variables (their effect is carried by the
-        segments: each leaf has its own constants and slopes); empty: every feature of
-        ``user_schema``.
-    user_schema
-        Schema of the respondent feature table ``data.users`` (``None``: inferred from it).
+    alternative, reference, case_specific, user_schema, exclude
+        The conditional logit of the root and of every segment, as the plan's baseline
+        takes them (:class:`ConditionalLogit`): the attribute naming the alternatives
+        (constants per level but ``reference``), the respondent features entering every
+        non-reference alternative's utility (case-specific variables), the schema of the
+        respondent feature table ``data.users`` (``None``: inferred from it) and
+        attributes left out.
+    split_features
+        The respondent features the tree may split on (default: every feature of the
+        respondent feature table but categorical ones with more than
+        :data:`~pbo_core.plan.MAX_CASE_SPECIFIC_LEVELS` levels, the plan's rule for
+        case-specific variables: 26 cantons or 47 prefectures ordered by their scores
+        would find a split in noise).
     alpha
-        Ridge strength of every node's logit (``"cv"``: the pooled logit's inner-CV choice).
+        The root's ridge strength (``"cv"``: the baseline's inner-CV choice).
+    shrinkage
+        ``lambda`` of Eq. 1 (``"cv"``: chosen among ``shrinkages`` with the pruning).
+    shrinkages
+        The grid of ``"cv"`` (default :data:`SHRINKAGES`).
     max_depth, max_leaves
         Growth caps (defaults 4 and 12).
     min_respondents_leaf
@@ -220,20 +260,21 @@ class ChoiceModelTree(Estimator):
     n_folds
         Folds of whole respondents for the pruning (default 4; ``0`` or ``1``: no pruning).
     prune_rule
-        ``"1se"`` (smallest tree within one standard error of the best held-out
-        log-likelihood) or ``"max"``.
+        ``"1se"`` (default: the smallest tree within one standard error of the best held-out
+        log-likelihood) or ``"max"`` (the best).
     random_state
-        Seed or :class:`numpy.random.Generator` of the pruning folds (and the pooled
-        logit's inner CV when it is a seed).
+        Seed or :class:`numpy.random.Generator` of the pruning folds (and the root's inner
+        CV when it is a seed).
     max_iter, tol
         Newton controls of the node fits.
 
     Attributes
     ----------
     root_ : ConditionalLogit
-        The pooled logit (all training data).
+        The baseline's fit on all training data (the tree's root).
     leaf_models_ : list of ConditionalLogit
-        One per leaf, fitted on the leaf's respondents at ``alpha_``.
+        One per leaf: its segment's logit, shrunk toward its parent's estimate (``center``)
+        at ``shrinkage_`` (the root itself when the tree has one leaf).
     rules_ : list of str
         Readable rule per leaf (repeated conditions on one feature merged).
     n_leaves_ : int
@@ -241,11 +282,13 @@ class ChoiceModelTree(Estimator):
         The pruned tree (nodes, splits, fits).
     leaf_of_node_ : dict
         Node -> leaf index.
-    alpha_ : float
+    alpha_, shrinkage_ : float
     prune_beta_ : float
-        The chosen ``beta`` of Eq. 4.
+        The chosen ``beta`` of Eq. 5.
     cv_loglik_ : ndarray or None
-        Held-out log-likelihood per candidate ``beta`` (pruning).
+        Held-out log-likelihood per candidate ``beta`` at the chosen shrinkage.
+    cv_shrinkage_ : dict
+        Best held-out log-likelihood per shrinkage tried.
     n_respondents_leaf_ : ndarray
         Training respondents per leaf.
     split_schema_ : Schema
@@ -260,7 +303,10 @@ class ChoiceModelTree(Estimator):
         case_specific: Sequence[str] = (),
         user_schema: Schema | None = None,
         exclude: Sequence[str] = (),
+        split_features: Sequence[str] = (),
         alpha: float | Literal["cv"] = "cv",
+        shrinkage: float | Literal["cv"] = "cv",
+        shrinkages: Sequence[float] | None = None,
         max_depth: int = 4,
         max_leaves: int = 12,
         min_respondents_leaf: int = 50,
@@ -277,7 +323,10 @@ class ChoiceModelTree(Estimator):
         self.case_specific = case_specific
         self.user_schema = user_schema
         self.exclude = exclude
+        self.split_features = split_features
         self.alpha = alpha
+        self.shrinkage = shrinkage
+        self.shrinkages = shrinkages
         self.max_depth = max_depth
         self.max_leaves = max_leaves
         self.min_respondents_leaf = min_respondents_leaf
@@ -290,14 +339,18 @@ class ChoiceModelTree(Estimator):
         self.tol = tol
 
     # ------------------------------------------------------------------ setup
-    def _leaf(self, alpha: float | str) -> ConditionalLogit:
+    def _logit(self, **params: Any) -> ConditionalLogit:
+        """The conditional logit of the root (``alpha``) or of a segment (``params``)."""
         seed = self.random_state if isinstance(self.random_state, int) else 0
         return ConditionalLogit(
             alternative=self.alternative,
             reference=self.reference,
+            case_specific=self.case_specific,
+            user_schema=self.user_schema if self.case_specific else None,
             exclude=self.exclude,
-            alpha=alpha,  # type: ignore[arg-type]
+            alpha=params.pop("alpha", self.alpha),
             random_state=seed,
+            **params,
         )
 
     def _split_schema(self, data: PreferenceData) -> Schema | None:
@@ -307,23 +360,44 @@ class ChoiceModelTree(Estimator):
         schema = self.user_schema
         if schema is None:
             schema = Schema.infer(users)
-        names = [n for n in (self.case_specific or schema.names) if n in schema.names]
+        if self.split_features:
+            names = [n for n in self.split_features if n in schema.names]
+        else:  # the plan's rule for respondent features: categorical ones of few levels
+            names = [
+                f.name
+                for f in schema.features
+                if f.kind != "categorical" or len(f.levels) <= MAX_CASE_SPECIFIC_LEVELS
+            ]
         names = [n for n in names if n in users.columns]
         return Schema(tuple(schema[n] for n in names)) if names else None
 
+    def _grid(self) -> list[float]:
+        if isinstance(self.shrinkage, str):
+            if self.shrinkage != "cv":
+                raise ValueError(f"shrinkage must be a number or 'cv', got {self.shrinkage!r}")
+            return [float(v) for v in (self.shrinkages or SHRINKAGES)]
+        if not float(self.shrinkage) > 0:
+            raise ValueError(f"shrinkage must be > 0, got {self.shrinkage}")
+        return [float(self.shrinkage)]
+
     # ------------------------------------------------------------------ fit
     def fit(self, data: PreferenceData) -> ChoiceModelTree:
-        """Grow, prune and fit the leaves on ``data`` (its ``users`` hold the features)."""
+        """Grow, prune and fit the segments on ``data`` (its ``users`` hold the features)."""
+        if self.prune_rule not in ("max", "1se"):
+            raise ValueError(f"prune_rule must be 'max' or '1se', got {self.prune_rule!r}")
+        grid = self._grid()
         rng = (
             self.random_state
             if isinstance(self.random_state, np.random.Generator)
             else np.random.default_rng(self.random_state)
         )
-        self.root_ = self._leaf(self.alpha).fit(data)
+        self.root_ = self._logit().fit(data)
         self.alpha_ = float(self.root_.alpha_)
+        self.shrinkage_ = grid[0]
         self.n_features_in_ = data.X.shape[1]
         self.split_schema_ = self._split_schema(data)
         self.cv_loglik_: np.ndarray | None = None
+        self.cv_shrinkage_: dict[float, float] = {}
         self.prune_beta_ = float("inf")
         self._U_all: dict[Any, np.ndarray] = {}
         self._cache: tuple[Any, dict[int, np.ndarray]] | None = None
@@ -343,37 +417,56 @@ class ChoiceModelTree(Estimator):
                 f"{data.source}: respondent {missing[0]} has no row in the respondent feature table"
             )
         U = np.array([self._U_all[ConditionalLogit._key(r)] for r in resp_ids])
-        Z = self.root_._rows(data.X[cs.item], None)
+        root = self.root_
+        case = None
+        if root._user_design is not None:  # the case-specific rows, as the root built them
+            rows = np.array([root._U[ConditionalLogit._key(r)] for r in resp_ids])
+            case = rows[sit_resp][cs.situation]
+        Z = root._rows(data.X[cs.item], case)
         arr = _Arrays(Z, cs.start, cs.chosen, sit_resp.astype(np.int64))
         R = len(resp_ids)
-        grow = _Grower(self, arr, U, ss)
-        full = grow.grow(np.arange(R))
-        beta = 0.0
         k = min(int(self.n_folds), R)
-        if k >= 2 and len(full.leaves()) > 1:
-            beta = self._choose_beta(grow, full, R, k, rng)
-        self.prune_beta_ = beta
-        tree = _prune(full, beta)
+        fold = rng.permutation(R) % k if k >= 2 else np.zeros(R, dtype=np.int64)
+        grow = _Grower(self, arr, U, ss, root.scale_, self.alpha_)
+        root_fit = grow.root(np.arange(R), root.coef_)
+        best: tuple[float, float, ChoiceTreeNodes, np.ndarray] | None = None
+        for lam in grid:
+            grow.lam = lam
+            full = grow.grow(root_fit)
+            if k < 2 or len(full.leaves()) == 1:
+                if best is None:
+                    best = (-np.inf, lam, full, np.zeros(0))
+                continue
+            beta, total = self._choose_beta(grow, full, fold, k)
+            self.cv_shrinkage_[lam] = float(total.max())
+            if best is None or total.max() > best[0]:
+                best = (float(total.max()), lam, _prune(full, beta), total)
+                self.prune_beta_ = beta
+        assert best is not None
+        _, self.shrinkage_, tree, total = best
+        self.cv_loglik_ = total if len(total) else None
+        if len(tree.leaves()) == 1:
+            self.prune_beta_ = float("inf")
         return self._finish(data, tree, resp_ids)
 
     def _choose_beta(
-        self, grow: _Grower, full: ChoiceTreeNodes, R: int, k: int, rng: np.random.Generator
-    ) -> float:
-        """Eq. 4's ``beta`` by the held-out log-likelihood of whole respondents."""
+        self, grow: _Grower, full: ChoiceTreeNodes, fold: np.ndarray, k: int
+    ) -> tuple[float, np.ndarray]:
+        """Eq. 5's ``beta`` at the grower's shrinkage by the held-out log-likelihood of
+        whole respondents, and the held-out total per candidate ``beta``."""
+        R = len(fold)
         betas = _weakest_links(full)
         cands = [0.0, *[float(np.sqrt(a * b)) for a, b in itertools.pairwise(betas)]]
         cands = [c for c in cands if np.isfinite(c)] + [float("inf")]
-        fold = rng.permutation(R) % k
         held = np.zeros((len(cands), R))
         for f in range(k):
             train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
-            tree = grow.grow(train)
+            tree = grow.grow(grow.root(train, self.root_.coef_, key=f))
             node_ll = grow.heldout(tree, test)  # (nodes, R) held-out ll through each node
             for c, b in enumerate(cands):
                 for leaf in _prune(tree, b).leaves():
                     held[c, test] += node_ll[leaf, test]
         total = held.sum(axis=1)
-        self.cv_loglik_ = total
         best = int(np.argmax(total))
         pick = best
         if self.prune_rule == "1se":
@@ -382,9 +475,7 @@ class ChoiceModelTree(Estimator):
                 if total[c] >= total[best] - se:
                     pick = c
                     break
-        elif self.prune_rule != "max":
-            raise ValueError(f"prune_rule must be '1se' or 'max', got {self.prune_rule!r}")
-        return cands[pick]
+        return cands[pick], total
 
     def _finish(
         self, data: PreferenceData, tree: ChoiceTreeNodes, resp_ids: np.ndarray | None
@@ -398,13 +489,20 @@ class ChoiceModelTree(Estimator):
             n_r = 0 if data.respondent is None else len(np.unique(data.respondent))
             self.n_respondents_leaf_ = np.array([n_r])
         else:
+            parent = tree.parents()
             self.leaf_models_ = []
             counts = []
             for n in leaves:
                 ids = resp_ids[tree.fit[n].resp]
                 counts.append(len(ids))
                 sub = data.select_pairs(np.isin(data.respondent, ids))
-                self.leaf_models_.append(self._leaf(self.alpha_).fit(sub))
+                model = self._logit(
+                    alpha=self.shrinkage_,
+                    center=tree.fit[parent[n][0]].theta,
+                    scale=self.root_.scale_,
+                    max_iter=max(100, self.max_iter),
+                )
+                self.leaf_models_.append(model.fit(sub))
             self.n_respondents_leaf_ = np.array(counts)
         self.rules_ = [self._rule(n) for n in leaves]
         return self
@@ -416,12 +514,7 @@ class ChoiceModelTree(Estimator):
         tree, ss = self.tree_, self.split_schema_
         if ss is None or leaf == 0:
             return "all respondents"
-        parent = {
-            c: (p, side)
-            for p in range(len(tree.left))
-            if tree.left[p] != -1
-            for c, side in ((tree.left[p], False), (tree.right[p], True))
-        }
+        parent = tree.parents()
         path: list[tuple[int, bool]] = []
         node = leaf
         while node in parent:
@@ -451,7 +544,7 @@ class ChoiceModelTree(Estimator):
         return np.array([self.leaf_of_node_[self.tree_.route(u)[-1]] for u in enc])
 
     def leaf_of(self, respondent: Any) -> int | None:
-        """The leaf ``respondent`` is routed to (``None``: no feature row; the pooled logit)."""
+        """The leaf ``respondent`` is routed to (``None``: no feature row; the root)."""
         self._require_fitted()
         if respondent is None or self.n_leaves_ == 1:
             return 0 if self.n_leaves_ == 1 and respondent is not None else None
@@ -461,31 +554,25 @@ class ChoiceModelTree(Estimator):
         return self.leaf_of_node_[self.tree_.route(u)[-1]]
 
     def model_for(self, respondent: Any = None) -> ConditionalLogit:
-        """The logit that predicts ``respondent`` (their leaf's, else the pooled one)."""
+        """The logit that predicts ``respondent`` (their leaf's, else the root)."""
         leaf = self.leaf_of(respondent)
         return self.root_ if leaf is None else self.leaf_models_[leaf]
 
     def predict(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
-        """Systematic utilities ``(n,)`` of items ``X`` under ``respondent``'s leaf logit."""
+        """Systematic utilities ``(n,)`` of items ``X`` under ``respondent``'s leaf logit,
+        with their case-specific variables."""
         self._require_fitted()
-        leaf = self.leaf_of(respondent)
-        key = -1 if leaf is None else leaf
-        if self._cache is None or self._cache[0] is not X:
-            self._cache = (X, {})
-        memo = self._cache[1]
-        if key not in memo:
-            memo[key] = (self.root_ if leaf is None else self.leaf_models_[leaf]).predict(X)
-        return memo[key]
+        return self.model_for(respondent).predict(X, respondent)
 
     def posterior(self, X: np.ndarray, respondent: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """Mean and covariance of the utilities under ``respondent``'s leaf logit."""
         self._require_fitted()
-        return self.model_for(respondent).posterior(X)
+        return self.model_for(respondent).posterior(X, respondent)
 
     def prob_prefer(self, Xa: np.ndarray, Xb: np.ndarray, respondent: Any = None) -> np.ndarray:
         """``P(a > b)`` of paired rows under ``respondent``'s leaf logit."""
         self._require_fitted()
-        return self.model_for(respondent).prob_prefer(Xa, Xb)
+        return self.model_for(respondent).prob_prefer(Xa, Xb, respondent)
 
     def rank(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
         """Competition ranks (1 = best) by utility."""
@@ -511,20 +598,33 @@ class ChoiceModelTree(Estimator):
 
 # ----------------------------------------------------------------------------- growth
 class _Grower:
-    """Best-first growth of Eq. 1 with the screening of Eqs. 2-3 on fixed arrays."""
+    """Best-first growth of Eq. 2 with the screening of Eqs. 3-4 on fixed arrays, at the
+    shrinkage ``lam``."""
 
-    def __init__(self, model: ChoiceModelTree, arr: _Arrays, U: np.ndarray, schema: Schema):
+    def __init__(
+        self,
+        model: ChoiceModelTree,
+        arr: _Arrays,
+        U: np.ndarray,
+        schema: Schema,
+        scale: np.ndarray,
+        alpha: float,
+    ):
         self.m = model
         self.arr = arr
         self.U = U
         self.schema = schema
         self.R = len(U)
         self.p = arr.Z.shape[1]
+        self.s2 = np.asarray(scale, dtype=float) ** 2
+        self.alpha = alpha
+        self.lam = 1.0
+        self.tol = max(float(model.tol), CV_TOL)
         self.sit_of_resp = np.split(
             np.argsort(arr.sit_resp, kind="stable"),
             np.cumsum(np.bincount(arr.sit_resp, minlength=self.R))[:-1],
         )
-        self.nsit = np.bincount(arr.sit_resp, minlength=self.R).astype(float)
+        self._roots: dict[Any, _Fit] = {}
 
     # -- node fits
     def _sits(self, resp: np.ndarray) -> np.ndarray:
@@ -534,77 +634,79 @@ class _Grower:
             else (np.zeros(0, dtype=np.int64))
         )
 
-    def _problem(self, sit: np.ndarray) -> tuple[_Problem, np.ndarray, np.ndarray]:
+    def _problem(self, sit: np.ndarray) -> tuple[_Problem, np.ndarray]:
         rows, st, ch = self.arr.subset(sit)
-        Z = self.arr.Z[rows]
-        dev = Z - Z[np.repeat(ch, np.diff(st))]
-        scale = np.sqrt((dev * dev).sum(axis=0) / max(1, len(Z) - len(sit)))
-        scale = np.where(scale > 1e-12, scale, 1.0)
-        return _Problem(Z, st, ch, np.ones(len(sit))), rows, self.m.alpha_ * scale**2
+        return _Problem(self.arr.Z[rows], st, ch, np.ones(len(sit))), rows
 
-    def fit(self, resp: np.ndarray, theta0: np.ndarray) -> _Fit:
-        sit = self._sits(resp)
-        prob, _, prec = self._problem(sit)
-        theta, _, _ = _fit(prob, prec, theta0, self.m.max_iter, self.m.tol, False)
-        return _Fit(theta, float(prob.loglik(theta).sum()), resp)
+    def root(self, resp: np.ndarray, theta0: np.ndarray, key: Any = None) -> _Fit:
+        """The root's fit on respondents ``resp`` (the baseline's ridge toward 0);
+        ``key=None``: all of them, whose fit is ``theta0`` (the baseline's)."""
+        prob, _ = self._problem(self._sits(resp))
+        if key is None:
+            return _Fit(theta0, float(prob.loglik(theta0).sum()), resp)
+        if key not in self._roots:
+            prec = self.alpha * self.s2
+            theta, _, _ = _fit(prob, prec, theta0, self.m.max_iter, self.tol, False)
+            self._roots[key] = _Fit(theta, float(prob.loglik(theta).sum()), resp)
+        return self._roots[key]
 
-    # -- screening (Eq. 2)
-    def _per_respondent(self, fit: _Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Scores ``(n, p)``, informations ``(n, p, p)`` of the node's respondents at its
-        estimate, and the penalty precision."""
+    def child(self, resp: np.ndarray, parent: np.ndarray) -> _Fit:
+        """Eq. 1: the segment ``resp``'s fit shrunk toward its parent's estimate."""
+        prob, _ = self._problem(self._sits(resp))
+        prec = self.lam * self.s2
+        theta, _, _ = _fit(prob, prec, parent, self.m.max_iter, self.tol, False, parent)
+        d = theta - parent
+        pen = 0.5 * float((prec * d * d).sum())
+        return _Fit(theta, float(prob.loglik(theta).sum()), resp, pen)
+
+    # -- screening (Eq. 3)
+    def _per_respondent(self, fit: _Fit) -> tuple[np.ndarray, np.ndarray]:
+        """Scores ``(n, p)`` and informations ``(n, p, p)`` of the node's respondents at
+        its estimate."""
         sit = self._sits(fit.resp)
-        prob, rows, prec = self._problem(sit)
+        prob, _ = self._problem(sit)
         P, scores, _ = prob.terms(fit.theta)
         p, n = self.p, len(fit.resp)
         local = np.full(self.R, -1, dtype=np.int64)
         local[fit.resp] = np.arange(n)
         sr = local[self.arr.sit_resp[sit]]
-        rr = np.repeat(sr, np.diff(prob.start))
         g = np.zeros((n, p))
         np.add.at(g, sr, scores)
+        sizes = np.diff(prob.start)
         zbar = prob.Z[prob.chosen] - scores
-        Mr = sparse.csr_matrix((P, (rr, np.arange(len(rr)))), shape=(n, len(rr)))
-        Ms = sparse.csr_matrix((np.ones(len(sr)), (sr, np.arange(len(sr)))), shape=(n, len(sr)))
-        zz = (zbar[:, :, None] * zbar[:, None, :]).reshape(len(sr), p * p)
-        H = np.asarray(Mr @ self.arr.ZZ[rows]) - np.asarray(Ms @ zz)
-        return g, H.reshape(n, p, p), prec
+        D = (prob.Z - np.repeat(zbar, sizes, axis=0)) * np.sqrt(P)[:, None]
+        rr = np.repeat(sr, sizes)
+        order = np.argsort(rr, kind="stable")
+        bounds = np.searchsorted(rr[order], np.arange(n + 1))
+        H = np.empty((n, p, p))
+        Ds = D[order]
+        for i in range(n):  # H_r = D_r^T D_r over the rows of r's situations
+            block = Ds[bounds[i] : bounds[i + 1]]
+            H[i] = block.T @ block
+        return g, H
 
-    def _side_gain(
-        self, G: np.ndarray, H: np.ndarray, w: np.ndarray, pen_g: np.ndarray, prec: np.ndarray
-    ) -> np.ndarray:
-        g = G - w[:, None] * pen_g[None, :]
-        A = H + w[:, None, None] * np.diag(prec)[None] + 1e-9 * np.eye(self.p)[None]
+    def _side_gain(self, G: np.ndarray, H: np.ndarray) -> np.ndarray:
+        A = H + np.diag(self.lam * self.s2)[None] + 1e-9 * np.eye(self.p)[None]
         try:
-            x = np.linalg.solve(A, g[:, :, None])[:, :, 0]
+            x = np.linalg.solve(A, G[:, :, None])[:, :, 0]
         except np.linalg.LinAlgError:
-            x = np.einsum("kij,kj->ki", np.linalg.pinv(A, hermitian=True), g)
-        return 0.5 * np.einsum("ki,ki->k", g, x)
+            x = np.einsum("kij,kj->ki", np.linalg.pinv(A, hermitian=True), G)
+        return 0.5 * np.einsum("ki,ki->k", G, x)
 
     def _scan(
-        self,
-        bins: np.ndarray,
-        nb: int,
-        g: np.ndarray,
-        H: np.ndarray,
-        w_r: np.ndarray,
-        pen_g: np.ndarray,
-        prec: np.ndarray,
+        self, bins: np.ndarray, nb: int, g: np.ndarray, H: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Approximate gains (2) of the cuts between consecutive bins ``0..nb-1``, and
+        """Approximate gains (3) of the cuts between consecutive bins ``0..nb-1``, and
         the left side's respondent counts."""
         p = self.p
         Gb = np.zeros((nb, p))
         Hb = np.zeros((nb, p, p))
-        Wb = np.zeros(nb)
         Nb = np.bincount(bins, minlength=nb)
         np.add.at(Gb, bins, g)
         np.add.at(Hb, bins, H)
-        np.add.at(Wb, bins, w_r)
-        GL, HL, WL = np.cumsum(Gb, 0)[:-1], np.cumsum(Hb, 0)[:-1], np.cumsum(Wb)[:-1]
+        GL, HL = np.cumsum(Gb, 0)[:-1], np.cumsum(Hb, 0)[:-1]
         NL = np.cumsum(Nb)[:-1]
-        gain = self._side_gain(GL, HL, WL, pen_g, prec) + self._side_gain(
-            Gb.sum(0) - GL, Hb.sum(0) - HL, Wb.sum() - WL, pen_g, prec
-        )
+        gain = self._side_gain(GL, HL) + self._side_gain(Gb.sum(0) - GL, Hb.sum(0) - HL)
         return gain, NL
 
     def best_split(self, fit: _Fit, depth: int) -> _Split | None:
@@ -613,10 +715,8 @@ class _Grower:
         mn = int(m.min_respondents_leaf)
         if depth >= m.max_depth or n < 2 * max(mn, 1):
             return None
-        g, H, prec = self._per_respondent(fit)
-        w_r = self.nsit[fit.resp] / self.nsit[fit.resp].sum()
-        pen_g = prec * fit.theta
-        Ht = H.sum(0) + np.diag(prec)
+        g, H = self._per_respondent(fit)
+        Ht = H.sum(0) + np.diag(self.lam * self.s2)
         cands: list[tuple[float, _Split]] = []
         for c in range(self.U.shape[1]):
             x = self.U[fit.resp, c]
@@ -632,7 +732,7 @@ class _Grower:
                     bins = rank[inv]
                 else:
                     order, bins = np.arange(2), inv
-                gain, NL = self._scan(bins, len(levels), g, H, w_r, pen_g, prec)
+                gain, NL = self._scan(bins, len(levels), g, H)
                 ok = (NL >= mn) & (n - NL >= mn)
                 if not ok.any():
                     continue
@@ -649,7 +749,7 @@ class _Grower:
                     q = np.quantile(x, np.linspace(0, 1, m.max_cuts + 2)[1:-1])
                     cuts = np.unique(cuts[np.clip(np.searchsorted(cuts, q), 0, len(cuts) - 1)])
                 bins = np.searchsorted(cuts, x, side="right")
-                gain, NL = self._scan(bins, len(cuts) + 1, g, H, w_r, pen_g, prec)
+                gain, NL = self._scan(bins, len(cuts) + 1, g, H)
                 ok = (NL >= mn) & (n - NL >= mn)
                 if not ok.any():
                     continue
@@ -663,16 +763,16 @@ class _Grower:
         best: _Split | None = None
         for _, sp in cands[: max(1, int(m.n_exact))]:
             go = self._goes_right(sp, fit.resp)
-            lr, rr = fit.resp[~go], fit.resp[go]
-            a, b = self.fit(lr, fit.theta), self.fit(rr, fit.theta)
-            sp.gain = a.loglik + b.loglik - fit.loglik
+            a = self.child(fit.resp[~go], fit.theta)
+            b = self.child(fit.resp[go], fit.theta)
+            sp.gain = a.loglik - a.pen + b.loglik - b.pen - fit.loglik  # Eq. 2
             sp.children = (a, b)
             if sp.gain > 1e-9 and (best is None or sp.gain > best.gain):
                 best = sp
         return best
 
     def _order_levels(self, inv: np.ndarray, L: int, g: np.ndarray, Ht: np.ndarray) -> np.ndarray:
-        """Levels ordered by the statistic (3)."""
+        """Levels ordered by the statistic (4)."""
         Gk = np.zeros((L, self.p))
         np.add.at(Gk, inv, g)
         nk = np.maximum(np.bincount(inv, minlength=L).astype(float), 1.0)
@@ -693,9 +793,9 @@ class _Grower:
         return x >= sp.threshold
 
     # -- best-first growth
-    def grow(self, resp: np.ndarray) -> ChoiceTreeNodes:
+    def grow(self, root: _Fit) -> ChoiceTreeNodes:
+        """The tree grown from ``root`` (:meth:`root`) at the shrinkage ``lam``."""
         tree = ChoiceTreeNodes()
-        root = self.fit(resp, np.zeros(self.p))
 
         def new(f: _Fit, depth: int) -> int:
             tree.left.append(-1)
@@ -738,7 +838,7 @@ class _Grower:
         for node, rs in paths.items():
             resp = np.asarray(rs, dtype=np.int64)
             sit = self._sits(resp)
-            prob, _, _ = self._problem(sit)
+            prob, _ = self._problem(sit)
             ll = prob.loglik(tree.fit[node].theta)
             np.add.at(out[node], self.arr.sit_resp[sit], ll)
         return out
@@ -751,18 +851,27 @@ def _subtree_leaves(tree: ChoiceTreeNodes, node: int) -> list[int]:
     return _subtree_leaves(tree, tree.left[node]) + _subtree_leaves(tree, tree.right[node])
 
 
+def _subtree_penalty(tree: ChoiceTreeNodes, node: int) -> float:
+    """The priors' penalties of the nodes strictly below ``node`` (Eq. 5)."""
+    if tree.left[node] == -1:
+        return 0.0
+    return sum(
+        tree.fit[c].pen + _subtree_penalty(tree, c) for c in (tree.left[node], tree.right[node])
+    )
+
+
 def _weakest_links(tree: ChoiceTreeNodes) -> list[float]:
-    """The increasing ``beta`` sequence of Eq. 4 (weakest-link pruning), ``0`` first."""
+    """The increasing ``beta`` sequence of Eq. 5 (weakest-link pruning), ``0`` first."""
     t = ChoiceTreeNodes(list(tree.left), list(tree.right), list(tree.split), tree.depth, tree.fit)
     out = [0.0]
     while t.left[0] != -1:
         best, links = np.inf, []
-        for node in range(len(t.left)):
-            if t.left[node] == -1 or not _reachable(t, node):
+        for node in sorted(_nodes_from(t, 0)):
+            if t.left[node] == -1:
                 continue
             leaves = _subtree_leaves(t, node)
-            drop = -t.fit[node].loglik + sum(t.fit[leaf].loglik for leaf in leaves)
-            g = drop / (len(leaves) - 1)
+            below = sum(t.fit[leaf].loglik for leaf in leaves) - _subtree_penalty(t, node)
+            g = (below - t.fit[node].loglik) / (len(leaves) - 1)
             if g < best - 1e-12:
                 best, links = g, [node]
             elif abs(g - best) <= 1e-12:
@@ -773,10 +882,6 @@ def _weakest_links(tree: ChoiceTreeNodes) -> list[float]:
     return out
 
 
-def _reachable(tree: ChoiceTreeNodes, node: int) -> bool:
-    return node in _nodes_from(tree, 0)
-
-
 def _nodes_from(tree: ChoiceTreeNodes, node: int) -> set[int]:
     if tree.left[node] == -1:
         return {node}
@@ -784,14 +889,14 @@ def _nodes_from(tree: ChoiceTreeNodes, node: int) -> set[int]:
 
 
 def _prune(tree: ChoiceTreeNodes, beta: float) -> ChoiceTreeNodes:
-    """The subtree minimising Eq. 4 at ``beta`` (unreachable nodes become leaves, unused)."""
+    """The subtree minimising Eq. 5 at ``beta`` (unreachable nodes dropped)."""
     left, right, split = list(tree.left), list(tree.right), list(tree.split)
 
     def cost(node: int) -> float:
         own = -tree.fit[node].loglik + beta
         if tree.left[node] == -1:
             return own
-        below = cost(tree.left[node]) + cost(tree.right[node])
+        below = sum(cost(c) + tree.fit[c].pen for c in (tree.left[node], tree.right[node]))
         if own <= below:
             left[node] = right[node] = -1
             split[node] = None

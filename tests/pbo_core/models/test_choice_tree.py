@@ -181,8 +181,52 @@ def test_the_registry_entry_takes_the_plan() -> None:
     assert model.alternative == "mode" and model.reference == "A"
     assert tuple(model.case_specific) == ("age", "car") and model.user_schema is USERS
     model.fit(data)
-    assert model.split_schema_ is not None and model.split_schema_.names == ["age", "car"]
+    # splits on every respondent feature; the segments' logits carry the plan's
+    # case-specific variables
+    assert model.split_schema_ is not None
+    assert model.split_schema_.names == ["age", "region", "car", "noise"]
     assert model.n_leaves_ == 1  # 60 respondents: no two leaves of 50
+    # the root is the plan's baseline, bit for bit: never worse than mnl by construction
+    mnl = make_for("mnl", study).fit(data)
+    assert np.array_equal(model.root_.coef_, mnl.coef_)
+    assert any(n.startswith("age [") for n in model.root_.column_names_)
+    for r in (0, 7, 59):
+        assert np.array_equal(model.predict(data.X, respondent=r), mnl.predict(data.X, r))
+
+
+def test_segments_are_shrunk_toward_their_parent() -> None:
+    """Each segment's logit is Eq. 1's fit: centred on its parent's estimate; a larger
+    shrinkage keeps it closer; the growth's estimate is the segment's logit's."""
+    rng = np.random.default_rng(21)
+    users = _users(rng, 400)
+    data = _choices(rng, users, "quad")
+    dist = {}
+    for lam in (3.0, 3000.0):
+        model = _tree(shrinkage=lam, n_folds=0).fit(data)  # no pruning: the full tree
+        assert model.n_leaves_ >= 2 and model.shrinkage_ == lam
+        parent = model.tree_.parents()
+        for node, leaf in model.leaf_of_node_.items():
+            m = model.leaf_models_[leaf]
+            assert np.array_equal(m.center, model.tree_.fit[parent[node][0]].theta)
+            assert m.alpha_ == lam
+            assert np.allclose(m.coef_, model.tree_.fit[node].theta, atol=0.02)
+        root = model.root_.coef_
+        dist[lam] = np.mean([np.abs(m.coef_ - root).sum() for m in model.leaf_models_])
+    assert dist[3000.0] < 0.5 * dist[3.0]
+
+
+def test_high_cardinality_features_are_not_split_on_by_default() -> None:
+    rng = np.random.default_rng(23)
+    many = Feature("district", "categorical", levels=tuple(f"d{k}" for k in range(20)))
+    schema = Schema((*USERS.features, many))
+    users = _users(rng, 120).assign(district=rng.choice([f"d{k}" for k in range(20)], 120))
+    data = _choices(rng, users, "none", T=3)
+    model = ChoiceModelTree(alternative="mode", user_schema=schema, n_folds=0).fit(data)
+    assert model.split_schema_ is not None and "district" not in model.split_schema_.names
+    named = ChoiceModelTree(
+        alternative="mode", user_schema=schema, split_features=["district"], n_folds=0
+    ).fit(data)
+    assert named.split_schema_ is not None and named.split_schema_.names == ["district"]
 
 
 def test_without_features_it_is_the_pooled_logit() -> None:
@@ -201,3 +245,5 @@ def test_bad_prune_rule() -> None:
     data = _choices(rng, _users(rng, 400), "quad", T=6)
     with pytest.raises(ValueError, match="prune_rule"):
         _tree(prune_rule="median").fit(data)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="shrinkage"):
+        _tree(shrinkage=0.0).fit(data)

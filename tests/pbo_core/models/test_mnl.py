@@ -231,6 +231,30 @@ def test_cv_picks_a_grid_strength_on_training_tasks_only():
         ConditionalLogit(alpha=-1.0).fit(data)
 
 
+def test_a_ridge_centre_is_a_prior_mean():
+    """``center``/``scale``: the penalty alpha/2 sum (s_j (theta_j - c_j))^2; a strong ridge
+    keeps the estimate at the centre, a zero centre is the plain ridge, and the score of
+    the fit balances the prior's pull (the MAP's first-order condition)."""
+    data, _ = _labelled(n_resp=40, n_tasks=6, seed=5)
+    plain = ConditionalLogit(alternative="mode", alpha=1.0).fit(data)
+    same = ConditionalLogit(
+        alternative="mode", alpha=1.0, center=np.zeros(4), scale=plain.scale_
+    ).fit(data)
+    assert np.allclose(same.coef_, plain.coef_, atol=1e-8)
+    c = np.array([-1.0, 2.0, 0.5, -0.5])
+    tight = ConditionalLogit(alternative="mode", alpha=1e7, center=c, scale=plain.scale_)
+    assert np.allclose(tight.fit(data).coef_, c, atol=1e-3)
+    mid = ConditionalLogit(alternative="mode", alpha=50.0, center=c, scale=plain.scale_).fit(data)
+    cs = choice_sets(data)
+    Z = mid._rows(data.X[cs.item], None)
+    _, scores, _ = _Problem(Z, cs.start, cs.chosen, np.ones(cs.n_situations)).terms(mid.coef_)
+    assert np.allclose(scores.sum(0), 50.0 * plain.scale_**2 * (mid.coef_ - c), atol=1e-5)
+    with pytest.raises(ValueError, match="center"):
+        ConditionalLogit(alternative="mode", alpha="cv", center=c).fit(data)
+    with pytest.raises(ValueError, match="center and scale"):
+        ConditionalLogit(alternative="mode", alpha=1.0, center=np.zeros(2)).fit(data)
+
+
 def test_bad_plan_names_are_clear_errors():
     data, us = _labelled(n_resp=5, n_tasks=2)
     with pytest.raises(ValueError, match="not a categorical attribute"):
