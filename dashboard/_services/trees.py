@@ -417,13 +417,15 @@ def tree_view(
     title: str | None = None,
     money: str | None = None,
     time: str | None = None,
+    named: bool = True,
 ) -> explain.TreeView:
-    """The drawable tree with each leaf's items named (from ``data``); trade-offs divide
-    by the money attribute ``money``; the value of time is the plan's ``time``'s."""
+    """The drawable tree with each leaf's items named (from ``data``; ``named=False``: by
+    their ids, while :func:`texts_job` names many items); trade-offs divide by the money
+    attribute ``money``; the value of time is the plan's ``time``'s."""
     return explain.tree_view(
         model,
         data=data,
-        item_names=data_item_names(data) if data is not None else None,
+        item_names=data_item_names(data) if data is not None and named else None,
         highlight=highlight,
         sensitive=sensitive,
         title=title,

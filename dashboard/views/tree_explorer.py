@@ -91,10 +91,9 @@ data = svc.respondent_data(study, resp)
 if data.n_pairs == 0:
     st.warning("This respondent has no comparisons.")
     st.stop()
-texts = svc.texts_job(study, resp)  # many items: named in a worker first
-if texts is not None and texts.state != "done":
-    waits.result(texts, key="te_texts")
-    st.stop()
+# many items are named in a worker: the tree is drawn meanwhile, its items by their ids
+texts = svc.texts_job(study, resp)
+named = texts is None or texts.state == "done"
 
 with st.spinner("Preparing the tree kernels (once per start; first install compiles them)..."):
     svc.warm_up()
@@ -172,12 +171,14 @@ sensitive = c3.multiselect(
     key=f"te_sensitive::{key}",
 )
 
-labels = svc.item_labels(data)
+labels = svc.item_labels(data) if named else []
 pick = st.selectbox(
     "Follow an item (its path is drawn in bold)",
-    [-1, *range(data.n_items)],
+    [-1, *range(data.n_items)] if named else [-1],
     format_func=lambda i: "(none)" if i < 0 else labels[i],
     key=f"te_item::{key}::{resp}",
+    disabled=not named,
+    help=None if named else f"Offered once the {data.n_items:,} items are named (below).",
 )
 highlight = data.X[pick] if pick >= 0 else None
 
@@ -226,7 +227,14 @@ if has_slopes(model):  # trade-offs: the analyst says what money and travel time
 title = study.title + (f" — respondent {resp}" if resp is not None else "")
 shown_depth = depth if 1 <= depth < tree_depth else None
 view = svc.tree_view(
-    model, data, highlight=highlight, sensitive=sensitive, title=title, money=money, time=time_attr
+    model,
+    data,
+    highlight=highlight,
+    sensitive=sensitive,
+    title=title,
+    money=money,
+    time=time_attr,
+    named=named,
 )
 
 tradeoffs = svc.tradeoff_table(model, money, time_attr) if money is not None else pd.DataFrame()
@@ -332,6 +340,12 @@ tab_tree, tab_items, tab_leaves, tab_ev, tab_strad = ui.lazy_tabs(
 )
 if tab_tree.open:
     with tab_tree:
+        if not named:
+            st.caption(
+                f"The leaves list their items by id until the {data.n_items:,} items are "
+                "named (progress below); the tree is the same."
+            )
+            waits.result(texts, key="te_texts")
         ui.tree_with_downloads(
             view,
             name=f"tree-{key}" + (f"-{resp}" if resp is not None else ""),
@@ -339,7 +353,10 @@ if tab_tree.open:
             json_text=explain.to_json(model),
             max_depth=shown_depth,
         )
-if tab_items.open:
+if tab_items.open and not named:
+    with tab_items:
+        waits.result(texts, key="te_texts_items")
+elif tab_items.open:
     with tab_items:
         st.caption(
             "Predicted utility (leaf mean), competition rank (ties share a rank), the leaf "
@@ -351,7 +368,10 @@ if tab_items.open:
             width="stretch",
             column_config={"utility": st.column_config.NumberColumn(format="%+.2f")},
         )
-if tab_leaves.open:
+if tab_leaves.open and not named:
+    with tab_leaves:
+        waits.result(texts, key="te_texts_leaves")
+elif tab_leaves.open:
     with tab_leaves:
         st.caption(
             "Every leaf with all its items by name; (won/lost) counts the respondent's "
@@ -476,7 +496,7 @@ if tab_strad.open:
                 f"{m.tree_.max_depth}, training accuracy {100 * metrics.accuracy(m, data):.1f}%"
             )
             ui.interactive_tree(
-                svc.tree_view(m, data, highlight=highlight, sensitive=sensitive),
+                svc.tree_view(m, data, highlight=highlight, sensitive=sensitive, named=named),
                 name=f"tree-{key}-{mode}",
                 height=420,
             )

@@ -15,6 +15,7 @@ import pytest
 import dashboard.pages
 from dashboard import _services as svc
 from dashboard._services import jobs
+from data_loaders.registry import load_study
 from pbo_core.registry import get
 from tests.dashboard._answers import answer_button
 from tests.dashboard._shown import shown
@@ -206,6 +207,31 @@ def test_tree_explorer_controls_change_the_tree(app) -> None:
     assert "is in leaf" in texts(at)
     labels = [b.label for b in at.get("download_button")]
     assert {"Download SVG", "Download PNG", "Download DOT", "Download JSON"} <= set(labels)
+
+
+def test_tree_explorer_draws_the_tree_while_many_items_are_named(app, monkeypatch) -> None:
+    """Many items are named by a job: the first view waits for no naming, its tree lists
+    the items by id meanwhile beside the naming's progress; following an item and the
+    Items tab wait for the names."""
+    title = "Naming the 60 items and formatting their attributes"
+
+    def naming(study, respondent):
+        return jobs.Job("names", title, print, (), state="running", fraction=0.4, step="labels")
+
+    monkeypatch.setattr(svc, "texts_job", naming)
+    at = app("tree_explorer", sel_study="pmr-demo")
+    no_exception(at)
+    (tree,) = trees(at)
+    items = [i for n in tree["nodes"] if n["kind"] == "leaf" for i in n["items"]]
+    ids = {str(i) for i in load_study("pmr-demo").data.ids()}
+    assert len(items) == 60 and {i.split(" (")[0] for i in items} == ids  # by id
+    assert any(title in b.proto.text for b in at.get("progress"))
+    follow = next(s for s in at.selectbox if s.label.startswith("Follow an item"))
+    assert follow.proto.disabled and follow.options == ["(none)"]
+    at.session_state["te_view"] = "Items"
+    at.run()
+    no_exception(at)
+    assert not at.dataframe and any(title in b.proto.text for b in at.get("progress"))
 
 
 def test_tree_leaves_name_their_items_with_wins_and_losses(app) -> None:
