@@ -36,7 +36,7 @@ The user tree is refitted every ``refit_every`` users (default 50).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -46,6 +46,7 @@ import pandas as pd
 from pbo_core.data import PreferenceData, Schema, Study
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.leaves import laplace_fit
+from pbo_core.models.tree import Tree, build_tree
 from pbo_core.rules import describe_side
 
 MAX_BINS = 64
@@ -448,7 +449,7 @@ class WarmStartDT(DTSurrogate):
         if np.any(idx < 0):
             raise ValueError("every user item must be one of the group's items")
         user_pairs = idx[data.pairs] if data.n_pairs else np.zeros((0, 2), dtype=np.int64)
-        all_pairs = np.vstack([self.group_pairs, user_pairs])
+        all_pairs = np.vstack([self.group_pairs, user_pairs]) if len(user_pairs) else None
         group_mean = (  # group posterior, per item
             self.group.predict(self.group_X) if self.group_mean is None else self.group_mean
         )
@@ -469,26 +470,48 @@ class WarmStartDT(DTSurrogate):
             PreferenceData(self.group_X, user_pairs, schema=self.schema)  # raises, naming it
         # the tree on the union, on the group's item rows (both already checked: the
         # group's pairs by the hierarchy, the user's by their own data); without answers
-        # of the user's it is the group's tree, grown once per group (``_shared``)
+        # of the user's it is the group's tree, grown once per group (``_shared``), and
+        # with a few it is that tree extended node by node (GroupTreeExtension) unless
+        # the user's answers change one of its splits
         shared = getattr(self, "_shared", None)
-        if not len(user_pairs) and shared is not None and "tree" in shared:
-            tree, backend, group_leaf = shared["tree"]
-        else:
-            union = PreferenceData.from_validated_arrays(self.group_X, all_pairs, self.schema)
+        if shared is None or self.straddlers != "discard" or self.split_ties != "gap":
+            # on its own (or a growth the extension does not follow): one tree on the union
+            union = PreferenceData.from_validated_arrays(
+                self.group_X, self.group_pairs if all_pairs is None else all_pairs, self.schema
+            )
             tree, backend = self._grow(union, self.schema)
-            group_leaf = tree.apply(self.group_X)
-            if not len(user_pairs) and shared is not None:
-                shared["tree"] = (tree, backend, group_leaf)
-        memo["tree"], memo["leaf"] = tree, group_leaf
+            pm = prior_mean(tree, None, None)
+        else:
+            if "extension" not in shared:
+                union = PreferenceData.from_validated_arrays(
+                    self.group_X, self.group_pairs, self.schema
+                )
+                tree, backend = self._grow(union, self.schema)
+                shared["backend"] = backend
+                shared["extension"] = GroupTreeExtension(
+                    tree,
+                    self.group_X,
+                    self.group_pairs,
+                    self.schema,
+                    max_depth=self.max_depth,
+                    min_samples_split=self.min_samples_split,
+                    min_split_score=self.min_split_score,
+                    item_values=group_mean,
+                )
+            ext: GroupTreeExtension = shared["extension"]
+            backend = shared["backend"]
+            if "empty" not in shared:  # no answers yet: the group's own tree
+                shared["empty"] = ext.extend(np.zeros((0, 2), dtype=np.int64))
+            tree, pm = ext.extend(user_pairs) if len(user_pairs) else shared["empty"]
         self.backend_ = backend
         self.schema_ = self.schema
         self.tree_ = tree
         self.n_leaves_ = tree.n_leaves
         # leaves: the user's comparisons only, with the group prior
-        pm = prior_mean(tree, None, None)
+        user_leaf = tree.apply(self.group_X[user_pairs.ravel()]).reshape(-1, 2)
         res = laplace_fit(
-            group_leaf[user_pairs[:, 0]],
-            group_leaf[user_pairs[:, 1]],
+            user_leaf[:, 0],
+            user_leaf[:, 1],
             self.n_leaves_,
             self.ratio,
             prior_mean=pm,
@@ -502,3 +525,305 @@ class WarmStartDT(DTSurrogate):
         self._X_fit = data.X
         self.n_features_in_ = data.X.shape[1]
         return self
+
+
+class GroupTreeExtension:
+    """The tree of a group's comparisons plus a few more, from the group's tree.
+
+    A warm start (:class:`WarmStartDT`) grows its item tree on the group's comparisons
+    followed by the user's. Growing it afresh for every answer costs a pass over all the
+    group's comparisons, which grows with the cohort. The tree of ``group + user`` differs
+    from the group's tree only at the nodes the user's comparisons reach (every other
+    node's split-search set is the same), so this class keeps, per node of the group's
+    tree, the statistics its split search reads (discard-straddlers mode,
+    :mod:`pbo_core.models.tree.splits`): for every threshold column the node's distinct
+    endpoint values and the running sum of the endpoint weights (+1 winner, -1 loser) up
+    to each, for every categorical column the net wins per category. Adding the user's
+    endpoints to them gives the node's exact candidate scores, ties broken by the same
+    rules (largest ``|sum Z|``, then the wider normalised gap, then the lower column and
+    threshold; categories by net wins). Where a split stays the group's, the node keeps
+    it with the user's comparisons counted in; where one changes, only that node's
+    subtree is grown afresh on the node's comparisons and put in its place. The result is
+    the tree :func:`~pbo_core.models.tree.build_tree` grows on ``group + user``
+    (``tests/pbo_core/test_hierarchy.py`` checks every node array), at a cost that no
+    longer grows with the group. Statistics are computed for a node the first time a
+    user reaches it, and every item's node once, per group; :meth:`extend` also returns
+    the mean of ``item_values`` (the group posterior) over the items of each leaf, the
+    warm start's prior mean, from per-leaf sums kept for the group's leaves.
+    """
+
+    def __init__(
+        self,
+        tree: Tree,
+        X: np.ndarray,
+        pairs: np.ndarray,
+        schema: Schema,
+        *,
+        max_depth: int | None,
+        min_samples_split: int = 1,
+        min_split_score: float = 0.0,
+        item_values: np.ndarray | None = None,
+    ) -> None:
+        self.tree = tree
+        self.X = np.asarray(X, dtype=float)
+        self.schema = schema
+        self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        self.item_values = (
+            np.zeros(len(self.X)) if item_values is None else np.asarray(item_values, float)
+        )
+        self.Xw, self.Xl = self.X[self.pairs[:, 0]], self.X[self.pairs[:, 1]]
+        self.n_group = len(self.pairs)
+        self.max_depth = -1 if max_depth is None else int(max_depth)
+        self.min_samples_split = int(min_samples_split)
+        self.min_split_score = float(min_split_score)
+        self.is_cat = np.asarray(tree.is_categorical, dtype=bool)
+        self.n_cat = np.asarray(tree.n_categories, dtype=np.int64)
+        span = np.where(
+            self.is_cat, np.maximum(self.n_cat - 1, 1), tree.root_upper - tree.root_lower
+        )
+        self.span = np.where(span > 0, span, 1.0)  # as build_tree normalises the gaps
+        self._pairs: dict[int, np.ndarray] = {0: np.arange(self.n_group)}
+        self._stats: dict[int, list[Any]] = {}
+        self._items: dict[str, np.ndarray] = {}
+
+    def _right(self, node: int, w: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether winners ``w`` and losers ``lo`` (rows) go right at ``node``."""
+        t = self.tree
+        c = int(t.feature[node])
+        if self.is_cat[c]:
+            m = int(t.right_mask[node])
+            return ((m >> w[:, c].astype(np.int64)) & 1) == 1, (
+                (m >> lo[:, c].astype(np.int64)) & 1
+            ) == 1
+        return w[:, c] >= t.threshold[node], lo[:, c] >= t.threshold[node]
+
+    def node_pairs(self, node: int) -> np.ndarray:
+        """Indices of the group's comparisons in ``node``'s split-search set."""
+        if node not in self._pairs:
+            parent = int(self.tree.parent[node])
+            idx = self.node_pairs(parent)
+            wr, lr = self._right(parent, self.Xw[idx], self.Xl[idx])
+            self._pairs[int(self.tree.children_left[parent])] = idx[~wr & ~lr]
+            self._pairs[int(self.tree.children_right[parent])] = idx[wr & lr]
+        return self._pairs[node]
+
+    def _node_stats(self, node: int) -> list[Any]:
+        if node not in self._stats:
+            idx = self.node_pairs(node)
+            out: list[Any] = []
+            for c in range(self.X.shape[1]):
+                w, lo = self.Xw[idx, c], self.Xl[idx, c]
+                if self.is_cat[c]:
+                    k = int(self.n_cat[c])
+                    out.append(
+                        np.bincount(w.astype(np.int64), minlength=k).astype(float)
+                        - np.bincount(lo.astype(np.int64), minlength=k)
+                    )
+                else:
+                    vals, inv = np.unique(np.concatenate([w, lo]), return_inverse=True)
+                    wt = np.concatenate([np.ones(len(w)), -np.ones(len(lo))])
+                    out.append((vals, np.cumsum(np.bincount(inv, wt, minlength=len(vals)))))
+            self._stats[node] = out
+        return self._stats[node]
+
+    def _search(
+        self, node: int, uw: np.ndarray, ul: np.ndarray, n: int
+    ) -> tuple[int, float, int, float, float] | None:
+        """Best split of ``node``'s group set plus user rows ``uw``/``ul``: ``(column,
+        threshold, mask, sum_z, |sum_z|)``, or ``None`` (the kernel's rules)."""
+        best_key, best_abs, best_gapn, best = -1.0, 0.0, -1.0, None
+        stats = self._node_stats(node)
+        for c in np.flatnonzero(~self.is_cat):
+            vals_g, cum_g = stats[c]
+            v_u = np.concatenate([uw[:, c], ul[:, c]])
+            order = np.argsort(v_u, kind="stable")
+            v_u = v_u[order]
+            cum_u = np.cumsum(np.concatenate([np.ones(len(uw)), -np.ones(len(ul))])[order])
+            vals = np.union1d(vals_g, v_u)
+            if len(vals) < 2:
+                continue
+            # running sums at every merged value (0 before a set's first value)
+            cum = np.concatenate([[0.0], cum_g])[np.searchsorted(vals_g, vals, side="right")]
+            cum = cum + np.concatenate([[0.0], cum_u])[np.searchsorted(v_u, vals, side="right")]
+            gaps = vals[1:] - vals[:-1]
+            a = np.abs(cum[:-1])
+            key = np.where(a > 0, a + 0.5 * gaps / self.span[c], -np.inf)
+            j = int(np.argmax(key))
+            if key[j] > best_key:
+                best_key, best_abs, best_gapn = float(key[j]), float(a[j]), gaps[j] / self.span[c]
+                v0, v1 = vals[j], vals[j + 1]
+                thr = 0.5 * (v0 + v1)
+                if not v0 < thr <= v1:
+                    thr = v1
+                best = (int(c), float(thr), 0, float(-cum[j]), float(a[j]))
+        for c in np.flatnonzero(self.is_cat):
+            k = int(self.n_cat[c])
+            net = (
+                stats[c]
+                + np.bincount(uw[:, c].astype(np.int64), minlength=k)
+                - np.bincount(ul[:, c].astype(np.int64), minlength=k)
+            )
+            pos = net > 0
+            sz = 0.0
+            for v in net[pos]:  # the kernel's running sum
+                sz += float(v)
+            if sz <= 0:
+                continue
+            gapn = 1.0 / max(k - 1, 1)
+            better = (
+                sz > best_abs
+                or (sz == best_abs and gapn > best_gapn)
+                or (sz == best_abs and gapn == best_gapn and best is not None and c < best[0])
+            )
+            if best is None or better:
+                best_abs, best_gapn = sz, gapn
+                mask = int(np.sum(np.left_shift(1, np.flatnonzero(pos).astype(np.int64))))
+                best = (int(c), float("nan"), mask, sz, sz)
+        if best is not None and best[4] / n <= self.min_split_score:
+            return None
+        return best
+
+    def _item_index(self) -> dict[str, np.ndarray]:
+        """Every item's node in the group's tree (items sorted by it) and the sum and
+        count of ``item_values`` per leaf, once per group."""
+        if not self._items:
+            t = self.tree
+            node = t.apply_nodes(self.X)
+            order = np.argsort(node, kind="stable")
+            leaf = t.leaf_id[node]
+            self._items.update(
+                order=order,
+                sorted_node=node[order],
+                tot=np.bincount(leaf, self.item_values, minlength=t.n_leaves),
+                cnt=np.bincount(leaf, minlength=t.n_leaves).astype(float),
+            )
+        return self._items
+
+    def _subtree_end(self, node: int) -> int:
+        """One past the last node of ``node``'s subtree (pre-order: its rightmost leaf)."""
+        t = self.tree
+        while t.children_left[node] != -1:
+            node = int(t.children_right[node])
+        return node + 1
+
+    def extend(self, user_pairs: np.ndarray) -> tuple[Tree, np.ndarray]:
+        """The tree of the group's comparisons followed by ``user_pairs`` (rows of ``X``),
+        and the mean of ``item_values`` over the items of each of its leaves.
+
+        Nodes whose split the user's comparisons leave alone keep the group's; the
+        subtree of a node whose split they change is grown afresh on the node's
+        comparisons (:func:`~pbo_core.models.tree.build_tree`, as the growth of the whole
+        tree would reach it) and put in its place."""
+        t = self.tree
+        user_pairs = np.asarray(user_pairs, dtype=np.int64).reshape(-1, 2)
+        uw_all, ul_all = self.X[user_pairs[:, 0]], self.X[user_pairs[:, 1]]
+        n_pairs, sum_z, score = t.n_pairs.copy(), t.sum_z.copy(), t.score.copy()
+        at_leaf: dict[int, np.ndarray] = {}
+        regrow: list[tuple[int, np.ndarray]] = []
+        depth = t.depth
+        stack = [(0, np.arange(len(user_pairs)))]
+        while stack:
+            node, u = stack.pop()
+            if not len(u):
+                continue
+            n = int(t.n_pairs[node]) + len(u)
+            n_pairs[node] = n
+            dep = int(depth[node])
+            searched = n >= self.min_samples_split and (self.max_depth < 0 or dep < self.max_depth)
+            split = self._search(node, uw_all[u], ul_all[u], n) if searched else None
+            leaf = t.children_left[node] == -1
+            same = split is None if leaf else split is not None
+            if split is not None and not leaf:
+                col, thr, mask = split[:3]
+                same = col == int(t.feature[node]) and (
+                    mask == int(t.right_mask[node])
+                    if self.is_cat[col]
+                    else thr == float(t.threshold[node])
+                )
+            if not same:
+                regrow.append((node, u))
+            elif leaf:
+                at_leaf[node] = u
+            else:
+                sum_z[node], score[node] = split[3], split[4] / n
+                wr, lr = self._right(node, uw_all[u], ul_all[u])
+                stack.append((int(t.children_right[node]), u[wr & lr]))
+                stack.append((int(t.children_left[node]), u[~wr & ~lr]))
+        leaf_pairs = list(t.leaf_pairs)
+        for node, u in at_leaf.items():
+            k = int(t.leaf_id[node])
+            leaf_pairs[k] = np.concatenate([leaf_pairs[k], self.n_group + u])
+        items = self._item_index()
+        tot, cnt = items["tot"], items["cnt"]
+        grown = replace(t, n_pairs=n_pairs, sum_z=sum_z, score=score, leaf_pairs=leaf_pairs)
+        if regrow:
+            grown, tot, cnt = self._splice(grown, sorted(regrow, key=lambda r: r[0]), user_pairs)
+        return grown, tot / np.maximum(cnt, 1)
+
+    def _splice(
+        self, t: Tree, regrow: list[tuple[int, np.ndarray]], user_pairs: np.ndarray
+    ) -> tuple[Tree, np.ndarray, np.ndarray]:
+        """``t`` with the subtree of every ``(node, user pairs there)`` grown afresh."""
+        items = self._item_index()
+        cols = ("children_left", "children_right", "feature", "threshold", "right_mask")
+        cols += ("n_pairs", "sum_z", "score")
+        parts: dict[str, list[np.ndarray]] = {c: [] for c in cols}
+        ends, shift, prev = [], [0], 0
+        leaf_parts: list[Any] = []
+        tot, cnt, old_leaf = [], [], 0
+        leaf_nodes = t.leaf_nodes
+        for node, u in regrow:
+            end = self._subtree_end(node)
+            gi = self.node_pairs(node)
+            union_index = np.concatenate([gi, self.n_group + u])
+            sub = build_tree(
+                self.X,
+                np.vstack([self.pairs[gi], user_pairs[u]]),
+                self.schema,
+                max_depth=None if self.max_depth < 0 else self.max_depth - int(t.depth[node]),
+                min_samples_split=self.min_samples_split,
+                min_split_score=self.min_split_score,
+            )
+            for c in cols:
+                parts[c].append(getattr(t, c)[prev:node])
+                v = getattr(sub, c)
+                if c.startswith("children"):  # subtree ids -> ids in the new tree
+                    v = np.where(v >= 0, v + node + shift[-1], -1)
+                parts[c].append(v)
+            # the leaves before the subtree, then the subtree's (its items, in item order)
+            first = int(np.searchsorted(leaf_nodes, node))
+            last = int(np.searchsorted(leaf_nodes, end))
+            leaf_parts += t.leaf_pairs[old_leaf:first]
+            leaf_parts += [union_index[lp] for lp in sub.leaf_pairs]
+            lo, hi = np.searchsorted(items["sorted_node"], [node, end])
+            inside = np.sort(items["order"][lo:hi])
+            sub_leaf = sub.apply(self.X[inside])
+            tot.append(items["tot"][old_leaf:first])
+            tot.append(np.bincount(sub_leaf, self.item_values[inside], minlength=sub.n_leaves))
+            cnt.append(items["cnt"][old_leaf:first])
+            cnt.append(np.bincount(sub_leaf, minlength=sub.n_leaves).astype(float))
+            old_leaf = last
+            ends.append(end)
+            shift.append(shift[-1] + sub.n_nodes - (end - node))
+            prev = end
+        for c in cols:
+            parts[c].append(getattr(t, c)[prev:])
+        leaf_parts += t.leaf_pairs[old_leaf:]
+        tot.append(items["tot"][old_leaf:])
+        cnt.append(items["cnt"][old_leaf:])
+        arrays = {c: np.concatenate(parts[c]) for c in cols}
+        # the kept nodes' children: shifted by the nodes the subtrees before them added
+        kept = np.ones(len(arrays["children_left"]), dtype=bool)
+        for k, (node, end) in enumerate(zip([r[0] for r in regrow], ends, strict=True)):
+            start = node + shift[k]
+            kept[start : start + (end - node) + shift[k + 1] - shift[k]] = False
+        for c in ("children_left", "children_right"):
+            v = arrays[c]
+            old = v[kept]
+            moved = old + np.asarray(shift)[np.searchsorted(ends, old, side="right")]
+            v[kept] = np.where(old >= 0, moved, -1)
+        return (
+            replace(t, **arrays, leaf_pairs=leaf_parts),
+            np.concatenate(tot),
+            np.concatenate(cnt),
+        )

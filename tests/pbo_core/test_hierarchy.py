@@ -134,3 +134,99 @@ def test_split_items_find_groups_when_items_are_never_shared() -> None:
     assert UserItemHierarchy(max_depth=2, min_users_leaf=5).fit(study).user_tree_.n_leaves == 2
     with pytest.raises(ValueError, match="one non-negative code per item"):
         UserItemHierarchy().fit(study, split_items=kind[:-1])
+
+
+def _choice_items(rng: np.random.Generator, n_items: int) -> tuple[np.ndarray, Schema]:
+    """Items with a categorical mode and coarse numeric columns (many tied values)."""
+    schema = Schema(
+        (
+            Feature("mode", "categorical", levels=("a", "b", "c", "d")),
+            Feature("cost", "numeric", bounds=(0.0, 10.0)),
+            Feature("time", "numeric", bounds=(0.0, 5.0)),
+        )
+    )
+    X = np.column_stack(
+        [
+            rng.integers(0, 4, n_items),
+            rng.integers(0, 11, n_items).astype(float),
+            rng.integers(0, 6, n_items) * 1.0,
+        ]
+    ).astype(float)
+    return X, schema
+
+
+def _random_pairs(rng: np.random.Generator, X: np.ndarray, n: int) -> np.ndarray:
+    pairs = rng.integers(0, len(X), (n, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    # mostly the cheaper item wins, so the trees have splits to find
+    util = -X[:, 1] + 0.5 * X[:, 0] + rng.normal(0, 2, len(X))
+    swap = util[pairs[:, 0]] < util[pairs[:, 1]]
+    pairs[swap] = pairs[swap][:, ::-1]
+    return pairs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_group_tree_extension_is_the_tree_grown_on_group_plus_user(seed: int) -> None:
+    from pbo_core.hierarchy import GroupTreeExtension
+    from pbo_core.models.tree import build_tree
+
+    rng = np.random.default_rng(seed)
+    X, schema = _choice_items(rng, 120)
+    group = _random_pairs(rng, X, 150)
+    depth = [2, 3, 5, None][seed % 4]
+    tree = build_tree(X, group, schema, max_depth=depth)
+    values = rng.normal(size=len(X))
+    ext = GroupTreeExtension(tree, X, group, schema, max_depth=depth, item_values=values)
+    changed = 0
+    for _ in range(40):
+        user = _random_pairs(rng, X, int(rng.integers(1, 7)))
+        ref = build_tree(X, np.vstack([group, user]), schema, max_depth=depth)
+        got, leaf_mean = ext.extend(user)
+        changed += len(ref.feature) != len(tree.feature) or not np.array_equal(
+            ref.threshold, tree.threshold, equal_nan=True
+        )
+        for f in ("children_left", "children_right", "feature", "right_mask", "n_pairs"):
+            np.testing.assert_array_equal(getattr(got, f), getattr(ref, f), err_msg=f)
+        for f in ("threshold", "sum_z", "score"):
+            np.testing.assert_array_equal(getattr(got, f), getattr(ref, f), err_msg=f)
+        assert len(got.leaf_pairs) == len(ref.leaf_pairs)
+        for a, b in zip(got.leaf_pairs, ref.leaf_pairs, strict=True):
+            np.testing.assert_array_equal(a, b)
+        leaf = ref.apply(X)
+        want = np.bincount(leaf, values, minlength=ref.n_leaves) / np.maximum(
+            np.bincount(leaf, minlength=ref.n_leaves), 1
+        )
+        np.testing.assert_array_equal(leaf_mean, want)
+    assert changed > 0  # some user answers changed a split: subtrees were regrown
+
+
+def test_a_shared_warm_start_fits_what_a_warm_start_on_its_own_fits() -> None:
+    from pbo_core.hierarchy import WarmStartDT
+    from tests.benchmarks.hierarchy_scale import simulated_study
+
+    study = simulated_study(300, seed=2)
+    resp = study.respondents()
+    extended = 0
+    for depth in (0, 2):  # the pooled warm start (one group) and user groups
+        h = UserItemHierarchy(max_depth=depth, min_users_leaf=20).fit(study, np.arange(250))
+        for u in range(250, 290):
+            rows = np.flatnonzero(study.data.respondent == resp[u])
+            leaf = int(h.assign(study.users.loc[[resp[u]]])[0])
+            for k in (0, 2, 4, 8):
+                data = study.data.select_pairs(rows[:k], drop_unused_items=True)
+                shared = h.warm_start_surrogate(leaf, data.X)
+                shared.fit(data)  # the group's tree, extended by the user's answers
+                alone = WarmStartDT(  # grown afresh on group + user
+                    group=h.item_tree(leaf),
+                    group_X=study.data.X,
+                    group_pairs=h.group_pairs_[leaf],
+                    schema=study.schema,
+                    max_depth=h.item_max_depth,
+                ).fit(data)
+                for f in ("feature", "threshold", "n_pairs", "sum_z"):
+                    np.testing.assert_array_equal(
+                        getattr(shared.tree_, f), getattr(alone.tree_, f), err_msg=f
+                    )
+                np.testing.assert_array_equal(shared.predict(data.X), alone.predict(data.X))
+                extended += k > 0 and "extension" in shared._shared
+    assert extended > 0
