@@ -870,8 +870,17 @@ class SegmentLogitHierarchy:
 class PersonalLogit:
     """A centre model (cold start) plus the Eq. 6 update from a respondent's own answers."""
 
-    def __init__(self, centre: Any, *, n_folds: int = 3, test_tasks: int = 2, seed: int = 0):
+    def __init__(
+        self,
+        centre: Any,
+        *,
+        rho: float | Literal["cv"] = "cv",
+        n_folds: int = 3,
+        test_tasks: int = 2,
+        seed: int = 0,
+    ):
         self.centre = centre
+        self.rho = rho
         self.n_folds = n_folds
         self.test_tasks = test_tasks
         self.seed = seed
@@ -892,6 +901,9 @@ class PersonalLogit:
         kw = {"study": study} if isinstance(self.centre, SegmentLogitHierarchy) else {}
         self.centre_ = self.centre.fit(arr, users, **kw)
         self.scale_ = rms_scale(arr.d[arr.pair_mask(users)])
+        if self.rho != "cv":
+            self.rho_, self.cv_loss_ = float(self.rho), None
+            return self
         rng = np.random.default_rng([self.seed, 6])
         folds = _resp_folds(len(users), self.n_folds, rng)
         loss = np.zeros(len(RHOS))
@@ -902,8 +914,20 @@ class PersonalLogit:
             C = sub.centres(arr, held)
             loss += self._cv_loss(arr, held, C, rng)
         self.rho_ = float(RHOS[int(np.argmin(loss))])
-        self.cv_loss_ = loss
+        self.cv_loss_: np.ndarray | None = loss
         return self
+
+    def fixed(self) -> PersonalLogit:
+        """Unfitted copy with every chosen strength fixed: ``rho`` and the centre's
+        (:meth:`PooledLogit.fixed`, :meth:`CovariateLogit.fixed`,
+        :meth:`SegmentLogitHierarchy.fixed`); fitting it runs no cross-validation."""
+        return PersonalLogit(
+            self.centre_.fixed(),
+            rho=self.rho_,
+            n_folds=self.n_folds,
+            test_tasks=self.test_tasks,
+            seed=self.seed,
+        )
 
     def _cv_loss(
         self, arr: CohortArrays, held: np.ndarray, C: np.ndarray, rng: np.random.Generator
@@ -943,13 +967,32 @@ class PersonalLogit:
     def coefficients(self, arr: CohortArrays, user: int, own: Sequence[np.ndarray]) -> np.ndarray:
         """``(len(own), p)`` MAPs of Eq. 6 for respondent position ``user``; ``own[k]`` are
         difference rows of the answers seen so far (empty rows: the cold start)."""
-        c = self.centre_.centres(arr, np.array([user]))[0]
-        n = max(1, max((len(o) for o in own), default=1))
+        return self.coefficients_many(arr, np.array([user]), [own])[0]
+
+    def coefficients_many(
+        self, arr: CohortArrays, users: np.ndarray, owns: Sequence[Sequence[np.ndarray]]
+    ) -> list[np.ndarray]:
+        """:meth:`coefficients` of several respondents (positions ``users``, answers
+        ``owns[i]``) in one Newton batch per padded length: the problems of every
+        respondent whose longest answer set has the same length share one batch, padded as
+        a single respondent's would be, so each MAP is the one :meth:`coefficients` gives."""
         p = arr.d.shape[1]
-        D, W = np.zeros((len(own), n, p)), np.zeros((len(own), n))
-        for i, o in enumerate(own):
-            D[i, : len(o)], W[i, : len(o)] = o, 1.0
-        P = np.tile(self.rho_ * self.scale_**2, (len(own), 1))
-        Cs = np.tile(c, (len(own), 1))
-        b, _ = newton_batch(D, W, P, Cs, "logit", init=Cs, max_iter=50)
-        return b
+        centre = [self.centre_.centres(arr, np.array([u]))[0] for u in users]
+        by_len: dict[int, list[int]] = {}
+        for i, own in enumerate(owns):
+            n = max(1, max((len(o) for o in own), default=1))
+            by_len.setdefault(n, []).append(i)
+        out: list[np.ndarray] = [np.zeros((0, p))] * len(owns)
+        for n, members in by_len.items():
+            probs = [(i, o) for i in members for o in owns[i]]
+            D, W = np.zeros((len(probs), n, p)), np.zeros((len(probs), n))
+            for j, (_, o) in enumerate(probs):
+                D[j, : len(o)], W[j, : len(o)] = o, 1.0
+            P = np.tile(self.rho_ * self.scale_**2, (len(probs), 1))
+            Cs = np.stack([centre[i] for i, _ in probs]) if probs else np.zeros((0, p))
+            b, _ = newton_batch(D, W, P, Cs, "logit", init=Cs, max_iter=50)
+            start = 0
+            for i in members:
+                out[i] = b[start : start + len(owns[i])]
+                start += len(owns[i])
+        return out

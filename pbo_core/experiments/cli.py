@@ -383,6 +383,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="users per cohort (sushi 50, swissmetro 200)",
     )
     s.add_argument("--iters", type=int, default=20, help="sushi: queries after the first")
+    s.add_argument(
+        "--dask-scheduler",
+        default=None,
+        help="run the cells on this Dask scheduler (tcp://host:8786; pip install -e '.[dask]')",
+    )
     s.add_argument("--max-depth", type=int, default=5, help="depth of user and item trees")
     s.add_argument(
         "--min-users", type=int, default=20, help="swissmetro: min. respondents per group"
@@ -602,7 +607,13 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         write_json({"command": cmd, "summary": _sensitivity(args, base, progress)}, args.json)
         return 0
     rows = run_grid(
-        cells, fn, out_dir=args.out, jobs=args.jobs, fresh=args.fresh, progress=progress
+        cells,
+        fn,
+        out_dir=args.out,
+        jobs=args.jobs,
+        dask_scheduler=getattr(args, "dask_scheduler", None),
+        fresh=args.fresh,
+        progress=progress,
     )
     if cmd == "sushi-pbo":
         summary: Any = summarize_sushi_pbo(rows)

@@ -15,6 +15,7 @@ Every function that reads a study takes ``load_study``, a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -337,7 +338,46 @@ def cohort_hierarchy(
     ).fit(profiles, users=np.sort(users))  # user tree on modes (loader hint)
 
 
-@lru_cache(maxsize=8)
+#: Earlier respondents up to which every cohort chooses its linear models' strengths by
+#: cross-validation on all of them (:func:`cv_respondents`).
+CV_ALL_UP_TO = 1000
+
+
+def cv_respondents(n_prev: int) -> int:
+    """Earlier respondents on whose cross-validation a cohort of ``n_prev`` chooses the
+    strengths of its linear models (``alpha``, the interaction strength, the shrinkage
+    ``lam`` and ``rho`` of Eq. 6).
+
+    All of them up to :data:`CV_ALL_UP_TO`; beyond, the first ``CV_ALL_UP_TO * 2^j``
+    arrivals, the largest such number not above ``n_prev`` (so always at least half of
+    them). The strengths are chosen once per doubling and the cohort's models are then
+    fitted with them on all ``n_prev``: the cross-validation's cost grows linearly with
+    the study instead of with its square.
+    """
+    n_prev = int(n_prev)
+    if n_prev <= CV_ALL_UP_TO:
+        return n_prev
+    m = CV_ALL_UP_TO
+    while 2 * m <= n_prev:
+        m *= 2
+    return m
+
+
+def _linear_centre(variant: str, seed: int, max_depth: int, min_users: int) -> Any:
+    if variant == "logit-pooled":
+        return PooledLogit(seed=seed)
+    if variant == "logit-interaction":
+        return CovariateLogit(seed=seed)
+    if variant == "hierarchy-linear":
+        return SegmentLogitHierarchy(
+            split="consistency", max_depth=max_depth, min_users_leaf=min_users, seed=seed
+        )
+    if variant == "hierarchy-mob":
+        return SegmentLogitHierarchy(seed=seed)
+    raise ValueError(f"unknown linear variant {variant!r}; choose from {LOGIT_VARIANTS}")
+
+
+@lru_cache(maxsize=16)
 def cohort_segment_model(
     key: str,
     n_prev: int,
@@ -355,26 +395,22 @@ def cohort_segment_model(
     Eq. 15 user tree of ``hierarchy`` with segment logits, Eq. 4) and ``hierarchy-mob``
     (the parameter-instability user tree, Eq. 5, with its defaults: depth 4, 30
     respondents per segment, Bonferroni level 0.05); each with the Eq. 6 update from own
-    answers, every strength chosen by CV on these respondents only.
+    answers. Every strength is chosen by CV on the first :func:`cv_respondents` arrivals
+    (all ``n_prev`` up to :data:`CV_ALL_UP_TO`), never on later ones; the model is fitted
+    with them on all ``n_prev``.
     """
     study = cohort_study(key, data_dir, load_study=load_study)
     arr = cohort_arrays_of(key, data_dir, load_study=load_study)
     users = np.sort(respondent_permutation(arr.n_users, seed)[:n_prev])
-    centre: Any
-    if variant == "logit-pooled":
-        centre = PooledLogit(seed=seed)
-    elif variant == "logit-interaction":
-        centre = CovariateLogit(seed=seed)
-    elif variant == "hierarchy-linear":
-        centre = SegmentLogitHierarchy(
-            split="consistency", max_depth=max_depth, min_users_leaf=min_users, seed=seed
-        )
-    elif variant == "hierarchy-mob":
-        centre = SegmentLogitHierarchy(seed=seed)
-    else:
-        raise ValueError(f"unknown linear variant {variant!r}; choose from {LOGIT_VARIANTS}")
+    m = cv_respondents(n_prev)
+    if m == n_prev:
+        model = PersonalLogit(_linear_centre(variant, seed, max_depth, min_users), seed=seed)
+    else:  # the strengths of the first m (cached: every cohort up to 2 m reuses them)
+        model = cohort_segment_model(
+            key, m, seed, variant, max_depth, min_users, data_dir, load_study=load_study
+        ).fixed()
     with _one_blas_thread():
-        return PersonalLogit(centre, seed=seed).fit(arr, users, study=study)
+        return model.fit(arr, users, study=study)
 
 
 def cohort_cell_grid(
@@ -465,6 +501,71 @@ def _pair_accuracy(scores: np.ndarray, pairs: np.ndarray) -> float:
     return float(np.mean(pair_scores(scores, pairs)))
 
 
+@dataclass(frozen=True)
+class Arrival:
+    """A new respondent of the cohort grid: their comparisons and held-out tasks.
+
+    ``pos``: position in ``study.respondents()``; ``data``: their comparisons (their
+    items only); ``tasks``: the task of every comparison; ``test_mask``: the held-out
+    comparisons (``test_tasks`` tasks, seeded as :func:`~pbo_core.splits.respondent_holdout`
+    draws them; every comparison when too few tasks to keep some); ``train_tasks``: the
+    other tasks in file order, answered one after another.
+    """
+
+    pos: int
+    resp: Any
+    data: PreferenceData
+    tasks: np.ndarray
+    test_mask: np.ndarray
+    train_tasks: tuple[Any, ...]
+
+    def answered(self, k: int) -> np.ndarray:
+        """Mask of the comparisons answered after the first ``k`` training tasks."""
+        return np.isin(self.tasks, self.train_tasks[:k]) & ~self.test_mask
+
+
+def _arrival_of(
+    key: str, data_dir: str | None, seed: int, user: int, test_tasks: int, load_study: LoadStudy
+) -> Arrival:
+    profiles = cohort_study(key, data_dir, load_study=load_study)
+    resp_ids, rows_of = respondent_rows(key, data_dir, load_study=load_study)
+    pos = int(respondent_permutation(len(resp_ids), seed)[user])
+    rows = rows_of[pos]
+    data = profiles.data.select_pairs(rows, drop_unused_items=True)
+    tasks = pair_tasks(profiles.data)[rows]
+    held = holdout_tasks(tasks, np.random.default_rng([seed, pos]), n_test=test_tasks)
+    # too few tasks to keep some: every task tests the cold start
+    test_mask = np.ones(data.n_pairs, dtype=bool) if held is None else held
+    train_tasks = tuple(dict.fromkeys(tasks[~test_mask]))
+    return Arrival(pos, resp_ids[pos], data, tasks, test_mask, train_tasks)
+
+
+@lru_cache(maxsize=16)
+def arrival(
+    key: str, data_dir: str | None, seed: int, user: int, test_tasks: int, *, load_study: LoadStudy
+) -> Arrival:
+    """The :class:`Arrival` of grid position ``user`` (cached: the variants of one arrival
+    are consecutive cells and share it)."""
+    return _arrival_of(key, data_dir, seed, user, test_tasks, load_study)
+
+
+def _cell_frame(cell: Cell, resp: Any, leaf: int, acc: list[float], n_test: int) -> pd.DataFrame:
+    """The rows of one cell: held-out accuracy after 0, 1, ... own tasks."""
+    n = len(acc)
+    return pd.DataFrame(
+        {
+            "user": np.full(n, int(cell["user"])),
+            "respondent": [str(resp)] * n,
+            "cohort": np.full(n, int(cell["cohort"])),
+            "variant": [str(cell["variant"])] * n,
+            "user_leaf": np.full(n, leaf),
+            "question": np.arange(n),
+            "test_acc": np.asarray(acc, dtype=float),
+            "n_test_pairs": np.full(n, n_test),
+        }
+    )
+
+
 def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
     """A new SwissMetro respondent: held-out accuracy after each of their own tasks.
 
@@ -477,46 +578,41 @@ def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
     :func:`~pbo_core.experiments.runner.run_grid`).
     """
     key = str(cell.get("study", "swissmetro"))
-    profiles = cohort_study(key, cell.get("data_dir"), load_study=load_study)
-    resp_ids, rows_of = respondent_rows(key, cell.get("data_dir"), load_study=load_study)
-    order = respondent_permutation(len(resp_ids), int(cell["seed"]))
-    pos = int(order[int(cell["user"])])
-    resp = resp_ids[pos]
-    rows = rows_of[pos]
-    # the respondent's items and held-out tasks, as splits.respondent_holdout draws them
-    data = profiles.data.select_pairs(rows, drop_unused_items=True)
-    tasks = pair_tasks(profiles.data)[rows]
-    held = holdout_tasks(
-        tasks, np.random.default_rng([int(cell["seed"]), pos]), n_test=int(cell["test_tasks"])
+    a = arrival(
+        key,
+        cell.get("data_dir"),
+        int(cell["seed"]),
+        int(cell["user"]),
+        int(cell["test_tasks"]),
+        load_study=load_study,
     )
-    # too few tasks to keep some: every task tests the cold start
-    test_mask = np.ones(data.n_pairs, dtype=bool) if held is None else held
-    train_tasks = list(dict.fromkeys(tasks[~test_mask]))
-    test_pairs = data.pairs[test_mask]
+    data = a.data
+    test_pairs = data.pairs[a.test_mask]
     n_prev = int(cell["cohort"]) * int(cell["refit_every"])
     variant = str(cell["variant"])
     depth = int(cell["max_depth"])
     leaf = -1
+    # the cohort's models: (study, earlier respondents, seed, variant, depth, group size,
+    # data folder), the key of every cached fit
+    fit_key = (key, n_prev, int(cell["seed"]), variant, depth, int(cell["min_users"]))
+    fit_key += (cell.get("data_dir"),)
     if variant in LOGIT_VARIANTS:
-        return _linear_cell(cell, data, resp, pos, tasks, train_tasks, test_mask, load_study)
+        user = int(cell["user"])
+        start = n_prev + (user - n_prev) // LINEAR_BATCH * LINEAR_BATCH
+        end = min(n_prev + int(cell["refit_every"]), start + LINEAR_BATCH)
+        leaf, B, Z = cohort_linear_coefficients(
+            *fit_key, start, end, int(cell["test_tasks"]), load_study=load_study
+        )[user]
+        acc = [_pair_accuracy(Z @ b, test_pairs) for b in B]
+        return _cell_frame(cell, a.resp, leaf, acc, len(test_pairs))
     if variant != "plain":
-        h = cohort_hierarchy(
-            key,
-            n_prev,
-            int(cell["seed"]),
-            variant,
-            depth,
-            int(cell["min_users"]),
-            cell.get("data_dir"),
-            load_study=load_study,
-        )
+        h = cohort_hierarchy(*fit_key, load_study=load_study)
         U = cohort_arrays_of(key, cell.get("data_dir"), load_study=load_study).U
-        leaf = int(h.user_tree_.apply(U[[pos]], h.user_schema_.is_categorical)[0])
+        leaf = int(h.user_tree_.apply(U[[a.pos]], h.user_schema_.is_categorical)[0])
         warm = h.warm_start_surrogate(leaf, data.X)
-    rows = []
-    for k in range(len(train_tasks) + 1):
-        mask = np.isin(tasks, train_tasks[:k]) & ~test_mask
-        train = data.select_pairs(mask, drop_unused_items=False)
+    acc = []
+    for k in range(len(a.train_tasks) + 1):
+        train = data.select_pairs(a.answered(k), drop_unused_items=False)
         if variant == "plain":
             if train.n_pairs == 0:
                 scores = np.zeros(data.n_items)
@@ -524,74 +620,59 @@ def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
                 scores = DTSurrogate(max_depth=depth).fit(train).predict(data.X)
         else:
             scores = warm.fit(train).predict(data.X)
-        rows.append(
-            {
-                "user": int(cell["user"]),
-                "respondent": str(resp),
-                "cohort": int(cell["cohort"]),
-                "variant": variant,
-                "user_leaf": leaf,
-                "question": k,
-                "test_acc": _pair_accuracy(scores, test_pairs),
-                "n_test_pairs": len(test_pairs),
-            }
-        )
-    return pd.DataFrame(rows)
+        acc.append(_pair_accuracy(scores, test_pairs))
+    return _cell_frame(cell, a.resp, leaf, acc, len(test_pairs))
 
 
-def _linear_cell(
-    cell: Cell,
-    data: Any,
-    resp: Any,
-    pos: int,
-    tasks: np.ndarray,
-    train_tasks: list[Any],
-    test_mask: np.ndarray,
+#: Arrivals of one cohort whose linear fits (Eq. 6) run as one batch.
+LINEAR_BATCH = 50
+
+
+@lru_cache(maxsize=8)
+def cohort_linear_coefficients(
+    key: str,
+    n_prev: int,
+    seed: int,
+    variant: str,
+    max_depth: int,
+    min_users: int,
+    data_dir: str | None,
+    first_user: int,
+    end_user: int,
+    test_tasks: int,
+    *,
     load_study: LoadStudy,
-) -> pd.DataFrame:
-    """A new respondent under a linear variant: Eq. 6 after 0, 1, ... own tasks."""
-    variant = str(cell["variant"])
-    n_prev = int(cell["cohort"]) * int(cell["refit_every"])
+) -> dict[int, tuple[int, np.ndarray, np.ndarray]]:
+    """Eq. 6 for the arrivals ``first_user .. end_user - 1`` of the cohort of ``n_prev``
+    earlier respondents under one linear variant, in one batch.
+
+    Grid position ``user`` -> ``(segment, B, Z)``: ``B[k]`` the respondent's coefficients
+    after ``k`` own tasks, ``Z`` the design of their items. The Newton fits of the batch
+    run together (:meth:`~pbo_core.segments.PersonalLogit.coefficients_many`), each the
+    fit a cell on its own would make.
+    """
     model = cohort_segment_model(
-        str(cell.get("study", "swissmetro")),
-        n_prev,
-        int(cell["seed"]),
-        variant,
-        int(cell["max_depth"]),
-        int(cell["min_users"]),
-        cell.get("data_dir"),
-        load_study=load_study,
+        key, n_prev, seed, variant, max_depth, min_users, data_dir, load_study=load_study
     )
-    arr = cohort_arrays_of(
-        str(cell.get("study", "swissmetro")), cell.get("data_dir"), load_study=load_study
-    )
-    Z = arr.design.transform(data.X)
-    d = Z[data.pairs[:, 0]] - Z[data.pairs[:, 1]]
-    own = [d[np.isin(tasks, train_tasks[:k]) & ~test_mask] for k in range(len(train_tasks) + 1)]
+    arr = cohort_arrays_of(key, data_dir, load_study=load_study)
+    grid_users = range(first_user, min(end_user, arr.n_users))
+    arrivals = [_arrival_of(key, data_dir, seed, u, test_tasks, load_study) for u in grid_users]
+    Zs, owns = [], []
+    for a in arrivals:
+        Z = arr.design.transform(a.data.X)
+        d = Z[a.data.pairs[:, 0]] - Z[a.data.pairs[:, 1]]
+        Zs.append(Z)
+        owns.append([d[a.answered(k)] for k in range(len(a.train_tasks) + 1)])
+    pos = np.array([a.pos for a in arrivals], dtype=np.int64)
     with _one_blas_thread():
-        B = model.coefficients(arr, pos, own)
+        Bs = model.coefficients_many(arr, pos, owns)
     centre = model.centre_
-    leaf = (
-        int(centre.user_tree_.apply(arr.U[[pos]], arr.user_schema.is_categorical)[0])
+    leaves = (
+        centre.user_tree_.apply(arr.U[pos], arr.user_schema.is_categorical)
         if isinstance(centre, SegmentLogitHierarchy)
-        else -1
+        else np.full(len(pos), -1)
     )
-    test_pairs = data.pairs[test_mask]
-    return pd.DataFrame(
-        [
-            {
-                "user": int(cell["user"]),
-                "respondent": str(resp),
-                "cohort": int(cell["cohort"]),
-                "variant": variant,
-                "user_leaf": leaf,
-                "question": k,
-                "test_acc": _pair_accuracy(Z @ B[k], test_pairs),
-                "n_test_pairs": len(test_pairs),
-            }
-            for k in range(len(own))
-        ]
-    )
+    return {u: (int(g), B, Z) for u, g, B, Z in zip(grid_users, leaves, Bs, Zs, strict=True)}
 
 
 def _paired(wide: pd.DataFrame, a: str, b: str) -> dict[str, Any]:
@@ -687,7 +768,10 @@ def segment_report(
             key, n_prev, seed, v, max_depth, min_users, data_dir, load_study=load_study
         )
         c = m.centre_
-        info: dict[str, Any] = {"personal_strength_rho": m.rho_}
+        info: dict[str, Any] = {
+            "personal_strength_rho": m.rho_,
+            "strengths_cv_respondents": cv_respondents(n_prev),
+        }
         for attr in ("alpha_", "shrinkage_"):
             if hasattr(c, attr):
                 info[attr.rstrip("_")] = float(getattr(c, attr))

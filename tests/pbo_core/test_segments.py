@@ -229,3 +229,39 @@ def test_fixed_segment_tree_keeps_every_chosen_strength() -> None:
     sub = f.fit(arr, np.arange(0, 100, 2))
     assert sub.pooled_.alpha_ == h.pooled_.alpha_ and sub.pooled_.cv_loss_ is None
     assert sub.shrinkage_ == h.shrinkage_
+
+
+def test_batched_personal_updates_are_the_single_ones() -> None:
+    study = travellers(n_users=120)
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    m = PersonalLogit(CovariateLogit(alpha=10.0)).fit(arr, np.arange(100))
+    users = np.array([100, 105, 111, 119])
+    owns = []
+    for u in users:  # different numbers of answers: batches of different padded lengths
+        rows = arr.d[arr.rows_of(u)]
+        owns.append([rows[:k] for k in range(0, int(u) % 7 + 2)])
+    many = m.coefficients_many(arr, users, owns)
+    for u, own, B in zip(users, owns, many, strict=True):
+        np.testing.assert_array_equal(B, m.coefficients(arr, int(u), own))
+
+
+def test_a_fixed_personal_logit_refits_with_the_chosen_strengths_and_no_cv() -> None:
+    study = travellers(n_users=120)
+    arr = cohort_arrays(study, covariates=("pass", "region"))
+    users = np.arange(100)
+    for centre in (PooledLogit(), CovariateLogit(), SegmentLogitHierarchy(min_users_leaf=20)):
+        m = PersonalLogit(centre).fit(arr, users)
+        f = m.fixed()
+        assert f.rho == m.rho_
+        f.fit(arr, users)
+        assert f.rho_ == m.rho_ and f.cv_loss_ is None
+        own = [arr.d[arr.rows_of(110)][:k] for k in (0, 3)]
+        np.testing.assert_allclose(
+            f.coefficients(arr, 110, own), m.coefficients(arr, 110, own), rtol=1e-9, atol=1e-12
+        )
+        # on more respondents the fixed model keeps the strengths and refits the centre
+        g = m.fixed().fit(arr, np.arange(120))
+        assert g.rho_ == m.rho_
+        for attr in ("alpha_", "shrinkage_"):
+            if hasattr(m.centre_, attr):
+                assert getattr(g.centre_, attr) == getattr(m.centre_, attr)
