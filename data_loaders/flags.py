@@ -2,7 +2,7 @@
 
 :func:`add_column_args` adds them to a parser (``python -m data_loaders import-study``,
 ``conjoint-accuracy --data``, ``report --data``);
-:func:`data_loaders.user_studies.column_map` turns the parsed flags into a
+:func:`data_loaders.column_flags.column_map` turns the parsed flags into a
 :class:`~data_loaders.layout.ColumnMap`. Kept free of pandas and the data model, so the
 import command can refuse an oversized file (:mod:`data_loaders.limits`) before it loads
 them.

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from data_loaders import study_store
 from data_loaders import user_studies as us
 from data_loaders.cached import load_study_file
 from data_loaders.registry import list_studies, load_study
@@ -338,7 +339,7 @@ def test_one_address_cannot_fill_the_space_with_new_visitors(
     other, problems = _import("e" * 32, address="2" * 32)  # another address may import
     assert other is not None, problems
     # the bytes of one address: a quarter of the visitors' space unless set
-    size = us._folder_bytes(other.folder)
+    size = study_store._folder_bytes(other.folder)
     monkeypatch.delenv(us.MAX_ADDRESS_STUDIES_ENV)
     monkeypatch.setenv(us.MAX_OWNED_BYTES_ENV, str(40 * size))
     assert us.max_address_bytes() == 10 * size
@@ -351,7 +352,7 @@ def test_one_address_cannot_fill_the_space_with_new_visitors(
 
 def test_the_sentence_when_the_space_is_full(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first, _ = _import("a" * 32)
-    monkeypatch.setenv(us.MAX_OWNED_BYTES_ENV, str(us._folder_bytes(first.folder) - 1))
+    monkeypatch.setenv(us.MAX_OWNED_BYTES_ENV, str(study_store._folder_bytes(first.folder) - 1))
     refused = us.owner_refusal("b" * 32)
     assert refused is not None
     assert "space for visitors' studies is full" in refused

@@ -1,0 +1,804 @@
+"""An own study's files read and checked: the one loader of an analyst's choice data.
+
+:func:`load_choice_file` is the one loader of such data: the command line's
+``conjoint-accuracy --data FILE`` and ``report --data FILE`` call it, and a saved study
+(:mod:`data_loaders.study_store`) loads through it. Every shape of file loads: long or
+wide (any number of alternatives, inferred when not given), with or without respondent
+and task columns, choices or full rankings, opt-outs, alternative-specific constants and
+respondent features (see :mod:`data_loaders.layout` for what is inferred).
+:func:`check_upload` collects *every* problem of an upload (each attribute cell that does
+not parse, named by line and column; missing columns, listing the columns the file has;
+respondent features) before the loader runs, so nothing is imported half. The attribute
+editor's rows (:func:`attribute_rows`, :func:`attributes_from_rows`) and the form's
+inspection (:func:`inspect_upload`) live here too.
+
+Files are bounded before they are parsed (:mod:`data_loaders.limits`: at most
+:data:`MAX_UPLOAD_MB` MB each, a capped header, rows, cells, JSON depth).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from data_loaders import limits, readers
+from data_loaders._common import data_home, quoted, read_csv_lines, where
+from data_loaders.access import check_file
+from data_loaders.conjoint import (
+    Attribute,
+    StudyMeta,
+    build_from_long,
+    is_missing,
+    normalize_value,
+    read_attribute_table,
+    resolve_attributes,
+    wide_to_long,
+)
+from data_loaders.conjoint.build import parse_flags
+from data_loaders.layout import (
+    ColumnMap,
+    default_money_attribute,
+    feature_candidates,
+    infer_attributes,
+    list_columns,
+    natural_key,
+    readable,
+    resolve_columns,
+)
+from data_loaders.prepare import drop_long_tasks, dropped_note, group_levels, prepare_wide
+from data_loaders.recipes import preview_lines
+from pbo_core.collinearity import collinear_attributes, constant_attributes
+from pbo_core.data import DataValidationError, Schema, Study
+
+__all__ = [
+    "ALTERNATIVE_ATTRIBUTE",
+    "DIRECTIONS",
+    "KINDS",
+    "MAX_UPLOAD_MB",
+    "Inspection",
+    "Problem",
+    "attribute_rows",
+    "attributes_from_json",
+    "attributes_from_rows",
+    "build_study",
+    "check_upload",
+    "inspect_upload",
+    "load_choice_file",
+    "read_upload",
+    "read_upload_table",
+    "with_respondents",
+]
+
+#: Largest accepted upload (each file), in MB (:data:`data_loaders.limits.MAX_FILE_MB`).
+MAX_UPLOAD_MB = limits.MAX_FILE_MB
+#: Kinds offered in the attribute editor, and the directions.
+KINDS = ("numeric", "ordinal", "categorical", "binary")
+DIRECTIONS = ("", "higher is better", "lower is better")
+#: Name of the attribute ``--alternative-attribute`` adds (alternative-specific constants).
+ALTERNATIVE_ATTRIBUTE = "alternative"
+_LEVEL_SEP = " | "
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an upload: where (file, line, column) and what."""
+
+    file: str
+    message: str
+    line: str = ""
+    column: str = ""
+
+    def one_line(self) -> str:
+        """The problem as one line (the command line's stderr)."""
+        msg = " ".join(self.message.split())
+        if msg.startswith(self.file):
+            return msg
+        many = "," in self.line or " more" in self.line
+        place = self.file + (f", line{'s' if many else ''} {self.line}" if self.line else "")
+        place += f", column {self.column!r}" if self.column else ""
+        return f"{place}: {msg}"
+
+
+# ----------------------------------------------------------------------------- loading
+def load_choice_file(
+    path: str | Path,
+    attributes: str | Path | Sequence[Attribute] | None,
+    columns: ColumnMap | None = None,
+    meta: StudyMeta | None = None,
+    sep: str | None = None,
+) -> Study:
+    """A choice file of any accepted format and any shape, through the conjoint loaders.
+
+    The file is read by :func:`data_loaders.readers.read_table` (CSV with any separator,
+    detected unless ``sep`` names it, TSV, ``.dat``, Parquet, ``.xlsx``, compressed with
+    gzip, bz2 or zip).
+
+    ``attributes=None`` infers the table from the columns (:func:`infer_attributes`, as
+    the Add-a-study form does); unset parts of ``columns`` are inferred
+    (:func:`~data_loaders.layout.resolve_columns`; ``None``: everything inferred, layout
+    included). The file is bounded by
+    :mod:`data_loaders.limits` before it is parsed.
+
+    Raises
+    ------
+    DataValidationError
+        For malformed data, naming the file, line and column (from the readers); a
+        missing column lists the columns the file has.
+    """
+    p = check_file(path, "choice file")
+    frame = readers.read_table(p, str(p), sep).frame
+    return build_study(frame, str(p), attributes, columns or ColumnMap(format="auto"), meta)
+
+
+def build_study(
+    frame: pd.DataFrame,
+    name: str,
+    attributes: str | Path | Sequence[Attribute] | None,
+    columns: ColumnMap,
+    meta: StudyMeta | None = None,
+) -> Study:
+    """The study of a choice table read from a file (index = file line); see
+    :func:`load_choice_file`."""
+    cols, notes = resolve_columns(frame, columns, name)
+    if attributes is None:
+        attrs = infer_attributes(frame, cols, notes)
+    else:
+        attrs = resolve_attributes(attributes)
+    return _build(frame, name, attrs, cols, notes, meta)
+
+
+def _free(frame: pd.DataFrame, base: str) -> str:
+    name = base
+    while name in frame.columns:
+        name = f"_{name}_"
+    return name
+
+
+def _no_task_check(f: pd.DataFrame, cols: ColumnMap, resp: str, name: str) -> None:
+    """A long file without a task column: each respondent's rows must be one task."""
+    if cols.rank:
+        ranked = f[[resp, cols.rank]].dropna()
+        dup = ranked.duplicated([resp, cols.rank], keep=False).to_numpy()
+        what = "rows with the same rank"
+    else:
+        chosen = parse_flags(f[cols.chosen_column], name, True, cols.chosen_column)
+        per = pd.Series(chosen, index=f.index).groupby(f[resp].to_numpy()).transform("sum")
+        dup = chosen & (per.to_numpy() > 1)
+        what = "chosen rows"
+    if not dup.any():
+        return
+    lines = f.index[dup]
+    r = f.loc[lines[0], resp]
+    same = lines[(f.loc[lines, resp] == r).to_numpy()]
+    shown = ", ".join(str(x) for x in same[:6]) + (", ..." if len(same) > 6 else "")
+    who = f"respondent {quoted(r)}" if not resp.startswith("_") else "the file"
+    raise DataValidationError(
+        f"{where(name, lines[0], True)}: {who} has {len(same)} {what} (lines {shown}) and "
+        "there is no task column, so the tasks cannot be told apart; name the task column "
+        "(--task-col, or 'Task column' in the form)"
+    )
+
+
+def _alternative_attribute(
+    values: Sequence[Any], attrs: Sequence[Attribute], column: str
+) -> Attribute:
+    if any(a.name == ALTERNATIVE_ATTRIBUTE for a in attrs):
+        raise DataValidationError(
+            f"an attribute is already named {ALTERNATIVE_ATTRIBUTE!r}; rename it to use the "
+            "alternative as an attribute"
+        )
+    levels: list[str] = []
+    seen: set[str] = set()
+    for v in values:
+        if is_missing(v):
+            continue
+        key = normalize_value(v)
+        if key not in seen:
+            seen.add(key)
+            levels.append(v.strip() if isinstance(v, str) else key)
+    return Attribute(
+        ALTERNATIVE_ATTRIBUTE,
+        "categorical",
+        levels=tuple(levels),
+        label="Alternative",
+        description="the alternative itself (alternative-specific constant)",
+        column=column,
+    )
+
+
+def _money(cols: ColumnMap, attrs: Sequence[Attribute], name: str, notes: list[str]) -> ColumnMap:
+    money = cols.money_attribute
+    numeric = [a.name for a in attrs if a.kind == "numeric"]
+    if money is None:
+        money = default_money_attribute(attrs)
+        if money:
+            notes.append(f"money attribute: {money!r} (by its name; --money-attribute to change)")
+    elif money and money not in numeric:
+        raise DataValidationError(
+            f"{name}: the money attribute {money!r} is not a numeric attribute (numeric "
+            f"attributes: {', '.join(numeric) or 'none'})"
+        )
+    time = cols.time_attribute or None
+    if time is not None and time not in numeric:
+        raise DataValidationError(
+            f"{name}: the travel-time attribute {time!r} is not a numeric attribute (numeric "
+            f"attributes: {', '.join(numeric) or 'none'})"
+        )
+    if time is not None and time == money:
+        raise DataValidationError(
+            f"{name}: {time!r} cannot be both the money and the travel-time attribute"
+        )
+    return replace(cols, money_attribute=money, time_attribute=time)
+
+
+def _build(
+    frame: pd.DataFrame,
+    name: str,
+    attrs: Sequence[Attribute],
+    cols: ColumnMap,
+    notes: list[str],
+    meta: StudyMeta | None,
+) -> Study:
+    """The study of a resolved column map (shared by the loader and the upload check).
+
+    Attributes the analyst left out (``cols.drop_attributes``) are not read. An exact
+    linear relation among the attributes' differences is refused, naming the columns
+    (:func:`pbo_core.collinearity.collinear_attributes`); attributes that never differ
+    within a comparison are dropped with a note; near relations become notes."""
+    unknown = [n for n in cols.drop_attributes if n not in {a.name for a in attrs}]
+    if unknown:
+        raise DataValidationError(
+            f"{name}: cannot leave out {', '.join(map(repr, unknown))}: not an attribute "
+            f"(attributes: {', '.join(a.name for a in attrs)})"
+        )
+    attrs = [a for a in attrs if a.name not in cols.drop_attributes]
+    notes = list(notes)
+    cols = _money(cols, attrs, name, notes)
+    cols = replace(
+        cols,
+        respondent_features=tuple((n, lb or readable(n)) for n, lb in cols.respondent_features),
+    )
+    features = cols.feature_names
+    f = frame.copy(deep=False)
+    if cols.format == "long":
+        resp, task, prof = cols.respondent, cols.task, cols.profile
+        if not resp:
+            resp = _free(f, "respondent")
+            f[resp] = f[task].to_numpy()
+        if not task:
+            _no_task_check(f, cols, resp, name)
+            task = _free(f, "task")
+            f[task] = 1
+        if not prof:
+            prof = _free(f, "profile")
+            f[prof] = f.groupby([resp, task], sort=False).cumcount().to_numpy() + 1
+        opt_keys = {normalize_value(v) for v in cols.opt_out}
+        real = ~f[prof].map(lambda v: normalize_value(v) in opt_keys).to_numpy(dtype=bool)
+        prep = drop_long_tasks(f, cols, attrs, [resp, task], real)
+        f = prep.frame
+        dropped_notes = dropped_note(prep, "choice situations")
+        all_attrs = attrs
+        if cols.alternative_attribute:
+            opt = {normalize_value(v) for v in cols.opt_out}
+            vals = [v for v in pd.unique(f[prof]) if normalize_value(v) not in opt]
+            vals = sorted(vals, key=lambda v: natural_key(normalize_value(v)))
+            all_attrs = [*attrs, _alternative_attribute(vals, attrs, prof)]
+        long, opts = (
+            f,
+            dict(
+                respondent=resp,
+                task=task,
+                alternative=prof,
+                chosen=cols.chosen_column,
+                rank=cols.rank or None,
+                opt_out_alternatives=cols.opt_out,
+            ),
+        )
+    else:
+        prep = prepare_wide(f, cols, attrs, name)
+        f = prep.frame
+        dropped_notes = dropped_note(prep, "rows (choice situations)")
+        resp = cols.respondent
+        if not resp:
+            resp = _free(f, "respondent")
+            f[resp] = f.index.to_numpy()
+        numbered = None
+        if cols.choice_coding in ("0", "1"):
+            base = int(cols.choice_coding)
+            numbered = {str(k + base): a for k, a in enumerate(cols.alternatives)}
+        if not len(f):
+            raise DataValidationError(
+                f"{name}: no choice situation is left ({'; '.join(dropped_notes)})"
+            )
+        if cols.task:  # task numbers of a respondent's rows, before any row was dropped
+            task_of = None
+        else:
+            task_of = _free(f, "task")
+            whole = frame.groupby(
+                frame[cols.respondent] if cols.respondent else frame.index, sort=False
+            ).cumcount()
+            f[task_of] = whole.loc[f.index].to_numpy() + 1
+        long = wide_to_long(
+            f,
+            attrs,
+            respondent=resp,
+            task=cols.task or task_of,
+            choice=cols.chosen_column,
+            alternatives=cols.alternatives,
+            choice_values=numbered,
+            opt_out_values=cols.opt_out,
+            column_template=cols.template,
+            keep_columns=features,
+            name=name,
+            from_file=True,
+        )
+        if prep.available is not None:  # unavailable alternatives are no profiles
+            row = pd.Index(f.index).get_indexer(long.index)
+            j = {a: k for k, a in enumerate(cols.alternatives)}
+            alt = long["alternative"].map(lambda a: j.get(a, -1)).to_numpy()
+            ok = np.ones(len(long), dtype=bool)
+            real_alt = alt >= 0
+            ok[real_alt] = prep.available[row[real_alt], alt[real_alt]]
+            long = long.loc[ok]
+        all_attrs = attrs
+        if cols.alternative_attribute:
+            all_attrs = [
+                *attrs,
+                _alternative_attribute(list(cols.alternatives), attrs, "alternative"),
+            ]
+        opts = dict(
+            respondent="respondent",
+            task="task",
+            alternative="alternative",
+            chosen="chosen",
+            opt_out_alternatives=("__opt_out__",),
+        )
+    study = build_from_long(
+        long,
+        all_attrs,
+        name=name,
+        from_file=True,
+        no_choice="error",
+        exclude=(),
+        user_columns=features,
+        user_schema=None,
+        meta=meta or StudyMeta(),
+        **opts,  # type: ignore[arg-type]
+    )
+    if study.user_schema is not None:
+        labels = dict(cols.respondent_features)
+        schema = Schema(
+            tuple(
+                replace(ft, label=labels.get(ft.name) or ft.label)
+                for ft in study.user_schema.features
+            )
+        )
+        study = replace(study, user_schema=schema)
+    constant = [
+        n for n in constant_attributes(study.schema, study.data) if n in {a.name for a in attrs}
+    ]
+    if constant:
+        notes.append(
+            f"left out: {', '.join(constant)} (never differs between the alternatives of a "
+            "choice, so no model can estimate its effect)"
+        )
+        kept = replace(cols, drop_attributes=(*cols.drop_attributes, *constant))
+        return _build(frame, name, [*attrs, *()], kept, notes, meta)
+    for c in collinear_attributes(study.schema, study.data):
+        if c.exact:
+            last = c.attributes[-1]
+            raise DataValidationError(
+                f"{name}: {c.sentence()} (remove one from the attribute table, or pass "
+                f"--drop-attributes {last})"
+            )
+        notes.append(c.sentence())
+    notes += [n for n in dropped_notes if n not in notes]
+    extras = dict(study.extras)
+    extras.update(columns=cols, import_notes=notes, attribute_table=attrs)
+    extras["dropped"] = dict(prep.dropped)
+    extras["file_columns"] = [str(c) for c in frame.columns]
+    if cols.weight:
+        w = pd.to_numeric(frame[cols.weight], errors="coerce")
+        extras["weight"] = {
+            "column": cols.weight,
+            "sum": float(w.sum()),
+            "min": float(w.min()),
+            "max": float(w.max()),
+        }
+        notes.append(
+            f"weights ({cols.weight!r}, {w.min():g} to {w.max():g}) recorded, not used: the "
+            "models take no weights, every choice counts once"
+        )
+    if cols.money_attribute:
+        extras["money_attribute"] = cols.money_attribute
+    if cols.time_attribute:
+        extras["time_attribute"] = cols.time_attribute
+    if cols.alternative_attribute and ALTERNATIVE_ATTRIBUTE in study.schema.names:
+        extras["alternative_attribute"] = ALTERNATIVE_ATTRIBUTE
+    return replace(study, extras=extras)
+
+
+# ----------------------------------------------------------------------------- inference
+def attribute_rows(attributes: Sequence[Attribute]) -> pd.DataFrame:
+    """The attribute table as editable rows: name, label, kind, unit, levels, direction."""
+    rows = []
+    for a in attributes:
+        direction, desc = "", a.description
+        for d in DIRECTIONS[1:]:
+            if desc.endswith(f"({d})"):
+                direction, desc = d, desc[: -len(d) - 2].rstrip()
+        rows.append(
+            {
+                "name": a.name,
+                "label": a.label,
+                "kind": a.kind,
+                "unit": a.unit,
+                "levels (in order)": _LEVEL_SEP.join(a.levels),
+                "direction": direction,
+                "description": desc,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def attributes_from_rows(rows: pd.DataFrame) -> tuple[list[Attribute], list[Problem]]:
+    """Attributes from edited rows (:func:`attribute_rows`), and every row's problem."""
+    out, problems = [], []
+    for k, r in enumerate(rows.fillna("").to_dict(orient="records")):
+        name = str(r.get("name", "")).strip()
+        levels = tuple(
+            s.strip() for s in str(r.get("levels (in order)", "")).split("|") if s.strip()
+        )
+        kind = str(r.get("kind", "")).strip()
+        desc = str(r.get("description", "")).strip()
+        direction = str(r.get("direction", "")).strip()
+        if direction:
+            desc = f"{desc} ({direction})".strip()
+        try:
+            out.append(
+                Attribute(
+                    name,
+                    kind,  # type: ignore[arg-type]
+                    levels=() if kind == "numeric" else levels,
+                    label=str(r.get("label", "")).strip(),
+                    unit=str(r.get("unit", "")).strip(),
+                    description=desc,
+                )
+            )
+        except DataValidationError as exc:
+            problems.append(Problem("attribute table", str(exc), line=str(k + 1), column=name))
+    return out, problems
+
+
+def attributes_from_json(content: bytes, file: str) -> tuple[list[Attribute], list[Problem]]:
+    """An uploaded JSON attribute table (the format of ``--attributes``) and its problems
+    (one over the limits of :mod:`data_loaders.limits` is refused before it is parsed)."""
+    try:
+        limits.check_json_bytes(content, file)
+    except limits.LimitError as exc:
+        return [], [Problem(file, str(exc))]
+    with _staging() as tmp:
+        staged = Path(tmp) / "attributes.json"
+        staged.write_bytes(content)
+        try:
+            return read_attribute_table(staged), []
+        except (DataValidationError, UnicodeDecodeError) as exc:
+            return [], [_problem(exc, file, str(staged))]
+
+
+# ----------------------------------------------------------------------------- checking
+_LOC = re.compile(r"line (\d+(?: \(header\))?)")
+_COL = re.compile(r"column '([^']+)'")
+
+
+def _staging() -> tempfile.TemporaryDirectory[str]:
+    """A throw-away folder for an upload's bytes, below the per-user data folder.
+
+    Uploads are staged there (not in the system temp folder) so that the loaders, which
+    the dashboard confines to the allowed data roots (:mod:`data_loaders.access`), may read
+    them; the folder is removed when the check is done.
+    """
+    root = data_home() / "staging"
+    root.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(dir=root)
+
+
+def _problem(exc: Exception, file: str, staged: str) -> Problem:
+    msg = str(exc).replace(staged, file)
+    line = _LOC.search(msg)
+    col = _COL.search(msg)
+    return Problem(file, msg, line.group(1) if line else "", col.group(1) if col else "")
+
+
+def _cell_problems(
+    frame: pd.DataFrame, attributes: Sequence[Attribute], columns: ColumnMap, file: str
+) -> list[Problem]:
+    """Every attribute cell that does not parse (grouped by column and value); a long
+    file's opt-out rows have no attributes."""
+    problems = []
+    missing = {normalize_value(c) for c in columns.missing or ()}
+    if columns.format == "long" and columns.opt_out and columns.profile:
+        opt = {normalize_value(v) for v in columns.opt_out}
+        real = ~frame[columns.profile].map(lambda v: normalize_value(v) in opt).to_numpy(bool)
+        frame = frame.loc[real]
+    for a in attributes:
+        if columns.format == "wide":
+            cols = [columns.column(a.source_column, alt) for alt in columns.alternatives]
+        else:
+            cols = [a.source_column]
+        for col in cols:
+            if col not in frame.columns:
+                continue
+            codes, uniques = pd.factorize(frame[col], use_na_sentinel=False)
+            for k, u in enumerate(uniques):
+                if not is_missing(u) and normalize_value(u) in missing:
+                    continue  # a missing-value code: its choice situation is dropped
+                try:
+                    a.parse(u)
+                except ValueError as exc:
+                    lines = frame.index[np.flatnonzero(codes == k)].tolist()
+                    shown = ", ".join(map(str, lines[:8]))
+                    more = f" and {len(lines) - 8} more" if len(lines) > 8 else ""
+                    msg = f"attribute {a.display_name}: " + (
+                        "the cell is empty" if is_missing(u) else f"{u!r} {exc}"
+                    )
+                    if is_missing(u):
+                        msg += _opt_out_hint(frame, columns, lines)
+                    problems.append(Problem(file, msg, line=shown + more, column=col))
+    return problems
+
+
+def _opt_out_hint(frame: pd.DataFrame, cols: ColumnMap, lines: list[Any]) -> str:
+    """For empty cells of a long file without opt-out values that sit on exactly the rows
+    of one profile value (``none``): say that it may be an opt-out."""
+    if cols.format != "long" or cols.opt_out or not cols.profile:
+        return ""
+    values = {normalize_value(v) for v in frame.loc[lines, cols.profile]}
+    if len(values) != 1:
+        return ""
+    (v,) = values
+    every = frame[cols.profile].map(normalize_value).to_numpy() == v
+    if int(every.sum()) != len(lines):  # only when every row of that value is empty there
+        return ""
+    return (
+        f" (on every row whose {cols.profile} is {v!r}: if it means 'none of these', give it "
+        f"as an opt-out value, --opt-out {v})"
+    )
+
+
+def _attribute_columns_missing(
+    frame: pd.DataFrame, attributes: Sequence[Attribute], columns: ColumnMap, file: str
+) -> list[Problem]:
+    """The attribute table's columns the file lacks, each listing the file's columns."""
+    out = []
+    for a in attributes:
+        if columns.format == "wide":
+            need = [columns.column(a.source_column, alt) for alt in columns.alternatives]
+        else:
+            need = [a.source_column]
+        for col in need:
+            if col not in frame.columns:
+                out.append(
+                    Problem(
+                        file,
+                        f"missing column {col!r} (attribute {a.display_name}); "
+                        + list_columns(frame.columns),
+                        line="1 (header)",
+                        column=col,
+                    )
+                )
+    return out
+
+
+def read_upload_table(
+    content: bytes, file: str, sep: str | None = None
+) -> tuple[readers.Table | None, list[Problem]]:
+    """An upload (any format of :data:`data_loaders.readers.ACCEPTED_SUFFIXES`, chosen
+    by the suffixes of ``file``, a base name) read after the limits, with how it was read
+    (:meth:`~data_loaders.readers.Table.describe`); or its problem."""
+    try:
+        return readers.read_table(content, file, sep), []
+    except DataValidationError as exc:
+        return None, [_problem(exc, file, file)]
+
+
+def read_upload(
+    content: bytes, file: str, sep: str | None = None
+) -> tuple[pd.DataFrame | None, list[Problem]]:
+    """An upload as a table (index = file line), after the limits; or its problem (see
+    :func:`read_upload_table`)."""
+    table, problems = read_upload_table(content, file, sep)
+    return (None if table is None else table.frame), problems
+
+
+@dataclass
+class Inspection:
+    """What the Add-a-study form shows for an upload and a (partial) column map."""
+
+    columns: ColumnMap | None
+    notes: list[str] = field(default_factory=list)
+    attributes: list[Attribute] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    numeric: list[str] = field(default_factory=list)
+    money: str = ""
+    problems: list[Problem] = field(default_factory=list)
+    #: What the import would understand with the inferred attribute table
+    #: (:func:`data_loaders.recipes.preview_lines`), or why it would not load.
+    preview: list[str] = field(default_factory=list)
+
+
+def inspect_upload(frame: pd.DataFrame, file: str, columns: ColumnMap) -> Inspection:
+    """The resolved column map of an upload, what was inferred, the inferred attribute
+    table, the respondent-feature candidates and the default money attribute; or the
+    problem (naming the file and listing its columns)."""
+    try:
+        cols, notes = resolve_columns(frame, replace(columns, respondent_features=()), file)
+        attrs = infer_attributes(frame, cols, notes)
+        cands = feature_candidates(frame, cols, attrs)
+    except DataValidationError as exc:
+        return Inspection(None, problems=[_problem(exc, file, file)])
+    cols = replace(cols, respondent_features=columns.respondent_features)
+    numeric = [a.name for a in attrs if a.kind == "numeric"]
+    return Inspection(
+        cols,
+        notes,
+        attrs,
+        cands,
+        numeric,
+        default_money_attribute(attrs),
+        problems=[],
+        preview=_preview(frame, file, attrs, cols),
+    )
+
+
+def _preview(
+    frame: pd.DataFrame, file: str, attrs: Sequence[Attribute], cols: ColumnMap
+) -> list[str]:
+    """:func:`data_loaders.recipes.preview_lines` of the study an upload would give (its
+    respondent features as named, not checked here), or the problem in one line."""
+    try:
+        checked = prepare_wide(frame, cols, attrs, file).frame if cols.format == "wide" else frame
+        found = _attribute_columns_missing(checked, attrs, cols, file)
+        found += _cell_problems(group_levels(checked, cols, attrs), attrs, cols, file)
+        if found:
+            return [f"not yet importable: {found[0].one_line()}"]
+        plain = replace(cols, respondent_features=())
+        study = _build(frame, file, attrs, plain, [], None)
+    except (DataValidationError, ValueError) as exc:
+        return [f"not yet importable: {_problem(exc, file, file).one_line()}"]
+    feats = [f"{n} ({lb})" if lb else n for n, lb in cols.respondent_features]
+    return [
+        f"respondent features: {', '.join(feats) or 'none'}"
+        if line.startswith("respondent features:")
+        else line
+        for line in preview_lines(study)
+    ]
+
+
+def check_upload(
+    content: bytes,
+    file: str,
+    attributes: Sequence[Attribute] | None,
+    columns: ColumnMap,
+    respondents: tuple[bytes, str] | None = None,
+    sep: str | None = None,
+) -> tuple[Study | None, list[Problem]]:
+    """Check an upload with the loaders; the study, or ``None`` and every problem found.
+
+    ``file`` (and the respondents' name) is the base name shown in messages. The limits
+    come first (:mod:`data_loaders.limits`), then the columns (a missing one lists those
+    the file has); cell problems are all collected; the loader then checks the rest
+    (choices per task, flags) and reports its first problem. ``attributes=None`` infers
+    the table, as the command line does without ``--attributes``. ``content`` is the
+    file as given, in any accepted format (:func:`read_upload_table`; ``sep`` names a text
+    file's separator, else it is detected).
+    """
+    table, problems = read_upload_table(content, file, sep)
+    frame = None if table is None else table.frame
+    if respondents is not None:
+        try:
+            limits.check_csv_bytes(respondents[0], respondents[1])
+        except DataValidationError as exc:
+            problems.append(Problem(respondents[1], str(exc)))
+    if table is None or frame is None or problems:
+        return None, problems
+    try:
+        cols, notes = resolve_columns(frame, columns, file)
+        notes.insert(0, table.describe())  # how it was read: format, separator, size
+        attrs = (
+            infer_attributes(frame, cols, notes)
+            if attributes is None
+            else resolve_attributes(list(attributes))
+        )
+    except DataValidationError as exc:
+        return None, [_problem(exc, file, file)]
+    checked = group_levels(frame, cols, attrs)
+    if cols.format == "wide":  # the cells the loader reads: available, not dropped
+        try:
+            checked = prepare_wide(frame, cols, attrs, file).frame
+        except DataValidationError as exc:
+            return None, [_problem(exc, file, file)]
+    problems = _attribute_columns_missing(checked, attrs, cols, file)
+    problems += _cell_problems(checked, attrs, cols, file)
+    if problems:
+        return None, problems
+    if not cols.feature_names and respondents is None:
+        spare = feature_candidates(frame, cols, attrs)
+        if spare:
+            notes.append(
+                f"respondent-feature candidates, not kept: {', '.join(spare[:12])}"
+                + (f" and {len(spare) - 12} more" if len(spare) > 12 else "")
+                + " (name them as respondent features, --respondent-features, for the "
+                "Hierarchy page's user groups)"
+            )
+    try:
+        study = _build(frame, file, attrs, cols, notes, None)
+    except (DataValidationError, ValueError) as exc:
+        return None, [_problem(exc, file, file)]
+    if respondents is not None:
+        key = study.extras["columns"].respondent or "respondent"
+        study, more = with_respondents(study, *respondents, key)
+        if more:
+            return None, more
+    return study, []
+
+
+def _read_respondents(
+    content: bytes, name: str, key: str
+) -> tuple[pd.DataFrame | None, list[Problem]]:
+    with _staging() as tmp:
+        staged = Path(tmp) / "respondents.csv"
+        staged.write_bytes(content)
+        try:
+            users = read_csv_lines(staged)
+        except DataValidationError as exc:
+            return None, [_problem(exc, name, str(staged))]
+    if key not in users.columns:
+        msg = f"missing column {key!r} (the respondent); {list_columns(users.columns)}"
+        return None, [Problem(name, msg, line="1 (header)", column=key)]
+    dup = users[key].duplicated()
+    if dup.any():
+        lines = ", ".join(map(str, users.index[dup.to_numpy()][:8]))
+        return None, [Problem(name, "respondent listed twice", line=lines, column=key)]
+    return users, []
+
+
+def with_respondents(
+    study: Study, content: bytes, name: str, key: str
+) -> tuple[Study, list[Problem]]:
+    """The study with a respondent-features table (every study respondent must be listed),
+    joined to the features taken from the choice file itself."""
+    users, problems = _read_respondents(content, name, key)
+    if users is None:
+        return study, problems
+    by_id = {str(v): i for i, v in zip(users.index, users[key], strict=True)}
+    resp = study.respondents()
+    absent = [r for r in resp if str(r) not in by_id]
+    if absent:
+        shown = ", ".join(map(str, absent[:8])) + (
+            f" and {len(absent) - 8} more" if len(absent) > 8 else ""
+        )
+        return study, [Problem(name, f"respondents without a row: {shown}", column=key)]
+    table = users.loc[[by_id[str(r)] for r in resp]].drop(columns=key)
+    table.index = pd.Index(resp, name="respondent")
+    try:
+        schema = Schema.infer(table)
+    except DataValidationError as exc:
+        return study, [Problem(name, str(exc))]
+    if study.users is not None and study.user_schema is not None:
+        clash = sorted(set(table.columns) & set(study.users.columns))
+        if clash:
+            return study, [
+                Problem(name, f"features also taken from the choice file: {', '.join(clash)}")
+            ]
+        table = study.users.reindex(table.index).join(table)
+        schema = Schema(study.user_schema.features + schema.features)
+    data = replace(study.data, users=table)
+    return replace(study, data=data, users=table, user_schema=schema), []
