@@ -15,8 +15,11 @@ worker processes, with progress, kept on disk per study version).
 """
 
 from dashboard._services.analyses import (
+    choice_tree_job,
+    choice_tree_parts,
     cold_start_table,
     default_sensitivity_methods,
+    hierarchy_grid_estimate,
     hierarchy_job,
     hierarchy_view,
     sample_size,
@@ -186,6 +189,8 @@ __all__ = [
     "cached_extractions",
     "chart_templates",
     "choice_job",
+    "choice_tree_job",
+    "choice_tree_parts",
     "chosen_respondent",
     "cold_start_table",
     "data_item_names",
@@ -210,6 +215,7 @@ __all__ = [
     "get_study",
     "grid_job",
     "has_personal_data",
+    "hierarchy_grid_estimate",
     "hierarchy_job",
     "hierarchy_view",
     "how_to_get",

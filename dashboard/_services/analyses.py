@@ -19,8 +19,11 @@ from pbo_core.evaluation import plan_sensitivity_models, sample_text
 from pbo_core.experiments.cohorts import (
     BASELINES,
     TREE_FAMILY,
+    cohort_cell_grid,
+    estimate_text,
     summarize_cohorts,
 )
+from pbo_core.explain.baseline import choice_tree_fit, segment_table
 from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import get, names, not_applicable
 from pbo_core.rules import describe_path
@@ -135,6 +138,49 @@ def segments_job(study: Study, n_users: int, max_depth: int, min_users_leaf: int
         *args,
         estimate=5.0,
     )
+
+
+def choice_tree_job(study: Study) -> jobs.Job:
+    """The choice-model tree (``mnl-tree``) fitted on every choice of ``study`` as its
+    analysis plan sets it (a job; the key's fingerprint covers the plan)."""
+    return jobs.service().submit(
+        jobs.job_key("choice-tree", fingerprint(study)),
+        f"Growing the choice-model tree on {_who(study, len(study.respondents()))}",
+        choice_tree_fit,
+        study,
+        estimate=60.0,
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _choice_tree_parts(
+    key: str, _model: Any, money: str | None, time: str | None
+) -> tuple[explain.TreeView, pd.DataFrame]:
+    return explain.choice_tree_view(_model, money, time), segment_table(_model, money, time)
+
+
+def choice_tree_parts(
+    job: jobs.Job, money: str | None, time: str | None
+) -> tuple[explain.TreeView, pd.DataFrame]:
+    """The drawable tree and the segment table of a finished :func:`choice_tree_job`, with
+    the value of time of ``money`` and ``time`` (cached)."""
+    return _choice_tree_parts(job.key, job.result, money, time)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _grid_estimate(key: str, _study: Study) -> str:
+    n = len(_study.respondents())
+    # the hierarchy command's default grid (python -m pbo_core.experiments hierarchy):
+    # cohorts of 200 arrivals (at most half of them), user-tree depth 5, 20 users a group
+    cells = cohort_cell_grid(n, min(200, max(1, n // 2)), study=key)
+    return estimate_text(cells, _study)
+
+
+def hierarchy_grid_estimate(study: Study) -> str:
+    """The pre-run estimate of the cohort grid of ``python -m pbo_core.experiments
+    hierarchy --study KEY`` on every respondent of ``study`` (the command prints the same
+    sentence before it starts; :func:`pbo_core.experiments.cohorts.estimate_text`)."""
+    return _grid_estimate(fingerprint(study), study)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

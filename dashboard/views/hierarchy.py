@@ -10,6 +10,7 @@ from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core import explain
+from pbo_core.data import Study
 
 st.title("User/item hierarchy")
 st.caption(
@@ -28,6 +29,55 @@ def _with_users(s: svc.StudyStatus) -> bool:
         study, _ = svc.get_study(s.key)
         return study is not None and study.users is not None
     return True
+
+
+def _choice_tree(study: Study, key: str) -> None:
+    """The choice-model tree (``mnl-tree``) on every respondent: its splits, its segments'
+    slopes and value of time (a job; its progress while it runs)."""
+    st.caption(
+        "The accuracy model of respondent segments: respondents split on their recorded "
+        "features, a conditional logit per segment. Growing it takes a minute or two on a "
+        "study of a thousand respondents; the result is kept for this study version."
+    )
+    ct_job = svc.choice_tree_job(study)
+    ctree = waits.result(ct_job, key="hi_ctree")
+    if ctree is None:
+        return
+    plan = svc.study_plan(study)
+    names = study.schema.names
+    money_attr = plan.money.attribute if plan.money and plan.money.attribute in names else None
+    time_attr = plan.time.attribute if plan.time and plan.time.attribute in names else None
+    view, segs = svc.choice_tree_parts(ct_job, money_attr, time_attr)
+    n_resp = int(ctree.n_respondents_leaf_.sum())
+    st.caption(
+        f"All {n_resp:,} respondents split on their recorded features; every segment "
+        "holds the plan's conditional logit (the baseline `mnl`: alternative constants "
+        "and case-specific variables) shrunk toward its parent segment's (strength "
+        f"{ctree.shrinkage_:g} situations), the root being the baseline's own fit. "
+        "Splits, the strength and the pruning are chosen by the held-out "
+        "log-likelihood of whole respondents (1-SE rule; `pbo_core.models.choice_tree`). "
+        "Slopes: utility per unit ± the half-width of their 95 % interval "
+        "(cluster-robust errors by respondent); value of time = time slope / money slope "
+        + (
+            f"({ui.md(study.schema[money_attr].display)} per hour, the plan's "
+            f"{ui.md(study.schema[time_attr].display)}), with Fieller's 95 % interval."
+            if money_attr and time_attr
+            else "needs the plan's money and travel-time attributes (Analysis plan)."
+        )
+    )
+    if ctree.n_leaves_ == 1:
+        st.info(
+            "No split of the respondents earns its place: one segment, the baseline "
+            "itself (no larger tree predicts held-out respondents' choices better "
+            "by more than one standard error)."
+        )
+    ui.tree_with_downloads(view, name=f"choice-tree-{key}", key="hi_ctree_view")
+    st.dataframe(
+        segs,
+        hide_index=True,
+        width="stretch",
+        column_config={"value of time [95% CI]": st.column_config.TextColumn(width="large")},
+    )
 
 
 # SwissMetro (bundled, respondent features) first: the page has content on first visit
@@ -85,7 +135,9 @@ else:
     m1.metric("User groups", len(groups))
     m2.metric("Users", int(groups["users"].sum()))
 
-    tab_all, tab_group = ui.lazy_tabs(["Whole hierarchy", "One user group"], key="hi_view")
+    tab_all, tab_group, tab_choice = ui.lazy_tabs(
+        ["Whole hierarchy", "One user group", "Choice-model tree"], key="hi_view"
+    )
     if tab_all.open:
         with tab_all:
             st.caption(
@@ -118,6 +170,10 @@ else:
                 json_text=explain.to_json(model),
             )
             st.dataframe(svc.leaf_table(model), hide_index=True, width="stretch")
+
+    if tab_choice.open:
+        with tab_choice:
+            _choice_tree(study, key)
 
     st.markdown("#### Segments with linear item models (slopes in units, value of time)")
     seg = waits.result(svc.segments_job(study, n_users, depth, min_leaf), key="hi_seg")
@@ -163,6 +219,11 @@ else:
 
 
 st.markdown("#### Cohort curves: new users with and without the hierarchy")
+if study is not None:  # what the full grid would cost, before anybody starts it
+    st.caption(
+        f"`python -m pbo_core.experiments hierarchy --study {ui.md(key)}`: "
+        f"{ui.md(svc.hierarchy_grid_estimate(study))}."
+    )
 root = str(ui.results_root())  # the Convergence page's folder, checked
 cohort_ready = ui.ensure_default_grids(root, ["hierarchy-swissmetro"], "SwissMetro cohort")
 acc_folders = svc.folders_of_kind(root, "hierarchy-accuracy")

@@ -4,8 +4,10 @@
 every choice of a study and returns what the Tree explorer, ``conjoint-accuracy`` (its
 JSON's ``baseline_fit``) and the report show: the coefficient table (cluster-robust
 errors by respondent), the fit statistics and the value of time of the plan's travel-time
-and money attributes (:func:`pbo_core.explain.labels.coefficient_value_of_time`). It
-imports no user-interface code and returns picklable objects (a dashboard job).
+and money attributes (:func:`pbo_core.explain.labels.coefficient_value_of_time`).
+:func:`choice_tree_fit` fits its segmented form, the choice-model tree (``mnl-tree``), and
+:func:`segment_table` shows each segment's logit. It imports no user-interface code and
+returns picklable objects (dashboard jobs).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pbo_core.explain import labels
 from pbo_core.plan import plan_of
 from pbo_core.registry import get, make_for
 
-__all__ = ["baseline_fit", "coefficient_table"]
+__all__ = ["baseline_fit", "choice_tree_fit", "coefficient_table", "segment_table"]
 
 
 def baseline_fit(
@@ -71,3 +73,38 @@ def coefficient_table(model: Any) -> pd.DataFrame:
             "unit": t["unit"],
         }
     )
+
+
+def choice_tree_fit(study: Study, *, progress: Callable[[float, str], None] | None = None) -> Any:
+    """The choice-model tree (``mnl-tree``: the plan's conditional logit per segment of
+    respondents, :mod:`pbo_core.models.choice_tree`) fitted on every choice of ``study``."""
+    if progress is not None:
+        progress(
+            0.0,
+            f"growing the {get('mnl-tree').label.lower()} on {study.data.n_pairs:,} comparisons",
+        )
+    return make_for("mnl-tree", study).fit(study.data)
+
+
+def segment_table(model: Any, money: str | None = None, time: str | None = None) -> pd.DataFrame:
+    """One row per segment of a fitted choice-model tree: ``segment``, ``who`` (its rule),
+    ``respondents``, ``choices``, every attribute slope as ``estimate (s.e.)`` (utility per
+    unit of the design column, cluster-robust error by respondent, 3 significant digits)
+    and ``value of time [95% CI]`` (Fieller, money per hour; without ``money`` and
+    ``time``: no such column)."""
+    rows = []
+    for k, (m, rule) in enumerate(zip(model.leaf_models_, model.rules_, strict=True)):
+        row: dict[str, Any] = {
+            "segment": k + 1,
+            "who": rule,
+            "respondents": int(model.n_respondents_leaf_[k]),
+            "choices": int(m.n_situations_),
+        }
+        for j, (_, col) in enumerate(m.attribute_columns_):
+            unit = f" per {col.unit}" if col.unit else ""
+            row[f"{col.label}{unit}"] = f"{m.coef_[j]:.3g} ({m.cluster_se_[j]:.2g})"
+        vot = labels.coefficient_value_of_time(m, money, time)
+        if vot is not None:
+            row["value of time [95% CI]"] = labels.ratio_text(vot.ratio, vot.unit, money=vot.money)
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -961,3 +961,73 @@ def _group_items(h: UserItemHierarchy, leaf: int, model: DTSurrogate, limit: int
 def hierarchy_to_dot(h: UserItemHierarchy) -> str:
     """DOT of a user/item hierarchy: user splits, user groups and their item trees."""
     return hierarchy_view(h).to_dot()
+
+
+def choice_tree_view(
+    model: Any, money: str | None = None, time: str | None = None, title: str = ""
+) -> TreeView:
+    """The drawable choice-model tree (:class:`~pbo_core.models.choice_tree.ChoiceModelTree`):
+    respondent splits as questions ("yes" first), and every segment with its respondents,
+    its choices, its conditional logit's attribute slopes in units with ``±`` the half-width
+    of their 95 % interval (cluster-robust errors,
+    :func:`~pbo_core.explain.labels.coefficient_slope_lines`) and its value of time
+    (``money`` and ``time``: the plan's attributes; ``None``: no value of time). Drawn by
+    the one :class:`TreeView` renderer, as every tree."""
+    tree, ss = model.tree_, model.split_schema_
+    nodes: list[ViewNode] = []
+    next_id = 0
+
+    def add(node: int, parent: int, edge: str) -> None:
+        nonlocal next_id
+        my = next_id
+        next_id += 1
+        n_resp = len(tree.fit[node].resp) if tree.fit else int(model.n_respondents_leaf_[0])
+        if tree.left[node] == -1:
+            leaf = model.leaf_of_node_[node]
+            m = model.leaf_models_[leaf]
+            vot = labels.coefficient_value_of_time(m, money, time)
+            lines = [
+                f"{plural(n_resp, 'respondent')} · {plural(int(m.n_situations_), 'choice')}",
+                *labels.coefficient_slope_lines(m, short=True),
+                *([vot.text(short=True)] if vot is not None else []),
+            ]
+            full = labels.coefficient_slope_lines(m) + ([vot.text()] if vot is not None else [])
+            nodes.append(
+                ViewNode(
+                    my,
+                    parent,
+                    edge,
+                    "leaf",
+                    f"Segment {leaf + 1}",
+                    tuple(lines),
+                    tooltip=f"Segment {leaf + 1}: {model.rules_[leaf]}. "
+                    + "Slopes (utility per unit, 95% CI from cluster-robust errors): "
+                    + "; ".join(full)
+                    + ".",
+                    fill="#dde8f5",
+                    depth=int(tree.depth[node]),
+                )
+            )
+            return
+        sp = tree.split[node]
+        yes = labels.describe_side(ss, sp.column, sp.threshold, sp.right, True)
+        no = labels.describe_side(ss, sp.column, sp.threshold, sp.right, False)
+        nodes.append(
+            ViewNode(
+                my,
+                parent,
+                edge,
+                "split",
+                f"{yes}?",
+                (f"{plural(n_resp, 'respondent')} · gain {sp.gain:.1f} log-lik.", f"(no: {no})"),
+                tooltip=f"Respondent split: {yes}? yes / no: {no}. The split raised the "
+                f"segments' penalised log-likelihood by {sp.gain:.1f}.",
+                fill="#f2f2f2",
+                depth=int(tree.depth[node]),
+            )
+        )
+        add(int(tree.right[node]), my, "yes")
+        add(int(tree.left[node]), my, "no")
+
+    add(0, -1, "")
+    return TreeView(tuple(nodes), title)

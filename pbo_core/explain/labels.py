@@ -78,6 +78,7 @@ __all__ = [
     "attribute_table",
     "ci_decimals",
     "ci_text",
+    "coefficient_slope_lines",
     "coefficient_value_of_time",
     "describe_categories",
     "describe_side",
@@ -377,6 +378,19 @@ def tradeoffs(
                 kind, unit, r = "willingness to pay", f"{money_pl} per {per}", r.scaled(-1.0)
             out.append(TradeOff(leaf, f.display, kind, unit, r, money_f.display))
     return out
+
+
+def coefficient_slope_lines(model: Any, short: bool = False) -> list[str]:
+    """The attribute slopes of a model with one coefficient per attribute column (the
+    conditional logit: ``attribute_columns_``, ``coef_``, ``cluster_se_``) in the
+    attributes' units (:func:`slope_label`), each with its 95 % interval from the
+    cluster-robust standard error (``short``: ``±`` half-width)."""
+    cols = model.attribute_columns_
+    coef, se = np.asarray(model.coef_), np.asarray(model.cluster_se_)
+    return [
+        slope_label(f, col.label, float(coef[j]), col.code, short=short, sd=float(se[j]))
+        for j, (f, col) in enumerate(cols)
+    ]
 
 
 def coefficient_value_of_time(model: Any, money: str | None, time: str | None) -> TradeOff | None:

@@ -78,7 +78,7 @@ import pandas as pd
 from scipy import sparse
 from scipy.special import ndtr
 
-from pbo_core.data import DataValidationError, PreferenceData, Schema
+from pbo_core.data import DataValidationError, Feature, PreferenceData, Schema
 from pbo_core.models.base import check_input
 from pbo_core.models.glm import (
     GaussianLinearUtility,
@@ -86,7 +86,7 @@ from pbo_core.models.glm import (
     predictive_prob,
     spd_inv_batch,
 )
-from pbo_core.models.linear import LinearDesign
+from pbo_core.models.linear import DesignColumn, LinearDesign
 from pbo_core.models.solver import NewtonStep, newton_minimize
 from pbo_core.splits import pair_tasks, task_folds
 
@@ -690,6 +690,14 @@ class ConditionalLogit(GaussianLinearUtility):
     def feature_names_(self) -> list[str]:
         """Human labels of the coefficients."""
         return [c.label for c in self._columns]
+
+    @property
+    def attribute_columns_(self) -> list[tuple[Feature, DesignColumn]]:
+        """``(feature, design column)`` of every attribute coefficient (the first
+        ``len(...)`` entries of ``coef_``): the slopes pages read in the attribute's units."""
+        self._require_fitted()
+        s = self._attr_schema
+        return [(s.features[s.columns[c.source].feature], c) for c in self._attr_design.columns]
 
     @property
     def coef_se_(self) -> np.ndarray:

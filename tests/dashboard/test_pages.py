@@ -981,3 +981,43 @@ def test_hierarchy_never_shows_another_studys_cohort_curves(app, tmp_path) -> No
     assert at.selectbox(key="hi_study").value == "my-mine"
     assert "No cohort results of Mine in this folder (it holds swissmetro's)" in texts(at)
     assert not [c for c in charts(at) if "variant" in str(c)]
+
+
+def test_hierarchy_draws_the_choice_model_tree(app, monkeypatch) -> None:
+    """The Choice-model tree tab: its respondent splits and segments in the one tree view
+    (slopes ± their interval, the value of time of the plan's roles) and a segment table;
+    the pre-run estimate of the hierarchy grid above the cohort curves."""
+    from dashboard._services import analyses
+    from pbo_core.registry import make_for
+
+    def small(study, *, progress=None):  # 300 respondents, unpruned: a tree that splits
+        data = study.data
+        data = data.select_pairs(np.isin(data.respondent, study.respondents()[:300]))
+        return make_for("mnl-tree", study, alpha=1.0, shrinkage=100.0, n_folds=0, max_leaves=3).fit(
+            data
+        )
+
+    monkeypatch.setattr(analyses, "choice_tree_fit", small)
+    at = app("hierarchy")
+    no_exception(at)
+    assert "hierarchy grid: " in texts(at) and "of CPU" in texts(at)  # before any run
+    assert "Segment 1" not in texts(at)  # the tab is not open: nothing fitted
+    at.session_state["hi_view"] = "Choice-model tree"
+    at.run()
+    no_exception(at)
+    (tree,) = trees(at)
+    kinds = [n["kind"] for n in tree["nodes"]]
+    assert kinds.count("leaf") == 3 and kinds.count("split") == 2
+    leaves = [n for n in tree["nodes"] if n["kind"] == "leaf"]
+    assert {n["title"] for n in leaves} == {"Segment 1", "Segment 2", "Segment 3"}
+    for n in leaves:
+        lines = "\n".join(n["lines"])
+        assert "respondents" in lines and "Travel time" in lines and " ±" in lines
+        assert "Value of time (money: Cost)" in lines
+    assert all(n["title"].endswith("?") for n in tree["nodes"] if n["kind"] == "split")
+    frames = {tuple(f.value.columns): f.value for f in at.dataframe}
+    seg = next(v for k, v in frames.items() if "who" in k)
+    assert len(seg) == 3 and seg["respondents"].sum() == 300
+    assert "value of time [95% CI]" in seg.columns
+    assert seg.filter(like="Travel time").iloc[:, 0].str.match(r"^-?[\d.e-]+ \([\d.e-]+\)$").all()
+    assert "shrunk toward its parent" in texts(at)
