@@ -259,7 +259,9 @@ def _act(action: str, at: int | None = None) -> None:
     if _full(sess):
         return
     if _record(sid, sess, action):
+        started["stored"] = time.monotonic()  # phases of the answer clock (see live())
         sess.apply(action)
+        started["refit"] = time.monotonic()
         st.session_state["el_dirty"] = sid
         st.session_state["el_clock"] = (started, sid, at, action)
 
@@ -460,8 +462,11 @@ def live() -> None:
             st.query_params["session"] = sid
     elif "session" in st.query_params:  # a session with no answer has no link yet
         del st.query_params["session"]
+    answered = st.session_state.pop("el_clock", None)  # this rerun answers a question
     token = svc.state_token(sid, sess)
     q = sess.next_query()
+    if answered is not None:
+        answered[0]["asked"] = time.monotonic()
     st.subheader(f"Question {sess.n_answers + 1}: {ui.md(words.question)}")
     cols = st.columns(2)
     _option(cols[0], "A", sess, q.a, q.index_a)
@@ -481,8 +486,12 @@ def live() -> None:
         b[3].button("Let the true utility answer", key="el_oracle", on_click=_auto, args=(1,))
         b[4].button("Answer 10 by the true utility", key="el_oracle10", on_click=_auto, args=(10,))
     b[5].button("Start over", key="el_restart", on_click=_restart)
+    if answered is not None:
+        answered[0]["drawn"] = time.monotonic()
     if st.session_state.pop("el_dirty", None) == sid:
         _summary(sid, sess)
+        if answered is not None:
+            answered[0]["summary"] = time.monotonic()
     error = st.session_state.pop("el_write_error", None)
     if error:
         st.error(error)
@@ -502,7 +511,6 @@ def live() -> None:
         m[3].metric("Regret of the favourite", "—" if fav is None else f"{sess.regret():.3g}")
     if sess.n_skipped:
         m[0].caption(f"{sess.n_skipped} skipped")
-    answered = st.session_state.pop("el_clock", None)
     if answered is not None:
         answered[0]["shown"] = time.monotonic()  # the next question and count are sent
 

@@ -330,9 +330,11 @@ def _pcts(values: list[float]) -> dict[str, Any]:
 def server_times(log: Path, runs: list[dict]) -> dict[str, Any]:
     """The server's own timing of the visitors' answers (``DTPBO_ANSWER_LOG`` lines):
     ``server``: click reached the server -> the answer's rerun done (queue wait + work);
-    ``queue``: click reached the server -> its callback started; ``shown``: click reached
-    the server -> the next question and the new count sent; which process served each
-    answer (``by_process``; behind a sticky proxy a visitor's answers all go to one)."""
+    ``queue``: click reached the server -> its callback started; then, each from the click's
+    arrival, the page's marks: ``stored`` (the answer written to the store), ``refit`` (the
+    model refitted), ``summary`` (the session list's summary written), ``shown`` (the next
+    question and the new count sent); which process served each answer (``by_process``;
+    behind a sticky proxy a visitor's answers all go to one)."""
     ours = {r["session"] for r in runs}
     rows = []
     if log.exists():
@@ -345,12 +347,14 @@ def server_times(log: Path, runs: list[dict]) -> dict[str, Any]:
     for r in rows:
         by_process[r["pid"]] = by_process.get(r["pid"], 0) + 1
         pids_of.setdefault(r["session"], set()).add(r["pid"])
+    phases = sorted({k for r in rows for k in r if k.endswith("_s")} - {"server_s", "queue_s"})
     return {
         # sticky sessions: every answer of a visitor is served by one process
         "sessions_served_by_several_processes": sum(len(p) > 1 for p in pids_of.values()),
         "server_s": _pcts([r["server_s"] for r in rows]),
         "queue_s": _pcts([r["queue_s"] for r in rows]),
-        "shown_s": _pcts([r["shown_s"] for r in rows if "shown_s" in r]),
+        # the clock's other marks, each from the click's arrival (the page's phases)
+        **{k: _pcts([r[k] for r in rows if k in r]) for k in phases},
         "by_process": by_process,
     }
 
@@ -473,6 +477,7 @@ async def run(
     proxy: str = "python",
     open_at_once: int = 4,
     polling: str = "raf",
+    switch_interval: float | None = None,
 ) -> dict:
     from playwright.async_api import async_playwright
 
@@ -482,6 +487,8 @@ async def run(
         log = work / "answers.jsonl"
         home = work / "data_home"  # one store for every process
         env = {"DTPBO_NO_DEFAULT_RESULTS": "1", "DTPBO_ANSWER_LOG": str(log)}
+        if switch_interval is not None:  # the servers' (dashboard/__main__.py), to compare
+            env["DTPBO_SWITCH_INTERVAL_S"] = str(switch_interval)
         urls, pids = [], []
         for i in range(processes):
             (work / f"p{i}").mkdir()
@@ -517,6 +524,7 @@ async def run(
         "proxy": proxy if processes > 1 else None,
         "open_at_once": open_at_once,
         "screen_polling": polling,
+        "switch_interval_s": switch_interval,
         "expected_answers": n * k,
         **checks,
         "visitors_seeing_own_answers_after_reload": int(sum(r["own_after_reload"] for r in runs)),
@@ -570,6 +578,13 @@ def main(argv: list[str] | None = None) -> int:
         help="how the page notes the new answer count: a check every animation frame "
         "(default) or an observer of the page's changes",
     )
+    ap.add_argument(
+        "--switch-interval",
+        type=float,
+        default=None,
+        help="the servers' thread switch interval in seconds (DTPBO_SWITCH_INTERVAL_S; "
+        "default: the launcher's own, dashboard/__main__.py)",
+    )
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
     args = ap.parse_args(argv)
     res = asyncio.run(
@@ -581,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
             args.proxy,
             args.open_at_once,
             args.screen_polling,
+            args.switch_interval,
         )
     )
     text = json.dumps(res, indent=1)
