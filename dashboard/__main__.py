@@ -63,6 +63,25 @@ def preload() -> float:
     return time.perf_counter() - t0
 
 
+#: The interpreter's thread switch interval in the server process, in seconds (Python's
+#: default is 0.005): a visitor's rerun is short, and with many reruns and the event loop
+#: in one process a longer interval lets each run on instead of handing the interpreter
+#: lock over every few milliseconds, each handover waiting for the next thread to get a
+#: core on a busy machine. ``DTPBO_SWITCH_INTERVAL_S`` overrides it; the measurements are
+#: in docs/shared-server.md (Load test).
+SWITCH_INTERVAL_S = 0.05
+
+
+def switch_interval() -> float:
+    """:data:`SWITCH_INTERVAL_S`, or ``DTPBO_SWITCH_INTERVAL_S`` when it is a number of
+    seconds in (0, 1]."""
+    try:
+        value = float(os.environ.get("DTPBO_SWITCH_INTERVAL_S", ""))
+    except ValueError:
+        return SWITCH_INTERVAL_S
+    return value if 0 < value <= 1 else SWITCH_INTERVAL_S
+
+
 #: Printed when :func:`preload` is done (after Streamlit's own "You can now view ..." lines):
 #: from then on a first visitor's page only computes its own content.
 READY = "DT-PBO Explorer is ready"
@@ -128,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _server.install(shared=shared)
     _log_errors()
+    sys.setswitchinterval(switch_interval())
     threading.Thread(target=preload_and_report, name="dtpbo-preload", daemon=True).start()
     sys.argv = ["streamlit", "run", str(APP), *args]
     try:

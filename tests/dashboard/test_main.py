@@ -74,3 +74,25 @@ def test_a_personal_server_refuses_a_network_address(monkeypatch, capsys) -> Non
     monkeypatch.setattr(launcher.cli, "main", lambda prog_name: pytest.fail("started"))
     assert launcher.main(["--server.address=0.0.0.0"]) == 2
     assert "DTPBO_SHARED_SERVER=1" in capsys.readouterr().err
+
+
+def test_the_server_hands_the_interpreter_lock_over_less_often(monkeypatch) -> None:
+    """The server's switch interval: the launcher's own unless DTPBO_SWITCH_INTERVAL_S
+    names a number of seconds in (0, 1]; main() sets it in the server process."""
+    monkeypatch.delenv("DTPBO_SWITCH_INTERVAL_S", raising=False)
+    assert launcher.switch_interval() == launcher.SWITCH_INTERVAL_S > sys.getswitchinterval()
+    for bad in ("", "fast", "0", "-1", "nan", "inf", "2"):
+        monkeypatch.setenv("DTPBO_SWITCH_INTERVAL_S", bad)
+        assert launcher.switch_interval() == launcher.SWITCH_INTERVAL_S
+    monkeypatch.setenv("DTPBO_SWITCH_INTERVAL_S", "0.02")
+    assert launcher.switch_interval() == 0.02
+
+    before = sys.getswitchinterval()
+    monkeypatch.setattr(launcher.cli, "main", lambda prog_name: None)
+    monkeypatch.setattr(launcher, "preload_and_report", lambda: None)
+    monkeypatch.setattr(sys, "argv", ["python -m dashboard"])
+    try:
+        assert launcher.main(["--server.headless=true"]) == 0
+        assert sys.getswitchinterval() == pytest.approx(0.02)
+    finally:
+        sys.setswitchinterval(before)
