@@ -21,7 +21,8 @@ Many visitors, one store:
   (:class:`AnswerConflict` when the second one differs: another tab answered first);
 * SQLite runs in WAL mode with a busy timeout (:data:`BUSY_TIMEOUT_S`), so concurrent
   visitors (and several server processes sharing the data folder) wait for each other's
-  short transactions instead of failing; a transaction takes an open connection from a
+  short transactions instead of failing; a process's own writers queue at its lock
+  (:data:`_WRITE_LOCK`) first; a transaction takes an open connection from a
   small pool (:data:`POOL_SIZE`, one thread at a time on each) and gives it back;
 * each session remembers which server process (:data:`SERVER_ID`) last wrote it, so a page
   resumed after a restart can say that an answer given while the server stopped may be
@@ -36,6 +37,7 @@ are ever written here).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -248,10 +250,19 @@ def _set_up(path: Path) -> None:
         _READY.add(path)
 
 
+#: Held by this process's writing transactions (:func:`_connect`): its visitors' writes
+#: queue here, each woken as the one before commits, instead of meeting at SQLite's lock,
+#: whose busy handler sleeps in growing steps (up to 0.1 s) before it looks again. Other
+#: processes of the same store still meet at SQLite's lock.
+_WRITE_LOCK = threading.RLock()
+
+
 @contextmanager
-def _connect() -> Iterator[sqlite3.Connection]:
+def _connect(write: bool = True) -> Iterator[sqlite3.Connection]:
     """A connection for one transaction (committed on success, rolled back on error),
-    taken from the pool and given back (WAL mode and the schema are set up once)."""
+    taken from the pool and given back (WAL mode and the schema are set up once);
+    ``write``: the transaction writes (then it holds :data:`_WRITE_LOCK`; a reader in
+    WAL mode never waits for a writer)."""
     path = db_path()
     if path not in _READY or not path.exists():
         _set_up(path)
@@ -260,10 +271,11 @@ def _connect() -> Iterator[sqlite3.Connection]:
         con = pool.pop() if pool else None
     if con is None:
         con = _open(path)
-    _maybe_sweep(con)
     try:
-        with con:
-            yield con
+        with _WRITE_LOCK if write else contextlib.nullcontext():
+            _maybe_sweep(con)
+            with con:
+                yield con
     except BaseException:
         con.close()  # after a failure, a fresh connection next time
         raise
@@ -600,7 +612,7 @@ def save_session(sid: str, sess: ElicitationSession, favourite: str = "") -> Non
 
 def load_session(sid: str) -> SessionRecord | None:
     """The stored session ``sid`` (``None`` when there is none)."""
-    with _connect() as con:
+    with _connect(write=False) as con:
         row = con.execute(f"SELECT {_COLS} FROM sessions WHERE id = ?", (sid,)).fetchone()
     return None if row is None else _record(row)
 
@@ -609,7 +621,7 @@ def list_sessions(limit: int = 100, *, owner: str | None = None) -> list[Session
     """Stored sessions of ``owner`` (every owner's when ``None``), most recently updated
     first."""
     where, args = ("WHERE owner = ?", [owner]) if owner is not None else ("", [])
-    with _connect() as con:
+    with _connect(write=False) as con:
         rows = con.execute(
             f"SELECT {_COLS} FROM sessions {where} ORDER BY updated DESC LIMIT ?",
             (*args, int(limit)),
@@ -623,7 +635,7 @@ def latest_session(
     """The most recently updated session with this configuration (of ``owner`` if given)."""
     kind, source, method, seed, max_items = config
     mine, args = ("AND owner = ? ", [owner]) if owner is not None else ("", [])
-    with _connect() as con:
+    with _connect(write=False) as con:
         row = con.execute(
             f"SELECT {_COLS} FROM sessions WHERE kind = ? AND source = ? AND method = ? "
             f"AND seed = ? AND max_items IS ? {mine}ORDER BY updated DESC LIMIT 1",
@@ -635,7 +647,7 @@ def latest_session(
 def answer_counts() -> pd.DataFrame:
     """Every stored action: ``session_id``, ``seq``, ``action`` (for audits and the load
     test)."""
-    with _connect() as con:
+    with _connect(write=False) as con:
         rows = con.execute("SELECT session_id, seq, action FROM answers ORDER BY 1, 2").fetchall()
     return pd.DataFrame(rows, columns=["session_id", "seq", "action"])
 
@@ -729,7 +741,7 @@ def import_json(text: str | bytes, *, owner: str = "") -> str:
 # ----------------------------------------------------------------------------- settings
 def get_setting(key: str, default: Any = None) -> Any:
     """A stored setting (JSON value)."""
-    with _connect() as con:
+    with _connect(write=False) as con:
         row = con.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
     return default if row is None else json.loads(row[0])
 

@@ -141,6 +141,30 @@ def test_concurrent_writers_keep_their_own_answers() -> None:
         assert [r.id for r in store.list_sessions(owner=f"o{k}")] == [sid]
 
 
+def test_a_process_queues_its_writes_and_never_its_reads() -> None:
+    """A write waits at the process's write lock (not at SQLite's, whose busy handler
+    sleeps before it looks again) while another of this process's writes holds it; a
+    read never waits for it."""
+    import threading
+
+    sid = store.create_session(CONFIG)
+    assert store.record_action(sid, 0, "A", 1)
+    wrote = threading.Event()
+
+    def write() -> None:
+        store.record_action(sid, 1, "B", 2)
+        wrote.set()
+
+    with store._WRITE_LOCK:  # as a writing transaction of this process holds it
+        t = threading.Thread(target=write)
+        t.start()
+        assert not wrote.wait(0.3)  # queued: SQLite itself is not locked
+        assert store.load_session(sid).actions == ["A"]  # a reader does not wait
+    assert wrote.wait(10)
+    t.join()
+    assert store.load_session(sid).actions == ["A", "B"]
+
+
 def test_an_old_store_is_migrated(isolated_env) -> None:
     import sqlite3
 
