@@ -204,15 +204,19 @@ def _descendants(root: int) -> set[int]:
 
 class Marks:
     """CPU use while the visitors answer: the servers, the benchmark's own clients (the
-    browsers, Playwright's driver, the proxy) and the whole machine (also other jobs)."""
+    browsers, Playwright's driver, the proxy), the proxy alone (``proxy_pid``, also among
+    the clients) and the whole machine (also other jobs)."""
 
-    def __init__(self, pids: list[int]) -> None:
+    def __init__(self, pids: list[int], proxy_pid: int | None = None) -> None:
         self.pids = pids
+        self.proxy_pid = proxy_pid
         self.at: dict[str, tuple[float, float, list[float], dict[int, float]]] = {}
 
     def mark(self, name: str) -> None:
         try:
             cpus = [_cpu_of(p) for p in self.pids]
+            if self.proxy_pid is not None:
+                cpus.append(_cpu_of(self.proxy_pid))
             machine = _machine_cpu()
             clients: dict[int, float] = {}
             for p in _descendants(os.getpid()) - set(self.pids):
@@ -229,10 +233,12 @@ class Marks:
             return {}
         (t0, m0, c0, k0), (t1, m1, c1, k1) = self.at["answering"], self.at["answered"]
         servers = [b - a for a, b in zip(c0, c1, strict=True)]
+        proxy = servers.pop() if self.proxy_pid is not None and servers else None
         clients = sum(v - k0.get(p, 0.0) for p, v in k1.items())
         return {
             "answering_wall_s": round(t1 - t0, 1),
             "server_cpu_s": [round(x, 1) for x in servers],
+            "proxy_cpu_s": None if proxy is None else round(proxy, 1),
             "clients_cpu_s": round(clients, 1),
             "machine_busy_cpu_s": round(m1 - m0, 1),
             "server_share_of_busy": round(sum(servers) / max(m1 - m0, 1e-9), 3),
@@ -434,8 +440,9 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None
 
 
 @contextmanager
-def sticky_proxy(kind: str, urls: list[str], work: Path) -> Iterator[str]:
-    """A reverse proxy with sticky sessions in front of ``urls``; yields its URL.
+def sticky_proxy(kind: str, urls: list[str], work: Path) -> Iterator[tuple[str, int]]:
+    """A reverse proxy with sticky sessions in front of ``urls``; yields its URL and
+    process id.
 
     ``kind``: ``"python"`` (``tests/benchmarks/sticky_proxy.py``) or ``"nginx"``
     (:data:`NGINX_CONF`; needs ``nginx`` on the PATH or in /usr/sbin).
@@ -459,7 +466,7 @@ def sticky_proxy(kind: str, urls: list[str], work: Path) -> Iterator[str]:
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait_port(port, proc)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", proc.pid
     finally:
         proc.terminate()
         try:
@@ -496,8 +503,10 @@ async def run(
                 stack.enter_context(streamlit_server(work / f"p{i}", extra_env=env, data_home=home))
             )
             pids.append(int((work / f"p{i}" / "streamlit.pid").read_text()))
-        url = urls[0] if processes == 1 else stack.enter_context(sticky_proxy(proxy, urls, work))
-        marks = Marks(pids)
+        url, proxy_pid = urls[0], None
+        if processes > 1:
+            url, proxy_pid = stack.enter_context(sticky_proxy(proxy, urls, work))
+        marks = Marks(pids, proxy_pid)
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             start, done = asyncio.Barrier(n), asyncio.Barrier(n)
