@@ -39,9 +39,11 @@ data_loaders import-study`` into a fresh data folder and opened first on a fresh
 (target: ``first_view_s`` <= 10 s), and, in a separate process, the CPU seconds of its
 parts: the study's load, the tree the page shows first (the paper DT of the first
 respondent, as the page fits it) and the held-out comparison of the analysis plan
-(:func:`pbo_core.experiments.tree_choice.compare_trees`, per model).
+(:func:`pbo_core.experiments.tree_choice.compare_trees`, per model); ``--breakdown
+KEY`` prints only those parts for one study.
 
     python tests/benchmarks/analyst_waits.py --first-tree 1000,2000,5000 --json -
+    python tests/benchmarks/analyst_waits.py --breakdown swissmetro
 
 ``reference_workload_s`` (a fixed numpy workload timed before and after) and the load
 average say how loaded the machine was. ``--check`` exits 1 when a target is missed.
@@ -353,11 +355,12 @@ def simulated_csv(n: int, path: Path, tasks: int | None = None) -> Path:
 
 
 def breakdown(key: str) -> dict[str, Any]:
-    """CPU seconds of the first Tree explorer view's parts on the imported study ``key``
-    (``DTPBO_DATA_HOME`` set), in this process: the study's load, the tree the page shows
-    first (the paper DT of its first respondent, or of the pooled data) and the analysis
-    plan's held-out comparison of the tree models with the baselines, per model."""
-    from data_loaders.user_studies import load_user_study
+    """CPU seconds of the first Tree explorer view's parts on the study ``key`` (bundled,
+    or imported into ``DTPBO_DATA_HOME``), in this process: the study's load, the tree the
+    page shows first (the paper DT of its first respondent, or of the pooled data) and the
+    analysis plan's held-out comparison of the tree models with the baselines, per model."""
+    from data_loaders.cached import load_study_cached
+    from data_loaders.user_studies import KEY_PREFIX, load_user_study
     from pbo_core.experiments.tree_choice import compare_trees
     from pbo_core.models.dt import DTSurrogate
     from pbo_core.registry import names, warm_up
@@ -365,7 +368,7 @@ def breakdown(key: str) -> dict[str, Any]:
 
     warm_up()
     c0 = time.process_time()
-    study = load_user_study(key)
+    study = (load_user_study if key.startswith(KEY_PREFIX) else load_study_cached)(key)
     c1 = time.process_time()
     resp = study.respondents()
     personal = (  # the page's rule (dashboard._services.studies.has_personal_data)
@@ -592,7 +595,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="--first-tree: keep each respondent's first N tasks (default all four)",
     )
-    ap.add_argument("--breakdown", help=argparse.SUPPRESS)  # a study key: first_tree's child
+    ap.add_argument(
+        "--breakdown",
+        metavar="KEY",
+        help="only the CPU seconds of the first Tree explorer view's parts on study KEY "
+        "(bundled or imported): load, the tree shown, the plan's comparison per model",
+    )
     ap.add_argument(
         "--server-log",
         help="run the server with DTPBO_LOG_LEVEL=DEBUG and copy its log here (every job's "
