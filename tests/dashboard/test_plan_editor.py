@@ -127,3 +127,13 @@ def test_a_shared_server_lets_only_the_owner_edit(app, shared) -> None:
     with pytest.raises(PermissionError):  # the editor's save refuses too (no visitor here)
         _plan_editor.save_edit(study, key, {"respondents": "3"})
     assert '"respondents": 2' in plan_path(key).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("key", ["electricity", "swissmetro", "pmr-demo"])
+def test_every_bundled_study_shows_its_whole_plan(app, key: str) -> None:
+    at = app("case_studies")
+    at.selectbox(key="cs_study").set_value(key).run()
+    no_exception(at)
+    assert "Plan: split " in captions(at)
+    saved = at.button(key=f"plan_save::{key}")
+    assert saved.proto.disabled  # the widgets show the plan itself: nothing to save
