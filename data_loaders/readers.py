@@ -467,13 +467,29 @@ _DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
 _DECIMAL_POINT = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
 
 
-def _as_utf8(data: bytes) -> tuple[bytes, str]:
+def _as_utf8(data: bytes, name: str) -> tuple[bytes, str]:
     """``data`` as UTF-8 text and the encoding it was read in (``""``: UTF-8 already).
 
-    A text that does not decode as UTF-8 is decoded with the first of
-    :data:`FALLBACK_ENCODINGS` that reads it (a latin-1 or cp1252 file from a spreadsheet)
-    and encoded as UTF-8, so every later step (and a saved study's ``choices.csv``) reads
-    UTF-8."""
+    UTF-16 with its byte-order mark (Excel's "Unicode text") is decoded as such; another
+    text that does not decode as UTF-8 with the first of :data:`FALLBACK_ENCODINGS` that
+    reads it (a latin-1 or cp1252 file from a spreadsheet); either is encoded as UTF-8, so
+    every later step (and a saved study's ``choices.csv``) reads UTF-8.
+
+    Raises
+    ------
+    _Refused
+        For a text holding NUL bytes (UTF-16 without its mark, or no text at all).
+    """
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16").encode("utf-8"), "UTF-16"
+        except UnicodeDecodeError:
+            raise _Refused(f"{name}: not readable as UTF-16 text; save it as CSV UTF-8") from None
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        raise _Refused(
+            f"{name}: holds NUL bytes (UTF-16 text without its byte-order mark, or not a "
+            "text at all); save it as CSV UTF-8"
+        )
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -509,7 +525,7 @@ def _decimal_comma(data: bytes, sep: str) -> bool:
 def _text_reader(prefer: str) -> Callable[[bytes, str, str | None], _Read]:
     def read(data: bytes, name: str, sep: str | None) -> _Read:
         _check_text(data, name, ",")  # header cap and lines first, whatever the separator
-        data, encoding = _as_utf8(data)
+        data, encoding = _as_utf8(data, name)
         details = [f"encoding {encoding} (not UTF-8; read as {encoding})"] if encoding else []
         source = "given" if sep else "detected"
         sep = sep or detect_sep(data, name, prefer)

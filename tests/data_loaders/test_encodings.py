@@ -12,6 +12,7 @@ import pytest
 
 from data_loaders import cli, readers
 from data_loaders import user_studies as us
+from pbo_core.data import DataValidationError
 from tests.fixtures.formats import HERE
 
 
@@ -79,3 +80,13 @@ def test_a_spreadsheet_export_imports_as_its_utf8_copy(
     np.testing.assert_array_equal(a.data.X, b.data.X)
     assert a.schema["speed"].levels == b.schema["speed"].levels
     assert "schnüll" in b.schema["speed"].levels and b.schema["price"].kind == "numeric"
+
+
+def test_utf16_with_its_mark_is_read_and_without_it_is_refused_in_words() -> None:
+    frame = european()
+    data = frame.to_csv(index=False, sep="\t").encode("utf-16")  # Excel's "Unicode text"
+    table = readers.read_table(data, "unicode.txt")
+    assert table.frame["speed"].tolist() == frame["speed"].tolist()
+    assert "encoding UTF-16 (not UTF-8; read as UTF-16)" in table.describe()
+    with pytest.raises(DataValidationError, match=r"holds NUL bytes .* save it as CSV"):
+        readers.read_table(data[2:], "unmarked.txt")
