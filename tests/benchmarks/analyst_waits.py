@@ -358,12 +358,14 @@ def breakdown(key: str) -> dict[str, Any]:
     """CPU seconds of the first Tree explorer view's parts on the study ``key`` (bundled,
     or imported into ``DTPBO_DATA_HOME``), in this process: the study's load, the tree the
     page shows first (the paper DT of its first respondent, or of the pooled data) and the
-    analysis plan's held-out comparison of the tree models with the baselines, per model."""
+    analysis plan's held-out comparison of the tree models with the baselines, per model,
+    and the fit of its winner on the whole study (a pooled tree: what the page draws
+    next)."""
     from data_loaders.cached import load_study_cached
     from data_loaders.user_studies import KEY_PREFIX, load_user_study
-    from pbo_core.experiments.tree_choice import compare_trees
+    from pbo_core.experiments.tree_choice import compare_trees, fit_whole
     from pbo_core.models.dt import DTSurrogate
-    from pbo_core.registry import names, warm_up
+    from pbo_core.registry import get, names, warm_up
     from pbo_core.splits import MIN_TASKS_FOR_TASK_SPLIT, tasks_per_respondent
 
     warm_up()
@@ -393,6 +395,9 @@ def breakdown(key: str) -> dict[str, Any]:
     choice = compare_trees(study, names(role="explorer"), progress=report)
     c3, w3 = time.process_time(), time.perf_counter()
     report(1.0, "end")
+    pooled = get(choice.best).scope == "pooled"  # the page then draws it, fitted by a job
+    if pooled:
+        fit_whole(study, choice.best)
     return {
         "study": key,
         "respondents": len(resp),
@@ -403,6 +408,8 @@ def breakdown(key: str) -> dict[str, Any]:
         "comparison_wall_s": round(w3 - w2, 2),
         "load_average_1": round(os.getloadavg()[0], 2),
         "comparison_by_step_cpu_s": per_model,
+        "default_tree": choice.best,
+        "default_tree_fit_cpu_s": round(time.process_time() - c3, 2) if pooled else 0.0,
         "comparison_sample": choice.sample(),
         "heldout": {r.key: round(float(r.heldout), 6) for r in choice.table.itertuples()},
     }
