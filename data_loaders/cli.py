@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the separator of a text file: ',' ';' '\\t' (or tab) '|' or spaces "
         "(default: detected from the first lines; the detected one is said on stderr)",
     )
+    imp.add_argument(
+        "--encoding",
+        default=None,
+        help="the encoding of a text file (utf-8, cp1252, latin-1, utf-16, ...; default: "
+        "detected: UTF-8, UTF-16 with its mark, else cp1252, else latin-1)",
+    )
     imp.add_argument("--title", default=None, help="the study's title (needed unless --dry-run)")
     imp.add_argument(
         "--public",
@@ -150,7 +156,8 @@ def import_study(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _say(f"error: --sep: {exc}")
         return 2
-    refusal = readers.refusal(path, str(path), sep)  # the standard library only
+    encoding = getattr(args, "encoding", None)
+    refusal = readers.refusal(path, str(path), sep, encoding=encoding)  # standard library only
     if refusal:
         _say(f"error: {refusal}")
         return 2
@@ -183,7 +190,9 @@ def import_study(args: argparse.Namespace) -> int:
                     _say(f"error: {p.one_line()}")
                 return 2
         if args.dry_run or args.write_recipe:
-            study, problems = check_upload(content, path.name, attributes, columns, sep=sep)
+            study, problems = check_upload(
+                content, path.name, attributes, columns, sep=sep, encoding=encoding
+            )
             if study is None:
                 for p in problems:
                     _say(f"error: {p.one_line()}")
@@ -208,6 +217,7 @@ def import_study(args: argparse.Namespace) -> int:
             columns,
             public=bool(getattr(args, "public", False)),
             sep=sep,
+            encoding=encoding,
         )
     except (DataValidationError, OSError) as exc:  # limits, access refusals, absent files
         _say(f"error: {exc}")

@@ -819,14 +819,42 @@ def _raw(source: bytes | str | os.PathLike[str], what: str) -> bytes:
     return Path(p).read_bytes()
 
 
+def _decoded(data: bytes, name: str, encoding: str) -> bytes:
+    """A text in ``encoding`` (``--encoding``) as UTF-8; a refusal in words for an unknown
+    encoding or bytes it does not decode."""
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise _Refused(
+            f"{name}: --encoding {encoding!r} is not an encoding (utf-8, cp1252, latin-1, "
+            "utf-16, ...)"
+        ) from None
+    try:
+        return data.decode(encoding).encode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Refused(
+            f"{name}: not {encoding} text (byte {exc.start:,}); name another --encoding, or "
+            "leave it out to detect it"
+        ) from None
+
+
 def _prepare(
-    source: bytes | str | os.PathLike[str], name: str | None, sep: str | None, what: str
+    source: bytes | str | os.PathLike[str],
+    name: str | None,
+    sep: str | None,
+    what: str,
+    encoding: str | None = None,
 ) -> tuple[_Source, _Read, str]:
     shown = name or str(source)
     src = _open(_raw(source, what), shown)
     fmt = READERS[src.fmt]
     inner = f"{shown} ({_shown(src.member)})" if src.member else shown
-    got = fmt.reader(src.data, inner, sep if fmt.text else None)
+    data = _decoded(src.data, inner, encoding) if encoding and fmt.text else src.data
+    got = fmt.reader(data, inner, sep if fmt.text else None)
+    if encoding and fmt.text:
+        got.details.insert(0, f"encoding {encoding} (given)")
     if not fmt.text:
         _check_text(got.text, f"{shown} (as CSV text)", ",")
     return src, got, shown
@@ -837,6 +865,7 @@ def csv_text(
     name: str | None = None,
     sep: str | None = None,
     what: str = "choice file",
+    encoding: str | None = None,
 ) -> bytes:
     """:attr:`Table.text` of a file without parsing it when it is comma-separated text
     already (the file's own text, decompressed) or Parquet/Excel (converted); other
@@ -848,7 +877,7 @@ def csv_text(
         As :func:`read_table`.
     """
     try:
-        _, got, shown = _prepare(source, name, sep, what)
+        _, got, shown = _prepare(source, name, sep, what, encoding)
         if got.sep == ",":
             return got.text
         return _csv_text(_parse(got.text, shown, got.sep, got.decimal))
@@ -861,6 +890,7 @@ def refusal(
     name: str | None = None,
     sep: str | None = None,
     what: str = "choice file",
+    encoding: str | None = None,
 ) -> str | None:
     """Why :func:`read_table` would refuse a text file before parsing it (bounds, the
     separator, compression), with the standard library only; ``None`` when it would go
@@ -871,7 +901,8 @@ def refusal(
         src = _open(raw, shown)
         fmt = READERS[src.fmt]
         if fmt.text:
-            fmt.reader(src.data, shown, sep)
+            data = _decoded(src.data, shown, encoding) if encoding else src.data
+            fmt.reader(data, shown, sep)
     except _Refused as exc:
         return str(exc)
     except OSError as exc:  # absent, or refused by data_loaders.access
@@ -884,6 +915,7 @@ def read_table(
     name: str | None = None,
     sep: str | None = None,
     what: str = "choice file",
+    encoding: str | None = None,
 ) -> Table:
     """Read an own table file of any accepted format (:data:`ACCEPTED_SUFFIXES`).
 
@@ -897,6 +929,9 @@ def read_table(
         name: never used as a path). Default: the path as given.
     sep
         The separator of a text file (see :func:`parse_sep`); ``None`` detects it.
+    encoding
+        The encoding of a text file (``--encoding``); ``None`` detects UTF-8, UTF-16 with
+        its mark, cp1252 or latin-1.
     what
         What the file is, for access refusals (``"choice file"``).
 
@@ -915,7 +950,7 @@ def read_table(
         For a path that may not be opened, or is absent.
     """
     try:
-        src, got, shown = _prepare(source, name, sep, what)
+        src, got, shown = _prepare(source, name, sep, what, encoding)
         frame = _parse(got.text, shown, got.sep, got.decimal)
         if frame.shape[1] < 2:
             hint = _header_note(got.text, got.sep)

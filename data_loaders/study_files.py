@@ -598,13 +598,13 @@ def _attribute_columns_missing(
 
 
 def read_upload_table(
-    content: bytes, file: str, sep: str | None = None
+    content: bytes, file: str, sep: str | None = None, encoding: str | None = None
 ) -> tuple[readers.Table | None, list[Problem]]:
     """An upload (any format of :data:`data_loaders.readers.ACCEPTED_SUFFIXES`, chosen
     by the suffixes of ``file``, a base name) read after the limits, with how it was read
     (:meth:`~data_loaders.readers.Table.describe`); or its problem."""
     try:
-        return readers.read_table(content, file, sep), []
+        return readers.read_table(content, file, sep, encoding=encoding), []
     except DataValidationError as exc:
         return None, [_problem(exc, file, file)]
 
@@ -689,6 +689,7 @@ def check_upload(
     columns: ColumnMap,
     respondents: tuple[bytes, str] | None = None,
     sep: str | None = None,
+    encoding: str | None = None,
 ) -> tuple[Study | None, list[Problem]]:
     """Check an upload with the loaders; the study, or ``None`` and every problem found.
 
@@ -698,9 +699,9 @@ def check_upload(
     (choices per task, flags) and reports its first problem. ``attributes=None`` infers
     the table, as the command line does without ``--attributes``. ``content`` is the
     file as given, in any accepted format (:func:`read_upload_table`; ``sep`` names a text
-    file's separator, else it is detected).
+    file's separator and ``encoding`` its encoding, else they are detected).
     """
-    table, problems = read_upload_table(content, file, sep)
+    table, problems = read_upload_table(content, file, sep, encoding)
     frame = None if table is None else table.frame
     if respondents is not None:
         try:

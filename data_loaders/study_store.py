@@ -367,6 +367,7 @@ def save_study(
     public: bool = False,
     limit_owner: bool = False,
     sep: str | None = None,
+    encoding: str | None = None,
     address: str = "",
 ) -> tuple[UserStudy | None, list[Problem]]:
     """Check the upload and, only when it loads, save it as a new study folder.
@@ -388,10 +389,11 @@ def save_study(
         refused = owner_refusal(owner, size, address)
         if refused:
             return None, [Problem(file, refused)]
-    study, problems = check_upload(content, file, attributes, columns, respondents, sep)
+    study, problems = check_upload(content, file, attributes, columns, respondents, sep, encoding)
     if study is None:
         return None, problems
-    text = readers.csv_text(content, file, sep)  # parsed again only for another separator
+    # parsed again only for another separator (or encoding: saved as UTF-8)
+    text = readers.csv_text(content, file, sep, encoding=encoding)
     cols: ColumnMap = study.extras["columns"]
     root = studies_dir()
     root.mkdir(parents=True, exist_ok=True)

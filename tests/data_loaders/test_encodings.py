@@ -90,3 +90,22 @@ def test_utf16_with_its_mark_is_read_and_without_it_is_refused_in_words() -> Non
     assert "encoding UTF-16 (not UTF-8; read as UTF-16)" in table.describe()
     with pytest.raises(DataValidationError, match=r"holds NUL bytes .* save it as CSV"):
         readers.read_table(data[2:], "unmarked.txt")
+
+
+def test_encoding_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    frame = european()
+    path = tmp_path / "latin.csv"
+    path.write_bytes(frame.to_csv(index=False).encode("latin-1"))
+    assert cli.main(["import-study", str(path), "--encoding", "latin-1", "--dry-run"]) == 0
+    assert "latin.csv: comma-separated text" in (err := capsys.readouterr().err)
+    assert "encoding latin-1 (given)" in err
+    for enc, words in (
+        ("utf-8", "latin.csv: not utf-8 text (byte "),
+        ("nope", "latin.csv: --encoding 'nope' is not an encoding"),
+    ):
+        assert cli.main(["import-study", str(path), "--title", "x", "--encoding", enc]) == 2
+        said = capsys.readouterr().err
+        assert said.startswith("error: ") and words in said and said.count("\n") == 1
+    assert cli.main(["import-study", str(path), "--title", "L", "--encoding", "latin-1"]) == 0
+    study = us.load_user_study(capsys.readouterr().out.strip().splitlines()[-1])
+    assert "schnüll" in study.schema["speed"].levels
