@@ -795,8 +795,11 @@ class GroupTreeExtension:
             last = int(np.searchsorted(leaf_nodes, end))
             leaf_parts += t.leaf_pairs[old_leaf:first]
             leaf_parts += [union_index[lp] for lp in sub.leaf_pairs]
-            lo, hi = np.searchsorted(items["sorted_node"], [node, end])
-            inside = np.sort(items["order"][lo:hi])
+            if node == 0:  # the whole tree: every item, in item order
+                inside = np.arange(len(self.X))
+            else:
+                lo, hi = np.searchsorted(items["sorted_node"], [node, end])
+                inside = np.sort(items["order"][lo:hi])
             sub_leaf = sub.apply(self.X[inside])
             tot.append(items["tot"][old_leaf:first])
             tot.append(np.bincount(sub_leaf, self.item_values[inside], minlength=sub.n_leaves))

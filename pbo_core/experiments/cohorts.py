@@ -450,14 +450,33 @@ def cohort_cell_grid(
     ]
 
 
-#: Cost model of :func:`cohort_cell`, seconds of CPU on the 2-core machine the
-#: scaling figures of docs/hierarchy.md were measured on (``tests/benchmarks/
-#: hierarchy_scale.py``): per model fit of a cell (one per number of own tasks answered), a
-#: fixed cost and a cost per comparison of the earlier respondents (the warm starts grow
-#: their tree on the group's comparisons, and every cohort's refits are fitted on them):
-#: ``t = sum_cells q (a + b n_prev m)`` (Eq. 1), ``q`` fits per cell, ``n_prev`` the cell's
-#: earlier respondents, ``m`` comparisons per respondent.
-CELL_CPU_S, CELL_PAIR_CPU_S = 4.4e-4, 1.44e-7
+#: Cost model of the cohort grid, seconds of CPU on the 2-core machine the scaling
+#: figures of docs/hierarchy.md were measured on (``tests/benchmarks/hierarchy_scale.py``,
+#: fitted to its 1,000, 2,000 and 5,000-respondent runs):
+#: ``t = a sum_cells q + b sum_cells q n_prev m + c sum_samples s m`` (Eq. 1): a cost per
+#: model fit of a cell (``q`` fits per cell, one per number of own tasks answered), a
+#: cost per earlier comparison and fit (``n_prev`` the cell's earlier respondents, ``m``
+#: comparisons per respondent: each cohort's models are fitted on them, and a warm start
+#: whose answers change a split of the group's tree regrows that subtree), and a cost per
+#: comparison cross-validated (each sample ``s`` of :func:`cv_respondents` the grid's
+#: cohorts reach, once).
+CELL_CPU_S, CELL_PAIR_CPU_S, CV_PAIR_CPU_S = 4.4e-4, 1.44e-7, 0.0
+
+
+def _cost_terms(
+    cells: list[dict[str, Any]], pairs_per_respondent: float, tasks_per_respondent: float
+) -> tuple[float, float, float]:
+    """The three sums of Eq. 1 (:data:`CELL_CPU_S`) over ``cells``."""
+    prev = np.array([int(c["cohort"]) * int(c["refit_every"]) for c in cells], dtype=float)
+    held = np.array([int(c.get("test_tasks", 2)) for c in cells], dtype=float)
+    q = np.where(tasks_per_respondent > held, tasks_per_respondent - held + 1.0, 1.0)
+    linear = {int(p) for p, c in zip(prev, cells, strict=True) if c["variant"] in LOGIT_VARIANTS}
+    samples = {cv_respondents(p) for p in linear if p > 0}
+    return (
+        float(q.sum()),
+        float((q * prev).sum() * pairs_per_respondent),
+        float(sum(samples) * pairs_per_respondent),
+    )
 
 
 def estimate_grid_seconds(
@@ -470,10 +489,8 @@ def estimate_grid_seconds(
     trees grow) moves it."""
     if not cells:
         return 0.0
-    prev = np.array([int(c["cohort"]) * int(c["refit_every"]) for c in cells], dtype=float)
-    held = np.array([int(c.get("test_tasks", 2)) for c in cells], dtype=float)
-    q = np.where(tasks_per_respondent > held, tasks_per_respondent - held + 1.0, 1.0)
-    return float((q * (CELL_CPU_S + CELL_PAIR_CPU_S * pairs_per_respondent * prev)).sum())
+    fits, pairs, cv = _cost_terms(cells, pairs_per_respondent, tasks_per_respondent)
+    return CELL_CPU_S * fits + CELL_PAIR_CPU_S * pairs + CV_PAIR_CPU_S * cv
 
 
 def estimate_text(cells: list[dict[str, Any]], study: Study) -> str:
@@ -549,20 +566,28 @@ def arrival(
     return _arrival_of(key, data_dir, seed, user, test_tasks, load_study)
 
 
+@lru_cache(maxsize=64)
+def _text_column(value: str, n: int) -> Any:
+    """A read-only column of ``n`` copies of ``value`` (shared by the cells that repeat it:
+    building a string column is most of a small frame's cost)."""
+    return pd.array([value] * n, dtype="str")
+
+
 def _cell_frame(cell: Cell, resp: Any, leaf: int, acc: list[float], n_test: int) -> pd.DataFrame:
     """The rows of one cell: held-out accuracy after 0, 1, ... own tasks."""
     n = len(acc)
     return pd.DataFrame(
         {
             "user": np.full(n, int(cell["user"])),
-            "respondent": [str(resp)] * n,
+            "respondent": _text_column(str(resp), n),
             "cohort": np.full(n, int(cell["cohort"])),
-            "variant": [str(cell["variant"])] * n,
+            "variant": _text_column(str(cell["variant"]), n),
             "user_leaf": np.full(n, leaf),
             "question": np.arange(n),
             "test_acc": np.asarray(acc, dtype=float),
             "n_test_pairs": np.full(n, n_test),
-        }
+        },
+        copy=False,
     )
 
 
@@ -628,6 +653,32 @@ def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
 LINEAR_BATCH = 50
 
 
+@lru_cache(maxsize=2)
+def _linear_block(
+    key: str,
+    data_dir: str | None,
+    seed: int,
+    first_user: int,
+    end_user: int,
+    test_tasks: int,
+    *,
+    load_study: LoadStudy,
+) -> tuple[range, list[np.ndarray], list[list[np.ndarray]], np.ndarray]:
+    """Arrivals ``first_user .. end_user - 1``: their item designs ``Z``, the difference
+    rows answered after 0, 1, ... own tasks, and their positions (shared by the linear
+    variants)."""
+    arr = cohort_arrays_of(key, data_dir, load_study=load_study)
+    grid_users = range(first_user, min(end_user, arr.n_users))
+    arrivals = [_arrival_of(key, data_dir, seed, u, test_tasks, load_study) for u in grid_users]
+    Zs, owns = [], []
+    for a in arrivals:
+        Z = arr.design.transform(a.data.X)
+        d = Z[a.data.pairs[:, 0]] - Z[a.data.pairs[:, 1]]
+        Zs.append(Z)
+        owns.append([d[a.answered(k)] for k in range(len(a.train_tasks) + 1)])
+    return grid_users, Zs, owns, np.array([a.pos for a in arrivals], dtype=np.int64)
+
+
 @lru_cache(maxsize=8)
 def cohort_linear_coefficients(
     key: str,
@@ -655,15 +706,9 @@ def cohort_linear_coefficients(
         key, n_prev, seed, variant, max_depth, min_users, data_dir, load_study=load_study
     )
     arr = cohort_arrays_of(key, data_dir, load_study=load_study)
-    grid_users = range(first_user, min(end_user, arr.n_users))
-    arrivals = [_arrival_of(key, data_dir, seed, u, test_tasks, load_study) for u in grid_users]
-    Zs, owns = [], []
-    for a in arrivals:
-        Z = arr.design.transform(a.data.X)
-        d = Z[a.data.pairs[:, 0]] - Z[a.data.pairs[:, 1]]
-        Zs.append(Z)
-        owns.append([d[a.answered(k)] for k in range(len(a.train_tasks) + 1)])
-    pos = np.array([a.pos for a in arrivals], dtype=np.int64)
+    grid_users, Zs, owns, pos = _linear_block(
+        key, data_dir, seed, first_user, end_user, test_tasks, load_study=load_study
+    )
     with _one_blas_thread():
         Bs = model.coefficients_many(arr, pos, owns)
     centre = model.centre_
