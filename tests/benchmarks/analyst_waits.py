@@ -161,6 +161,9 @@ def _wait_view(
             first_content = now - t0
         if first is not None and first_view is None and _has(pg, first):
             first_view = now - t0
+            if SHOTS:  # what the visitor sees first
+                n_shots = len(list(SHOTS[0].glob("first-view-*.png")))
+                pg.screenshot(path=str(SHOTS[0] / f"first-view-{n_shots:02d}.png"))
         if bar or has:
             longest_silent = max(longest_silent, now - last_sign)
             last_sign = now
