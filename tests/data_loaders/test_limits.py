@@ -6,9 +6,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -61,14 +61,21 @@ runpy.run_module("data_loaders", run_name="__main__", alter_sys=True)
 """
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def test_a_million_columns_are_refused_fast_and_small(tmp_path: Path, home: Path) -> None:
     """The command line refuses a 1,000,000-column CSV from its header (read with a byte
-    cap, never by pandas) in < 10 s and < 1 GB of peak memory; nothing is saved."""
+    cap, never by pandas) in < 10 s of CPU and < 1 GB of peak memory; nothing is saved.
+    (CPU time, not wall time: a loaded machine must not fail it.)"""
     f = wide_header(tmp_path / "wide.csv", 1_000_000)
     assert f.stat().st_size < limits.MAX_FILE_BYTES  # the size alone does not refuse it
     env = dict(os.environ, PYTHONPATH=str(ROOT), DTPBO_DATA_HOME=str(home))
     peak_file = tmp_path / "peak_kib"
-    t0 = time.perf_counter()
+    t0 = _children_cpu()
     r = subprocess.run(
         [
             sys.executable,
@@ -85,7 +92,7 @@ def test_a_million_columns_are_refused_fast_and_small(tmp_path: Path, home: Path
         env=env,
         timeout=60,
     )
-    took = time.perf_counter() - t0
+    took = _children_cpu() - t0
     assert r.returncode == 2 and r.stdout == "", r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert "wide.csv" in line and "MAX_HEADER_BYTES" in line and "Traceback" not in r.stderr
