@@ -16,7 +16,9 @@ seeded A/B pattern, then each reloads its page. Checked and reported:
   next question and everything the answer redraws sent), queue wait included; read from
   the log the server writes when ``DTPBO_ANSWER_LOG`` is set
   (:func:`dashboard._services.elicitation.finish_answer_clock`); ``server`` also gives the
-  queue wait alone and the time until the next question and the new count were sent;
+  queue wait alone and the time until each of the page's marks (:func:`server_times`:
+  stored, refit, asked, drawn, summary, shown); ``--switch-interval`` sets the servers'
+  thread switch interval (``DTPBO_SWITCH_INTERVAL_S``) to compare;
 * ``click_to_screen_p50`` / ``_p95`` beside it: the browser's own clock, from the click
   event on the answer button to the new answer count in the page (checked every
   animation frame, ``--screen-polling raf``, the default; ``mutation``: noted by a
