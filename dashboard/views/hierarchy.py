@@ -49,12 +49,17 @@ def _choice_tree(study: Study, key: str) -> None:
     time_attr = plan.time.attribute if plan.time and plan.time.attribute in names else None
     view, segs = svc.choice_tree_parts(ct_job, money_attr, time_attr)
     n_resp = int(ctree.n_respondents_leaf_.sum())
+    shrunk = (
+        f"{ctree.n_leaves_} segments of {n_resp:,} respondents split on their recorded "
+        "features; each holds the plan's conditional logit (the baseline `mnl`: alternative "
+        "constants and case-specific variables) shrunk toward its parent segment's "
+        f"(strength {ctree.shrinkage_:g} situations), the root being the baseline's own fit. "
+        if ctree.n_leaves_ > 1
+        else f"One segment of {n_resp:,} respondents: the plan's conditional logit (the "
+        "baseline `mnl`), which a split would have shrunk toward. "
+    )
     st.caption(
-        f"All {n_resp:,} respondents split on their recorded features; every segment "
-        "holds the plan's conditional logit (the baseline `mnl`: alternative constants "
-        "and case-specific variables) shrunk toward its parent segment's (strength "
-        f"{ctree.shrinkage_:g} situations), the root being the baseline's own fit. "
-        "Splits, the strength and the pruning are chosen by the held-out "
+        shrunk + "Splits, the strength and the pruning are chosen by the held-out "
         "log-likelihood of whole respondents (1-SE rule; `pbo_core.models.choice_tree`). "
         "Slopes: utility per unit ± the half-width of their 95 % interval "
         "(cluster-robust errors by respondent); value of time = time slope / money slope "

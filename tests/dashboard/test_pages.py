@@ -1020,4 +1020,4 @@ def test_hierarchy_draws_the_choice_model_tree(app, monkeypatch) -> None:
     assert len(seg) == 3 and seg["respondents"].sum() == 300
     assert "value of time [95% CI]" in seg.columns
     assert seg.filter(like="Travel time").iloc[:, 0].str.match(r"^-?[\d.e-]+ \([\d.e-]+\)$").all()
-    assert "shrunk toward its parent" in texts(at)
+    assert "3 segments of 300 respondents" in texts(at)
