@@ -100,9 +100,9 @@ def segment_table(model: Any, money: str | None = None, time: str | None = None)
             "respondents": int(model.n_respondents_leaf_[k]),
             "choices": int(m.n_situations_),
         }
-        for j, (_, col) in enumerate(m.attribute_columns_):
-            unit = f" per {col.unit}" if col.unit else ""
-            row[f"{col.label}{unit}"] = f"{m.coef_[j]:.3g} ({m.cluster_se_[j]:.2g})"
+        for j, (f, col) in enumerate(m.attribute_columns_):
+            name = f"{f.display} (per {col.unit})" if col.unit else col.label
+            row[name] = f"{m.coef_[j]:.3g} ({m.cluster_se_[j]:.2g})"
         vot = labels.coefficient_value_of_time(m, money, time)
         if vot is not None:
             row["value of time [95% CI]"] = labels.ratio_text(vot.ratio, vot.unit, money=vot.money)
