@@ -10,6 +10,14 @@ import pytest
 import dashboard.__main__ as launcher
 
 
+@pytest.fixture(autouse=True)
+def _switch_interval_restored():
+    """main() sets the interpreter's switch interval: later tests get the default back."""
+    before = sys.getswitchinterval()
+    yield
+    sys.setswitchinterval(before)
+
+
 def test_main_runs_streamlit_on_the_app_with_the_options_given(monkeypatch) -> None:
     seen: dict[str, object] = {}
     started = threading.Event()
@@ -87,12 +95,8 @@ def test_the_server_hands_the_interpreter_lock_over_less_often(monkeypatch) -> N
     monkeypatch.setenv("DTPBO_SWITCH_INTERVAL_S", "0.02")
     assert launcher.switch_interval() == 0.02
 
-    before = sys.getswitchinterval()
     monkeypatch.setattr(launcher.cli, "main", lambda prog_name: None)
     monkeypatch.setattr(launcher, "preload_and_report", lambda: None)
     monkeypatch.setattr(sys, "argv", ["python -m dashboard"])
-    try:
-        assert launcher.main(["--server.headless=true"]) == 0
-        assert sys.getswitchinterval() == pytest.approx(0.02)
-    finally:
-        sys.setswitchinterval(before)
+    assert launcher.main(["--server.headless=true"]) == 0
+    assert sys.getswitchinterval() == pytest.approx(0.02)
