@@ -128,3 +128,25 @@ def test_concurrent_answers_through_the_pool_are_all_stored() -> None:
     assert sorted(counts.tolist()) == [10] * 6
     assert len(store._POOL[store.db_path()]) <= store.POOL_SIZE
     assert np.all([store.load_session(s).n_answers == 10 for s in sids])
+
+
+def test_an_answer_on_the_page_logs_its_phases_in_order(app, monkeypatch, tmp_path) -> None:
+    """The page marks where each answer is (stored, refit, asked, drawn, summary, shown):
+    one log row per answer, each mark after the one before, all within the answer's time;
+    a rerun that answers nothing (a tab switch) logs nothing."""
+    from tests.dashboard._answers import answer_button
+
+    log = tmp_path / "answers.jsonl"
+    monkeypatch.setenv(el.ANSWER_LOG_ENV, str(log))
+    at = app("elicitation")
+    for side in "AB":
+        answer_button(at, side).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    at.session_state["el_view"] = "Answers"
+    at.run()
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["seq"], r["action"]) for r in rows] == [(0, "A"), (1, "B")]
+    marks = ["queue", "stored", "refit", "asked", "drawn", "summary", "shown", "server"]
+    for r in rows:
+        times = [r[f"{m}_s"] for m in marks]
+        assert times == sorted(times) and times[0] >= 0, r
