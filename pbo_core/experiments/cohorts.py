@@ -452,31 +452,14 @@ def cohort_cell_grid(
 
 #: Cost model of the cohort grid, seconds of CPU on the 2-core machine the scaling
 #: figures of docs/hierarchy.md were measured on (``tests/benchmarks/hierarchy_scale.py``,
-#: fitted to its 1,000, 2,000 and 5,000-respondent runs):
-#: ``t = a sum_cells q + b sum_cells q n_prev m + c sum_samples s m`` (Eq. 1): a cost per
-#: model fit of a cell (``q`` fits per cell, one per number of own tasks answered), a
-#: cost per earlier comparison and fit (``n_prev`` the cell's earlier respondents, ``m``
-#: comparisons per respondent: each cohort's models are fitted on them, and a warm start
-#: whose answers change a split of the group's tree regrows that subtree), and a cost per
-#: comparison cross-validated (each sample ``s`` of :func:`cv_respondents` the grid's
-#: cohorts reach, once).
-CELL_CPU_S, CELL_PAIR_CPU_S, CV_PAIR_CPU_S = 4.4e-4, 1.44e-7, 0.0
-
-
-def _cost_terms(
-    cells: list[dict[str, Any]], pairs_per_respondent: float, tasks_per_respondent: float
-) -> tuple[float, float, float]:
-    """The three sums of Eq. 1 (:data:`CELL_CPU_S`) over ``cells``."""
-    prev = np.array([int(c["cohort"]) * int(c["refit_every"]) for c in cells], dtype=float)
-    held = np.array([int(c.get("test_tasks", 2)) for c in cells], dtype=float)
-    q = np.where(tasks_per_respondent > held, tasks_per_respondent - held + 1.0, 1.0)
-    linear = {int(p) for p, c in zip(prev, cells, strict=True) if c["variant"] in LOGIT_VARIANTS}
-    samples = {cv_respondents(p) for p in linear if p > 0}
-    return (
-        float(q.sum()),
-        float((q * prev).sum() * pairs_per_respondent),
-        float(sum(samples) * pairs_per_respondent),
-    )
+#: fitted to its 1,000 to 20,000-respondent runs, within 20 % of each): per model fit of a
+#: cell (one per number of own tasks answered), a fixed cost and a cost per comparison of
+#: the earlier respondents (each cohort's models are fitted on them, and a warm start whose
+#: answers change a split of the group's tree regrows that subtree):
+#: ``t = sum_cells q (a + b n_prev m)`` (Eq. 1), ``q`` fits per cell, ``n_prev`` the cell's
+#: earlier respondents, ``m`` comparisons per respondent. (A third term per comparison
+#: cross-validated, :func:`cv_respondents`, was fitted at zero: it is part of ``a``.)
+CELL_CPU_S, CELL_PAIR_CPU_S = 5.3e-4, 3.2e-9
 
 
 def estimate_grid_seconds(
@@ -486,11 +469,13 @@ def estimate_grid_seconds(
     grid ``cells`` (:func:`cohort_cell_grid`) on a study with ``pairs_per_respondent``
     comparisons and ``tasks_per_respondent`` choice tasks per respondent; printed before a
     long run. A guide, not a promise: the shape of the data (alternatives, how far the
-    trees grow) moves it."""
+    trees grow) and the machine's load move it."""
     if not cells:
         return 0.0
-    fits, pairs, cv = _cost_terms(cells, pairs_per_respondent, tasks_per_respondent)
-    return CELL_CPU_S * fits + CELL_PAIR_CPU_S * pairs + CV_PAIR_CPU_S * cv
+    prev = np.array([int(c["cohort"]) * int(c["refit_every"]) for c in cells], dtype=float)
+    held = np.array([int(c.get("test_tasks", 2)) for c in cells], dtype=float)
+    q = np.where(tasks_per_respondent > held, tasks_per_respondent - held + 1.0, 1.0)
+    return float((q * (CELL_CPU_S + CELL_PAIR_CPU_S * pairs_per_respondent * prev)).sum())
 
 
 def estimate_text(cells: list[dict[str, Any]], study: Study) -> str:

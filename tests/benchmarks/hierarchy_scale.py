@@ -13,8 +13,8 @@ each size in a fresh process, so its peak resident memory (``resource.getrusage`
 
 Before each size it prints the grid's pre-run estimate
 (:func:`pbo_core.experiments.cohorts.estimate_grid_seconds`, the one the command prints)
-and skips a size estimated over ``--budget`` CPU seconds (default 1800: 20,000
-respondents are estimated at over an hour), recording the estimate instead.
+and skips a size estimated over ``--budget`` CPU seconds (default 1800; 20,000
+respondents are estimated at 5.5 min), recording the estimate instead.
 
 The simulated study: ``n`` respondents with four features (age in years, income bracket,
 car available, region), four choice tasks each among three labelled alternatives (mode
