@@ -470,9 +470,9 @@ class WarmStartDT(DTSurrogate):
             PreferenceData(self.group_X, user_pairs, schema=self.schema)  # raises, naming it
         # the tree on the union, on the group's item rows (both already checked: the
         # group's pairs by the hierarchy, the user's by their own data); without answers
-        # of the user's it is the group's tree, grown once per group (``_shared``), and
-        # with a few it is that tree extended node by node (GroupTreeExtension) unless
-        # the user's answers change one of its splits
+        # of the user's it is the group's tree, grown once per group (``_shared``); with
+        # a few it is that tree extended node by node (GroupTreeExtension), a subtree
+        # regrown only where the user's answers change its split
         shared = getattr(self, "_shared", None)
         if shared is None or self.straddlers != "discard" or self.split_ties != "gap":
             # on its own (or a growth the extension does not follow): one tree on the union
