@@ -20,6 +20,7 @@ from pbo_core.experiments.cohorts import (
     BASELINES,
     TREE_FAMILY,
     cohort_cell_grid,
+    cohort_size,
     estimate_text,
     summarize_cohorts,
 )
@@ -170,9 +171,8 @@ def choice_tree_parts(
 @st.cache_data(show_spinner=False, max_entries=16)
 def _grid_estimate(key: str, _study: Study) -> str:
     n = len(_study.respondents())
-    # the hierarchy command's default grid (python -m pbo_core.experiments hierarchy):
-    # cohorts of 200 arrivals (at most half of them), user-tree depth 5, 20 users a group
-    cells = cohort_cell_grid(n, min(200, max(1, n // 2)), study=key)
+    # the hierarchy command's default grid (python -m pbo_core.experiments hierarchy)
+    cells = cohort_cell_grid(n, cohort_size(n), study=key)
     return estimate_text(cells, _study)
 
 

@@ -114,6 +114,7 @@ from pbo_core.experiments.accuracy import (
 from pbo_core.experiments.cohorts import (
     cohort_cell,
     cohort_cell_grid,
+    cohort_size,
     cohort_study,
     estimate_text,
     hierarchy_cell,
@@ -564,15 +565,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         )
         fn = partial(rho_regret_cell, load_study=load_study_cached, inbox_urgency=inbox_urgency)
     elif cmd == "hierarchy" and args.study != "sushi":
-        k = args.refit_every or 200
         cstudy = cohort_study(args.study, args.data_dir, load_study=load_study_cached)
         n = len(cstudy.respondents())
         n = min(n, args.users) if args.users is not None else n
-        if args.refit_every is None:  # two cohorts at least: the second learns from the first
-            k = min(k, max(1, n // 2))
         cells = cohort_cell_grid(
             n,
-            k,
+            cohort_size(n, args.refit_every),
             study=args.study,
             base=base,
             max_depth=args.max_depth,

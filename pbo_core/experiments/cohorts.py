@@ -413,6 +413,21 @@ def cohort_segment_model(
         return model.fit(arr, users, study=study)
 
 
+#: Arrivals between two refits of the cohort experiment, by default (``hierarchy
+#: --refit-every``).
+COHORT_SIZE = 200
+
+
+def cohort_size(n_users: int, refit_every: int | None = None) -> int:
+    """Arrivals per cohort of the ``hierarchy`` command's grid on ``n_users`` arrivals:
+    ``refit_every`` when given, else :data:`COHORT_SIZE` capped at half of them (two
+    cohorts at least: the second learns from the first). The command and the Hierarchy
+    page's pre-run estimate both read it."""
+    if refit_every:
+        return int(refit_every)
+    return min(COHORT_SIZE, max(1, n_users // 2))
+
+
 def cohort_cell_grid(
     n_users: int,
     refit_every: int = 200,

@@ -9,7 +9,9 @@ import pytest
 
 from pbo_core.data import Study
 from pbo_core.experiments.cohorts import (
+    COHORT_SIZE,
     cohort_cell_grid,
+    cohort_size,
     estimate_grid_seconds,
     estimate_text,
     respondent_rows,
@@ -58,6 +60,16 @@ def test_the_estimate_grows_with_the_grid() -> None:
     assert estimate_grid_seconds([], 8.0) == 0.0
     text = estimate_text(cohort_cell_grid(60, 20, study="x", base={"seed": 0}), STUDY)
     assert text.startswith("hierarchy grid: ") and "60 arriving respondents" in text
+
+
+def test_the_default_cohort_size_leaves_two_cohorts_at_least() -> None:
+    """The command's and the page's one rule: 200 arrivals a cohort, at most half of them;
+    a stated ``--refit-every`` as given."""
+    assert cohort_size(5000) == COHORT_SIZE == 200
+    assert cohort_size(300) == 150 and cohort_size(1) == 1
+    assert cohort_size(5000, 50) == 50 and cohort_size(30, 50) == 50
+    cohorts = {c["cohort"] for c in cohort_cell_grid(61, cohort_size(61), study="x")}
+    assert cohorts == {0, 1, 2}  # 30 a cohort: the second and third learn from the first
 
 
 def test_strengths_are_chosen_on_all_earlier_respondents_then_once_per_doubling() -> None:
