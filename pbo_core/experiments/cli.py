@@ -568,9 +568,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         cstudy = cohort_study(args.study, args.data_dir, load_study=load_study_cached)
         n = len(cstudy.respondents())
         n = min(n, args.users) if args.users is not None else n
+        k = cohort_size(n, args.refit_every)
         cells = cohort_cell_grid(
             n,
-            cohort_size(n, args.refit_every),
+            k,
             study=args.study,
             base=base,
             max_depth=args.max_depth,
