@@ -264,6 +264,13 @@ class ColumnMap:
         """The wide column of attribute stem ``stem`` for alternative ``alt``."""
         return self.template.format(stem=stem, alt=alt)
 
+    def source_columns(self, source: str) -> list[str]:
+        """The file's columns of the attribute whose source column is ``source``: one per
+        alternative in a wide file (:meth:`column`), else ``source`` itself."""
+        if self.format == "wide":
+            return [self.column(source, alt) for alt in self.alternatives]
+        return [source]
+
     def reserved(self) -> list[str]:
         """Columns that are not attributes (those named, without empty names)."""
         cols = [self.respondent, self.task, self.chosen_column, self.rank, self.weight or ""]

@@ -529,11 +529,7 @@ def _cell_problems(
         real = ~frame[columns.profile].map(lambda v: normalize_value(v) in opt).to_numpy(bool)
         frame = frame.loc[real]
     for a in attributes:
-        if columns.format == "wide":
-            cols = [columns.column(a.source_column, alt) for alt in columns.alternatives]
-        else:
-            cols = [a.source_column]
-        for col in cols:
+        for col in columns.source_columns(a.source_column):
             if col not in frame.columns:
                 continue
             codes, uniques = pd.factorize(frame[col], use_na_sentinel=False)
@@ -579,11 +575,7 @@ def _attribute_columns_missing(
     """The attribute table's columns the file lacks, each listing the file's columns."""
     out = []
     for a in attributes:
-        if columns.format == "wide":
-            need = [columns.column(a.source_column, alt) for alt in columns.alternatives]
-        else:
-            need = [a.source_column]
-        for col in need:
+        for col in columns.source_columns(a.source_column):
             if col not in frame.columns:
                 out.append(
                     Problem(
