@@ -38,8 +38,10 @@ visitor's answers were all served by one process.
     python tests/benchmarks/concurrent_visitors.py --visitors 32 --answers 5 --processes 2 --json -
 
 The load average before and after is reported: on a shared machine every latency scales
-with it. Needs ``pip install playwright`` and ``/usr/bin/chromium`` (never ``playwright
-install``). Exit status 1 when any check fails.
+with it. The simulated visitors run below the servers' priority (:data:`CLIENTS_NICE`,
+``--clients-nice``), standing in for browsers on the visitors' own machines. Needs ``pip
+install playwright`` and ``/usr/bin/chromium`` (never ``playwright install``). Exit status
+1 when any check fails.
 """
 
 from __future__ import annotations
@@ -73,6 +75,14 @@ from tests.fixtures.streamlit_server import (  # noqa: E402
     free_port,
     streamlit_server,
 )
+
+#: Niceness of the simulated visitors (this script once the servers are up, Playwright's
+#: driver and Chromium): on a real server the visitors' browsers run on their own machines;
+#: here N of them share the server's two cores and use about 20 times its CPU (``cpu``:
+#: ``clients_cpu_s`` against ``server_cpu_s``), so at the same priority the server's time
+#: measures the queue for a core behind them. At niceness 10 they yield a core to the
+#: servers whenever the servers have work (``--clients-nice 0``: the same priority).
+CLIENTS_NICE = 10
 
 _QUIET_JS = """(quietMs) => {
   const busy = !!document.querySelector('[data-testid="stStatusWidget"]');
@@ -487,6 +497,7 @@ async def run(
     open_at_once: int = 4,
     polling: str = "raf",
     switch_interval: float | None = None,
+    clients_nice: int = CLIENTS_NICE,
 ) -> dict:
     from playwright.async_api import async_playwright
 
@@ -509,6 +520,9 @@ async def run(
         if processes > 1:
             url, proxy_pid = stack.enter_context(sticky_proxy(proxy, urls, work))
         marks = Marks(pids, proxy_pid)
+        # the servers (and the proxy) are started: from here on this process and what it
+        # starts (Playwright's driver, Chromium) are the visitors' machines
+        os.nice(clients_nice)
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             start, done = asyncio.Barrier(n), asyncio.Barrier(n)
@@ -536,6 +550,7 @@ async def run(
         "open_at_once": open_at_once,
         "screen_polling": polling,
         "switch_interval_s": switch_interval,
+        "clients_nice": clients_nice,
         "expected_answers": n * k,
         **checks,
         "visitors_seeing_own_answers_after_reload": int(sum(r["own_after_reload"] for r in runs)),
@@ -596,6 +611,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the servers' thread switch interval in seconds (DTPBO_SWITCH_INTERVAL_S; "
         "default: the launcher's own, dashboard/__main__.py)",
     )
+    ap.add_argument(
+        "--clients-nice",
+        type=int,
+        default=CLIENTS_NICE,
+        help="niceness of the simulated visitors (Playwright, Chromium) against the servers "
+        f"(default {CLIENTS_NICE}; 0: the same priority, the protocol before 2026-12-05)",
+    )
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
     args = ap.parse_args(argv)
     res = asyncio.run(
@@ -608,6 +630,7 @@ def main(argv: list[str] | None = None) -> int:
             args.open_at_once,
             args.screen_polling,
             args.switch_interval,
+            args.clients_nice,
         )
     )
     text = json.dumps(res, indent=1)
