@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.fixtures.formats import HERE
+from tests.fixtures.formats import corpus_file
 from tests.fixtures.streamlit_server import (
     BROWSER_ARGS,
     CHROMIUM,
@@ -88,7 +88,7 @@ def test_every_format_imports_through_the_form_as_by_the_command(tmp_path: Path)
     work = tmp_path / "work"
     work.mkdir()
     for name in FILES:
-        shutil.copy(HERE / name, work / name)
+        shutil.copy(corpus_file(name), work / name)
     form_home = work / "data_home"
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)

@@ -19,7 +19,7 @@ import pytest
 from data_loaders import cli, limits, readers
 from data_loaders import user_studies as us
 from pbo_core.data import DataValidationError
-from tests.fixtures.formats import HERE, LONG, WIDE
+from tests.fixtures.formats import HERE, LONG, WIDE, corpus_file
 from tests.fixtures.formats.generate import DETERMINISTIC, files, long_table, wide_table
 
 #: Issue 42's layouts (tests/data_loaders/test_layouts.py imports them).
@@ -57,7 +57,8 @@ def test_the_files_are_what_the_generator_writes() -> None:
             assert (HERE / name).read_bytes() == data, name
         else:  # Parquet and Excel carry their writer's version and time: compare tables
             fresh = readers.read_table(data, name).frame
-            pd.testing.assert_frame_equal(readers.read_table(HERE / name).frame, fresh)
+            kept = readers.read_table(corpus_file(name)).frame
+            pd.testing.assert_frame_equal(kept, fresh)
 
 
 @pytest.mark.parametrize(
@@ -69,11 +70,11 @@ def test_every_format_reads_to_the_identical_table(
     table: str, name: str, sep: str, how: str
 ) -> None:
     expected = lined(wide_table() if table == "wide" else long_table())
-    got = readers.read_table(HERE / name)
+    got = readers.read_table(corpus_file(name))
     pd.testing.assert_frame_equal(got.frame, expected)  # values, dtypes, columns, lines
     assert (got.sep, got.sep_source) == (sep, how)
     # the same bytes uploaded (a base name, never a path) read the same
-    up = readers.read_table((HERE / name).read_bytes(), name)
+    up = readers.read_table(corpus_file(name).read_bytes(), name)
     pd.testing.assert_frame_equal(up.frame, expected)
     said = up.describe()
     assert said.startswith(f"{name}: ") and f"{len(expected)} rows" in said
@@ -261,7 +262,7 @@ def test_the_command_states_the_accepted_list() -> None:
 
 # ------------------------------------------------------------------- the same study
 def _import(name: str, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[str, str]:
-    code = cli.main(["import-study", str(HERE / name), "--title", name, *extra])
+    code = cli.main(["import-study", str(corpus_file(name)), "--title", name, *extra])
     out, err = capsys.readouterr()
     assert code == 0, err
     return out.strip().splitlines()[-1], err
@@ -306,7 +307,8 @@ def test_the_form_path_reads_every_format_too(home: Path) -> None:
     base, _ = us.check_upload(files()["long.csv"], "long.csv", None, us.ColumnMap())
     assert base is not None
     for name in LONG:
-        study, problems = us.check_upload((HERE / name).read_bytes(), name, None, us.ColumnMap())
+        blob = corpus_file(name).read_bytes()
+        study, problems = us.check_upload(blob, name, None, us.ColumnMap())
         assert problems == [] and study is not None, problems
         np.testing.assert_array_equal(study.data.pairs, base.data.pairs, err_msg=name)
         assert study.extras["import_notes"][0].startswith(f"{name}: ")
