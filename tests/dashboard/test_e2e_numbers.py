@@ -40,12 +40,10 @@ from tests.dashboard.test_e2e import (
     settle,
     snap,
 )
-from tests.fixtures.streamlit_server import ROOT, streamlit_server
+from tests.fixtures.streamlit_server import ROOT, browser_api, streamlit_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
+sync_api = browser_api()
 
 #: The viewport of the docs' screenshots (a laptop screen).
 VIEWPORT = {"width": 1440, "height": 900}

@@ -21,15 +21,14 @@ from tests.fixtures.streamlit_server import (
     BROWSER_ARGS,
     CHROMIUM,
     attach_file,
+    browser_api,
     streamlit_server,
     wait_until_idle,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
+sync_api = browser_api()
 sync_api.expect.set_options(timeout=60_000)  # a loaded CI machine
 
 #: file -> (the form's text answers by label, the command's flags)

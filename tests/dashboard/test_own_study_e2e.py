@@ -16,15 +16,14 @@ from tests.fixtures.streamlit_server import (
     BROWSER_ARGS,
     CHROMIUM,
     attach_file,
+    browser_api,
     streamlit_server,
     wait_until_idle,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
+sync_api = browser_api()
 
 TREE_FRAME = 'iframe[srcdoc*="tree-data"]'
 sync_api.expect.set_options(timeout=60_000)  # a loaded CI machine

@@ -17,13 +17,11 @@ import pytest
 from dashboard.pages import url_titles
 from tests.dashboard.test_e2e import BROWSER_ARGS, CHROMIUM, snap
 from tests.fixtures.shapes import SHAPES
-from tests.fixtures.streamlit_server import ROOT, streamlit_server, wait_until_idle
+from tests.fixtures.streamlit_server import ROOT, browser_api, streamlit_server, wait_until_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
+sync_api = browser_api()
 
 #: Pages a study is opened on (Convergence and PMR features show no imported study).
 PAGES = ("", "tree_explorer", "sensitivity", "hierarchy", "elicitation")

@@ -13,6 +13,7 @@ import pytest
 from tests.fixtures.streamlit_server import (
     BROWSER_ARGS,
     CHROMIUM,
+    browser_api,
     streamlit_server,
     wait_until_idle,
 )
@@ -20,9 +21,7 @@ from tests.fixtures.streamlit_server import (
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
+sync_api = browser_api()
 TREE_FRAME = 'iframe[srcdoc*="tree-data"]'
 
 
