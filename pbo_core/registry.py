@@ -16,6 +16,11 @@ elicitation page and the report. An entry (:class:`ModelSpec`) holds
   the pooled comparisons (``scope``), its ``family`` (tree, GP, baseline: ``tree`` says it
   draws a tree) and the ``roles`` in which pages and commands offer it by default.
 
+The arms of the cohort experiment (``python -m pbo_core.experiments hierarchy``, the
+Hierarchy page) are entries of :data:`COHORT_ARMS` (:class:`CohortArm`): each states its
+family and how the experiment builds it, so adding an arm is one :func:`register_arm`
+call here.
+
 Adding a model is its module plus one :func:`register` call here; the estimator contract
 test (``tests/pbo_core/test_registry.py``) picks every entry up from :data:`MODELS`. An
 entry states its parameters once: a GP entry's (:func:`_gp_entry`) make both its
@@ -30,7 +35,7 @@ only when asked for.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -59,18 +64,25 @@ from pbo_core.strategies.linear_leaves import LinearLeafStrategy
 from pbo_core.strategies.random import RandomSearchStrategy
 
 __all__ = [
+    "COHORT_ARMS",
+    "COHORT_BUILDS",
+    "COHORT_CENTRES",
     "MODELS",
     "NEEDS",
     "ROLES",
+    "CohortArm",
     "ModelSpec",
+    "arm_names",
     "fit_for",
     "get",
+    "get_arm",
     "make_for",
     "make_model",
     "make_strategy",
     "names",
     "not_applicable",
     "register",
+    "register_arm",
     "study_kind",
 ]
 
@@ -247,6 +259,105 @@ def names(
             continue
         out.append(n)
     return out
+
+
+#: How the cohort experiment (:mod:`pbo_core.experiments.cohorts`) builds an arm's
+#: prediction of a new respondent: ``own`` (a registry model fitted on the respondent's
+#: own answers only), ``warm_start`` (the item tree of the respondent's group in the
+#: Eq. 15 user/item hierarchy of the earlier respondents, refitted with their own answers)
+#: or ``linear`` (a linear item model of :mod:`pbo_core.segments` fitted on the earlier
+#: respondents, updated from the respondent's own answers by Eq. 6).
+COHORT_BUILDS = frozenset({"own", "warm_start", "linear"})
+
+#: The centre models of ``linear`` arms (:mod:`pbo_core.segments`): ``pooled``
+#: (``PooledLogit``, Eq. 2), ``covariate`` (``CovariateLogit``, Eq. 3), ``segments``
+#: (``SegmentLogitHierarchy``, a user tree with segment logits, Eq. 4-5).
+COHORT_CENTRES = frozenset({"pooled", "covariate", "segments"})
+
+
+@dataclass(frozen=True)
+class CohortArm:
+    """One arm of the cohort experiment: how a new respondent is predicted from the earlier
+    respondents and their own first answers (:mod:`pbo_core.experiments.cohorts`).
+
+    Parameters
+    ----------
+    name
+        The variant (cells, result files, the JSON summary, the Hierarchy page).
+    label
+        One line on what it is.
+    family
+        ``"tree"`` (a DT, a DT warm start or a user tree) or ``"baseline"`` (a textbook
+        model): the summary pairs every tree arm with every baseline arm, and its
+        cold-start test compares the best tree arm at 0 own tasks with each baseline.
+    build
+        One of :data:`COHORT_BUILDS`.
+    model
+        ``build="own"``: the :data:`MODELS` entry fitted on the respondent's own answers.
+    centre
+        ``build="linear"``: one of :data:`COHORT_CENTRES`.
+    params
+        ``build="linear"``: the centre's fixed parameters (beside ``seed``).
+    grid_tree
+        The arm's tree takes the grid's settings (``hierarchy --max-depth`` for the own
+        model's tree; ``--max-depth`` and ``--min-users`` for a user tree). Otherwise a
+        warm start has one group (user tree of depth 0) and a centre keeps its own
+        defaults.
+    """
+
+    name: str
+    label: str
+    family: Literal["tree", "baseline"]
+    build: Literal["own", "warm_start", "linear"]
+    model: str | None = None
+    centre: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    grid_tree: bool = False
+
+    @property
+    def earlier(self) -> bool:
+        """Does the arm learn from earlier respondents (so it starts with cohort 1)?"""
+        return self.build != "own"
+
+
+#: The cohort experiment's arms: name -> entry, in the order of its grid and its report.
+COHORT_ARMS: dict[str, CohortArm] = {}
+
+
+def register_arm(arm: CohortArm) -> CohortArm:
+    """Add ``arm`` to :data:`COHORT_ARMS` (replacing one of the same name); checks its
+    fields."""
+    if arm.family not in ("tree", "baseline"):
+        raise ValueError(f"{arm.name}: a cohort arm's family is tree or baseline")
+    if arm.build not in COHORT_BUILDS:
+        raise ValueError(f"{arm.name}: build must be one of {sorted(COHORT_BUILDS)}")
+    if (arm.build == "own") != (arm.model is not None):
+        raise ValueError(f"{arm.name}: an own-answers arm, and only one, names its model")
+    if arm.model is not None and not get(arm.model).fits:
+        raise ValueError(f"{arm.name}: model {arm.model!r} has no estimator")
+    if (arm.build == "linear") != (arm.centre in COHORT_CENTRES):
+        raise ValueError(
+            f"{arm.name}: a linear arm, and only one, has a centre in {sorted(COHORT_CENTRES)}"
+        )
+    COHORT_ARMS[arm.name] = arm
+    return arm
+
+
+def get_arm(name: str) -> CohortArm:
+    """The cohort arm ``name``; a ``KeyError`` naming the known arms otherwise."""
+    try:
+        return COHORT_ARMS[name]
+    except KeyError:
+        raise KeyError(f"unknown cohort arm {name!r}; known arms: {list(COHORT_ARMS)}") from None
+
+
+def arm_names(*, family: str | None = None, build: str | None = None) -> list[str]:
+    """Names of the cohort arms of ``family`` / ``build``, in registry order."""
+    return [
+        n
+        for n, a in COHORT_ARMS.items()
+        if (family is None or a.family == family) and (build is None or a.build == build)
+    ]
 
 
 def make_model(name: str, **params: Any) -> Any:
@@ -855,3 +966,62 @@ _entries(
         ),
     ]
 )
+
+# ----------------------------------------------------------------------------- cohort arms
+# The grid's and the report's order. ``logit-pooled`` here is segments.PooledLogit (folds of
+# whole respondents) + Eq. 6, not the ``logit-pooled`` entry of MODELS (folds of tasks).
+_arms = [
+    CohortArm(
+        "plain",
+        "the paper DT on the respondent's own answers",
+        "tree",
+        "own",
+        model="dt",
+        grid_tree=True,
+    ),
+    CohortArm(
+        "pooled",
+        "DT warm start from every earlier respondent (one group)",
+        "tree",
+        "warm_start",
+    ),
+    CohortArm(
+        "hierarchy",
+        "DT warm start from the respondent's group of the Eq. 15 user tree (item trees)",
+        "tree",
+        "warm_start",
+        grid_tree=True,
+    ),
+    CohortArm(
+        "logit-pooled",
+        "pooled logit of the earlier respondents (Eq. 2), updated by Eq. 6",
+        "baseline",
+        "linear",
+        centre="pooled",
+    ),
+    CohortArm(
+        "logit-interaction",
+        "covariate-interaction logit (Eq. 3), updated by Eq. 6",
+        "baseline",
+        "linear",
+        centre="covariate",
+    ),
+    CohortArm(
+        "hierarchy-linear",
+        "the Eq. 15 user tree with segment logits (Eq. 4), updated by Eq. 6",
+        "tree",
+        "linear",
+        centre="segments",
+        params={"split": "consistency"},
+        grid_tree=True,
+    ),
+    CohortArm(
+        "hierarchy-mob",
+        "the parameter-instability user tree (Eq. 5) with segment logits, updated by Eq. 6",
+        "tree",
+        "linear",
+        centre="segments",
+    ),
+]
+for _arm in _arms:
+    register_arm(_arm)

@@ -17,8 +17,6 @@ from pbo_core import explain
 from pbo_core.data import Study
 from pbo_core.evaluation import plan_sensitivity_models, sample_text
 from pbo_core.experiments.cohorts import (
-    BASELINES,
-    TREE_FAMILY,
     cohort_cell_grid,
     cohort_size,
     estimate_text,
@@ -26,7 +24,7 @@ from pbo_core.experiments.cohorts import (
 )
 from pbo_core.explain.baseline import choice_tree_fit, segment_table
 from pbo_core.plan import AnalysisPlan, plan_of
-from pbo_core.registry import get, names, not_applicable
+from pbo_core.registry import COHORT_ARMS, get, names, not_applicable
 from pbo_core.rules import describe_path
 from pbo_core.splits import Split
 
@@ -198,15 +196,16 @@ def _interval(mean: float, ci: list[float], digits: int = 3) -> str:
 
 
 def cold_start_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per variant: held-out accuracy at 0 and at all own tasks, and the paired difference
-    to the covariate-interaction logit at 0 tasks (mean [95 % CI] over new respondents)."""
+    """Per variant: its family (the arm's, :data:`pbo_core.registry.COHORT_ARMS`), held-out
+    accuracy at 0 and at all own tasks, and the paired difference to the
+    covariate-interaction logit at 0 tasks (mean [95 % CI] over new respondents)."""
     s = summarize_cohorts(rows)
     out = []
     for v, x in s["variants"].items():
         q = x["tasks_answered"]
         row = {
             "variant": v,
-            "family": "tree" if v in TREE_FAMILY else ("baseline" if v in BASELINES else ""),
+            "family": COHORT_ARMS[v].family if v in COHORT_ARMS else "",
             "respondents": x["respondents"],
             "0 own tasks": _interval(x["test_acc_mean"][0], x["test_acc_ci95"][0])
             if q and q[0] == 0

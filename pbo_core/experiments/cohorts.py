@@ -30,8 +30,8 @@ from pbo_core.experiments.studies import LoadStudy
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import pair_scores, rho_regret
-from pbo_core.models.dt import DTSurrogate
 from pbo_core.problem import Problem
+from pbo_core.registry import COHORT_ARMS, arm_names, get_arm, make_model
 from pbo_core.segments import (
     CohortArrays,
     CovariateLogit,
@@ -275,20 +275,6 @@ def cohort_study(key: str, data_dir: str | None = None, *, load_study: LoadStudy
     return study
 
 
-#: Variants of the SwissMetro cohorts with a linear item model (Eq. 6 of pbo_core.segments).
-LOGIT_VARIANTS: tuple[str, ...] = (
-    "logit-pooled",
-    "logit-interaction",
-    "hierarchy-linear",
-    "hierarchy-mob",
-)
-#: Every variant of the default SwissMetro grid, in report order.
-SWISSMETRO_VARIANTS: tuple[str, ...] = ("plain", "pooled", "hierarchy", *LOGIT_VARIANTS)
-#: Tree-family variants (DT warm starts and user trees); the rest are textbook baselines.
-TREE_FAMILY: tuple[str, ...] = ("plain", "pooled", "hierarchy", "hierarchy-linear", "hierarchy-mob")
-BASELINES: tuple[str, ...] = ("logit-pooled", "logit-interaction")
-
-
 @lru_cache(maxsize=2)
 def cohort_arrays_of(
     key: str, data_dir: str | None = None, *, load_study: LoadStudy
@@ -329,10 +315,12 @@ def cohort_hierarchy(
     *,
     load_study: LoadStudy,
 ) -> UserItemHierarchy:
-    """Hierarchy on the first ``n_prev`` arriving respondents (``pooled``: one group)."""
+    """Hierarchy on the first ``n_prev`` arriving respondents, the user tree of the
+    ``warm_start`` arm ``variant`` (:class:`~pbo_core.registry.CohortArm`): grown to
+    ``max_depth`` when the arm's ``grid_tree``, else one group."""
     profiles = cohort_study(key, data_dir, load_study=load_study)
     users = respondent_permutation(len(profiles.respondents()), seed)[:n_prev]
-    depth = 0 if variant == "pooled" else max_depth
+    depth = max_depth if get_arm(variant).grid_tree else 0
     return UserItemHierarchy(
         max_depth=depth, min_users_leaf=min_users, item_max_depth=max_depth
     ).fit(profiles, users=np.sort(users))  # user tree on modes (loader hint)
@@ -363,18 +351,24 @@ def cv_respondents(n_prev: int) -> int:
     return m
 
 
+#: The centre model of a ``linear`` arm (:data:`pbo_core.registry.COHORT_CENTRES`).
+CENTRES: dict[str, type[PooledLogit | CovariateLogit | SegmentLogitHierarchy]] = {
+    "pooled": PooledLogit,
+    "covariate": CovariateLogit,
+    "segments": SegmentLogitHierarchy,
+}
+
+
 def _linear_centre(variant: str, seed: int, max_depth: int, min_users: int) -> Any:
-    if variant == "logit-pooled":
-        return PooledLogit(seed=seed)
-    if variant == "logit-interaction":
-        return CovariateLogit(seed=seed)
-    if variant == "hierarchy-linear":
-        return SegmentLogitHierarchy(
-            split="consistency", max_depth=max_depth, min_users_leaf=min_users, seed=seed
+    """The unfitted centre of the ``linear`` arm ``variant``: its registered parameters, the
+    grid's user-tree settings when the arm's ``grid_tree``, and ``seed``."""
+    arm = get_arm(variant)
+    if arm.build != "linear" or arm.centre is None:
+        raise ValueError(
+            f"{variant!r} is not a linear arm; linear arms: {arm_names(build='linear')}"
         )
-    if variant == "hierarchy-mob":
-        return SegmentLogitHierarchy(seed=seed)
-    raise ValueError(f"unknown linear variant {variant!r}; choose from {LOGIT_VARIANTS}")
+    grid = {"max_depth": max_depth, "min_users_leaf": min_users} if arm.grid_tree else {}
+    return CENTRES[arm.centre](**arm.params, **grid, seed=seed)
 
 
 @lru_cache(maxsize=16)
@@ -389,15 +383,17 @@ def cohort_segment_model(
     *,
     load_study: LoadStudy,
 ) -> PersonalLogit:
-    """Linear-item-model variant fitted to the first ``n_prev`` arriving respondents.
+    """Linear arm ``variant`` (``build="linear"`` in
+    :data:`pbo_core.registry.COHORT_ARMS`) fitted to the first ``n_prev`` arriving
+    respondents.
 
-    ``logit-pooled`` (Eq. 2), ``logit-interaction`` (Eq. 3), ``hierarchy-linear`` (the
-    Eq. 15 user tree of ``hierarchy`` with segment logits, Eq. 4) and ``hierarchy-mob``
-    (the parameter-instability user tree, Eq. 5, with its defaults: depth 4, 30
-    respondents per segment, Bonferroni level 0.05); each with the Eq. 6 update from own
-    answers. Every strength is chosen by CV on the first :func:`cv_respondents` arrivals
-    (all ``n_prev`` up to :data:`CV_ALL_UP_TO`), never on later ones; the model is fitted
-    with them on all ``n_prev``.
+    Its centre (:data:`CENTRES`), e.g. ``logit-pooled`` (Eq. 2), ``logit-interaction``
+    (Eq. 3), ``hierarchy-linear`` (the Eq. 15 user tree of ``hierarchy`` with segment
+    logits, Eq. 4) and ``hierarchy-mob`` (the parameter-instability user tree, Eq. 5, with
+    its defaults: depth 4, 30 respondents per segment, Bonferroni level 0.05); each with the
+    Eq. 6 update from own answers. Every strength is chosen by CV on the first
+    :func:`cv_respondents` arrivals (all ``n_prev`` up to :data:`CV_ALL_UP_TO`), never on
+    later ones; the model is fitted with them on all ``n_prev``.
     """
     study = cohort_study(key, data_dir, load_study=load_study)
     arr = cohort_arrays_of(key, data_dir, load_study=load_study)
@@ -442,11 +438,13 @@ def cohort_cell_grid(
 ) -> list[dict[str, Any]]:
     """Cells of the SwissMetro cohort experiment: arrivals ``first_user .. n_users - 1``.
 
-    Arrival ``u`` is in cohort ``u // refit_every``; ``plain`` for every arrival, the
-    warm starts (``pooled``, ``hierarchy``) and the linear variants
-    (:data:`LOGIT_VARIANTS`) from cohort 1 on (cohort 0 has no earlier respondents).
+    ``variants``: arms of :data:`pbo_core.registry.COHORT_ARMS` (default: every arm, in
+    registry order). Arrival ``u`` is in cohort ``u // refit_every``; the arms fitted on
+    own answers only (``plain``) for every arrival, the arms that learn from earlier
+    respondents (warm starts, linear arms) from cohort 1 on (cohort 0 has none).
     """
     k = int(refit_every)
+    arms = [get_arm(v) for v in (variants or COHORT_ARMS)]
     return [
         dict(
             base or {},
@@ -457,11 +455,11 @@ def cohort_cell_grid(
             max_depth=max_depth,
             min_users=min_users,
             test_tasks=test_tasks,
-            variant=v,
+            variant=arm.name,
         )
         for u in range(first_user, n_users)
-        for v in (variants or SWISSMETRO_VARIANTS)
-        if v == "plain" or u >= k
+        for arm in arms
+        if not arm.earlier or u >= k
     ]
 
 
@@ -595,9 +593,11 @@ def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
     """A new SwissMetro respondent: held-out accuracy after each of their own tasks.
 
     The respondent's ``test_tasks`` held-out tasks (seeded) are predicted after 0, 1, ...
-    of their other tasks (file order) by a plain DT on their own answers, by the warm
-    start from all earlier respondents pooled (``pooled``), and by the warm start from
-    their user-tree group (``hierarchy``; user tree on modes, item trees on profiles).
+    of their other tasks (file order) by the cell's arm (``variant``, an entry of
+    :data:`pbo_core.registry.COHORT_ARMS`, built as its ``build`` says): a registry model
+    on their own answers (``plain``: the paper DT), the warm start from their user-tree
+    group (``pooled``: everybody is one group; ``hierarchy``: user tree on modes, item
+    trees on profiles), or a linear model of the earlier respondents updated by Eq. 6.
     ``load_study`` loads SwissMetro (:class:`~pbo_core.experiments.studies.LoadStudy`;
     bind it with :func:`functools.partial` for
     :func:`~pbo_core.experiments.runner.run_grid`).
@@ -615,13 +615,14 @@ def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
     test_pairs = data.pairs[a.test_mask]
     n_prev = int(cell["cohort"]) * int(cell["refit_every"])
     variant = str(cell["variant"])
+    arm = get_arm(variant)
     depth = int(cell["max_depth"])
     leaf = -1
     # the cohort's models: (study, earlier respondents, seed, variant, depth, group size,
     # data folder), the key of every cached fit
     fit_key = (key, n_prev, int(cell["seed"]), variant, depth, int(cell["min_users"]))
     fit_key += (cell.get("data_dir"),)
-    if variant in LOGIT_VARIANTS:
+    if arm.build == "linear":
         user = int(cell["user"])
         start = n_prev + (user - n_prev) // LINEAR_BATCH * LINEAR_BATCH
         end = min(n_prev + int(cell["refit_every"]), start + LINEAR_BATCH)
@@ -630,19 +631,21 @@ def cohort_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
         )[user]
         acc = [_pair_accuracy(Z @ b, test_pairs) for b in B]
         return _cell_frame(cell, a.resp, leaf, acc, len(test_pairs))
-    if variant != "plain":
+    if arm.build == "warm_start":
         h = cohort_hierarchy(*fit_key, load_study=load_study)
         U = cohort_arrays_of(key, cell.get("data_dir"), load_study=load_study).U
         leaf = int(h.user_tree_.apply(U[[a.pos]], h.user_schema_.is_categorical)[0])
         warm = h.warm_start_surrogate(leaf, data.X)
+    own_params = {"max_depth": depth} if arm.grid_tree else {}
     acc = []
     for k in range(len(a.train_tasks) + 1):
         train = data.select_pairs(a.answered(k), drop_unused_items=False)
-        if variant == "plain":
+        if arm.build == "own":
             if train.n_pairs == 0:
                 scores = np.zeros(data.n_items)
             else:
-                scores = DTSurrogate(max_depth=depth).fit(train).predict(data.X)
+                own = make_model(str(arm.model), **own_params)
+                scores = own.fit(train).predict(data.X)
         else:
             scores = warm.fit(train).predict(data.X)
         acc.append(_pair_accuracy(scores, test_pairs))
@@ -756,7 +759,7 @@ def summarize_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
     wide = later.pivot_table(index=["user", "question"], columns="variant", values="test_acc")
     have = set(wide.columns)
     pairs = [("hierarchy", o) for o in ("pooled", "plain")]
-    pairs += [(t, b) for t in TREE_FAMILY for b in BASELINES]
+    pairs += [(t, b) for t in arm_names(family="tree") for b in arm_names(family="baseline")]
     pairs += [("hierarchy-mob", "hierarchy-linear"), ("logit-interaction", "logit-pooled")]
     out["paired_difference"] = {
         f"{a}_minus_{b}": _paired(wide, a, b) for a, b in pairs if a in have and b in have
@@ -766,19 +769,19 @@ def summarize_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
 
 
 def _cold_start(out: dict[str, Any], wide: pd.DataFrame) -> dict[str, Any]:
-    """Best tree-family variant at 0 own tasks against the two logits (issue 21's test)."""
+    """Best tree-family arm at 0 own tasks against every baseline arm (issue 21's test)."""
     at0 = {
         v: x["test_acc_mean"][x["tasks_answered"].index(0)]
         for v, x in out["variants"].items()
         if 0 in x["tasks_answered"]
     }
-    trees = [v for v in TREE_FAMILY if v in at0]
+    trees = [v for v in arm_names(family="tree") if v in at0]
     res: dict[str, Any] = {"accuracy_at_0_tasks": at0}
     if not trees:
         return res
     best = max(trees, key=lambda v: at0[v])
     res["best_tree_family"] = best
-    for b in BASELINES:
+    for b in arm_names(family="baseline"):
         if b in wide.columns:
             p = _paired(wide, best, b)
             k = p["tasks_answered"].index(0)
@@ -808,7 +811,7 @@ def segment_report(
     segments' value of time divides by (default: the study's,
     :meth:`~pbo_core.segments.SegmentLogitHierarchy.money_column`)."""
     out: dict[str, Any] = {"earlier_respondents": n_prev, "models": {}}
-    for v in LOGIT_VARIANTS:
+    for v in arm_names(build="linear"):
         m = cohort_segment_model(
             key, n_prev, seed, v, max_depth, min_users, data_dir, load_study=load_study
         )

@@ -16,6 +16,7 @@ from pbo_core.experiments.cohorts import (
     estimate_text,
     respondent_rows,
 )
+from pbo_core.registry import arm_names
 from pbo_core.segments import cohort_arrays
 from pbo_core.splits import holdout_tasks, pair_tasks, respondent_holdout
 from tests.benchmarks.hierarchy_scale import simulated_study
@@ -88,7 +89,7 @@ def test_a_cohort_beyond_the_threshold_reuses_the_strengths_of_its_sample(monkey
     from pbo_core.experiments import cohorts
 
     monkeypatch.setattr(cohorts, "CV_ALL_UP_TO", 20)
-    for variant in cohorts.LOGIT_VARIANTS:
+    for variant in arm_names(build="linear"):
         m = cohorts.cohort_segment_model(
             "simulated-60-cv", 50, 0, variant, 3, 10, None, load_study=_load
         )

@@ -9,13 +9,13 @@ from data_loaders.cached import load_study_cached
 from data_loaders.pmr import inbox_urgency
 from pbo_core.experiments import cli as experiments
 from pbo_core.experiments.cohorts import (
-    SWISSMETRO_VARIANTS,
     cohort_cell_grid,
     cohort_hierarchy,
     respondent_permutation,
 )
 from pbo_core.experiments.rho_regret import pmr_problem, respondent_models, simulated_problem
 from pbo_core.metrics import rho_regret
+from pbo_core.registry import COHORT_ARMS
 
 
 def _run(capsys, *argv: str) -> dict:
@@ -129,7 +129,7 @@ def test_cohort_hierarchy_splits_on_modes() -> None:
 def test_hierarchy_swissmetro_command_small(capsys) -> None:
     cells = cohort_cell_grid(8, 5)
     assert {c["variant"] for c in cells if c["user"] < 5} == {"plain"}
-    assert {c["variant"] for c in cells if c["user"] >= 5} == set(SWISSMETRO_VARIANTS)
+    assert {c["variant"] for c in cells if c["user"] >= 5} == set(COHORT_ARMS)
     out = _run(
         capsys,
         "hierarchy",
