@@ -1,0 +1,112 @@
+"""The cohort experiment's arms come from the registry (issue 45): one registry entry adds
+an arm to the ``hierarchy`` grid, its report and the Hierarchy page's family column, with
+no list elsewhere to update."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+
+import pytest
+
+from pbo_core import registry
+from pbo_core.data import Study
+from pbo_core.experiments import cohorts
+from pbo_core.experiments.runner import run_grid
+from pbo_core.registry import COHORT_ARMS, CohortArm, arm_names, register_arm
+from tests.benchmarks.hierarchy_scale import simulated_study
+
+STUDY = simulated_study(60, seed=3)
+KEY = "simulated-60-arms"
+TOY = "toy-interaction-fixed"
+
+
+def _load(key: str, data_dir: str | None = None) -> Study:
+    """A ``LoadStudy`` of the one simulated study."""
+    return STUDY
+
+
+@pytest.fixture
+def toy_arm() -> Iterator[str]:
+    """One registry entry: the interaction logit with its strength fixed, a baseline."""
+    register_arm(
+        CohortArm(
+            TOY,
+            "covariate-interaction logit, strength fixed at 1, updated by Eq. 6",
+            "baseline",
+            "linear",
+            centre="covariate",
+            params={"alpha": 1.0},
+        )
+    )
+    yield TOY
+    COHORT_ARMS.pop(TOY, None)
+
+
+def test_the_arms_state_what_the_experiment_reported_before() -> None:
+    # the grid's order and the families of the lists they replace (TREE_FAMILY, BASELINES)
+    assert list(COHORT_ARMS) == [
+        "plain",
+        "pooled",
+        "hierarchy",
+        "logit-pooled",
+        "logit-interaction",
+        "hierarchy-linear",
+        "hierarchy-mob",
+    ]
+    assert arm_names(family="tree") == [
+        "plain",
+        "pooled",
+        "hierarchy",
+        "hierarchy-linear",
+        "hierarchy-mob",
+    ]
+    assert arm_names(family="baseline") == ["logit-pooled", "logit-interaction"]
+    assert arm_names(build="own") == ["plain"] and COHORT_ARMS["plain"].model == "dt"
+    # every centre a linear arm may name has a builder
+    assert set(cohorts.CENTRES) == registry.COHORT_CENTRES
+
+
+@pytest.mark.parametrize(
+    "arm",
+    [
+        CohortArm("bad", "x", "gp", "own", model="dt"),  # type: ignore[arg-type]
+        CohortArm("bad", "x", "tree", "grow", model="dt"),  # type: ignore[arg-type]
+        CohortArm("bad", "x", "tree", "own"),  # no model
+        CohortArm("bad", "x", "tree", "own", model="random"),  # a query rule: no estimator
+        CohortArm("bad", "x", "tree", "warm_start", model="dt"),
+        CohortArm("bad", "x", "tree", "linear", centre="forest"),
+        CohortArm("bad", "x", "tree", "warm_start", centre="pooled"),
+    ],
+)
+def test_register_arm_refuses_an_arm_it_cannot_build(arm: CohortArm) -> None:
+    with pytest.raises(ValueError, match="bad"):
+        register_arm(arm)
+    assert "bad" not in COHORT_ARMS
+
+
+def test_a_registered_arm_is_run_reported_and_labelled(toy_arm: str) -> None:
+    from dashboard._services.analyses import cold_start_table
+
+    cells = cohorts.cohort_cell_grid(26, 20, study=KEY, base={"seed": 0}, max_depth=3)
+    # in the default grid, from cohort 1 on (it learns from earlier respondents)
+    assert sorted({c["user"] for c in cells if c["variant"] == toy_arm}) == list(range(20, 26))
+    # built as its entry says: the interaction logit with the entry's fixed strength
+    model = cohorts.cohort_segment_model(KEY, 20, 0, toy_arm, 3, 20, None, load_study=_load)
+    assert isinstance(model.centre_, cohorts.CovariateLogit) and model.centre_.alpha_ == 1.0
+    rows = run_grid(cells, partial(cohorts.cohort_cell, load_study=_load))
+    toy_rows = rows[rows["variant"] == toy_arm]
+    assert len(toy_rows) > 0 and toy_rows["test_acc"].between(0, 1).all()
+    # the report pairs every tree arm with it, as with every baseline
+    s = cohorts.summarize_cohorts(rows)
+    assert toy_arm in s["variants"]
+    for tree in arm_names(family="tree"):
+        assert f"{tree}_minus_{toy_arm}" in s["paired_difference"]
+    assert f"best_minus_{toy_arm}" in s["cold_start"]
+    # the linear arms' strengths in the segment report
+    report = cohorts.segment_report(KEY, 20, 0, 3, 20, None, load_study=_load)
+    assert report["models"][toy_arm]["alpha"] == 1.0
+    # the Hierarchy page's cold-start table labels its family from the same entry
+    table = cold_start_table(rows).set_index("variant")["family"]
+    assert table[toy_arm] == "baseline"
+    assert table.to_dict() == {v: COHORT_ARMS[v].family for v in table.index}
