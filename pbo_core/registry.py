@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -230,12 +230,20 @@ def register(spec: ModelSpec) -> ModelSpec:
     return spec
 
 
+_Entry = TypeVar("_Entry")
+
+
+def _lookup(table: Mapping[str, _Entry], name: str, what: str) -> _Entry:
+    """``table[name]``, or a ``KeyError`` naming ``what`` and the known entries."""
+    try:
+        return table[name]
+    except KeyError:
+        raise KeyError(f"unknown {what} {name!r}; known {what}s: {list(table)}") from None
+
+
 def get(name: str) -> ModelSpec:
     """The entry ``name``; a ``KeyError`` naming the known entries otherwise."""
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown model {name!r}; known models: {list(MODELS)}") from None
+    return _lookup(MODELS, name, "model")
 
 
 def names(
@@ -345,10 +353,7 @@ def register_arm(arm: CohortArm) -> CohortArm:
 
 def get_arm(name: str) -> CohortArm:
     """The cohort arm ``name``; a ``KeyError`` naming the known arms otherwise."""
-    try:
-        return COHORT_ARMS[name]
-    except KeyError:
-        raise KeyError(f"unknown cohort arm {name!r}; known arms: {list(COHORT_ARMS)}") from None
+    return _lookup(COHORT_ARMS, name, "cohort arm")
 
 
 def arm_names(*, family: str | None = None, build: str | None = None) -> list[str]:

@@ -110,3 +110,9 @@ def test_a_registered_arm_is_run_reported_and_labelled(toy_arm: str) -> None:
     table = cold_start_table(rows).set_index("variant")["family"]
     assert table[toy_arm] == "baseline"
     assert table.to_dict() == {v: COHORT_ARMS[v].family for v in table.index}
+
+
+def test_an_unregistered_variant_is_refused_before_the_grid_runs() -> None:
+    # (a name outside the lists used to run silently as a hierarchy warm start)
+    with pytest.raises(KeyError, match=r"known cohort arms: .*'hierarchy-mob'"):
+        cohorts.cohort_cell_grid(30, 20, study=KEY, variants=("plain", "hierarchy-forest"))
