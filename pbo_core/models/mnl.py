@@ -238,14 +238,33 @@ def _lse(v: np.ndarray, start: np.ndarray) -> np.ndarray:
     return m + np.log(np.add.reduceat(e, start[:-1]))
 
 
+@dataclass(frozen=True)
+class _CaseSpecific:
+    """Where the case-specific columns of a design ``Z`` come from (Eq. 1).
+
+    Columns ``p1 + k q .. p1 + (k + 1) q - 1`` of row ``j`` (situation ``s``) are the
+    respondent's features ``U[who[s]]`` when ``alt[j] == k`` and 0 otherwise (``alt[j] =
+    -1``: the reference alternative); the first ``p1`` columns are the attributes and the
+    constants. :meth:`_Problem.gradient_hessian` sums the Hessian's case-specific blocks
+    per respondent instead of over the ``m x p`` design.
+    """
+
+    p1: int
+    alt: np.ndarray  # (m,) non-reference alternative of every row, -1 = reference
+    who: np.ndarray  # (S,) respondent (row of U) of every situation
+    U: np.ndarray  # (G, q) the respondents' case-specific feature rows
+
+
 @dataclass
 class _Problem:
-    """Rows ``Z`` ``(m, p)`` of the situations ``start``/``chosen``, weights per situation."""
+    """Rows ``Z`` ``(m, p)`` of the situations ``start``/``chosen``, weights per situation;
+    ``case_specific`` (optional) the layout of ``Z``'s case-specific columns."""
 
     Z: np.ndarray
     start: np.ndarray
     chosen: np.ndarray
     weight: np.ndarray  # (S,) 1 = in the fit, 0 = held out
+    case_specific: _CaseSpecific | None = None
 
     def __post_init__(self) -> None:
         sizes = np.diff(self.start)
@@ -254,10 +273,45 @@ class _Problem:
             (np.ones(m), np.arange(m), self.start), shape=(S, m)
         )  # (S, m): row s sums the rows of situation s
         self._sizes = sizes
+        c = self.case_specific
+        if c is not None:
+            L1 = (self.Z.shape[1] - c.p1) // max(1, c.U.shape[1])
+            sit = np.repeat(np.arange(S), sizes)
+            on = c.alt >= 0
+            # (S L1, m): row s L1 + k sums the rows of situation s that are alternative k
+            self._member_alt = sparse.csr_matrix(
+                (np.ones(int(on.sum())), (sit[on] * L1 + c.alt[on], np.flatnonzero(on))),
+                shape=(S * L1, m),
+            )
+            # (G, S): row g sums the situations of respondent g
+            self._member_who = sparse.csr_matrix(
+                (np.ones(S), (c.who, np.arange(S))), shape=(len(c.U), S)
+            )
+            self._chosen_alt = np.zeros((S, L1))
+            ca = c.alt[self.chosen]
+            self._chosen_alt[np.flatnonzero(ca >= 0), ca[ca >= 0]] = 1.0
+            q = c.U.shape[1]
+            self._UU = (c.U[:, :, None] * c.U[:, None, :]).reshape(len(c.U), q * q)
+            self._L1 = L1
+            self._Z1 = np.ascontiguousarray(self.Z[:, : c.p1])
+            self._on = np.flatnonzero(on)  # rows with case-specific columns
+            self._at = c.who[sit[on]] * L1 + c.alt[on]  # their (respondent, alternative)
+
+    def utilities(self, theta: np.ndarray) -> np.ndarray:
+        """``(m,)`` the rows' utilities ``Z theta`` (with :class:`_CaseSpecific`: the
+        attribute columns' part plus each respondent's ``u_g^T theta_k``, computed once per
+        respondent and alternative)."""
+        c = self.case_specific
+        if c is None:
+            return self.Z @ theta
+        v = self._Z1 @ theta[: c.p1]
+        per = c.U @ theta[c.p1 :].reshape(self._L1, -1).T  # (G, L1)
+        v[self._on] += per.ravel()[self._at]
+        return v
 
     def loglik(self, theta: np.ndarray) -> np.ndarray:
         """``(S,)`` log-probability of every situation's choice."""
-        v = self.Z @ theta
+        v = self.utilities(theta)
         return v[self.chosen] - _lse(v, self.start)
 
     def terms(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -271,6 +325,59 @@ class _Problem:
         scores = self.Z[self.chosen] - zbar
         H = (pz * wr[:, None]).T @ self.Z - (zbar * self.weight[:, None]).T @ zbar
         return prob, scores, 0.5 * (H + H.T)
+
+    def gradient_hessian(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The weighted score ``sum_s w_s g_s`` ``(p,)`` and the Hessian (Eq. 3) ``(p, p)``.
+
+        Without :class:`_CaseSpecific` this is :meth:`terms`. With it, the attribute and
+        constant block is Eq. 3 on those ``p1`` columns, and the blocks of the
+        case-specific columns of alternatives ``k``, ``l`` are sums over respondents,
+
+        .. math::
+
+            H_{kl} = \\sum_g c_{g,kl}\\, u_g u_g^\\top, \\quad
+            c_{g,kl} = \\sum_{s \\in g} w_s (\\delta_{kl} P_s(k) - P_s(k) P_s(l)),
+
+        ``P_s(k)`` the probability of alternative ``k`` in situation ``s``: the same
+        matrix (to rounding) at ``O(m p_1^2 + G q^2)`` instead of ``O(m p^2)``.
+        """
+        c = self.case_specific
+        if c is None:
+            _, scores, H = self.terms(theta)
+            return (self.weight[:, None] * scores).sum(axis=0), H
+        w, p1, L1, U = self.weight, c.p1, self._L1, c.U
+        G, q = U.shape
+        S = len(w)
+        v = self.utilities(theta)
+        lse = _lse(v, self.start)
+        prob = np.exp(v - np.repeat(lse, self._sizes))
+        wr = np.repeat(w, self._sizes)
+        Z1 = self._Z1
+        pz = prob[:, None] * Z1
+        zbar = np.asarray(self._member @ pz)  # (S, p1)
+        g1 = (w[:, None] * (Z1[self.chosen] - zbar)).sum(axis=0)
+        H11 = (pz * wr[:, None]).T @ Z1 - (zbar * w[:, None]).T @ zbar
+        P = (self._member_alt @ prob).reshape(S, L1)  # P_s(k)
+        wP = w[:, None] * P
+        # scores of the case-specific columns: (1[chosen is k] - P_s(k)) u_s
+        gU = (self._member_who @ (w[:, None] * (self._chosen_alt - P))).T @ U  # (L1, q)
+        # attribute x case-specific: sum_s (sum_{j in s, k} w p_j z_j - w P_s(k) zbar_s) u_s
+        Q = np.asarray(self._member_alt @ (pz * wr[:, None])).reshape(S, L1, p1)
+        C = Q - wP[:, :, None] * zbar[:, None, :]
+        Cg = np.asarray(self._member_who @ C.reshape(S, L1 * p1)).reshape(G, L1, p1)
+        H1U = np.einsum("gkp,gj->pkj", Cg, U).reshape(p1, L1 * q)
+        # case-specific x case-specific
+        coef = -wP[:, :, None] * P[:, None, :]
+        coef[:, np.arange(L1), np.arange(L1)] += wP
+        cg = np.asarray(self._member_who @ coef.reshape(S, L1 * L1))  # (G, L1 L1)
+        HUU = (cg.T @ self._UU).reshape(L1, L1, q, q).transpose(0, 2, 1, 3)
+        K = p1 + L1 * q
+        H = np.empty((K, K))
+        H[:p1, :p1] = H11
+        H[:p1, p1:] = H1U
+        H[p1:, :p1] = H1U.T
+        H[p1:, p1:] = HUU.reshape(L1 * q, L1 * q)
+        return np.concatenate([g1, gU.ravel()]), 0.5 * (H + H.T)
 
 
 def _fit(
@@ -292,8 +399,8 @@ def _fit(
         return float(-(prob.weight * ll).sum() + 0.5 * (prec * d * d).sum()), None
 
     def newton(theta: np.ndarray, _: None) -> NewtonStep:
-        _, scores, H = prob.terms(theta)
-        g = -(prob.weight[:, None] * scores).sum(axis=0) + prec * (theta - c)
+        score, H = prob.gradient_hessian(theta)
+        g = -score + prec * (theta - c)
         Hp = H + np.diag(prec)
         try:
             s = np.linalg.solve(Hp, g)
@@ -314,7 +421,7 @@ def _fit(
             warn=warn,
             stacklevel=3,
         )
-        _, _, H = prob.terms(res.x)
+        _, H = prob.gradient_hessian(res.x)
     return res.x, H + np.diag(prec), bool(res.converged)
 
 
@@ -538,6 +645,16 @@ class ConditionalLogit(GaussianLinearUtility):
             U = Us[sit]
         Z = self._rows(data.X[cs.item], U)
         K = Z.shape[1]
+        layout = None
+        if self._user_design is not None:
+            A = self._alt_onehot(data.X[cs.item])
+            index = {r: g for g, r in enumerate(seen)}
+            layout = _CaseSpecific(
+                p1=K - A.shape[1] * len(self._user_mean),
+                alt=np.where(A.any(axis=1), A.argmax(axis=1), -1),
+                who=np.array([index[self._key(r)] for r in r_ids], dtype=np.int64),
+                U=np.array([self._U[r] for r in seen], dtype=float),
+            )
         if self.scale is not None:
             scale = np.asarray(self.scale, dtype=float)
         else:
@@ -547,7 +664,7 @@ class ConditionalLogit(GaussianLinearUtility):
         center = None if self.center is None else np.asarray(self.center, dtype=float)
         if (center is not None and center.shape != (K,)) or scale.shape != (K,):
             raise ValueError(f"center and scale need {K} values (the design's columns)")
-        full = _Problem(Z, cs.start, cs.chosen, np.ones(cs.n_situations))
+        full = _Problem(Z, cs.start, cs.chosen, np.ones(cs.n_situations), layout)
         grid = np.array(MNL_ALPHAS if self.alphas is None else self.alphas, dtype=float)
         self.cv_loglik_: np.ndarray | None = None
         start = np.zeros(K) if center is None else center.copy()
@@ -629,7 +746,8 @@ class ConditionalLogit(GaussianLinearUtility):
             path[a] = theta
         held = np.zeros(len(grid))
         for k in range(K):
-            prob = _Problem(full.Z, cs.start, cs.chosen, (folds != k).astype(float))
+            weight = (folds != k).astype(float)
+            prob = _Problem(full.Z, cs.start, cs.chosen, weight, full.case_specific)
             for a, alpha in enumerate(grid):
                 theta, _, _ = _fit(prob, alpha * scale**2, path[a], self.max_iter, tol, False)
                 ll = prob.loglik(theta)

@@ -8,7 +8,7 @@ import pytest
 
 from pbo_core.data import Feature, PreferenceData, Schema
 from pbo_core.models.linear import LogitSurrogate
-from pbo_core.models.mnl import ConditionalLogit, _Problem, choice_sets
+from pbo_core.models.mnl import ConditionalLogit, _CaseSpecific, _Problem, choice_sets
 
 
 def sig4(x: float) -> str:
@@ -164,6 +164,42 @@ def test_gradient_and_hessian_match_finite_differences():
         np.testing.assert_allclose(col, H[:, j], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(H, H.T)
     assert np.linalg.eigvalsh(H).min() > -1e-9
+
+
+def test_case_specific_sums_per_respondent_match_the_dense_design():
+    """With the case-specific layout (what ``fit`` passes), utilities, log-likelihood,
+    score and Hessian are the dense Eq. 3 on ``Z``, held-out situations weighted 0."""
+    data, us = _labelled(n_resp=30)
+    rng = np.random.default_rng(2)
+    data.users["band"] = rng.choice(["low", "mid", "high"], size=len(data.users))
+    us = Schema((*us.features, Feature("band", "categorical", levels=("low", "mid", "high"))))
+    m = ConditionalLogit(
+        alternative="mode", case_specific=("income", "band"), user_schema=us, alpha=0
+    ).fit(data)
+    cs = choice_sets(data)
+    ids, who = np.unique(data.respondent[cs.pair], return_inverse=True)
+    U = np.array([m._U[r] for r in ids.tolist()])
+    Z = m._rows(data.X[cs.item], U[who][cs.situation])
+    A = m._alt_onehot(data.X[cs.item])
+    assert U.shape[1] == 3 and A.shape[1] == 3
+    layout = _CaseSpecific(
+        p1=Z.shape[1] - A.shape[1] * U.shape[1],
+        alt=np.where(A.any(axis=1), A.argmax(axis=1), -1),
+        who=who,
+        U=U,
+    )
+    weight = (rng.random(cs.n_situations) < 0.8).astype(float)
+    fast = _Problem(Z, cs.start, cs.chosen, weight, layout)
+    dense = _Problem(Z, cs.start, cs.chosen, weight)
+    theta = rng.normal(size=Z.shape[1]) * 0.5
+    np.testing.assert_allclose(fast.utilities(theta), Z @ theta, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fast.loglik(theta), dense.loglik(theta), rtol=1e-12)
+    g, H = fast.gradient_hessian(theta)
+    _, scores, H0 = dense.terms(theta)
+    np.testing.assert_allclose(g, (weight[:, None] * scores).sum(axis=0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(H, H0, rtol=1e-10, atol=1e-12)
+    assert np.abs(H[layout.p1 :, layout.p1 :]).max() > 0.1  # the blocks are not all zero
+    np.testing.assert_array_equal(H, H.T)
 
 
 def test_labelled_fit_recovers_constants_and_case_specific_slope():
