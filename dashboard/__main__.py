@@ -56,7 +56,12 @@ def preload() -> float:
     svc.start_study_sweeper()  # shared mode: expired visitors' studies go, now and hourly
     svc.warm_up_first_study()
     inspect.stack()
-    svc.start_worker()
+    try:
+        svc.start_worker()
+    except jobs.JobStoppedError as exc:  # a worker ended from outside while it started
+        logging.getLogger("dtpbo.dashboard").warning(
+            "preload: %s (the job service starts another when a job needs one)", exc
+        )
     # after the workers: they compiled the kernels on a fresh install (once; docs/speed.md),
     # which this process now loads from numba's disk cache instead of compiling again
     svc.warm_up()

@@ -18,7 +18,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard._errors import fragment
-from dashboard._services.jobs import Job, JobLimitError, service
+from dashboard._services.jobs import Job, JobStoppedError, service
 from dashboard._text import md
 
 _LOG = logging.getLogger("dtpbo.dashboard")
@@ -89,10 +89,11 @@ def result(job: Job, *, key: str, cancel: bool = True) -> Any | None:
     returned (the page shows the rest of its content meanwhile, or stops). A failed job
     shows one sentence and an error id (its error, with the same id, goes to the server
     log, as :func:`dashboard._errors.error_boundary` does), or, stopped at its memory or
-    time budget, the sentence saying so; a cancelled one offers to start again."""
+    time budget or lost with its worker, the sentence saying so; a cancelled one offers to
+    start again."""
     if job.state == "done":
         return job.result
-    if job.state == "failed" and isinstance(job.error, JobLimitError):
+    if job.state == "failed" and isinstance(job.error, JobStoppedError):
         st.error(md(str(job.error)), icon=":material/error:")  # one sentence, no internals
         if st.button("Try again", key=f"{key}::retry"):
             service().forget(job.key)

@@ -100,9 +100,27 @@ def wait_for_quiet(quiet: float = ANSWER_QUIET_S, poll: float = 0.25) -> float:
     return time.monotonic() - t0
 
 
-class JobLimitError(RuntimeError):
+class JobStoppedError(RuntimeError):
+    """A job the server stopped or lost before it finished: its message is the one
+    sentence a visitor sees (what happened, what to try), with "Try again"."""
+
+
+class JobLimitError(JobStoppedError):
     """A job stopped at its memory or time budget (the message names it, in one
     sentence a visitor can act on)."""
+
+
+class WorkerLostError(JobStoppedError):
+    """A job's worker process ended before the job did (killed from outside the job
+    service, e.g. by the system when memory ran short); the job did not finish."""
+
+
+def _lost(job: Job) -> WorkerLostError:
+    return WorkerLostError(
+        f"{job.title} stopped: its worker process ended before it finished (ended from "
+        "outside, e.g. by the system when memory ran short); try again, or choose fewer "
+        "respondents or a smaller study."
+    )
 
 
 def budget(name: str, default: float) -> float:
@@ -413,7 +431,7 @@ class _Worker:
         self.dead = True
         job, self.job = self.job, None
         if job is not None and not job.done:
-            job._finish("failed", error=RuntimeError(f"{job.title}: the worker process stopped"))
+            job._finish("failed", error=_lost(job))
         self.service._idle(self)
 
     def stop(self) -> None:

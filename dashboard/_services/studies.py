@@ -401,7 +401,7 @@ def get_study(key: str) -> tuple[Study | None, str | None]:
         return load(key, s.options, env_stamp(), plan_stamp(key)), None
     except _SAFE_ERRORS as exc:  # messages that quote names, not content
         return None, err(f"{type(exc).__name__}: {exc}")
-    except jobs.JobLimitError as exc:  # an imported study over the worker's budget
+    except jobs.JobStoppedError as exc:  # over the worker's budget, or the worker lost
         return None, err(str(exc))
     except Exception as exc:  # anything else may quote a file: its type only on the page
         _LOG.warning("loading study %r failed", key, exc_info=True)
@@ -507,7 +507,7 @@ def _in_worker(
 
 
 def _job_problem(file: str, exc: Exception) -> user_studies.Problem:
-    if isinstance(exc, jobs.JobLimitError):
+    if isinstance(exc, jobs.JobStoppedError):
         return user_studies.Problem(file, str(exc))
     _LOG.warning("an import job failed", exc_info=exc)
     return user_studies.Problem(

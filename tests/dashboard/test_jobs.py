@@ -390,7 +390,8 @@ def test_a_failed_or_cancelled_job_is_started_afresh_for_the_next_visitor(
 
     # a worker killed under its job
     died = ended("t-afresh-die", lambda k: service.submit(k, "dying", job_bodies.die, cached=False))
-    assert "the worker process stopped" in str(died.error)
+    assert isinstance(died.error, jobs.WorkerLostError)
+    assert str(died.error).startswith("dying stopped: its worker process ended before it finished")
 
     # the time budget
     def over_budget(key: str) -> jobs.Job:
