@@ -38,7 +38,7 @@ visitor's answers were all served by one process.
     python tests/benchmarks/concurrent_visitors.py --visitors 32 --answers 5 --processes 2 --json -
 
 The load average before and after is reported: on a shared machine every latency scales
-with it. The simulated visitors run below the servers' priority (:data:`CLIENTS_NICE`,
+with it. The simulated visitors run in the idle scheduling class (:data:`CLIENTS_NICE`,
 ``--clients-nice``), standing in for browsers on the visitors' own machines. Needs ``pip
 install playwright`` and ``/usr/bin/chromium`` (never ``playwright install``). Exit status
 1 when any check fails.
@@ -76,13 +76,16 @@ from tests.fixtures.streamlit_server import (  # noqa: E402
     streamlit_server,
 )
 
-#: Niceness of the simulated visitors (this script once the servers are up, Playwright's
+#: Priority of the simulated visitors (this script once the servers are up, Playwright's
 #: driver and Chromium): on a real server the visitors' browsers run on their own machines;
-#: here N of them share the server's two cores and use about 20 times its CPU (``cpu``:
+#: here N of them share the server's two cores and use 15-30 times its CPU (``cpu``:
 #: ``clients_cpu_s`` against ``server_cpu_s``), so at the same priority the server's time
-#: measures the queue for a core behind them. At niceness 10 they yield a core to the
-#: servers whenever the servers have work (``--clients-nice 0``: the same priority).
-CLIENTS_NICE = 10
+#: measures the queue for a core behind them. In Linux's idle scheduling class (``"idle"``,
+#: as the dashboard's own background worker) they get a core only when neither the servers
+#: nor any other process wants it; a niceness (``--clients-nice 10``) only weighs them
+#: (10: about a tenth of a server's share each, so 32 of them still outweigh it);
+#: ``--clients-nice 0``: the same priority.
+CLIENTS_NICE: int | str = "idle"
 
 _QUIET_JS = """(quietMs) => {
   const busy = !!document.querySelector('[data-testid="stStatusWidget"]');
@@ -215,43 +218,60 @@ def _descendants(root: int) -> set[int]:
 
 
 class Marks:
-    """CPU use while the visitors answer: the servers, the benchmark's own clients (the
-    browsers, Playwright's driver, the proxy), the proxy alone (``proxy_pid``, also among
-    the clients) and the whole machine (also other jobs)."""
+    """CPU use while the visitors answer: the servers (their page processes), the servers'
+    job workers (their child processes), the proxy (``proxy_pid`` and its children, e.g.
+    nginx's worker), the benchmark's own clients (everything else it started: Playwright's
+    driver, the browsers) and the whole machine (also other jobs)."""
 
     def __init__(self, pids: list[int], proxy_pid: int | None = None) -> None:
         self.pids = pids
         self.proxy_pid = proxy_pid
-        self.at: dict[str, tuple[float, float, list[float], dict[int, float]]] = {}
+        self.at: dict[str, tuple[float, float, dict[str, dict[int, float]]]] = {}
+
+    def _groups(self) -> dict[str, set[int]]:
+        mine = _descendants(os.getpid())
+        workers = set().union(*(_descendants(p) for p in self.pids)) if self.pids else set()
+        proxy: set[int] = set()
+        if self.proxy_pid is not None:
+            proxy = {self.proxy_pid} | _descendants(self.proxy_pid)
+        return {
+            **{f"server{i}": {p} for i, p in enumerate(self.pids)},
+            "workers": workers,
+            "proxy": proxy,
+            "clients": mine - set(self.pids) - workers - proxy,
+        }
 
     def mark(self, name: str) -> None:
+        cpu: dict[str, dict[int, float]] = {}
         try:
-            cpus = [_cpu_of(p) for p in self.pids]
-            if self.proxy_pid is not None:
-                cpus.append(_cpu_of(self.proxy_pid))
             machine = _machine_cpu()
-            clients: dict[int, float] = {}
-            for p in _descendants(os.getpid()) - set(self.pids):
-                try:
-                    clients[p] = _cpu_of(p)
-                except (OSError, IndexError, ValueError):
-                    pass
+            for group, pids in self._groups().items():
+                cpu[group] = {}
+                for p in pids:
+                    try:
+                        cpu[group][p] = _cpu_of(p)
+                    except (OSError, IndexError, ValueError):  # ended meanwhile
+                        pass
         except (OSError, IndexError, ValueError):  # not Linux: no CPU figures
-            cpus, machine, clients = [float("nan")] * len(self.pids), float("nan"), {}
-        self.at[name] = (time.perf_counter(), machine, cpus, clients)
+            machine, cpu = float("nan"), {}
+        self.at[name] = (time.perf_counter(), machine, cpu)
 
     def figures(self) -> dict[str, Any]:
         if not {"answering", "answered"} <= set(self.at):
             return {}
-        (t0, m0, c0, k0), (t1, m1, c1, k1) = self.at["answering"], self.at["answered"]
-        servers = [b - a for a, b in zip(c0, c1, strict=True)]
-        proxy = servers.pop() if self.proxy_pid is not None and servers else None
-        clients = sum(v - k0.get(p, 0.0) for p, v in k1.items())
+        (t0, m0, c0), (t1, m1, c1) = self.at["answering"], self.at["answered"]
+
+        def used(group: str) -> float:  # a process started meanwhile counts from 0
+            before = c0.get(group, {})
+            return sum(v - before.get(p, 0.0) for p, v in c1.get(group, {}).items())
+
+        servers = [used(f"server{i}") for i in range(len(self.pids))]
         return {
             "answering_wall_s": round(t1 - t0, 1),
             "server_cpu_s": [round(x, 1) for x in servers],
-            "proxy_cpu_s": None if proxy is None else round(proxy, 1),
-            "clients_cpu_s": round(clients, 1),
+            "workers_cpu_s": round(used("workers"), 1),
+            "proxy_cpu_s": None if self.proxy_pid is None else round(used("proxy"), 1),
+            "clients_cpu_s": round(used("clients"), 1),
             "machine_busy_cpu_s": round(m1 - m0, 1),
             "server_share_of_busy": round(sum(servers) / max(m1 - m0, 1e-9), 3),
         }
@@ -497,7 +517,8 @@ async def run(
     open_at_once: int = 4,
     polling: str = "raf",
     switch_interval: float | None = None,
-    clients_nice: int = CLIENTS_NICE,
+    clients_nice: int | str = CLIENTS_NICE,
+    answer_log: Path | None = None,
 ) -> dict:
     from playwright.async_api import async_playwright
 
@@ -522,7 +543,7 @@ async def run(
         marks = Marks(pids, proxy_pid)
         # the servers (and the proxy) are started: from here on this process and what it
         # starts (Playwright's driver, Chromium) are the visitors' machines
-        os.nice(clients_nice)
+        lower_priority(clients_nice)
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             start, done = asyncio.Barrier(n), asyncio.Barrier(n)
@@ -538,6 +559,8 @@ async def run(
             await browser.close()
         checks = audit(home / "dashboard" / "sessions.sqlite", runs, k)
         server = server_times(log, runs)
+        if answer_log is not None and log.exists():
+            shutil.copyfile(log, answer_log)
         by_process = server.pop("by_process")
         server["answers_by_process"] = [by_process.get(pid, 0) for pid in pids]
     screen = _pcts([x for r in runs for x in r["on_screen"] if x is not None])
@@ -570,6 +593,25 @@ async def run(
             {k_: v for k_, v in r.items() if k_ not in ("latencies", "on_screen")} for r in runs
         ],
     }
+
+
+def _nice_arg(text: str) -> int | str:
+    if text == "idle":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a niceness (0-19) or 'idle', not {text!r}") from None
+
+
+def lower_priority(nice: int | str) -> None:
+    """Lower this process's priority, and so that of what it starts from now on (the
+    simulated visitors): ``nice`` a niceness, or ``"idle"`` for Linux's ``SCHED_IDLE``
+    class (run only on a core no other process wants)."""
+    if nice == "idle":
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    else:
+        os.nice(int(nice))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -613,10 +655,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--clients-nice",
-        type=int,
+        type=_nice_arg,
         default=CLIENTS_NICE,
         help="niceness of the simulated visitors (Playwright, Chromium) against the servers "
-        f"(default {CLIENTS_NICE}; 0: the same priority, the protocol before 2026-12-05)",
+        "(a niceness 0-19, or 'idle': Linux's idle scheduling class, a core only when no "
+        f"other process wants it; default {CLIENTS_NICE}; 0: the same priority, the "
+        "protocol before 2026-12-05)",
+    )
+    ap.add_argument(
+        "--answer-log",
+        type=Path,
+        default=None,
+        help="keep the servers' answer log (one JSON line per answer) in this file",
     )
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
     args = ap.parse_args(argv)
@@ -631,6 +681,7 @@ def main(argv: list[str] | None = None) -> int:
             args.screen_polling,
             args.switch_interval,
             args.clients_nice,
+            args.answer_log,
         )
     )
     text = json.dumps(res, indent=1)
