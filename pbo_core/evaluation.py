@@ -269,11 +269,13 @@ def score_model(
                     fits[memo] = fitted
             fit_s = (time.perf_counter() - t0) / max(1, len(split.units))
             population = fitted.predict(data.X)
+            own = spec.feature_predict or (spec.respondent_predict and not split.new_respondents)
+            prepare = getattr(fitted, "prepare_respondents", None)
+            if own and prepare is not None:  # every unit's posterior in one batched solve
+                prepare([r for r in split.units if r is not None])
             for i, r in enumerate(split.units):
                 rows = split.rows[i]
-                personal = r is not None and (
-                    spec.feature_predict or (spec.respondent_predict and not split.new_respondents)
-                )
+                personal = r is not None and own
                 tr, te = pairs[rows[train[rows]]], pairs[rows[test[rows]]]
                 u = _personal(fitted, data.X, pairs[rows], r) if personal else population
                 units.setdefault(i, _Unit()).add(fitted, u, tr, te, fit_s)

@@ -1110,6 +1110,21 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         """``(R, p)`` every respondent's MAP before conditioning on the sum of the levels."""
         return self._all_posteriors()[2]
 
+    def prepare_respondents(self, respondents: Sequence[Any]) -> None:
+        """Solve the posteriors of ``respondents`` in one batch for the
+        ``predict(X, respondent=r)`` calls that follow (respondents not in the training
+        data are skipped): the same numbers as one at a time (:meth:`_posteriors`: every
+        problem of a batch is solved on its own), without a solver call per respondent."""
+        if not hasattr(self, "tree_") or self._post_all is not None:
+            return
+        keys = (self._key(r) for r in respondents)
+        idx = sorted({self._index[k] for k in keys if k in self._index} - set(self._post_one))
+        if not idx:
+            return
+        t, c, mp = self._posteriors(np.array(idx, dtype=np.int64))
+        for j, i in enumerate(idx):
+            self._post_one[i] = (t[j], c[j], mp[j])
+
     def _posterior(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Respondent ``i``'s conditioned posterior (computed once, alone)."""
         if self._post_all is not None:

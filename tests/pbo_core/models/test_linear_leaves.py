@@ -222,6 +222,33 @@ def test_respondent_posteriors_are_computed_when_asked_and_equal_the_batch():
     )
 
 
+def test_prepared_respondents_are_solved_in_one_batch_bit_for_bit(monkeypatch):
+    """``prepare_respondents`` (what the evaluation calls before scoring every unit)
+    solves the named respondents in one batch, skips unknown ones, and predicts bit for bit
+    what one respondent at a time does."""
+    data = _data(n_resp=6, n_pairs=25)
+    kw = dict(linear_features="all", pooling="shrink", shrinkage=3.0, slope_ratio=0.1)
+    alone = LinearLeafDTSurrogate(**kw).fit(data)
+    batch = LinearLeafDTSurrogate(**kw).fit(data)
+    calls = []
+    solve = LinearLeafDTSurrogate._posteriors
+
+    def counted(self, idx):
+        calls.append(list(idx))
+        return solve(self, idx)
+
+    monkeypatch.setattr(LinearLeafDTSurrogate, "_posteriors", counted)
+    batch.prepare_respondents([5, 1, 3, "nobody", 1])
+    assert calls == [[1, 3, 5]] and set(batch._post_one) == {1, 3, 5}
+    for r in (1, 3, 5):
+        np.testing.assert_array_equal(
+            batch.predict(data.X, respondent=r), alone.predict(data.X, respondent=r)
+        )
+    assert len(calls) == 1 + 3  # the batch, then the three alone; none more for the batch
+    batch.prepare_respondents([1, 3])
+    assert len(calls) == 4  # nothing left to solve
+
+
 def test_rows_with_fewer_comparisons_than_items_are_solved_as_their_own_items(monkeypatch):
     """Each respondent compares few pairs of many items (n + 1 < N, fewer than the
     parameters): the compiled loop solves in the rows' space (each row against a zero
