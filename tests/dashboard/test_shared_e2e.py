@@ -5,6 +5,11 @@ real ``python -m dashboard`` server:
   Markdown image triggers no request (counted with ``page.on("request")`` and by the
   image's own server); Markdown in the title is shown as text;
 * no page shows a traceback or a server path;
+* a crowd of new browsers behind one proxy address stops at the address's cap while
+  another address still imports; URLs, ``www.`` names and e-mail addresses in a study
+  title and in link parameters are no links; a forged visitor cookie is replaced;
+* a job whose worker is killed shows its sentence and "Try again" (no error id), and the
+  next browser on the same study starts it afresh (its own server: the comparison runs);
 * the issue's hostile uploads (and a valid session file too slow to replay: 200
   linear-leaf tree answers, 4 s of refits on a quiet machine, against a 2 s budget) each
   end in a clear error within 10 s and below 500 MB of extra server memory while
@@ -23,8 +28,11 @@ import os
 import re
 import signal
 import socketserver
+import subprocess
+import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -157,6 +165,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "DTPBO_SHARED_SERVER": "1",
         "DTPBO_NO_TREE_CHOICE": "1",  # no background comparison: lean on CI's 2 cores
         "DTPBO_REPLAY_SECONDS": "2",  # below any machine's 200-answer dt-linear replay
+        "DTPBO_MAX_STUDIES_PER_ADDRESS": "1",  # the crowd test's cap (loopback: no address)
     }
     with image_server() as (img_port, hits), streamlit_server(work, extra_env=env) as url:
         yield Server(url, work, int((work / "streamlit.pid").read_text()), img_port, hits)
@@ -253,6 +262,152 @@ def test_no_page_shows_a_traceback_or_a_server_path(browser, server: Server) -> 
             leaks = [p for p in server_paths if p in text]
             assert leaks == [], (script, k, leaks)
     ctx.close()
+
+
+# ----------------------------------------------------------------------------- the crowd
+def _context(browser, address: str | None = None):
+    """A new browser (a new visitor: no cookie), behind the proxy address ``address``
+    (``X-Forwarded-For``, as the documented proxy appends it) when given."""
+    headers = {"X-Forwarded-For": address} if address else {}
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1600}, extra_http_headers=headers)
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    return ctx, pg
+
+
+def test_a_crowd_behind_one_address_stops_at_its_cap(browser, server: Server) -> None:
+    """Point 2 of issue 44: every new browser is a new visitor, so the cap that holds a crowd
+    is the address's (1 study here); another address still imports."""
+    csv = server.work / "crowd.csv"
+    csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
+    first, p1 = _context(browser, "198.51.100.7")
+    p1.goto(server.url)
+    settle(p1)
+    import_study(p1, csv, "Crowd study")
+    second, p2 = _context(browser, "198.51.100.7")  # another cookie, the same address
+    p2.goto(server.url)
+    settle(p2)
+    p2.get_by_text("Add a study (your own choice data)").click()
+    sync_api.expect(
+        p2.get_by_text("visitors from your network address already have 1 studies here")
+    ).to_be_visible()
+    assert p2.locator('[data-testid="stFileUploader"]').count() == 0
+    other, p3 = _context(browser, "198.51.100.8")
+    p3.goto(server.url)
+    settle(p3)
+    p3.get_by_text("Add a study (your own choice data)").click()
+    p3.locator('[data-testid="stFileUploader"]').first.wait_for(state="visible")
+    assert "already have" not in p3.inner_text("body")
+    for ctx in (first, second, other):
+        ctx.close()
+
+
+_PHISH = "log in again at http://evil.example/login, www.evil.example or help@evil.example"
+
+
+def _links_to_evil(pg) -> list[str]:
+    """Links leaving the page for the phishing names (a heading's own ``#anchor`` stays)."""
+    hrefs = pg.eval_on_selector_all("a", "els => els.map(e => e.getAttribute('href') || '')")
+    return [h for h in hrefs if "evil" in h and not h.startswith("#")]
+
+
+def test_urls_in_a_title_and_in_links_are_no_links(browser, server: Server) -> None:
+    """Point 4 of issue 44 in a browser: a study title and link parameters holding a URL, a
+    ``www.`` name and an e-mail address are shown as text, with no link, on every page
+    they reach."""
+    csv = server.work / "phish.csv"
+    csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
+    ctx, pg = _context(browser)
+    pg.goto(server.url)
+    settle(pg)
+    before = set(server.stored()[0])
+    import_study(pg, csv, f"Session expired: {_PHISH}")
+    (key,) = set(server.stored()[0]) - before
+    for script in ("case_studies.py", "tree_explorer.py", "elicitation.py"):
+        pg.goto(page_url(server.url, script) + f"?study={key}")
+        settle(pg)
+        if script == "case_studies.py":  # the title's heading: shown, as text
+            assert "evil.example/login" in pg.inner_text("body")
+        assert _links_to_evil(pg) == [], script
+    phish = "Your session expired - " + _PHISH
+    for script in ("tree_explorer.py", "sensitivity.py", "hierarchy.py", "elicitation.py"):
+        pg.goto(page_url(server.url, script) + "?study=" + urllib.parse.quote(phish))
+        settle(pg)
+        assert _links_to_evil(pg) == [], script
+        assert pg.locator('[data-testid="stException"]').count() == 0, script
+    ctx.close()
+
+
+def test_a_forged_visitor_cookie_is_replaced(browser, server: Server) -> None:
+    """Point 6 of issue 44: a cookie the server did not sign is not taken as an identity;
+    the server's page replaces it with one it signed."""
+    ctx, pg = _context(browser)
+    ctx.add_cookies([{"name": "dtpbo_visitor", "value": "forged-token", "url": server.url}])
+    pg.goto(server.url)
+    settle(pg)
+    (cookie,) = [c for c in ctx.cookies() if c["name"] == "dtpbo_visitor"]
+    assert cookie["value"] != "forged-token"
+    assert cookie["httpOnly"]
+    check = "import sys; from dashboard._server import verified_token as v; print(v(sys.argv[1]))"
+    env = {**os.environ, "DTPBO_DATA_HOME": str(server.work / "data_home")}
+    env.pop("DTPBO_SERVER_SECRET", None)
+    out = subprocess.run(
+        [sys.executable, "-c", check, cookie["value"]], env=env, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == cookie["value"].partition(".")[0], out  # signed by the server
+    ctx.close()
+
+
+def _workers(pid: int) -> list[int]:
+    """The job service's worker processes of server ``pid`` (its spawned children; not
+    multiprocessing's resource tracker)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent == pid and b"spawn_main" in (d / "cmdline").read_bytes():
+                    out.append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def test_a_killed_worker_is_no_answer_for_the_next_visitor(browser, tmp_path: Path) -> None:
+    """Point 1 of issue 44 in a browser: the Tree explorer's comparison loses its worker
+    (SIGKILL from outside): the page says so in one sentence with "Try again", no error
+    id; a new browser on the same study starts the comparison afresh and gets the tree
+    model it picks; "Try again" in the first does too."""
+    env = {
+        "DTPBO_NO_DEFAULT_RESULTS": "1",
+        "DTPBO_SHARED_SERVER": "1",
+        "DTPBO_NO_PRECOMPUTE": "1",  # the comparison starts with the visitor's page
+    }
+    with streamlit_server(tmp_path, extra_env=env) as url:
+        pid = int((tmp_path / "streamlit.pid").read_text())
+        link = page_url(url, "tree_explorer.py") + "?study=electricity"
+        first, p1 = _context(browser)
+        p1.goto(link)
+        running = re.compile(r"Comparing the tree models.*: \d+ %")  # started in its worker
+        p1.get_by_text(running).first.wait_for(state="visible", timeout=120_000)
+        for worker in _workers(pid):
+            os.kill(worker, signal.SIGKILL)
+        sync_api.expect(
+            p1.get_by_text("its worker process ended before it finished").first
+        ).to_be_visible()
+        sync_api.expect(p1.get_by_role("button", name="Try again")).to_be_visible()
+        assert "Something went wrong" not in p1.inner_text("body")
+        assert "error id" not in p1.inner_text("body")
+
+        picked = "the tree model with the best held-out accuracy on this study"
+        second, p2 = _context(browser)
+        p2.goto(link)
+        sync_api.expect(p2.get_by_text(picked)).to_be_visible(timeout=240_000)
+        assert "its worker process ended" not in p2.inner_text("body")
+        p1.get_by_role("button", name="Try again").click()
+        sync_api.expect(p1.get_by_text(picked)).to_be_visible(timeout=240_000)
+        first.close()
+        second.close()
 
 
 # ----------------------------------------------------------------------------- hostile load
