@@ -70,6 +70,29 @@ def test_preload_imports_every_page_dependency_and_loads_the_kernels() -> None:
     assert svc.warm_up() == svc.warm_up()
 
 
+@pytest.mark.filterwarnings("ignore")
+def test_the_preload_survives_a_worker_killed_while_it_starts(monkeypatch, caplog) -> None:
+    """A job worker ended from outside while the launcher waits for it (the job service
+    raises its WorkerLostError): the preload logs it and goes on (the service starts
+    another worker when a job needs one); before, the preload thread died with a
+    traceback and the kernels were never loaded."""
+    import dashboard._services as svc
+    from dashboard._services import jobs
+
+    lost = jobs.WorkerLostError("starting stopped: its worker process ended before it finished")
+    warmed: list[bool] = []
+
+    def start_worker() -> None:
+        raise lost
+
+    monkeypatch.setattr(svc, "start_worker", start_worker)
+    monkeypatch.setattr(svc, "warm_up", lambda: warmed.append(True))
+    with caplog.at_level("WARNING", logger="dtpbo.dashboard"):
+        assert launcher.preload() >= 0.0
+    assert warmed == [True]
+    assert "its worker process ended" in caplog.text
+
+
 def test_the_launcher_says_when_the_preload_is_done(monkeypatch, capsys) -> None:
     monkeypatch.setattr(launcher, "preload", lambda: 2.25)
     launcher.preload_and_report()
