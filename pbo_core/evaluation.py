@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import weakref
 import zlib
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
@@ -293,7 +294,7 @@ def score_model(
         own = (
             data
             if r is None or data.respondent is None
-            else _without(split.study.for_respondent(r), drop_feature)
+            else _without(_respondent_data(split, r), drop_feature)
         )
         learned: dict[str, Any] = {}
         for f in split.test_folds:
@@ -309,6 +310,27 @@ def score_model(
         if progress is not None:
             progress(i + 1 - int(lo), int(hi) - int(lo))
     return pd.DataFrame(_rows(split, spec, units))
+
+
+#: Per split (by id, dropped with it): each respondent's own data, built once for all the
+#: models and left-out features scored on the split (:func:`_respondent_data`).
+_OWN_DATA: dict[int, tuple[weakref.ref[Split], dict[Any, PreferenceData]]] = {}
+
+
+def _respondent_data(split: Split, respondent: Any) -> PreferenceData:
+    """``split.study.for_respondent(respondent)``, kept while ``split`` lives: a
+    leave-one-out grid scores every per-respondent model once per left-out feature on the
+    same respondents, and selecting a respondent's comparisons and items is most of a
+    small fit's cost."""
+    key = id(split)
+    entry = _OWN_DATA.get(key)
+    if entry is None or entry[0]() is not split:
+        ref = weakref.ref(split, lambda _, k=key: _OWN_DATA.pop(k, None))
+        entry = _OWN_DATA[key] = (ref, {})
+    memo = entry[1]
+    if respondent not in memo:
+        memo[respondent] = split.study.for_respondent(respondent)
+    return memo[respondent]
 
 
 def _personal(fitted: Any, X: np.ndarray, pairs: np.ndarray, respondent: Any) -> np.ndarray:

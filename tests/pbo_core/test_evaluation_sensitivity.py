@@ -89,3 +89,26 @@ def test_pmr_demo_drops_most_without_actionability() -> None:
     assert table.iloc[1]["feature removed"] == "message_actionability"
     assert table.iloc[1]["delta test (pp)"] < -10
     assert len(table) == 1 + len(study.schema.names) == 12
+
+
+def test_each_respondent_s_data_is_built_once_per_split(monkeypatch) -> None:
+    """The leave-one-out grid selects a respondent's own data once for all its models and
+    left-out features (the split keeps it), with the rows of a fresh selection."""
+    study = toy_study(n_resp=6)
+    split = make_split(study, "tasks", fraction=0.34, seed=0, respondents=6)
+    fresh = ablation_rows(make_split(study, "tasks", fraction=0.34, seed=0, respondents=6), ["dt"])
+    asked: list[object] = []
+    select = Study.for_respondent
+
+    def counted(self: Study, respondent: object) -> PreferenceData:
+        asked.append(respondent)
+        return select(self, respondent)
+
+    monkeypatch.setattr(Study, "for_respondent", counted)
+    got = ablation_rows(split, ["dt", "logit-shrink"])
+    assert sorted(asked) == sorted(split.units)  # 2 models x 4 feature sets, once each
+    pd.testing.assert_frame_equal(
+        got[got["method"] == "dt"].drop(columns="fit_s").reset_index(drop=True),
+        fresh.drop(columns="fit_s").reset_index(drop=True),
+        check_dtype=False,  # the logit's rows have no leaves: the stacked column is object
+    )
