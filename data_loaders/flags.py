@@ -159,9 +159,10 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="RULE",
-        help="wide: an alternative is available only on rows meeting a condition on a "
-        "column, e.g. 'car: license == 1' (operators == != > >= < <=; with an availability "
-        "column too, both must hold); repeatable",
+        help="an alternative is available only on rows meeting a condition on a column, "
+        "e.g. 'car: license == 1' (operators == != > >= < <=; wide: with an availability "
+        "column too, both must hold; long: the alternative is a value of the profile column "
+        "and its rows where the condition is false are removed); repeatable",
     )
 
 

@@ -206,10 +206,11 @@ class ColumnMap:
         (Biogeme's ``TRAIN_CO * (GA == 0)``: no fare for travel-card holders);
         :func:`parse_zero_rule`.
     available_when
-        Wide: rules ``"car: license == 1"``: an alternative is in the choice set only on
-        the rows where a column meets a condition (``==``, ``!=``, ``>``, ``>=``, ``<``,
-        ``<=``; with availability columns too, both must hold); read by
-        :func:`data_loaders.prepare.availability_rule`.
+        Rules ``"car: license == 1"``: an alternative is in the choice set only on the
+        rows where a column meets a condition (``==``, ``!=``, ``>``, ``>=``, ``<``,
+        ``<=``; wide: with availability columns too, both must hold; long: the
+        alternative is a value of the profile column and its rows where the condition is
+        false are removed); read by :func:`data_loaders.prepare.availability_rule`.
     """
 
     format: Format = "long"

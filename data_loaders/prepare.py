@@ -6,7 +6,9 @@ table: missing-value codes (``ColumnMap.missing``), availability columns
 for some alternatives only (``ColumnMap.fill_attributes``: 0 elsewhere) and text levels
 grouped (``ColumnMap.levels``). Every row it drops is counted under its reason, in words
 (:attr:`Prepared.dropped`), so the preview and the import's notes say what was left out
-and why. :func:`drop_long_tasks` does the same for a long table's choice situations.
+and why. :func:`drop_long_tasks` does the same for a long table's choice situations
+(availability rules remove the rows of the alternatives they make unavailable,
+:func:`long_rule_rows`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "drop_long_tasks",
     "dropped_note",
     "group_levels",
+    "long_rule_rows",
     "parse_availability_rule",
     "prepare_wide",
 ]
@@ -295,40 +298,102 @@ def group_levels(frame: pd.DataFrame, cols: ColumnMap, attrs: Sequence[Attribute
     return f
 
 
+def long_rule_rows(
+    f: pd.DataFrame, cols: ColumnMap, profile: str, real: np.ndarray, name: str = ""
+) -> tuple[np.ndarray, dict[str, int]]:
+    """The rows of a long table its availability rules (``ColumnMap.available_when``)
+    remove, and each rule's count.
+
+    A long file lists each choice situation's alternatives as its rows (the ``profile``
+    column names them; ``real``: not an opt-out row), so a rule ``"car: license == 1"``
+    removes the rows of ``car`` where the condition is false, read on the row itself
+    (:func:`availability_rule`: the same reading, checks and messages as for a wide
+    file). A rule's alternative is a value of the profile column, written as the file
+    writes it (``1`` for ``1.0``).
+
+    Raises
+    ------
+    DataValidationError
+        For a rule of another form, an alternative the profile column never names, an
+        unknown column or an order on text, naming the file and the rule.
+    """
+    off = np.zeros(len(f), dtype=bool)
+    counts: dict[str, int] = {}
+    if not cols.available_when:
+        return off, counts
+    codes, uniques = pd.factorize(f[profile], use_na_sentinel=False)
+    keys = np.array([normalize_value(u) for u in uniques], dtype=object)
+    names: dict[str, str] = {}  # the alternative as written -> its key
+    for k in pd.unique(codes[real]):
+        u = uniques[int(k)]
+        if not is_missing(u):
+            names.setdefault(u.strip() if isinstance(u, str) else keys[int(k)], keys[int(k)])
+    keyed = keys[codes] if len(uniques) else np.zeros(0, dtype=object)
+    for rule in cols.available_when:  # car: license == 1
+        alt, ok = availability_rule(rule, f, list(names), name)
+        hit = (keyed == names[alt]) & real & ~ok
+        counts[rule] = int(hit.sum())
+        off |= hit
+    return off, counts
+
+
 def drop_long_tasks(
     f: pd.DataFrame,
     cols: ColumnMap,
     attrs: Sequence[Attribute],
     keys: Sequence[str],
     real: np.ndarray,
+    profile: str = "",
+    name: str = "",
 ) -> Prepared:
     """A long table's choice situations (rows grouped by ``keys``) without a missing-value
     code in an attribute of a real row and with at least two real rows (``real``: not an
-    opt-out); features' codes emptied, ``group:K`` levels grouped."""
-    if cols.available_when:
-        raise DataValidationError(
-            f"availability rules ({'; '.join(cols.available_when)}) are for the wide layout: "
-            "a long file lists each choice situation's available alternatives as its rows"
-        )
+    opt-out); features' codes emptied, ``group:K`` levels grouped.
+
+    Availability rules (``ColumnMap.available_when``; ``profile``: the column naming a
+    row's alternative, ``name``: the file) remove the rows of the alternatives they make
+    unavailable (:func:`long_rule_rows`) before that, as a wide table's unavailable
+    alternatives are no profiles: a choice situation whose chosen row is removed is
+    dropped and counted (:data:`CHOSEN_UNAVAILABLE`), one left with fewer than two
+    alternatives too (:data:`ONE_AVAILABLE`), the reasons a wide table gives.
+    """
     f = f.copy()
     codes = tuple(cols.missing or ())
     dropped: dict[str, int] = {}
     tkey = f.groupby(list(keys), sort=False).ngroup().to_numpy()
     n = int(tkey.max()) + 1 if len(tkey) else 0
+    off, unavailable = long_rule_rows(f, cols, profile, real, name)
+    real = real & ~off
+    chosen_off = np.zeros(n, dtype=bool)
+    if off.any() and cols.chosen_column and cols.chosen_column in f.columns:
+        c = cols.chosen_column
+        chosen = parse_flags(f[c], name, True, c)
+        chosen_off[tkey[off & chosen]] = True
+        if chosen_off.any():
+            dropped[CHOSEN_UNAVAILABLE] = int(chosen_off.sum())
     bad = np.zeros(n, dtype=bool)
     for a in attrs:
         c = a.source_column
         if c in f.columns:
             hit = code_mask(f[c], codes) & real
             bad[tkey[hit]] = True
+    bad &= ~chosen_off
     if bad.any():
-        dropped[MISSING_ATTRIBUTE.replace("an available alternative", "an alternative")] = int(
-            bad.sum()
-        )
+        why = MISSING_ATTRIBUTE  # of a row a rule left: an available alternative
+        if not cols.available_when:
+            why = why.replace("an available alternative", "an alternative")
+        dropped[why] = int(bad.sum())
     few = np.bincount(tkey, weights=real.astype(float), minlength=n) < 2
-    few &= ~bad
+    few &= ~(bad | chosen_off)
     if few.any():
-        dropped["with fewer than two alternatives"] = int(few.sum())
+        by_rule = np.zeros(n, dtype=bool)
+        by_rule[tkey[off]] = True
+        for why, which in (
+            ("with fewer than two alternatives", few & ~by_rule),
+            (ONE_AVAILABLE, few & by_rule),
+        ):
+            if which.any():
+                dropped[why] = int(which.sum())
     emptied: dict[str, int] = {}
     for c in cols.feature_names:
         hit = code_mask(f[c], codes)
@@ -337,8 +402,8 @@ def drop_long_tasks(
             f[c] = f[c].mask(hit)
     for a in _grouped(cols, attrs):
         _group_levels(f, [a.source_column], a)
-    keep = ~(bad | few)[tkey]
-    return Prepared(f.loc[keep], None, dropped, emptied)
+    keep = ~(bad | few | chosen_off)[tkey] & ~off
+    return Prepared(f.loc[keep], None, dropped, emptied, {}, unavailable)
 
 
 def dropped_note(p: Prepared, unit: str) -> list[str]:

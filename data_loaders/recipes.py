@@ -184,6 +184,12 @@ def preview_lines(study: Study) -> list[str]:
             + (f"; rank column {cols.rank!r}" if cols.rank else f"; chosen flag {cols.chosen!r}")
         )
         out.append("attributes: " + (", ".join(a.name for a in attrs) or "none"))
+        when: dict[str, list[str]] = {}
+        for rule in cols.available_when:  # its rows where the condition is false removed
+            r_alt, col, op, value = parse_availability_rule(rule)
+            when.setdefault(r_alt, []).append(f"{col} {op} {value}")
+        for r_alt, conditions in when.items():
+            out.append(f"alternative {r_alt}: available when {' and '.join(conditions)}")
     data = study.data
     if len(data.pairs):
         key = np.unique(

@@ -52,7 +52,13 @@ from data_loaders.layout import (
     readable,
     resolve_columns,
 )
-from data_loaders.prepare import drop_long_tasks, dropped_note, group_levels, prepare_wide
+from data_loaders.prepare import (
+    drop_long_tasks,
+    dropped_note,
+    group_levels,
+    long_rule_rows,
+    prepare_wide,
+)
 from data_loaders.recipes import preview_lines
 from pbo_core.collinearity import collinear_attributes, constant_attributes
 from pbo_core.data import DataValidationError, Schema, Study
@@ -281,7 +287,7 @@ def _build(
             f[prof] = f.groupby([resp, task], sort=False).cumcount().to_numpy() + 1
         opt_keys = {normalize_value(v) for v in cols.opt_out}
         real = ~f[prof].map(lambda v: normalize_value(v) in opt_keys).to_numpy(dtype=bool)
-        prep = drop_long_tasks(f, cols, attrs, [resp, task], real)
+        prep = drop_long_tasks(f, cols, attrs, [resp, task], real, prof, name)
         f = prep.frame
         dropped_notes = dropped_note(prep, "choice situations")
         all_attrs = attrs
@@ -650,13 +656,40 @@ def inspect_upload(frame: pd.DataFrame, file: str, columns: ColumnMap) -> Inspec
     )
 
 
+def _available_rows(frame: pd.DataFrame, cols: ColumnMap, file: str) -> pd.DataFrame:
+    """A long table without the rows its availability rules remove
+    (:func:`~data_loaders.prepare.long_rule_rows`): the cells the loader reads, checked as
+    a wide table's available cells are. Without a profile column the alternatives are
+    numbered by row, as :func:`_build` numbers them."""
+    if not cols.available_when:
+        return frame
+    prof = cols.profile
+    f = frame
+    if not prof or prof not in frame.columns:
+        keys = [c for c in dict.fromkeys([cols.respondent or cols.task, cols.task]) if c]
+        if keys and all(k in frame.columns for k in keys):
+            numbers = frame.groupby(keys, sort=False).cumcount().to_numpy() + 1
+        else:
+            numbers = np.arange(1, len(frame) + 1)
+        prof = _free(frame, "profile")
+        f = frame.assign(**{prof: numbers})
+    opt = {normalize_value(v) for v in cols.opt_out}
+    real = ~f[prof].map(lambda v: normalize_value(v) in opt).to_numpy(dtype=bool)
+    off, _ = long_rule_rows(f, cols, prof, real, file)
+    return frame.loc[~off]
+
+
 def _preview(
     frame: pd.DataFrame, file: str, attrs: Sequence[Attribute], cols: ColumnMap
 ) -> list[str]:
     """:func:`data_loaders.recipes.preview_lines` of the study an upload would give (its
     respondent features as named, not checked here), or the problem in one line."""
     try:
-        checked = prepare_wide(frame, cols, attrs, file).frame if cols.format == "wide" else frame
+        checked = (
+            prepare_wide(frame, cols, attrs, file).frame
+            if cols.format == "wide"
+            else _available_rows(frame, cols, file)
+        )
         found = _attribute_columns_missing(checked, attrs, cols, file)
         found += _cell_problems(group_levels(checked, cols, attrs), attrs, cols, file)
         if found:
@@ -713,11 +746,13 @@ def check_upload(
     except DataValidationError as exc:
         return None, [_problem(exc, file, file)]
     checked = group_levels(frame, cols, attrs)
-    if cols.format == "wide":  # the cells the loader reads: available, not dropped
-        try:
+    try:  # the cells the loader reads: available, not dropped
+        if cols.format == "wide":
             checked = prepare_wide(frame, cols, attrs, file).frame
-        except DataValidationError as exc:
-            return None, [_problem(exc, file, file)]
+        elif cols.available_when:
+            checked = group_levels(_available_rows(frame, cols, file), cols, attrs)
+    except DataValidationError as exc:
+        return None, [_problem(exc, file, file)]
     problems = _attribute_columns_missing(checked, attrs, cols, file)
     problems += _cell_problems(checked, attrs, cols, file)
     if problems:

@@ -114,12 +114,47 @@ def test_a_wrong_rule_is_said_in_words(rule: str, words: str) -> None:
     assert parse_availability_rule("car : license>=1") == ("car", "license", ">=", "1")
 
 
-def test_a_long_file_has_no_availability_rules(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("rule", "words"),
+    [
+        ("PLANE: price > 0", "long.csv: availability rule 'PLANE: price > 0': 'PLANE' is no "
+         "alternative (alternatives: 1, 2, 3)"),
+        ("1: prize > 0", "long.csv: availability rule '1: prize > 0': the file has no column "
+         "'prize'"),
+        ("1: speed > fast", "long.csv: availability rule '1: speed > fast': > needs a number, "
+         "not 'fast'"),
+        ("1 price", "long.csv: availability rule '1 price': write ALTERNATIVE: COLUMN == VALUE"),
+    ],
+)  # fmt: skip
+def test_a_long_files_rule_is_checked_as_a_wide_files(
+    rule: str, words: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tests.fixtures.formats import HERE
 
     code = cli.main(["import-study", str(HERE / "long.csv"), "--title", "L",
-                     "--available-when", "1: price > 0"])  # fmt: skip
+                     "--available-when", rule])  # fmt: skip
     assert code == 2
-    assert "availability rules (1: price > 0) are for the wide layout" in capsys.readouterr().err
+    assert words in capsys.readouterr().err
+
+
+def test_a_long_files_rule_removes_its_alternatives_rows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.fixtures.formats import HERE
+
+    long = pd.read_csv(HERE / "long.csv")
+    off = (long["profile"] == 1) & (long["price"] <= 30)
+    chosen_off = int((off & (long["chosen"] == 1)).sum())
+    assert 0 < chosen_off < int(off.sum())
+    code = cli.main(["import-study", str(HERE / "long.csv"), "--dry-run",
+                     "--available-when", "1: price > 30"])  # fmt: skip
+    assert code == 0
+    out, err = capsys.readouterr()
+    assert "alternative 1: available when price > 30" in out
+    assert f"available when 1: price > 30 (unavailable on {int(off.sum())} rows)" in err
+    assert f"dropped: {chosen_off} choice situations whose chosen alternative is marked" in out
+    tasks = long.groupby(["respondent", "task"]).ngroups
+    assert (
+        f"choice situations: {tasks - chosen_off:,} with comparisons; alternatives per "
+        "choice situation: 2 to 3" in out
+    )
