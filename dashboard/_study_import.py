@@ -545,9 +545,9 @@ def _split(text: str) -> tuple[str, ...]:
 
 
 def _layout_choices(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str, object]:
-    """The command line's layout flags (``--missing``, ``--weight-col``, ``--levels``;
-    wide: ``--availability``, ``--fill-attributes``), pre-filled with what was inferred;
-    the :class:`~data_loaders.layout.ColumnMap` fields they set."""
+    """The command line's layout flags (``--missing``, ``--weight-col``, ``--levels``,
+    ``--available-when``; wide: ``--availability``, ``--fill-attributes``), pre-filled
+    with what was inferred; the :class:`~data_loaders.layout.ColumnMap` fields they set."""
     c = st.columns(4)
     missing = _text_choice(
         c[0], "Missing-value codes", ", ".join(guess.missing or ()), "add_missing",
@@ -572,6 +572,15 @@ def _layout_choices(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str,
             (n.strip(), r.strip()) for n, _, r in (x.partition("=") for x in _split(levels))
         ),
     }
+    when = _text_choice(
+        st, "Availability conditions", "", "add_avail_when",
+        help="An alternative available only where a column meets a condition, e.g. "
+        "'car: license == 1' (operators == != > >= < <=), several separated by ';' (as "
+        "--available-when). Wide: with an availability column too, both must hold; long: "
+        "the alternative is a value of the profile column, and its rows where the condition "
+        "is false are left out.",
+    )  # fmt: skip
+    out["available_when"] = tuple(r.strip() for r in when.split(";") if r.strip())
     if fmt == "wide":
         fill = _text_choice(
             c[3], "Attributes of some alternatives", "", "add_fill",
@@ -584,15 +593,8 @@ def _layout_choices(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str,
             "entry: always available); pre-filled from names such as TRAIN_AV; empty: none "
             "(as --availability).",
         )  # fmt: skip
-        when = _text_choice(
-            st, "Availability conditions (wide)", "", "add_avail_when",
-            help="An alternative available only where a column meets a condition, e.g. "
-            "'car: license == 1' (operators == != > >= < <=), several separated by ';'; "
-            "with an availability column too, both must hold (as --available-when).",
-        )  # fmt: skip
         out["fill_attributes"] = _split(fill)
         out["availability"] = tuple(a.strip() for a in avail.split(",")) if avail else ()
-        out["available_when"] = tuple(r.strip() for r in when.split(";") if r.strip())
         w = st.columns(2)
         inferred = CODINGS_INV.get(guess.choice_coding or "", "inferred")
         options = list(CODINGS)
