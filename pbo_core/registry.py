@@ -74,6 +74,7 @@ __all__ = [
     "ModelSpec",
     "arm_names",
     "fit_for",
+    "former_arm_names",
     "get",
     "get_arm",
     "make_for",
@@ -311,6 +312,10 @@ class CohortArm:
         model's tree; ``--max-depth`` and ``--min-users`` for a user tree). Otherwise a
         warm start has one group (user tree of depth 0) and a centre keeps its own
         defaults.
+    formerly
+        Earlier names of the arm: result files written under them (their ``variant``
+        column) are read as this arm (:func:`former_arm_names`), and asking for one
+        names the arm it became.
     """
 
     name: str
@@ -321,6 +326,7 @@ class CohortArm:
     centre: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     grid_tree: bool = False
+    formerly: tuple[str, ...] = ()
 
     @property
     def earlier(self) -> bool:
@@ -347,12 +353,34 @@ def register_arm(arm: CohortArm) -> CohortArm:
         raise ValueError(
             f"{arm.name}: a linear arm, and only one, has a centre in {sorted(COHORT_CENTRES)}"
         )
+    if arm.name in MODELS and arm.model != arm.name:
+        raise ValueError(
+            f"{arm.name}: the name of a registry model; an arm has it only when it fits that "
+            "model on the respondent's own answers (one name, one model)"
+        )
+    others = {n: a for n, a in COHORT_ARMS.items() if n != arm.name}
+    former = former_arm_names(others.values())
+    if arm.name in former or arm.name in arm.formerly:
+        raise ValueError(f"{arm.name}: a former name of an arm cannot name another arm")
+    if clash := sorted(set(arm.formerly) & (set(others) | set(former))):
+        raise ValueError(f"{arm.name}: former names {clash} name another arm")
     COHORT_ARMS[arm.name] = arm
     return arm
 
 
+def former_arm_names(arms: Iterable[CohortArm] | None = None) -> dict[str, str]:
+    """Former name -> current name of the cohort arms (:attr:`CohortArm.formerly`; default:
+    every arm of :data:`COHORT_ARMS`)."""
+    return {
+        old: a.name for a in (COHORT_ARMS.values() if arms is None else arms) for old in a.formerly
+    }
+
+
 def get_arm(name: str) -> CohortArm:
-    """The cohort arm ``name``; a ``KeyError`` naming the known arms otherwise."""
+    """The cohort arm ``name``; a ``KeyError`` naming the known arms otherwise (or, for a
+    former name, the arm it became)."""
+    if name not in COHORT_ARMS and (now := former_arm_names().get(name)) is not None:
+        raise KeyError(f"cohort arm {name!r} is called {now!r} now")
     return _lookup(COHORT_ARMS, name, "cohort arm")
 
 
@@ -973,8 +1001,10 @@ _entries(
 )
 
 # ----------------------------------------------------------------------------- cohort arms
-# The grid's and the report's order. ``logit-pooled`` here is segments.PooledLogit (folds of
-# whole respondents) + Eq. 6, not the ``logit-pooled`` entry of MODELS (folds of tasks).
+# The grid's and the report's order. ``logit-pooled-update`` is segments.PooledLogit (folds
+# of whole respondents) updated from the respondent's own answers by Eq. 6; until issue 45
+# it was called ``logit-pooled``, the name of the MODELS entry (one utility for everybody,
+# folds of tasks).
 _arms = [
     CohortArm(
         "plain",
@@ -998,11 +1028,12 @@ _arms = [
         grid_tree=True,
     ),
     CohortArm(
-        "logit-pooled",
+        "logit-pooled-update",
         "pooled logit of the earlier respondents (Eq. 2), updated by Eq. 6",
         "baseline",
         "linear",
         centre="pooled",
+        formerly=("logit-pooled",),
     ),
     CohortArm(
         "logit-interaction",

@@ -33,7 +33,7 @@ DEFAULT_PAGE_VARIANTS = (
     "plain",
     "pooled",
     "hierarchy",
-    "logit-pooled",
+    "logit-pooled-update",
     "logit-interaction",
     "hierarchy-mob",
 )

@@ -11,6 +11,7 @@ from dashboard import _services as svc
 from dashboard import _ui as ui
 from pbo_core import explain
 from pbo_core.data import Study
+from pbo_core.experiments.cohorts import current_arm_names
 
 st.title("User/item hierarchy")
 st.caption(
@@ -240,9 +241,10 @@ if acc_folders:
         "answers, by the warm start from **all earlier respondents pooled**, by the "
         "warm start from their **user-tree group** (`hierarchy`: user tree on the modes, item "
         "trees on the group's profile comparisons), by the **segment logits** of the "
-        "parameter-instability user tree (`hierarchy-mob`), and by the baselines: the "
-        "**pooled logit** and the **covariate-interaction logit** (mode constants and slopes "
-        "interacted with purpose, GA, income, who pays, ...). Bigger cohorts: `python -m "
+        "parameter-instability user tree (`hierarchy-mob`), and by the baselines, each "
+        "updated from the respondent's answers: the **pooled logit** (`logit-pooled-update`) "
+        "and the **covariate-interaction logit** (`logit-interaction`: mode constants and "
+        "slopes interacted with purpose, GA, income, who pays, ...). Bigger cohorts: `python -m "
         "pbo_core.experiments hierarchy --study swissmetro --out DIR` (folder set on the "
         "Convergence page)."
     )
@@ -252,7 +254,8 @@ if acc_folders:
         key="hi_afolder",
         format_func=lambda f: ui.relative_folder(root, f),
     )
-    rows = svc.read_results(folder)
+    # files written before an arm was renamed count under its current name
+    rows = current_arm_names(svc.read_results(folder))
     # a grid's rows name their study; the default grid's older files are SwissMetro's
     of = rows["study"].astype(str) if "study" in rows else pd.Series("swissmetro", rows.index)
     others = sorted(set(of) - {str(key)})

@@ -31,7 +31,7 @@ from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.loop import run_pbo
 from pbo_core.metrics import pair_scores, rho_regret
 from pbo_core.problem import Problem
-from pbo_core.registry import COHORT_ARMS, arm_names, get_arm, make_model
+from pbo_core.registry import COHORT_ARMS, arm_names, former_arm_names, get_arm, make_model
 from pbo_core.segments import (
     CohortArrays,
     CovariateLogit,
@@ -387,7 +387,7 @@ def cohort_segment_model(
     :data:`pbo_core.registry.COHORT_ARMS`) fitted to the first ``n_prev`` arriving
     respondents.
 
-    Its centre (:data:`CENTRES`), e.g. ``logit-pooled`` (Eq. 2), ``logit-interaction``
+    Its centre (:data:`CENTRES`), e.g. ``logit-pooled-update`` (Eq. 2), ``logit-interaction``
     (Eq. 3), ``hierarchy-linear`` (the Eq. 15 user tree of ``hierarchy`` with segment
     logits, Eq. 4) and ``hierarchy-mob`` (the parameter-instability user tree, Eq. 5, with
     its defaults: depth 4, 30 respondents per segment, Bonferroni level 0.05); each with the
@@ -734,8 +734,36 @@ def _paired(wide: pd.DataFrame, a: str, b: str) -> dict[str, Any]:
     }
 
 
+def current_arm_names(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows of cohort cells (:func:`cohort_cell`) with every arm under its current name.
+
+    A cell written before its arm was renamed (:attr:`pbo_core.registry.CohortArm.formerly`:
+    ``logit-pooled`` is ``logit-pooled-update`` now) has the former name in ``variant`` and
+    is read as the arm. Where a folder also holds the same cell under the current name (a
+    grid resumed after the rename computes it afresh), the former one is left out, so no
+    respondent counts twice. ``rows`` itself when nothing is renamed.
+    """
+    renamed = former_arm_names()
+    if "variant" not in rows.columns or not renamed:
+        return rows
+    variant = rows["variant"].astype(str)
+    old = variant.isin(list(renamed)).to_numpy()
+    if not old.any():
+        return rows
+    out = rows.copy()
+    out.loc[old, "variant"] = variant[old].map(renamed)
+    key = [c for c in ("study", "user", "respondent", "cohort", "question") if c in out.columns]
+    key.append("variant")
+    current = pd.MultiIndex.from_frame(out.loc[~old, key])
+    again = pd.MultiIndex.from_frame(out.loc[old, key]).isin(current)
+    return out.drop(index=out.index[old][again])
+
+
 def summarize_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
-    """Mean held-out accuracy per number of own tasks, per variant (cohorts >= 1), 95 % CI."""
+    """Mean held-out accuracy per number of own tasks, per variant (cohorts >= 1), 95 % CI.
+
+    Rows of renamed arms count under their current names (:func:`current_arm_names`)."""
+    rows = current_arm_names(rows)
     later = rows[rows["cohort"] > 0]
     out: dict[str, Any] = {
         "metric": "held-out pairwise accuracy (ties 1/2) of the respondent's test tasks",
@@ -760,7 +788,8 @@ def summarize_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
     have = set(wide.columns)
     pairs = [("hierarchy", o) for o in ("pooled", "plain")]
     pairs += [(t, b) for t in arm_names(family="tree") for b in arm_names(family="baseline")]
-    pairs += [("hierarchy-mob", "hierarchy-linear"), ("logit-interaction", "logit-pooled")]
+    pairs += [("hierarchy-mob", "hierarchy-linear")]
+    pairs += [("logit-interaction", "logit-pooled-update")]
     out["paired_difference"] = {
         f"{a}_minus_{b}": _paired(wide, a, b) for a, b in pairs if a in have and b in have
     }
@@ -790,8 +819,8 @@ def _cold_start(out: dict[str, Any], wide: pd.DataFrame) -> dict[str, Any]:
         res["at_least_interaction_minus_0.01"] = bool(
             res["best_minus_logit-interaction"]["mean"] >= -0.01
         )
-    if "best_minus_logit-pooled" in res:
-        res["above_pooled_logit_ci"] = bool(res["best_minus_logit-pooled"]["ci95"][0] > 0)
+    if "best_minus_logit-pooled-update" in res:
+        res["above_pooled_logit_ci"] = bool(res["best_minus_logit-pooled-update"]["ci95"][0] > 0)
     return res
 
 

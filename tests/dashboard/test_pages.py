@@ -572,7 +572,7 @@ def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> N
         "plain",
         "pooled",
         "hierarchy",
-        "logit-pooled",
+        "logit-pooled-update",
         "logit-interaction",
         "hierarchy-mob",
     }
@@ -981,6 +981,34 @@ def test_hierarchy_never_shows_another_studys_cohort_curves(app, tmp_path) -> No
     assert at.selectbox(key="hi_study").value == "my-mine"
     assert "No cohort results of Mine in this folder (it holds swissmetro's)" in texts(at)
     assert not [c for c in charts(at) if "variant" in str(c)]
+
+
+def test_hierarchy_reads_cells_written_before_an_arm_was_renamed(app, tmp_path) -> None:
+    """A folder from before issue 45 names the cohort's pooled logit ``logit-pooled`` (the
+    registry model's name): its curve and cold-start row are ``logit-pooled-update``'s."""
+    folder = tmp_path / "data_home" / "results" / "hierarchy-old"
+    folder.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "user": [1] * 4,
+            "respondent": ["1"] * 4,
+            "cohort": [1] * 4,
+            "variant": ["plain", "pooled", "logit-pooled", "logit-interaction"],
+            "user_leaf": [0, 0, -1, -1],
+            "question": [0] * 4,
+            "test_acc": [0.5, 0.75, 0.75, 1.0],
+            "n_test_pairs": [2] * 4,
+        }
+    ).to_parquet(folder / "cell-0.parquet")
+    at = app("hierarchy")
+    no_exception(at)
+    (curve,) = [c for c in charts(at) if "variant" in str(c)]
+    variants = {r["variant"] for r in chart_data(curve)}
+    assert variants == {"plain", "pooled", "logit-pooled-update", "logit-interaction"}
+    frames = {tuple(f.value.columns): f.value for f in at.dataframe}
+    cold = next(v for k, v in frames.items() if "0 own tasks" in k).set_index("variant")
+    assert cold.loc["logit-pooled-update", "family"] == "baseline"
+    assert cold.loc["logit-pooled-update", "0 own tasks"].startswith("0.750 ")
 
 
 def test_hierarchy_draws_the_choice_model_tree(app, monkeypatch) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import partial
 
+import pandas as pd
 import pytest
 
 from pbo_core import registry
@@ -49,7 +50,7 @@ def test_the_arms_state_what_the_experiment_reported_before() -> None:
         "plain",
         "pooled",
         "hierarchy",
-        "logit-pooled",
+        "logit-pooled-update",
         "logit-interaction",
         "hierarchy-linear",
         "hierarchy-mob",
@@ -61,7 +62,7 @@ def test_the_arms_state_what_the_experiment_reported_before() -> None:
         "hierarchy-linear",
         "hierarchy-mob",
     ]
-    assert arm_names(family="baseline") == ["logit-pooled", "logit-interaction"]
+    assert arm_names(family="baseline") == ["logit-pooled-update", "logit-interaction"]
     assert arm_names(build="own") == ["plain"] and COHORT_ARMS["plain"].model == "dt"
     # every centre a linear arm may name has a builder
     assert set(cohorts.CENTRES) == registry.COHORT_CENTRES
@@ -77,6 +78,7 @@ def test_the_arms_state_what_the_experiment_reported_before() -> None:
         CohortArm("bad", "x", "tree", "warm_start", model="dt"),
         CohortArm("bad", "x", "tree", "linear", centre="forest"),
         CohortArm("bad", "x", "tree", "warm_start", centre="pooled"),
+        CohortArm("bad", "x", "tree", "own", model="dt", formerly=("plain",)),
     ],
 )
 def test_register_arm_refuses_an_arm_it_cannot_build(arm: CohortArm) -> None:
@@ -116,3 +118,57 @@ def test_an_unregistered_variant_is_refused_before_the_grid_runs() -> None:
     # (a name outside the lists used to run silently as a hierarchy warm start)
     with pytest.raises(KeyError, match=r"known cohort arms: .*'hierarchy-mob'"):
         cohorts.cohort_cell_grid(30, 20, study=KEY, variants=("plain", "hierarchy-forest"))
+
+
+def test_one_name_is_one_model_in_the_cohort_experiment_too() -> None:
+    # the cohort's pooled logit (respondent folds + Eq. 6) is not MODELS' logit-pooled
+    assert not set(COHORT_ARMS) & set(registry.MODELS)
+    arm = COHORT_ARMS["logit-pooled-update"]
+    assert (arm.build, arm.centre, arm.formerly) == ("linear", "pooled", ("logit-pooled",))
+    assert registry.former_arm_names() == {"logit-pooled": "logit-pooled-update"}
+    with pytest.raises(KeyError, match="'logit-pooled' is called 'logit-pooled-update' now"):
+        registry.get_arm("logit-pooled")
+
+
+@pytest.mark.parametrize(
+    "arm",
+    [
+        CohortArm("logit-pooled", "x", "baseline", "linear", centre="pooled"),
+        CohortArm("logit-shrink", "x", "baseline", "linear", centre="pooled"),
+        CohortArm("dt", "x", "tree", "own", model="dt-keep"),
+        CohortArm("bad", "x", "baseline", "linear", centre="pooled", formerly=("hierarchy",)),
+        CohortArm("bad", "x", "baseline", "linear", centre="pooled", formerly=("logit-pooled",)),
+    ],
+)
+def test_register_arm_refuses_a_name_of_another_model_or_arm(arm: CohortArm) -> None:
+    with pytest.raises(ValueError, match=r"former name|registry model"):
+        register_arm(arm)
+    assert arm.name not in COHORT_ARMS
+    # the one case where an arm shares a model's name: it is that model
+    register_arm(CohortArm("dt", "x", "tree", "own", model="dt"))
+    COHORT_ARMS.pop("dt")
+
+
+def test_cells_written_under_a_former_name_are_read_as_the_arm(tmp_path) -> None:
+    cells = cohorts.cohort_cell_grid(24, 20, study=KEY, base={"seed": 0}, max_depth=3)
+    cells = [c for c in cells if c["variant"] in ("logit-pooled-update", "logit-interaction")]
+    rows = run_grid(cells, partial(cohorts.cohort_cell, load_study=_load))
+    now = cohorts.summarize_cohorts(rows)
+    assert "logit-interaction_minus_logit-pooled-update" in now["paired_difference"]
+    assert "best_minus_logit-pooled-update" not in now["cold_start"]  # no tree arm here
+    # the same cells as a folder written before the rename: the same summary
+    old = rows.assign(variant=rows["variant"].replace("logit-pooled-update", "logit-pooled"))
+    assert set(old["variant"]) == {"logit-pooled", "logit-interaction"}
+    back = cohorts.current_arm_names(old)
+    pd.testing.assert_frame_equal(back, rows, check_dtype=False)
+    assert cohorts.summarize_cohorts(old) == now
+    # a folder holding both (a grid resumed after the rename): every respondent once
+    both = pd.concat([old, rows[rows["variant"] == "logit-pooled-update"]], ignore_index=True)
+    assert len(cohorts.current_arm_names(both)) == len(rows)
+    assert cohorts.summarize_cohorts(both) == now
+    # an old cell without its new twin stays
+    extra = old[(old["variant"] == "logit-pooled") & (old["user"] == 23)]
+    mixed = pd.concat([rows[rows["user"] != 23], extra], ignore_index=True)
+    assert (cohorts.current_arm_names(mixed)["user"] == 23).sum() == len(extra)
+    # rows without a renamed arm are returned as they are
+    assert cohorts.current_arm_names(rows) is rows

@@ -159,7 +159,7 @@ def test_hierarchy_swissmetro_command_small(capsys) -> None:
     h, p = s["variants"]["hierarchy"]["test_acc_mean"], s["variants"]["plain"]["test_acc_mean"]
     np.testing.assert_allclose(paired["mean"], np.subtract(h, p), atol=1e-12)
     # the baselines at every number of own tasks, and the cold-start verdict
-    for v in ("logit-pooled", "logit-interaction", "hierarchy-mob"):
+    for v in ("logit-pooled-update", "logit-interaction", "hierarchy-mob"):
         assert len(s["variants"][v]["test_acc_mean"]) == len(h)
     cold = s["cold_start"]
     assert cold["best_tree_family"] in cold["accuracy_at_0_tasks"]

@@ -56,7 +56,7 @@ def test_every_command_on_every_shape(home: Path, capsys, name: str) -> None:
     assert shape.title in html and "Held-out evidence" in html and "<svg" in html
     if shape.has_users:
         h = _json(capsys, "hierarchy", "--study", key)["summary"]
-        assert h["respondents"] > 0 and "logit-pooled" in h["variants"]
+        assert h["respondents"] > 0 and "logit-pooled-update" in h["variants"]
         for v in h["variants"].values():  # no interval leaves [0, 1]
             assert all(0.0 <= lo <= hi <= 1.0 for lo, hi in v["test_acc_ci95"])
     else:
