@@ -312,6 +312,9 @@ class CohortArm:
         model's tree; ``--max-depth`` and ``--min-users`` for a user tree). Otherwise a
         warm start has one group (user tree of depth 0) and a centre keeps its own
         defaults.
+    on_page_by_default
+        The arm is in the Hierarchy page's default grid (a few new respondents computed on
+        a first visit); every arm is in the command's grid.
     formerly
         Earlier names of the arm: result files written under them (their ``variant``
         column) are read as this arm (:func:`former_arm_names`), and asking for one
@@ -326,6 +329,7 @@ class CohortArm:
     centre: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     grid_tree: bool = False
+    on_page_by_default: bool = False
     formerly: tuple[str, ...] = ()
 
     @property
@@ -384,12 +388,20 @@ def get_arm(name: str) -> CohortArm:
     return _lookup(COHORT_ARMS, name, "cohort arm")
 
 
-def arm_names(*, family: str | None = None, build: str | None = None) -> list[str]:
-    """Names of the cohort arms of ``family`` / ``build``, in registry order."""
+def arm_names(
+    *,
+    family: str | None = None,
+    build: str | None = None,
+    on_page_by_default: bool | None = None,
+) -> list[str]:
+    """Names of the cohort arms of ``family`` / ``build`` / ``on_page_by_default``, in
+    registry order."""
     return [
         n
         for n, a in COHORT_ARMS.items()
-        if (family is None or a.family == family) and (build is None or a.build == build)
+        if (family is None or a.family == family)
+        and (build is None or a.build == build)
+        and (on_page_by_default is None or a.on_page_by_default == on_page_by_default)
     ]
 
 
@@ -1004,7 +1016,8 @@ _entries(
 # The grid's and the report's order. ``logit-pooled-update`` is segments.PooledLogit (folds
 # of whole respondents) updated from the respondent's own answers by Eq. 6; until issue 45
 # it was called ``logit-pooled``, the name of the MODELS entry (one utility for everybody,
-# folds of tasks).
+# folds of tasks). The page's default grid leaves out ``hierarchy-linear`` (in the full
+# experiment only).
 _arms = [
     CohortArm(
         "plain",
@@ -1013,12 +1026,14 @@ _arms = [
         "own",
         model="dt",
         grid_tree=True,
+        on_page_by_default=True,
     ),
     CohortArm(
         "pooled",
         "DT warm start from every earlier respondent (one group)",
         "tree",
         "warm_start",
+        on_page_by_default=True,
     ),
     CohortArm(
         "hierarchy",
@@ -1026,6 +1041,7 @@ _arms = [
         "tree",
         "warm_start",
         grid_tree=True,
+        on_page_by_default=True,
     ),
     CohortArm(
         "logit-pooled-update",
@@ -1033,6 +1049,7 @@ _arms = [
         "baseline",
         "linear",
         centre="pooled",
+        on_page_by_default=True,
         formerly=("logit-pooled",),
     ),
     CohortArm(
@@ -1041,6 +1058,7 @@ _arms = [
         "baseline",
         "linear",
         centre="covariate",
+        on_page_by_default=True,
     ),
     CohortArm(
         "hierarchy-linear",
@@ -1057,6 +1075,7 @@ _arms = [
         "tree",
         "linear",
         centre="segments",
+        on_page_by_default=True,
     ),
 ]
 for _arm in _arms:

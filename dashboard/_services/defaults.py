@@ -26,17 +26,7 @@ from pbo_core.experiments.bench import run_cell
 from pbo_core.experiments.cohorts import cohort_cell, cohort_cell_grid
 from pbo_core.experiments.rho_regret import rho_cells, rho_regret_cell
 from pbo_core.experiments.runner import Cell, cell_path, run_grid
-
-#: SwissMetro variants of the page's default cohort grid (the Eq. 15 linear variant is in
-#: the full experiment only): 15 respondents x 6 variants = 90 cells.
-DEFAULT_PAGE_VARIANTS = (
-    "plain",
-    "pooled",
-    "hierarchy",
-    "logit-pooled-update",
-    "logit-interaction",
-    "hierarchy-mob",
-)
+from pbo_core.registry import arm_names
 
 
 def results_home() -> Path:
@@ -139,12 +129,14 @@ GRIDS: dict[str, DefaultGrid] = {
             "arrival order): DT warm starts, segment logits and the two logit baselines, "
             "held-out accuracy of 2 tasks per respondent",
             "python -m pbo_core.experiments hierarchy --study swissmetro --out DIR",
+            # the arms on the page by default (registry.CohortArm.on_page_by_default):
+            # 15 respondents x 6 arms = 90 cells
             lambda: cohort_cell_grid(
                 615,
                 600,
                 base=dict(_BASE, seed=0),
                 first_user=600,
-                variants=DEFAULT_PAGE_VARIANTS,
+                variants=tuple(arm_names(on_page_by_default=True)),
             ),
             partial(cohort_cell, load_study=load_study_cached),
         ),

@@ -4,6 +4,7 @@ no list elsewhere to update."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from functools import partial
 
@@ -147,6 +148,26 @@ def test_register_arm_refuses_a_name_of_another_model_or_arm(arm: CohortArm) -> 
     # the one case where an arm shares a model's name: it is that model
     register_arm(CohortArm("dt", "x", "tree", "own", model="dt"))
     COHORT_ARMS.pop("dt")
+
+
+def test_the_page_default_grid_is_the_arms_flagged_for_it(toy_arm: str) -> None:
+    from dashboard._services import defaults
+
+    page = arm_names(on_page_by_default=True)
+    assert page == [
+        "plain",
+        "pooled",
+        "hierarchy",
+        "logit-pooled-update",
+        "logit-interaction",
+        "hierarchy-mob",
+    ]
+    cells = defaults.GRIDS["hierarchy-swissmetro"].cells()
+    assert [c["variant"] for c in cells[: len(page)]] == page and len(cells) == 15 * len(page)
+    # one entry with the flag puts an arm on the page
+    register_arm(dataclasses.replace(COHORT_ARMS[toy_arm], on_page_by_default=True))
+    variants = {c["variant"] for c in defaults.GRIDS["hierarchy-swissmetro"].cells()}
+    assert variants == {*page, toy_arm}
 
 
 def test_cells_written_under_a_former_name_are_read_as_the_arm(tmp_path) -> None:
