@@ -112,6 +112,7 @@ from pbo_core.experiments.accuracy import (
     parse_methods,
 )
 from pbo_core.experiments.cohorts import (
+    SUSHI_VARIANTS,
     cohort_cell,
     cohort_cell_grid,
     cohort_size,
@@ -596,7 +597,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
                 variant=v,
             )
             for u in range(args.users)
-            for v in ("plain", "hierarchy")
+            for v in SUSHI_VARIANTS
         ]
         fn = partial(hierarchy_cell, load_study=load_study_cached)
     elif cmd in ("sushi-generalization", "conjoint-accuracy", "straddler-ablation"):

@@ -67,13 +67,23 @@ def fitted_hierarchy(
     )
 
 
+#: The two curves of the Sushi cohorts (App. G.1, Fig. 17: elicitation without and with
+#: the user/item hierarchy): ``plain``, a DT query rule on the user's own answers, and
+#: ``hierarchy``, the same rule warm-started from the group item tree of the hierarchy of
+#: the earlier users. The paper's comparison, run as PBO with a query rule, not arms of
+#: :data:`~pbo_core.registry.COHORT_ARMS` (SwissMetro's held-out accuracy).
+SUSHI_VARIANTS = ("plain", "hierarchy")
+
+
 def hierarchy_cell(cell: Cell, *, load_study: LoadStudy) -> pd.DataFrame:
     """One user of a cohort, with or without the user/item hierarchy (App. G.1, Fig. 17).
 
-    ``load_study`` loads the Sushi set (:class:`~pbo_core.experiments.studies.LoadStudy`;
-    bind it with :func:`functools.partial` for
-    :func:`~pbo_core.experiments.runner.run_grid`).
+    ``cell["variant"]`` is one of :data:`SUSHI_VARIANTS`. ``load_study`` loads the Sushi
+    set (:class:`~pbo_core.experiments.studies.LoadStudy`; bind it with
+    :func:`functools.partial` for :func:`~pbo_core.experiments.runner.run_grid`).
     """
+    if cell["variant"] not in SUSHI_VARIANTS:
+        raise ValueError(f"Sushi cohort variant {cell['variant']!r}: one of {list(SUSHI_VARIANTS)}")
     dataset = cell["dataset"]
     study = load_study(f"sushi-{dataset.lower()}", cell.get("data_dir"))
     user = int(cell["user"])

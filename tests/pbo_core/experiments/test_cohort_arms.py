@@ -193,3 +193,10 @@ def test_cells_written_under_a_former_name_are_read_as_the_arm(tmp_path) -> None
     assert (cohorts.current_arm_names(mixed)["user"] == 23).sum() == len(extra)
     # rows without a renamed arm are returned as they are
     assert cohorts.current_arm_names(rows) is rows
+
+
+def test_sushi_cohorts_run_the_papers_two_curves_only() -> None:
+    # Fig. 17's plain DT and hierarchy warm start, not registry arms: others are refused
+    assert cohorts.SUSHI_VARIANTS == ("plain", "hierarchy")
+    with pytest.raises(ValueError, match="'pooled'"):
+        cohorts.hierarchy_cell({"variant": "pooled", "dataset": "A"}, load_study=_load)
