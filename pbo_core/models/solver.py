@@ -760,14 +760,43 @@ def _newton_probit_items_kernel(
 ):  # pragma: no cover - compiled
     """Every problem's Newton loop, step for step :func:`newton_minimize_batch` (rule
     ``"decrement"``, Armijo backtracking down to ``min_step``): the MAPs into ``x``,
-    whether each converged into ``ok``, its line searches into ``n_iter``."""
+    whether each converged into ``ok``, its line searches into ``n_iter``.
+
+    Each problem is solved on the items its weighted comparisons compare (in their
+    order): an item no such comparison touches has no curvature, so its row of ``I + L
+    K`` is the identity and its ``y`` is 0 (the held-out rows of a cross-validation fold,
+    padding); leaving it out changes no step beyond rounding and saves its share of ``K``
+    and of the ``N x N`` solve."""
     B, N, _ = F.shape
-    M = np.empty((N, N))
-    y = np.empty(N)
+    M_all = np.empty(N * N)
+    y_all = np.empty(N)
     c = np.empty(w.shape[1])
-    piv = np.empty(N, dtype=np.int64)
+    piv_all = np.empty(N, dtype=np.int64)
+    local = np.empty(N, dtype=np.int64)
+    wia = np.empty(w.shape[1], dtype=np.int64)
+    lia = np.empty(w.shape[1], dtype=np.int64)
     for i in range(B):
-        Fi, wii, lii, w_i, pi, mi = F[i], wi[i], li[i], w[i], prec[i], mean[i]
+        w_i, pi, mi = w[i], prec[i], mean[i]
+        local[:] = -1
+        for k in range(w_i.size):
+            if w_i[k] != 0.0:
+                local[wi[i, k]] = 0
+                local[li[i, k]] = 0
+        na = 0
+        for a in range(N):
+            if local[a] == 0 or (a == N - 1 and na == 0):  # at least one item
+                local[a] = na
+                na += 1
+        keep = np.empty(na, dtype=np.int64)
+        for a in range(N):
+            if local[a] >= 0:
+                keep[local[a]] = a
+        for k in range(w_i.size):  # unweighted comparisons keep any item: skipped below
+            wia[k] = max(local[wi[i, k]], 0)
+            lia[k] = max(local[li[i, k]], 0)
+        Fi = F[i][keep]
+        wii, lii = wia, lia
+        M, y, piv = M_all[: na * na].reshape((na, na)), y_all[:na], piv_all[:na]
         K = (Fi / pi) @ Fi.T
         xi = x0[i].copy()
         it = 0
