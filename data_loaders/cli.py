@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--encoding",
         default=None,
-        help="the encoding of a text file (utf-8, cp1252, latin-1, utf-16, ...; default: "
-        "detected: UTF-8, UTF-16 with its mark, else cp1252, else latin-1)",
+        help="the encoding of a text file (utf-8, cp1252, latin-1, utf-16, ...: any name "
+        "Python's codecs know; default: a recipe's, else detected: UTF-8, UTF-16 with its "
+        "mark, else cp1252, else latin-1)",
     )
     imp.add_argument("--title", default=None, help="the study's title (needed unless --dry-run)")
     imp.add_argument(
@@ -180,6 +181,12 @@ def import_study(args: argparse.Namespace) -> int:
             attributes = list(recipe.attributes) if recipe.attributes is not None else None
             if sep is None and recipe.sep is not None:
                 sep = recipe.sep
+            if encoding is None and recipe.encoding is not None:
+                encoding = recipe.encoding  # --encoding wins, as --sep does
+                refusal = readers.refusal(path, str(path), sep, encoding=encoding)
+                if refusal:
+                    _say(f"error: {refusal}")
+                    return 2
             _say(f"recipe: {Path(args.recipe).name} (its column choices replace the flags)")
         if args.attributes:
             apath = check_file(args.attributes, "attribute table")
@@ -199,7 +206,7 @@ def import_study(args: argparse.Namespace) -> int:
                 return 2
             if args.write_recipe:
                 Path(args.write_recipe).write_text(
-                    recipe_of(study, sep).to_json(), encoding="utf-8"
+                    recipe_of(study, sep, encoding).to_json(), encoding="utf-8"
                 )
                 _say(f"recipe written to {args.write_recipe}")
             if args.dry_run:

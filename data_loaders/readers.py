@@ -463,6 +463,10 @@ def _check_text(data: bytes, name: str, sep: str) -> None:
 #: Encodings a text that is not UTF-8 is read in, in order: Windows' Western European
 #: code page (Excel's "CSV" on Windows), then ISO Latin-1 (every byte is a character).
 FALLBACK_ENCODINGS = ("cp1252", "latin-1")
+#: Encodings the Add-a-study form offers besides detecting one (``--encoding`` takes any
+#: name Python's codecs know): UTF-8, UTF-16 (Excel's "Unicode text"), Windows' Western,
+#: Central European and Cyrillic code pages, ISO Latin-1 and Latin-9, Mac Roman.
+ENCODINGS = ("utf-8", "utf-16", "cp1252", "latin-1", "iso-8859-15", "cp1250", "cp1251", "mac-roman")
 _DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
 _DECIMAL_POINT = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
 

@@ -3,10 +3,11 @@
 A **recipe** is the small JSON file of an import's choices: the resolved
 :class:`~data_loaders.layout.ColumnMap` (layout, columns, alternatives, separator in the
 names, availability, choice coding, missing-value codes, attributes filled or dropped,
-levels rules, roles), the attribute table and the file's separator::
+levels rules, roles), the attribute table and the file's separator and text encoding
+(``null``: detected)::
 
-    {"recipe": 1, "sep": "\\t", "columns": {"fill_attributes": ["HE", "SEATS"]},
-     "attributes": [...]}
+    {"recipe": 1, "sep": "\\t", "encoding": "cp1252",
+     "columns": {"fill_attributes": ["HE", "SEATS"]}, "attributes": [...]}
 
 :func:`recipe_of` writes it for a checked study (saved beside the study as
 ``recipe.json``, downloadable from the Add-a-study form); :func:`read_recipe` reads one
@@ -38,21 +39,24 @@ __all__ = ["RECIPE_VERSION", "Recipe", "parse_recipe", "preview_lines", "read_re
 
 #: The version written in every recipe (``"recipe": 1``).
 RECIPE_VERSION = 1
-_KEYS = ("recipe", "sep", "columns", "attributes")
+_KEYS = ("recipe", "sep", "encoding", "columns", "attributes")
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """An import's choices: the column map, the attribute table (``None``: inferred) and
-    the separator of a text file (``None``: detected)."""
+    """An import's choices: the column map, the attribute table (``None``: inferred), the
+    separator and the encoding of a text file (``None``: detected; ``import-study --sep
+    --encoding``, the form's Separator and Text encoding)."""
 
     columns: ColumnMap
     attributes: tuple[Attribute, ...] | None = None
     sep: str | None = None
+    encoding: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         d: dict[str, Any] = {"recipe": RECIPE_VERSION, "sep": self.sep}
+        d["encoding"] = self.encoding
         d["columns"] = self.columns.as_dict()
         d["attributes"] = (
             None if self.attributes is None else [a.to_dict() for a in self.attributes]
@@ -64,11 +68,12 @@ class Recipe:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
 
-def recipe_of(study: Study, sep: str | None = None) -> Recipe:
-    """The recipe that imports the file of a checked ``study`` again to the same study."""
+def recipe_of(study: Study, sep: str | None = None, encoding: str | None = None) -> Recipe:
+    """The recipe that imports the file of a checked ``study`` again to the same study
+    (``sep``, ``encoding``: as the file was read, ``None`` when detected)."""
     cols: ColumnMap = study.extras["columns"]
     attrs = tuple(study.extras["attribute_table"])
-    return Recipe(cols, attrs, sep)
+    return Recipe(cols, attrs, sep, encoding)
 
 
 def parse_recipe(content: bytes, name: str) -> Recipe:
@@ -97,6 +102,9 @@ def parse_recipe(content: bytes, name: str) -> Recipe:
     sep = d.get("sep")
     if sep is not None and not isinstance(sep, str):
         raise DataValidationError(f"{name}: field 'sep': a text such as ',' or '\\t'")
+    encoding = d.get("encoding")
+    if encoding is not None and not isinstance(encoding, str):
+        raise DataValidationError(f"{name}: field 'encoding': a text such as 'cp1252' or null")
     raw = d.get("columns") or {}
     if not isinstance(raw, dict):
         raise DataValidationError(f"{name}: field 'columns': a JSON object of column choices")
@@ -125,7 +133,7 @@ def parse_recipe(content: bytes, name: str) -> Recipe:
                     f"{name}: field 'attributes', entry {k + 1}: {exc}"
                 ) from None
         attrs = tuple(out)
-    return Recipe(cols, attrs, sep)
+    return Recipe(cols, attrs, sep, encoding)
 
 
 def read_recipe(path: str | Path) -> Recipe:

@@ -423,7 +423,9 @@ def save_study(
     try:
         (staging / "choices.csv").write_bytes(text)
         write_attribute_table(list(study.extras["attribute_table"]), staging / "attributes.json")
-        (staging / RECIPE_FILE).write_text(recipe_of(study, sep).to_json(), encoding="utf-8")
+        (staging / RECIPE_FILE).write_text(
+            recipe_of(study, sep, encoding).to_json(), encoding="utf-8"
+        )
         if respondents is not None:
             (staging / "respondents.csv").write_bytes(respondents[0])
         (staging / "study.json").write_text(json.dumps(asdict(meta), indent=2), encoding="utf-8")

@@ -109,3 +109,34 @@ def test_encoding_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixt
     assert cli.main(["import-study", str(path), "--title", "L", "--encoding", "latin-1"]) == 0
     study = us.load_user_study(capsys.readouterr().out.strip().splitlines()[-1])
     assert "schnüll" in study.schema["speed"].levels
+
+
+def test_a_recipe_keeps_the_encoding_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cp1252 file whose bytes are valid UTF-8 too ("Fuß" and a non-breaking space:
+    DF A0) is read wrongly by the detection; ``--encoding cp1252`` reads it, the recipe
+    written (and the saved study's) says so, and ``--recipe`` alone replays it."""
+    import json
+
+    walk = "Fuß\xa0Tempo"
+    frame = european()
+    frame["speed"] = frame["speed"].map({"lént": walk, "mittel": "mittel", "schnüll": "x"})
+    path = tmp_path / "walk.csv"
+    path.write_bytes(frame.to_csv(index=False).encode("cp1252"))
+    recipe = tmp_path / "walk.recipe.json"
+
+    def levels(*flags: str) -> tuple[str, ...]:
+        assert cli.main(["import-study", str(path), "--title", "W", *flags]) == 0
+        study = us.load_user_study(capsys.readouterr().out.strip().splitlines()[-1])
+        return study.schema.features[study.schema.names.index("speed")].levels
+
+    assert walk not in levels()  # detected as UTF-8
+    given = levels("--encoding", "cp1252", "--write-recipe", str(recipe))
+    assert walk in given
+    assert json.loads(recipe.read_text())["encoding"] == "cp1252"
+    assert levels("--recipe", str(recipe)) == given
+    bad = tmp_path / "bad.recipe.json"
+    bad.write_text('{"recipe": 1, "encoding": 1252}')
+    assert cli.main(["import-study", str(path), "--title", "W", "--recipe", str(bad)]) == 2
+    assert "field 'encoding': a text such as 'cp1252'" in capsys.readouterr().err
