@@ -29,8 +29,9 @@ from data_loaders import user_studies as us
 
 __all__ = ["inspect_upload", "load_study", "read_columns", "save_upload"]
 
-#: The last table read in this process: ``(digest, name, sep) -> (frame, problems, how)``.
-_LAST: dict[tuple[str, str, str | None], tuple[Any, list[us.Problem], str]] = {}
+#: The last table read in this process: ``(digest, name, sep, encoding) -> (frame,
+#: problems, how)``.
+_LAST: dict[tuple[str, str, str | None, str | None], tuple[Any, list[us.Problem], str]] = {}
 _LOCK = threading.Lock()
 #: Seconds a worker keeps the last table after its last use.
 KEEP_S = 120.0
@@ -71,13 +72,15 @@ def digest(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-def _table(content: bytes, name: str, sep: str | None) -> tuple[Any, list[us.Problem], str]:
-    key = (digest(content), name, sep)
+def _table(
+    content: bytes, name: str, sep: str | None, encoding: str | None = None
+) -> tuple[Any, list[us.Problem], str]:
+    key = (digest(content), name, sep, encoding)
     with _LOCK:
         value = _LAST.get(key)
     if value is None:
         release()  # one table at a time: the memory of the one being read
-        table, problems = us.read_upload_table(content, name, sep)
+        table, problems = us.read_upload_table(content, name, sep, encoding)
         value = (None, problems, "") if table is None else (table.frame, problems, table.describe())
         with _LOCK:
             _LAST.clear()
@@ -90,11 +93,13 @@ def read_columns(
     content: bytes,
     name: str,
     sep: str | None = None,
+    encoding: str | None = None,
     progress: Callable[[float, str], None] | None = None,
 ) -> tuple[list[str] | None, list[us.Problem], str]:
     """The upload's column names (``None`` when it cannot be read), its problems and how
-    it was read (:meth:`data_loaders.readers.Table.describe`)."""
-    frame, problems, how = _table(content, name, sep)
+    it was read (:meth:`data_loaders.readers.Table.describe`); ``sep`` and ``encoding``
+    as ``import-study --sep --encoding`` (``None``: detected)."""
+    frame, problems, how = _table(content, name, sep, encoding)
     return (None if frame is None else [str(c) for c in frame.columns]), problems, how
 
 
@@ -103,11 +108,12 @@ def inspect_upload(
     name: str,
     columns: str,
     sep: str | None = None,
+    encoding: str | None = None,
     progress: Callable[[float, str], None] | None = None,
 ) -> us.Inspection:
     """:func:`data_loaders.user_studies.inspect_upload` of the upload and a column map
     (JSON)."""
-    frame, problems, _ = _table(content, name, sep)
+    frame, problems, _ = _table(content, name, sep, encoding)
     if frame is None:
         return us.Inspection(None, problems=problems)
     return us.inspect_upload(frame, name, us.ColumnMap.from_json(columns))

@@ -49,6 +49,11 @@ SEPARATORS: dict[str, str | None] = {
     "pipe |": "|",
     "spaces": r"\s+",
 }
+#: The form's text encodings: label -> encoding (``None``: detected), as ``--encoding``.
+TEXT_ENCODINGS: dict[str, str | None] = {
+    "detect": None,
+    **{e: e for e in readers.ENCODINGS},
+}
 #: Widgets whose choices depend on the uploaded file (reset when another file comes).
 _FILE_KEYS = (
     "add_format",
@@ -125,20 +130,26 @@ def _show_problems(problems: list[us.Problem]) -> None:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _read(
-    content: bytes, name: str, sep: str | None = None
+    content: bytes, name: str, sep: str | None = None, encoding: str | None = None
 ) -> tuple[list[str] | None, list[us.Problem], str]:
     """The upload's column names (``None``: it cannot be read, after the limits), its
     problems and how it was read (:meth:`data_loaders.readers.Table.describe`), once per
-    file and separator; the table is read in a budgeted worker, never here
+    file, separator and encoding; the table is read in a budgeted worker, never here
     (:func:`dashboard._services.upload_columns`)."""
-    return svc.upload_columns(content, name, sep)
+    return svc.upload_columns(content, name, sep, encoding)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _inspect(content: bytes, name: str, columns: str, sep: str | None = None) -> us.Inspection:
+def _inspect(
+    content: bytes,
+    name: str,
+    columns: str,
+    sep: str | None = None,
+    encoding: str | None = None,
+) -> us.Inspection:
     """:func:`data_loaders.user_studies.inspect_upload` of an upload and a column map
     (JSON), once per pair (reruns redraw the form without inferring again), in a worker."""
-    return svc.inspect_upload(content, name, columns, sep)
+    return svc.inspect_upload(content, name, columns, sep, encoding)
 
 
 def _pick(col: object, label: str, options: list[str], default: str, key: str, **kw) -> str:
@@ -153,17 +164,19 @@ def _pick(col: object, label: str, options: list[str], default: str, key: str, *
     return "" if value == NONE else str(value)
 
 
-def _defaults(content: bytes, name: str, fmt: str | None, sep: str | None) -> us.ColumnMap:
+def _defaults(
+    content: bytes, name: str, fmt: str | None, sep: str | None, encoding: str | None = None
+) -> us.ColumnMap:
     """The column map inferred for a layout (``None``: the layout too); falls back to the
     command line's defaults where inference fails."""
     auto = us.ColumnMap(format=fmt or "auto").to_json()  # type: ignore[arg-type]
-    ins = _inspect(content, name, auto, sep)
+    ins = _inspect(content, name, auto, sep, encoding)
     if ins.columns is not None:
         return ins.columns
     return us.ColumnMap(format=fmt or "long")  # type: ignore[arg-type]
 
 
-def _new_file(token: tuple[str, int, int, str | None]) -> None:
+def _new_file(token: tuple[str, int, int, str | None, str | None]) -> None:
     if st.session_state.get(_FILE_TOKEN) != token:
         for k in list(st.session_state):
             if k in _FILE_KEYS or str(k).startswith(_KEEP):
@@ -267,7 +280,8 @@ def add_study_form() -> None:
         except DataValidationError as exc:
             st.error(ui.err(str(exc)))
             return
-    sep_label = st.selectbox(
+    s1, s2 = st.columns(2)
+    sep_label = s1.selectbox(
         "Separator",
         list(SEPARATORS),
         key="add_sep",
@@ -275,21 +289,33 @@ def add_study_form() -> None:
         "its first lines, or named here (as --sep on the command line). Parquet and "
         "Excel files have none.",
     )
+    enc_label = s2.selectbox(
+        "Text encoding",
+        list(TEXT_ENCODINGS),
+        key="add_encoding",
+        help="Of a text file: detected (UTF-8; UTF-16 with its byte-order mark; else "
+        "Windows' cp1252, else latin-1), or named here (as --encoding on the command "
+        "line) when the detection reads some letters wrongly. Parquet and Excel files "
+        "have none.",
+    )
     sep = SEPARATORS.get(str(sep_label))
     if sep is None and recipe is not None:
         sep = recipe.sep  # the recipe's separator unless another one is named here
-    have_or_none, problems, how = _read(content, name, sep)
+    encoding = TEXT_ENCODINGS.get(str(enc_label))
+    if encoding is None and recipe is not None:
+        encoding = recipe.encoding  # the recipe's encoding unless another one is named here
+    have_or_none, problems, how = _read(content, name, sep, encoding)
     if have_or_none is None:
         _show_problems(problems)
         return
-    _new_file((name, len(content), hash(content), sep))
+    _new_file((name, len(content), hash(content), sep, encoding))
     have = list(have_or_none)
-    st.caption(f"Read {ui.md(how)}; {ui.md(list_columns(have))}.")
+    st.caption(f"Read {ui.md(how)}; {ui.md(list_columns(have))}.{_utf8_note(how, encoding)}")
     if recipe is not None:
-        _replay(recipe, content, name, sep, users_up)
+        _replay(recipe, content, name, sep, users_up, encoding)
         return
 
-    auto = _defaults(content, name, None, sep)
+    auto = _defaults(content, name, None, sep, encoding)
     fmt = st.radio(
         "Layout",
         ["long", "wide"],
@@ -299,7 +325,7 @@ def add_study_form() -> None:
         help="Pre-set from the file: wide when a column names the alternatives and there "
         "is no profile column.",
     )
-    guess = auto if auto.format == fmt else _defaults(content, name, fmt, sep)
+    guess = auto if auto.format == fmt else _defaults(content, name, fmt, sep, encoding)
     m = st.columns(4)
     respondent = _pick(
         m[0], "Respondent column", have, guess.respondent, "add_col_resp",
@@ -370,7 +396,7 @@ def add_study_form() -> None:
         alternative_attribute=bool(alt_attr),
         **extra,  # type: ignore[arg-type]
     )
-    ins = _inspect(content, name, columns.to_json(), sep)
+    ins = _inspect(content, name, columns.to_json(), sep, encoding)
     if ins.columns is None:
         _show_problems(ins.problems)
         return
@@ -460,6 +486,7 @@ def add_study_form() -> None:
         ),
         tuple(edited_attrs),
         sep,
+        encoding,
     )
     st.download_button(
         "Download the recipe (JSON)",
@@ -477,17 +504,32 @@ def add_study_form() -> None:
         if problems:
             _show_problems(problems)
             return
-        _import(title, content, name, attributes, columns, users_up, sep)
+        _import(title, content, name, attributes, columns, users_up, sep, encoding)
 
 
-def _replay(recipe: Recipe, content: bytes, name: str, sep: str | None, users_up: object) -> None:
+def _utf8_note(how: str, encoding: str | None) -> str:
+    """For a text read as UTF-8 by the detection, a sentence saying so (how the reader
+    describes a file names only another encoding, or one given); else ``""``."""
+    if encoding is None and "-separated text" in how and "encoding " not in how:
+        return " Text encoding: UTF-8 (detected; the Text encoding choice names another)."
+    return ""
+
+
+def _replay(
+    recipe: Recipe,
+    content: bytes,
+    name: str,
+    sep: str | None,
+    users_up: object,
+    encoding: str | None = None,
+) -> None:
     """Import an upload exactly with a recipe's choices (``import-study --recipe``): its
     preview, then the title and the import; no column choices to make."""
     st.info(
         "Replaying the recipe: its layout, columns, attributes and roles replace the "
         "choices of this form (remove the recipe to make them here)."
     )
-    ins = _inspect(content, name, recipe.columns.to_json(), sep)
+    ins = _inspect(content, name, recipe.columns.to_json(), sep, encoding)
     if ins.columns is None:
         _show_problems(ins.problems)
         return
@@ -495,7 +537,7 @@ def _replay(recipe: Recipe, content: bytes, name: str, sep: str | None, users_up
     title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
     if st.button("Import study", type="primary", key="add_import"):
         attributes = list(recipe.attributes) if recipe.attributes is not None else None
-        _import(title, content, name, attributes, recipe.columns, users_up, sep)
+        _import(title, content, name, attributes, recipe.columns, users_up, sep, encoding)
 
 
 def _import(
@@ -506,6 +548,7 @@ def _import(
     columns: us.ColumnMap,
     users_up: Any,
     sep: str | None,
+    encoding: str | None = None,
 ) -> None:
     """Check and save the upload (``attributes`` ``None``: inferred); its problems, or
     the new study selected on the next run."""
@@ -523,6 +566,7 @@ def _import(
             columns,
             users,
             sep=sep,
+            encoding=encoding,
         )
     if problems:
         _show_problems(problems)

@@ -516,10 +516,11 @@ def _job_problem(file: str, exc: Exception) -> user_studies.Problem:
 
 
 def upload_columns(
-    content: bytes, file: str, sep: str | None = None
+    content: bytes, file: str, sep: str | None = None, encoding: str | None = None
 ) -> tuple[list[str] | None, list[user_studies.Problem], str]:
     """An upload's column names (``None``: it cannot be read), its problems and how it
-    was read, from a budgeted worker (:mod:`dashboard._import_jobs`)."""
+    was read, from a budgeted worker (:mod:`dashboard._import_jobs`; ``sep`` and
+    ``encoding``: a text file's, ``None`` detects them)."""
     try:
         return _in_worker(
             "upload-read",
@@ -528,14 +529,19 @@ def upload_columns(
             content,
             file,
             sep,
-            key=(_import_jobs.digest(content), file, sep),
+            encoding=encoding,
+            key=(_import_jobs.digest(content), file, sep, encoding),
         )
     except Exception as exc:
         return None, [_job_problem(file, exc)], ""
 
 
 def inspect_upload(
-    content: bytes, file: str, columns: str, sep: str | None = None
+    content: bytes,
+    file: str,
+    columns: str,
+    sep: str | None = None,
+    encoding: str | None = None,
 ) -> user_studies.Inspection:
     """What the form shows for an upload and a column map (JSON), from a budgeted worker
     (:func:`data_loaders.user_studies.inspect_upload`)."""
@@ -548,7 +554,8 @@ def inspect_upload(
             file,
             columns,
             sep,
-            key=(_import_jobs.digest(content), file, columns, sep),
+            encoding=encoding,
+            key=(_import_jobs.digest(content), file, columns, sep, encoding),
         )
     except Exception as exc:
         return user_studies.Inspection(None, problems=[_job_problem(file, exc)])
@@ -562,11 +569,13 @@ def import_study(
     columns: user_studies.ColumnMap,
     respondents: tuple[bytes, str] | None = None,
     sep: str | None = None,
+    encoding: str | None = None,
 ) -> tuple[user_studies.UserStudy | None, list[user_studies.Problem]]:
     """Check and save an uploaded study as this visitor's (nothing is saved when there is
     a problem; on a shared server the visitor's limits come first); the study lists
     refresh at once. ``content`` is the file in any accepted format
-    (:mod:`data_loaders.readers`; ``sep``: a text file's separator, ``None`` detects it).
+    (:mod:`data_loaders.readers`; ``sep``, ``encoding``: a text file's separator and
+    encoding, ``None`` detects them).
     The check and the save run in a budgeted worker (:mod:`dashboard._import_jobs`)."""
     try:
         meta, problems = _in_worker(
@@ -583,6 +592,7 @@ def import_study(
             owner=visitor(),
             limit_owner=shared_server(),
             sep=sep,
+            encoding=encoding,
             address=client_address() if shared_server() else "",
         )
     except Exception as exc:
