@@ -299,8 +299,6 @@ class PooledLogit:
     folds of whole respondents (the target is new respondents) and the grid :data:`ALPHAS`.
     """
 
-    name = "logit-pooled"
-
     def __init__(self, alpha: float | Literal["cv"] = "cv", *, n_folds: int = 5, seed: int = 0):
         self.alpha = alpha
         self.n_folds = n_folds
@@ -311,7 +309,7 @@ class PooledLogit:
 
         The fit is a function of ``arr``, the respondents, the strength, the folds and the
         seed only, so it is kept on ``arr`` and reused: the segment models fit the same
-        pooled logit as the ``logit-pooled`` variant of the same cohort."""
+        pooled logit as the ``logit-pooled-update`` arm of the same cohort."""
         users = np.asarray(users, dtype=np.int64)
         memo = arr.__dict__.setdefault("_pooled_fits", {})
         key = (self.alpha, self.n_folds, self.seed, users.tobytes())
@@ -352,8 +350,6 @@ class CovariateLogit:
     alpha_main
         Prior strength of the main effects (weak: an econometrician leaves them free).
     """
-
-    name = "logit-interaction"
 
     def __init__(
         self,
@@ -627,8 +623,6 @@ class SegmentLogitHierarchy:
     shrinkage_ : float
     """
 
-    name = "hierarchy-mob"
-
     def __init__(
         self,
         *,
@@ -884,11 +878,6 @@ class PersonalLogit:
         self.n_folds = n_folds
         self.test_tasks = test_tasks
         self.seed = seed
-
-    @property
-    def name(self) -> str:
-        """Variant name of the centre model."""
-        return str(self.centre.name)
 
     def fit(
         self, arr: CohortArrays, users: np.ndarray, study: Study | None = None
