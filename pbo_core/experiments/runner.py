@@ -28,6 +28,43 @@ from joblib import Parallel, delayed, parallel_config
 
 Cell = Mapping[str, Any]
 
+#: Finished cells' frames are concatenated in runs of this many (in cell order) while the
+#: grid goes on: a small frame costs about 12 kB of pandas objects, its rows in one
+#: table a few hundred bytes, so a grid of 100,000+ cells (the hierarchy at 20,000
+#: respondents) does not hold each cell's frame until the end.
+CHUNK_CELLS = 2048
+
+
+class _Rows:
+    """The grid's frames in cell order, concatenated in runs of :data:`CHUNK_CELLS` as
+    soon as a run of consecutive cells is finished; :meth:`frame` is
+    ``pd.concat(non-empty frames, ignore_index=True)``."""
+
+    def __init__(self, n: int) -> None:
+        self.frames: list[pd.DataFrame | None] = [None] * n
+        self.chunks: list[pd.DataFrame] = []
+        self.start = 0  # cells before it are in ``chunks``
+        self.ready = 0  # cells before it are all finished
+
+    def put(self, i: int, df: pd.DataFrame) -> None:
+        self.frames[i] = df
+        n = len(self.frames)
+        while self.ready < n and self.frames[self.ready] is not None:
+            self.ready += 1
+        if self.ready - self.start >= CHUNK_CELLS:
+            self._fold(self.ready)
+
+    def _fold(self, end: int) -> None:
+        parts = [f for f in self.frames[self.start : end] if f is not None and len(f)]
+        if parts:
+            self.chunks.append(pd.concat(parts, ignore_index=True))
+        self.frames[self.start : end] = [None] * (end - self.start)
+        self.start = end
+
+    def frame(self) -> pd.DataFrame:
+        parts = self.chunks + [f for f in self.frames[self.start :] if f is not None and len(f)]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
 
 def cell_key(cell: Cell) -> str:
     """Stable short hash of a cell (its JSON with sorted keys)."""
@@ -144,12 +181,12 @@ def run_grid(
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    frames: list[pd.DataFrame | None] = [None] * len(cells)
+    rows = _Rows(len(cells))
     todo: list[int] = []
     for i, cell in enumerate(cells):
         path = cell_path(out, cell) if out is not None else None
         if path is not None and path.exists() and not fresh:
-            frames[i] = pd.read_parquet(path)
+            rows.put(i, pd.read_parquet(path))
         else:
             todo.append(i)
     total = len(cells)
@@ -171,14 +208,13 @@ def run_grid(
                 if isinstance(df, str):
                     failures.append((cells[i], df))
                 else:
-                    frames[i] = df
+                    rows.put(i, df)
                 done += 1
                 if progress is not None:
                     progress(done, total)
         if failures:
             raise GridError(failures)
-    parts = [f for f in frames if f is not None and len(f)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return rows.frame()
 
 
 def progress_printer(quiet: bool, unit: str = "cells") -> Callable[[int, int], None]:

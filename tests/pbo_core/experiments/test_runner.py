@@ -75,3 +75,35 @@ def test_a_failing_cell_does_not_lose_the_others(tmp_path) -> None:
         4,
         9,
     ]
+
+
+def uneven(cell) -> pd.DataFrame:
+    """Frames that differ: no rows, a column only some cells have (ints), text, two rows."""
+    x = cell["x"]
+    if x % 5 == 0:
+        return pd.DataFrame({"x": pd.Series([], dtype="int64")})
+    df = pd.DataFrame({"x": [x] * (1 + x % 2), "name": [f"c{x}"] * (1 + x % 2)})
+    if x % 3 == 0:
+        df["extra"] = x
+    return df
+
+
+def test_rows_folded_in_runs_are_the_plain_concatenation(tmp_path, monkeypatch) -> None:
+    """The grid's frames concatenated in runs of CHUNK_CELLS as the grid goes (memory)
+    give exactly the concatenation of every cell's frame, also resumed from files."""
+    from pbo_core.experiments import runner
+
+    cells = [{"x": i} for i in range(23)]
+    expected = pd.concat([f for f in (uneven(c) for c in cells) if len(f)], ignore_index=True)
+    for chunk in (1, 4, 7, 1000):
+        monkeypatch.setattr(runner, "CHUNK_CELLS", chunk)
+        got = run_grid(cells, uneven)
+        pd.testing.assert_frame_equal(got, expected)
+    monkeypatch.setattr(runner, "CHUNK_CELLS", 4)
+    run_grid(cells[::2], uneven, out_dir=tmp_path)  # half the cells stored
+    resumed = run_grid(cells, uneven, out_dir=tmp_path)  # read back in between
+    pd.testing.assert_frame_equal(resumed, expected, check_dtype=False)
+    rows = runner._Rows(10)
+    for i in range(4):
+        rows.put(i, uneven({"x": i + 1}))
+    assert rows.start == 4 and rows.frames[:4] == [None] * 4  # folded: frames released
