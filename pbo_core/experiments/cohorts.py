@@ -475,14 +475,14 @@ def cohort_cell_grid(
 
 #: Cost model of the cohort grid, seconds of CPU on the 2-core machine the scaling
 #: figures of docs/hierarchy.md were measured on (``tests/benchmarks/hierarchy_scale.py``,
-#: fitted to its 1,000 to 20,000-respondent runs, within 20 % of each): per model fit of a
+#: fitted to its 1,000 to 20,000-respondent runs, within 3 % of each): per model fit of a
 #: cell (one per number of own tasks answered), a fixed cost and a cost per comparison of
 #: the earlier respondents (each cohort's models are fitted on them, and a warm start whose
 #: answers change a split of the group's tree regrows that subtree):
 #: ``t = sum_cells q (a + b n_prev m)`` (Eq. 1), ``q`` fits per cell, ``n_prev`` the cell's
 #: earlier respondents, ``m`` comparisons per respondent. (A third term per comparison
 #: cross-validated, :func:`cv_respondents`, was fitted at zero: it is part of ``a``.)
-CELL_CPU_S, CELL_PAIR_CPU_S = 5.3e-4, 3.2e-9
+CELL_CPU_S, CELL_PAIR_CPU_S = 4.0e-4, 3.8e-9
 
 
 def estimate_grid_seconds(
