@@ -861,10 +861,75 @@ def _nested(frame: pd.DataFrame, fine: str, coarse: str) -> bool:
     return bool(frame.groupby(fine, sort=False)[coarse].nunique().max() <= 1)
 
 
+def _indicator_sets(
+    frame: pd.DataFrame, have: Sequence[str], stem: str | None
+) -> list[tuple[str, _Group, list[str]]]:
+    """0/1 columns, one per alternative of a wide file, with exactly one 1 on every row
+    (``BestAlternative_1``, ``BestAlternative_2``, ...: Biogeme's and Apollo's way of giving
+    the choice): ``(stem, group, columns)`` for each such stem (only ``stem`` when given)."""
+    found: list[tuple[str, _Group, list[str]]] = []
+    seen: set[tuple[str, ...]] = set()
+    for pos in ("suffix", "prefix"):
+        for g in _suffix_groups(have, pos):
+            for s in g.stems:
+                if stem is not None and s != stem:
+                    continue
+                cs = [g.column(s, a) for a in g.alts]
+                if tuple(cs) in seen or len(g.stems) < 2:
+                    continue
+                seen.add(tuple(cs))
+                block = frame[cs].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+                if len(block) and np.isin(block, (0.0, 1.0)).all() and (block.sum(1) == 1).all():
+                    found.append((s, g, cs))
+    return found
+
+
+def choice_from_indicators(
+    frame: pd.DataFrame, columns: ColumnMap, name: str = "the file"
+) -> tuple[ColumnMap, list[str]]:
+    """A wide file whose choice is given as 0/1 columns, one per alternative, with one 1 on
+    every row (:func:`_indicator_sets`): replaces them in ``frame`` (in place) by one column
+    named after their stem holding the chosen alternative, and names it as the chosen
+    column. Applies when the chosen column is not in the file (``--chosen-col`` names the
+    stem, or none is given and no column is called ``choice``) and the layout may be wide;
+    otherwise ``columns`` and no note. Two such stems with no ``--chosen-col``: an error."""
+    have = [str(c) for c in frame.columns]
+    if (
+        columns.format == "long"
+        or columns.rank
+        or (columns.profile and columns.profile in have)
+        or (columns.chosen and columns.chosen in have)
+        or (not columns.chosen and any(c.lower() == "choice" for c in have))
+    ):
+        return columns, []
+    sets = _indicator_sets(frame, have, columns.chosen or None)
+    if not sets:
+        return columns, []
+    if len(sets) > 1:
+        raise WideLayoutError(
+            f"{name}: several sets of 0/1 columns could give the chosen alternative "
+            f"({', '.join(s for s, _, _ in sets)}); say which (--chosen-col)"
+        )
+    stem, g, cs = sets[0]
+    block = frame[cs].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    chosen = np.asarray(g.alts, dtype=object)[block.argmax(axis=1)]
+    at = frame.columns.get_loc(cs[0])
+    frame.drop(columns=cs, inplace=True)
+    frame.insert(at, stem, chosen)
+    note = (
+        f"chosen alternative: from the 0/1 columns {', '.join(cs)} (one 1 per row), "
+        f"read as column {stem!r} naming the alternative"
+    )
+    return replace(columns, chosen=stem), [note]
+
+
 def resolve_columns(
     frame: pd.DataFrame, columns: ColumnMap, name: str = "the file"
 ) -> tuple[ColumnMap, list[str]]:
     """The column map with every unset part inferred, and one note per inference.
+
+    A wide file's choice given as 0/1 columns, one per alternative, becomes one chosen
+    column in ``frame`` first (:func:`choice_from_indicators`).
 
     Raises
     ------
@@ -873,9 +938,8 @@ def resolve_columns(
         values naming no alternative...) or a file whose layout cannot be told; the
         message names the file and lists its columns.
     """
+    cols, notes = choice_from_indicators(frame, columns, name)
     have = [str(c) for c in frame.columns]
-    notes: list[str] = []
-    cols = columns
     resp, task = cols.respondent, cols.task
     find_resp = False  # the default column is absent: look for it under another name
     if resp and resp not in have:
