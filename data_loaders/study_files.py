@@ -53,6 +53,7 @@ from data_loaders.layout import (
     resolve_columns,
 )
 from data_loaders.prepare import (
+    MISSING_ATTRIBUTE,
     drop_long_tasks,
     dropped_note,
     group_levels,
@@ -320,8 +321,15 @@ def _build(
             base = int(cols.choice_coding)
             numbered = {str(k + base): a for k, a in enumerate(cols.alternatives)}
         if not len(f):
+            hint = ""
+            if any(MISSING_ATTRIBUTE in n for n in dropped_notes):
+                codes = ", ".join(str(c) for c in cols.missing or ())
+                hint = (
+                    f"; if {codes or 'those codes'} are values here, not missing answers, "
+                    "give the codes that are (--missing, '' for none)"
+                )
             raise DataValidationError(
-                f"{name}: no choice situation is left ({'; '.join(dropped_notes)})"
+                f"{name}: no choice situation is left ({'; '.join(dropped_notes)}){hint}"
             )
         if cols.task:  # task numbers of a respondent's rows, before any row was dropped
             task_of = None

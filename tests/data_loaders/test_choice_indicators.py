@@ -100,3 +100,21 @@ def test_the_recipe_replays_a_one_hot_import(capsys, home: Path, tmp_path: Path)
     recipe = home / "studies" / key / us.RECIPE_FILE
     assert cli.main(["import-study", str(f), "--title", "Again", "--recipe", str(recipe)]) == 0
     same_study(study, us.load_user_study(capsys.readouterr().out.strip().splitlines()[-1]))
+
+
+def test_codes_that_empty_the_study_point_at_missing(tmp_path: Path) -> None:
+    """-1 on every row of one alternative (Biogeme's airline: no second flight) declared a
+    missing-value code drops every choice situation: the error says so and names
+    --missing."""
+    df, _ = flights()
+    df["SecondFlight_1"] = -1  # a direct flight
+    df["SecondFlight_2"] = np.arange(len(df)) % 5
+    df["SecondFlight_3"] = np.arange(len(df)) % 7
+    f = tmp_path / "airline.dat"
+    df.to_csv(f, sep="\t", index=False)
+    with pytest.raises(
+        DataValidationError, match=r"no choice situation is left .*if -1 are values .*--missing"
+    ):
+        load_choice_file(f, None, ColumnMap("auto", missing=("-1",)))
+    kept = load_choice_file(f, None, ColumnMap("auto", missing=()))
+    assert kept.counts()["comparisons"] == 2 * len(df)
