@@ -116,7 +116,9 @@ def inspect_upload(
     frame, problems, _ = _table(content, name, sep, encoding)
     if frame is None:
         return us.Inspection(None, problems=problems)
-    return us.inspect_upload(frame, name, us.ColumnMap.from_json(columns))
+    # a shallow copy: the inspection may rewrite the table's columns (a choice given as
+    # 0/1 columns, data_loaders.layout.choice_from_indicators), the kept table stays as read
+    return us.inspect_upload(frame.copy(deep=False), name, us.ColumnMap.from_json(columns))
 
 
 def save_upload(

@@ -929,7 +929,8 @@ def resolve_columns(
     """The column map with every unset part inferred, and one note per inference.
 
     A wide file's choice given as 0/1 columns, one per alternative, becomes one chosen
-    column in ``frame`` first (:func:`choice_from_indicators`).
+    column in ``frame`` first, in place (:func:`choice_from_indicators`; pass a shallow copy
+    to keep a table as read).
 
     Raises
     ------

@@ -71,3 +71,29 @@ def test_the_separator_choice_overrides_the_detection(app) -> None:
     at.selectbox(key="add_sep").select("tab").run()
     no_exception(at)
     assert "wide.dat: tab-separated text;" in captions(at)
+
+
+def test_a_one_hot_choice_upload_imports_as_the_command_line_does(app, capsys) -> None:
+    """The choice as one 0/1 column per alternative (Biogeme's airline example): the form
+    says how it read the choice and imports the command's study."""
+    from tests.data_loaders.test_choice_indicators import flights
+
+    df, _ = flights()
+    blob = df.to_csv(sep="\t", index=False).encode()
+    at = app("case_studies")
+    at.file_uploader(key="add_choices").upload("airline.dat", blob, "text/plain").run()
+    no_exception(at)
+    assert not at.error, [shown(e.value) for e in at.error]
+    text = " ".join(shown(m.value) for m in [*at.caption, *at.markdown, *at.info])
+    assert "from the 0/1 columns BestAlternative_1" in " ".join(text.split()), text
+    at.text_input(key="add_title::airline.dat").input("Flights, form").run()
+    at.button(key="add_import").click().run()
+    no_exception(at)
+    key = at.session_state["sel_study"]
+    copy = Path.cwd() / "airline.dat"  # the test's only data root
+    copy.write_bytes(blob)
+    assert cli.main(["import-study", str(copy), "--title", "Flights, command"]) == 0
+    by_cli = capsys.readouterr().out.strip().splitlines()[-1]
+    form, command = us.load_user_study(key), us.load_user_study(by_cli)
+    np.testing.assert_array_equal(form.data.pairs, command.data.pairs)
+    np.testing.assert_array_equal(form.data.X, command.data.X)
