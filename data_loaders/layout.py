@@ -928,9 +928,11 @@ def resolve_columns(
 ) -> tuple[ColumnMap, list[str]]:
     """The column map with every unset part inferred, and one note per inference.
 
-    A wide file's choice given as 0/1 columns, one per alternative, becomes one chosen
-    column in ``frame`` first, in place (:func:`choice_from_indicators`; pass a shallow copy
-    to keep a table as read).
+    When the file's choice cannot be told otherwise (no chosen column, or ``--chosen-col``
+    names none of its columns), a wide file's choice given as 0/1 columns, one per
+    alternative, becomes one chosen column in ``frame``, in place
+    (:func:`choice_from_indicators`; pass a shallow copy to keep a table as read). So a
+    set of 0/1 attribute columns beside a column naming the choice stays attributes.
 
     Raises
     ------
@@ -939,8 +941,22 @@ def resolve_columns(
         values naming no alternative...) or a file whose layout cannot be told; the
         message names the file and lists its columns.
     """
-    cols, notes = choice_from_indicators(frame, columns, name)
+    try:
+        return _resolve_columns(frame, columns, name)
+    except DataValidationError:
+        cols, notes = choice_from_indicators(frame, columns, name)
+        if not notes:
+            raise
+    resolved, more = _resolve_columns(frame, cols, name)
+    return resolved, notes + more
+
+
+def _resolve_columns(
+    frame: pd.DataFrame, columns: ColumnMap, name: str
+) -> tuple[ColumnMap, list[str]]:
     have = [str(c) for c in frame.columns]
+    notes: list[str] = []
+    cols = columns
     resp, task = cols.respondent, cols.task
     find_resp = False  # the default column is absent: look for it under another name
     if resp and resp not in have:

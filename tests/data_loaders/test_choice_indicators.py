@@ -13,7 +13,7 @@ import pytest
 
 from data_loaders import cli
 from data_loaders import user_studies as us
-from data_loaders.layout import ColumnMap, resolve_columns
+from data_loaders.layout import ColumnMap, infer_attributes, resolve_columns
 from data_loaders.study_files import load_choice_file
 from pbo_core.data import DataValidationError
 from tests.data_loaders.test_layouts import same_study
@@ -118,3 +118,19 @@ def test_codes_that_empty_the_study_point_at_missing(tmp_path: Path) -> None:
         load_choice_file(f, None, ColumnMap("auto", missing=("-1",)))
     kept = load_choice_file(f, None, ColumnMap("auto", missing=()))
     assert kept.counts()["comparisons"] == 2 * len(df)
+
+
+def test_a_one_hot_attribute_beside_a_choice_column_stays_an_attribute() -> None:
+    """0/1 columns with one 1 per row that are an attribute (the cheapest itinerary) are
+    not taken for the choice when a column names it."""
+    df, chosen = flights()
+    df = df.drop(columns=[f"BestAlternative_{a}" for a in (1, 2, 3)])
+    cheapest = df[["Fare_1", "Fare_2", "Fare_3"]].to_numpy().argmin(axis=1)
+    for a in (1, 2, 3):
+        df[f"Cheapest_{a}"] = (cheapest == a - 1).astype(int)
+    df["depvar"] = chosen + 1  # a choice column not called choice (mlogit's Heating)
+    frame = df.copy()
+    cols, notes = resolve_columns(frame, AUTO, "airline.dat")
+    assert cols.chosen == "depvar" and list(frame.columns) == list(df.columns)
+    assert not any("0/1 columns" in n for n in notes)
+    assert "Cheapest" in [a.name for a in infer_attributes(frame, cols)]
