@@ -353,9 +353,14 @@ def add_study_form() -> None:
             "ranks give no comparison.",
         )  # fmt: skip
     else:
+        # a choice given as 0/1 columns per alternative is offered by their stem
+        stem = guess.chosen_column if guess.chosen_column not in ("", *have) else ""
         chosen = _pick(
-            m[2], "Chosen column", have, guess.chosen_column, "add_col_chosen::wide",
-            help="The column naming the chosen alternative (1, choice1, gc...).",
+            m[2], "Chosen column", [*have, *([stem] if stem else [])], guess.chosen_column,
+            "add_col_chosen::wide",
+            help="The column naming the chosen alternative (1, choice1, gc...), or the stem "
+            "of 0/1 columns, one per alternative, with one 1 per row (BestAlternative for "
+            "BestAlternative_1, BestAlternative_2, ...).",
         )  # fmt: skip
         alts = m[3].text_input(
             "Alternatives (wide)",

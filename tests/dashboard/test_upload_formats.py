@@ -86,6 +86,7 @@ def test_a_one_hot_choice_upload_imports_as_the_command_line_does(app, capsys) -
     assert not at.error, [shown(e.value) for e in at.error]
     text = " ".join(shown(m.value) for m in [*at.caption, *at.markdown, *at.info])
     assert "from the 0/1 columns BestAlternative_1" in " ".join(text.split()), text
+    assert at.selectbox(key="add_col_chosen::wide").value == "BestAlternative"
     at.text_input(key="add_title::airline.dat").input("Flights, form").run()
     at.button(key="add_import").click().run()
     no_exception(at)
