@@ -863,11 +863,12 @@ def _nested(frame: pd.DataFrame, fine: str, coarse: str) -> bool:
 
 def _indicator_sets(
     frame: pd.DataFrame, have: Sequence[str], stem: str | None
-) -> list[tuple[str, _Group, list[str]]]:
+) -> list[tuple[str, _Group, list[str], np.ndarray]]:
     """0/1 columns, one per alternative of a wide file, with exactly one 1 on every row
     (``BestAlternative_1``, ``BestAlternative_2``, ...: Biogeme's and Apollo's way of giving
-    the choice): ``(stem, group, columns)`` for each such stem (only ``stem`` when given)."""
-    found: list[tuple[str, _Group, list[str]]] = []
+    the choice): ``(stem, group, columns, their 0/1 values (rows, alternatives))`` for each
+    such stem (only ``stem`` when given)."""
+    found: list[tuple[str, _Group, list[str], np.ndarray]] = []
     seen: set[tuple[str, ...]] = set()
     for pos in ("suffix", "prefix"):
         for g in _suffix_groups(have, pos):
@@ -880,7 +881,7 @@ def _indicator_sets(
                 seen.add(tuple(cs))
                 block = frame[cs].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
                 if len(block) and np.isin(block, (0.0, 1.0)).all() and (block.sum(1) == 1).all():
-                    found.append((s, g, cs))
+                    found.append((s, g, cs, block))
     return found
 
 
@@ -908,10 +909,9 @@ def choice_from_indicators(
     if len(sets) > 1:
         raise WideLayoutError(
             f"{name}: several sets of 0/1 columns could give the chosen alternative "
-            f"({', '.join(s for s, _, _ in sets)}); say which (--chosen-col)"
+            f"({', '.join(s for s, _, _, _ in sets)}); say which (--chosen-col)"
         )
-    stem, g, cs = sets[0]
-    block = frame[cs].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    stem, g, cs, block = sets[0]
     chosen = np.asarray(g.alts, dtype=object)[block.argmax(axis=1)]
     at = frame.columns.get_loc(cs[0])
     frame.drop(columns=cs, inplace=True)
