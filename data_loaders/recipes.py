@@ -152,7 +152,9 @@ def preview_lines(study: Study) -> list[str]:
     attributes, availability, respondents, choice situations, respondent features, rows
     dropped by reason and the counts (``import-study --dry-run`` and the form's preview)."""
     cols: ColumnMap = study.extras["columns"]
-    attrs: list[Attribute] = list(study.extras["attribute_table"])
+    attrs: list[Attribute] = [
+        a for a in study.extras["attribute_table"] if a.name not in cols.drop_attributes
+    ]
     notes: list[str] = list(study.extras.get("import_notes", []))
     out = []
     if notes and ": " in notes[0] and "separat" in notes[0]:

@@ -258,7 +258,12 @@ def _build(
     Attributes the analyst left out (``cols.drop_attributes``) are not read. An exact
     linear relation among the attributes' differences is refused, naming the columns
     (:func:`pbo_core.collinearity.collinear_attributes`); attributes that never differ
-    within a comparison are dropped with a note; near relations become notes."""
+    within a comparison are dropped with a note; near relations become notes.
+
+    ``study.extras["attribute_table"]`` is the table as given, the left-out attributes
+    included, so that it and ``extras["columns"]`` (their names in ``drop_attributes``)
+    import the file again to the same study (the saved study, the recipe)."""
+    table = list(attrs)
     unknown = [n for n in cols.drop_attributes if n not in {a.name for a in attrs}]
     if unknown:
         raise DataValidationError(
@@ -404,7 +409,7 @@ def _build(
             "choice, so no model can estimate its effect)"
         )
         kept = replace(cols, drop_attributes=(*cols.drop_attributes, *constant))
-        return _build(frame, name, [*attrs, *()], kept, notes, meta)
+        return _build(frame, name, table, kept, notes, meta)
     for c in collinear_attributes(study.schema, study.data):
         if c.exact:
             last = c.attributes[-1]
@@ -415,7 +420,7 @@ def _build(
         notes.append(c.sentence())
     notes += [n for n in dropped_notes if n not in notes]
     extras = dict(study.extras)
-    extras.update(columns=cols, import_notes=notes, attribute_table=attrs)
+    extras.update(columns=cols, import_notes=notes, attribute_table=table)
     extras["dropped"] = dict(prep.dropped)
     extras["file_columns"] = [str(c) for c in frame.columns]
     if cols.weight:

@@ -505,9 +505,15 @@ def load_user_study(key: str) -> Study:
     if meta is None:
         raise KeyError(f"no imported study {key!r} in {studies_dir()}")
     columns = _as_imported(meta)
+    table = read_attribute_table(folder / "attributes.json")
+    # a study saved before its table kept the left-out attributes: those are gone already
+    names = {a.name for a in table}
+    columns = replace(
+        columns, drop_attributes=tuple(n for n in columns.drop_attributes if n in names)
+    )
     study = load_choice_file(  # canonical comma-separated text, whatever was uploaded
         folder / "choices.csv",
-        read_attribute_table(folder / "attributes.json"),
+        table,
         columns,
         StudyMeta(
             key=key,

@@ -238,3 +238,43 @@ def test_swissmetro_dat_imports_with_a_recipe_to_the_bundled_comparisons(
         "else 0); available when CAR_AV = 1"
     )
     assert car in preview_lines(mine)
+
+
+def test_a_study_imported_with_left_out_attributes_loads_and_replays(
+    capsys, home: Path, tmp_path: Path
+) -> None:
+    """--drop-attributes (an exactly collinear column) and a constant attribute: the saved
+    study loads on every page and command, its recipe replays it, and a study saved before
+    the table kept the left-out attributes loads too (it used to fail: "cannot leave out
+    'TripMins': not an attribute")."""
+    rng = np.random.default_rng(3)
+    n = 30
+    df = pd.DataFrame({"id": np.arange(1, n + 1)})
+    for a in (1, 2, 3):
+        df[f"Fare_{a}"] = rng.integers(90, 900, n)
+        df[f"TripHours_{a}"] = rng.integers(1, 9, n)
+        df[f"TripMins_{a}"] = df[f"TripHours_{a}"] * 60
+        df[f"Meal_{a}"] = 1  # never differs: left out with a note
+    df["choice"] = rng.integers(1, 4, n)
+    f = tmp_path / "flights.csv"
+    df.to_csv(f, index=False)
+    code, out, err = command(
+        capsys, "import-study", f, "--title", "F", "--drop-attributes", "TripMins"
+    )
+    assert code == 0, err
+    key = out.strip().splitlines()[-1]
+    study = us.load_user_study(key)
+    assert study.schema.names == ["Fare", "TripHours"]
+    folder = home / "studies" / key
+    saved = json.loads((folder / "attributes.json").read_text())
+    table = saved["attributes"]
+    assert {a["name"] for a in table} == {"Fare", "TripHours", "TripMins", "Meal"}
+    code, out, err = command(
+        capsys, "import-study", f, "--title", "F again", "--recipe", folder / us.RECIPE_FILE
+    )
+    assert code == 0, err
+    same_study(study, us.load_user_study(out.strip().splitlines()[-1]))
+    # as saved before: the table without the left-out attributes
+    saved["attributes"] = [a for a in table if a["name"] not in ("TripMins", "Meal")]
+    (folder / "attributes.json").write_text(json.dumps(saved))
+    same_study(study, us.load_user_study(key))
