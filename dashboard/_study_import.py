@@ -25,9 +25,13 @@ from dashboard import _ui as ui
 from dashboard._uploads import upload_name
 from data_loaders import limits, readers
 from data_loaders import user_studies as us
-from data_loaders.layout import default_money_attribute, list_columns, readable
+from data_loaders.layout import list_columns, readable
 from data_loaders.recipes import Recipe, parse_recipe
 from pbo_core.data import DataValidationError
+from pbo_core.units import money_candidate
+
+#: The form's "Alternative constants" choices, as ``--constants``.
+CONSTANTS: dict[str, bool | None] = {"auto": None, "yes": True, "no": False}
 
 __all__ = ["add_study_form", "apply_pending_choice", "own_studies_note", "remove_button"]
 
@@ -379,12 +383,17 @@ def add_study_form() -> None:
         "chosen column), comma-separated. Such tasks give no comparisons.",
     )
     _keep("add_opt_out", opt_out)
-    alt_attr = r[2].checkbox(
-        "Alternative as an attribute",
-        bool(_kept("add_alt_attr", False)),
+    choices = list(CONSTANTS)
+    kept_constants = str(_kept("add_alt_attr", "auto"))
+    alt_attr = r[2].selectbox(
+        "Alternative constants",
+        choices,
+        index=choices.index(kept_constants) if kept_constants in choices else 0,
         key="add_alt_attr",
-        help="Adds a categorical attribute 'alternative' whose levels are the alternatives "
-        "(alternative-specific constants), for labelled alternatives (brands, modes).",
+        help="Alternative-specific constants (a categorical attribute 'alternative' whose "
+        "levels are the alternatives, as --constants): auto adds them when the alternatives "
+        "carry names (brands, modes: labelled), not for numbered or lettered profiles of a "
+        "generic design; the preview says which.",
     )
     _keep("add_alt_attr", alt_attr)
     split = [a.strip() for a in alts.split(",") if a.strip()]
@@ -398,7 +407,7 @@ def add_study_form() -> None:
         tuple(split),
         rank=rank,
         opt_out=tuple(v.strip() for v in opt_out.split(",") if v.strip()),
-        alternative_attribute=bool(alt_attr),
+        alternative_attribute=CONSTANTS[str(alt_attr)],
         **extra,  # type: ignore[arg-type]
     )
     ins = _inspect(content, name, columns.to_json(), sep, encoding)
@@ -456,7 +465,7 @@ def add_study_form() -> None:
     )
     edited_attrs, _ = us.attributes_from_rows(edited)
     numeric = [a.name for a in edited_attrs if a.kind == "numeric"] or ins.numeric
-    default_money = default_money_attribute(edited_attrs) or ins.money
+    default_money = money_candidate(edited_attrs)[0] or ins.money
     money = _pick(
         st,
         "Money attribute",

@@ -27,7 +27,16 @@ def column_map(args: argparse.Namespace) -> ColumnMap:
         split_list(getattr(args, "alternatives", None)),
         rank=getattr(args, "rank_col", "") or "",
         opt_out=split_list(getattr(args, "opt_out", "")),
-        alternative_attribute=bool(getattr(args, "alternative_attribute", False)),
+        alternative_attribute=_constants(args),
+        reference=getattr(args, "reference", None) or None,
+        units=tuple(
+            (n.strip(), u.strip())
+            for n, _, u in (x.partition("=") for x in split_list(getattr(args, "units", "")))
+        ),
+        where=(getattr(args, "where", "") or "").strip(),
+        categorical=split_list(getattr(args, "categorical", "")),
+        numeric=split_list(getattr(args, "numeric", "")),
+        ignore=split_list(getattr(args, "ignore", "")),
         respondent_features=parse_features(getattr(args, "respondent_features", "")),
         money_attribute=getattr(args, "money_attribute", None),
         time_attribute=getattr(args, "time_attribute", None) or None,
@@ -45,6 +54,14 @@ def column_map(args: argparse.Namespace) -> ColumnMap:
             for n, _, r in (x.partition("=") for x in split_list(getattr(args, "levels", "")))
         ),
     )
+
+
+def _constants(args: argparse.Namespace) -> bool | None:
+    """``--constants`` (``auto``: ``None``, decided from the alternatives' names) or the
+    older ``--alternative-attribute`` (yes)."""
+    if getattr(args, "alternative_attribute", False):
+        return True
+    return {"yes": True, "no": False}.get(getattr(args, "constants", "auto") or "auto")
 
 
 def _optional_list(text: str | None) -> tuple[str, ...] | None:

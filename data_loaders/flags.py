@@ -70,10 +70,23 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         "column; wide: of the choice column); such tasks give no comparisons",
     )
     p.add_argument(
+        "--constants",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="alternative-specific constants (an attribute 'alternative' with the alternatives "
+        "as levels): auto (default) adds them when the alternatives carry names (brands, "
+        "modes: labelled), not for numbered or lettered profiles of a generic design; the "
+        "preview says which",
+    )
+    p.add_argument(
         "--alternative-attribute",
         action="store_true",
-        help="add a categorical attribute 'alternative' with the alternatives as levels "
-        "(alternative-specific constants)",
+        help="the same as --constants yes",
+    )
+    p.add_argument(
+        "--reference",
+        default=None,
+        help="the alternative whose constant is 0 (default: the first)",
     )
     p.add_argument(
         "--respondent-features",
@@ -92,6 +105,35 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         default="",
         help="attributes left out of the study, comma-separated (e.g. one of three exactly "
         "collinear ones: total time = in-vehicle + out-of-vehicle time)",
+    )
+    p.add_argument(
+        "--units",
+        default="",
+        help="the attributes' units, comma-separated NAME=UNIT (TT=min,CO=CHF); a unit is never "
+        "assumed: without one a trade-off is said per unit of the attribute, a time in min, "
+        "s or h is converted to per hour",
+    )
+    p.add_argument(
+        "--where",
+        default="",
+        help="read only the rows meeting a condition, e.g. 'PURPOSE in (1, 3)' or "
+        "'CHOICE != 0 and AGE >= 2' (operators in, not in, == != > >= < <=; joined by and)",
+    )
+    p.add_argument(
+        "--categorical",
+        default="",
+        help="columns holding category codes (1 = commute, 2 = shopping, ...), "
+        "comma-separated: integer codes with few values are asked about, never guessed",
+    )
+    p.add_argument(
+        "--numeric",
+        default="",
+        help="columns whose integer values are numbers (counts, scores), comma-separated",
+    )
+    p.add_argument(
+        "--ignore",
+        default="",
+        help="columns that are not part of the study (a row index, an id), comma-separated",
     )
     p.add_argument(
         "--time-attribute",

@@ -22,9 +22,10 @@ inferred (the command line prints them, the form shows them):
 
 :func:`infer_attributes` proposes the attribute table (with the alternatives known, so
 every alternative's cells count), :func:`feature_candidates` the respondent features
-(columns constant within a respondent) and :func:`default_money_attribute` the money
-attribute. Problems raise :class:`~pbo_core.data.DataValidationError` naming the file and
-listing the columns it has.
+(columns constant within a respondent). The money attribute is proposed by the one money
+rule, :func:`pbo_core.units.money_candidate`. Problems raise
+:class:`~pbo_core.data.DataValidationError` naming the file and listing the columns it
+has.
 """
 
 from __future__ import annotations
@@ -50,12 +51,13 @@ __all__ = [
     "DEFAULT_RESPONDENT",
     "DEFAULT_TASK",
     "ColumnMap",
-    "default_money_attribute",
     "detect_missing",
     "feature_candidates",
     "frequent_levels",
     "infer_attributes",
+    "labelled_alternatives",
     "list_columns",
+    "missing_codes",
     "natural_key",
     "parse_zero_rule",
     "readable",
@@ -120,7 +122,12 @@ _LIST_FIELDS = (
     "fill_attributes",
     "zero_when",
     "available_when",
+    "categorical",
+    "numeric",
+    "ignore",
 )
+#: Tuple fields of :class:`ColumnMap` holding ``(name, value)`` pairs (lists of two in JSON).
+_PAIR_FIELDS = ("respondent_features", "levels", "units")
 _OPTIONAL_LISTS = ("availability", "missing")
 #: Name parts (lower case) of availability columns: ``TRAIN_AV``, ``avail_car``.
 AVAILABILITY_NAMES = ("av", "avail", "available", "availability", "avl")
@@ -159,7 +166,12 @@ class ColumnMap:
         choice values.
     alternative_attribute
         Add a categorical attribute ``alternative`` whose levels are the alternatives
-        (alternative-specific constants).
+        (alternative-specific constants): ``True``, ``False``, or ``None``: when the
+        alternatives carry names (brands, modes: labelled alternatives, the
+        econometrician's default), not when they are numbered or lettered profiles of a
+        generic design (:func:`labelled_alternatives`).
+    reference
+        The alternative whose constant is 0 (``None``: the first).
     respondent_features
         ``(column, label)`` pairs: columns constant within a respondent, kept as the
         study's respondent features with these labels.
@@ -186,9 +198,12 @@ class ColumnMap:
         Wide: chosen-column values meaning "no or unknown choice" (SwissMetro's
         ``CHOICE`` 0): such rows are dropped and counted.
     missing
-        Missing-value codes (``-1``, ``99``): an attribute cell of an available
-        alternative holding one drops its choice situation, a respondent feature's cell
-        becomes empty; ``None``: detected among -1, -2 and 99 (:data:`MISSING_CODES`).
+        Missing-value codes: ``"-1"`` (missing in every column) or ``"COLUMN=99"`` (in that
+        column only: 99 may be a value elsewhere, a trip of 99 minutes). An attribute cell
+        of an available alternative holding one drops its choice situation, a respondent
+        feature's cell becomes empty (:func:`missing_codes`); ``None``: detected among -1,
+        -2 and 99 (:data:`MISSING_CODES`), per column and only with evidence
+        (:func:`detect_missing`).
     fill_attributes
         Wide: attribute stems given for some alternatives only, used as attributes with 0
         for the alternatives without the column (a cost for two of three modes).
@@ -205,6 +220,18 @@ class ColumnMap:
         those alternatives (all without ``for ...``) on the rows where a column has a value
         (Biogeme's ``TRAIN_CO * (GA == 0)``: no fare for travel-card holders);
         :func:`parse_zero_rule`.
+    units
+        ``(attribute, unit)`` pairs stating attributes' units (``--units TT=min,CO=CHF``);
+        a unit is never assumed: an attribute without one is shown per unit.
+    where
+        A row selection (``"PURPOSE in (1, 3) and CHOICE != 0"``): only the file's rows
+        meeting it are read (:func:`data_loaders.prepare.parse_where`).
+    categorical, numeric
+        Columns the analyst declares categorical codes or numbers (integer codes with
+        few values are asked about, never guessed).
+    ignore
+        Columns that are not part of the study (a row index, an id that is no
+        attribute).
     available_when
         Rules ``"car: license == 1"``: an alternative is in the choice set only on the
         rows where a column meets a condition (``==``, ``!=``, ``>``, ``>=``, ``<``,
@@ -222,7 +249,7 @@ class ColumnMap:
     separator: str | None = None
     rank: str = ""
     opt_out: tuple[str, ...] = ()
-    alternative_attribute: bool = False
+    alternative_attribute: bool | None = None
     respondent_features: tuple[tuple[str, str], ...] = ()
     money_attribute: str | None = None
     time_attribute: str | None = None
@@ -237,6 +264,12 @@ class ColumnMap:
     levels: tuple[tuple[str, str], ...] = ()
     zero_when: tuple[str, ...] = ()
     available_when: tuple[str, ...] = ()
+    units: tuple[tuple[str, str], ...] = ()
+    reference: str | None = None
+    where: str = ""
+    categorical: tuple[str, ...] = ()
+    numeric: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
 
     @property
     def chosen_column(self) -> str:
@@ -285,11 +318,11 @@ class ColumnMap:
         d["alternatives"] = list(self.alternatives)
         d["opt_out"] = list(self.opt_out)
         d["drop_attributes"] = list(self.drop_attributes)
-        d["respondent_features"] = [list(p) for p in self.respondent_features]
         for k in _LIST_FIELDS[3:]:
             v = getattr(self, k)
             d[k] = None if v is None else list(v)
-        d["levels"] = [list(p) for p in self.levels]
+        for k in _PAIR_FIELDS:
+            d[k] = [list(p) for p in getattr(self, k)]
         return d
 
     def to_json(self) -> str:
@@ -306,8 +339,9 @@ class ColumnMap:
         for k in _LIST_FIELDS:
             if k in d and not (d[k] is None and k in _OPTIONAL_LISTS):
                 d[k] = tuple(str(a) for a in d[k] or ())
-        if "levels" in d:
-            d["levels"] = tuple((str(p[0]), str(p[1])) for p in d["levels"] or ())
+        for k in ("levels", "units"):
+            if k in d:
+                d[k] = tuple((str(p[0]), str(p[1])) for p in d[k] or ())
         if "respondent_features" in d:
             d["respondent_features"] = tuple(
                 (str(p[0]), str(p[1]) if len(p) > 1 else "") for p in d["respondent_features"]
@@ -318,6 +352,31 @@ class ColumnMap:
     def from_json(cls, text: str) -> ColumnMap:
         """Inverse of :meth:`to_json`."""
         return cls.from_dict(dict(json.loads(text)))
+
+
+#: Words that name a position or an option, not an alternative (``option1``, ``left``).
+_GENERIC = re.compile(
+    r"^(alt|alternative|option|opt|profile|prof|choice|card|concept|scenario|design|"
+    r"product|package|plan|offer|candidate|job|left|right|top|bottom|first|second|third|"
+    r"fourth|none)?[ _.\-]?([0-9]+|[a-z])?$",
+    re.IGNORECASE,
+)
+#: Labelled alternatives number at most this many (more distinct values are profiles).
+MAX_LABELLED = 30
+
+
+def labelled_alternatives(names: Sequence[str]) -> tuple[bool, str]:
+    """Do the alternatives carry names (brands, modes, suppliers: *labelled*, so each
+    gets a constant) or are they the numbered or lettered profiles of a generic design
+    (``1, 2``, ``A, B``, ``option1, option2``, ``left, right``)? ``(labelled, why not)``."""
+    names = [str(n).strip() for n in names if str(n).strip()]
+    if len(names) < 2:
+        return False, "fewer than two"
+    if len(names) > MAX_LABELLED:
+        return False, f"{len(names)} distinct values (profiles, not named alternatives)"
+    if all(_GENERIC.match(n) for n in names):
+        return False, "numbered or lettered profiles"
+    return True, ""
 
 
 def readable(name: str) -> str:
@@ -570,7 +629,7 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         lower = {c.lower(): c for c in have if c not in reserved}
         chosen = lower.get("choice", "")
     # missing-value codes (declared, else -1 and -2) name no alternative either
-    codes = cols.missing if cols.missing is not None else MISSING_CODES[:2]
+    codes = global_missing_codes(cols) if cols.missing is not None else MISSING_CODES[:2]
     opt = {normalize_value(v) for v in (*cols.opt_out, *cols.no_choice, *codes)}
     notes: list[str] = []
     avail_found = _availability_columns([c for c in have if c not in reserved and c != chosen])
@@ -1141,6 +1200,24 @@ def _resolve_weight(cols: ColumnMap, have: Sequence[str], name: str, notes: list
     return replace(cols, weight="")
 
 
+def missing_codes(cols: ColumnMap, column: str) -> tuple[str, ...]:
+    """The missing-value codes of ``column``: the codes given for every column and those
+    given for it alone (``"COLUMN=CODE"``)."""
+    out = []
+    for entry in cols.missing or ():
+        name, eq, code = entry.rpartition("=")
+        if not eq:
+            out.append(entry)
+        elif name == column:
+            out.append(code)
+    return tuple(out)
+
+
+def global_missing_codes(cols: ColumnMap) -> tuple[str, ...]:
+    """The missing-value codes given for every column (not ``COLUMN=CODE`` ones)."""
+    return tuple(e for e in cols.missing or () if "=" not in e)
+
+
 def _code_columns(frame: pd.DataFrame, cols: ColumnMap) -> list[str]:
     """Columns whose cells may hold missing-value codes: every column but the respondent,
     task, profile, rank and weight columns."""
@@ -1148,48 +1225,77 @@ def _code_columns(frame: pd.DataFrame, cols: ColumnMap) -> list[str]:
     return [str(c) for c in frame.columns if c not in skip]
 
 
+def _missing_evidence(code: float, rest: np.ndarray, share: float) -> bool:
+    """Is ``code`` a missing-value code in a column whose other values are ``rest`` (it
+    holds ``share`` of the column's cells)? Only with evidence: -1 and -2 below a column
+    of numbers of at least 0 that is not a 0/1 or -1/0/1 coding (effects codes hold -1 as
+    a value) and rare (at most 10 % of the cells); 99 above a column of whole numbers from
+    0 to 20 (a coded answer). A code inside a column's range is a value there (a trip of
+    99 minutes)."""
+    if not len(rest) or share > 0.10:
+        return False
+    if code < 0:
+        return bool((rest >= 0).all()) and len(np.unique(rest)) >= 3
+    return len(rest) >= 10 and bool(((rest >= 0) & (rest <= 20) & (rest == np.round(rest))).all())
+
+
 def detect_missing(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, dict[str, int]]:
-    """Missing-value codes found in ``columns``: code -> column -> cells. -1 and -2 count in
-    a column whose other values are all numbers of at least 0; 99 in one whose other values
-    are whole numbers from 0 to 20 (a coded answer)."""
+    """Missing-value codes found in ``columns``, each in the columns where the evidence
+    says so (:func:`_missing_evidence`): code -> column -> cells."""
     out: dict[str, dict[str, int]] = defaultdict(dict)
+    codes = tuple(float(c) for c in MISSING_CODES)
     for c in columns:
         col = frame[c]
         if not pd.api.types.is_numeric_dtype(col):
             continue
         x = col.to_numpy(dtype=float)
         x = x[~np.isnan(x)]
-        for code, rest_ok in (
-            (-1.0, lambda r: bool(len(r)) and bool((r >= 0).all())),
-            (-2.0, lambda r: bool(len(r)) and bool((r >= 0).all())),
-            (
-                99.0,
-                lambda r: len(r) >= 10 and bool(((r >= 0) & (r <= 20) & (r == np.round(r))).all()),
-            ),
-        ):
+        rest = x[~np.isin(x, codes)]
+        for code in codes:
             hit = x == code
-            if hit.any():
-                rest = x[~np.isin(x, (-1.0, -2.0, 99.0))]
-                if rest_ok(rest):
-                    out[normalize_value(code)][c] = int(hit.sum())
+            if hit.any() and _missing_evidence(code, rest, float(hit.mean())):
+                out[normalize_value(code)][c] = int(hit.sum())
     return dict(out)
 
 
+def _holding(frame: pd.DataFrame, columns: Sequence[str], code: str) -> list[str]:
+    """The numeric columns holding ``code`` in at least one cell."""
+    v = float(code)
+    return [
+        c
+        for c in columns
+        if pd.api.types.is_numeric_dtype(frame[c]) and bool((frame[c].to_numpy() == v).any())
+    ]
+
+
 def _resolve_missing(frame: pd.DataFrame, cols: ColumnMap, notes: list[str]) -> ColumnMap:
+    """Missing-value codes detected with evidence, per column: a code missing in every
+    column holding it is given for all (``-1``); one that is a value in some column is
+    given only for the columns where it is missing (``Likert3=99``), and the note names
+    where it is a value."""
     if cols.missing is not None:
         return cols
-    found = detect_missing(frame, _code_columns(frame, cols))
+    columns = _code_columns(frame, cols)
+    found = detect_missing(frame, columns)
     if not found:
         return replace(cols, missing=())
-    codes = tuple(k for k in MISSING_CODES if k in found)
-    where_ = "; ".join(
-        f"{k} in {_shown([f'{c} ({n:,})' for c, n in found[k].items()], 6)}" for k in codes
-    )
+    entries: list[str] = []
+    parts: list[str] = []
+    for k in (k for k in MISSING_CODES if k in found):
+        where = found[k]
+        values = [c for c in _holding(frame, columns, k) if c not in where]
+        shown = _shown([f"{c} ({n:,})" for c, n in where.items()], 6)
+        if values:
+            entries += [f"{c}={k}" for c in where]
+            parts.append(f"{k} in {shown}, a value in {_shown(values, 4)}")
+        else:
+            entries.append(k)
+            parts.append(f"{k} in {shown}")
     notes.append(
-        f"missing-value codes: {', '.join(codes)} ({where_}; --missing to change, --missing '' "
-        "for none)"
+        f"missing-value codes: {'; '.join(parts)} (--missing to change, e.g. --missing "
+        "-1,Q3=99 for a code in one column; --missing '' for none)"
     )
-    return replace(cols, missing=codes)
+    return replace(cols, missing=tuple(entries))
 
 
 def _reason(exc: Exception, name: str) -> str:
@@ -1242,7 +1348,6 @@ def infer_attributes(
         cols, _ = resolve_columns(frame, cols)
     rows = _long_rows(frame, cols)
     keys = _task_keys(rows, cols) if cols.format == "long" else []
-    codes = {normalize_value(c) for c in cols.missing or ()}
     rules = dict(cols.levels)
     constant: list[str] = []
     many: list[str] = []
@@ -1256,6 +1361,7 @@ def infer_attributes(
                 constant.append(name)
                 continue
         vals = pd.concat([rows[c] for c in srcs]).dropna()
+        codes = {normalize_value(k) for c in srcs for k in missing_codes(cols, c)}
         if codes and len(vals):
             which, uniques = pd.factorize(vals)
             hit = np.array([normalize_value(u) in codes for u in uniques], dtype=bool)
@@ -1372,18 +1478,3 @@ def feature_candidates(
             continue
         out.append(str(c))
     return out
-
-
-def default_money_attribute(attributes: Sequence[Attribute]) -> str:
-    """The numeric attribute named price or cost (exactly, else by containing the word),
-    or ``""``."""
-    numeric = [a.name for a in attributes if a.kind == "numeric"]
-    for word in ("price", "cost"):
-        for n in numeric:
-            if n.lower() == word:
-                return n
-    for word in ("price", "cost"):
-        for n in numeric:
-            if word in n.lower():
-                return n
-    return ""

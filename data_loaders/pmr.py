@@ -356,6 +356,7 @@ def _build_study(
         citation=citation,
         license=license,
         extras=extras,
+        kind="text",
     )
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from data_loaders.conjoint import Attribute, is_missing, normalize_value
 from data_loaders.conjoint.build import parse_flags
-from data_loaders.layout import OTHER_LEVEL, ColumnMap, parse_zero_rule
+from data_loaders.layout import OTHER_LEVEL, ColumnMap, missing_codes, parse_zero_rule
 from pbo_core.data import DataValidationError
 
 __all__ = [
@@ -213,7 +213,6 @@ def prepare_wide(
     """
     f = frame.copy()
     alts = list(cols.alternatives)
-    codes = tuple(cols.missing or ())
     dropped: dict[str, int] = {}
     keep = np.ones(len(f), dtype=bool)
 
@@ -239,17 +238,17 @@ def prepare_wide(
         zeroed[rule] = int(when.sum())
     emptied: dict[str, int] = {}
     for c in cols.feature_names:
-        hit = code_mask(f[c], codes)
+        hit = code_mask(f[c], missing_codes(cols, c))
         if hit.any():
             emptied[c] = int(hit.sum())
             f[c] = f[c].mask(hit)
     choice = f[cols.chosen_column]
-    no_choice = code_mask(choice, (*cols.no_choice, *codes))
+    no_choice = code_mask(choice, (*cols.no_choice, *missing_codes(cols, cols.chosen_column)))
     drop(no_choice, NO_CHOICE)
     avail = np.ones((len(f), len(alts)), dtype=bool)
     for j, c in enumerate(cols.availability or ()):
         if c:
-            col = f[c].mask(code_mask(f[c], codes))
+            col = f[c].mask(code_mask(f[c], missing_codes(cols, c)))
             avail[:, j] = parse_flags(col, name, True, c)
     unavailable: dict[str, int] = {}
     for rule in cols.available_when:  # car: license == 1
@@ -267,7 +266,7 @@ def prepare_wide(
             c = cols.column(a.source_column, alt)
             if c not in f.columns:
                 continue
-            hit = code_mask(f[c], codes)
+            hit = code_mask(f[c], missing_codes(cols, c))
             missing_attr |= hit & avail[:, j]
             off = ~avail[:, j]
             if off.any():  # never read: a placeholder the attribute parses
@@ -358,7 +357,6 @@ def drop_long_tasks(
     alternatives too (:data:`ONE_AVAILABLE`), the reasons a wide table gives.
     """
     f = f.copy()
-    codes = tuple(cols.missing or ())
     dropped: dict[str, int] = {}
     tkey = f.groupby(list(keys), sort=False).ngroup().to_numpy()
     n = int(tkey.max()) + 1 if len(tkey) else 0
@@ -375,7 +373,7 @@ def drop_long_tasks(
     for a in attrs:
         c = a.source_column
         if c in f.columns:
-            hit = code_mask(f[c], codes) & real
+            hit = code_mask(f[c], missing_codes(cols, c)) & real
             bad[tkey[hit]] = True
     bad &= ~chosen_off
     if bad.any():
@@ -396,7 +394,7 @@ def drop_long_tasks(
                 dropped[why] = int(which.sum())
     emptied: dict[str, int] = {}
     for c in cols.feature_names:
-        hit = code_mask(f[c], codes)
+        hit = code_mask(f[c], missing_codes(cols, c))
         if hit.any():
             emptied[c] = int(hit.sum())
             f[c] = f[c].mask(hit)

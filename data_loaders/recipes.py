@@ -159,6 +159,9 @@ def preview_lines(study: Study) -> list[str]:
     out = []
     if notes and ": " in notes[0] and "separat" in notes[0]:
         out.append(f"file: {notes[0]}")
+    sel = study.extras.get("selected")
+    if sel:
+        out.append(f"rows: {sel['rows']:,} of {sel['of']:,} meet the selection {sel['where']!r}")
     if cols.format == "wide":
         out.append(
             f"layout: wide, one row per choice situation; chosen column {cols.chosen_column!r}"

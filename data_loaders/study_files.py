@@ -44,11 +44,11 @@ from data_loaders.conjoint import (
 from data_loaders.conjoint.build import parse_flags
 from data_loaders.layout import (
     ColumnMap,
-    default_money_attribute,
     feature_candidates,
     infer_attributes,
+    labelled_alternatives,
     list_columns,
-    natural_key,
+    missing_codes,
     readable,
     resolve_columns,
 )
@@ -61,8 +61,11 @@ from data_loaders.prepare import (
     prepare_wide,
 )
 from data_loaders.recipes import preview_lines
+from data_loaders.selection import parse_where, where_mask
 from pbo_core.collinearity import collinear_attributes, constant_attributes
 from pbo_core.data import DataValidationError, Schema, Study
+from pbo_core.plan import Role, plan_with
+from pbo_core.units import money_candidate
 
 __all__ = [
     "ALTERNATIVE_ATTRIBUTE",
@@ -220,13 +223,22 @@ def _alternative_attribute(
     )
 
 
-def _money(cols: ColumnMap, attrs: Sequence[Attribute], name: str, notes: list[str]) -> ColumnMap:
+def _money(
+    cols: ColumnMap, attrs: Sequence[Attribute], name: str, notes: list[str]
+) -> tuple[ColumnMap, str]:
+    """The money and travel-time attributes checked (the money one proposed by the one
+    money rule, :func:`pbo_core.units.money_candidate`, when not given), and how the
+    money attribute was chosen."""
     money = cols.money_attribute
     numeric = [a.name for a in attrs if a.kind == "numeric"]
+    how = "chosen at import"
     if money is None:
-        money = default_money_attribute(attrs)
+        money, rule = money_candidate(attrs)
         if money:
-            notes.append(f"money attribute: {money!r} (by its name; --money-attribute to change)")
+            how = f"proposed at import {rule}; confirm in the plan"
+            notes.append(
+                f"money attribute: {money!r} ({rule}; --money-attribute to change, '' for none)"
+            )
     elif money and money not in numeric:
         raise DataValidationError(
             f"{name}: the money attribute {money!r} is not a numeric attribute (numeric "
@@ -242,7 +254,113 @@ def _money(cols: ColumnMap, attrs: Sequence[Attribute], name: str, notes: list[s
         raise DataValidationError(
             f"{name}: {time!r} cannot be both the money and the travel-time attribute"
         )
-    return replace(cols, money_attribute=money, time_attribute=time)
+    return replace(cols, money_attribute=money, time_attribute=time), how
+
+
+def _select(
+    frame: pd.DataFrame, cols: ColumnMap, name: str, notes: list[str]
+) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The rows meeting ``cols.where`` (all without one) and what was selected."""
+    clauses = parse_where(cols.where)
+    if not clauses:
+        return frame, None
+    keep = where_mask(frame, clauses, name)
+    n, total = int(keep.sum()), len(keep)
+    if not n:
+        raise DataValidationError(f"{name}: no row meets --where {cols.where!r}")
+    note = f"rows selected: {n:,} of {total:,} meet --where {cols.where!r}"
+    if note not in notes:
+        notes.append(note)
+    return frame.loc[keep], {"where": cols.where, "rows": n, "of": total}
+
+
+def _with_units(
+    attrs: Sequence[Attribute], cols: ColumnMap, name: str, notes: list[str]
+) -> list[Attribute]:
+    """The attribute table with the units the analyst stated (``--units TT=min``)."""
+    if not cols.units:
+        return list(attrs)
+    by_name = {a.name: a for a in attrs}
+    blank = [n for n, u in cols.units if not n or not u]
+    if blank:
+        raise DataValidationError(
+            f"{name}: --units {blank[0]!r}: write NAME=UNIT, comma-separated (TT=min,CO=CHF)"
+        )
+    unknown = [n for n, _ in cols.units if n not in by_name]
+    if unknown:
+        raise DataValidationError(
+            f"{name}: --units names {', '.join(map(repr, unknown))}, not an attribute "
+            f"(attributes: {', '.join(by_name) or 'none'})"
+        )
+    coded = [n for n, _ in cols.units if by_name[n].kind != "numeric"]
+    if coded:
+        raise DataValidationError(
+            f"{name}: --units: {', '.join(map(repr, coded))} is not numeric, so it has no unit"
+        )
+    units = dict(cols.units)
+    notes.append("units given: " + ", ".join(f"{n} {u}" for n, u in cols.units))
+    return [replace(a, unit=units[a.name]) if a.name in units else a for a in attrs]
+
+
+def _constants(
+    cols: ColumnMap, alternatives: Sequence[Any], notes: list[str], name: str
+) -> ColumnMap:
+    """``cols`` with its alternative constants decided: as given, else (``None``) the
+    econometrician's default, constants for labelled alternatives
+    (:func:`~data_loaders.layout.labelled_alternatives`), none for the numbered or
+    lettered profiles of a generic design; the decision is a note."""
+    names = [str(normalize_value(v)) for v in alternatives if not is_missing(v)]
+    if cols.alternative_attribute is not None:
+        if cols.alternative_attribute and not names:
+            raise DataValidationError(
+                f"{name}: alternative constants need alternatives with names (a profile "
+                "column, --profile-col, or the wide layout's alternatives)"
+            )
+        return cols
+    labelled, why = labelled_alternatives(names)
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    if labelled:
+        notes.append(
+            f"alternative constants: yes (the alternatives {shown} carry names: labelled "
+            "alternatives get constants by default; --constants no to leave them out)"
+        )
+    elif names:
+        notes.append(
+            f"alternative constants: no (the alternatives {shown} are {why}: a generic "
+            "design; --constants yes to add them)"
+        )
+    return replace(cols, alternative_attribute=labelled)
+
+
+def _plan(study: Study, cols: ColumnMap, money_how: str) -> Study:
+    """``study`` with the analysis plan its import decided: the money and travel-time
+    attributes (with their units and how they were chosen), the alternatives whose
+    constants the conditional logit estimates and their reference."""
+    alt = ALTERNATIVE_ATTRIBUTE if ALTERNATIVE_ATTRIBUTE in study.schema.names else None
+    if cols.reference is not None and alt is None:
+        raise DataValidationError(
+            f"{study.data.source}: --reference {cols.reference!r} needs alternative constants "
+            "(the alternatives are unlabelled here; --constants yes)"
+        )
+    if alt is not None and cols.reference is not None:
+        levels = study.schema[alt].levels
+        if cols.reference not in levels:
+            raise DataValidationError(
+                f"{study.data.source}: --reference {cols.reference!r} is not an alternative "
+                f"({', '.join(levels)})"
+            )
+    unit = {f.name: f.unit for f in study.schema.features}
+    money = cols.money_attribute or None
+    time = cols.time_attribute or None
+    plan = plan_with(
+        study,
+        money=Role(money, unit.get(money, ""), money_how) if money else None,
+        time=Role(time, unit.get(time, ""), "chosen at import") if time else None,
+        alternative=alt,
+        reference=cols.reference if alt is not None else None,
+        how="chosen at import",
+    )
+    return replace(study, plan=plan)
 
 
 def _build(
@@ -272,7 +390,9 @@ def _build(
         )
     attrs = [a for a in attrs if a.name not in cols.drop_attributes]
     notes = list(notes)
-    cols = _money(cols, attrs, name, notes)
+    frame, selected = _select(frame, cols, name, notes)
+    attrs = _with_units(attrs, cols, name, notes)
+    cols, money_how = _money(cols, attrs, name, notes)
     cols = replace(
         cols,
         respondent_features=tuple((n, lb or readable(n)) for n, lb in cols.respondent_features),
@@ -297,10 +417,11 @@ def _build(
         f = prep.frame
         dropped_notes = dropped_note(prep, "choice situations")
         all_attrs = attrs
+        opt = {normalize_value(v) for v in cols.opt_out}
+        # the alternatives in the file's order (first appearance), as a wide file's columns
+        vals = [v for v in pd.unique(f[prof]) if normalize_value(v) not in opt]
+        cols = _constants(cols, vals if cols.profile else [], notes, name)
         if cols.alternative_attribute:
-            opt = {normalize_value(v) for v in cols.opt_out}
-            vals = [v for v in pd.unique(f[prof]) if normalize_value(v) not in opt]
-            vals = sorted(vals, key=lambda v: natural_key(normalize_value(v)))
             all_attrs = [*attrs, _alternative_attribute(vals, attrs, prof)]
         long, opts = (
             f,
@@ -367,6 +488,7 @@ def _build(
             ok[real_alt] = prep.available[row[real_alt], alt[real_alt]]
             long = long.loc[ok]
         all_attrs = attrs
+        cols = _constants(cols, list(cols.alternatives), notes, name)
         if cols.alternative_attribute:
             all_attrs = [
                 *attrs,
@@ -422,6 +544,8 @@ def _build(
     extras = dict(study.extras)
     extras.update(columns=cols, import_notes=notes, attribute_table=table)
     extras["dropped"] = dict(prep.dropped)
+    if selected is not None:
+        extras["selected"] = selected
     extras["file_columns"] = [str(c) for c in frame.columns]
     if cols.weight:
         w = pd.to_numeric(frame[cols.weight], errors="coerce")
@@ -435,13 +559,7 @@ def _build(
             f"weights ({cols.weight!r}, {w.min():g} to {w.max():g}) recorded, not used: the "
             "models take no weights, every choice counts once"
         )
-    if cols.money_attribute:
-        extras["money_attribute"] = cols.money_attribute
-    if cols.time_attribute:
-        extras["time_attribute"] = cols.time_attribute
-    if cols.alternative_attribute and ALTERNATIVE_ATTRIBUTE in study.schema.names:
-        extras["alternative_attribute"] = ALTERNATIVE_ATTRIBUTE
-    return replace(study, extras=extras)
+    return _plan(replace(study, extras=extras), cols, money_how)
 
 
 # ----------------------------------------------------------------------------- inference
@@ -542,7 +660,6 @@ def _cell_problems(
     """Every attribute cell that does not parse (grouped by column and value); a long
     file's opt-out rows have no attributes."""
     problems = []
-    missing = {normalize_value(c) for c in columns.missing or ()}
     if columns.format == "long" and columns.opt_out and columns.profile:
         opt = {normalize_value(v) for v in columns.opt_out}
         real = ~frame[columns.profile].map(lambda v: normalize_value(v) in opt).to_numpy(bool)
@@ -551,6 +668,7 @@ def _cell_problems(
         for col in columns.source_columns(a.source_column):
             if col not in frame.columns:
                 continue
+            missing = {normalize_value(c) for c in missing_codes(columns, col)}
             codes, uniques = pd.factorize(frame[col], use_na_sentinel=False)
             for k, u in enumerate(uniques):
                 if not is_missing(u) and normalize_value(u) in missing:
@@ -663,7 +781,7 @@ def inspect_upload(frame: pd.DataFrame, file: str, columns: ColumnMap) -> Inspec
         attrs,
         cands,
         numeric,
-        default_money_attribute(attrs),
+        money_candidate(attrs)[0],
         problems=[],
         preview=_preview(frame, file, attrs, cols),
     )
@@ -842,4 +960,10 @@ def with_respondents(
         table = study.users.reindex(table.index).join(table)
         schema = Schema(study.user_schema.features + schema.features)
     data = replace(study.data, users=table)
-    return replace(study, data=data, users=table, user_schema=schema), []
+    study = replace(study, data=data, users=table, user_schema=schema)
+    if study.plan is not None:  # the respondent features enter the plan's defaults
+        p = study.plan
+        study.plan = plan_with(
+            study, money=p.money, time=p.time, alternative=p.alternative, reference=p.reference
+        )
+    return study, []

@@ -694,6 +694,7 @@ def _load(
         users=users,
         user_schema=uschema,
         extras=extras,
+        kind="items",
     )
 
 

@@ -18,8 +18,12 @@ the dashboard displays it. Nothing downstream knows which loader produced the da
     and the choice task of every pair and a table of user features. Validated on
     construction; every selection keeps the respondents and tasks of the kept pairs.
 ``Study``
-    A named case study: schema, pooled preference data (per-respondent views), and the
-    provenance shown in the dashboard (description, source, citation, licence).
+    A named case study: schema, pooled preference data (per-respondent views), its kind,
+    the description of its columns (:class:`ColumnRole`: what every column of its data
+    means), and the provenance shown in the dashboard (description, source, citation,
+    licence). With the schema (types, levels, units) and the analysis plan (money and time
+    roles, alternatives and their constants) this is the one place a column's meaning
+    lives: decided once, by the study's loader or at import, and read by everything else.
 
 Encoding conventions
 --------------------
@@ -66,6 +70,100 @@ TRUE_UTILITY = "true_utility"
 
 class DataValidationError(ValueError):
     """Raised when items, pairs or a schema are malformed; the message names the place."""
+
+
+#: What a study is made of: ``conjoint`` (choices among profiles described by attributes),
+#: ``items`` (a finite item set every respondent ranks or compares, e.g. Sushi) or
+#: ``text`` (items described by text, features extracted by a language model).
+StudyKind = Literal["conjoint", "items", "text"]
+STUDY_KINDS: tuple[str, ...] = ("conjoint", "items", "text")
+
+#: The roles a column of a study's data plays (:class:`ColumnRole`).
+COLUMN_ROLES: tuple[str, ...] = (
+    "choice",
+    "alternative",
+    "task",
+    "respondent",
+    "availability",
+    "weight",
+    "attribute",
+    "respondent feature",
+    "condition",
+    "ignored",
+)
+
+
+@dataclass(frozen=True)
+class ColumnRole:
+    """What one column of a study's data means, decided once (loader or import).
+
+    Attributes
+    ----------
+    column
+        The column's name in the data (a wide file's ``TRAIN_TT``).
+    role
+        One of :data:`COLUMN_ROLES`: the chosen alternative or flag (``choice``), the
+        alternative a row is (``alternative``), ``task``, ``respondent``,
+        ``availability``, ``weight``, an alternative's ``attribute``, a ``respondent
+        feature``, a column only read by a condition (a row selection, an availability
+        or a zero rule: ``condition``) or ``ignored``.
+    kind
+        The type it is read as: a :data:`FEATURE_KINDS` kind for attributes and
+        respondent features (``numeric``, ``categorical`` with levels, ``ordinal``,
+        ``binary``), ``id`` for respondent and task ids, ``flag`` for 0/1 flags,
+        ``code`` for values naming alternatives, ``""`` otherwise.
+    unit
+        Its unit (stated, never assumed; ``""``: none stated).
+    attribute
+        The attribute it feeds (a wide file's ``TRAIN_TT`` feeds ``TT``).
+    alternative
+        The alternative it belongs to (a wide file's ``TRAIN_TT``: ``TRAIN``).
+    how
+        How the meaning was decided, in words (``"given"``, ``"by its name"``, ...).
+    """
+
+    column: str
+    role: str
+    kind: str = ""
+    unit: str = ""
+    attribute: str = ""
+    alternative: str = ""
+    how: str = ""
+
+    def __post_init__(self) -> None:
+        if self.role not in COLUMN_ROLES:
+            raise DataValidationError(
+                f"column {self.column!r}: role {self.role!r} is not one of {COLUMN_ROLES}"
+            )
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-ready."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ColumnRole:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**{k: str(d.get(k, "")) for k in cls.__dataclass_fields__})
+
+
+def columns_table(columns: Sequence[ColumnRole]) -> pd.DataFrame:
+    """The column description as a table (column, role, type, unit, attribute,
+    alternative, how decided), as the import preview and the Case studies page show it."""
+    return pd.DataFrame(
+        [
+            {
+                "column": c.column,
+                "role": c.role,
+                "type": c.kind,
+                "unit": c.unit,
+                "attribute": c.attribute,
+                "alternative": c.alternative,
+                "how decided": c.how,
+            }
+            for c in columns
+        ],
+        columns=["column", "role", "type", "unit", "attribute", "alternative", "how decided"],
+    )
 
 
 @dataclass(frozen=True)
@@ -830,6 +928,12 @@ class Study:
         The study's analysis plan (:class:`pbo_core.plan.AnalysisPlan`): split, sample,
         baseline, attribute roles, alternatives, case-specific variables. ``None``: the
         default plan (:func:`pbo_core.plan.plan_of`).
+    kind
+        What the study is made of (:data:`StudyKind`): ``conjoint``, ``items`` or
+        ``text``; models that need one (:func:`pbo_core.registry.not_applicable`) read it.
+    columns
+        What every column of the study's data means (:class:`ColumnRole`), as its loader
+        or the import decided; ``()`` for a study built in code.
     """
 
     key: str
@@ -844,6 +948,15 @@ class Study:
     user_schema: Schema | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     plan: Any = None  # pbo_core.plan.AnalysisPlan (that module builds on this one)
+    kind: StudyKind = "conjoint"
+    columns: tuple[ColumnRole, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in STUDY_KINDS:
+            raise DataValidationError(
+                f"study {self.key!r}: kind {self.kind!r} is not one of {STUDY_KINDS}"
+            )
+        self.columns = tuple(self.columns)
 
     def respondents(self) -> np.ndarray:
         """Respondent ids in order of appearance."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pbo_core.data import Schema, Study
-from pbo_core.units import is_money_unit
+from pbo_core.units import money_candidate
 
 __all__ = [
     "MAX_CASE_SPECIFIC_LEVELS",
@@ -231,42 +231,26 @@ def _unit(study: Study, name: str) -> str:
 
 
 def default_plan(study: Study) -> AnalysisPlan:
-    """The plan of a study that has none saved: every choice with its reason in ``notes``.
+    """The plan of a study whose loader saved none: every choice with its reason in
+    ``notes``. Every loader and the importer save a plan (:func:`plan_with`); this default
+    serves a study built in code.
 
-    * money: the study's chosen money attribute (``extras["money_attribute"]``, set at
-      import; ``""`` = none), else an attribute whose unit is a currency (stated as
-      taken from its unit), else none;
-    * time: only an attribute named at import (``extras["time_attribute"]``); never from
-      a unit (an acceleration in seconds is not a travel time);
-    * alternatives: an attribute named at import (``extras["alternative_attribute"]``);
-    * case-specific variables: every respondent feature with at most
-      :data:`MAX_CASE_SPECIFIC_LEVELS` levels, when the alternatives are labelled.
+    * money: the attribute the one money rule proposes
+      (:func:`pbo_core.units.money_candidate`: a currency unit, else a price/cost name),
+      said as proposed; else none;
+    * time: none (a travel time is never guessed: an acceleration in seconds is not one);
+    * alternatives: unlabelled (no constants);
+    * case-specific variables: none without labelled alternatives.
     """
     notes: list[str] = []
-    extras = study.extras or {}
-    names = study.schema.names
     money: Role | None = None
-    chosen = extras.get("money_attribute")
-    if chosen == "":
-        notes.append("money: none, as chosen at import")
-    elif chosen and chosen in names:
-        money = Role(str(chosen), _unit(study, chosen), "chosen at import")
+    name, how = money_candidate(study.schema.features)
+    if name:
+        money = Role(name, _unit(study, name), f"proposed {how}; confirm in the plan")
     else:
-        for f in study.schema.features:
-            if is_money_unit(f):
-                money = Role(f.name, f.unit, f"taken from its unit ({f.unit}); confirm in the plan")
-                break
-        if money is None:
-            notes.append("money: none named; name the money attribute in the plan")
-    time: Role | None = None
-    t = extras.get("time_attribute")
-    if t and t in names:
-        time = Role(str(t), _unit(study, t), "chosen at import")
-    else:
-        notes.append("time: none named, so no value of time; name the travel-time attribute")
-    alt = extras.get("alternative_attribute")
-    alternative = str(alt) if alt and alt in names else None
-    plan = _case_specific(study, AnalysisPlan(money=money, time=time, alternative=alternative))
+        notes.append("money: none named; name the money attribute in the plan")
+    notes.append("time: none named, so no value of time; name the travel-time attribute")
+    plan = _case_specific(study, AnalysisPlan(money=money))
     plan = _sample(study, plan)
     return replace(plan, notes=(*notes, *plan.notes))
 
@@ -274,19 +258,24 @@ def default_plan(study: Study) -> AnalysisPlan:
 def plan_with(
     study: Study,
     *,
-    money: str | None = None,
-    time: str | None = None,
+    money: str | Role | None = None,
+    time: str | Role | None = None,
     alternative: str | None = None,
     reference: str | None = None,
     how: str = "set by the study's loader",
 ) -> AnalysisPlan:
-    """The plan a loader that knows its data saves with a study: the named roles and
-    alternatives (``None``: none), the default case-specific variables."""
+    """The plan a loader that knows its data (or the importer) saves with a study: the
+    named roles (a name, taking the attribute's unit from the schema, or a
+    :class:`Role`; ``None``: none) and alternatives, the default case-specific
+    variables and evaluation sample. Checked against the study."""
+
+    def role(r: str | Role | None) -> Role | None:
+        if r is None or isinstance(r, Role):
+            return r
+        return Role(r, _unit(study, r), how) if r else None
+
     plan = AnalysisPlan(
-        money=Role(money, _unit(study, money), how) if money else None,
-        time=Role(time, _unit(study, time), how) if time else None,
-        alternative=alternative,
-        reference=reference,
+        money=role(money), time=role(time), alternative=alternative, reference=reference
     )
     plan = _sample(study, _case_specific(study, plan))
     problems = check_plan(study, plan)

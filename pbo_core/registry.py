@@ -496,8 +496,9 @@ def warm_up() -> float:
 
 
 def study_kind(study: Study) -> str:
-    """``"items"`` for a finite item set shared by respondents (Sushi), else ``"conjoint"``."""
-    return "items" if "true_order" in study.extras else "conjoint"
+    """``"items"`` for a finite item set shared by respondents (Sushi: ``study.kind``),
+    else ``"conjoint"`` (items described by attributes, text features included)."""
+    return "items" if getattr(study, "kind", "conjoint") == "items" else "conjoint"
 
 
 def not_applicable(spec: ModelSpec, study: Study, *, new_respondents: bool = False) -> str | None:

@@ -48,8 +48,9 @@ refitted without the fold (its strengths fixed at their full-data values), each 
 respondent holds out ``test_tasks`` tasks, and the held-out log loss after 1, 2, ... of
 their other tasks is summed.
 
-Value of time (Eq. 7): ``VOT = 60 beta_time / beta_cost`` CHF per hour (the money
-attribute as chosen: ``study.extras["money_attribute"]``, or ``cost``), with Fieller's
+Value of time (Eq. 7): ``VOT = beta_time / beta_cost`` in the units the study states
+(per hour for a time stated in minutes: :func:`pbo_core.units.tradeoff_unit`; the money
+and time attributes are the analysis plan's), with Fieller's
 95 % interval from the Laplace covariance of the two slopes; when the cost slope's own
 interval includes 0 the ratio is *not identified* and no number is given
 (:meth:`SegmentLogitHierarchy.segment_table`). :func:`value_of_time` keeps the
@@ -70,6 +71,7 @@ from scipy import stats
 from scipy.special import expit
 from threadpoolctl import ThreadpoolController
 
+from pbo_core import units
 from pbo_core.data import Schema, Study
 from pbo_core.explain import labels
 from pbo_core.hierarchy import UserSplit, UserTree, grow_user_tree, split_counts
@@ -793,26 +795,19 @@ class SegmentLogitHierarchy:
     def money_column(self, money: str | None = None) -> int | None:
         """Design column of the money attribute: ``money`` (a feature name) when given,
         else the analysis plan's (:func:`pbo_core.explain.labels.money_attribute`);
-        without a study, a column named ``cost`` or measured in money."""
+        ``None`` without either (no money attribute is guessed)."""
         names = self.arr_.design.names
         if money is None and self.study_ is not None:
             money = labels.money_attribute(self.study_)[0]
-            return names.index(money) if money in names else None
-        if money is not None:
-            return names.index(money) if money in names else None
-        schema = self.arr_.design.schema
-        for j, name in enumerate(names):
-            if name == "cost" or (name in schema.names and labels.is_money(schema[name])):
-                return j
-        return None
+        return names.index(money) if money is not None and money in names else None
 
     def time_column(self, time: str | None = None) -> int:
         """Design column of the travel-time attribute (``-1``: none): ``time`` when given,
-        else the analysis plan's; without a study, a column named ``time``."""
+        else the analysis plan's (none without a study: no time attribute is guessed)."""
         names = self.arr_.design.names
-        if time is None:
-            time = labels.time_attribute(self.study_)[0] if self.study_ is not None else "time"
-        return names.index(time) if time in names else -1
+        if time is None and self.study_ is not None:
+            time = labels.time_attribute(self.study_)[0]
+        return names.index(time) if time is not None and time in names else -1
 
     def segment_table(self, money: str | None = None, time: str | None = None) -> pd.DataFrame:
         """One row per segment: who, size, every coefficient in units, value of time [95 % CI].
@@ -832,17 +827,21 @@ class SegmentLogitHierarchy:
         ic = -1 if ic is None else ic
         money_col = design.columns[ic] if ic >= 0 else None
         money_name = schema[money_col.name].display if money_col is not None else ""
-        unit = f"{money_col.unit or 'money'}/h" if money_col is not None else ""
+        scale, unit = 1.0, ""
+        if money_col is not None and it >= 0 and names[it] in schema.names:
+            scale, unit = units.tradeoff_unit(schema[money_col.name], schema[names[it]], time=True)
         rows = []
         for g, who in sorted(self.segment_paths().items()):
             row: dict[str, Any] = {"segment": g, "respondents": int(self.segment_users_[g])}
             b, V = self.segment_coef_[g], self.segment_cov_[g]
             if it >= 0 and ic >= 0 and it != ic:
-                h = labels.hours_per_unit(schema[names[it]]) if names[it] in schema.names else None
                 r = labels.fieller_ratio(b[it], b[ic], V[np.ix_([it, ic], [it, ic])])
-                r = r.scaled(1.0 / (h or 1 / 60))
+                r = r.scaled(scale)
+                why = labels.money_sign_reason(float(b[ic]), float(V[ic, ic]), money_name)
+                r = r.refused(why) if why else r
                 d = labels.ci_decimals(r.low, r.high)
-                row[f"value of time ({unit})"] = round(r.estimate, d) if r.identified else np.nan
+                short = unit.replace(" per ", "/")
+                row[f"value of time ({short})"] = round(r.estimate, d) if r.identified else np.nan
                 row["value of time [95% CI]"] = labels.ratio_text(r, unit, money=money_name)
                 row["money attribute"] = money_name
             for j in sorted(range(len(design.columns)), key=lambda j: j not in (it, ic)):

@@ -253,7 +253,7 @@ def auto_kind(study: Study) -> tuple[str, str]:
             return "study", "the study's own train/test split"
         who = "one respondent" if n_resp == 1 else "comparisons without respondents"
         return "pooled", f"{who}: a share of the choice tasks is held out"
-    if "true_order" in study.extras:  # a finite item set every user ranked (Sushi)
+    if getattr(study, "kind", "conjoint") == "items":  # a finite item set every user ranked (Sushi)
         return "pairs", "a random 20 % of every user's comparisons held out"
     med = float(np.median(tasks_per_respondent(study)))
     if med < MIN_TASKS_FOR_TASK_SPLIT:

@@ -1,23 +1,37 @@
-"""Units of attributes: which name a currency, which a duration (hours per unit).
+"""Units of attributes, and the one rule and the one conversion that read them.
 
-The one home of unit words: :func:`is_money` (a numeric attribute measured in money),
-:func:`hours_per_unit` (hours in one unit of a time attribute; only where the analysis
-plan names the attribute as a travel time does a value of time follow from it) and
-:func:`singular_unit`. :mod:`pbo_core.explain.labels` re-exports them.
+The one home of unit words:
+
+* :func:`unit_in_name`: the unit a column's *name* states (``time_min`` -> min), used by
+  the importer to fill the attribute table's unit (shown, editable; never a role);
+* :func:`money_candidate`: **the one money rule**. A study's money attribute is decided
+  once, by its loader or at import, and written in its analysis plan
+  (:class:`pbo_core.plan.AnalysisPlan`); this rule only *proposes* it there (a numeric
+  attribute whose unit is a currency, else one whose name says price, cost, fare, fee or
+  toll), and the proposal is shown with how it was made. Nothing downstream guesses a
+  money attribute again: pages, commands, the report and the hierarchy read the plan;
+* :func:`tradeoff_unit`: **the one unit conversion** of a ratio of two slopes (value of
+  time, willingness to pay): a time in a stated duration unit is converted to "per
+  hour"; any other stated unit is kept; no unit is said as such ("units of Cost per unit
+  of Travel time"), never assumed;
+* :func:`hours_per_unit`, :func:`singular_unit`: the words behind them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from pbo_core.data import Feature
 
 __all__ = [
     "MONEY_UNITS",
     "hours_per_unit",
-    "is_money",
-    "is_money_unit",
+    "is_currency",
+    "money_candidate",
     "singular_unit",
+    "tradeoff_unit",
     "unit_in_name",
 ]
 
@@ -30,7 +44,7 @@ MONEY_UNITS = frozenset(
     }
 )  # fmt: skip
 _MONEY_NAME = re.compile(r"(^|[^a-z])(price|cost|fare|fee|toll)([^a-z]|$)")
-#: Hours per unit of the time units a travel-time attribute uses.
+#: Hours per unit of the duration units a time attribute may be stated in.
 _HOURS = {
     "s": 1 / 3600, "sec": 1 / 3600, "secs": 1 / 3600, "second": 1 / 3600, "seconds": 1 / 3600,
     "min": 1 / 60, "mins": 1 / 60, "minute": 1 / 60, "minutes": 1 / 60,
@@ -59,8 +73,7 @@ def unit_in_name(name: str) -> str:
     (``time_min``, ``TT_minutes``, ``cost_chf``, ``priceEUR``, ``duration_h``) or a unit in
     brackets at its end (``time (min)``, ``price [€]``).
 
-    Only the unit: whether a duration is a travel time is the analysis plan's question
-    (:mod:`pbo_core.plan` never takes a time role from a unit).
+    Only the unit: whether a duration is a travel time is the analysis plan's question.
     """
     text = str(name).strip()
     m = _BRACKETED.search(text)
@@ -80,28 +93,55 @@ def singular_unit(unit: str) -> str:
     return u
 
 
-def is_money(feature: Feature) -> bool:
-    """A numeric attribute measured in money (by its unit, or by its name)."""
-    if feature.kind != "numeric":
-        return False
-    unit = feature.unit.strip().lower()
-    if unit in MONEY_UNITS or unit.split("/")[0] in MONEY_UNITS:
-        return True
-    return not unit and bool(_MONEY_NAME.search(feature.name.lower()))
+def is_currency(unit: str) -> bool:
+    """Does ``unit`` name a currency (``"CHF"``, ``"cents"``, ``"¢/kWh"``)?"""
+    u = unit.strip().lower()
+    return bool(u) and (u in MONEY_UNITS or u.split("/")[0] in MONEY_UNITS)
+
+
+def money_candidate(features: Sequence[Any]) -> tuple[str, str]:
+    """The one money rule: the attribute proposed as money, and how, or ``("", "")``.
+
+    The first numeric attribute whose unit is a currency (``"by its unit (CHF)"``), else
+    the first whose name says price, cost, fare, fee or toll (``"by its name"``).
+    ``features``: :class:`~pbo_core.data.Feature` or anything with ``name``, ``kind`` and
+    ``unit`` (an importer's attribute table). A
+    loader or the importer writes the answer in the study's analysis plan, where the
+    analyst sees and may change it; nothing else calls this rule.
+    """
+    numeric = [f for f in features if f.kind == "numeric"]
+    for f in numeric:
+        if is_currency(f.unit):
+            return f.name, f"by its unit ({f.unit})"
+    for f in numeric:
+        if not f.unit.strip() and _MONEY_NAME.search(f.name.lower()):
+            return f.name, "by its name"
+    return "", ""
 
 
 def hours_per_unit(feature: Feature) -> float | None:
-    """Hours in one unit of a numeric time attribute (``"min"`` -> 1/60), else ``None``."""
+    """Hours in one unit of a numeric attribute stated in a duration (``"min"`` ->
+    1/60), else ``None`` (no unit, or not a duration: nothing is assumed)."""
     if feature.kind != "numeric":
         return None
     return _HOURS.get(feature.unit.strip().lower())
 
 
-def is_money_unit(feature: Feature) -> bool:
-    """A numeric attribute whose *unit* names a currency (its name alone does not count)."""
-    unit = feature.unit.strip().lower()
-    return (
-        feature.kind == "numeric"
-        and bool(unit)
-        and (unit in MONEY_UNITS or unit.split("/")[0] in MONEY_UNITS)
-    )
+def tradeoff_unit(money: Feature, other: Feature, *, time: bool = False) -> tuple[float, str]:
+    """``(scale, unit)`` of the ratio ``b_other / b_money`` as it is shown: multiply the
+    ratio by ``scale`` and write ``unit`` after it.
+
+    * ``time`` (the plan's travel-time attribute) stated in a duration: per hour
+      (``(60.0, "CHF per hour")`` for minutes);
+    * any other stated unit is kept: ``(1.0, "CHF per km")``; an ordinal attribute is
+      per level;
+    * no unit is said, never assumed: ``(1.0, "units of Cost per unit of Travel time")``.
+    """
+    cash = money.unit.strip() or f"units of {money.display}"
+    h = hours_per_unit(other) if time else None
+    if h is not None:
+        return 1.0 / h, f"{cash} per hour"
+    if other.kind == "ordinal":
+        return 1.0, f"{cash} per level"
+    per = singular_unit(other.unit) if other.unit.strip() else f"unit of {other.display}"
+    return 1.0, f"{cash} per {per}"

@@ -399,12 +399,15 @@ elif tab_leaves.open:
             st.caption(
                 "Ratio of an attribute's slope to the price slope, per leaf and overall (the "
                 "slopes averaged over leaves, weighted by their items). Value of time = time "
-                "slope / price slope, in money per hour saved; the others: the money one more "
+                "slope / price slope, in the units the study states (money per hour saved when the "
+                "time is stated in minutes or hours; per unit of it when no unit is stated); "
+                "the others: the money one more "
                 "unit is worth (negative: it has to be compensated). 95% intervals by "
                 "Fieller's method from the joint Gaussian posterior of the two slopes, "
                 "rounded to the precision they support; 'not identified' when the money "
                 "slope is not clearly nonzero (its 95% CI includes 0: no finite interval "
-                "exists, so no number is shown)."
+                "exists, so no number is shown), and no number either when the money slope is "
+                "clearly positive (more money preferred: it prices nothing)."
             )
             st.dataframe(
                 tradeoffs[["leaf", "trade-off", "value [95% CI]", "money attribute", "interval"]],

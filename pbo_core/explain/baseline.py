@@ -90,8 +90,9 @@ def segment_table(model: Any, money: str | None = None, time: str | None = None)
     """One row per segment of a fitted choice-model tree: ``segment``, ``who`` (its rule),
     ``respondents``, ``choices``, every attribute slope as ``estimate (s.e.)`` (utility per
     unit of the design column, cluster-robust error by respondent, 3 significant digits)
-    and ``value of time [95% CI]`` (Fieller, money per hour; without ``money`` and
-    ``time``: no such column)."""
+    and ``value of time [95% CI]`` (Fieller, in the study's units:
+    :func:`pbo_core.units.tradeoff_unit`; without ``money`` and ``time``: no such
+    column)."""
     rows = []
     for k, (m, rule) in enumerate(zip(model.leaf_models_, model.rules_, strict=True)):
         row: dict[str, Any] = {

@@ -17,12 +17,11 @@ utility (in units of the comparison noise ``sigma_noise``) by ``b_j`` per unit o
 attribute ``j``. Analysts read two things from such slopes:
 
 * the slope itself, in the attribute's unit with a direction word: ``"Price: -0.32 per
-  guilder (more is worse)"``; travel times in minutes read per hour (``"-1.7 per hour"``);
-* trade-off ratios against the **money attribute** ``p``: the one the analyst chose
-  (``study.extras["money_attribute"]``, set at import, on the pages and by
-  ``--money-attribute``; :func:`money_attribute`), else the first numeric attribute whose
-  unit is a currency or whose name says price/cost/fare, and the text names it. The money
-  one unit of ``x`` is worth at equal utility is
+  guilder (more is worse)"``; times stated in minutes read per hour (``"-1.7 per hour"``);
+  an attribute with no stated unit reads per unit, never per an assumed one;
+* trade-off ratios against the **money attribute** ``p``: the analysis plan's
+  (:func:`money_attribute`; decided by the study's loader or at import, changed in the
+  plan), and the text names it. The money one unit of ``x`` is worth at equal utility is
 
   .. math::
 
@@ -30,7 +29,11 @@ attribute ``j``. Analysts read two things from such slopes:
       \\mathrm{VOT} = b_t / b_p \\cdot h_t^{-1} \\quad (1)
 
   with the *value of time* (VOT) the money a person pays to save one hour of travel
-  time ``t`` (``h_t`` hours per unit of ``t``: 1/60 for minutes).
+  time ``t`` (``h_t`` hours per unit of ``t``: 1/60 for minutes). Units come from the
+  study's description (:func:`pbo_core.units.tradeoff_unit`, the one conversion): a time
+  with no stated unit gives "units of Cost per unit of Travel time", never "per hour".
+  A money slope of the wrong sign (clearly positive: more money preferred) prices
+  nothing: no ratio is shown, only the reason (:attr:`Ratio.reason`).
 
 Interval (Fieller 1954). Under the Gaussian posterior ``(b_x, b_p) ~ N((a, c), V)`` the
 95 % set of ratios ``r = b_x / b_p`` consistent with it is
@@ -68,7 +71,7 @@ from pbo_core.data import Feature, Schema
 from pbo_core.plan import plan_of
 from pbo_core.rules import describe_categories, describe_side, describe_threshold
 from pbo_core.text import fmt_number, humanize
-from pbo_core.units import MONEY_UNITS, hours_per_unit, is_money, singular_unit
+from pbo_core.units import MONEY_UNITS, hours_per_unit, singular_unit, tradeoff_unit
 
 __all__ = [
     "MONEY_UNITS",
@@ -79,6 +82,7 @@ __all__ = [
     "ci_decimals",
     "ci_text",
     "coefficient_slope_lines",
+    "coefficient_tradeoffs",
     "coefficient_value_of_time",
     "describe_categories",
     "describe_side",
@@ -87,9 +91,9 @@ __all__ = [
     "fieller_ratio",
     "hours_per_unit",
     "humanize",
-    "is_money",
     "money_attribute",
     "money_candidates",
+    "money_sign_reason",
     "price_column",
     "ratio_text",
     "singular_unit",
@@ -232,17 +236,38 @@ class Ratio:
     low: float
     high: float
     bounded: bool
+    #: Why no ratio is shown although the interval is bounded (a money slope of the
+    #: wrong sign); ``""``: none.
+    reason: str = ""
 
     @property
     def identified(self) -> bool:
-        """Is the ratio identified (a finite 95 % interval; the denominator's slope is
-        distinguishable from 0)?"""
-        return self.bounded
+        """Is the ratio identified and meaningful (a finite 95 % interval: the
+        denominator's slope is distinguishable from 0; and no :attr:`reason` against it)?"""
+        return self.bounded and not self.reason
 
     def scaled(self, factor: float) -> Ratio:
         """The ratio times ``factor`` (a negative factor swaps the bounds)."""
         lo, hi = self.low * factor, self.high * factor
-        return Ratio(self.estimate * factor, min(lo, hi), max(lo, hi), self.bounded)
+        return Ratio(self.estimate * factor, min(lo, hi), max(lo, hi), self.bounded, self.reason)
+
+    def refused(self, reason: str) -> Ratio:
+        """The ratio with a reason it is not shown."""
+        return Ratio(self.estimate, self.low, self.high, self.bounded, reason)
+
+
+def money_sign_reason(coef: float, var: float, money: str) -> str:
+    """Why a money slope prices nothing, or ``""``: a slope clearly above 0 (its 95 %
+    interval excludes 0) says more of the money attribute is preferred, so a value of
+    time or a willingness to pay from it would be meaningless (``-0.41 per hour``)."""
+    sd = math.sqrt(max(float(var), 0.0))
+    if not (coef > 0 and sd >= 0 and coef > _Z95 * sd):
+        return ""
+    z = f", z {coef / sd:.1f}" if sd > 0 else ""
+    return (
+        f"the {money or 'money'} slope is positive ({coef:+.3g}{z}): more {money or 'money'} "
+        "is preferred, so it prices nothing; check that it is the money attribute"
+    )
 
 
 def fieller_ratio(
@@ -272,10 +297,9 @@ def fieller_ratio(
 
 
 def money_candidates(schema: Schema) -> list[str]:
-    """Names of the attributes that can be the money attribute (numeric ones), the
-    guessed money attribute first."""
-    nums = [f.name for f in schema.features if f.kind == "numeric"]
-    return sorted(nums, key=lambda n: not is_money(schema[n]))
+    """Names of the attributes that can be the money attribute (the numeric ones, in
+    schema order; the analysis plan says which one is)."""
+    return [f.name for f in schema.features if f.kind == "numeric"]
 
 
 def money_attribute(study: Any) -> tuple[str | None, str]:
@@ -299,14 +323,13 @@ def time_attribute(study: Any) -> tuple[str | None, str]:
 
 
 def price_column(schema: Schema, columns: Sequence[str], money: str | None = None) -> int | None:
-    """Index (into ``columns``, design names) of the money attribute's column, if any:
-    ``money`` (a feature name) when given, else the first attribute measured in money."""
-    if money is not None:
-        return list(columns).index(money) if money in columns else None
-    for i, name in enumerate(columns):
-        if name in schema.names and is_money(schema[name]):
-            return i
-    return None
+    """Index (into ``columns``, design names) of the money attribute ``money`` (a feature
+    name: the analysis plan's), or ``None`` when it is not given or has no column. No
+    money attribute is guessed here (:func:`pbo_core.units.money_candidate` proposes one
+    at import, into the plan)."""
+    if money is None:
+        return None
+    return list(columns).index(money) if money in columns else None
 
 
 @dataclass(frozen=True)
@@ -338,12 +361,13 @@ def tradeoffs(
 
     ``model`` has linear leaves (``slope_posterior``, ``slope_columns_``, ``schema_``,
     ``item_leaf_``); the overall ratio uses the slopes averaged over leaves weighted by
-    their items. ``money`` names the money attribute (default: the first attribute
-    measured in money, :func:`price_column`). Empty when the model has no slope on it.
-    Only ``time``, the travel-time attribute the analysis plan names
-    (:func:`time_attribute`), gives the value of time (money per hour saved; ``None``:
-    no value of time, whatever units other attributes have); every other numeric and
-    ordinal attribute the money one more unit (level) is worth, ``-b_x / b_p``.
+    their items. ``money`` names the money attribute (the analysis plan's; ``None``: no
+    trade-offs). Only ``time``, the travel-time attribute the plan names
+    (:func:`time_attribute`), gives the value of time (per hour when its unit is a
+    stated duration, else per its unit, :func:`pbo_core.units.tradeoff_unit`); every other
+    numeric and ordinal attribute the money one more unit (level) is worth,
+    ``-b_x / b_p``. A block whose money slope is clearly positive gives its ratios with a
+    reason and no number (:func:`money_sign_reason`).
     """
     cols = list(getattr(model, "slope_columns_", []))
     schema: Schema = model.schema_
@@ -351,7 +375,6 @@ def tradeoffs(
     if p is None:
         return []
     money_f = schema[cols[p]]
-    money_pl = money_f.unit or "money"
     means, covs = model.slope_posterior(respondent)
     w = np.bincount(model.item_leaf_, minlength=model.n_leaves_).astype(float)
     overall = model.slope_posterior(respondent, weights=w) if w.sum() > 0 else None
@@ -365,18 +388,18 @@ def tradeoffs(
         if j == p or name not in schema.names:
             continue
         f = schema[name]
-        is_time = time is not None and name == time
-        h = (hours_per_unit(f) or 1.0) if is_time else None
         if f.kind not in ("numeric", "ordinal"):
             continue
+        is_time = time is not None and name == time
+        scale, unit = tradeoff_unit(money_f, f, time=is_time)
+        kind = "value of time" if is_time else "willingness to pay"
         for leaf, mu, S in blocks:
             r = fieller_ratio(mu[j], mu[p], S[np.ix_([j, p], [j, p])])
-            if h is not None:
-                kind, unit, r = "value of time", f"{money_pl} per hour", r.scaled(1 / h)
-            else:
-                per = "level" if f.kind == "ordinal" else (singular_unit(f.unit) or "unit")
-                kind, unit, r = "willingness to pay", f"{money_pl} per {per}", r.scaled(-1.0)
-            out.append(TradeOff(leaf, f.display, kind, unit, r, money_f.display))
+            r = r.scaled(scale if is_time else -scale)
+            why = money_sign_reason(float(mu[p]), float(S[p, p]), money_f.display)
+            out.append(
+                TradeOff(leaf, f.display, kind, unit, r.refused(why) if why else r, money_f.display)
+            )
     return out
 
 
@@ -393,25 +416,55 @@ def coefficient_slope_lines(model: Any, short: bool = False) -> list[str]:
     ]
 
 
+def coefficient_tradeoffs(model: Any, money: str | None, time: str | None = None) -> list[TradeOff]:
+    """The trade-offs of a model with one coefficient per attribute (the conditional
+    logit: ``attribute_columns_``, ``column_names_``, ``coef_``, ``cluster_cov_``) against
+    the plan's money attribute ``money``: the value of time of ``time`` and what one more
+    unit (level) of every other numeric or ordinal attribute is worth, money attributes
+    included (e.g. installation cost per unit of operating cost: an implied discount
+    rate), with Fieller's interval (2) from the cluster-robust covariance. Units by
+    :func:`pbo_core.units.tradeoff_unit`; a clearly positive money slope gives reasons,
+    no numbers. Empty without a money attribute or its coefficient."""
+    if money is None:
+        return []
+    names = list(getattr(model, "column_names_", []))
+    if money not in names:
+        return []
+    j = names.index(money)
+    cov = np.asarray(model.cluster_cov_)
+    coef = np.asarray(model.coef_, dtype=float)
+    cols = {col.name: f for f, col in model.attribute_columns_}
+    money_f = cols.get(money)
+    if money_f is None:
+        return []
+    why = money_sign_reason(float(coef[j]), float(cov[j, j]), money_f.display)
+    out: list[TradeOff] = []
+    for name, f in cols.items():
+        if name == money or f.kind not in ("numeric", "ordinal") or name not in names:
+            continue
+        i = names.index(name)
+        is_time = time is not None and name == time
+        scale, unit = tradeoff_unit(money_f, f, time=is_time)
+        V = cov[np.ix_([i, j], [i, j])]
+        r = fieller_ratio(float(coef[i]), float(coef[j]), V).scaled(scale if is_time else -scale)
+        kind = "value of time" if is_time else "willingness to pay"
+        out.append(
+            TradeOff(None, f.display, kind, unit, r.refused(why) if why else r, money_f.display)
+        )
+    return out
+
+
 def coefficient_value_of_time(model: Any, money: str | None, time: str | None) -> TradeOff | None:
     """The value of time of a model with one coefficient per attribute (the conditional
-    logit: ``column_names_``, ``coef_``, ``cluster_cov_``, ``schema_``): the travel-time
-    slope over the money slope in money per hour, with Fieller's interval (2) from the
-    cluster-robust covariance; ``None`` when the plan names no money or time attribute,
-    or the model has no coefficient on them."""
+    logit): the travel-time slope over the money slope (:func:`coefficient_tradeoffs`),
+    per hour only when the time's unit is a stated duration; ``None`` when the plan names
+    no money or time attribute, or the model has no coefficient on them."""
     if money is None or time is None:
         return None
-    names = list(getattr(model, "column_names_", []))
-    if money not in names or time not in names:
-        return None
-    i, j = names.index(time), names.index(money)
-    V = np.asarray(model.cluster_cov_)[np.ix_([i, j], [i, j])]
-    schema: Schema = model.schema_
-    h = hours_per_unit(schema[time]) or 1.0
-    r = fieller_ratio(float(model.coef_[i]), float(model.coef_[j]), V).scaled(1 / h)
-    money_f = schema[money]
-    unit = f"{money_f.unit or 'money'} per hour"
-    return TradeOff(None, schema[time].display, "value of time", unit, r, money_f.display)
+    return next(
+        (t for t in coefficient_tradeoffs(model, money, time) if t.kind == "value of time"),
+        None,
+    )
 
 
 def evidence_display(
@@ -453,6 +506,12 @@ def ratio_text(r: Ratio, unit: str, short: bool = False, money: str = "") -> str
     slope is not clearly nonzero, ``"not identified: the Price slope's 95% CI includes
     0"`` without a point estimate (``short``: ``"not identified (Price slope ≈ 0)"``)."""
     who = f"the {money} slope" if money else "the money slope"
+    if r.reason:
+        return (
+            f"{NOT_IDENTIFIED} ({r.reason.split(':')[0][4:]})"
+            if short
+            else (f"not shown: {r.reason}")
+        )
     if not r.identified:
         if short:
             return f"{NOT_IDENTIFIED} ({who[4:]} ≈ 0)"
@@ -495,7 +554,9 @@ def tradeoff_table(
                 "unit": t.unit,
                 "interval": "Fieller"
                 if r.identified
-                else f"{NOT_IDENTIFIED} (the {t.money or 'money'} slope's CI includes 0)",
+                else (
+                    r.reason or f"{NOT_IDENTIFIED} (the {t.money or 'money'} slope's CI includes 0)"
+                ),
             }
         )
     return pd.DataFrame(rows)

@@ -10,7 +10,6 @@ import pytest
 
 from data_loaders.layout import (
     ColumnMap,
-    default_money_attribute,
     feature_candidates,
     infer_attributes,
     resolve_columns,
@@ -170,13 +169,19 @@ def test_column_map_json_round_trip_and_old_mappings() -> None:
         ColumnMap.from_dict({**old, "bogus": 1})
 
 
-def test_default_money_attribute() -> None:
+def test_the_one_money_rule_proposes_by_unit_then_by_name() -> None:
+    """pbo_core.units.money_candidate: a currency unit first, then a price/cost word;
+    never a word inside another (vcost) nor a categorical attribute."""
     from data_loaders.conjoint import Attribute
+    from pbo_core.units import money_candidate
 
     num = [Attribute("cost", "numeric"), Attribute("price", "numeric")]
-    assert default_money_attribute(num) == "price"
-    assert default_money_attribute([Attribute("unit_cost", "numeric")]) == "unit_cost"
-    assert default_money_attribute([Attribute("price", "categorical", levels=("a", "b"))]) == ""
+    assert money_candidate(num) == ("cost", "by its name")
+    with_unit = [Attribute("cost", "numeric"), Attribute("p", "numeric", unit="CHF")]
+    assert money_candidate(with_unit) == ("p", "by its unit (CHF)")
+    assert money_candidate([Attribute("unit_cost", "numeric")])[0] == "unit_cost"
+    assert money_candidate([Attribute("vcost", "numeric")]) == ("", "")
+    assert money_candidate([Attribute("price", "categorical", levels=("a", "b"))]) == ("", "")
 
 
 def travel_mode_like(n: int = 40, seed: int = 3) -> pd.DataFrame:

@@ -76,5 +76,6 @@ def test_tasks_are_typed_and_counted() -> None:
     shape = SHAPES["one-choice-wide"]
     study = us.load_choice_file(shape.file, None, columns_of(shape))
     assert study.data.task is not None and study.data.n_tasks() == shape.respondents
-    assert study.extras["money_attribute"] == "price"
+    assert study.plan.money.attribute == "price"  # the plan holds the role, not extras
+    assert "money_attribute" not in study.extras
     assert study.user_schema["coml5"].label == "Short commute"

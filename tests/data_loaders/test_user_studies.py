@@ -180,13 +180,16 @@ def test_features_labels_money_and_alternative_attribute_are_stored(home: Path) 
     table = json.loads((meta.folder / "attributes.json").read_text())["attributes"]
     assert [a["name"] for a in table] == ["price", "speed", "wifi"]
     study = load_study(meta.key)
-    assert study.extras["money_attribute"] == "price"
+    assert study.plan.money.attribute == "price"  # saved resolved: "chosen at import" now
+    checked, _ = us.check_upload(csv_bytes(df), "f.csv", None, cols)
+    assert checked is not None and "proposed at import by its name" in checked.plan.money.how
+    assert study.plan.alternative == "alternative"  # the flag's constants are in the plan
     assert study.user_schema["age"].label == "Age in years"
     assert study.schema["alternative"].levels == ("1", "2")
     assert study.users.loc[3, "age"] == 30
     # '' says none; a non-numeric money attribute is a problem; nothing more is saved
     meta2, _ = us.save_study("F2", csv_bytes(df), "f.csv", None, replace_money(cols, ""))
-    assert meta2 is not None and "money_attribute" not in load_study(meta2.key).extras
+    assert meta2 is not None and load_study(meta2.key).plan.money is None
     _, problems = us.check_upload(csv_bytes(df), "f.csv", None, replace_money(cols, "speed"))
     assert "not a numeric attribute (numeric attributes: price)" in problems[0].message
     # a feature that changes within a respondent is named with its line

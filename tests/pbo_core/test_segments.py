@@ -78,33 +78,45 @@ def test_instability_tree_splits_on_the_feature_that_changes_the_trade_off() -> 
     h = SegmentLogitHierarchy().fit(arr, np.arange(arr.n_users))
     assert h.user_tree_.n_leaves == 2  # pass splits; region is noise and stops (Eq. 5)
     assert "pass" in h.rule(0, True).lower()
-    table = h.segment_table()
+    table = h.segment_table("cost", "time")
     assert set(table["respondents"]) <= {int(n) for n in np.bincount(h.user_leaf_)}
     yes = h.assign(pd.DataFrame({"pass": ["yes"], "region": ["north"]}))[0]
     no = h.assign(pd.DataFrame({"pass": ["no"], "region": ["north"]}))[0]
-    vot = dict(zip(table["segment"], table["value of time (CHF/h)"], strict=True))
+    vot = dict(zip(table["segment"], table["value of time (CHF/hour)"], strict=True))
     # truth: 60 * 0.06 / 0.01 = 360 CHF/h with the pass, 60 * 0.02 / 0.04 = 30 without
     assert vot[yes] > 150 and vot[no] < 60
 
 
 def test_segment_value_of_time_names_its_money_and_is_not_identified_without_it() -> None:
-    """Fieller intervals per segment, divided by the money attribute (default: the one in
-    money, cost); a cost slope whose 95 % CI includes 0 gives no number, only the reason."""
+    """Fieller intervals per segment, divided by the money attribute named (no study, so
+    nothing is guessed: no money and no time named, no value of time); a cost slope whose
+    95 % CI includes 0 gives no number, only the reason; a clearly positive one gives
+    none either."""
     study = travellers()
     arr = cohort_arrays(study, covariates=("pass", "region"))
     h = SegmentLogitHierarchy().fit(arr, np.arange(arr.n_users))
-    table = h.segment_table()
+    assert not any("value of time" in c for c in h.segment_table().columns)
+    table = h.segment_table("cost", "time")
     assert set(table["money attribute"]) == {"cost"}  # the feature's label (none: its name)
     text = table["value of time [95% CI]"]
-    assert text.str.contains(r"CHF/h \[95% CI ").all()
-    assert table.equals(h.segment_table("cost"))
+    assert text.str.contains(r"CHF per hour \[95% CI ").all()
     # no money attribute: no value of time at all
-    assert not any("value of time" in c for c in h.segment_table("").columns)
+    assert not any("value of time" in c for c in h.segment_table("", "time").columns)
     # the cost slope not clearly nonzero: "not identified", never a point estimate
-    ic = h.money_column()
+    ic = h.money_column("cost")
+    wrong = h.segment_coef_.copy()
+    h.segment_coef_[:, ic] = np.abs(h.segment_coef_[:, ic])  # more cost preferred
+    flipped = h.segment_table("cost", "time")
+    assert flipped["value of time (CHF/hour)"].isna().all()
+    assert (
+        flipped["value of time [95% CI]"]
+        .str.startswith("not shown: the cost slope is positive")
+        .all()
+    )
+    h.segment_coef_[:] = wrong
     h.segment_cov_[:, ic, ic] = 1e4 * np.abs(h.segment_coef_[:, ic]) ** 2 + 1.0
-    blurred = h.segment_table()
-    assert blurred["value of time (CHF/h)"].isna().all()
+    blurred = h.segment_table("cost", "time")
+    assert blurred["value of time (CHF/hour)"].isna().all()
     assert (
         blurred["value of time [95% CI]"]
         .str.startswith("not identified: the cost slope's 95% CI includes 0")

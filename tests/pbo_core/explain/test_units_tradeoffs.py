@@ -9,6 +9,8 @@ from pbo_core import explain
 from pbo_core.data import Feature, PreferenceData, Schema
 from pbo_core.explain import labels
 from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+from pbo_core.plan import plan_with
+from pbo_core.units import money_candidate, tradeoff_unit
 
 V = np.array([[0.004**2, 0.3 * 0.004 * 0.02], [0.3 * 0.004 * 0.02, 0.02**2]])
 
@@ -65,12 +67,20 @@ def test_unit_words_and_direction() -> None:
     # a time slope per minute reads per hour
     assert labels.slope_label(time, "T", -0.028) == "Travel time: -1.68 per hour (more is worse)"
     assert labels.slope_label(comfort, "C", 0.4).endswith("per level up (more is better)")
-    assert labels.is_money(price) and not labels.is_money(time)
-    assert labels.is_money(Feature("chf", "numeric", bounds=(0, 1), unit="CHF"))
-    assert labels.is_money(Feature("ticket_price", "numeric", bounds=(0, 1)))
-    assert labels.is_money(Feature("p", "numeric", bounds=(0, 1), unit="¢/kWh"))
-    assert not labels.is_money(Feature("price", "ordinal", levels=("a", "b")))
+    assert money_candidate([time, price]) == ("price", "by its unit (guilders)")
+    assert money_candidate([Feature("chf", "numeric", bounds=(0, 1), unit="CHF")])[0] == "chf"
+    assert money_candidate([Feature("ticket_price", "numeric", bounds=(0, 1))])[0]
+    assert money_candidate([Feature("p", "numeric", bounds=(0, 1), unit="¢/kWh")])[0] == "p"
+    assert money_candidate([Feature("price", "ordinal", levels=("a", "b"))]) == ("", "")
     assert labels.hours_per_unit(time) == pytest.approx(1 / 60)
+    # a unit is never assumed: a time with no unit is per unit, never per hour
+    bare = Feature("TT", "numeric", bounds=(5, 300))
+    assert labels.hours_per_unit(bare) is None
+    assert labels.slope_label(bare, "TT", -0.0128) == "TT: -0.013 per unit (more is worse)"
+    cost = Feature("CO", "numeric", bounds=(1, 90))
+    assert tradeoff_unit(cost, bare, time=True) == (1.0, "units of CO per unit of TT")
+    assert tradeoff_unit(price, time, time=True) == (60.0, "guilders per hour")
+    assert tradeoff_unit(price, time) == (1.0, "guilders per min")  # not the travel time
 
 
 def _trips(n_items: int = 120, n_pairs: int = 1500, seed: int = 0) -> PreferenceData:
@@ -121,8 +131,9 @@ def test_slope_posterior_matches_utility_differences(trip_model) -> None:
 
 
 def test_value_of_time_recovers_a_known_truth(trip_model) -> None:
-    assert labels.value_of_time(trip_model) == {}  # no travel time named: no value of time
-    vot = labels.value_of_time(trip_model, time="time")
+    assert labels.value_of_time(trip_model) == {}  # no roles named: no value of time
+    assert labels.value_of_time(trip_model, money="price") == {}  # no travel time named
+    vot = labels.value_of_time(trip_model, money="price", time="time")
     overall = vot[None]
     assert overall.unit == "guilders per hour"
     assert overall.ratio.bounded
@@ -136,7 +147,7 @@ def test_value_of_time_recovers_a_known_truth(trip_model) -> None:
 
 
 def test_tree_view_shows_linear_leaves_in_units(trip_model) -> None:
-    view = explain.tree_view(trip_model, title="Trips", time="time")
+    view = explain.tree_view(trip_model, title="Trips", money="price", time="time")
     words = " | ".join(view.texts())
     # tooltips: each slope with its 95% interval and direction; boxes: ± half-width
     assert "per guilder [95% CI " in words and "per hour [95% CI " in words
@@ -147,13 +158,14 @@ def test_tree_view_shows_linear_leaves_in_units(trip_model) -> None:
     assert view.title.startswith("Trips · overall value of time ")
     svg = view.to_svg()
     assert "per guilder" in svg and "overall value of time" in svg
-    table = labels.tradeoff_table(labels.tradeoffs(trip_model, time="time"))
+    table = labels.tradeoff_table(labels.tradeoffs(trip_model, money="price", time="time"))
     assert list(table["leaf"])[-1] == "overall"
     assert set(table["trade-off"]) == {"value of time"}
     # without a named travel time the minutes are an attribute like any other
-    untimed = labels.tradeoff_table(labels.tradeoffs(trip_model))
+    untimed = labels.tradeoff_table(labels.tradeoffs(trip_model, money="price"))
     assert set(untimed["trade-off"]) == {"value of Travel time"}
     assert "overall value of time" not in explain.tree_view(trip_model, title="Trips").title
+    assert labels.tradeoffs(trip_model) == []  # no money attribute named: nothing guessed
 
 
 def test_numbers_are_rounded_to_the_precision_of_their_interval() -> None:
@@ -190,15 +202,14 @@ def test_the_money_attribute_is_explicit_and_named(trip_model) -> None:
     study = Study("trips", "Trips", data.get_schema(), data)
     assert labels.money_attribute(study) == (
         "price",
-        "taken from its unit (guilders); confirm in the plan",
+        "proposed by its unit (guilders); confirm in the plan",
     )
     assert labels.time_attribute(study)[0] is None  # a travel time is never guessed
-    study.extras["money_attribute"] = "price"
+    study.plan = plan_with(study, money="price", how="chosen at import")
     assert labels.money_attribute(study) == ("price", "chosen at import")
     assert labels.money_candidates(study.schema) == ["price", "time"]
-    study.extras["money_attribute"] = ""  # '' = none, as --money-attribute ''
-    assert labels.money_attribute(study) == (None, "none, as chosen at import")
-    study.extras["time_attribute"] = "time"
+    study.plan = plan_with(study, time="time", how="chosen at import")  # money: none
+    assert labels.money_attribute(study)[0] is None
     assert labels.time_attribute(study) == ("time", "chosen at import")
     # another money attribute: every ratio divides by it and names it
     by_time = labels.tradeoffs(trip_model, money="time")
@@ -208,7 +219,7 @@ def test_the_money_attribute_is_explicit_and_named(trip_model) -> None:
     assert labels.tradeoffs(trip_model, money="nothing") == []
     view = explain.tree_view(trip_model, money="price", time="time")
     assert "overall value of time (money: Price)" in view.title
-    table = labels.tradeoff_table(labels.tradeoffs(trip_model, time="time"))
+    table = labels.tradeoff_table(labels.tradeoffs(trip_model, money="price", time="time"))
     assert set(table["money attribute"]) == {"Price"}
     assert table["value [95% CI]"].str.contains("guilders per hour").all()
 
