@@ -310,7 +310,7 @@ class ColumnMap:
         cols = [self.respondent, self.task, self.chosen_column, self.rank, self.weight or ""]
         cols += [self.profile] if self.format != "wide" else []
         cols += list(self.availability or ())
-        return [c for c in cols if c] + self.feature_names
+        return [c for c in cols if c] + self.feature_names + list(self.ignore)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (tuples as lists)."""
@@ -575,6 +575,16 @@ class _Wide:
     availability: tuple[str, ...] = ()
     coding: str = "names"
     no_choice: tuple[str, ...] = ()
+    fill: tuple[str, ...] = ()
+
+
+def _bare(names: Sequence[str], alts: Sequence[str]) -> list[str]:
+    """The alternatives no column name starts or ends with (constant-only alternatives)."""
+    return [
+        a
+        for a in alts
+        if not any(len(c) > len(a) and (c.endswith(a) or c.startswith(a)) for c in names)
+    ]
 
 
 def _integers(values: Sequence[Any]) -> list[int] | None:
@@ -591,10 +601,18 @@ def _integers(values: Sequence[Any]) -> list[int] | None:
     return out
 
 
-def _number_coding(values: Sequence[Any], n_alts: int) -> tuple[str, tuple[str, ...]] | None:
+#: Largest share of rows whose 0 reads as "no choice" beside choices numbered 1..J
+#: (SwissMetro: 9 of 10,728); a more frequent 0 may be an alternative without columns.
+MAX_NO_CHOICE_SHARE = 0.05
+
+
+def _number_coding(
+    values: Sequence[Any], n_alts: int, zero_share: float = 0.0
+) -> tuple[str, tuple[str, ...]] | None:
     """How numbers name ``n_alts`` alternatives in their order: ``("1", ())`` for 1..J,
     ``("0", ())`` for 0..J-1, ``("1", ("0",))`` for 1..J with 0 as "no choice" (0 and J
-    both present); ``None`` when they cannot."""
+    both present, 0 in at most :data:`MAX_NO_CHOICE_SHARE` of the rows: ``zero_share``);
+    ``None`` when they cannot."""
     ints = _integers(values)
     if not ints:
         return None
@@ -603,7 +621,7 @@ def _number_coding(values: Sequence[Any], n_alts: int) -> tuple[str, tuple[str, 
         return "1", ()
     if got <= set(range(n_alts)):
         return "0", ()
-    if got <= set(range(n_alts + 1)) and {0, n_alts} <= got:
+    if got <= set(range(n_alts + 1)) and {0, n_alts} <= got and zero_share <= MAX_NO_CHOICE_SHARE:
         return "1", ("0",)
     return None
 
@@ -663,14 +681,30 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
                     break
         else:
             sep, stems, pos = _separator(names, alts, positions)
+        bare = _bare(names, alts) if not stems else []
+        if bare and len(bare) < len(alts):  # alternatives with no column: constant only
+            sep, stems, pos = _separator(names, [a for a in alts if a not in bare], positions)
         groups = [_Group(sep, alts, tuple(stems), pos)] if stems else []
     else:
-        groups = [
+        found = [
             g
             for p in positions
             for g0 in _suffix_groups([*names, *avail_cols], p)
             if (g := _without_availability(g0, names)) is not None
         ]
+        groups = [g for g in found if not _numbered_items(g)]
+        items = [g for g in found if _numbered_items(g)]
+        if items and not groups:
+            g = items[0]
+            shown = ", ".join(g.column(s, a) for s in g.stems[:2] for a in g.alts[:3])
+            raise DataValidationError(
+                f"{name}: the only columns that could hold the alternatives' attributes are "
+                f"numbered items ({shown}, ...): a number split in two ('{g.stems[0]}' + "
+                f"'{g.alts[0]}'), such as survey questions (Likert scales), not an attribute "
+                "per alternative; name the alternatives (--alternatives, e.g. "
+                "--alternatives PT,Car,Slow for TimePT, TimeCar: an alternative without "
+                "columns has its constant only) or give the long layout"
+            )
 
         # an alternative with an availability column (TRAIN_AV) is one: such groups first
         def has_avail(g: _Group) -> bool:
@@ -681,18 +715,60 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         how = "from the column names"
         vals = (choice_values(chosen) or []) if chosen else []
         if vals:
+            zero = float((pd.to_numeric(frame[chosen], errors="coerce") == 0).mean())
             cover = [g for g in groups if not _uncovered(vals, g.alts, chosen)]
-            numbered = [(g, _number_coding(vals, len(g.alts))) for g in groups]
+            numbered = [(g, _number_coding(vals, len(g.alts), zero)) for g in groups]
             numbered = [(g, c) for g, c in numbered if c is not None]
             # an alternative with an availability column first, then an exact numbering
-            # (no value left over as "no choice"), then the order above
-            numbered.sort(key=lambda gc: (not has_avail(gc[0]), bool(gc[1][1])))
+            # (no value left over as "no choice"), then one whose every alternative is
+            # chosen (TRAIN_TT, CAR_TT with CHOICE 1, 2: the alternatives are TRAIN and CAR,
+            # not TT, CO, comfort), then the order above
+            n_vals = len({normalize_value(v) for v in vals})
+
+            def rank(gc: tuple[_Group, tuple[str, tuple[str, ...]]]) -> tuple[bool, ...]:
+                return (
+                    not has_avail(gc[0]),
+                    bool(gc[1][1]),
+                    len(gc[0].alts) != n_vals - len(gc[1][1]),
+                )
+
+            numbered.sort(key=lambda gc: (*rank(gc), _mismatch(frame, gc[0])))
             if cover:
                 groups = cover[:1]
                 how = f"from the column names and the values of {chosen!r}"
             elif numbered and (has_avail(numbered[0][0]) or not _integers_name(groups)):
+                if (
+                    len(numbered) > 1
+                    and rank(numbered[0]) == rank(numbered[1])
+                    and _columns_of(numbered[0][0]) != _columns_of(numbered[1][0])
+                ):
+                    a, b = _mismatch(frame, numbered[0][0]), _mismatch(frame, numbered[1][0])
+                    if not a < 0.5 * b:  # the column names read both ways: ask
+                        g1, g2 = numbered[0][0], numbered[1][0]
+                        raise WideLayoutError(
+                            f"{name}: the columns read two ways: alternatives "
+                            f"{', '.join(g1.alts)} with attributes {', '.join(g1.stems[:4])}, or "
+                            f"alternatives {', '.join(g2.alts)} with attributes "
+                            f"{', '.join(g2.stems[:4])} ({g1.column(g1.stems[0], g1.alts[0])}); "
+                            "name the alternatives (--alternatives)"
+                        )
                 groups, coding = [numbered[0][0]], numbered[0][1]
                 how = f"from the column names; {chosen!r} numbers them"
+            elif (
+                groups
+                and (ints := _integers(vals)) is not None
+                and set(ints) == set(range(len(groups[0].alts) + 1))
+            ):
+                g0 = groups[0]
+                raise WideLayoutError(
+                    f"{name}: column {chosen!r} holds the numbers 0 to {len(g0.alts)} for the "
+                    f"{len(g0.alts)} alternatives {', '.join(g0.alts)} of the column names, and "
+                    f"0 in {zero:.0%} of the rows: if 0 means 'no choice', give --no-choice 0 "
+                    "(the row is dropped), if 'none of these', --opt-out 0; "
+                    "if it or another number is an alternative without attribute columns, "
+                    f"name all of them in order (--alternatives {','.join(g0.alts)},NAME "
+                    "--choice-coding 0 or 1)"
+                )
             elif groups and len(_uncovered(vals, groups[0].alts, chosen)) < len(vals):
                 bad = _uncovered(vals, groups[0].alts, chosen)
                 raise WideLayoutError(
@@ -754,7 +830,8 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
     elif cols.choice_coding == "names":
         coding = None
     elif cols.choice_coding is None and coding is None and _uncovered(vals, g.alts, chosen):
-        coding = _number_coding(vals, len(g.alts))
+        zero = float((pd.to_numeric(frame[chosen], errors="coerce") == 0).mean())
+        coding = _number_coding(vals, len(g.alts), zero)
     if coding is not None and cols.choice_coding is None:
         no_choice = tuple(dict.fromkeys((*no_choice, *coding[1])))
         notes.append(f"chosen column {chosen!r}: {_coding_text(coding[0], g.alts, coding[1])}")
@@ -774,6 +851,14 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         )
     stems, partial = _stems([c for c in names if c != chosen], g.alts, g.sep, g.position)
     fill = [s for s in cols.fill_attributes if s not in stems]
+    bare = _bare([c for c in names if c != chosen], g.alts)
+    if bare:  # every attribute of the others is 0 for them: their constant is their utility
+        fill += [s for s in g.stems if s not in fill and s not in stems]
+        notes.append(
+            f"alternative{'s' if len(bare) > 1 else ''} {', '.join(bare)}: no attribute "
+            "columns, so the utility is the alternative's constant only (its attributes "
+            "count as 0)"
+        )
     unknown = [s for s in fill if s not in partial]
     if unknown:
         raise DataValidationError(
@@ -783,7 +868,9 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         )
     rest = {s: cs for s, cs in partial.items() if s not in fill}
     for s in fill:
-        absent = [a for a in g.alts if g.column(s, a) not in partial[s]]
+        absent = [a for a in g.alts if g.column(s, a) not in partial.get(s, [])]
+        if set(absent) <= set(bare):
+            continue  # said once above
         notes.append(
             f"attribute {s!r} given for {len(g.alts) - len(absent)} of {len(g.alts)} "
             f"alternatives: 0 for {', '.join(absent)} (no column {g.column(s, absent[0])})"
@@ -835,7 +922,49 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         availability,
         coding[0] if coding is not None else "names",
         no_choice,
+        tuple(fill),
     )
+
+
+def _columns_of(g: _Group) -> set[str]:
+    """The columns a group reads."""
+    return {g.column(s, a) for s in g.stems for a in g.alts}
+
+
+def _mismatch(frame: pd.DataFrame, g: _Group) -> float:
+    """How differently one attribute's columns are scaled across a group's alternatives
+    (the mean over its attributes of ``(max - min) / max |median|`` of the columns'
+    medians): small when the group reads the column names the right way round
+    (``BUS_TT`` and ``RAIL_TT`` are both times), large when alternatives and attributes are
+    swapped (``BUS_TT`` and ``BUS_CO``: a time and a cost)."""
+    out = []
+    for s in g.stems:
+        meds = []
+        for a in g.alts:
+            c = g.column(s, a)
+            if c in frame.columns:
+                x = pd.to_numeric(frame[c], errors="coerce").dropna()
+                if len(x):
+                    meds.append(float(x.median()))
+        if len(meds) >= 2:
+            top = max(abs(m) for m in meds)
+            out.append((max(meds) - min(meds)) / top if top > 0 else 0.0)
+    return float(np.mean(out)) if out else 0.0
+
+
+def _numbered_items(g: _Group) -> bool:
+    """Are a group's columns numbered items rather than an attribute per alternative: a
+    number split in two (``Mobil10`` .. ``Mobil14``: a stem ending in a digit, digit
+    alternatives) or zero-padded item numbers (``Envir01`` .. ``Envir06``), with no
+    separator (survey questions such as Likert scales)?"""
+    if g.sep:
+        return False
+    if g.position == "prefix":  # Envir01, Mobil01: "Envir" is no alternative, "01" no attribute
+        return all(s.isdigit() for s in g.stems)
+    if not all(a.isdigit() for a in g.alts):
+        return False
+    padded = any(len(a) > 1 and a.startswith("0") for a in g.alts)
+    return padded or all(s[-1:].isdigit() for s in g.stems)
 
 
 def _without_availability(g: _Group, names: Sequence[str]) -> _Group | None:
@@ -867,21 +996,59 @@ def _by_name(have: Sequence[str], names: Sequence[str], taken: Iterable[str]) ->
     return [lower[n] for n in names if n in lower]
 
 
+def _is_flag(frame: pd.DataFrame, column: str) -> bool:
+    """Are a column's values all flags (yes/no, 1/0, true/false), some chosen and some
+    not (a long file's chosen flag)?"""
+    vals = _values(frame, column, 4)
+    if vals is None:
+        return False
+    keys = {normalize_value(v) for v in vals if not is_missing(v)}
+    return bool(
+        keys and keys <= CHOSEN_TRUE | CHOSEN_FALSE and keys & CHOSEN_TRUE and keys - CHOSEN_TRUE
+    )
+
+
 def _flag_column(frame: pd.DataFrame, have: Sequence[str], taken: Iterable[str]) -> str | None:
-    """A long file's chosen flag under another name (:data:`CHOSEN_NAMES`): values that
-    are all flags (yes/no, 1/0, true/false), some chosen and some not."""
-    for c in _by_name(have, CHOSEN_NAMES, taken):
-        vals = _values(frame, c, 4)
-        if vals is None:
+    """A long file's chosen flag under another name (:data:`CHOSEN_NAMES`)."""
+    return next((c for c in _by_name(have, CHOSEN_NAMES, taken) if _is_flag(frame, c)), None)
+
+
+#: Names (lower case) of a long file's column naming each row's alternative.
+PROFILE_NAMES = (
+    "alt", "alternative", "alternatives", "alt_id", "altid", "alt_name", "altname",
+    "alt.id", "mode", "brand", "option", "product", "item",
+)  # fmt: skip
+
+
+def _profile_column(
+    frame: pd.DataFrame, have: Sequence[str], keys: Sequence[str], taken: Iterable[str]
+) -> tuple[str, str] | None:
+    """A long file's alternative column under another name, and why: a column whose
+    values name one row of each task (at most :data:`MAX_LABELLED` of them, never twice in
+    a task) and that is named like one (:data:`PROFILE_NAMES`: ``mode``, ``alt``) or holds
+    text listing the same alternatives in (nearly) every task (TravelMode's air, train,
+    bus, car)."""
+    keys = [k for k in keys if k]
+    if not keys:
+        return None
+    skip = set(taken) | set(keys)
+    named = {c.lower() for c in _by_name(have, PROFILE_NAMES, skip)}
+    for c in [*_by_name(have, PROFILE_NAMES, skip), *(c for c in have if c not in skip)]:
+        col = frame[c]
+        if col.isna().any():
             continue
-        keys = {normalize_value(v) for v in vals if not is_missing(v)}
-        if (
-            keys
-            and keys <= CHOSEN_TRUE | CHOSEN_FALSE
-            and keys & CHOSEN_TRUE
-            and keys - CHOSEN_TRUE
-        ):
-            return c
+        vals = pd.unique(col)
+        if not 2 <= len(vals) <= MAX_LABELLED:
+            continue
+        if frame.duplicated([*keys, c]).any():
+            continue  # a value twice in one task: not an alternative
+        if c.lower() in named:
+            return c, "by its name; its values name one row of each task"
+        if pd.api.types.is_numeric_dtype(col):
+            continue
+        per_task = frame.groupby(list(keys), sort=False)[c].nunique()
+        if float((per_task == len(vals)).mean()) >= 0.9:
+            return c, f"its values name one row of each task: {_shown(list(vals), 6)}"
     return None
 
 
@@ -1041,6 +1208,8 @@ def _resolve_columns(
             fmt, why = "long", f"a rank column, {cols.rank!r}"
         elif cols.profile and cols.profile in have:
             fmt, why = "long", f"a profile column, {cols.profile!r}"
+        elif cols.chosen and cols.chosen in have and _is_flag(frame, cols.chosen):
+            fmt, why = "long", f"the chosen column {cols.chosen!r} holds yes/no flags"
         else:
             try:
                 wide = _resolve_wide(frame, replace(cols, format="wide"), name, have)
@@ -1074,8 +1243,6 @@ def _resolve_columns(
             if profile != DEFAULT_PROFILE:
                 raise _missing(name, profile, "the alternative", "--profile-col", have)
             profile = ""
-        if not profile:
-            notes.append("profile column: none (the alternatives of a task are numbered by row)")
         chosen = "" if cols.rank else (cols.chosen or "chosen")
         if chosen and chosen not in have:
             if cols.chosen or DEFAULT_RANK not in have:
@@ -1093,6 +1260,20 @@ def _resolve_columns(
                 f"{name}: no respondent column and no task column, so the tasks cannot be "
                 f"told apart; name one (--respondent-col, --task-col); {list_columns(have)}"
             )
+        if not profile:
+            found = _profile_column(
+                frame, have, (resp, task), (chosen, cols.rank, cols.weight or "",
+                                            *cols.feature_names, *cols.ignore)
+            )  # fmt: skip
+            if found is not None:
+                profile = found[0]
+                notes.append(
+                    f"alternative column: {profile!r} ({found[1]}; --profile-col to change)"
+                )
+            else:
+                notes.append(
+                    "profile column: none (the alternatives of a task are numbered by row)"
+                )
         cols = replace(cols, profile=profile, chosen=chosen, alternatives=(), separator=None)
         if not task:
             notes.append("task column: none (each respondent's rows are one task)")
@@ -1115,6 +1296,7 @@ def _resolve_columns(
             availability=wide.availability,
             choice_coding=wide.coding,
             no_choice=wide.no_choice,
+            fill_attributes=wide.fill,
         )
         notes += wide.notes
         _check_zero_rules(cols, have, name, wide.stems)
@@ -1228,15 +1410,19 @@ def _code_columns(frame: pd.DataFrame, cols: ColumnMap) -> list[str]:
 def _missing_evidence(code: float, rest: np.ndarray, share: float) -> bool:
     """Is ``code`` a missing-value code in a column whose other values are ``rest`` (it
     holds ``share`` of the column's cells)? Only with evidence: -1 and -2 below a column
-    of numbers of at least 0 that is not a 0/1 or -1/0/1 coding (effects codes hold -1 as
-    a value) and rare (at most 10 % of the cells); 99 above a column of whole numbers from
-    0 to 20 (a coded answer). A code inside a column's range is a value there (a trip of
-    99 minutes)."""
-    if not len(rest) or share > 0.10:
+    of numbers of at least 0 that holds at least three values (not a 0/1 column, where -1
+    is an effects code); 99 above a column of whole numbers from 0 to 20 (a coded answer)
+    in at most half of the cells. A code inside a column's range is a value there (a trip
+    of 99 minutes)."""
+    if not len(rest):
         return False
     if code < 0:
         return bool((rest >= 0).all()) and len(np.unique(rest)) >= 3
-    return len(rest) >= 10 and bool(((rest >= 0) & (rest <= 20) & (rest == np.round(rest))).all())
+    return (
+        share <= 0.5
+        and len(rest) >= 10
+        and bool(((rest >= 0) & (rest <= 20) & (rest == np.round(rest))).all())
+    )
 
 
 def detect_missing(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, dict[str, int]]:
@@ -1370,6 +1556,13 @@ def infer_attributes(
         numeric = pd.to_numeric(vals, errors="coerce")
         label = readable(name)
         share = float(numeric.notna().mean()) if len(vals) else 0.0
+        if name in cols.categorical:  # the analyst's answer: codes are levels
+            levels = tuple(_natural(normalize_value(v) for v in distinct)) or ("?",)
+            out.append(Attribute(name, "categorical", levels=levels, label=label))
+            continue
+        if name in cols.numeric and share >= 0.9:
+            out.append(Attribute(name, "numeric", label=label, unit=unit_in_name(name)))
+            continue
         if len(distinct) == 2 and share < 1.0:
             levels = tuple(sorted(str(v) for v in distinct))
             out.append(Attribute(name, "binary", levels=levels, label=label))

@@ -67,6 +67,9 @@ class Prepared:
     unavailable
         Availability rule (``ColumnMap.available_when``) -> the rows where it makes its
         alternative unavailable.
+    lines
+        Reason -> the file lines dropped for it (a long file's choice situation: its
+        first line).
     """
 
     frame: pd.DataFrame
@@ -75,6 +78,7 @@ class Prepared:
     emptied: dict[str, int] = field(default_factory=dict)
     zeroed: dict[str, int] = field(default_factory=dict)
     unavailable: dict[str, int] = field(default_factory=dict)
+    lines: dict[str, list[int]] = field(default_factory=dict)
 
 
 def code_mask(col: pd.Series, codes: Sequence[str]) -> np.ndarray:
@@ -214,12 +218,14 @@ def prepare_wide(
     f = frame.copy()
     alts = list(cols.alternatives)
     dropped: dict[str, int] = {}
+    lines: dict[str, list[int]] = {}
     keep = np.ones(len(f), dtype=bool)
 
     def drop(mask: np.ndarray, reason: str) -> None:
         new = mask & keep
         if new.any():
             dropped[reason] = dropped.get(reason, 0) + int(new.sum())
+            lines.setdefault(reason, []).extend(int(x) for x in f.index[new])
             keep[new] = False
 
     for stem in cols.fill_attributes:  # 0 for the alternatives without the column
@@ -277,7 +283,13 @@ def prepare_wide(
         _group_levels(f, [cols.column(a.source_column, alt) for alt in alts], a)
     any_off = not avail.all()
     return Prepared(
-        f.loc[keep], avail[keep] if any_off else None, dropped, emptied, zeroed, unavailable
+        f.loc[keep],
+        avail[keep] if any_off else None,
+        dropped,
+        emptied,
+        zeroed,
+        unavailable,
+        lines,
     )
 
 
@@ -358,6 +370,7 @@ def drop_long_tasks(
     """
     f = f.copy()
     dropped: dict[str, int] = {}
+    masks: dict[str, np.ndarray] = {}
     tkey = f.groupby(list(keys), sort=False).ngroup().to_numpy()
     n = int(tkey.max()) + 1 if len(tkey) else 0
     off, unavailable = long_rule_rows(f, cols, profile, real, name)
@@ -369,6 +382,7 @@ def drop_long_tasks(
         chosen_off[tkey[off & chosen]] = True
         if chosen_off.any():
             dropped[CHOSEN_UNAVAILABLE] = int(chosen_off.sum())
+            masks[CHOSEN_UNAVAILABLE] = chosen_off
     bad = np.zeros(n, dtype=bool)
     for a in attrs:
         c = a.source_column
@@ -381,6 +395,7 @@ def drop_long_tasks(
         if not cols.available_when:
             why = why.replace("an available alternative", "an alternative")
         dropped[why] = int(bad.sum())
+        masks[why] = bad
     few = np.bincount(tkey, weights=real.astype(float), minlength=n) < 2
     few &= ~(bad | chosen_off)
     if few.any():
@@ -392,6 +407,7 @@ def drop_long_tasks(
         ):
             if which.any():
                 dropped[why] = int(which.sum())
+                masks[why] = which
     emptied: dict[str, int] = {}
     for c in cols.feature_names:
         hit = code_mask(f[c], missing_codes(cols, c))
@@ -401,7 +417,9 @@ def drop_long_tasks(
     for a in _grouped(cols, attrs):
         _group_levels(f, [a.source_column], a)
     keep = ~(bad | few | chosen_off)[tkey] & ~off
-    return Prepared(f.loc[keep], None, dropped, emptied, {}, unavailable)
+    first = pd.Series(f.index.to_numpy()).groupby(tkey).min().to_numpy() if n else np.zeros(0)
+    lines = {why: [int(first[t]) for t in np.flatnonzero(m)] for why, m in masks.items()}
+    return Prepared(f.loc[keep], None, dropped, emptied, {}, unavailable, lines)
 
 
 def dropped_note(p: Prepared, unit: str) -> list[str]:

@@ -147,6 +147,30 @@ def _n(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
+def _lines_text(lines: list[int]) -> str:
+    """`` (lines 3, 17, 40 and 12 more)``: the file lines of a reason's drops."""
+    if not lines:
+        return ""
+    more = f" and {len(lines) - 10:,} more" if len(lines) > 10 else ""
+    return f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:10]))}{more})"
+
+
+def _codes_text(entries: tuple[str, ...]) -> str:
+    """``-2 (every column); -1 in DestAct, NbChild and 86 more``: the missing-value codes,
+    those given for every column first, then each code with its columns."""
+    every = [e for e in entries if "=" not in e]
+    per: dict[str, list[str]] = {}
+    for e in entries:
+        if "=" in e:
+            col, _, code = e.rpartition("=")
+            per.setdefault(code, []).append(col)
+    parts = [f"{c} (every column)" for c in every]
+    for code, cs in per.items():
+        more = f" and {len(cs) - 6} more" if len(cs) > 6 else ""
+        parts.append(f"{code} in {', '.join(cs[:6])}{more}")
+    return "; ".join(parts)
+
+
 def preview_lines(study: Study) -> list[str]:
     """What an import understood, one line each: layout, alternatives and their
     attributes, availability, respondents, choice situations, respondent features, rows
@@ -224,23 +248,61 @@ def preview_lines(study: Study) -> list[str]:
     units = [f"{a.name} {a.unit}" for a in attrs if a.kind == "numeric" and a.unit]
     out.append(
         "units: "
-        + (", ".join(units) or "none stated (give them in the attribute table)")
+        + (
+            ", ".join(units)
+            or "none stated (--units TT=min,CO=CHF, or the attribute table; a ratio is "
+            "then per unit, never per hour)"
+        )
         + ("" if not units else " (a unit names no role: the plan names the travel time)")
     )
+    plan = study.plan
+    if plan is not None and plan.alternative and plan.alternative in study.schema.names:
+        levels = study.schema[plan.alternative].levels
+        ref = plan.reference or levels[0]
+        out.append(
+            f"alternative constants: yes, one for each of {', '.join(levels)} but the "
+            f"reference {ref} (constant 0)"
+        )
+    else:
+        out.append("alternative constants: none (unlabelled alternatives)")
+    if plan is not None:
+        roles = [
+            f"{label} {r.attribute}" + (f" ({r.unit})" if r.unit else " (no unit stated)")
+            for label, r in (("money", plan.money), ("time", plan.time))
+            if r is not None
+        ]
+        out.append("roles: " + (", ".join(roles) or "none named (no value of time, no WTP)"))
     resp = cols.respondent or "(none: every choice situation is a respondent of its own)"
     out.append(f"respondents: {len(study.respondents()):,} (column {resp})")
     feats = [f"{n} ({lb})" if lb else n for n, lb in cols.respondent_features]
     out.append("respondent features: " + (", ".join(feats) or "none"))
     dropped = study.extras.get("dropped") or {}
+    lines = study.extras.get("dropped_lines") or {}
     if dropped:
         out.append(
             "dropped: "
-            + "; ".join(f"{_n(n, 'choice situation')} {why}" for why, n in dropped.items())
+            + "; ".join(
+                f"{_n(n, 'choice situation')} {why}" + _lines_text(lines.get(why, []))
+                for why, n in dropped.items()
+            )
         )
     else:
         out.append("dropped: nothing")
+    same = int(study.extras.get("n_identical_skipped", 0) or 0)
+    if same:
+        out.append(
+            f"skipped: {_n(same, 'comparison')} between alternatives with identical "
+            "attributes (nothing tells them apart"
+            + ("" if plan is not None and plan.alternative else "; labelled alternatives "
+               "differ by their constants: --constants yes")
+            + ")"
+        )  # fmt: skip
+    unused = [c.column for c in study.columns if c.role == "ignored"]
+    if unused:
+        more = f" and {len(unused) - 12} more" if len(unused) > 12 else ""
+        out.append(f"columns not used: {', '.join(unused[:12])}{more}")
     if cols.missing:
-        out.append(f"missing-value codes: {', '.join(cols.missing)}")
+        out.append("missing-value codes: " + _codes_text(cols.missing))
     if cols.weight:
         w = study.extras.get("weight", {})
         out.append(

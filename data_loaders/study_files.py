@@ -49,6 +49,8 @@ from data_loaders.layout import (
     labelled_alternatives,
     list_columns,
     missing_codes,
+    natural_key,
+    parse_zero_rule,
     readable,
     resolve_columns,
 )
@@ -58,12 +60,14 @@ from data_loaders.prepare import (
     dropped_note,
     group_levels,
     long_rule_rows,
+    parse_availability_rule,
     prepare_wide,
 )
+from data_loaders.questions import OpenQuestionsError, open_questions
 from data_loaders.recipes import preview_lines
 from data_loaders.selection import parse_where, where_mask
 from pbo_core.collinearity import collinear_attributes, constant_attributes
-from pbo_core.data import DataValidationError, Schema, Study
+from pbo_core.data import ColumnRole, DataValidationError, Feature, Schema, Study
 from pbo_core.plan import Role, plan_with
 from pbo_core.units import money_candidate
 
@@ -123,6 +127,8 @@ def load_choice_file(
     columns: ColumnMap | None = None,
     meta: StudyMeta | None = None,
     sep: str | None = None,
+    *,
+    ask: bool = True,
 ) -> Study:
     """A choice file of any accepted format and any shape, through the conjoint loaders.
 
@@ -144,7 +150,9 @@ def load_choice_file(
     """
     p = check_file(path, "choice file")
     frame = readers.read_table(p, str(p), sep).frame
-    return build_study(frame, str(p), attributes, columns or ColumnMap(format="auto"), meta)
+    return build_study(
+        frame, str(p), attributes, columns or ColumnMap(format="auto"), meta, ask=ask
+    )
 
 
 def build_study(
@@ -153,15 +161,30 @@ def build_study(
     attributes: str | Path | Sequence[Attribute] | None,
     columns: ColumnMap,
     meta: StudyMeta | None = None,
+    *,
+    ask: bool = True,
 ) -> Study:
     """The study of a choice table read from a file (index = file line); see
-    :func:`load_choice_file`."""
+    :func:`load_choice_file`. ``ask``: refuse a file that leaves a column's meaning open
+    (:func:`data_loaders.questions.open_questions`); a saved study, whose import answered
+    them, loads with ``ask=False``.
+
+    Raises
+    ------
+    OpenQuestionsError
+        When ``ask`` and the file leaves a column's meaning open, naming the columns.
+    """
     cols, notes = resolve_columns(frame, columns, name)
     if attributes is None:
         attrs = infer_attributes(frame, cols, notes)
     else:
         attrs = resolve_attributes(attributes)
-    return _build(frame, name, attrs, cols, notes, meta)
+    study = _build(frame, name, attrs, cols, notes, meta)  # the file's own problems first
+    if ask:
+        questions = open_questions(frame, attrs, cols, attributes_given=attributes is not None)
+        if questions:
+            raise OpenQuestionsError(name, questions)
+    return study
 
 
 def _free(frame: pd.DataFrame, base: str) -> str:
@@ -309,7 +332,11 @@ def _constants(
     econometrician's default, constants for labelled alternatives
     (:func:`~data_loaders.layout.labelled_alternatives`), none for the numbered or
     lettered profiles of a generic design; the decision is a note."""
-    names = [str(normalize_value(v)) for v in alternatives if not is_missing(v)]
+    names = [
+        v.strip() if isinstance(v, str) else str(normalize_value(v))
+        for v in alternatives
+        if not is_missing(v)
+    ]
     if cols.alternative_attribute is not None:
         if cols.alternative_attribute and not names:
             raise DataValidationError(
@@ -330,6 +357,79 @@ def _constants(
             "design; --constants yes to add them)"
         )
     return replace(cols, alternative_attribute=labelled)
+
+
+def _describe(
+    frame: pd.DataFrame, cols: ColumnMap, attrs: Sequence[Attribute], study: Study
+) -> tuple[ColumnRole, ...]:
+    """What every column of the file means in the imported study (its role, type, unit;
+    :class:`pbo_core.data.ColumnRole`), in the file's order."""
+    kinds = {f.name: f for f in study.schema.features}
+    users = {f.name: f for f in (study.user_schema.features if study.user_schema else ())}
+    roles: dict[str, ColumnRole] = {}
+
+    def put(column: str, role: str, kind: str = "", **kw: str) -> None:
+        if column and column in frame.columns and column not in roles:
+            roles[column] = ColumnRole(column, role, kind, **kw)
+
+    put(cols.respondent, "respondent", "id")
+    put(cols.task, "task", "id")
+    if cols.format == "long":
+        put(cols.profile, "alternative", "code")
+        put(cols.rank, "choice", "rank")
+        put(cols.chosen_column, "choice", "flag")
+    else:
+        put(cols.chosen_column, "choice", "code", how=f"numbered from {cols.choice_coding}"
+            if cols.choice_coding in ("0", "1") else "names the alternative")  # fmt: skip
+        for alt, c in zip(cols.alternatives, cols.availability or (), strict=False):
+            put(c, "availability", "flag", alternative=alt)
+    for a in attrs:
+        f = kinds.get(a.name)
+        kind = f.kind if f is not None else a.kind
+        unit = f.unit if f is not None else a.unit
+        for alt, c in (
+            zip(cols.alternatives, cols.source_columns(a.source_column), strict=True)
+            if cols.format == "wide"
+            else [("", a.source_column)]
+        ):
+            put(c, "attribute", kind, unit=unit, attribute=a.name, alternative=alt)
+    for name, _label in cols.respondent_features:
+        f = users.get(name)
+        put(name, "respondent feature", f.kind if f is not None else "")
+    put(cols.weight or "", "weight")
+    conditions = [c.column for c in parse_where(cols.where)]
+    for rule in cols.zero_when:
+        conditions.append(parse_zero_rule(rule)[2])
+    for rule in cols.available_when:
+        conditions.append(parse_availability_rule(rule)[1])
+    for c in conditions:
+        put(c, "condition")
+    for c in frame.columns:
+        how = "left out (--ignore)" if c in cols.ignore else "not named"
+        put(str(c), "ignored", how=how)
+    return tuple(roles[str(c)] for c in frame.columns if str(c) in roles)
+
+
+def _coded_features(study: Study, cols: ColumnMap) -> Study:
+    """``study`` with the respondent features the analyst declared category codes
+    (``--categorical PURPOSE``) as categorical features, their levels the codes in
+    numeric order."""
+    assert study.users is not None and study.user_schema is not None
+    declared = [n for n in cols.categorical if n in study.users.columns]
+    if not declared:
+        return study
+    users = study.users.copy()
+    feats = []
+    for ft in study.user_schema.features:
+        if ft.name not in declared:
+            feats.append(ft)
+            continue
+        text = users[ft.name].map(lambda v: None if is_missing(v) else str(normalize_value(v)))
+        users[ft.name] = text
+        levels = tuple(sorted({v for v in text if v is not None}, key=natural_key))
+        feats.append(Feature(ft.name, "categorical", levels=levels, label=ft.label))
+    data = replace(study.data, users=users)
+    return replace(study, data=data, users=users, user_schema=Schema(tuple(feats)))
 
 
 def _plan(study: Study, cols: ColumnMap, money_how: str) -> Study:
@@ -488,6 +588,22 @@ def _build(
             ok[real_alt] = prep.available[row[real_alt], alt[real_alt]]
             long = long.loc[ok]
         all_attrs = attrs
+        bare = [
+            alt
+            for alt in cols.alternatives
+            if not any(cols.column(a.source_column, alt) in frame.columns for a in attrs)
+        ]
+        if bare and cols.alternative_attribute is False:
+            raise DataValidationError(
+                f"{name}: {', '.join(bare)} has no attribute columns, so only its constant "
+                "can describe it; alternative constants are needed (--constants yes or auto)"
+            )
+        if bare and cols.alternative_attribute is None:
+            cols = replace(cols, alternative_attribute=True)
+            notes.append(
+                f"alternative constants: yes ({', '.join(bare)} has no attribute columns: "
+                "its constant is its utility)"
+            )
         cols = _constants(cols, list(cols.alternatives), notes, name)
         if cols.alternative_attribute:
             all_attrs = [
@@ -514,6 +630,7 @@ def _build(
         **opts,  # type: ignore[arg-type]
     )
     if study.user_schema is not None:
+        study = _coded_features(study, cols)
         labels = dict(cols.respondent_features)
         schema = Schema(
             tuple(
@@ -544,6 +661,7 @@ def _build(
     extras = dict(study.extras)
     extras.update(columns=cols, import_notes=notes, attribute_table=table)
     extras["dropped"] = dict(prep.dropped)
+    extras["dropped_lines"] = {k: list(v) for k, v in prep.lines.items()}
     if selected is not None:
         extras["selected"] = selected
     extras["file_columns"] = [str(c) for c in frame.columns]
@@ -559,7 +677,8 @@ def _build(
             f"weights ({cols.weight!r}, {w.min():g} to {w.max():g}) recorded, not used: the "
             "models take no weights, every choice counts once"
         )
-    return _plan(replace(study, extras=extras), cols, money_how)
+    study = replace(study, extras=extras, columns=_describe(frame, cols, attrs, study))
+    return _plan(study, cols, money_how)
 
 
 # ----------------------------------------------------------------------------- inference
@@ -901,6 +1020,9 @@ def check_upload(
         study = _build(frame, file, attrs, cols, notes, None)
     except (DataValidationError, ValueError) as exc:
         return None, [_problem(exc, file, file)]
+    questions = open_questions(frame, attrs, cols, attributes_given=attributes is not None)
+    if questions:  # what the file leaves open, asked once its own problems are none
+        return None, [Problem(file, q.one_line(), column=", ".join(q.columns)) for q in questions]
     if respondents is not None:
         key = study.extras["columns"].respondent or "respondent"
         study, more = with_respondents(study, *respondents, key)

@@ -497,9 +497,9 @@ def set_public(key: str, public: bool = True) -> UserStudy:
 
 
 def load_user_study(key: str) -> Study:
-    """A saved study, loaded by :func:`load_choice_file` from its canonical files;
-    ``study.extras["money_attribute"]`` is the money attribute (absent when none) and
-    the respondent features carry their labels."""
+    """A saved study, loaded by :func:`load_choice_file` from its canonical files, with
+    the analysis plan its import decided (money and time roles, alternatives) and the
+    respondent features' labels."""
     folder = _folder(key)
     meta = _read_meta(folder)
     if meta is None:
@@ -523,6 +523,7 @@ def load_user_study(key: str) -> Study:
             license="your own data",
         ),
         sep=",",
+        ask=False,  # its import answered the file's open questions
     )
     if (folder / "respondents.csv").is_file():
         content = (folder / "respondents.csv").read_bytes()

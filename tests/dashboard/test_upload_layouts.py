@@ -25,8 +25,8 @@ CASES: dict[str, tuple[dict[str, str], list[str], list[str]]] = {
         ["--fill-attributes", "CO"],
         [
             "alternative SLOW: TT (SLOW_TT), CO (SLOW_CO, else 0); available when SLOW_AV = 1",
-            "dropped: 2 choice situations with no or an unknown choice; 2 choice situations "
-            "with fewer than two alternatives available",
+            "dropped: 2 choice situations with no or an unknown choice (lines 19, 32); 2 choice "
+            "situations with fewer than two alternatives available (lines 11, 35)",
             "respondents: 10 (column ID)",
         ],
     ),
@@ -35,7 +35,7 @@ CASES: dict[str, tuple[dict[str, str], list[str], list[str]]] = {
         [],
         [
             "choice situations: 23 with comparisons; alternatives per choice situation: 2 to 5",
-            "dropped: 1 choice situation with fewer than two alternatives",
+            "dropped: 1 choice situation with fewer than two alternatives (line 35)",
         ],
     ),
     "missing_weight.csv": (
@@ -43,7 +43,7 @@ CASES: dict[str, tuple[dict[str, str], list[str], list[str]]] = {
         [],
         [
             "dropped: 3 choice situations with a missing-value code in an attribute of an "
-            "available alternative",
+            "available alternative (lines 7, 13, 26)",
             "study: 27 respondents, 81 items, 54 comparisons",
         ],
     ),

@@ -32,7 +32,7 @@ def flights(n: int = 40, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     row's chosen itinerary (0..2)."""
     rng = np.random.default_rng(seed)
     df = pd.DataFrame({"SubjectId": np.arange(1, n + 1), "q15_Age": rng.integers(1, 7, n)})
-    for stem, lo, hi in (("Fare", 90, 900), ("TripTimeHours", 1, 9), ("Legroom", 1, 4)):
+    for stem, lo, hi in (("Fare", 90, 900), ("TripTimeHours", 1, 9), ("Legroom", 28, 36)):
         for a in (1, 2, 3):
             df[f"{stem}_{a}"] = rng.integers(lo, hi, n)
     chosen = rng.integers(0, 3, n)

@@ -217,7 +217,10 @@ def test_a_long_file_with_a_yes_no_choice_flag_and_an_individual_column() -> Non
     assert any("chosen flag: 'choice'" in n for n in notes)
     assert any("respondent column: 'individual' (by its name" in n for n in notes)
     attrs = [a.name for a in infer_attributes(df, cols)]
-    assert attrs == ["mode", "wait", "vcost"]  # income is constant within a task
+    assert attrs == ["wait", "vcost"]  # income is constant within a task
+    # 'mode' names one row of each task: the alternative column, not an attribute
+    assert cols.profile == "mode"
+    assert any("alternative column: 'mode' (by its name" in n for n in notes)
     # the name alone is not enough: a flag column must hold flags
     df2 = df.assign(choice=df["choice"].map({"yes": "A", "no": "B"}))
     with pytest.raises(DataValidationError, match="cannot tell the layout"):

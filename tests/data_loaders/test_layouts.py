@@ -110,8 +110,8 @@ def test_biogeme_dat_preview_import_and_recipe(capsys, home: Path, tmp_path: Pat
         out.splitlines()
     )
     assert (
-        "  dropped: 2 choice situations with no or an unknown choice; 2 choice situations "
-        "with fewer than two alternatives available" in out.splitlines()
+        "  dropped: 2 choice situations with no or an unknown choice (lines 19, 32); 2 choice "
+        "situations with fewer than two alternatives available (lines 11, 35)" in out.splitlines()
     )
     assert "  respondents: 10 (column ID)" in out.splitlines()
     assert (
@@ -136,7 +136,7 @@ def test_long_file_with_varying_choice_sets_and_many_text_levels(capsys) -> None
     code, out, err = command(capsys, "import-study", f, "--dry-run")
     assert code == 0, err
     lines = out.splitlines()
-    assert "  dropped: 1 choice situation with fewer than two alternatives" in lines
+    assert "  dropped: 1 choice situation with fewer than two alternatives (line 35)" in lines
     assert (
         "  choice situations: 23 with comparisons; alternatives per choice situation: 2 to 5"
         in (lines)
@@ -160,13 +160,18 @@ def test_missing_codes_and_a_weight_column(capsys) -> None:
     code, out, err = command(
         capsys, "import-study", f, "--dry-run", "--respondent-features", "income"
     )
+    assert code == 2 and "respondent feature 'income' holds the whole numbers 1-8" in err[-1]
+    code, out, err = command(
+        capsys, "import-study", f, "--dry-run", "--respondent-features", "income",
+        "--numeric", "income",
+    )  # fmt: skip
     assert code == 0, err
     lines = out.splitlines()
     assert (
         "  dropped: 3 choice situations with a missing-value code in an attribute of an "
-        "available alternative" in lines
+        "available alternative (lines 7, 13, 26)" in lines
     )
-    assert "  missing-value codes: -1, -2" in lines
+    assert "  missing-value codes: -1 (every column); -2 (every column)" in lines
     assert any(line.startswith("  weight column: 'weight' (recorded, not used") for line in lines)
     assert any("income (2)" in e and "left empty" in e for e in err)
     assert "  study: 27 respondents, 81 items, 54 comparisons" in lines

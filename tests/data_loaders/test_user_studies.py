@@ -236,8 +236,9 @@ def test_wide_opt_out_values(home: Path) -> None:
     content = csv_bytes(df)
     _, problems = us.check_upload(content, "b.csv", None, us.ColumnMap("auto"))
     (p,) = problems
-    assert "the values 0 name no alternative (the column names give 1, 2, 3)" in p.message
-    assert "--opt-out" in p.message
+    # 0 next to choices numbered 1..3: "no choice", or an alternative without columns?
+    assert "holds the numbers 0 to 3 for the 3 alternatives 1, 2, 3" in p.message
+    assert "--no-choice 0" in p.message and "--opt-out 0" in p.message
     cols = us.ColumnMap("auto", opt_out=("0",), alternative_attribute=True)
     study, problems = us.check_upload(content, "b.csv", None, cols)
     assert problems == [] and study is not None
