@@ -117,7 +117,7 @@ def test_cracker_brand_panel_gets_brand_constants_by_default(tmp_path: Path) -> 
 def test_travel_mode_long_with_a_yes_no_flag(tmp_path: Path) -> None:
     """A labelled mode file: 'mode' is the alternative column (air, train, bus, car), so
     constants by default; the R row index 'rownames' is asked about, then left out."""
-    with pytest.raises(AssertionError, match="rownames.*row index or an id"):
+    with pytest.raises(AssertionError, match=r"rownames.*row index or an id"):
         import_study(tmp_path, "TravelMode", package="AER")  # no flag at all
     got = import_study(tmp_path, "TravelMode", "--ignore", "rownames", package="AER")
     doc, attrs = got["doc"], got["attrs"]
