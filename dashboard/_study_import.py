@@ -117,7 +117,7 @@ def _problem_table(problems: list[us.Problem]) -> pd.DataFrame:
                 "file": ui.err(p.file),
                 "line": ui.md(p.line),
                 "column": ui.md(p.column),
-                "problem": ui.err(p.message),
+                "problem": ui.err(form_words(p.message)),
             }
             for p in problems
         ]
@@ -518,7 +518,11 @@ def add_study_form() -> None:
         if problems:
             _show_problems(problems)
             return
-        _import(title, content, name, attributes, columns, users_up, sep, encoding)
+        # the inferred table, unedited, is the command's inference: asked about as it is
+        given = attrs_up is not None or list(attributes) != list(ins.attributes)
+        _import(
+            title, content, name, attributes if given else None, columns, users_up, sep, encoding
+        )
 
 
 def _utf8_note(how: str, encoding: str | None) -> str:
@@ -639,6 +643,7 @@ def _layout_choices(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str,
         "is false are left out.",
     )  # fmt: skip
     out["available_when"] = tuple(r.strip() for r in when.split(";") if r.strip())
+    out.update(_meaning_choices(have))
     if fmt == "wide":
         fill = _text_choice(
             c[3], "Attributes of some alternatives", "", "add_fill",
@@ -676,6 +681,86 @@ def _layout_choices(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str,
     return out
 
 
+def _multi(col: object, label: str, have: list[str], key: str, help: str) -> tuple[str, ...]:
+    """A multiselect of the file's columns whose value survives a layout switch."""
+    kept = [c for c in list(_kept(key, [])) if c in have]  # type: ignore[call-overload]
+    value = col.multiselect(label, have, default=kept, key=key, help=help)  # type: ignore[attr-defined]
+    _keep(key, list(value))
+    return tuple(value)
+
+
+def _meaning_choices(have: list[str]) -> dict[str, object]:
+    """What the columns mean where the file leaves it open (the import's questions):
+    units, a row selection, the reference alternative, columns to ignore, category codes
+    and numbers; the :class:`~data_loaders.layout.ColumnMap` fields they set (as
+    ``--units``, ``--where``, ``--reference``, ``--ignore``, ``--categorical``,
+    ``--numeric``)."""
+    u = st.columns(3)
+    units = _text_choice(
+        u[0], "Units", "", "add_units",
+        help="The attributes' units, NAME=UNIT comma-separated (TT=min, CO=CHF; as --units). "
+        "A unit is never assumed: without one a trade-off is per unit of the attribute; a "
+        "time in min, s or h reads per hour.",
+    )  # fmt: skip
+    where = _text_choice(
+        u[1], "Row selection", "", "add_where",
+        help="Only the rows meeting a condition, e.g. PURPOSE in (1, 3) and CHOICE != 0 "
+        "(as --where).",
+    )  # fmt: skip
+    reference = _text_choice(
+        u[2], "Reference alternative", "", "add_reference",
+        help="The alternative whose constant is 0 (as --reference); empty: the first.",
+    )  # fmt: skip
+    q = st.columns(3)
+    ignore = _multi(
+        q[0], "Columns to ignore", have, "add_ignore",
+        "Not part of the study: a row index, an id that is no attribute (as --ignore).",
+    )  # fmt: skip
+    categorical = _multi(
+        q[1], "Category codes", have, "add_categorical",
+        "Columns whose whole numbers are codes of categories (trip purpose 1 = commute, "
+        "2 = shopping, ...; as --categorical).",
+    )  # fmt: skip
+    numeric = _multi(
+        q[2], "Numbers", have, "add_numeric",
+        "Columns whose whole numbers are amounts or scores, not codes (as --numeric).",
+    )  # fmt: skip
+    return {
+        "units": tuple(
+            (n.strip(), v.strip()) for n, _, v in (x.partition("=") for x in _split(units))
+        ),
+        "where": where,
+        "reference": reference or None,
+        "ignore": ignore,
+        "categorical": categorical,
+        "numeric": numeric,
+    }
+
+
+#: Where the form answers the import's questions: a flag -> the form's field.
+ANSWER_FIELDS = {
+    "--ignore": "Columns to ignore",
+    "--categorical": "Category codes",
+    "--numeric": "Numbers",
+    "--missing": "Missing-value codes",
+    "--units": "Units",
+    "--where": "Row selection",
+    "--reference": "Reference alternative",
+    "--alternatives": "Alternatives (wide)",
+    "--no-choice": "No-choice values",
+    "--opt-out": "Opt-out values",
+    "--constants": "Alternative constants",
+}
+
+
+def form_words(text: str) -> str:
+    """A message naming command-line flags, with the form's field beside each
+    (``--ignore rownames`` -> ``'Columns to ignore' (--ignore) rownames``)."""
+    for flag, field in ANSWER_FIELDS.items():
+        text = text.replace(f"{flag} ", f"'{field}' ({flag}) ")
+    return text
+
+
 #: The form's choices of a wide chosen column's values (``ColumnMap.choice_coding``).
 CODINGS: dict[str, str | None] = {
     "inferred": None,
@@ -692,7 +777,11 @@ def _show_preview(ins: us.Inspection, features: list[tuple[str, str]]) -> None:
         return
     feats = ", ".join(f"{n} ({lb})" if lb else n for n, lb in features) or "none"
     lines = [
-        f"respondent features: {feats}" if line.startswith("respondent features:") else line
+        f"respondent features: {feats}"
+        if line.startswith("respondent features:")
+        else form_words(line)
+        if line.startswith("question:")
+        else line
         for line in ins.preview
     ]
     with st.expander("Preview: what the import understood (nothing is saved yet)", expanded=True):

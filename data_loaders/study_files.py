@@ -948,8 +948,9 @@ def _preview(
         study = _build(frame, file, attrs, plain, [], None)
     except (DataValidationError, ValueError) as exc:
         return [f"not yet importable: {_problem(exc, file, file).one_line()}"]
+    asked = [f"question: {q.one_line()}" for q in open_questions(frame, attrs, cols)]
     feats = [f"{n} ({lb})" if lb else n for n, lb in cols.respondent_features]
-    return [
+    return asked + [
         f"respondent features: {', '.join(feats) or 'none'}"
         if line.startswith("respondent features:")
         else line
