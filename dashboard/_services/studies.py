@@ -36,7 +36,13 @@ from dashboard._text import err, md
 from data_loaders import access, user_studies
 from data_loaders._common import DataNotAvailableError
 from data_loaders.plans import plan_stamp
-from data_loaders.registry import StudyInfo, StudyUnavailableError, list_studies, load_study
+from data_loaders.registry import (
+    StudyInfo,
+    StudyUnavailableError,
+    data_locations,
+    list_studies,
+    load_study,
+)
 from pbo_core.data import DataValidationError, PreferenceData, Study
 from pbo_core.splits import MIN_TASKS_FOR_TASK_SPLIT, tasks_per_respondent
 
@@ -52,40 +58,13 @@ _SAFE_ERRORS = (
 )
 
 #: Data sets the user may have, with the environment variable that locates them and the
-#: registry keys (with their loader option) they serve.
-DATASETS: dict[str, dict[str, Any]] = {
-    "sushi": {
-        "label": "Sushi folder (sushi3-2016)",
-        "env": "DTPBO_SUSHI_DIR",
-        "studies": ("sushi-a", "sushi-b"),
-        "folder": True,
-    },
-    "bela": {
-        "label": "BELA CSV file",
-        "env": "DTPBO_BELA_PATH",
-        "studies": ("bela",),
-        "folder": False,
-    },
-    "presidential": {
-        "label": "Presidential CSV (cand_s2_MTurk.csv)",
-        "env": "DTPBO_PRESIDENTIAL_PATH",
-        "studies": ("presidential",),
-        "folder": False,
-    },
-    "pmr": {
-        "label": "PMR-Synth folder",
-        "env": "DTPBO_PMR_DIR",
-        "studies": ("pmr",),
-        "folder": True,
-    },
-}
+#: registry keys they serve: declared by the study registry's entries
+#: (:attr:`data_loaders.registry.StudyInfo.location`), not here.
+DATASETS: dict[str, dict[str, Any]] = data_locations()
 
 #: Environment variables whose values change what the loaders find.
 _ENV_KEYS = (
-    "DTPBO_SUSHI_DIR",
-    "DTPBO_BELA_PATH",
-    "DTPBO_PRESIDENTIAL_PATH",
-    "DTPBO_PMR_DIR",
+    *(d["env"] for d in DATASETS.values()),
     "DTPBO_DATA_HOME",
     access.DATA_ROOTS_ENV,
     access.SHARED_SERVER_ENV,

@@ -30,7 +30,7 @@ from data_loaders.conjoint.attributes import (
 )
 from data_loaders.conjoint.build import NoChoice, StudyMeta, build_from_long
 from data_loaders.conjoint.exclusions import ExclusionRule
-from pbo_core.data import DataValidationError, Schema, Study
+from pbo_core.data import ColumnRole, DataValidationError, Schema, Study
 
 __all__ = ["load_conjoint_long", "load_conjoint_wide", "read_table", "wide_to_long"]
 
@@ -132,9 +132,10 @@ def load_conjoint_long(
         For malformed data, naming the file and line (or the row of a DataFrame).
     """
     frame, name, from_file = read_table(data, table_name, read_csv_kwargs)
-    return build_from_long(
+    attrs = resolve_attributes(attributes)
+    study = build_from_long(
         frame,
-        resolve_attributes(attributes),
+        attrs,
         name=name,
         from_file=from_file,
         respondent=respondent,
@@ -149,6 +150,14 @@ def load_conjoint_long(
         meta=meta or StudyMeta(),
         rank=rank,
     )
+    roles = [
+        ColumnRole(respondent, "respondent", "id"),
+        ColumnRole(task, "task", "id"),
+        ColumnRole(alternative, "alternative", "code"),
+        ColumnRole(rank or chosen, "choice", "rank" if rank else "flag"),
+        *(_attribute_role(study, a, a.source_column) for a in attrs),
+    ]
+    return _described(study, frame, roles, user_columns)
 
 
 def wide_to_long(
@@ -310,7 +319,7 @@ def load_conjoint_wide(
         name=name,
         from_file=from_file,
     )
-    return build_from_long(
+    study = build_from_long(
         long,
         attrs,
         name=name,
@@ -326,3 +335,46 @@ def load_conjoint_wide(
         user_schema=user_schema,
         meta=meta or StudyMeta(),
     )
+    roles = [
+        ColumnRole(respondent, "respondent", "id"),
+        *([ColumnRole(task, "task", "id")] if task else []),
+        ColumnRole(choice, "choice", "code"),
+        *(
+            _attribute_role(study, a, column_template.format(stem=a.source_column, alt=alt), alt)
+            for a in attrs
+            for alt in alternatives
+        ),
+    ]
+    return _described(study, frame, roles, user_columns)
+
+
+def _attribute_role(study: Study, a: Attribute, column: str, alt: str = "") -> ColumnRole:
+    """The description of an attribute's column (its kind and unit as the schema has them)."""
+    f = study.schema[a.name] if a.name in study.schema.names else None
+    return ColumnRole(
+        column,
+        "attribute",
+        f.kind if f is not None else a.kind,
+        unit=f.unit if f is not None else a.unit,
+        attribute=a.name,
+        alternative=alt,
+        how="set by the study's loader",
+    )
+
+
+def _described(
+    study: Study, frame: pd.DataFrame, roles: Sequence[ColumnRole], user_columns: Sequence[str]
+) -> Study:
+    """``study`` with the description of every column of ``frame`` (those named in
+    ``roles``, the respondent features, the rest not used), in the file's order."""
+    by = {r.column: r for r in roles if r.column in frame.columns}
+    users = {f.name: f for f in (study.user_schema.features if study.user_schema else ())}
+    for c in user_columns:
+        if c in frame.columns:
+            f = users.get(c)
+            by.setdefault(c, ColumnRole(c, "respondent feature", f.kind if f else ""))
+    study.columns = tuple(
+        by.get(str(c), ColumnRole(str(c), "ignored", how="not used by the loader"))
+        for c in frame.columns
+    )
+    return study

@@ -133,10 +133,25 @@ def test_pmr_loaders_are_called(monkeypatch) -> None:
     assert load_study("pmr", path="x.parquet") == "synth-study" and calls["synth"] == "x.parquet"
     monkeypatch.setattr(pmr, "pmr_synth_status", lambda: (False, "PMR files not found"))
     assert study_info("pmr") == StudyInfo(
-        "pmr", i["pmr"].title, "text", False, "PMR files not found", i["pmr"].license, "path"
-    )
+        "pmr", i["pmr"].title, "text", False, "PMR files not found", i["pmr"].license, "path",
+        i["pmr"].wording, i["pmr"].location,
+    )  # fmt: skip
+    # the entry declares how the study is asked about and where its data lie
+    assert i["pmr"].wording.question == "Which message is more urgent?"
+    assert i["pmr"].location.env == pmr.PMR_DIR_ENV and i["pmr"].location.folder
     with pytest.raises(StudyUnavailableError, match="PMR files not found"):
         load_study("pmr")
+
+
+def test_data_locations_come_from_the_entries() -> None:
+    """The Data locations inputs (dashboard) read the registry: one per data set, the
+    studies it serves, its variable."""
+    from data_loaders.registry import data_locations
+
+    locs = data_locations()
+    assert locs["sushi"]["studies"] == ("sushi-a", "sushi-b") and locs["sushi"]["folder"]
+    assert locs["bela"]["env"] == "DTPBO_BELA_PATH" and not locs["bela"]["folder"]
+    assert {"sushi", "bela", "presidential", "pmr"} == set(locs)
 
 
 def test_pmr_demo_is_built_in(monkeypatch) -> None:
