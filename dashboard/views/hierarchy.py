@@ -85,6 +85,13 @@ def _choice_tree(study: Study, key: str) -> None:
         width="stretch",
         column_config={"value of time [95% CI]": st.column_config.TextColumn(width="large")},
     )
+    fitted = waits.result(svc.baseline_job(study), key="hi_study_vot")
+    vot = fitted[1].get("value_of_time") if fitted is not None else None
+    if vot is not None:  # the study-level answer, the same number as every other page's
+        st.caption(
+            "For the whole study (the plan's conditional logit on every choice, as on the "
+            f"Tree explorer and in the report): {ui.md(vot['text'])}."
+        )
 
 
 # SwissMetro (bundled, respondent features) first: the page has content on first visit

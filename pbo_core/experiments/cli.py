@@ -621,6 +621,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         summary = {"study": args.study, **summarize_rho_regret(rows)}
     elif cmd == "hierarchy" and args.study != "sushi":
         summary = {"study": args.study, **summarize_cohorts(rows)}
+        # the study-level answer beside the segments': the plan's conditional logit on
+        # every choice (the same value of time as conjoint-accuracy's and the report's)
+        fit = _baseline_fit(load_study_cached(args.study))
+        summary["study_value_of_time"] = (fit or {}).get("value_of_time")
         last = int(rows["cohort"].max()) * k
         if last > 0:  # the segments and strengths of the last cohort's linear models
             summary["last_cohort"] = segment_report(
