@@ -583,7 +583,10 @@ def test_hierarchy_first_visit_shows_swissmetro(app, tmp_path, monkeypatch) -> N
     assert "Travel time (per min)" in seg.columns and len(seg) >= 1
     assert set(seg["money attribute"]) == {"Cost"}
     text = seg["value of time [95% CI]"]
-    assert (text.str.contains(r"CHF/h \[95% CI ") | text.str.startswith("not identified")).all()
+    ok = text.str.contains(r"CHF per hour \[95% CI ") | text.str.startswith(
+        ("not identified", "not shown")
+    )
+    assert ok.all()
     cold = next(v for k, v in frames.items() if "0 own tasks" in k)
     assert {"logit-interaction", "hierarchy-mob"} <= set(cold["variant"])
 
