@@ -335,7 +335,12 @@ def test_hierarchy_page_shows_segments_and_the_cold_start_baselines(fresh_server
     page.get_by_text("Cold start beside the baselines", exact=False).wait_for(timeout=60_000)
     settle(page, timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
-    assert page.get_by_text("value of time = time slope / money slope per hour").count() == 1
+    assert (
+        page.get_by_text(
+            "value of time = time slope / money slope in the units the study states"
+        ).count()
+        == 1
+    )
     page.wait_for_timeout(1500)
     snap(page, "hierarchy_fresh")
     seg.scroll_into_view_if_needed()
