@@ -700,7 +700,7 @@ def _meaning_choices(have: list[str]) -> dict[str, object]:
         u[0], "Units", "", "add_units",
         help="The attributes' units, NAME=UNIT comma-separated (TT=min, CO=CHF; as --units). "
         "A unit is never assumed: without one a trade-off is per unit of the attribute; a "
-        "time in min, s or h reads per hour.",
+        "time in min, s or h is converted to hours.",
     )  # fmt: skip
     where = _text_choice(
         u[1], "Row selection", "", "add_where",

@@ -66,8 +66,8 @@ def _choice_tree(study: Study, key: str) -> None:
         "(cluster-robust errors by respondent); value of time = time slope / money slope "
         + (
             f"(the plan's {ui.md(study.schema[money_attr].display)} and "
-            f"{ui.md(study.schema[time_attr].display)}, in the units the study states: per hour "
-            "only for a time stated in minutes or hours), with Fieller's 95 % interval."
+            f"{ui.md(study.schema[time_attr].display)}, in the units the study states: a time "
+            "stated in minutes or hours is converted to hours), with Fieller's 95 % interval."
             if money_attr and time_attr
             else "needs the plan's money and travel-time attributes (Analysis plan)."
         )
@@ -218,8 +218,8 @@ else:
             "Bonferroni 5 %; `pbo_core.segments`, Eq. 5), each segment's logit shrunk toward "
             f"the pooled one (strength {seg.shrinkage_:.3g}, by CV over respondents). Slopes are "
             "utility per unit (logit scale), rounded to the precision of their 95 % interval; "
-            "value of time = time slope / money slope in the units the study states (per hour "
-            "only for a time stated in minutes or hours) with Fieller's 95 % interval, "
+            "value of time = time slope / money slope in the units the study states (a time "
+            "stated in minutes or hours is converted to hours) with Fieller's 95 % interval, "
             "*not identified* (no number) when the money slope's own 95 % interval includes 0, "
             "and not shown when the money slope is clearly positive."
         )

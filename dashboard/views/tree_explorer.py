@@ -24,8 +24,9 @@ from pbo_core.registry import get
 st.title("Tree explorer")
 st.caption(
     "A preference tree learned from the comparisons: the paper's DT (constant leaves), the "
-    "linear-leaf tree (each leaf also holds slopes: how utility changes per guilder, per "
-    "hour, ..., and the value of time they imply) or the pooled DT. Splits show the "
+    "linear-leaf tree (each leaf also holds slopes: how utility changes per unit of each "
+    "attribute, in the units the study states, and the value of time they imply) or the "
+    "pooled DT. Splits show the "
     "question, the number of comparisons it was chosen on and its consistency score (hover "
     "a box: it also says how many comparisons straddled the split and so reached neither "
     "child). Leaves are numbered in rank order (leaf 1 is the best) and show the posterior "
@@ -399,8 +400,9 @@ elif tab_leaves.open:
             st.caption(
                 "Ratio of an attribute's slope to the price slope, per leaf and overall (the "
                 "slopes averaged over leaves, weighted by their items). Value of time = time "
-                "slope / price slope, in the units the study states (money per hour saved when the "
-                "time is stated in minutes or hours; per unit of it when no unit is stated); "
+                "slope / price slope, in the units the study states (money for each hour of time saved "
+                "only when the time is stated in minutes or hours; per unit of it when no unit "
+                "is stated); "
                 "the others: the money one more "
                 "unit is worth (negative: it has to be compensated). 95% intervals by "
                 "Fieller's method from the joint Gaussian posterior of the two slopes, "
