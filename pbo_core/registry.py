@@ -700,6 +700,13 @@ _ACC = frozenset({"accuracy"})
 _ITEMS = frozenset({"item_set"})
 _DESIGN = frozenset({"conjoint_design"})
 _PANEL = frozenset({"panel"})
+# The panel baselines have the ``accuracy`` role (every accuracy command's default list:
+# about 6 s of CPU added to Electricity's 34 s, 20 s to SwissMetro's 114 s;
+# docs/case-studies.md) but not ``choice_baseline``: the Tree explorer's
+# held-out comparison is a visitor's wait (docs/speed.md, complete view under 10 s at
+# 5,000 respondents), which a mixed logit's simulated likelihood and a latent-class
+# logit's BIC search over 1..6 classes would multiply; pages and the report ask for them
+# by name.
 #: The mixed logit's parameters as a registry model.
 MIXED_LOGIT = {"n_draws": 200}
 #: The latent-class logit's parameters as a registry model.
@@ -971,6 +978,7 @@ _entries(
             plan_as="mnl",
             respondent_predict=True,
             needs=_PANEL,
+            roles=_ACC,
         ),
         _planned_pooled(
             "latent-class",
@@ -984,6 +992,7 @@ _entries(
             plan_as="mnl",
             respondent_predict=True,
             needs=_PANEL,
+            roles=_ACC,
         ),
     ]
 )
