@@ -41,6 +41,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar
 
 import numpy as np
+import pandas as pd
 
 from pbo_core.data import Feature, PreferenceData, Schema, Study
 from pbo_core.models.bradley_terry import (
@@ -52,8 +53,10 @@ from pbo_core.models.choice_tree import ChoiceModelTree
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.gp.kappasharp import EQ1_NOISE_VAR
+from pbo_core.models.latent_class import LatentClassLogit
 from pbo_core.models.linear import LinearUtilitySurrogate, RespondentLinearSurrogate
 from pbo_core.models.linear_leaves import LinearLeafDTSurrogate
+from pbo_core.models.mixed_logit import MixedLogit
 from pbo_core.models.mnl import ConditionalLogit
 from pbo_core.models.pooled_dt import PooledDTSurrogate
 from pbo_core.plan import plan_of
@@ -77,6 +80,7 @@ __all__ = [
     "former_arm_names",
     "get",
     "get_arm",
+    "is_panel",
     "make_for",
     "make_model",
     "make_strategy",
@@ -93,9 +97,12 @@ Scope = Literal["respondent", "pooled"]
 #: What an entry may need of a study: ``conjoint_design`` (items are profiles described by
 #: attributes, a design; not a fixed item set such as Sushi's), ``item_set`` (a finite
 #: item set every respondent compares, Sushi), ``respondent_features`` (a table of
-#: respondent features, ``study.users``). A ``scope="respondent"`` model also needs
-#: several tasks of every respondent it predicts (it never sees other respondents).
-NEEDS = frozenset({"conjoint_design", "item_set", "respondent_features"})
+#: respondent features, ``study.users``), ``panel`` (respondent ids, and the typical
+#: respondent answered several choice tasks: :func:`is_panel`; the mixed and latent-class
+#: logits, whose likelihood is over each respondent's choices). A ``scope="respondent"``
+#: model also needs several tasks of every respondent it predicts (it never sees other
+#: respondents).
+NEEDS = frozenset({"conjoint_design", "item_set", "respondent_features", "panel"})
 
 #: Where pages and commands offer an entry by default: ``accuracy`` (the accuracy
 #: experiments' default list), ``explorer`` (drawn by the Tree explorer, which opens on the
@@ -469,8 +476,9 @@ def fit_for(
 def warm_up() -> float:
     """Compile (or load from numba's disk cache) every kernel the registry's fits use
     (:mod:`pbo_core.models.compiled`): the paper DT's (growth, routing, the probit
-    leaves' Newton) and the linear-leaf tree's (its per-respondent Newton, inside its
-    cross-validation), each fitted on a tiny three-respondent study. Returns the seconds
+    leaves' Newton), the linear-leaf tree's (its per-respondent Newton, inside its
+    cross-validation) and the mixed logit's (its panel likelihood), each fitted on a tiny
+    three-respondent study. Returns the seconds
     it took: the kernels' compile time on a fresh install, well under a second once
     they are on disk."""
     t0 = time.perf_counter()
@@ -492,6 +500,7 @@ def warm_up() -> float:
     )
     for name in ("dt", "dt-linear"):
         make_model(name).fit(data).predict(X)
+    make_model("mixed-logit", n_draws=4).fit(data)  # the panel likelihood's kernel
     return time.perf_counter() - t0
 
 
@@ -499,6 +508,16 @@ def study_kind(study: Study) -> str:
     """``"items"`` for a finite item set shared by respondents (Sushi: ``study.kind``),
     else ``"conjoint"`` (items described by attributes, text features included)."""
     return "items" if getattr(study, "kind", "conjoint") == "items" else "conjoint"
+
+
+def is_panel(study: Study) -> bool:
+    """Are ``study``'s choices a panel: respondent ids, and the median respondent answered
+    at least two choice tasks?"""
+    data = study.data
+    if data.respondent is None or data.n_pairs == 0:
+        return False
+    frame = pd.DataFrame({"r": data.respondent, "t": data.task_keys()})
+    return bool(frame.groupby("r", sort=False)["t"].nunique().median() >= 2)
 
 
 def not_applicable(spec: ModelSpec, study: Study, *, new_respondents: bool = False) -> str | None:
@@ -516,6 +535,8 @@ def not_applicable(spec: ModelSpec, study: Study, *, new_respondents: bool = Fal
         return "needs items described by a conjoint design"
     if "respondent_features" in spec.needs and study.users is None:
         return "needs respondent features"
+    if "panel" in spec.needs and not is_panel(study):
+        return "needs a panel: respondents who each answered several choice tasks"
     if new_respondents and (spec.scope == "respondent" or not spec.predicts_new):
         return "a per-respondent model cannot predict respondents it never saw"
     return None
@@ -678,6 +699,28 @@ def _linear_leaf_rule(name: str, params: dict[str, Any]) -> Callable[..., Strate
 _ACC = frozenset({"accuracy"})
 _ITEMS = frozenset({"item_set"})
 _DESIGN = frozenset({"conjoint_design"})
+_PANEL = frozenset({"panel"})
+# The panel baselines have the ``accuracy`` role (every accuracy command's default list:
+# about 6 s of CPU added to Electricity's 34 s, 20 s to SwissMetro's 114 s;
+# docs/case-studies.md) but not ``choice_baseline``: the Tree explorer's
+# held-out comparison is a visitor's wait (docs/speed.md, complete view under 10 s at
+# 5,000 respondents), which a mixed logit's simulated likelihood and a latent-class
+# logit's BIC search over 1..6 classes would multiply; pages and the report ask for them
+# by name.
+#: The mixed logit's parameters as a registry model.
+MIXED_LOGIT = {"n_draws": 200}
+#: The latent-class logit's parameters as a registry model.
+LATENT_CLASS = {"max_classes": 6, "n_starts": 5}
+
+
+def _latent_class(**params: Any) -> LatentClassLogit:
+    """The registry's latent-class logit: the plan's case-specific variables (respondent
+    features) explain class membership (Greene & Hensher 2003) instead of entering every
+    class's utility, where they would multiply the parameters by the classes."""
+    if "membership" not in params:
+        params["membership"] = tuple(params.pop("case_specific", ()))
+    return LatentClassLogit(**{**LATENT_CLASS, **params})
+
 
 _entries(
     [
@@ -921,6 +964,34 @@ _entries(
             ChoiceModelTree,
             plan_as="mnl",
             needs=frozenset({"respondent_features"}),
+            roles=_ACC,
+        ),
+        _planned_pooled(
+            "mixed-logit",
+            "Mixed logit (random coefficients, panel)",
+            "the plan's conditional logit with every attribute slope normal over respondents "
+            f"(constants fixed): panel simulated likelihood, {MIXED_LOGIT['n_draws']} scrambled "
+            "Halton draws, BFGS; a respondent is predicted by their conditional mean given "
+            "their training choices",
+            "baseline",
+            lambda **kw: MixedLogit(**{**MIXED_LOGIT, **kw}),
+            plan_as="mnl",
+            respondent_predict=True,
+            needs=_PANEL,
+            roles=_ACC,
+        ),
+        _planned_pooled(
+            "latent-class",
+            "Latent-class logit (classes by BIC, panel)",
+            "the plan's conditional logit (attributes, constants) in C classes of respondents, "
+            "C in 1..6 by BIC; the plan's respondent features explain class membership; panel "
+            "likelihood by EM (5 starts) and BFGS; a respondent is predicted by their "
+            "posterior class memberships",
+            "baseline",
+            _latent_class,
+            plan_as="mnl",
+            respondent_predict=True,
+            needs=_PANEL,
             roles=_ACC,
         ),
     ]

@@ -1,9 +1,10 @@
 """The compiled (numba) kernels, ready before the first real fit.
 
-Three modules hold numba kernels: :mod:`~pbo_core.models.tree.kernels` (the tree's
+Four modules hold numba kernels: :mod:`~pbo_core.models.tree.kernels` (the tree's
 growth and routing), :mod:`~pbo_core.models.solver` (the probit leaves' Newton, through
 :mod:`~pbo_core.models.leaves`, and the linear leaves' per-respondent Newton, through
-:mod:`~pbo_core.models.linear_leaves`) and :mod:`~pbo_core.models.probit` (log Phi). Each is
+:mod:`~pbo_core.models.linear_leaves`), :mod:`~pbo_core.models.probit` (log Phi) and
+:mod:`~pbo_core.models.mixed_logit` (the mixed logit's panel likelihood). Each is
 compiled on its first call, or loaded from numba's disk cache (``cache=True``) when an
 earlier process compiled it. A fresh install compiles them all, once: 18.6 s on this
 2-core machine (0.3 s to load them from disk afterwards), which a first fit would

@@ -388,9 +388,12 @@ def _fit(
     tol: float,
     warn: bool,
     center: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, bool]:
+    hessian: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None, bool]:
     """Penalised MLE: ``argmin -sum_s w_s log P_s + 1/2 sum_j prec_j (theta_j - c_j)^2``
-    (``center`` ``c``, default 0)."""
+    (``center`` ``c``, default 0); the estimate, the penalised Hessian there (``None``
+    without ``hessian``: a caller that only steps, such as an EM's M-step) and whether
+    the solver converged."""
     c = np.zeros_like(theta0) if center is None else center
 
     def value(theta: np.ndarray) -> tuple[float, None]:
@@ -421,6 +424,8 @@ def _fit(
             warn=warn,
             stacklevel=3,
         )
+        if not hessian:
+            return res.x, None, bool(res.converged)
         _, H = prob.gradient_hessian(res.x)
     return res.x, H + np.diag(prec), bool(res.converged)
 
@@ -621,6 +626,33 @@ class ConditionalLogit(GaussianLinearUtility):
         u = self._U.get(self._key(respondent))
         return self._user_mean if u is None else u
 
+    def _respondents_of(self, data: PreferenceData, cs: ChoiceSets) -> tuple[list[Any], list[Any]]:
+        """The respondent of every situation of ``cs`` and the distinct ones (first seen
+        first); a respondent without a row in the feature table is an error."""
+        r_ids = (
+            [self._key(r) for r in data.respondent[cs.pair]]
+            if data.respondent is not None
+            else [0] * cs.n_situations
+        )
+        seen = list(dict.fromkeys(r_ids))
+        missing = [r for r in seen if r not in self._U]
+        if missing:
+            raise DataValidationError(
+                f"{data.source}: respondent {missing[0]} has no row in the respondent feature table"
+            )
+        return r_ids, seen
+
+    def situation_rows(self, data: PreferenceData, cs: ChoiceSets) -> np.ndarray:
+        """Design rows ``(m, K)`` of the alternatives of the situations ``cs`` of ``data``:
+        Eq. 1's columns (attributes, constants, the respondent's case-specific variables),
+        as this fitted model builds them. The models that share the logit's design (the
+        mixed and the latent-class logit) start from a fitted logit and read it here."""
+        U = None
+        if self._user_design is not None:
+            r_ids, _ = self._respondents_of(data, cs)
+            U = np.array([self._U[r] for r in r_ids])[cs.situation]
+        return self._rows(data.X[cs.item], U)
+
     # ------------------------------------------------------------------ fit
     def fit(self, data: PreferenceData) -> ConditionalLogit:
         """Estimate (1) on the choice situations of ``data`` (:func:`choice_sets`)."""
@@ -629,21 +661,10 @@ class ConditionalLogit(GaussianLinearUtility):
         if cs.n_situations == 0:
             raise DataValidationError(f"{data.source}: no choices to fit a conditional logit on")
         resp = data.respondent[cs.pair] if data.respondent is not None else None
-        sit = cs.situation
-        U = None
         if self._user_design is not None:
-            r_ids = resp if resp is not None else np.zeros(cs.n_situations, dtype=np.int64)
-            seen = list(dict.fromkeys(self._key(r) for r in r_ids))
-            missing = [r for r in seen if r not in self._U]
-            if missing:
-                raise DataValidationError(
-                    f"{data.source}: respondent {missing[0]} has no row in the respondent "
-                    "feature table"
-                )
+            r_ids, seen = self._respondents_of(data, cs)
             self._user_mean = np.mean([self._U[r] for r in seen], axis=0)
-            Us = np.array([self._U[self._key(r)] for r in r_ids])
-            U = Us[sit]
-        Z = self._rows(data.X[cs.item], U)
+        Z = self.situation_rows(data, cs)
         K = Z.shape[1]
         layout = None
         if self._user_design is not None:
@@ -652,7 +673,7 @@ class ConditionalLogit(GaussianLinearUtility):
             layout = _CaseSpecific(
                 p1=K - A.shape[1] * len(self._user_mean),
                 alt=np.where(A.any(axis=1), A.argmax(axis=1), -1),
-                who=np.array([index[self._key(r)] for r in r_ids], dtype=np.int64),
+                who=np.array([index[r] for r in r_ids], dtype=np.int64),
                 U=np.array([self._U[r] for r in seen], dtype=float),
             )
         if self.scale is not None:

@@ -15,6 +15,7 @@ from pbo_core.registry import (
     MODELS,
     ModelSpec,
     get,
+    is_panel,
     make_model,
     make_strategy,
     names,
@@ -128,6 +129,27 @@ def test_entries_say_what_they_need_and_where_they_appear() -> None:
     assert "never saw" in not_applicable(get("dt"), study, new_respondents=True)
     assert not_applicable(get("dt-linear"), study, new_respondents=True) is None
     assert "query rule" in not_applicable(get("dt-notop"), study)
+
+
+def test_panel_models_need_a_panel() -> None:
+    """The mixed and latent-class logits need respondents with several choice tasks; they
+    predict every respondent (their own choices, or their features and the population)."""
+    panel = _study()  # 4 respondents x 6 tasks
+    once = _study(n_resp=12, tasks=1)
+    assert is_panel(panel) and not is_panel(once)
+    pooled = dataclasses.replace(panel, data=dataclasses.replace(panel.data, respondent=None))
+    assert not is_panel(pooled)
+    for name in ("mixed-logit", "latent-class"):
+        spec = get(name)
+        assert spec.family == "baseline" and spec.scope == "pooled" and spec.planned
+        assert spec.respondent_predict and spec.feature_predict and "panel" in spec.needs
+        assert not_applicable(spec, panel) is None
+        assert not_applicable(spec, panel, new_respondents=True) is None
+        assert "panel" in not_applicable(spec, once) and "panel" in not_applicable(spec, pooled)
+        assert spec.roles == {"accuracy"}  # not choice_baseline: registry.py says why
+    # the plan's respondent features explain the latent classes' membership
+    lc = make_model("latent-class", case_specific=("age",))
+    assert lc.membership == ("age",) and lc.case_specific == ()
 
 
 def test_register_checks_the_entry() -> None:

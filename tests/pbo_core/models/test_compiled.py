@@ -20,12 +20,12 @@ import json
 import numpy as np
 from pbo_core import registry
 from pbo_core.data import PreferenceData
-from pbo_core.models import linear_leaves, probit, solver
+from pbo_core.models import linear_leaves, mixed_logit, probit, solver
 from pbo_core.models.tree import kernels
 
 def counts():
     out = {}
-    for mod in (kernels, solver, linear_leaves, probit):
+    for mod in (kernels, solver, linear_leaves, probit, mixed_logit):
         for name in dir(mod):
             f = getattr(mod, name)
             if hasattr(f, "py_func") and f.__module__ == mod.__name__:
@@ -47,6 +47,7 @@ data = PreferenceData(X, pairs, respondent=resp, task=np.arange(len(pairs)))
 for name in ("dt", "dt-linear", "dt-keep"):
     m = registry.make_model(name).fit(data)
     m.predict(X)
+registry.make_model("mixed-logit", n_draws=3).fit(data).predict(X)
 print(json.dumps({"warm_up": after_warm_up, "after": counts()}))
 """
 
@@ -56,6 +57,7 @@ ENTRY = (
     "pbo_core.models.tree.kernels.apply",
     "pbo_core.models.solver._newton_probit_pairs_kernel",
     "pbo_core.models.solver._newton_probit_items_kernel",
+    "pbo_core.models.mixed_logit._panel_kernel",
 )
 
 
