@@ -400,9 +400,9 @@ elif tab_leaves.open:
             st.caption(
                 "Ratio of an attribute's slope to the price slope, per leaf and overall (the "
                 "slopes averaged over leaves, weighted by their items). Value of time = time "
-                "slope / price slope, in the units the study states (money for each hour of time saved "
-                "only when the time is stated in minutes or hours; per unit of it when no unit "
-                "is stated); "
+                "slope / price slope, in the units the study states (money for each hour of "
+                "time saved only when the time is stated in minutes or hours; per unit of it "
+                "when no unit is stated); "
                 "the others: the money one more "
                 "unit is worth (negative: it has to be compensated). 95% intervals by "
                 "Fieller's method from the joint Gaussian posterior of the two slopes, "
