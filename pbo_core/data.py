@@ -12,11 +12,18 @@ the dashboard displays it. Nothing downstream knows which loader produced the da
     value of a multi-hot feature) and decodes it back to an item table. Readable split
     rules ("test sensitivity >= 80%", "party in {Democrat}") and attribute tables come
     from :mod:`pbo_core.explain.labels`.
+``ChoiceSituations``
+    The unit of observation of a choice study: each situation's available
+    alternatives (items), the chosen one, its respondent, task and weight. The pairs a
+    situation gives (the chosen alternative beats each other one) are derived from it
+    for the models that learn from pairs; choice models and the field's metrics read the
+    situations themselves.
 ``PreferenceData``
     Items (encoded matrix ``X`` plus an optional display table) and pairwise
     comparisons ``pairs`` (winner index, loser index), optionally with the respondent
-    and the choice task of every pair and a table of user features. Validated on
-    construction; every selection keeps the respondents and tasks of the kept pairs.
+    and the choice task of every pair, a table of user features and the choice
+    situations the pairs come from. Validated on construction; every selection keeps the
+    respondents, tasks and situations of the kept pairs.
 ``Study``
     A named case study: schema, pooled preference data (per-respondent views), its kind,
     the description of its columns (:class:`ColumnRole`: what every column of its data
@@ -661,6 +668,100 @@ class Schema:
         return cls(tuple(Feature.from_dict(f) for f in d["features"]))
 
 
+@dataclass(frozen=True)
+class ChoiceSituations:
+    """Choice situations: each one's available alternatives and the chosen one.
+
+    Attributes
+    ----------
+    item : ndarray, shape (m,)
+        Item index of every alternative row (rows grouped by situation; one item may
+        appear twice in a situation: two alternatives with identical attributes).
+    start : ndarray, shape (S + 1,)
+        Rows ``start[s] .. start[s+1]-1`` are situation ``s``.
+    chosen : ndarray, shape (S,)
+        Row of the chosen alternative of every situation.
+    respondent, task : ndarray, shape (S,), or None
+        Who answered it and which of their tasks it is.
+    weight : ndarray, shape (S,)
+        The situation's weight (1 unless the study gives weights).
+    pair : ndarray, shape (n_pairs,)
+        The situation of every comparison of the data it belongs to (the chosen
+        alternative beats each other one of its situation).
+    """
+
+    item: np.ndarray
+    start: np.ndarray
+    chosen: np.ndarray
+    respondent: np.ndarray | None
+    task: np.ndarray | None
+    weight: np.ndarray
+    pair: np.ndarray
+
+    @property
+    def n_situations(self) -> int:
+        """Number of situations ``S``."""
+        return len(self.chosen)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """``(S,)`` alternatives per situation."""
+        return np.diff(self.start)
+
+    @property
+    def situation(self) -> np.ndarray:
+        """``(m,)`` situation of every row."""
+        return np.repeat(np.arange(self.n_situations), self.sizes)
+
+    def check(self, n_items: int, n_pairs: int, source: str) -> None:
+        """Raise :class:`DataValidationError` naming the first inconsistency."""
+        S = self.n_situations
+        if len(self.start) != S + 1 or self.start[0] != 0 or self.start[-1] != len(self.item):
+            raise DataValidationError(f"{source} situations: start offsets do not cover the rows")
+        if (np.diff(self.start) < 2).any():
+            s = int(np.argmax(np.diff(self.start) < 2))
+            raise DataValidationError(f"{source} situations: situation {s} has fewer than 2 rows")
+        if len(self.item) and (self.item.min() < 0 or self.item.max() >= n_items):
+            raise DataValidationError(f"{source} situations: an item index is out of range")
+        lo, hi = self.start[:-1], self.start[1:]
+        if ((self.chosen < lo) | (self.chosen >= hi)).any():
+            s = int(np.argmax((self.chosen < lo) | (self.chosen >= hi)))
+            raise DataValidationError(f"{source} situations: situation {s}'s choice is not its")
+        for name, v in (("respondent", self.respondent), ("task", self.task),
+                        ("weight", self.weight)):  # fmt: skip
+            if v is not None and len(v) != S:
+                raise DataValidationError(f"{source} situations: {len(v)} {name} values for {S}")
+        if len(self.pair) != n_pairs:
+            raise DataValidationError(
+                f"{source} situations: {len(self.pair)} comparisons mapped for {n_pairs}"
+            )
+        if len(self.pair) and (self.pair.min() < 0 or self.pair.max() >= S):
+            raise DataValidationError(f"{source} situations: a comparison maps to no situation")
+
+    def select(self, keep: np.ndarray, pair: np.ndarray) -> ChoiceSituations:
+        """The situations ``keep`` (boolean ``(S,)``) with ``pair`` the situation of each
+        kept comparison (indices before selection), renumbered."""
+        new = np.full(self.n_situations, -1, dtype=np.int64)
+        new[keep] = np.arange(int(keep.sum()))
+        rows = keep[self.situation]
+        sizes = self.sizes[keep]
+        start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        offset = self.chosen[keep] - self.start[:-1][keep]
+        return ChoiceSituations(
+            item=self.item[rows],
+            start=start,
+            chosen=start[:-1] + offset,
+            respondent=None if self.respondent is None else self.respondent[keep],
+            task=None if self.task is None else self.task[keep],
+            weight=self.weight[keep],
+            pair=new[pair],
+        )
+
+    def with_items(self, remap: np.ndarray) -> ChoiceSituations:
+        """The situations with item ``i`` renumbered ``remap[i]``."""
+        return replace(self, item=remap[self.item])
+
+
 def _check_matrix(X: np.ndarray, source: str) -> np.ndarray:
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
@@ -701,6 +802,12 @@ class PreferenceData:
         Optional table of respondent features indexed by respondent id.
     source
         Name used in error messages (file name or study name).
+    situations
+        Optional choice situations the pairs come from (:class:`ChoiceSituations`):
+        the available alternatives and the choice of every situation, exactly as
+        observed (two alternatives with identical attributes included). ``None``: the
+        pairs are the observations (choice models rebuild each task's situation from
+        them).
 
     Raises
     ------
@@ -718,6 +825,7 @@ class PreferenceData:
     users: pd.DataFrame | None = None
     source: str = "data"
     task: np.ndarray | None = None
+    situations: ChoiceSituations | None = None
 
     def __post_init__(self) -> None:
         self.X = _check_matrix(self.X, f"{self.source} items")
@@ -778,6 +886,8 @@ class PreferenceData:
                 raise DataValidationError(
                     f"{self.source}: {len(self.task)} task ids for {len(p)} pairs"
                 )
+        if self.situations is not None:
+            self.situations.check(n, len(p), self.source)
 
     @classmethod
     def from_validated_arrays(
@@ -800,6 +910,7 @@ class PreferenceData:
         obj.users = None
         obj.source = "data"
         obj.task = None
+        obj.situations = None
         return obj
 
     # ------------------------------------------------------------------ views
@@ -873,9 +984,10 @@ class PreferenceData:
         pairs = self.pairs[sel]
         resp = self.respondent[sel] if self.respondent is not None else None
         task = self.task[sel] if self.task is not None else None
+        sits = self._kept_situations(sel)
         if not drop_unused_items:
-            return replace(self, pairs=pairs, respondent=resp, task=task)
-        used = np.unique(pairs)
+            return replace(self, pairs=pairs, respondent=resp, task=task, situations=sits)
+        used = np.unique(pairs) if sits is None else np.union1d(np.unique(pairs), sits.item)
         remap = np.full(self.n_items, -1, dtype=np.int64)
         remap[used] = np.arange(len(used))
         return replace(
@@ -886,7 +998,23 @@ class PreferenceData:
             item_ids=self.ids()[used],
             respondent=resp,
             task=task,
+            situations=None if sits is None else sits.with_items(remap),
         )
+
+    def _kept_situations(self, sel: np.ndarray) -> ChoiceSituations | None:
+        """The situations of a pair selection: those whose every comparison is kept (a
+        selection of whole tasks); ``None`` when a situation is kept in part (then the
+        kept pairs are the observations) or there are none."""
+        sits = self.situations
+        if sits is None:
+            return None
+        mask = np.zeros(self.n_pairs, dtype=bool)
+        mask[sel] = True
+        kept = np.bincount(sits.pair[mask], minlength=sits.n_situations)
+        total = np.bincount(sits.pair, minlength=sits.n_situations)
+        if ((kept > 0) & (kept < total)).any():
+            return None
+        return sits.select(kept > 0, sits.pair[sel])
 
     def for_respondent(self, respondent: Any) -> PreferenceData:
         """Pairs of one respondent, keeping only the items they saw."""

@@ -1,4 +1,24 @@
-"""Evaluation metrics: rho-regret, top-1 rank error, pairwise accuracy, summaries.
+"""Evaluation metrics: rho-regret, top-1 rank error, pairwise accuracy, the field's choice
+metrics, summaries.
+
+Choice metrics (the discrete-choice field's)
+--------------------------------------------
+A model predicts a choice situation ``s`` (available alternatives ``C_s``, the chosen one
+``c_s``) by probabilities over ``C_s``. From utilities ``u`` and a scale ``lambda`` fitted
+on training situations only (:func:`fit_scale`; 1 for a logit's own utilities):
+
+.. math::
+
+    P_s(j) = \frac{e^{\\lambda u_j}}{\\sum_{k \\in C_s} e^{\\lambda u_k}}, \\qquad
+    \\mathrm{NLL} = -\frac{1}{S} \\sum_s \\log P_s(c_s), \\qquad
+    \rho^2 = 1 - \frac{\\sum_s \\log P_s(c_s)}{-\\sum_s \\log |C_s|},        \\qquad (1)
+
+the held-out negative log-likelihood per choice, and rho-squared against equal shares;
+**top-1 accuracy** counts a situation 1 when the chosen alternative has the highest
+utility (``1/k`` when it ties with ``k - 1`` others). :func:`situation_log_probs`,
+:func:`situation_top1` and :func:`calibration_table` read a situation as the arrays
+``item`` (rows), ``start`` (offsets) and ``chosen`` (rows), log-sum-exp per situation
+(no overflow).
 
 Rho-regret (DT-PBO App. G.1, after Husslage et al. 2015)
 --------------------------------------------------------
@@ -41,15 +61,20 @@ __all__ = [
     "MeanSD",
     "MeanSE",
     "accuracy",
+    "calibration_table",
     "competition_rank",
+    "fit_scale",
     "margin_scores",
     "mean_sd",
     "mean_se",
     "pair_scores",
     "pairwise_accuracy",
+    "ratio_ci",
     "rho_regret",
     "rho_regret_max",
     "rho_values",
+    "situation_log_probs",
+    "situation_top1",
     "top1_rank_error",
 ]
 
@@ -367,3 +392,145 @@ def paired_difference(
     return PairedDifference(
         len(d), mean, bootstrap_ci(d, n_boot=n_boot, level=level, rng=rng), level
     )
+
+
+# ----------------------------------------------------------------------------- choices
+def _segment_max(v: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``(S,)`` maximum of ``v`` within every situation (rows ``start[s]..start[s+1]-1``)."""
+    if len(start) <= 1:
+        return np.zeros(0)
+    return np.maximum.reduceat(v, start[:-1])
+
+
+def situation_log_probs(
+    u: np.ndarray,
+    item: np.ndarray,
+    start: np.ndarray,
+    chosen: np.ndarray,
+    scale: float = 1.0,
+) -> np.ndarray:
+    """``(S,)`` log-probability of every situation's chosen alternative under the
+    scaled logit of utilities ``u`` (Eq. 1), computed with a per-situation log-sum-exp."""
+    v = float(scale) * np.asarray(u, dtype=float)[item]
+    if not len(v):
+        return np.zeros(0)
+    m = _segment_max(v, start)
+    row_s = np.repeat(np.arange(len(start) - 1), np.diff(start))
+    lse = m + np.log(np.add.reduceat(np.exp(v - m[row_s]), start[:-1]))
+    return v[chosen] - lse
+
+
+def situation_top1(
+    u: np.ndarray, item: np.ndarray, start: np.ndarray, chosen: np.ndarray
+) -> np.ndarray:
+    """``(S,)`` top-1 score of every situation: 1 when its chosen alternative has the
+    highest utility, ``1/k`` when it ties with ``k - 1`` others at the top, else 0."""
+    v = np.asarray(u, dtype=float)[item]
+    if not len(v):
+        return np.zeros(0)
+    m = _segment_max(v, start)
+    row_s = np.repeat(np.arange(len(start) - 1), np.diff(start))
+    top = (v == m[row_s]).astype(float)
+    n_top = np.add.reduceat(top, start[:-1])
+    return np.where(v[chosen] == m, 1.0 / np.maximum(n_top, 1.0), 0.0)
+
+
+#: The largest utility gap times the scale a fitted scale may reach: a probability of
+#: ``e^-30`` is as certain as a model can honestly be (a wrong test choice then costs
+#: 30 nats, finite).
+MAX_SCALED_GAP = 30.0
+
+
+def fit_scale(u: np.ndarray, item: np.ndarray, start: np.ndarray, chosen: np.ndarray) -> float:
+    """The scale ``lambda >= 0`` maximising the log-likelihood (1) of the (training)
+    situations given, bounded so that no utility gap scales beyond
+    :data:`MAX_SCALED_GAP` (a model that separates its training choices gets a large,
+    finite scale). ``0`` (equal shares) when the utilities do not vary."""
+    from scipy.optimize import minimize_scalar
+
+    v = np.asarray(u, dtype=float)[item]
+    if len(v) == 0:
+        return 1.0
+    m = _segment_max(v, start)
+    row_s = np.repeat(np.arange(len(start) - 1), np.diff(start))
+    gap = float(np.max(m[row_s] - v)) if len(v) else 0.0
+    if not np.isfinite(gap) or gap <= 0:
+        return 0.0
+    hi = MAX_SCALED_GAP / gap
+
+    def nll(lam: float) -> float:
+        return -float(situation_log_probs(u, item, start, chosen, lam).sum())
+
+    res = minimize_scalar(nll, bounds=(0.0, hi), method="bounded", options={"xatol": 1e-6 * hi})
+    return float(res.x)
+
+
+def calibration_table(
+    probs: np.ndarray, chosen: np.ndarray, bins: int = 10
+) -> list[dict[str, float]]:
+    """Predicted against observed: the alternatives' probabilities ``probs`` (one per
+    alternative row) and whether each was chosen (``chosen``, 0/1), in ``bins`` equal
+    bins of the probability; per bin its range, the number of alternatives, their mean
+    predicted probability and the share chosen."""
+    p = np.asarray(probs, dtype=float)
+    c = np.asarray(chosen, dtype=float)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
+    out = []
+    for b in range(bins):
+        m = which == b
+        if not m.any():
+            continue
+        out.append(
+            {
+                "low": float(edges[b]),
+                "high": float(edges[b + 1]),
+                "n": int(m.sum()),
+                "predicted": float(p[m].mean()),
+                "observed": float(c[m].mean()),
+            }
+        )
+    return out
+
+
+def ratio_ci(
+    num: np.ndarray,
+    den: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    num_b: np.ndarray | None = None,
+    den_b: np.ndarray | None = None,
+) -> tuple[float, tuple[float, float]]:
+    """``sum(num) / sum(den)`` over units (respondents) and its percentile bootstrap CI
+    (units resampled with replacement): a held-out NLL per choice is the units' summed
+    negative log-likelihood over their summed choices. With ``num_b``/``den_b`` (aligned
+    per unit) the same for the paired difference ``sum(num)/sum(den) -
+    sum(num_b)/sum(den_b)``, one resample for both. Units with a zero denominator count
+    nothing; with none the result is NaN."""
+    a, d = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    paired = num_b is not None and den_b is not None
+    if paired:
+        b, e = np.asarray(num_b, dtype=float), np.asarray(den_b, dtype=float)
+        ok = (d > 0) & (e > 0) & np.isfinite(a) & np.isfinite(b)
+        a, d, b, e = a[ok], d[ok], b[ok], e[ok]
+    else:
+        ok = (d > 0) & np.isfinite(a)
+        a, d = a[ok], d[ok]
+    n = len(a)
+    if n == 0 or d.sum() <= 0:
+        return math.nan, (math.nan, math.nan)
+
+    def stat(idx: np.ndarray) -> np.ndarray:
+        r = a[idx].sum(axis=-1) / d[idx].sum(axis=-1)
+        if paired:
+            r = r - b[idx].sum(axis=-1) / e[idx].sum(axis=-1)
+        return r
+
+    est = float(stat(np.arange(n)[None, :])[0])
+    if n == 1:
+        return est, (est, est)
+    boots = stat(rng.integers(0, n, size=(n_boot, n)))
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return est, (float(lo), float(hi))

@@ -25,7 +25,7 @@ from data_loaders.conjoint.attributes import (
     parse_attribute,
 )
 from data_loaders.conjoint.exclusions import ExclusionRule, rule_reason
-from pbo_core.data import DataValidationError, PreferenceData, Schema, Study
+from pbo_core.data import ChoiceSituations, DataValidationError, PreferenceData, Schema, Study
 
 __all__ = ["NoChoice", "StudyMeta", "build_from_long", "parse_flags", "user_table"]
 
@@ -327,6 +327,11 @@ def build_from_long(
     same = pairs[:, 0] == pairs[:, 1]
     n_identical = int(same.sum())
     pairs, pair_rows = pairs[~same], pair_rows[~same]
+    situations = (
+        _situations(tkey, rows, item_of_row, is_chosen[rows], resp_values, task_values, pair_rows)
+        if ranks is None
+        else None  # a ranking: its successive choices are rebuilt from its pairs
+    )
 
     users = None
     if user_columns:
@@ -344,6 +349,7 @@ def build_from_long(
         users=users,
         source=meta.key,
         task=task_values[pair_rows],
+        situations=situations,
     )
     extras: dict[str, Any] = {
         "pair_line": labels[pair_rows],
@@ -428,3 +434,36 @@ def user_table(
     users = users.loc[~users.index.isin(list(excluded))]
     users.index.name = "respondent"
     return users
+
+
+def _situations(
+    tkey: np.ndarray,
+    rows: np.ndarray,
+    item_of_row: np.ndarray,
+    chosen: np.ndarray,
+    respondent: np.ndarray,
+    task: np.ndarray,
+    pair_rows: np.ndarray,
+) -> ChoiceSituations:
+    """The choice situations of the kept rows (``rows``: file rows of real alternatives
+    of answered tasks, in file order; ``chosen``: their flags): every task's
+    alternatives as observed, identical profiles included, and the situation of every
+    comparison (``pair_rows``: the loser's row of each)."""
+    order = np.argsort(tkey[rows], kind="stable")
+    rows_s, item_s, chosen_s = rows[order], item_of_row[order], chosen[order]
+    keys, first, sizes = np.unique(tkey[rows_s], return_index=True, return_counts=True)
+    start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    pick = np.flatnonzero(chosen_s)
+    chosen_row = np.full(len(keys), -1, dtype=np.int64)
+    chosen_row[np.searchsorted(keys, tkey[rows_s[pick]])] = pick
+    pair = np.searchsorted(keys, tkey[pair_rows]).astype(np.int64)
+    firsts = rows_s[first]
+    return ChoiceSituations(
+        item=item_s.astype(np.int64),
+        start=start,
+        chosen=chosen_row,
+        respondent=respondent[firsts],
+        task=task[firsts],
+        weight=np.ones(len(keys)),
+        pair=pair,
+    )

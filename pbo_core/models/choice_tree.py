@@ -295,6 +295,9 @@ class ChoiceModelTree(Estimator):
         The features split on.
     """
 
+    #: Its utilities are its segments' logits: probabilities are their softmax.
+    logit_utilities = True
+
     def __init__(
         self,
         *,

@@ -170,11 +170,16 @@ def _stages(winners: np.ndarray, losers: np.ndarray) -> list[tuple[int, list[int
 
 
 def choice_sets(data: PreferenceData) -> ChoiceSets:
-    """The choice situations behind the comparisons of ``data`` (see the module doc)."""
+    """The choice situations of ``data``: its recorded ones
+    (:attr:`~pbo_core.data.PreferenceData.situations`, exactly as observed, two
+    alternatives with identical attributes included) when it has them, else rebuilt from
+    its comparisons (see the module doc)."""
     n = data.n_pairs
     if n == 0:
         z = np.zeros(0, dtype=np.int64)
         return ChoiceSets(z, np.zeros(1, dtype=np.int64), z, z, z)
+    if data.situations is not None:
+        return _recorded(data)
     key = data.task_keys() if data.task is not None else np.arange(n, dtype=np.int64)
     w, lo = data.pairs[:, 0], data.pairs[:, 1]
     frame = pd.DataFrame({"k": key, "w": w, "i": np.arange(n)})
@@ -227,6 +232,29 @@ def choice_sets(data: PreferenceData) -> ChoiceSets:
         chosen=start[:-1] + np.asarray(chosen, dtype=np.int64),
         task=np.asarray(task, dtype=np.int64),
         pair=np.asarray(pair, dtype=np.int64),
+    )
+
+
+def _recorded(data: PreferenceData) -> ChoiceSets:
+    """:class:`ChoiceSets` of the situations ``data`` records (those with a comparison:
+    a situation's respondent and fold are its comparisons')."""
+    sits = data.situations
+    assert sits is not None
+    first = np.full(sits.n_situations, -1, dtype=np.int64)  # each one's first comparison
+    order = np.argsort(sits.pair, kind="stable")
+    _, at = np.unique(sits.pair[order], return_index=True)
+    first[sits.pair[order][at]] = order[at]
+    keep = first >= 0
+    if not keep.all():
+        sits = sits.select(keep, sits.pair)
+        first = first[keep]
+    key = data.task_keys()
+    return ChoiceSets(
+        item=sits.item,
+        start=sits.start,
+        chosen=sits.chosen,
+        task=key[first],
+        pair=first,
     )
 
 
@@ -486,6 +514,10 @@ class ConditionalLogit(GaussianLinearUtility):
     converged_ : bool
     column_names_, feature_names_ : list of str
     """
+
+    #: Its utilities are a logit's: choice probabilities are their softmax (scale 1;
+    #: :mod:`pbo_core.evaluation` fits no scale).
+    logit_utilities = True
 
     def __init__(
         self,
