@@ -37,6 +37,7 @@ def column_map(args: argparse.Namespace) -> ColumnMap:
         categorical=split_list(getattr(args, "categorical", "")),
         numeric=split_list(getattr(args, "numeric", "")),
         ignore=split_list(getattr(args, "ignore", "")),
+        split=(getattr(args, "split_col", "") or "").strip(),
         respondent_features=parse_features(getattr(args, "respondent_features", "")),
         money_attribute=getattr(args, "money_attribute", None),
         time_attribute=getattr(args, "time_attribute", None) or None,

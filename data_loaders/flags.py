@@ -131,6 +131,12 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         help="columns whose integer values are numbers (counts, scores), comma-separated",
     )
     p.add_argument(
+        "--split-col",
+        default="",
+        help="a column whose values train, validation, test are your own split (the study's "
+        "'study' split; a validation row trains)",
+    )
+    p.add_argument(
         "--ignore",
         default="",
         help="columns that are not part of the study (a row index, an id), comma-separated",

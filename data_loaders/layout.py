@@ -232,6 +232,9 @@ class ColumnMap:
     ignore
         Columns that are not part of the study (a row index, an id that is no
         attribute).
+    split
+        A column whose values (train, validation, test) are the analyst's own split: the
+        study's ``study`` split (a validation row trains).
     available_when
         Rules ``"car: license == 1"``: an alternative is in the choice set only on the
         rows where a column meets a condition (``==``, ``!=``, ``>``, ``>=``, ``<``,
@@ -270,6 +273,7 @@ class ColumnMap:
     categorical: tuple[str, ...] = ()
     numeric: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    split: str = ""
 
     @property
     def chosen_column(self) -> str:
@@ -307,7 +311,10 @@ class ColumnMap:
 
     def reserved(self) -> list[str]:
         """Columns that are not attributes (those named, without empty names)."""
-        cols = [self.respondent, self.task, self.chosen_column, self.rank, self.weight or ""]
+        cols = [
+            self.respondent, self.task, self.chosen_column, self.rank, self.weight or "",
+            self.split,
+        ]  # fmt: skip
         cols += [self.profile] if self.format != "wide" else []
         cols += list(self.availability or ())
         return [c for c in cols if c] + self.feature_names + list(self.ignore)

@@ -41,7 +41,8 @@ _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 #: What ``--set NAME=VALUE`` may change, with what a value means.
 PLAN_KEYS = {
-    "split": "auto, tasks, respondents, pooled or study",
+    "split": "auto, tasks, respondents, pooled, study, latest (each respondent's last tasks) "
+    "or column:NAME (the split column given at import)",
     "seed": "an integer",
     "test_tasks": "held-out tasks per respondent (an integer)",
     "respondents": "the evaluation sample's first N respondents, or 'all'",
@@ -205,6 +206,14 @@ def edit_plan(study: Study, changes: dict[str, str]) -> AnalysisPlan:
             over[name] = None if _none(v) else _int(name, v)
         elif name in ("seed", "test_tasks"):
             over[name] = _int(name, v)
+        elif name == "split" and v.startswith("column:"):
+            col = v.partition(":")[2].strip()
+            if study.extras.get("split_column") != col:
+                raise DataValidationError(
+                    f"split {v!r}: {study.key} records no split column {col!r} (import it with "
+                    "--split-col NAME)"
+                )
+            over[name] = "study"
         elif name == "split" and v not in ("auto", *SPLIT_KINDS):
             raise DataValidationError(
                 f"split {v!r} is not a split; choose one of: {', '.join(('auto', *SPLIT_KINDS))}"

@@ -297,6 +297,39 @@ def _select(
     return frame.loc[keep], {"where": cols.where, "rows": n, "of": total}
 
 
+#: The values a split column may hold (lower case) -> the split's word.
+SPLIT_VALUES = {
+    "train": "train", "training": "train", "validation": "validation", "valid": "validation",
+    "val": "validation", "test": "test", "testing": "test", "holdout": "test",
+}  # fmt: skip
+
+
+def _own_split(frame: pd.DataFrame, column: str, study: Study, name: str) -> np.ndarray:
+    """``train``/``validation``/``test`` of every comparison, from the file's split
+    column (each comparison's row: its loser's line); a choice task's rows must agree."""
+    if column not in frame.columns:
+        raise DataValidationError(f"{name}: --split-col {column!r}: no such column; "
+                                  f"{list_columns(frame.columns)}")  # fmt: skip
+    words = frame[column].map(lambda v: SPLIT_VALUES.get(str(v).strip().lower(), ""))
+    bad = words == ""
+    if bad.any():
+        line = frame.index[bad.to_numpy()][0]
+        raise DataValidationError(
+            f"{name}, line {line}, column {column!r}: {frame.loc[line, column]!r} is not "
+            "train, validation or test"
+        )
+    lines = np.asarray(study.extras["pair_line"])
+    split = words.loc[lines].to_numpy(dtype=object)
+    keys = study.data.task_keys()
+    mixed = pd.Series(split).groupby(keys).nunique().to_numpy() > 1
+    if mixed.any():
+        raise DataValidationError(
+            f"{name}, column {column!r}: a choice task's rows are in two parts of the split; "
+            "give every row of a task the same value"
+        )
+    return split
+
+
 def _with_units(
     attrs: Sequence[Attribute], cols: ColumnMap, name: str, notes: list[str]
 ) -> list[Attribute]:
@@ -664,6 +697,9 @@ def _build(
     extras["dropped_lines"] = {k: list(v) for k, v in prep.lines.items()}
     if selected is not None:
         extras["selected"] = selected
+    if cols.split:
+        extras["split"] = _own_split(frame, cols.split, study, name)
+        extras["split_column"] = cols.split
     extras["file_columns"] = [str(c) for c in frame.columns]
     if cols.weight:
         w = pd.to_numeric(frame[cols.weight], errors="coerce")

@@ -958,10 +958,13 @@ def evidence_table(
     summary: dict[str, dict[str, Any]], errors: dict[str, str] | None = None
 ) -> pd.DataFrame:
     """One row per model as pages show it: ``key``, ``method`` (its label), ``family``,
-    ``train``, ``heldout``, ``ci_low``, ``ci_high``, ``n_heldout`` and ``error`` (why it
-    could not be scored, else ``""``)."""
+    ``train``, ``heldout``, ``ci_low``, ``ci_high``, ``n_heldout``, the field's held-out
+    metrics ``nll`` (per choice), ``nll_low``, ``nll_high``, ``top1`` and ``n_choices``,
+    and ``error`` (why it could not be scored, else ``""``)."""
     rows = []
+    nan = float("nan")
     for key, s in summary.items():
+        c = s.get("choices") or {}
         rows.append(
             {
                 "key": key,
@@ -972,10 +975,14 @@ def evidence_table(
                 "ci_low": s["test_acc_ci95"][0],
                 "ci_high": s["test_acc_ci95"][1],
                 "n_heldout": s["n"],
+                "nll": c.get("nll_per_choice", nan),
+                "nll_low": (c.get("nll_per_choice_ci95") or [nan, nan])[0],
+                "nll_high": (c.get("nll_per_choice_ci95") or [nan, nan])[1],
+                "top1": c.get("top1_acc", nan),
+                "n_choices": c.get("n_choices", 0),
                 "error": "",
             }
         )
-    nan = float("nan")
     for key, why in (errors or {}).items():
         spec = get(key)
         rows.append(
@@ -988,6 +995,11 @@ def evidence_table(
                 "ci_low": nan,
                 "ci_high": nan,
                 "n_heldout": 0,
+                "nll": nan,
+                "nll_low": nan,
+                "nll_high": nan,
+                "top1": nan,
+                "n_choices": 0,
                 "error": why,
             }
         )
@@ -1002,6 +1014,11 @@ def evidence_table(
             "ci_low",
             "ci_high",
             "n_heldout",
+            "nll",
+            "nll_low",
+            "nll_high",
+            "top1",
+            "n_choices",
             "error",
         ],
     )

@@ -154,9 +154,11 @@ def respondent_holdout(
 #: How comparisons are held out: ``tasks`` (choice tasks within each respondent),
 #: ``respondents`` (whole respondents), ``pooled`` (tasks of data without respondents, or of
 #: a single respondent), ``study`` (the study's own train/test split,
-#: ``study.extras["split"]``), ``pairs`` / ``items`` (Sushi: a random 20 % of each user's
-#: comparisons, or the comparisons of ``holdout`` unseen items).
-SPLIT_KINDS = ("tasks", "respondents", "pooled", "study", "pairs", "items")
+#: ``study.extras["split"]``: a split column given at import, ``--split-col``; a
+#: ``validation`` row trains), ``latest`` (each respondent's last tasks: a panel's latest
+#: purchases), ``pairs`` / ``items`` (Sushi: a random 20 % of each user's comparisons, or
+#: the comparisons of ``holdout`` unseen items).
+SPLIT_KINDS = ("tasks", "respondents", "pooled", "study", "latest", "pairs", "items")
 
 #: Fewer tasks than this for the median respondent: ``auto`` holds out whole respondents.
 MIN_TASKS_FOR_TASK_SPLIT = 3
@@ -336,7 +338,7 @@ def make_split(
             s = np.asarray(study.extras.get("split", []))
             if len(s) != n:
                 raise ValueError(f"{study.key}: no train/test split of its own")
-            fold[s == "test"], fold[s == "train"] = 0, 1
+            fold[s == "test"], fold[(s == "train") | (s == "validation")] = 0, 1
             reason = reason or "the study's own train/test split"
         else:
             keys = d.task_keys()
@@ -389,7 +391,14 @@ def make_split(
     for r in chosen:
         r_rows = np.flatnonzero(resp == r)
         k = index[str(r)]
-        if kind == "tasks":
+        if kind == "latest":  # the respondent's last tasks, in the order they were answered
+            order = pd.unique(tasks[r_rows])
+            n_test = test_tasks or max(1, round(fraction * len(order)))
+            if len(order) <= n_test:
+                fold[r_rows] = 1  # too few tasks: its pairs train pooled models
+                continue
+            fold[r_rows] = np.where(np.isin(tasks[r_rows], order[-n_test:]), 0, 1)
+        elif kind == "tasks":
             rng = np.random.default_rng([seed, k])
             if n_folds:
                 f = task_folds(n_folds, rng, tasks[r_rows])
@@ -420,10 +429,14 @@ def make_split(
         rows.append(r_rows)
     if not reason:
         reason = {
+            "latest": "every respondent's latest choice tasks held out (a panel's last "
+            "purchases predicted from the earlier ones)",
             "tasks": "some of every respondent's choice tasks held out",
             "pairs": "a random 20 % of every user's comparisons held out",
             "items": f"the comparisons of {holdout} unseen items of every user held out",
         }[kind]
+    if kind == "latest":
+        reason += f" ({test_tasks or f'{100 * fraction:.0f} %'} per respondent)"
     if kind == "tasks":
         reason += (
             f" ({n_folds}-fold cross-validation over each respondent's tasks)"

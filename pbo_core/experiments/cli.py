@@ -168,7 +168,7 @@ def _own_data_args(p: argparse.ArgumentParser) -> None:
 def _split_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--split",
-        choices=("auto", *SPLIT_KINDS[:4]),
+        choices=("auto", *SPLIT_KINDS[:5]),
         default="auto",
         help="auto (default): what the data's shape calls for -- tasks: hold out "
         "--test-tasks tasks of every respondent; respondents: hold out 20 %% of whole "

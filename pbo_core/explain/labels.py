@@ -479,6 +479,20 @@ def evidence_display(
     def pct(v: pd.Series) -> list[str]:
         return [f"{100 * x:.1f}" if good else "—" for x, good in zip(v, ok, strict=True)]
 
+    def nll() -> list[str]:
+        if "nll" not in ev:
+            return ["—"] * len(ev)
+        return [
+            f"{x:.3f} [{lo:.3f}, {hi:.3f}]" if good and np.isfinite(x) else "—"
+            for x, lo, hi, good in zip(ev["nll"], ev["nll_low"], ev["nll_high"], ok, strict=True)
+        ]
+
+    def top1() -> list[str]:
+        if "top1" not in ev:
+            return ["—"] * len(ev)
+        return [f"{100 * x:.1f}" if good and np.isfinite(x) else "—"
+                for x, good in zip(ev["top1"], ok, strict=True)]  # fmt: skip
+
     return pd.DataFrame(
         {
             "model": [f"{m}  ◀ shown above" if m == shown else m for m in ev["method"]],
@@ -491,6 +505,8 @@ def evidence_display(
             f"held-out {unit}": [
                 f"{int(n):,}" if good else "—" for n, good in zip(ev["n_heldout"], ok, strict=True)
             ],
+            "held-out NLL per choice [95% CI]": nll(),
+            "top-1 choice (%)": top1(),
             "not scored because": [str(e) if e else "" for e in ev["error"]],
         }
     )
