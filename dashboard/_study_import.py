@@ -695,7 +695,7 @@ def _meaning_choices(have: list[str]) -> dict[str, object]:
     and numbers; the :class:`~data_loaders.layout.ColumnMap` fields they set (as
     ``--units``, ``--where``, ``--reference``, ``--ignore``, ``--categorical``,
     ``--numeric``)."""
-    u = st.columns(3)
+    u = st.columns(4)
     units = _text_choice(
         u[0], "Units", "", "add_units",
         help="The attributes' units, NAME=UNIT comma-separated (TT=min, CO=CHF; as --units). "
@@ -710,6 +710,11 @@ def _meaning_choices(have: list[str]) -> dict[str, object]:
     reference = _text_choice(
         u[2], "Reference alternative", "", "add_reference",
         help="The alternative whose constant is 0 (as --reference); empty: the first.",
+    )  # fmt: skip
+    split = _pick(
+        u[3], "Split column", have, "", "add_split",
+        help="A column whose values train, validation, test are your own split (as "
+        "--split-col; the plan's split column:NAME uses it, a validation row trains).",
     )  # fmt: skip
     q = st.columns(3)
     ignore = _multi(
@@ -731,6 +736,7 @@ def _meaning_choices(have: list[str]) -> dict[str, object]:
         ),
         "where": where,
         "reference": reference or None,
+        "split": split,
         "ignore": ignore,
         "categorical": categorical,
         "numeric": numeric,
@@ -746,6 +752,7 @@ ANSWER_FIELDS = {
     "--units": "Units",
     "--where": "Row selection",
     "--reference": "Reference alternative",
+    "--split-col": "Split column",
     "--alternatives": "Alternatives (wide)",
     "--no-choice": "No-choice values",
     "--opt-out": "Opt-out values",
