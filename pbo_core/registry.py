@@ -73,6 +73,7 @@ __all__ = [
     "CohortArm",
     "ModelSpec",
     "arm_names",
+    "estimates_models",
     "fit_for",
     "former_arm_names",
     "get",
@@ -84,6 +85,7 @@ __all__ = [
     "not_applicable",
     "register",
     "register_arm",
+    "reports_estimates",
     "study_kind",
 ]
 
@@ -268,6 +270,27 @@ def names(
             continue
         out.append(n)
     return out
+
+
+def reports_estimates(name: str) -> bool:
+    """Does entry ``name`` fit a model with an estimates table: ``coef_table()`` and
+    ``fit_statistics()`` (the conditional logit's columns and keys; the model the plan's
+    ``estimates`` may name)? Asked of an unfitted estimator, so any entry that adds the two
+    methods qualifies without a registry flag."""
+    spec = MODELS.get(name)
+    if spec is None or not spec.fits:
+        return False
+    try:
+        model = spec.make()
+    except (TypeError, ValueError, ImportError):  # needs parameters, or an optional extra
+        return False
+    return all(callable(getattr(model, m, None)) for m in ("coef_table", "fit_statistics"))
+
+
+def estimates_models() -> list[str]:
+    """The registry entries whose fits have an estimates table (:func:`reports_estimates`),
+    in registry order."""
+    return [n for n in MODELS if reports_estimates(n)]
 
 
 #: How the cohort experiment (:mod:`pbo_core.experiments.cohorts`) builds an arm's
@@ -903,8 +926,8 @@ _entries(
             "Conditional logit (MNL)",
             "the econometrician's conditional logit over each task's available alternatives: "
             "exact likelihood, alternative constants and respondent features by alternative "
-            "(the analysis plan's), ridge strength by inner CV (0 = MLE included), "
-            "cluster-robust errors",
+            "(the analysis plan's), maximum likelihood (a ridge only when the plan asks or "
+            "the MLE is not identified, and then said), robust and cluster-robust errors",
             "baseline",
             ConditionalLogit,
             roles=frozenset({"accuracy", "choice_baseline"}),
