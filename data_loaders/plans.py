@@ -20,6 +20,7 @@ from typing import Any
 
 from data_loaders.access import data_home
 from pbo_core.data import DataValidationError, Study
+from pbo_core.evaluation import plan_split
 from pbo_core.plan import AnalysisPlan, Role, check_plan, penalty_alpha, plan_of
 from pbo_core.registry import MODELS, estimates_models, get, reports_estimates
 from pbo_core.splits import SPLIT_KINDS
@@ -105,13 +106,28 @@ def apply_saved_plan(study: Study) -> Study:
     plan = saved_plan(study.key)
     if plan is None:
         return study
-    problems = check_plan(study, plan)
+    problems = check_plan(study, plan) + _split_problem(study, plan)
     if problems:
         raise DataValidationError(
             f"{plan_path(study.key).name}: " + "; ".join(problems) + " (edit it with "
             f"python -m data_loaders plan --study {study.key} --set ...)"
         )
     return replace(study, plan=plan)
+
+
+def _split_problem(study: Study, plan: AnalysisPlan) -> list[str]:
+    """Why the plan's split cannot be made on ``study`` (pooled comparisons of a study
+    with respondents, the study's own split of a study without one), or nothing."""
+    if plan.split == "auto":
+        return []
+    try:
+        plan_split(study, plan)
+    except ValueError as exc:
+        text = str(exc)
+        prefix = f"{study.key}: "
+        text = text[len(prefix) :] if text.startswith(prefix) else text
+        return [f"split {plan.split!r} cannot be made on this study ({text})"]
+    return []
 
 
 def save_plan(key: str, plan: AnalysisPlan) -> Path:
@@ -238,7 +254,7 @@ def edit_plan(study: Study, changes: dict[str, str]) -> AnalysisPlan:
         over[role] = replace(current, unit=unit)
     new = replace(plan, **over, notes=())
     _check_models(new)
-    problems = check_plan(study, new)
+    problems = check_plan(study, new) + _split_problem(study, new)
     if problems:
         raise DataValidationError(f"{study.key}: " + "; ".join(problems))
     return new

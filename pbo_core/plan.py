@@ -222,10 +222,10 @@ class AnalysisPlan:
             else "unlabelled alternatives"
         )
         cs = ", ".join(self.case_specific) if self.case_specific else "none"
-        fit = "maximum likelihood" if self.penalty == "none" else f"ridge {self.penalty}"
         return (
             f"Plan: split {self.split}, seed {self.seed}, {sample}; baseline {self.baseline}; "
-            f"estimates {self.estimates} ({fit}); money {money}; time {time}; {alts}; "
+            f"estimates {self.estimates} (penalty asked: {self.penalty}); money {money}; "
+            f"time {time}; {alts}; "
             f"respondent features in the conditional logit: {cs}."
         )
 

@@ -154,7 +154,7 @@ from pbo_core.experiments.sensitivity import ablation_cells
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.explain.baseline import baseline_fit
 from pbo_core.plan import AnalysisPlan, plan_of
-from pbo_core.registry import get, names
+from pbo_core.registry import get, names, not_applicable
 from pbo_core.splits import SPLIT_KINDS, Split
 
 
@@ -341,6 +341,15 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
     if args.methods is None:
         methods = plan_sensitivity_models(split, plan, best)
         chosen_by = "the analysis plan: " + ", ".join(methods)
+        if not methods and plan.sensitivity_models:
+            why = "; ".join(
+                f"{m}: {not_applicable(get(m), split.study, new_respondents=split.new_respondents)}"
+                for m in plan.sensitivity_models
+            )
+            raise SystemExit(
+                f"the plan's sensitivity models cannot be scored on this split ({split.reason}): "
+                f"{why}; change sensitivity_models in the plan"
+            )
     else:
         methods, _ = parse_methods(args.methods, split, "sensitivity")
     if not methods:

@@ -451,36 +451,38 @@ def mle_problem(
     """Why a maximum-likelihood fit ``theta`` (Hessian ``hessian`` of the negative
     log-likelihood, column scales ``scale``) is not identified, in words, or ``None``.
 
-    Three signs, in this order: Newton's method did not converge; a standardised
-    coefficient ``|theta_j s_j|`` exceeds :data:`RUNOFF` (the choices are separated: the
-    likelihood keeps rising as the coefficient grows, the estimate is infinite); the
-    Hessian of the standardised coefficients ``D^-1 H D^-1`` (``D = diag(s)``) has a
-    condition number above :data:`SINGULAR` (a combination of coefficients the choices do
-    not inform: a column constant within every choice, or columns that are collinear).
+    Three signs, in this order: Newton's method did not converge; the Hessian of the
+    standardised coefficients ``D^-1 H D^-1`` (``D = diag(s)``) has a condition number
+    above :data:`SINGULAR` (a combination of coefficients the choices do not inform: a
+    column constant within every choice, collinear columns, or choices separated along
+    it); a standardised coefficient ``|theta_j s_j|`` exceeds :data:`RUNOFF` (the
+    likelihood keeps rising as it grows: separated choices, or a direction the data do
+    not bound).
     """
     if not converged:
         return "Newton's method did not converge"
+    if hessian.size:
+        Hs = hessian / np.outer(scale, scale)
+        if not np.all(np.isfinite(Hs)):
+            return "the Hessian is not finite"
+        val, vec = np.linalg.eigh(0.5 * (Hs + Hs.T))
+        top = float(val[-1])
+        if top <= 0 or val[0] <= top / SINGULAR:
+            v = np.abs(vec[:, 0])
+            idx = [int(j) for j in np.argsort(-v)[:4] if v[j] >= 0.2]
+            which = ", ".join(names[j] for j in idx)
+            return (
+                "the Hessian is singular: the choices do not tell apart some coefficients"
+                + (f" ({which})" if which else "")
+                + " (collinear columns, or choices separated by them)"
+            )
     std = np.abs(theta * scale)
     off = np.flatnonzero(~np.isfinite(std) | (std > RUNOFF))
     if off.size:
         which = ", ".join(names[j] for j in off[:4]) + (" ..." if off.size > 4 else "")
         return (
-            f"the coefficient of {which} runs off (the choices are separated by it, so the "
-            "likelihood rises without bound)"
-        )
-    if hessian.size == 0:
-        return None
-    Hs = hessian / np.outer(scale, scale)
-    if not np.all(np.isfinite(Hs)):
-        return "the Hessian is not finite"
-    val, vec = np.linalg.eigh(0.5 * (Hs + Hs.T))
-    top = float(val[-1])
-    if top <= 0 or val[0] <= top / SINGULAR:
-        v = np.abs(vec[:, 0])
-        idx = [int(j) for j in np.argsort(-v)[:4] if v[j] >= 0.2]
-        which = ", ".join(names[j] for j in idx)
-        return "the Hessian is singular: the choices do not tell apart some coefficients" + (
-            f" ({which})" if which else ""
+            f"the coefficient of {which} runs off (the likelihood does not bound it: the "
+            "choices are separated by it, or it is collinear with other columns)"
         )
     return None
 
