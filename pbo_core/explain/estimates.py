@@ -327,12 +327,18 @@ def money_ratios(model: Any, schema: Schema, money: str | None) -> list[dict[str
         V = leaf._cov[np.ix_([j, p], [j, p])]
         ratio = labels.fieller_ratio(leaf._mean[j], leaf._mean[p], V)
         rate = labels.fieller_ratio(leaf._mean[p], leaf._mean[j], V[::-1, ::-1])
+        why = labels.money_sign_reason(
+            float(leaf._mean[p]), float(V[1, 1]), schema[money].display
+        ) or labels.money_sign_reason(float(leaf._mean[j]), float(V[0, 0]), f.display)
+        if why:  # a money slope of the wrong sign prices nothing
+            ratio, rate = ratio.refused(why), rate.refused(why)
 
         def doc(r: labels.Ratio) -> dict[str, Any]:
             return {
                 "estimate": float(r.estimate) if r.identified else None,
                 "ci95": [float(r.low), float(r.high)] if r.identified else None,
                 "identified": bool(r.identified),
+                "reason": r.reason,
             }
 
         out.append(
@@ -359,6 +365,8 @@ def _singular(unit: str) -> str:
 
 
 def _ratio_words(r: labels.Ratio) -> str:
+    if r.reason:
+        return f"not shown ({r.reason})"
     if not r.identified:
         return f"{labels.NOT_IDENTIFIED} (the denominator's 95% CI includes 0)"
     est, ci = labels.ci_text(r.estimate, r.low, r.high)

@@ -81,6 +81,61 @@ def test_01logit_printed_and_written_as_biogeme_publishes(tmp_path: Path, capsys
     assert "none (maximum likelihood)" in printed
 
 
+def test_01logit_from_biogemes_dat_on_the_command_line(tmp_path: Path, capsys) -> None:
+    """Biogeme's file as a tab-separated ``.dat``, imported with ``--where`` and the 01logit
+    roles (GA holders' cost 0, Swissmetro the reference, units), then ``estimates``: the
+    published LL, coefficients and robust errors to 4 significant digits."""
+    import pandas as pd
+
+    from data_loaders import cli as dl_cli
+    from data_loaders.swissmetro import SWISSMETRO_FILE
+
+    dat = tmp_path / "swissmetro.dat"
+    pd.read_csv(SWISSMETRO_FILE).to_csv(dat, sep="\t", index=False)
+    flags = [
+        "--where",
+        "PURPOSE in (1, 3) and CHOICE != 0",
+        "--zero-when",
+        "CO for TRAIN,SM when GA=1",
+        "--constants",
+        "yes",
+        "--reference",
+        "SM",
+        "--units",
+        "TT=min,CO=CHF",
+        "--money-attribute",
+        "CO",
+        "--time-attribute",
+        "TT",
+    ]
+    assert dl_cli.main(["import-study", str(dat), "--title", "01logit", *flags]) == 0
+    key = capsys.readouterr().out.strip().splitlines()[-1]
+    out = tmp_path / "01logit.json"
+    assert cli.main(["estimates", "--study", key, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    s = doc["statistics"]
+    assert f"{s['loglik']:.3f}" == "-5331.252" and (s["n_choices"], s["n_respondents"]) == (
+        6768,
+        752,
+    )
+    p = {r["parameter"]: r for r in doc["parameters"]}
+    per100 = {"TT": 100.0, "CO": 100.0, "ASC TRAIN": 1.0, "ASC CAR": 1.0}
+    assert [sig4(p[n]["estimate"] * k) for n, k in per100.items()] == [
+        "-1.278",
+        "-1.084",
+        "-0.7012",
+        "-0.1546",
+    ]
+    assert [sig4(p[n]["robust_std_err"] * k) for n, k in per100.items()] == [
+        "0.1043",
+        "0.06823",
+        "0.08256",
+        "0.05816",
+    ]
+    assert "-5331.252" in printed and doc["value_of_time"]["unit"] == "CHF per hour"
+
+
 def test_train_mnl_as_mlogit_publishes(tmp_path: Path, capsys) -> None:
     """mlogit's Train vignette (``choice ~ price + time + change + comfort | -1``, price in
     guilders x 2.20371, time in hours): the command's JSON on the bundled study."""

@@ -205,3 +205,19 @@ def test_any_model_with_coef_table_and_fit_statistics(monkeypatch: pytest.Monkey
     assert est.label == "A mixed logit stand-in" and est.statistics["draws"] == 500
     assert est.statistics["aic"] == pytest.approx(4 - 2 * est.statistics["loglik"])
     assert "A mixed logit stand-in (mixed-like)" in E.estimates_text(est)
+
+
+def test_a_money_slope_of_the_wrong_sign_gives_no_ratio():
+    """Installation cost recorded as a saving (its slope clearly positive): no
+    money-to-money ratio or discount rate, the reason instead."""
+    study = heating_study()
+    X = study.data.X.copy()
+    X[:, 0] = -X[:, 0]
+    data = dataclasses.replace(study.data, X=X)
+    study = dataclasses.replace(study, data=data)
+    plan = AnalysisPlan(money=Role("ic", "$"), alternative="system", reference="hp")
+    est = E.fit_estimates(study, plan=plan)
+    (ratio,) = est.money_ratios
+    assert ratio["ratio"]["estimate"] is None and ratio["implied_rate"]["estimate"] is None
+    assert "positive" in ratio["ratio"]["reason"]
+    assert "not shown" in E.estimates_text(est)
