@@ -333,8 +333,13 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
             progress=progress,
         )
 
-    # every baseline conjoint-accuracy scores, with all attributes: the best by its rule
-    candidates = [m for m in plan_models(split, "accuracy", plan) if get(m).family == "baseline"]
+    # without --methods: every baseline conjoint-accuracy scores by default, with all
+    # attributes, so the best is named by its rule on the same candidates
+    candidates = (
+        [m for m in plan_models(split, "accuracy", plan) if get(m).family == "baseline"]
+        if args.methods is None
+        else []
+    )
     scored = run(ablation_cells(cell, candidates, split, []))
     best = best_baseline(scored, seed=args.seed) if not scored.empty else None
     chosen_by = "--methods"
