@@ -34,6 +34,7 @@ only when asked for.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -464,8 +465,25 @@ def make_for(
         planned = plan_of(study).model_params(own.plan_as or own.name, study, schema=schema)
         if own.plan_as and "respondent_features" in own.needs:
             planned = {**planned, "user_schema": study.user_schema}
+        takes = _parameters(own.estimator)
+        if takes is not None:  # a plan setting the estimator has no use for (a penalty)
+            planned = {k: v for k, v in planned.items() if k in takes}
         params = {**planned, **params}
     return own.make(**params)
+
+
+def _parameters(estimator: Callable[..., Any] | None) -> set[str] | None:
+    """The keyword parameters ``estimator`` takes, or ``None`` when it takes any
+    (``**kwargs``) or cannot be inspected."""
+    if estimator is None:
+        return None
+    try:
+        sig = inspect.signature(estimator)
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return set(sig.parameters)
 
 
 def fit_for(
