@@ -37,7 +37,6 @@ __all__ = ["estimates_frame", "estimates_section"]
 #: The page's columns: Biogeme's headings, 4+ significant digits.
 _SHOWN = {
     "parameter": "Parameter",
-    "label": "Meaning",
     "estimate": "Value",
     "robust_std_err": "Rob. Std err",
     "robust_t": "Rob. t-test",
@@ -47,6 +46,7 @@ _SHOWN = {
     "cluster_p": "Clust. p-value",
     "std_err": "Std err",
     "unit": "Unit",
+    "label": "Meaning",
 }
 
 
@@ -73,15 +73,18 @@ def estimates_section(study: Study, key: str) -> None:
         return
     s = est.statistics
     who = f" of {s['n_respondents']:,} respondents" if s.get("n_respondents") else ""
+    penalised = float(s.get("penalty") or 0.0) > 0
     st.caption(
         f"The analysis plan's estimates model fitted on all {s['n_choices']:,} choices{who}, "
-        "as an econometrician reports it: "
-        + md(est.estimation)
+        "as an econometrician reports it"
+        + (": maximum likelihood (no penalty)." if not penalised else ".")
         + " Robust errors: the sandwich with one score per choice (Biogeme's); clustered: "
         "one cluster per respondent. The same table: "
         f"`python -m pbo_core.experiments estimates --study {md(key)}`. "
         + md(svc.study_plan(study).line())
     )
+    if penalised:  # said where it cannot be missed
+        st.warning(md(est.estimation), icon=":material/warning:")
     fmt = {
         "Value": "%.6g",
         "Rob. Std err": "%.5g",

@@ -64,7 +64,8 @@ def write_estimates(
         plan = dataclasses.replace(plan, estimates=args.model)
     est = fit_estimates(study, plan=plan)
     to_stdout = args.json != "-"
-    print(estimates_text(est), file=sys.stdout if to_stdout else sys.stderr, flush=True)
+    if not (args.quiet and not to_stdout):  # --json - --quiet: the JSON alone
+        print(estimates_text(est), file=sys.stdout if to_stdout else sys.stderr, flush=True)
     doc: dict[str, Any] = {"command": "estimates", **estimates_json(est)}
     write_json(doc, args.json)
     if args.json not in (None, "-"):
@@ -100,3 +101,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latex", default=None, metavar="FILE", help="write the table as LaTeX")
     p.add_argument("--html", default=None, metavar="FILE", help="write the table as HTML")
     p.add_argument("--data-dir", default=None, help="where the study's data are (if not bundled)")
+    p.add_argument(
+        "--quiet", action="store_true", help="with --json -: no table on stderr, the JSON alone"
+    )
