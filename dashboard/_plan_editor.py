@@ -1,9 +1,10 @@
 """The Case studies page's "Analysis plan" panel: the whole plan of a study, edited and saved.
 
 A study's analysis plan (:class:`pbo_core.plan.AnalysisPlan`) decides every figure: the
-split and its seed, the evaluation and sensitivity samples, the baseline, the sensitivity
-models, the money and time roles with their units, the alternatives and their reference,
-the case-specific variables. The panel shows it and edits it through the command's own
+split and its seed, the evaluation and sensitivity samples, the accuracy reference
+(baseline), the estimates model and its penalty, the sensitivity models, the money and
+time roles with their units, the alternatives and their reference, the case-specific
+variables. The panel shows it and edits it through the command's own
 code (:mod:`data_loaders.plans`: :func:`~data_loaders.plans.edit_plan` reads and checks an
 edit, :func:`~data_loaders.plans.save_plan` saves it), so an edit saved here is the file
 ``python -m data_loaders plan --study KEY --set ...`` saves, and the panel shows that
@@ -35,7 +36,7 @@ from data_loaders.plans import (
 )
 from pbo_core.data import DataValidationError, Study
 from pbo_core.plan import plan_of
-from pbo_core.registry import MODELS, names, not_applicable
+from pbo_core.registry import MODELS, estimates_models, names, not_applicable
 from pbo_core.splits import SPLIT_KINDS
 
 __all__ = ["plan_panel", "plan_refusal", "save_edit", "widget_key"]
@@ -224,7 +225,7 @@ def _editor(study: Study, key: str) -> dict[str, str]:
     if plan.baseline not in baselines:
         baselines.insert(0, plan.baseline)
     out["baseline"] = c1.selectbox(
-        "Baseline beside every tree",
+        "Accuracy reference (baseline)",
         baselines,
         index=baselines.index(plan.baseline),
         format_func=_label,
@@ -250,6 +251,25 @@ def _editor(study: Study, key: str) -> dict[str, str]:
         out[name] = col.text_input(
             label, now[name], key=f"plan_{name}::{key}::{version}", help=PLAN_KEYS[name] + "."
         )
+
+    c1, c2, _ = st.columns([1, 1, 2])
+    models = [n for n in estimates_models() if not_applicable(MODELS[n], study) is None]
+    if plan.estimates not in models:
+        models.insert(0, plan.estimates)
+    out["estimates"] = c1.selectbox(
+        "Estimates model (coefficients, fit statistics)",
+        models,
+        index=models.index(plan.estimates),
+        format_func=_label,
+        key=k("estimates"),
+        help=PLAN_KEYS["estimates"] + ".",
+    )
+    out["penalty"] = c2.text_input(
+        "Penalty (none = maximum likelihood)",
+        now["penalty"],
+        key=f"plan_penalty::{key}::{version}",
+        help=PLAN_KEYS["penalty"] + ".",
+    )
 
     st.markdown("**Attribute roles** (never guessed: none is a valid answer)")
     numeric = [f.name for f in study.schema.features if f.kind == "numeric"]

@@ -26,13 +26,14 @@ import pandas as pd
 from dashboard._workers import niceness, serve, set_priority
 from pbo_core import registry
 from pbo_core.data import Study
-from pbo_core.evaluation import plan_sensitivity, plan_split, sample_text
+from pbo_core.evaluation import plan_best_baseline, plan_sensitivity, plan_split, sample_text
 from pbo_core.experiments.runner import run_grid
 from pbo_core.plan import AnalysisPlan
 from pbo_core.registry import get, not_applicable
 from pbo_core.splits import Split
 
 __all__ = [
+    "best_baseline",
     "formatted_items",
     "grid",
     "hierarchy",
@@ -64,6 +65,20 @@ def sensitivity_split(study: Study, plan: AnalysisPlan) -> Split:
     """The split of the Feature sensitivity page: the analysis plan's sensitivity sample
     (:func:`pbo_core.evaluation.plan_split`), as the command and the report use it."""
     return plan_split(study, plan, sensitivity=True)
+
+
+def best_baseline(
+    study: Study, plan: AnalysisPlan, *, progress: Progress | None = None
+) -> str | None:
+    """The best baseline on the plan's sensitivity split by ``conjoint-accuracy``'s rule
+    (:func:`pbo_core.evaluation.plan_best_baseline`): the baseline the Feature sensitivity
+    page ablates by default, as the command and the report do."""
+
+    def report(fraction: float, done: int, step: str) -> None:
+        if progress is not None:
+            progress(fraction, f"scoring the baselines: {step}")
+
+    return plan_best_baseline(sensitivity_split(study, plan), plan, progress=report)
 
 
 def _rows_progress(progress: Progress | None, what: str) -> Any:

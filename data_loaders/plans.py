@@ -20,8 +20,9 @@ from typing import Any
 
 from data_loaders.access import data_home
 from pbo_core.data import DataValidationError, Study
-from pbo_core.plan import AnalysisPlan, Role, check_plan, plan_of
-from pbo_core.registry import MODELS
+from pbo_core.evaluation import plan_split
+from pbo_core.plan import AnalysisPlan, Role, check_plan, penalty_alpha, plan_of
+from pbo_core.registry import MODELS, estimates_models, get, reports_estimates
 from pbo_core.splits import SPLIT_KINDS
 
 __all__ = [
@@ -47,7 +48,15 @@ PLAN_KEYS = {
     "test_tasks": "held-out tasks per respondent (an integer)",
     "respondents": "the evaluation sample's first N respondents, or 'all'",
     "sensitivity_respondents": "the sensitivity sample's first N, or 'all' (the evaluation's)",
-    "baseline": "a registry model name (default mnl)",
+    "baseline": "the accuracy reference: every paired difference of held-out accuracy is "
+    "against it; any fitted registry model (default mnl)",
+    "estimates": "the model whose estimates (coefficients, fit statistics, trade-offs) every "
+    "page, command and the report show; a registry model with fit statistics: "
+    + ", ".join(estimates_models())
+    + " (default mnl)",
+    "penalty": "the conditional logit's ridge: none (maximum likelihood, the default; a "
+    "penalty only when the MLE is not identified, and then said), cv (strength by inner "
+    "cross-validation) or a strength (e.g. 0.1)",
     "sensitivity_models": "the sensitivity's models, comma-separated, or 'default' (the "
     "registry's sensitivity role)",
     "money": "the money attribute, or 'none'",
@@ -56,7 +65,7 @@ PLAN_KEYS = {
     "time_unit": "the travel-time attribute's unit (e.g. min; default: the attribute's)",
     "alternative": "the attribute naming the alternative, or 'none'",
     "reference": "its reference level, or 'none' (the first level)",
-    "case_specific": "respondent features in the baseline, comma-separated, or 'none'",
+    "case_specific": "respondent features in the conditional logit, comma-separated, or 'none'",
 }
 
 
@@ -98,13 +107,28 @@ def apply_saved_plan(study: Study) -> Study:
     plan = saved_plan(study.key)
     if plan is None:
         return study
-    problems = check_plan(study, plan)
+    problems = check_plan(study, plan) + _split_problem(study, plan)
     if problems:
         raise DataValidationError(
             f"{plan_path(study.key).name}: " + "; ".join(problems) + " (edit it with "
             f"python -m data_loaders plan --study {study.key} --set ...)"
         )
     return replace(study, plan=plan)
+
+
+def _split_problem(study: Study, plan: AnalysisPlan) -> list[str]:
+    """Why the plan's split cannot be made on ``study`` (pooled comparisons of a study
+    with respondents, the study's own split of a study without one), or nothing."""
+    if plan.split == "auto":
+        return []
+    try:
+        plan_split(study, plan)
+    except ValueError as exc:
+        text = str(exc)
+        prefix = f"{study.key}: "
+        text = text[len(prefix) :] if text.startswith(prefix) else text
+        return [f"split {plan.split!r} cannot be made on this study ({text})"]
+    return []
 
 
 def save_plan(key: str, plan: AnalysisPlan) -> Path:
@@ -148,6 +172,8 @@ def plan_text(plan: AnalysisPlan) -> dict[str, str]:
         "respondents": count(plan.respondents),
         "sensitivity_respondents": count(plan.sensitivity_respondents),
         "baseline": plan.baseline,
+        "estimates": plan.estimates,
+        "penalty": plan.penalty,
         "sensitivity_models": many(plan.sensitivity_models, "default"),
         "money": plan.money.attribute if plan.money else "none",
         "money_unit": plan.money.unit if plan.money else "",
@@ -218,6 +244,12 @@ def edit_plan(study: Study, changes: dict[str, str]) -> AnalysisPlan:
             raise DataValidationError(
                 f"split {v!r} is not a split; choose one of: {', '.join(('auto', *SPLIT_KINDS))}"
             )
+        elif name == "penalty":
+            try:
+                alpha = penalty_alpha(v)
+            except ValueError as exc:
+                raise DataValidationError(str(exc)) from None
+            over[name] = "none" if alpha == 0 else str(alpha if alpha == "cv" else f"{alpha:g}")
         else:
             over[name] = v
     for role, unit in units.items():
@@ -231,20 +263,27 @@ def edit_plan(study: Study, changes: dict[str, str]) -> AnalysisPlan:
         over[role] = replace(current, unit=unit)
     new = replace(plan, **over, notes=())
     _check_models(new)
-    problems = check_plan(study, new)
+    problems = check_plan(study, new) + _split_problem(study, new)
     if problems:
         raise DataValidationError(f"{study.key}: " + "; ".join(problems))
     return new
 
 
 def _check_models(plan: AnalysisPlan) -> None:
-    """The plan's baseline and sensitivity models are fitted models of the registry."""
+    """The plan's baseline and sensitivity models are fitted models of the registry; its
+    estimates model reports estimates (:func:`pbo_core.registry.reports_estimates`)."""
     for label, name in [
         ("baseline", plan.baseline),
+        ("estimates model", plan.estimates),
         *(("sensitivity model", m) for m in plan.sensitivity_models),
     ]:
         if name not in MODELS or not MODELS[name].fits:
             raise DataValidationError(f"{label} {name!r} is not a model of the registry")
+    if not reports_estimates(plan.estimates):
+        raise DataValidationError(
+            f"the estimates model {plan.estimates!r} ({get(plan.estimates).label}) has no "
+            "coefficient table with fit statistics; choose one of: " + ", ".join(estimates_models())
+        )
 
 
 def _int(name: str, v: str) -> int:

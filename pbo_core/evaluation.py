@@ -63,16 +63,22 @@ from pbo_core.splits import Split, auto_kind, make_split
 
 __all__ = [
     "BASELINE_ROW",
+    "BEST_BASELINE_RULE",
     "NotApplicableError",
     "ablation_rows",
     "best_baseline",
+    "best_baseline_of",
     "compare",
     "default_models",
     "drop_features",
+    "evidence_caution",
     "evidence_split",
     "evidence_table",
     "format_table",
+    "heldout_caution",
+    "min_detectable",
     "plan_accuracy",
+    "plan_best_baseline",
     "plan_evidence_models",
     "plan_models",
     "plan_sensitivity",
@@ -82,21 +88,91 @@ __all__ = [
     "scorable",
     "score_model",
     "score_models",
+    "sensitivity_caution",
     "sensitivity_effect",
     "shown_evidence",
     "summarize",
     "summarize_ablation",
     "summarize_sensitivity",
+    "summary_caution",
+    "unit_word",
 ]
 
 #: The ``feature removed`` value of the all-features row of a sensitivity table.
 BASELINE_ROW = "None (baseline)"
-#: The change (percentage points of accuracy) a sensitivity analysis should be able to
-#: detect; a row whose minimum detectable change is larger is labelled underpowered.
+#: The change (percentage points of accuracy) a held-out sample should be able to detect:
+#: a sensitivity row whose interval includes 0 and whose minimum detectable change is
+#: larger is labelled underpowered, and a held-out sample whose accuracy intervals cannot
+#: detect it is cautioned (:func:`heldout_caution`).
 DETECTABLE_CHANGE_PP = 5.0
 #: ``z_{0.975} + z_{0.80}``: a change of this many standard errors is detected with 80 %
 #: power by a two-sided 5 % test.
 _MDC_Z = 1.959963984540054 + 0.8416212335729143
+_Z975 = 1.959963984540054
+
+
+def min_detectable(half_width: float | np.ndarray) -> float | np.ndarray:
+    """The change detected with 80 % power at the 5 % level by an estimate whose 95 % CI
+    has half-width ``h`` (same units): ``(z_0.975 + z_0.8) h / z_0.975`` (Eq. 2 of
+    :func:`summarize_sensitivity`)."""
+    return _MDC_Z * np.asarray(half_width, dtype=float) / _Z975
+
+
+def heldout_caution(
+    half_widths: Sequence[float], n_units: int, unit: str = "respondents"
+) -> str | None:
+    """The caution every output that shows held-out figures prints when its sample is
+    too small to detect a :data:`DETECTABLE_CHANGE_PP` difference, or ``None``.
+
+    ``half_widths`` are the half-widths (accuracy as a fraction) of the models' 95 % CIs
+    of held-out accuracy; their median gives the minimum detectable difference
+    (:func:`min_detectable`, in percentage points)."""
+    h = np.asarray([v for v in half_widths if v is not None and np.isfinite(v)], dtype=float)
+    if h.size == 0:
+        return None
+    return _caution(n_units, unit, 100 * float(min_detectable(float(np.median(h)))))
+
+
+def _caution(n_units: int, unit: str, mdc_pp: float) -> str | None:
+    if not np.isfinite(mdc_pp) or mdc_pp <= DETECTABLE_CHANGE_PP:
+        return None
+    return (
+        f"Caution: {n_units:,} held-out {unit} are too few to detect a "
+        f"{DETECTABLE_CHANGE_PP:g}-point difference in accuracy (the smallest difference "
+        f"detected with 80% power at the 5% level is about {mdc_pp:.0f} points): smaller "
+        "differences are noise here. A larger evaluation sample (the plan's respondents) "
+        "narrows the intervals."
+    )
+
+
+def sensitivity_caution(table: pd.DataFrame, unit: str = "respondents") -> str | None:
+    """:func:`heldout_caution` of a sensitivity table (:func:`summarize_ablation`'s): the
+    median minimum detectable change of its rows."""
+    if table.empty or "min detectable (pp)" not in table:
+        return None
+    mdc = pd.to_numeric(table["min detectable (pp)"], errors="coerce").dropna()
+    if mdc.empty:
+        return None
+    n = int(table["respondents"].iloc[0]) if "respondents" in table else 0
+    return _caution(n, unit, float(mdc.median()))
+
+
+def summary_caution(summary: dict[str, dict[str, Any]], unit: str = "respondents") -> str | None:
+    """:func:`heldout_caution` of a :func:`summarize` result (its models' CIs)."""
+    if not summary:
+        return None
+    half = [(s["test_acc_ci95"][1] - s["test_acc_ci95"][0]) / 2 for s in summary.values()]
+    n = max(int(s["n"]) for s in summary.values())
+    return heldout_caution(half, n, unit)
+
+
+def evidence_caution(table: pd.DataFrame, unit: str = "respondents") -> str | None:
+    """:func:`heldout_caution` of an :func:`evidence_table` (the models that were scored)."""
+    ok = table[table["heldout"].notna()] if len(table) else table
+    if ok.empty:
+        return None
+    half = ((ok["ci_high"] - ok["ci_low"]) / 2).tolist()
+    return heldout_caution(half, int(ok["n_heldout"].max()), unit)
 
 
 class NotApplicableError(ValueError):
@@ -802,8 +878,7 @@ def summarize(
             "mean_depth": _mean_or_none(g["depth"]),
             "choices": _choice_summary(g, _method_rng(seed + 2, name), n_boot),
         }
-    baselines = [m for m in order if out[m]["family"] == "baseline" and np.isfinite(means[m])]
-    best = max(baselines, key=lambda m: means[m]) if baselines else None
+    best = best_baseline_of(out)
     planned = reference if reference in out else None
     for name in order:
         for field, base in (("best_baseline", best), ("plan_baseline", planned)):
@@ -900,13 +975,37 @@ def _nll_difference(
     return {"baseline": base, "n": len(both), "mean_diff": d, "ci95": list(ci)}
 
 
+#: :func:`best_baseline_of` in words (the JSON outputs carry it beside the name).
+BEST_BASELINE_RULE = (
+    "the baseline-family model with the highest mean held-out accuracy among those scored "
+    "on the split (conjoint-accuracy's default baselines)"
+)
+
+
+def best_baseline_of(summary: dict[str, dict[str, Any]]) -> str | None:
+    """The one rule that names the best baseline, for ``conjoint-accuracy``, ``sensitivity``,
+    the report and the pages: the ``"baseline"``-family model of a :func:`summarize` result
+    with the highest mean held-out accuracy (on a tie the first in registry order, so the
+    order the models were scored in does not matter); ``None`` when no baseline was
+    scored."""
+    ok = [
+        m
+        for m, v in summary.items()
+        if v.get("family") == "baseline" and np.isfinite(v.get("test_acc_mean", np.nan))
+    ]
+    rank = {n: i for i, n in enumerate(names())}
+    return (
+        max(ok, key=lambda m: (summary[m]["test_acc_mean"], -rank.get(m, len(rank))))
+        if ok
+        else None
+    )
+
+
 def best_baseline(rows: pd.DataFrame, seed: int = 0) -> str | None:
-    """The ``"baseline"``-family model with the highest mean test accuracy in ``rows``."""
+    """The best baseline (:func:`best_baseline_of`) of the rows of :func:`score_model`."""
     if rows.empty:
         return None
-    s = summarize(rows[rows["family"] == "baseline"], seed=seed, n_boot=1)
-    ok = {m: v["test_acc_mean"] for m, v in s.items() if np.isfinite(v["test_acc_mean"])}
-    return max(ok, key=lambda m: ok[m]) if ok else None
+    return best_baseline_of(summarize(rows[rows["family"] == "baseline"], seed=seed, n_boot=1))
 
 
 def format_table(summary: dict[str, dict[str, Any]]) -> str:
@@ -1140,8 +1239,10 @@ def summarize_sensitivity(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
         \\mathrm{MDC} = (z_{0.975} + z_{0.8}) \\, \frac{h}{z_{0.975}},            \\qquad (2)
 
-    with ``h`` the CI's half-width; ``underpowered`` says that it exceeds
-    :data:`DETECTABLE_CHANGE_PP`: such a row is no finding either way.
+    with ``h`` the CI's half-width; ``underpowered`` says that the CI contains 0 *and* the
+    minimum detectable change exceeds :data:`DETECTABLE_CHANGE_PP`: such a row is no
+    finding either way. A CI that excludes 0 is a finding however wide it is (never
+    underpowered).
     """
     cols = ["train acc (%)", "delta train (pp)", "test acc (%)", "delta test (pp)"]
     avg = rows.groupby("feature removed", sort=False)[cols].mean().reset_index()
@@ -1163,10 +1264,11 @@ def summarize_sensitivity(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     avg["delta test CI high (pp)"] = hi
     avg["within noise"] = noise
     half = (np.asarray(hi, dtype=float) - np.asarray(lo, dtype=float)) / 2
-    mdc = _MDC_Z * half / 1.959963984540054
+    mdc = min_detectable(half)
     avg["min detectable (pp)"] = mdc
     avg["underpowered"] = [
-        None if not np.isfinite(m) else bool(m > DETECTABLE_CHANGE_PP) for m in mdc
+        None if not np.isfinite(m) else bool(z and m > DETECTABLE_CHANGE_PP)
+        for m, z in zip(mdc, noise, strict=True)
     ]
     base = avg[avg["feature removed"] == BASELINE_ROW]
     body = avg[avg["feature removed"] != BASELINE_ROW].sort_values("delta test (pp)", kind="stable")
@@ -1175,9 +1277,10 @@ def summarize_sensitivity(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 def sensitivity_effect(table: pd.DataFrame) -> pd.Series:
     """What each row of a sensitivity table shows, in the words every chart uses:
-    ``"accuracy drops"`` / ``"accuracy rises"`` (the CI excludes 0 and the sample can
-    detect :data:`DETECTABLE_CHANGE_PP`), ``"within noise (CI contains 0)"``,
-    ``"underpowered (cannot detect 5 pp)"`` or, without CIs, ``"accuracy drops"`` /
+    ``"accuracy drops"`` / ``"accuracy rises"`` (the CI excludes 0, however wide),
+    ``"within noise (CI contains 0)"`` (and the sample could have detected
+    :data:`DETECTABLE_CHANGE_PP`), ``"underpowered (cannot detect 5 pp)"`` (the CI
+    contains 0 and the sample could not) or, without CIs, ``"accuracy drops"`` /
     ``"no drop (no CI: one split)"``."""
     d = table["delta test (pp)"].to_numpy(float)
     has_ci = "delta test CI low (pp)" in table and table["delta test CI low (pp)"].notna().any()
@@ -1193,7 +1296,7 @@ def sensitivity_effect(table: pd.DataFrame) -> pd.Series:
     )
     out = np.where(d < 0, "accuracy drops", "accuracy rises").astype(object)
     out[noisy] = "within noise (CI contains 0)"
-    out[weak & ~noisy] = f"underpowered (cannot detect {DETECTABLE_CHANGE_PP:g} pp)"
+    out[weak & noisy] = f"underpowered (cannot detect {DETECTABLE_CHANGE_PP:g} pp)"
     return pd.Series(out, index=table.index)
 
 
@@ -1266,6 +1369,14 @@ def plan_split(
     )
 
 
+def unit_word(split: Split) -> str:
+    """What a split's held-out units are: ``"respondents"``, or ``"comparisons"`` for
+    pooled data or a single respondent (their held-out comparisons are the units)."""
+    if split.study.data.respondent is None or len(split.units) <= 1:
+        return "comparisons"
+    return "respondents"
+
+
 def sample_text(split: Split) -> str:
     """The evaluation sample in words, with the study's size when it is a part: "the first
     2,000 of 4,654 respondents", "1,191 respondents", "2,929 comparisons"."""
@@ -1307,13 +1418,34 @@ def plan_accuracy(
     return summarize(rows, seed=plan.seed, reference=plan.baseline), errors, split
 
 
-def plan_sensitivity_models(split: Split, plan: AnalysisPlan | None = None) -> list[str]:
+def plan_best_baseline(
+    split: Split,
+    plan: AnalysisPlan | None = None,
+    *,
+    progress: Callable[[float, int, str], None] | None = None,
+) -> str | None:
+    """The best baseline on ``split`` by ``conjoint-accuracy``'s rule
+    (:func:`best_baseline_of`) among the baselines it scores by default
+    (:func:`plan_models`), each fitted with every attribute."""
+    plan = plan or plan_of(split.study)
+    candidates = [m for m in plan_models(split, "accuracy", plan) if get(m).family == "baseline"]
+    if not candidates:
+        return None
+    rows, _ = score_models(split, candidates, progress=progress)
+    return best_baseline(rows, seed=plan.seed)
+
+
+def plan_sensitivity_models(
+    split: Split, plan: AnalysisPlan | None = None, best: str | None = None
+) -> list[str]:
     """The models of the plan's leave-one-out sensitivity: the plan's own list, else the
-    registry's ``sensitivity`` trees and the plan's baseline (the conditional logit), those
+    registry's ``sensitivity`` trees, ``best`` (the best baseline on the split,
+    :func:`plan_best_baseline`) and the plan's baseline (the accuracy reference), those
     that can be scored on ``split``. The page, the command and the report use this rule."""
     plan = plan or plan_of(split.study)
     wanted = list(plan.sensitivity_models) or [
         *names(role="sensitivity", fits=True),
+        *([best] if best else []),
         plan.baseline,
     ]
     return scorable(split, wanted)
@@ -1332,7 +1464,11 @@ def plan_sensitivity(
     plan's seed: on the evaluation sample it is the accuracy figure) and the split."""
     plan = plan or plan_of(study)
     split = plan_split(study, plan, sensitivity=True)
-    chosen = list(models) if models is not None else plan_sensitivity_models(split, plan)
+    if models is not None:
+        chosen = list(models)
+    else:
+        best = None if plan.sensitivity_models else plan_best_baseline(split, plan)
+        chosen = plan_sensitivity_models(split, plan, best)
     rows = ablation_rows(split, chosen, features, progress=progress)
     if rows.empty:
         return {}, {}, split

@@ -6,8 +6,13 @@ An :class:`AnalysisPlan` fixes what an analyst would otherwise decide again on e
   :func:`pbo_core.splits.auto_kind`), its seed and folds, and the **evaluation sample**
   (``respondents``: the first N respondents, ``None``: all; a cost bound that is stated
   wherever a figure is shown);
-* the **baseline** beside every tree (the conditional logit ``mnl`` by default) and the
-  models of the sensitivity analysis with the size of its sample;
+* the **baseline**, the accuracy reference (any fitted registry model, the conditional
+  logit ``mnl`` by default): every paired difference of held-out accuracy is against it;
+* the **estimates** model (``mnl`` by default: a model with ``coef_table()`` and
+  ``fit_statistics()``): the coefficient table, fit statistics and trade-offs every
+  page, command and the report show, and its **penalty** (``"none"``: maximum
+  likelihood, the default; ``"cv"`` or a ridge strength when asked);
+* the models of the sensitivity analysis with the size of its sample;
 * the **attribute roles**: the money attribute and the travel-time attribute, each with
   its unit (:class:`Role`). They are chosen by a loader that knows the data, at import or
   in the plan; never guessed from a unit alone. ``None`` is a valid answer and then no
@@ -42,6 +47,7 @@ __all__ = [
     "Role",
     "check_plan",
     "default_plan",
+    "penalty_alpha",
     "plan_of",
     "plan_with",
 ]
@@ -95,7 +101,14 @@ class AnalysisPlan:
     respondents
         Evaluation sample: the first N respondents (``None``: all).
     baseline
-        The registry model shown beside every tree.
+        The accuracy reference: the registry model every paired difference is against.
+    estimates
+        The registry model whose estimates (coefficients, fit statistics, trade-offs) are
+        shown: one with ``coef_table()`` and ``fit_statistics()``.
+    penalty
+        The conditional logit's ridge: ``"none"`` (maximum likelihood; a penalty only
+        when it is not identified, and then said), ``"cv"`` (strength by inner CV) or a
+        strength (a number as text).
     sensitivity_models
         Models of the leave-one-out sensitivity (``()``: the registry's sensitivity role).
     sensitivity_respondents
@@ -118,6 +131,8 @@ class AnalysisPlan:
     test_tasks: int = TEST_TASKS
     respondents: int | None = None
     baseline: str = "mnl"
+    estimates: str = "mnl"
+    penalty: str = "none"
     sensitivity_models: tuple[str, ...] = ()
     sensitivity_respondents: int | None = None
     money: Role | None = None
@@ -136,6 +151,8 @@ class AnalysisPlan:
             "test_tasks": self.test_tasks,
             "respondents": self.respondents,
             "baseline": self.baseline,
+            "estimates": self.estimates,
+            "penalty": self.penalty,
             "sensitivity_models": list(self.sensitivity_models),
             "sensitivity_respondents": self.sensitivity_respondents,
             "money": self.money.to_dict() if self.money else None,
@@ -156,6 +173,8 @@ class AnalysisPlan:
             test_tasks=int(d.get("test_tasks", TEST_TASKS)),
             respondents=None if resp is None else int(resp),
             baseline=str(d.get("baseline", "mnl")),
+            estimates=str(d.get("estimates", "mnl")),
+            penalty=str(d.get("penalty", "none")),
             sensitivity_models=tuple(d.get("sensitivity_models") or ()),
             sensitivity_respondents=(
                 None
@@ -205,13 +224,15 @@ class AnalysisPlan:
         cs = ", ".join(self.case_specific) if self.case_specific else "none"
         return (
             f"Plan: split {self.split}, seed {self.seed}, {sample}; baseline {self.baseline}; "
-            f"money {money}; time {time}; {alts}; respondent features in the baseline: {cs}."
+            f"estimates {self.estimates} (penalty asked: {self.penalty}); money {money}; "
+            f"time {time}; {alts}; "
+            f"respondent features in the conditional logit: {cs}."
         )
 
     def model_params(self, name: str, study: Study, schema: Schema | None = None) -> dict[str, Any]:
         """Parameters the plan gives registry model ``name`` on ``study`` (the conditional
-        logit's alternatives, reference and case-specific variables). ``schema``: the
-        attributes the model sees (an ablation without the alternative attribute fits
+        logit's alternatives, reference, case-specific variables and penalty). ``schema``:
+        the attributes the model sees (an ablation without the alternative attribute fits
         unlabelled alternatives)."""
         if name != "mnl":
             return {}
@@ -223,7 +244,33 @@ class AnalysisPlan:
             "reference": self.reference if alt is not None else None,
             "case_specific": tuple(cs),
             "user_schema": study.user_schema if cs else None,
+            "alpha": penalty_alpha(self.penalty),
         }
+
+
+def penalty_alpha(penalty: str) -> float | str:
+    """The conditional logit's ``alpha`` of a plan's ``penalty``: ``"none"`` -> ``0.0``
+    (maximum likelihood), ``"cv"`` -> ``"cv"``, a number -> that strength.
+
+    Raises
+    ------
+    ValueError
+        If ``penalty`` is none of these (or a negative number).
+    """
+    text = str(penalty).strip().lower()
+    if text in ("none", "", "0", "0.0", "ml", "mle"):
+        return 0.0
+    if text == "cv":
+        return "cv"
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(
+            f"penalty {penalty!r} is not 'none', 'cv' or a ridge strength (a number)"
+        ) from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"penalty must be a strength >= 0, got {penalty!r}")
+    return value
 
 
 def _unit(study: Study, name: str) -> str:

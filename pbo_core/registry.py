@@ -34,6 +34,7 @@ only when asked for.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ __all__ = [
     "CohortArm",
     "ModelSpec",
     "arm_names",
+    "estimates_models",
     "fit_for",
     "former_arm_names",
     "get",
@@ -88,6 +90,7 @@ __all__ = [
     "not_applicable",
     "register",
     "register_arm",
+    "reports_estimates",
     "study_kind",
 ]
 
@@ -277,6 +280,27 @@ def names(
     return out
 
 
+def reports_estimates(name: str) -> bool:
+    """Does entry ``name`` fit a model with an estimates table: ``coef_table()`` and
+    ``fit_statistics()`` (the conditional logit's columns and keys; the model the plan's
+    ``estimates`` may name)? Asked of an unfitted estimator, so any entry that adds the two
+    methods qualifies without a registry flag."""
+    spec = MODELS.get(name)
+    if spec is None or not spec.fits:
+        return False
+    try:
+        model = spec.make()
+    except (TypeError, ValueError, ImportError):  # needs parameters, or an optional extra
+        return False
+    return all(callable(getattr(model, m, None)) for m in ("coef_table", "fit_statistics"))
+
+
+def estimates_models() -> list[str]:
+    """The registry entries whose fits have an estimates table (:func:`reports_estimates`),
+    in registry order."""
+    return [n for n in MODELS if reports_estimates(n)]
+
+
 #: How the cohort experiment (:mod:`pbo_core.experiments.cohorts`) builds an arm's
 #: prediction of a new respondent: ``own`` (a registry model fitted on the respondent's
 #: own answers only), ``warm_start`` (the item tree of the respondent's group in the
@@ -448,8 +472,25 @@ def make_for(
         planned = plan_of(study).model_params(own.plan_as or own.name, study, schema=schema)
         if own.plan_as and "respondent_features" in own.needs:
             planned = {**planned, "user_schema": study.user_schema}
+        takes = _parameters(own.estimator)
+        if takes is not None:  # a plan setting the estimator has no use for (a penalty)
+            planned = {k: v for k, v in planned.items() if k in takes}
         params = {**planned, **params}
     return own.make(**params)
+
+
+def _parameters(estimator: Callable[..., Any] | None) -> set[str] | None:
+    """The keyword parameters ``estimator`` takes, or ``None`` when it takes any
+    (``**kwargs``) or cannot be inspected."""
+    if estimator is None:
+        return None
+    try:
+        sig = inspect.signature(estimator)
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return set(sig.parameters)
 
 
 def fit_for(
@@ -946,8 +987,8 @@ _entries(
             "Conditional logit (MNL)",
             "the econometrician's conditional logit over each task's available alternatives: "
             "exact likelihood, alternative constants and respondent features by alternative "
-            "(the analysis plan's), ridge strength by inner CV (0 = MLE included), "
-            "cluster-robust errors",
+            "(the analysis plan's), maximum likelihood (a ridge only when the plan asks or "
+            "the MLE is not identified, and then said), robust and cluster-robust errors",
             "baseline",
             ConditionalLogit,
             roles=frozenset({"accuracy", "choice_baseline"}),

@@ -15,6 +15,7 @@ worker processes, with progress, kept on disk per study version).
 """
 
 from dashboard._services.analyses import (
+    best_baseline_job,
     choice_tree_job,
     choice_tree_parts,
     cold_start_table,
@@ -142,11 +143,11 @@ from dashboard._services.studies import (
 from dashboard._services.trees import (
     TreeChoice,
     background_choice,
-    baseline_job,
     choice_job,
     data_item_names,
     default_model,
     default_sensitive,
+    estimates_job,
     evidence_job,
     fingerprint,
     fit_job,
@@ -184,8 +185,8 @@ __all__ = [
     "accepted_spec",
     "attribute_summary",
     "background_choice",
-    "baseline_job",
     "benchmark_grid",
+    "best_baseline_job",
     "cached_extractions",
     "chart_templates",
     "choice_job",
@@ -204,6 +205,7 @@ __all__ = [
     "endpoint_reachable",
     "ensure_default",
     "env_stamp",
+    "estimates_job",
     "evidence_job",
     "extracted_csv",
     "favourite_trace",

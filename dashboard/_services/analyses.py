@@ -80,11 +80,27 @@ def _who(study: Study, n_respondents: int) -> str:
     return f"the first {n:,} respondent" + ("" if n == 1 else "s")
 
 
-def default_sensitivity_methods(study: Study, plan: AnalysisPlan) -> list[str]:
+def best_baseline_job(study: Study, plan: AnalysisPlan) -> jobs.Job:
+    """The best baseline on the plan's sensitivity split by ``conjoint-accuracy``'s rule
+    (a job; :func:`dashboard._work.best_baseline`)."""
+    return jobs.service().submit(
+        jobs.job_key("best-baseline", fingerprint(study), repr(plan.to_dict())),
+        f"Scoring the baselines on {_sample_words(study, plan)} (the best is ablated)",
+        _work.best_baseline,
+        study,
+        plan,
+        estimate=4.0,
+    )
+
+
+def default_sensitivity_methods(
+    study: Study, plan: AnalysisPlan, best: str | None = None
+) -> list[str]:
     """The plan's sensitivity models (:func:`pbo_core.evaluation.plan_sensitivity_models`:
-    the registry's ``sensitivity`` trees and the plan's baseline): the one rule the
-    command and the report use."""
-    return plan_sensitivity_models(sensitivity_split(study, plan), plan)
+    the registry's ``sensitivity`` trees, ``best``, the best baseline on the split
+    (:func:`best_baseline_job`) and the plan's baseline): the one rule the command and the
+    report use."""
+    return plan_sensitivity_models(sensitivity_split(study, plan), plan, best)
 
 
 def sensitivity_job(study: Study, plan: AnalysisPlan, method: str) -> jobs.Job:

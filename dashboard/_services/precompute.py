@@ -56,10 +56,10 @@ def _steps(study: Study) -> tuple[list[Step], list[Step]]:
     (item names, the held-out comparison, the whole-study fit of the richest pooled tree
     (the registry's last pooled explorer model: the linear-leaf tree, the comparison's
     winner on every bundled study) beside the comparison, then the winner's fit when it is
-    another pooled tree) and the Feature sensitivity page's (the ablation of each of the
-    plan's sensitivity models, one job each as the page submits them). Each step returns
-    its job, ``None``, or :data:`BLOCKED` while the job it needs (the comparison) is not
-    done.
+    another pooled tree) and the Feature sensitivity page's (the scoring of the baselines
+    that names the best, then the ablation of each of the plan's sensitivity models, one
+    job each as the page submits them). Each step returns its job, ``None``, or
+    :data:`BLOCKED` while the job it needs (the comparison, the scoring) is not done.
     Fitting every pooled tree beside the comparison was tried: the Pooled DT's fit (4 s
     alone on Electricity, 12.6 s in the background during the tour) took the cores the
     visitor's jobs needed."""
@@ -80,9 +80,18 @@ def _steps(study: Study) -> tuple[list[Step], list[Step]]:
         fit,
     ]
     plan = sensitivity_defaults(study)
+
+    def ablate(k: int) -> Any:  # the k-th default model, once the best baseline is known
+        best = analyses.best_baseline_job(study, plan)
+        if not best.done:
+            return BLOCKED
+        methods = analyses.default_sensitivity_methods(study, plan, best.result)
+        return analyses.sensitivity_job(study, plan, methods[k]) if k < len(methods) else None
+
+    n = len(analyses.default_sensitivity_methods(study, plan)) + 1  # + the best baseline
     sensitivity: list[Step] = [
-        (lambda m=m: analyses.sensitivity_job(study, plan, m))
-        for m in analyses.default_sensitivity_methods(study, plan)
+        lambda: analyses.best_baseline_job(study, plan),
+        *(partial(ablate, k) for k in range(n)),
     ]
     return explorer, sensitivity
 

@@ -28,7 +28,7 @@ from pbo_core.experiments.tree_choice import (
 )
 from pbo_core.experiments.tree_choice import compare_trees as compare_models
 from pbo_core.explain import labels, naming
-from pbo_core.explain.baseline import baseline_fit
+from pbo_core.explain.estimates import fit_estimates
 from pbo_core.models.dt import DTSurrogate
 from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import fit_for, get, names
@@ -117,14 +117,15 @@ def study_plan(study: Study) -> AnalysisPlan:
     return plan_of(study)
 
 
-def baseline_job(study: Study, priority: int = jobs.VISITOR) -> jobs.Job:
-    """The plan's baseline (the conditional logit) fitted on every choice (a job; its
-    result is ``(coefficient table, fit statistics)``)."""
+def estimates_job(study: Study, priority: int = jobs.VISITOR) -> jobs.Job:
+    """The plan's estimates model (the conditional logit) fitted on every choice (a job;
+    its result is an :class:`~pbo_core.explain.estimates.Estimates`, the table of
+    ``python -m pbo_core.experiments estimates``)."""
     plan = plan_of(study)
     return jobs.service().submit(
-        jobs.job_key("baseline-fit", fingerprint(study), repr(plan.to_dict())),
-        f"Fitting the {get(plan.baseline).label} on {_size(study)}",
-        baseline_fit,
+        jobs.job_key("estimates", fingerprint(study), repr(plan.to_dict())),
+        f"Fitting the {get(plan.estimates).label} on {_size(study)}",
+        fit_estimates,
         study,
         estimate=6.0,
         priority=priority,

@@ -127,8 +127,13 @@ else:
         st.stop()
     n_total = len(study.respondents())
     c1, c2, c3, c4 = st.columns(4)
-    n_users = c1.number_input(
-        "Users (first N)", 20, n_total, min(500, n_total), step=50, key=f"hi_n::{key}"
+    n_users = c1.number_input(  # a study of fewer than 20 respondents: all of them
+        "Users (first N)",
+        min(20, n_total),
+        n_total,
+        min(500, n_total),
+        step=50,
+        key=f"hi_n::{key}",
     )
     depth = c2.slider("User-tree depth", 1, 6, 3, key="hi_depth")
     min_leaf = c3.slider("Min. users per group", 5, 200, 20, step=5, key="hi_min")

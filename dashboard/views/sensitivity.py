@@ -9,7 +9,7 @@ from dashboard import _charts as charts
 from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
-from pbo_core.evaluation import sample_text
+from pbo_core.evaluation import sample_text, sensitivity_caution
 from pbo_core.registry import get
 
 st.title("Feature sensitivity")
@@ -17,11 +17,12 @@ st.caption(
     "Refit each model without each feature in turn and measure pairwise accuracy on "
     "held-out comparisons. A large drop means the model's predictions depend on that "
     "feature. Any model of the accuracy experiments can be ablated, several side by side "
-    "(default: the analysis plan's: the paper's DT, the linear-leaf tree and the "
-    "conditional logit). Per-respondent studies pair each respondent's change on the same "
-    "held-out tasks and give it a 95% bootstrap CI over respondents: grey bars are changes "
-    "inside the noise (the CI contains 0, the dashed 'no change' line) or too small to "
-    "detect on this sample. Chance accuracy is 50%."
+    "(default: the analysis plan's: the paper's DT, the linear-leaf tree, the best baseline "
+    "on this split by the accuracy command's rule and the plan's baseline). Per-respondent "
+    "studies pair each respondent's change on the same held-out tasks and give it a 95% "
+    "bootstrap CI over respondents: grey bars are changes inside the noise (the CI "
+    "contains 0, the dashed 'no change' line); light grey ones contain 0 on a sample too "
+    "small to detect a 5-point change (underpowered). Chance accuracy is 50%."
 )
 
 
@@ -90,9 +91,18 @@ st.caption(
 
 with st.spinner("Preparing the tree kernels (once per start)..."):
     svc.warm_up()
-default = svc.default_sensitivity_methods(study, plan)
+best = None
+if not plan.sensitivity_models:  # the best baseline on this split, by the accuracy rule
+    best_job = svc.best_baseline_job(study, plan)
+    if not best_job.done:
+        waits.result(best_job, key="fs_best")
+        st.stop()
+    best = best_job.result if best_job.state == "done" else None
+default = svc.default_sensitivity_methods(study, plan, best)
 # the registry's names, as every page shows them (key: the table's "method" column)
 labels = {n: get(n).label for n in svc.sensitivity_methods(study)}
+if best in labels and best != plan.baseline:
+    labels[best] = f"{labels[best]} (the best baseline on this split)"
 if plan.baseline in labels:
     labels[plan.baseline] = f"{labels[plan.baseline]} (the plan's baseline)"
 methods = st.multiselect(
@@ -161,6 +171,9 @@ for m in shown:  # one full-width chart per model, one below the other
                 + "smaller true changes usually look like noise here"
                 + (". Averaging 4x the respondents halves it." if n_units > 1 else ".")
             )
+        caution = sensitivity_caution(table)
+        if caution:
+            st.warning(ui.md(caution), icon=":material/warning:")
         if noisy:
             st.caption(
                 "Inside the noise (95% CI contains no change): "

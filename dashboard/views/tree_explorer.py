@@ -17,7 +17,9 @@ from dashboard import _charts as charts
 from dashboard import _progress as waits
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from dashboard._estimates import estimates_section
 from pbo_core import explain, metrics
+from pbo_core.evaluation import evidence_caution
 from pbo_core.explain.labels import has_slopes
 from pbo_core.registry import get
 
@@ -38,29 +40,6 @@ st.caption(
 def _evidence_table(ev: pd.DataFrame, shown: str, unit: str = "respondents") -> pd.DataFrame:
     """Held-out evidence as shown (:func:`pbo_core.explain.labels.evidence_display`)."""
     return explain.labels.evidence_display(ev, shown, unit)
-
-
-def _baseline_section(study: Any, respondent: Any) -> None:
-    """The conditional logit beside the tree: its coefficients with cluster-robust errors
-    and its fit statistics (the analysis plan's baseline)."""
-    fitted = waits.result(svc.baseline_job(study), key="te_baseline")
-    if fitted is None:
-        return
-    table, stats = fitted
-    plan = svc.study_plan(study)
-    st.markdown("#### The econometrician's baseline: conditional logit")
-    st.caption(
-        f"Fitted on all {stats['n_choices']:,} choices"
-        + (f" of {stats['n_respondents']:,} respondents" if stats["n_respondents"] else "")
-        + f": log-likelihood {stats['loglik']:,.1f} (equal shares {stats['loglik_null']:,.1f}), "
-        f"rho² {stats['rho2']:.3f}, adjusted {stats['rho2_bar']:.3f}; ridge strength "
-        f"{stats['alpha']:g} by inner cross-validation (0 = maximum likelihood). Standard "
-        "errors are cluster-robust by respondent. " + ui.md(plan.line())
-    )
-    vot = stats.get("value_of_time")
-    if vot is not None:
-        st.markdown(ui.md(vot["text"]) + " (the conditional logit's, cluster-robust Fieller CI).")
-    st.dataframe(table, hide_index=True, width="stretch")
 
 
 def _role_pick(
@@ -335,8 +314,8 @@ if flagged:
         + " (marked ⚠ in the tree)."
     )
 
-tab_tree, tab_items, tab_leaves, tab_ev, tab_strad = ui.lazy_tabs(
-    ["Tree", "Items", "Leaves", "Held-out evidence", "Straddlers: discard vs keep"],
+tab_tree, tab_items, tab_leaves, tab_ev, tab_strad, tab_est = ui.lazy_tabs(
+    ["Tree", "Items", "Leaves", "Held-out evidence", "Straddlers: discard vs keep", "Estimates"],
     key="te_view",
 )
 if tab_tree.open:
@@ -441,7 +420,8 @@ if tab_ev.open:
         st.altair_chart(charts.evidence_chart(ct), width="stretch")
         unit = "respondents" if choice.n_respondents else "comparisons"
         st.dataframe(_evidence_table(ct, shown_label, unit), hide_index=True, width="stretch")
-        _baseline_section(study, resp)
+        if caution := evidence_caution(ct, unit):  # a sample too small for 5 points
+            st.warning(ui.md(caution), icon=":material/warning:")
         losers = ct[(ct["family"] == "tree") & (ct["ci_high"] < ct["heldout"].max())]
         if len(losers):
             st.caption(
@@ -478,6 +458,8 @@ if tab_ev.open:
                     hide_index=True,
                     width="stretch",
                 )
+                if caution := evidence_caution(ev, "comparisons"):
+                    st.warning(ui.md(caution), icon=":material/warning:")
                 first = ev.iloc[0]
                 if first["n_heldout"] < 30:
                     st.caption(
@@ -505,3 +487,6 @@ if tab_strad.open:
                 name=f"tree-{key}-{mode}",
                 height=420,
             )
+if tab_est.open:  # the conditional logit's table, as `estimates` prints it
+    with tab_est:
+        estimates_section(study, key)

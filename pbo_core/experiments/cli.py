@@ -42,6 +42,15 @@ Commands
     tree of ``--respondent`` (default the first) as SVG with every leaf's items, held-out
     evidence with baselines and CIs, leave-one-out sensitivity, versions
     (:mod:`~pbo_core.explain.report`; the dashboard's "Download report").
+``estimates``
+    The econometrician's table of the analysis plan's estimates model (the conditional
+    logit ``mnl``; ``--model`` another with fit statistics) fitted on every choice of
+    ``--study`` (or ``--data``): per parameter the estimate, classical, robust (Biogeme's
+    sandwich per choice) and cluster-robust (by respondent) errors with t and p; LL(0),
+    LL(beta), rho², rho-bar², AIC, BIC, choices, respondents, parameters, the penalty and
+    why (maximum likelihood unless ``--penalty`` or the plan asks, or the MLE is not
+    identified); the trade-offs. ``--json FILE`` writes it with the plan; ``--csv``,
+    ``--latex``, ``--html`` the same numbers (:mod:`~pbo_core.experiments.estimates`).
 ``pmr-llm-vs-tree``
     Alias of ``python -m feature_extraction pmr-llm-vs-tree`` (same flags and output):
     PMR test pairs (inbox B): ask an OpenAI-compatible endpoint which message is more
@@ -89,6 +98,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from data_loaders.cached import load_study_cached, load_study_file
@@ -98,11 +108,18 @@ from pbo_core import __version__
 from pbo_core.data import DataValidationError, Study
 from pbo_core.evaluation import (
     BASELINE_ROW,
+    BEST_BASELINE_RULE,
+    best_baseline,
+    best_baseline_of,
     format_table,
+    plan_models,
     plan_sensitivity_models,
     summarize,
     summarize_ablation,
+    summary_caution,
+    unit_word,
 )
+from pbo_core.experiments import estimates as estimates_cmd
 from pbo_core.experiments.accuracy import (
     accuracy_cell,
     accuracy_cells,
@@ -137,7 +154,7 @@ from pbo_core.experiments.sensitivity import ablation_cells
 from pbo_core.experiments.sushi import summarize_sushi_pbo, sushi_pbo_cell
 from pbo_core.explain.baseline import baseline_fit
 from pbo_core.plan import AnalysisPlan, plan_of
-from pbo_core.registry import names
+from pbo_core.registry import get, names, not_applicable
 from pbo_core.splits import SPLIT_KINDS, Split
 
 
@@ -258,8 +275,11 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
     summary = summarize(rows, seed=args.seed, reference=plan.baseline if plan else None)
     if not summary:
         raise SystemExit(f"no held-out comparisons on this split ({split.reason})")
+    caution = summary_caution(summary, unit_word(split))
     if not args.quiet:
         print(format_table(summary), file=sys.stderr)
+        if caution:
+            print(caution, file=sys.stderr)
     return {
         "command": cmd,
         "study": label,
@@ -269,12 +289,17 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         "methods": methods,
         "skipped": skipped,
         "summary": summary,
+        "best_baseline": best_baseline_of(summary),
+        "best_baseline_rule": BEST_BASELINE_RULE,
+        "caution": caution,
         "baseline_fit": _baseline_fit(split.study) if cmd == "conjoint-accuracy" else None,
     }
 
 
 def _baseline_fit(study: Study) -> dict[str, Any] | None:
-    """The plan's baseline on every choice: coefficients, fit statistics, value of time."""
+    """The plan's estimates model (never its accuracy reference, ``baseline``) on every
+    choice: parameters, fit statistics with the penalty and why, trade-offs, value of time
+    (the JSON key keeps its name; ``model`` names the estimates model)."""
     try:
         table, stats = baseline_fit(study)
     except (ValueError, KeyError) as exc:
@@ -285,16 +310,20 @@ def _baseline_fit(study: Study) -> dict[str, Any] | None:
 def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> dict[str, Any]:
     """Leave-one-out blocks of every ``--methods`` model on one split; the JSON summary.
 
-    Without ``--methods``: the registry's ``sensitivity`` models that apply here and the
-    baseline with the best test accuracy on this split (every applicable baseline is
-    scored first).
+    Without ``--methods``: the registry's ``sensitivity`` models that apply here, the
+    baseline with the best test accuracy on this split by ``conjoint-accuracy``'s rule
+    (:func:`pbo_core.evaluation.best_baseline_of`; every baseline that command scores is
+    scored first, with every attribute) and the plan's baseline.
     """
     cell, label = _task_cell(args, base)
     loaders = {"load_study": load_study_cached, "load_study_file": load_study_file}
     split = cell_split(cell, **loaders)
     about = _say_split(split, args.quiet)
+    plan = _plan(args, cell)
 
     def run(cells: list[dict[str, Any]]) -> pd.DataFrame:
+        if not cells:
+            return pd.DataFrame()
         return run_grid(
             cells,
             partial(accuracy_cell, **loaders),
@@ -304,36 +333,78 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
             progress=progress,
         )
 
+    # without --methods: every baseline conjoint-accuracy scores by default, with all
+    # attributes, so the best is named by its rule on the same candidates
+    candidates = (
+        [m for m in plan_models(split, "accuracy", plan) if get(m).family == "baseline"]
+        if args.methods is None
+        else []
+    )
+    scored = run(ablation_cells(cell, candidates, split, []))
+    best = best_baseline(scored, seed=args.seed) if not scored.empty else None
     chosen_by = "--methods"
     if args.methods is None:
-        methods = plan_sensitivity_models(split, _plan(args, cell))
+        methods = plan_sensitivity_models(split, plan, best)
         chosen_by = "the analysis plan: " + ", ".join(methods)
+        if not methods and plan.sensitivity_models:
+            why = "; ".join(
+                f"{m}: {not_applicable(get(m), split.study, new_respondents=split.new_respondents)}"
+                for m in plan.sensitivity_models
+            )
+            raise SystemExit(
+                f"the plan's sensitivity models cannot be scored on this split ({split.reason}): "
+                f"{why}; change sensitivity_models in the plan"
+            )
     else:
         methods, _ = parse_methods(args.methods, split, "sensitivity")
     if not methods:
         raise SystemExit(f"no model can be scored on this split ({split.reason})")
     features = split.study.schema.names
-    rows = run(ablation_cells(cell, methods, split, features))
+    done = set(candidates)
+    cells = [
+        c
+        for c in ablation_cells(cell, methods, split, features)
+        if not (c.get("drop_feature") is None and c["method"] in done)
+    ]
+    rows = pd.concat(
+        [scored[scored["method"].isin(methods)] if not scored.empty else scored, run(cells)],
+        ignore_index=True,
+    )
+    rows = rows.iloc[
+        np.argsort(rows["method"].map({m: i for i, m in enumerate(methods)}), kind="stable")
+    ].reset_index(drop=True)
     blocks = summarize_ablation(rows, seed=args.seed)
-    accuracy = summarize(rows[rows["feature removed"] == BASELINE_ROW], seed=args.seed)
+    every = rows[rows["feature removed"] == BASELINE_ROW]
+    others = scored[~scored["method"].isin(methods)] if not scored.empty else scored
+    accuracy = summarize(
+        pd.concat([every, others], ignore_index=True), seed=args.seed, reference=plan.baseline
+    )
+    caution = summary_caution(
+        accuracy, "respondents" if split.study.data.respondent is not None else "comparisons"
+    )
     if not args.quiet:
         for name, table in blocks.items():
             print(f"\n{name}", file=sys.stderr)
             body = table.drop(columns=["method"])
             print(body.to_string(index=False, float_format=lambda v: f"{v:.1f}"), file=sys.stderr)
         print(format_table(accuracy), file=sys.stderr)
+        if caution:
+            print(caution, file=sys.stderr)
     records = {m: t.to_dict(orient="records") for m, t in blocks.items()}
     return {
         "study": label,
         **about,
-        "plan": _plan(args, cell).to_dict(),
+        "plan": plan.to_dict(),
         "test_tasks": cell.get("test_tasks"),
         "methods": methods,
         "methods_chosen_by": chosen_by,
+        "best_baseline": best_baseline_of(accuracy),
+        "best_baseline_rule": BEST_BASELINE_RULE,
         "features": features,
         "tables": records,
         "table": records[methods[0]] if methods and methods[0] in records else [],
         "baseline_accuracy": accuracy,
+        "caution": caution,
     }
 
 
@@ -468,6 +539,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data-dir", default=None, help="where the study's data are (if not bundled)")
     _own_data_args(s)
     _split_arg(s)
+    s = sub.add_parser(
+        "estimates",
+        help="the Biogeme-style table of the plan's estimates model (conditional logit) "
+        "on every choice",
+    )
+    estimates_cmd.add_arguments(s)
+    _own_data_args(s)
     # The alias takes every word after it unparsed (prefix_chars="+": "--model" is a
     # word, not an option here) and hands them to the new command, which parses them.
     s = sub.add_parser(
@@ -528,6 +606,11 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         args.columns = column_map(args).to_json()
         return write_report(
             args, argv, load_study=load_study_cached, load_study_file=load_study_file
+        )
+    if args.command == "estimates":
+        args.columns = column_map(args).to_json()
+        return estimates_cmd.write_estimates(
+            args, load_study=load_study_cached, load_study_file=load_study_file
         )
     progress = progress_printer(args.quiet, "cells")
 

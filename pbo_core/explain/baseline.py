@@ -1,13 +1,16 @@
-"""The baseline beside every tree: the analysis plan's conditional logit fitted on all choices.
+"""The conditional logit's fits on a whole study: the plan's estimates model, its segments.
 
-:func:`baseline_fit` fits the plan's baseline (``mnl``, :mod:`pbo_core.models.mnl`) on
-every choice of a study and returns what the Tree explorer, ``conjoint-accuracy`` (its
-JSON's ``baseline_fit``) and the report show: the coefficient table (cluster-robust
-errors by respondent), the fit statistics and the value of time of the plan's travel-time
-and money attributes (:func:`pbo_core.explain.labels.coefficient_value_of_time`).
-:func:`choice_tree_fit` fits its segmented form, the choice-model tree (``mnl-tree``), and
-:func:`segment_table` shows each segment's logit. It imports no user-interface code and
-returns picklable objects (dashboard jobs).
+:func:`baseline_fit` fits the analysis plan's **estimates model** (``AnalysisPlan.estimates``,
+the conditional logit ``mnl`` by default; never the accuracy reference
+``AnalysisPlan.baseline``, which may be any model) on every choice of a study through
+:func:`pbo_core.explain.estimates.fit_estimates` and returns what ``conjoint-accuracy``
+carries in its JSON's ``baseline_fit``: the parameter table (estimate, classical, robust
+and cluster-robust errors with t and p), the fit statistics with the penalty and why, the
+trade-offs and the plan's value of time
+(:func:`pbo_core.explain.labels.coefficient_value_of_time`). :func:`choice_tree_fit` fits
+its segmented form, the choice-model tree (``mnl-tree``), and :func:`segment_table` shows
+each segment's logit. It imports no user-interface code and returns picklable objects
+(dashboard jobs).
 """
 
 from __future__ import annotations
@@ -19,60 +22,28 @@ import pandas as pd
 
 from pbo_core.data import Study
 from pbo_core.explain import labels
-from pbo_core.plan import plan_of
+from pbo_core.explain.estimates import fit_estimates
 from pbo_core.registry import get, make_for
 
-__all__ = ["baseline_fit", "choice_tree_fit", "coefficient_table", "segment_table"]
+__all__ = ["baseline_fit", "choice_tree_fit", "segment_table"]
 
 
 def baseline_fit(
     study: Study, *, progress: Callable[[float, str], None] | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The plan's baseline (the conditional logit, ``mnl``) fitted on every choice of
-    ``study``: its coefficient table as pages and the report show it (attribute, kind,
-    coefficient, cluster-robust s.e. by respondent, z, p, unit) and its fit statistics
-    (:meth:`pbo_core.models.mnl.ConditionalLogit.fit_statistics`) with the plan's value
-    of time (:func:`pbo_core.explain.labels.coefficient_value_of_time`; ``None`` without
-    a named money and travel-time attribute)."""
-    plan = plan_of(study)
-    if progress is not None:
-        progress(0.0, f"fitting {get(plan.baseline).label} on {study.data.n_pairs:,} comparisons")
-    model = make_for(plan.baseline, study).fit(study.data)
-    stats = model.fit_statistics()
-    money = plan.money.attribute if plan.money else None
-    time = plan.time.attribute if plan.time else None
-    vot = labels.coefficient_value_of_time(model, money, time)
-    stats["value_of_time"] = (
-        None
-        if vot is None
-        else {
-            "text": vot.text(),
-            "estimate": vot.ratio.estimate if vot.ratio.identified else None,
-            "ci95": [vot.ratio.low, vot.ratio.high] if vot.ratio.identified else None,
-            "unit": vot.unit,
-            "money": vot.money,
-            "time": vot.attribute,
-        }
-    )
-    stats["model"] = plan.baseline
-    return coefficient_table(model), stats
-
-
-def coefficient_table(model: Any) -> pd.DataFrame:
-    """A conditional logit's coefficients as shown: ``coefficient``, its kind, the
-    estimate and cluster-robust standard error (3 significant digits), z, p and unit."""
-    t = model.coef_table()
-    return pd.DataFrame(
-        {
-            "coefficient": t["feature"],
-            "kind": t["kind"],
-            "estimate": [float(f"{v:.3g}") for v in t["coef"]],
-            "s.e. (cluster-robust)": [float(f"{v:.2g}") for v in t["cluster_se"]],
-            "z": t["z"].round(2),
-            "p": [f"{p:.2g}" if p >= 1e-4 else "< 0.0001" for p in t["p_value"]],
-            "unit": t["unit"],
-        }
-    )
+    """The plan's estimates model fitted on every choice of ``study``
+    (:func:`pbo_core.explain.estimates.fit_estimates`): its parameter table and its fit
+    statistics with ``value_of_time`` (``None`` without a named money and travel-time
+    attribute), ``tradeoffs``, ``money_ratios``, ``estimation`` (the penalty in words) and
+    ``model`` (the plan's ``estimates``)."""
+    est = fit_estimates(study, progress=progress)
+    stats = dict(est.statistics)
+    stats["value_of_time"] = est.value_of_time
+    stats["tradeoffs"] = est.tradeoffs.to_dict(orient="records") if not est.tradeoffs.empty else []
+    stats["money_ratios"] = est.money_ratios
+    stats["estimation"] = est.estimation
+    stats["model"] = est.model
+    return est.parameters, stats
 
 
 def choice_tree_fit(study: Study, *, progress: Callable[[float, str], None] | None = None) -> Any:

@@ -10,9 +10,12 @@
    and sample, the figures ``conjoint-accuracy`` prints): training and held-out accuracy
    with 95 % bootstrap CIs of the trees and the baselines (the conditional logit first
    among them), as a table and a chart;
-4. leave-one-out feature sensitivity on the plan's sample (:func:`sensitivity_table`,
+4. the estimates of the plan's estimates model (the conditional logit) on every choice,
+   the table ``python -m pbo_core.experiments estimates`` prints
+   (:func:`pbo_core.explain.estimates.estimates_html`);
+5. leave-one-out feature sensitivity on the plan's sample (:func:`sensitivity_table`,
    the figures ``sensitivity`` prints), table and chart;
-5. the command and the package versions that reproduce it.
+6. the command and the package versions that reproduce it.
 
 Charts are Vega-Lite specifications rendered to inline SVG by vl-convert (its bundled
 Vega, no browser and no network); each specification is kept beside its SVG in a
@@ -38,16 +41,18 @@ import pandas as pd
 from pbo_core.data import Study
 from pbo_core.evaluation import (
     DETECTABLE_CHANGE_PP,
+    evidence_caution,
     evidence_table,
     plan_accuracy,
     plan_evidence_models,
     plan_sensitivity,
     plan_split,
     sample_text,
+    sensitivity_caution,
     sensitivity_effect,
 )
 from pbo_core.explain import labels
-from pbo_core.explain.baseline import baseline_fit
+from pbo_core.explain.estimates import Estimates, estimates_html, fit_estimates
 from pbo_core.explain.export import OUTLINE_LEAVES, TreeView, tree_view
 from pbo_core.explain.naming import item_names
 from pbo_core.models.dt import DTSurrogate
@@ -88,8 +93,17 @@ class ReportParts:
     sensitivity: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
-    #: The plan's baseline fitted on every choice: (coefficient table, fit statistics).
-    baseline: tuple[pd.DataFrame, dict[str, Any]] | None = None
+    #: The plan's estimates model fitted on every choice (``None``: it could not be).
+    estimates: Estimates | None = None
+
+    @property
+    def baseline(self) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+        """The estimates as ``(parameter table, statistics with value_of_time)``, as
+        :func:`pbo_core.explain.baseline.baseline_fit` gives them."""
+        if self.estimates is None:
+            return None
+        stats = {**self.estimates.statistics, "value_of_time": self.estimates.value_of_time}
+        return self.estimates.parameters, stats
 
 
 def study_report(
@@ -135,14 +149,14 @@ def study_report(
     ev = evidence_table(summary, errors)
     sens = sensitivity_table(study, plan)
     try:
-        base = baseline_fit(study)
+        est = fit_estimates(study, plan=plan)
     except (ValueError, KeyError):  # no choices to fit: the section is left out
-        base = None
+        est = None
     settings = report_settings(min_samples_split, plan)
     settings["evidence"] = (
         f"{split.reason}; {sample_text(split)}; seed {plan.seed}, 2000 bootstrap resamples"
     )
-    return ReportParts(study, respondent, [(title, view)], ev, sens, settings, list(commands), base)
+    return ReportParts(study, respondent, [(title, view)], ev, sens, settings, list(commands), est)
 
 
 def sensitivity_table(study: Study, plan: AnalysisPlan | None = None) -> pd.DataFrame:
@@ -516,22 +530,22 @@ def build_report(parts: ReportParts) -> str:
         )
         out.append(_chart(evidence_spec(ev), "held-out evidence"))
         unit = "respondents" if parts.study.data.respondent is not None else "comparisons"
+        caution = evidence_caution(ev, unit)
+        if caution:
+            out.append(f'<p class="caution"><b>{esc(caution)}</b></p>')
         out.append(_table(labels.evidence_display(ev, unit=unit)))
-    if parts.baseline is not None:
-        table, stats = parts.baseline
-        out.append('<h2 id="baseline">The baseline: conditional logit</h2>')
+    if parts.estimates is not None:
+        est = parts.estimates
+        stats = est.statistics
+        out.append(f'<h2 id="estimates">Estimates: {esc(est.label)}</h2>')
         who = f" of {stats['n_respondents']:,} respondents" if stats.get("n_respondents") else ""
         out.append(
-            f'<p class="muted">Fitted on all {stats["n_choices"]:,} choices{who}: '
-            f"log-likelihood {stats['loglik']:,.1f} (equal shares {stats['loglik_null']:,.1f}), "
-            f"rho² {stats['rho2']:.3f}, adjusted {stats['rho2_bar']:.3f}; ridge strength "
-            f"{stats['alpha']:g} by inner cross-validation; standard errors cluster-robust by "
-            "respondent.</p>"
+            f'<p class="muted">The analysis plan\'s estimates model (<code>{esc(est.model)}'
+            f"</code>) fitted on all {stats['n_choices']:,} choices{who}: the table "
+            f"<code>python -m pbo_core.experiments estimates --study {esc(study.key)}</code> "
+            "prints.</p>"
         )
-        vot = stats.get("value_of_time")
-        if vot is not None:
-            out.append(f"<p>{esc(vot['text'])} (Fieller CI).</p>")
-        out.append(_table(table))
+        out.append(estimates_html(est))
     out.append('<h2 id="sensitivity">Feature sensitivity (leave one out)</h2>')
     sens = parts.sensitivity
     if sens is None or sens.empty:
@@ -544,8 +558,13 @@ def build_report(parts: ReportParts) -> str:
             f"accuracy on held-out comparisons ({esc(str(sens.attrs.get('split', '')))}), "
             f"averaged over {n_resp} {'respondent' if n_resp == 1 else 'respondents'} "
             "(95% bootstrap CI over respondents where there are several; grey bars: the CI "
-            "contains 0). The chart shows the first model; the table every model.</p>"
+            "contains 0; light grey: it contains 0 and the sample could not detect "
+            f"{DETECTABLE_CHANGE_PP:g} points). The chart shows the first model; the table "
+            "every model.</p>"
         )
+        caution = sensitivity_caution(first)
+        if caution:
+            out.append(f'<p class="caution"><b>{esc(caution)}</b></p>')
         out.append(_chart(sensitivity_spec(first), "leave-one-out"))
         cols = [c for c in sens.columns if c != "respondents"]
         out.append(_table(sens[cols], {c: "+.1f" if "delta" in c else ".1f" for c in cols}))

@@ -11,10 +11,10 @@ by their features and predicted with their leaf's logit.
 
 The root
 --------
-The root is the baseline itself: the conditional logit with the plan's parameters (its
-ridge strength ``alpha`` by that model's inner CV), fitted on all training data
-(``root_``). When no split earns its place the tree *is* that fit, so it is never worse
-than ``mnl`` by construction, only by the noise of the pruning's choice.
+The root is the baseline itself: the conditional logit with the plan's parameters (the
+maximum likelihood, or the penalty the plan asks for or the baseline needs), fitted on all
+training data (``root_``). When no split earns its place the tree *is* that fit, so it is
+never worse than ``mnl`` by construction, only by the noise of the pruning's choice.
 
 Segments shrunk toward their parent
 -----------------------------------
@@ -244,7 +244,8 @@ class ChoiceModelTree(Estimator):
         case-specific variables: 26 cantons or 47 prefectures ordered by their scores
         would find a split in noise).
     alpha
-        The root's ridge strength (``"cv"``: the baseline's inner-CV choice).
+        The root's ridge strength, as the baseline takes it (``0``, default: maximum
+        likelihood, penalised only when not identified; ``"cv"``: by inner CV).
     shrinkage
         ``lambda`` of Eq. 1 (``"cv"``: chosen among ``shrinkages`` with the pruning).
     shrinkages
@@ -307,7 +308,7 @@ class ChoiceModelTree(Estimator):
         user_schema: Schema | None = None,
         exclude: Sequence[str] = (),
         split_features: Sequence[str] = (),
-        alpha: float | Literal["cv"] = "cv",
+        alpha: float | Literal["cv"] = 0.0,
         shrinkage: float | Literal["cv"] = "cv",
         shrinkages: Sequence[float] | None = None,
         max_depth: int = 4,

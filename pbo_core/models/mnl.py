@@ -33,11 +33,18 @@ and log-likelihood are McFadden's (1974)
 computed with a per-situation log-sum-exp, so no value overflows. The estimate maximises
 ``l(theta) - alpha/2 sum_j (s_j theta_j)^2`` (``s_j``: the root mean square of column
 ``j``'s deviations from the chosen alternative, the same standardised ridge as
-:mod:`pbo_core.models.linear`); ``alpha = 0`` is the maximum-likelihood estimate Biogeme,
-mlogit and larch report, ``alpha="cv"`` picks the strength among :data:`MNL_ALPHAS`
-(0 included) by the held-out log-likelihood of whole tasks of the *training* data
-(folds within respondents). The Newton iterations run in the one solver
-(:func:`pbo_core.models.solver.newton_minimize`), with the gradient and Hessian
+:mod:`pbo_core.models.linear`). The default, ``alpha = 0``, is the maximum-likelihood
+estimate Biogeme, mlogit and larch report. A penalty is used only when asked (``alpha >
+0``; ``alpha="cv"`` picks the strength among :data:`MNL_ALPHAS`, 0 included, by the
+held-out log-likelihood of whole tasks of the *training* data, folds within respondents)
+or when the maximum-likelihood estimate is not identified (:func:`mle_problem`: Newton's
+method does not converge, a standardised coefficient runs off beyond
+:data:`RUNOFF` -- the choices are separated by a combination of attributes -- or the
+Hessian is singular -- coefficients that cannot be told apart); the strength is then
+chosen by the same inner CV among the positive strengths, and the fit says so
+(``penalty_reason_``, :meth:`ConditionalLogit.fit_statistics`). The Newton iterations run
+in the one solver (:func:`pbo_core.models.solver.newton_minimize`), with the gradient and
+Hessian
 
 .. math::
 
@@ -55,8 +62,8 @@ respondent is one cluster), scaled by ``G/(G-1) (N-1)/(N-K)`` as statsmodels and
 includes the penalty (a Laplace posterior), and the errors are approximate.
 
 Fit statistics: ``loglik_`` (Eq. 2 at the estimate), ``loglik_null_`` (equal shares,
-``-sum_s log |C_s|``), ``rho2_ = 1 - loglik_/loglik_null_`` and ``rho2_bar_ = 1 -
-(loglik_ - K)/loglik_null_``.
+``-sum_s log |C_s|``), ``rho2_ = 1 - loglik_/loglik_null_``, ``rho2_bar_ = 1 -
+(loglik_ - K)/loglik_null_``, ``aic_ = 2K - 2 loglik_`` and ``bic_ = K log N - 2 loglik_``.
 
 Prediction
 ----------
@@ -92,9 +99,11 @@ from pbo_core.splits import pair_tasks, task_folds
 
 __all__ = [
     "MNL_ALPHAS",
+    "RUNOFF",
     "ChoiceSets",
     "ConditionalLogit",
     "choice_sets",
+    "mle_problem",
 ]
 
 #: The strengths ``alpha="cv"`` chooses from, strongest first (ties go to the stronger).
@@ -102,6 +111,13 @@ MNL_ALPHAS: tuple[float, ...] = (100.0, 10.0, 1.0, 0.1, 0.01, 0.0)
 #: Newton tolerance (on the decrement) of the CV fits: a held-out log-likelihood does not
 #: change in the digits that decide the strength once the decrement is below it.
 CV_TOL = 1e-3
+#: A maximum-likelihood coefficient "runs off" when its standardised size ``|theta_j s_j|``
+#: exceeds this: one typical deviation of its column would change the odds of a choice by
+#: ``e^20`` (about 5e8), what separated choices drive the likelihood toward, not a finding.
+RUNOFF = 20.0
+#: The Hessian of the standardised coefficients is singular when its condition number
+#: exceeds this (its smallest eigenvalue against its largest).
+SINGULAR = 1e10
 
 
 # ----------------------------------------------------------------------------- situations
@@ -458,6 +474,52 @@ def _fit(
     return res.x, H + np.diag(prec), bool(res.converged)
 
 
+def mle_problem(
+    theta: np.ndarray,
+    hessian: np.ndarray,
+    converged: bool,
+    scale: np.ndarray,
+    names: Sequence[str],
+) -> str | None:
+    """Why a maximum-likelihood fit ``theta`` (Hessian ``hessian`` of the negative
+    log-likelihood, column scales ``scale``) is not identified, in words, or ``None``.
+
+    Three signs, in this order: Newton's method did not converge; the Hessian of the
+    standardised coefficients ``D^-1 H D^-1`` (``D = diag(s)``) has a condition number
+    above :data:`SINGULAR` (a combination of coefficients the choices do not inform: a
+    column constant within every choice, collinear columns, or choices separated along
+    it); a standardised coefficient ``|theta_j s_j|`` exceeds :data:`RUNOFF` (the
+    likelihood keeps rising as it grows: separated choices, or a direction the data do
+    not bound).
+    """
+    if not converged:
+        return "Newton's method did not converge"
+    if hessian.size:
+        Hs = hessian / np.outer(scale, scale)
+        if not np.all(np.isfinite(Hs)):
+            return "the Hessian is not finite"
+        val, vec = np.linalg.eigh(0.5 * (Hs + Hs.T))
+        top = float(val[-1])
+        if top <= 0 or val[0] <= top / SINGULAR:
+            v = np.abs(vec[:, 0])
+            idx = [int(j) for j in np.argsort(-v)[:4] if v[j] >= 0.2]
+            which = ", ".join(names[j] for j in idx)
+            return (
+                "the Hessian is singular: the choices do not tell apart some coefficients"
+                + (f" ({which})" if which else "")
+                + " (collinear columns, or choices separated by them)"
+            )
+    std = np.abs(theta * scale)
+    off = np.flatnonzero(~np.isfinite(std) | (std > RUNOFF))
+    if off.size:
+        which = ", ".join(names[j] for j in off[:4]) + (" ..." if off.size > 4 else "")
+        return (
+            f"the coefficient of {which} runs off (the likelihood does not bound it: the "
+            "choices are separated by it, or it is collinear with other columns)"
+        )
+    return None
+
+
 # ----------------------------------------------------------------------------- the model
 @dataclass(frozen=True)
 class _Column:
@@ -486,7 +548,11 @@ class ConditionalLogit(GaussianLinearUtility):
     exclude
         Attributes left out of the utility (e.g. an attribute the analysis plan drops).
     alpha
-        Ridge strength (``0``: maximum likelihood), or ``"cv"`` among ``alphas``.
+        Ridge strength: ``0`` (default) the maximum likelihood, with a penalty only when
+        the maximum-likelihood estimate is not identified (:func:`mle_problem`; its
+        strength by inner CV among the positive ``alphas``, the reason in
+        ``penalty_reason_``); a positive number; or ``"cv"``, chosen among ``alphas`` (0
+        included) by inner CV.
     alphas
         Strength grid for ``"cv"`` (default :data:`MNL_ALPHAS`).
     n_folds, random_state
@@ -506,11 +572,14 @@ class ConditionalLogit(GaussianLinearUtility):
         Inverse Hessian (classical covariance; the Laplace posterior with ``alpha > 0``).
     se_, robust_se_, cluster_se_ : ndarray, shape (K,)
     robust_cov_, cluster_cov_ : ndarray, shape (K, K)
-    loglik_, loglik_null_, rho2_, rho2_bar_ : float
     n_situations_, n_respondents_ : int
+    loglik_, loglik_null_, rho2_, rho2_bar_, aic_, bic_ : float
     alpha_ : float
+        The ridge strength used (``0``: none, the maximum likelihood).
+    penalty_reason_ : str
+        Why a penalty was used (``""``: none): asked, or the maximum likelihood's problem.
     cv_loglik_ : ndarray or None
-        Held-out log-likelihood per grid strength (``alpha="cv"``).
+        Held-out log-likelihood per grid strength (when the strength was chosen by CV).
     converged_ : bool
     column_names_, feature_names_ : list of str
     """
@@ -527,7 +596,7 @@ class ConditionalLogit(GaussianLinearUtility):
         case_specific: Sequence[str] = (),
         user_schema: Schema | None = None,
         exclude: Sequence[str] = (),
-        alpha: float | Literal["cv"] = "cv",
+        alpha: float | Literal["cv"] = 0.0,
         alphas: Sequence[float] | None = None,
         n_folds: int = 5,
         random_state: int = 0,
@@ -727,12 +796,37 @@ class ConditionalLogit(GaussianLinearUtility):
             if center is not None:
                 raise ValueError("alpha='cv' takes no center; give the strength")
             alpha, start = self._cv(data, cs, full, scale, grid)
+            reason = (
+                f"asked: strength {alpha:g} chosen by inner cross-validation among "
+                + ", ".join(f"{a:g}" for a in grid)
+            )
         else:
             alpha = float(self.alpha)
             if not alpha >= 0:
                 raise ValueError(f"alpha must be >= 0, got {alpha}")
+            reason = f"asked: strength {alpha:g}"
         prec = alpha * scale**2
-        theta, H, ok = _fit(full, prec, start, self.max_iter, self.tol, True, center)
+        theta, H, ok = _fit(full, prec, start, self.max_iter, self.tol, alpha > 0, center)
+        if alpha == 0:  # the maximum likelihood: is it identified?
+            names = [c.name for c in self._columns]
+            problem = mle_problem(theta, H, ok, scale, names)
+            reason = ""
+            if problem is not None:
+                positive = grid[grid > 0]
+                if positive.size == 0:
+                    positive = np.array([MNL_ALPHAS[-2]])
+                if self.cv_loglik_ is not None:  # "cv" chose 0: its best positive strength
+                    held = np.where(grid > 0, self.cv_loglik_, -np.inf)
+                    alpha = float(grid[int(np.argmax(held))]) if np.isfinite(held).any() else 1.0
+                    start = np.zeros(K)
+                else:
+                    alpha, start = self._cv(data, cs, full, scale, positive)
+                reason = (
+                    f"the maximum-likelihood estimate is not identified: {problem}; ridge "
+                    f"strength {alpha:g} chosen by inner cross-validation"
+                )
+                prec = alpha * scale**2
+                theta, H, ok = _fit(full, prec, start, self.max_iter, self.tol, True, center)
         cov = spd_inv_batch(H[None])[0]
         _, scores, _ = full.terms(theta)
         bread = cov
@@ -749,6 +843,7 @@ class ConditionalLogit(GaussianLinearUtility):
         corr = (G / max(G - 1, 1)) * ((N - 1) / max(N - K, 1))
         cluster = corr * (bread @ (gs.T @ gs) @ bread)
         self.alpha_ = alpha
+        self.penalty_reason_ = reason if alpha > 0 else ""
         self.coef_ = theta
         self.coef_cov_ = cov
         self.robust_cov_ = 0.5 * (robust + robust.T)
@@ -761,6 +856,8 @@ class ConditionalLogit(GaussianLinearUtility):
         null = self.loglik_null_
         self.rho2_ = 1.0 - self.loglik_ / null if null < 0 else float("nan")
         self.rho2_bar_ = 1.0 - (self.loglik_ - K) / null if null < 0 else float("nan")
+        self.aic_ = 2.0 * K - 2.0 * self.loglik_
+        self.bic_ = K * float(np.log(N)) - 2.0 * self.loglik_
         self.n_situations_ = N
         self.n_respondents_ = G if resp is not None else 0
         self.converged_ = ok
@@ -904,16 +1001,24 @@ class ConditionalLogit(GaussianLinearUtility):
         return self.coef_table(respondent)
 
     def fit_statistics(self) -> dict[str, Any]:
-        """Log-likelihood, null log-likelihood, rho^2, rho-bar^2, sizes and the strength."""
+        """The fit's statistics: ``loglik`` (LL(beta)), ``loglik_null`` (LL(0), equal
+        shares), ``rho2``, ``rho2_bar``, ``aic``, ``bic``, ``n_parameters``, ``n_choices``,
+        ``n_respondents``, ``penalty`` (the ridge strength, ``0``: none, the maximum
+        likelihood; also as ``alpha``), ``penalty_reason`` (why one was used, ``""``:
+        none) and ``converged``."""
         self._require_fitted()
         return {
             "loglik": self.loglik_,
             "loglik_null": self.loglik_null_,
             "rho2": self.rho2_,
             "rho2_bar": self.rho2_bar_,
+            "aic": self.aic_,
+            "bic": self.bic_,
             "n_parameters": len(self.coef_),
             "n_choices": self.n_situations_,
             "n_respondents": self.n_respondents_,
+            "penalty": self.alpha_,
+            "penalty_reason": self.penalty_reason_,
             "alpha": self.alpha_,
             "converged": self.converged_,
         }

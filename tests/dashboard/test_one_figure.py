@@ -83,12 +83,16 @@ def test_page_command_and_report_show_the_same_numbers(
         assert row["95% CI (%)"] == f"{100 * lo:.1f} – {100 * hi:.1f}"
         assert 0.0 <= lo <= hi <= 1.0
 
-    # -- the value of time of the plan's baseline: the command, the report, the page
+    # -- the value of time of the plan's estimates model: the command, the report, the
+    #    Tree explorer's Estimates tab, the estimates command
     vot = acc["baseline_fit"]["value_of_time"]
-    report_vot = parts.baseline[1]["value_of_time"] if parts.baseline else None
+    report_vot = parts.estimates.value_of_time if parts.estimates else None
     assert (vot is None) == (report_vot is None)
+    est = _json(capsys, "estimates", "--study", key)
+    assert est["value_of_time"] == vot
     if vot is not None:
         assert report_vot["text"] == vot["text"]
+        at = app("tree_explorer", sel_study=key, te_view="Estimates")
         assert shown(vot["text"]) in _texts(at)
 
     # -- one ablation: the command, the report, the Feature sensitivity page

@@ -154,10 +154,16 @@ def test_the_fit_waits_for_the_comparison_and_the_ablation_for_the_scoring(monke
     assert explorer[3]() is None and fitted == ["dt-linear"]  # a personal tree: no fit
     ablated = []
     monkeypatch.setattr(precompute.analyses, "sensitivity_job", lambda *a: ablated.append(a[-1]))
-    for step in sensitivity:  # the plan's models: nothing to score first
+    monkeypatch.setattr(precompute.analyses, "best_baseline_job", lambda *a: Pending())
+    _scoring, *ablations = sensitivity
+    assert all(step() is precompute.BLOCKED for step in ablations)  # the scoring first
+    assert ablated == []
+    monkeypatch.setattr(precompute.analyses, "best_baseline_job", lambda *a: Done("logit-shrink"))
+    for step in ablations:
         assert step() is not precompute.BLOCKED
     plan = precompute.sensitivity_defaults(study)
-    assert ablated == precompute.analyses.default_sensitivity_methods(study, plan)
+    assert ablated == precompute.analyses.default_sensitivity_methods(study, plan, "logit-shrink")
+    assert "logit-shrink" in ablated  # the best baseline on the split, by the accuracy rule
     assert ablated[-1] == "mnl" and get("mnl").family == "baseline"  # the plan's baseline
 
 

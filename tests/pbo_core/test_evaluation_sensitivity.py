@@ -112,3 +112,96 @@ def test_each_respondent_s_data_is_built_once_per_split(monkeypatch) -> None:
         fresh.drop(columns="fit_s").reset_index(drop=True),
         check_dtype=False,  # the logit's rows have no leaves: the stacked column is object
     )
+
+
+def _stacked(deltas: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Per-unit rows of one model (a baseline row and one row per feature per unit)."""
+    parts = []
+    n = len(next(iter(deltas.values())))
+    base = pd.DataFrame(
+        {
+            "feature removed": BASELINE_ROW,
+            "train acc (%)": 80.0,
+            "delta train (pp)": np.nan,
+            "test acc (%)": 75.0,
+            "delta test (pp)": np.nan,
+        },
+        index=range(n),
+    )
+    parts.append(base)
+    for f, d in deltas.items():
+        parts.append(
+            pd.DataFrame(
+                {
+                    "feature removed": f,
+                    "train acc (%)": 80.0,
+                    "delta train (pp)": 0.0,
+                    "test acc (%)": 75.0 + d,
+                    "delta test (pp)": d,
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_underpowered_only_when_the_interval_includes_zero() -> None:
+    """A large, clearly significant change on a small sample (its CI excludes 0, though its
+    minimum detectable change exceeds 5 pp) is a finding, never "underpowered"; a change
+    whose CI includes 0 is underpowered when the sample cannot detect 5 pp, within the
+    noise when it can."""
+    from pbo_core.evaluation import DETECTABLE_CHANGE_PP, sensitivity_effect, summarize_sensitivity
+
+    rng = np.random.default_rng(3)
+    big = -15 + 12 * rng.standard_normal(42)  # brand constants: -15 pp, wide
+    wide = 12 * rng.standard_normal(42)
+    wide -= wide.mean()  # centred: its CI includes 0
+    narrow = 0.5 * rng.standard_normal(400)
+    t = summarize_sensitivity(_stacked({"brand": big, "colour": wide}), seed=0).set_index(
+        "feature removed"
+    )
+    assert t.loc["brand", "delta test CI high (pp)"] < 0
+    assert t.loc["brand", "min detectable (pp)"] > DETECTABLE_CHANGE_PP
+    assert not t.loc["brand", "underpowered"]
+    assert bool(t.loc["colour", "underpowered"]) and bool(t.loc["colour", "within noise"])
+    effect = sensitivity_effect(t.reset_index()).set_axis(t.index)
+    assert effect["brand"] == "accuracy drops"
+    assert effect["colour"] == "underpowered (cannot detect 5 pp)"
+    t2 = summarize_sensitivity(_stacked({"size": narrow}), seed=0)
+    row = t2[t2["feature removed"] == "size"].iloc[0]
+    assert row["within noise"] and not row["underpowered"]
+    assert sensitivity_effect(t2).iloc[1] == "within noise (CI contains 0)"
+
+
+def test_one_rule_names_the_best_baseline() -> None:
+    """best_baseline_of: the baseline-family model with the highest mean; a tie goes to
+    the first in registry order, whatever order the summary lists them in."""
+    from pbo_core.evaluation import best_baseline_of
+
+    s = {
+        "probit-shrink": {"family": "baseline", "test_acc_mean": 0.825},
+        "dt-linear": {"family": "tree", "test_acc_mean": 0.9},
+        "logit-shrink": {"family": "baseline", "test_acc_mean": 0.825},
+        "mnl": {"family": "baseline", "test_acc_mean": 0.6},
+        "logit-respondent": {"family": "baseline", "test_acc_mean": float("nan")},
+    }
+    assert best_baseline_of(s) == "logit-shrink"
+    assert best_baseline_of(dict(reversed(list(s.items())))) == "logit-shrink"
+    assert best_baseline_of({"dt": {"family": "tree", "test_acc_mean": 0.7}}) is None
+
+
+def test_a_sample_too_small_for_5_points_is_cautioned() -> None:
+    """42 held-out respondents with intervals of about +-8 points: cautioned (the smallest
+    detectable difference is about 11 points); +-1.5 points: not."""
+    from pbo_core.evaluation import evidence_caution, heldout_caution, summary_caution
+
+    text = heldout_caution([0.08, 0.079], 42)
+    assert text is not None and "42 held-out respondents" in text and "5-point" in text
+    assert "about 11 points" in text
+    assert heldout_caution([0.015], 1191) is None
+    summary = {"m": {"n": 42, "test_acc_ci95": [0.70, 0.86]}}
+    assert summary_caution(summary) == heldout_caution([0.08], 42)
+    ev = pd.DataFrame(
+        {"heldout": [0.78, np.nan], "ci_low": [0.70, np.nan], "ci_high": [0.86, np.nan],
+         "n_heldout": [42, 0]}
+    )  # fmt: skip
+    assert evidence_caution(ev) == heldout_caution([0.08], 42)

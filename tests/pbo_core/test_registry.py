@@ -164,3 +164,27 @@ def test_register_checks_the_entry() -> None:
         get("nonsense")
     with pytest.raises(KeyError, match="not a PBO method"):
         make_strategy("logit-pooled")
+
+
+def test_plan_parameters_an_estimator_does_not_take_are_not_passed(monkeypatch) -> None:
+    """A planned model of the conditional logit's family (``plan_as="mnl"``) gets the plan's
+    alternatives, reference and case-specific variables; the plan's penalty only if it takes
+    one (a mixed logit without a ridge is not broken by ``penalty=cv``)."""
+    from data_loaders.registry import load_study
+    from pbo_core.plan import plan_of
+    from pbo_core.registry import MODELS, ModelSpec, make_for
+
+    class NoRidge:
+        def __init__(self, *, alternative=None, reference=None, case_specific=(), user_schema=None):
+            self.alternative, self.reference = alternative, reference
+
+    spec = ModelSpec(
+        "no-ridge", "No ridge", "test", "baseline", scope="pooled", estimator=NoRidge,
+        planned=True, plan_as="mnl",
+    )  # fmt: skip
+    monkeypatch.setitem(MODELS, "no-ridge", spec)
+    study = load_study("swissmetro")
+    study = dataclasses.replace(study, plan=dataclasses.replace(plan_of(study), penalty="cv"))
+    m = make_for("no-ridge", study)
+    assert m.alternative == "mode"
+    assert make_for("mnl", study).alpha == "cv"

@@ -259,12 +259,52 @@ def test_extreme_and_separable_choices_give_finite_estimates():
 
 def test_cv_picks_a_grid_strength_on_training_tasks_only():
     data, us = _labelled(n_resp=60, n_tasks=6, seed=3)
-    m = ConditionalLogit(alternative="mode", case_specific=("income",), user_schema=us)
+    m = ConditionalLogit(alternative="mode", case_specific=("income",), user_schema=us, alpha="cv")
     m.fit(data)
     assert m.alpha_ in (100.0, 10.0, 1.0, 0.1, 0.01, 0.0)
     assert m.cv_loglik_.shape == (6,) and np.all(m.cv_loglik_ < 0)
+    stats = m.fit_statistics()
+    assert stats["penalty"] == m.alpha_
+    assert (stats["penalty_reason"] == "") == (m.alpha_ == 0)
+    if m.alpha_ > 0:
+        assert "cross-validation" in stats["penalty_reason"]
     with pytest.raises(ValueError):
         ConditionalLogit(alpha=-1.0).fit(data)
+
+
+def test_maximum_likelihood_by_default_and_said():
+    """The default is the MLE (no CV, no penalty); its score is zero at the estimate, and
+    the statistics say no penalty; AIC and BIC from the log-likelihood."""
+    data, us = _labelled(n_resp=60, n_tasks=6, seed=3)
+    m = ConditionalLogit(alternative="mode", case_specific=("income",), user_schema=us)
+    m.fit(data)
+    stats = m.fit_statistics()
+    assert m.alpha_ == 0 and m.cv_loglik_ is None
+    assert stats["penalty"] == 0 and stats["penalty_reason"] == ""
+    K, N = len(m.coef_), m.n_situations_
+    assert stats["aic"] == pytest.approx(2 * K - 2 * m.loglik_)
+    assert stats["bic"] == pytest.approx(K * np.log(N) - 2 * m.loglik_)
+    asked = ConditionalLogit(alternative="mode", alpha=0.5).fit(data).fit_statistics()
+    assert asked["penalty"] == 0.5 and asked["penalty_reason"].startswith("asked")
+
+
+def test_a_penalty_when_the_mle_is_not_identified_and_why():
+    """Separated choices make the MLE infinite, a column constant within every choice
+    makes the Hessian singular: each is refitted with a ridge chosen by inner CV among the
+    positive strengths, and the reason names the coefficient."""
+    X = np.array([[0.0], [1.0], [1e6], [-1e6]])
+    pairs = np.array([[1, 0], [2, 1], [2, 0], [0, 3], [2, 3]])
+    m = ConditionalLogit().fit(PreferenceData(X, pairs))
+    stats = m.fit_statistics()
+    assert stats["penalty"] > 0 and np.all(np.isfinite(m.coef_))
+    assert "not identified" in stats["penalty_reason"] and "x1" in stats["penalty_reason"]
+    assert "separated" in stats["penalty_reason"]
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(size=(40, 1)), np.ones(40)]
+    pairs = [rng.choice(40, 2, replace=False) for _ in range(200)]
+    m = ConditionalLogit().fit(PreferenceData(X, np.array(pairs)))
+    reason = m.fit_statistics()["penalty_reason"]
+    assert m.alpha_ > 0 and "singular" in reason and "(x2)" in reason
 
 
 def test_a_ridge_centre_is_a_prior_mean():
