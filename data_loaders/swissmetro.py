@@ -817,6 +817,7 @@ def _build(
         freeze(split_items)
         study.extras["hierarchy_split_items"] = split_items
         study.extras["hierarchy_split_label"] = "mode (Train, Swissmetro, Car)"
+    study.columns = _column_roles(study)  # before the plan: it reads the availability
     # Biogeme's 01logit: Swissmetro is the reference alternative (ASC_TRAIN, ASC_CAR)
     labelled = "mode" in study.schema.names
     study.plan = plan_with(
@@ -826,7 +827,6 @@ def _build(
         alternative="mode" if labelled else None,
         reference="Swissmetro" if labelled else None,
     )
-    study.columns = _column_roles(study)
     freeze(study.data.X, study.data.pairs, study.data.respondent, study.data.task)
     return study
 
@@ -850,8 +850,11 @@ def _column_roles(study: Study) -> tuple[ColumnRole, ...]:
             role = ColumnRole(col, "respondent", "id", how=how)
         elif col == "CHOICE":
             role = ColumnRole(col, "choice", "code", how=how)
-        elif stem == "AV":
-            role = ColumnRole(col, "availability", "flag", alternative=_PREFIXES[prefix], how=how)
+        elif stem == "AV":  # CAR_AV also feeds the respondent feature car_available
+            role = ColumnRole(
+                col, "availability", "flag", attribute=users.get(col, ""),
+                alternative=_PREFIXES[prefix], how=how,
+            )  # fmt: skip
         elif prefix in _PREFIXES and stem in attrs:
             f = kinds[attrs[stem]]
             role = ColumnRole(

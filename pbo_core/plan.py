@@ -355,19 +355,31 @@ def _case_specific(study: Study, plan: AnalysisPlan) -> AnalysisPlan:
             notes=("respondent features cannot enter unlabelled alternatives' utilities",),
         )
     keep, wide = [], []
+    # a feature read from an availability column (SwissMetro's car_available from CAR_AV)
+    # says which alternatives a respondent could choose: in an alternative's utility it
+    # repeats that alternative's constant among the situations that offer it
+    availability = {
+        c.attribute or c.column for c in getattr(study, "columns", ()) if c.role == "availability"
+    }
+    avail = []
     for f in study.user_schema.features:
-        if f.kind == "categorical" and len(f.levels) > MAX_CASE_SPECIFIC_LEVELS:
+        if f.name in availability:
+            avail.append(f.name)
+        elif f.kind == "categorical" and len(f.levels) > MAX_CASE_SPECIFIC_LEVELS:
             wide.append(f"{f.name} ({len(f.levels)} levels)")
         else:
             keep.append(f.name)
-    notes = (
-        (
+    notes: tuple[str, ...] = ()
+    if wide:
+        notes += (
             f"left out of the baseline's respondent features by default: {', '.join(wide)}; "
             "add them in the plan",
         )
-        if wide
-        else ()
-    )
+    if avail:
+        notes += (
+            f"left out of the baseline's respondent features: {', '.join(avail)} (read from "
+            "an availability column: it repeats an alternative's constant)",
+        )
     return replace(plan, case_specific=tuple(keep), notes=notes)
 
 
