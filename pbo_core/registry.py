@@ -754,13 +754,21 @@ MIXED_LOGIT = {"n_draws": 200}
 LATENT_CLASS = {"max_classes": 6, "n_starts": 5}
 
 
+def _mixed_logit(**params: Any) -> MixedLogit:
+    """The registry's mixed logit with the plan's parameters it takes (the plan's
+    penalty is a conditional logit's: a mixed logit is fitted by simulated ML)."""
+    takes = set(inspect.signature(MixedLogit).parameters)
+    return MixedLogit(**{**MIXED_LOGIT, **{k: v for k, v in params.items() if k in takes}})
+
+
 def _latent_class(**params: Any) -> LatentClassLogit:
     """The registry's latent-class logit: the plan's case-specific variables (respondent
     features) explain class membership (Greene & Hensher 2003) instead of entering every
     class's utility, where they would multiply the parameters by the classes."""
     if "membership" not in params:
         params["membership"] = tuple(params.pop("case_specific", ()))
-    return LatentClassLogit(**{**LATENT_CLASS, **params})
+    takes = set(inspect.signature(LatentClassLogit).parameters)
+    return LatentClassLogit(**{**LATENT_CLASS, **{k: v for k, v in params.items() if k in takes}})
 
 
 _entries(
@@ -1015,7 +1023,7 @@ _entries(
             "Halton draws, BFGS; a respondent is predicted by their conditional mean given "
             "their training choices",
             "baseline",
-            lambda **kw: MixedLogit(**{**MIXED_LOGIT, **kw}),
+            _mixed_logit,
             plan_as="mnl",
             respondent_predict=True,
             needs=_PANEL,
