@@ -713,6 +713,14 @@ class LatentClassLogit(LazyErrors, Estimator):
             "n_parameters": len(self.coef_),
             "n_choices": self.n_situations_,
             "n_respondents": self.n_respondents_,
+            "aic": 2.0 * len(self.coef_) - 2.0 * self.loglik_,
+            "penalty": float(self.alpha),
+            "penalty_reason": (
+                f"a fixed ridge ({float(self.alpha):g}) on the class-membership slopes keeps "
+                "rare feature levels finite"
+                if self.membership and float(self.alpha) > 0
+                else ""
+            ),
             "alpha": float(self.alpha),
             "converged": self.converged_,
             "n_classes": self.n_classes_,

@@ -82,6 +82,16 @@ def test_page_command_and_report_show_the_same_numbers(
         lo, hi = s["test_acc_ci95"]
         assert row["95% CI (%)"] == f"{100 * lo:.1f} – {100 * hi:.1f}"
         assert 0.0 <= lo <= hi <= 1.0
+        # the field's metric: held-out NLL per choice and top-1, the same numbers
+        c = s["choices"]
+        nlo, nhi = c["nll_per_choice_ci95"]
+        assert report_ev.loc[m, "nll"] == pytest.approx(c["nll_per_choice"], abs=1e-12)
+        assert report_ev.loc[m, "top1"] == pytest.approx(c["top1_acc"], abs=1e-12)
+        assert row["held-out NLL per choice [95% CI]"] == (
+            f"{c['nll_per_choice']:.3f} [{nlo:.3f}, {nhi:.3f}]"
+        )
+        assert row["top-1 choice (%)"] == f"{100 * c['top1_acc']:.1f}"
+        assert 0.0 < nlo <= c["nll_per_choice"] <= nhi
 
     # -- the value of time of the plan's estimates model: the command, the report, the
     #    Tree explorer's Estimates tab, the estimates command
