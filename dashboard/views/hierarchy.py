@@ -85,13 +85,6 @@ def _choice_tree(study: Study, key: str) -> None:
         width="stretch",
         column_config={"value of time [95% CI]": st.column_config.TextColumn(width="large")},
     )
-    fitted = waits.result(svc.baseline_job(study), key="hi_study_vot")
-    vot = fitted[1].get("value_of_time") if fitted is not None else None
-    if vot is not None:  # the study-level answer, the same number as every other page's
-        st.caption(
-            "For the whole study (the plan's conditional logit on every choice, as on the "
-            f"Tree explorer and in the report): {ui.md(vot['text'])}."
-        )
 
 
 # SwissMetro (bundled, respondent features) first: the page has content on first visit
@@ -125,6 +118,13 @@ else:
     if study is None or study.users is None:
         st.error(error or f"{ui.md(key)} has no respondent features.")
         st.stop()
+    est = waits.result(svc.estimates_job(study), key="hi_study_vot")
+    vot = est.value_of_time if est is not None else None
+    if vot is not None:  # the study-level answer beside the segments', every page's number
+        st.caption(
+            "For the whole study (the plan's conditional logit on every choice, as on the "
+            f"Tree explorer and in the report): {ui.md(vot['text'])}."
+        )
     n_total = len(study.respondents())
     c1, c2, c3, c4 = st.columns(4)
     n_users = c1.number_input(  # a study of fewer than 20 respondents: all of them
