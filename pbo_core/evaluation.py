@@ -53,10 +53,11 @@ from pbo_core.metrics import (
     pair_scores,
     paired_difference,
     ratio_ci,
+    situation_log_probs,
     situation_top1,
 )
 from pbo_core.metrics import summarize as _summ
-from pbo_core.models.mnl import ChoiceSets, choice_sets
+from pbo_core.models.mnl import ChoiceSets, ConditionalLogit, choice_sets
 from pbo_core.plan import AnalysisPlan, plan_of
 from pbo_core.registry import ModelSpec, get, make_for, names, not_applicable
 from pbo_core.splits import Split, auto_kind, make_split
@@ -227,6 +228,7 @@ class _Unit:
         # held-out choice situations: log P(chosen), top-1 score, log |C| (each, in order),
         # the scale used, and the calibration counts (bins x (n, sum p, sum chosen))
         self.logp: list[np.ndarray] = []
+        self.logp_constants: list[np.ndarray] = []
         self.top1: list[np.ndarray] = []
         self.log_size: list[np.ndarray] = []
         self.scale: list[float] = []
@@ -236,6 +238,7 @@ class _Unit:
         """The unit's held-out situations of one fold."""
         if len(scored.logp):
             self.logp.append(scored.logp)
+            self.logp_constants.append(scored.logp_constants)
             self.top1.append(scored.top1)
             self.log_size.append(scored.log_size)
             self.calibration += scored.calibration
@@ -275,9 +278,12 @@ class _Scored:
         log_size: np.ndarray,
         calibration: np.ndarray,
         scale: float | None,
+        logp_constants: np.ndarray | None = None,
     ) -> None:
         self.logp, self.top1, self.log_size = logp, top1, log_size
         self.calibration, self.scale = calibration, scale
+        # log P(chosen) under the constants-only logit (equal shares when none)
+        self.logp_constants = -log_size if logp_constants is None else logp_constants
 
 
 _NONE = _Scored(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros((CAL_BINS, 3)), None)
@@ -446,10 +452,12 @@ def _scored(
     test: np.ndarray,
     scale: float | None,
     native: Callable[[int], np.ndarray] | None = None,
+    constants: np.ndarray | None = None,
 ) -> _Scored:
     """A unit's held-out situations ``test`` scored: the logit of ``values`` (the
     utilities of every row of ``sets``) with ``scale``, or (``scale`` ``None``) the
-    model's own probabilities ``native(s)`` of situation ``s``'s rows."""
+    model's own probabilities ``native(s)`` of situation ``s``'s rows; ``constants``:
+    every row's utility under the constants-only logit (``None``: equal shares)."""
     if not len(test):
         return _NONE
     rows, start, chosen = _subset(sets, test)
@@ -459,13 +467,36 @@ def _scored(
     else:
         logp_rows = _row_log_probs((1.0 if scale is None else scale) * v, start)
     top1 = situation_top1(v, np.arange(len(v)), start, chosen)
+    lc = None
+    if constants is not None:
+        lc = situation_log_probs(constants[rows], np.arange(len(rows)), start, chosen)
     return _Scored(
         logp_rows[chosen],
         top1,
         np.log(np.diff(start).astype(float)),
         _calibration(logp_rows, start, chosen),
         scale,
+        lc,
     )
+
+
+def _constants_model(split: Split, data: PreferenceData, train: np.ndarray) -> Any:
+    """The constants-only logit of a fold (the plan's alternative constants fitted on its
+    training choices), the reference of rho-squared against constants only; ``None``
+    for unlabelled alternatives (then equal shares are the reference)."""
+    plan = plan_of(split.study)
+    schema = data.get_schema()
+    alt = plan.alternative
+    if alt is None or alt not in schema.names:
+        return None
+    try:
+        kept = drop_features(data, schema, [n for n in schema.names if n != alt])
+        model = ConditionalLogit(alternative=alt, reference=plan.reference, alpha=0)
+        model.fit(kept.select_pairs(train))
+    except Exception:  # no constants to fit on these choices
+        return None
+    keep = schema.column_indices([alt])
+    return lambda X: model.predict(np.asarray(X)[:, keep])
 
 
 def _native(
@@ -500,17 +531,23 @@ def _situation_units(split: Split, sets: ChoiceSets) -> np.ndarray:
 
 
 def _choice_columns(
-    logp: Sequence[np.ndarray], top1: Sequence[np.ndarray], log_size: Sequence[np.ndarray]
+    logp: Sequence[np.ndarray],
+    top1: Sequence[np.ndarray],
+    log_size: Sequence[np.ndarray],
+    logp_constants: Sequence[np.ndarray] = (),
 ) -> dict[str, float]:
     """A unit's held-out choice sums: ``test_ll`` (log-likelihood), ``test_top1``,
-    ``test_ll0`` (equal shares) and ``test_choices`` (situations)."""
+    ``test_ll0`` (equal shares), ``test_llc`` (the constants-only logit) and
+    ``test_choices`` (situations)."""
     lp = np.concatenate(list(logp)) if len(logp) else np.zeros(0)
     t1 = np.concatenate(list(top1)) if len(top1) else np.zeros(0)
     ls = np.concatenate(list(log_size)) if len(log_size) else np.zeros(0)
+    lc = np.concatenate(list(logp_constants)) if len(logp_constants) else -ls
     return {
         "test_ll": float(lp.sum()),
         "test_top1": float(t1.sum()),
         "test_ll0": float(-ls.sum()),
+        "test_llc": float(lc.sum()),
         "test_choices": len(lp),
     }
 
@@ -541,7 +578,7 @@ def _rows(split: Split, spec: ModelSpec, units: dict[int, _Unit]) -> list[dict[s
             "leaves": _mean(acc.leaves),
             "depth": _mean(acc.depth),
             "fit_s": acc.fit_s,
-            **_choice_columns(acc.logp, acc.top1, acc.log_size),
+            **_choice_columns(acc.logp, acc.top1, acc.log_size, acc.logp_constants),
             "scale": _mean(acc.scale),
             "calibration": acc.calibration.reshape(-1).tolist(),
         }
@@ -576,6 +613,7 @@ def _rows(split: Split, spec: ModelSpec, units: dict[int, _Unit]) -> list[dict[s
         logp = np.concatenate(acc.logp) if acc.logp else np.zeros(0)
         top1 = np.concatenate(acc.top1) if acc.top1 else np.zeros(0)
         size = np.concatenate(acc.log_size) if acc.log_size else np.zeros(0)
+        lc = np.concatenate(acc.logp_constants) if acc.logp_constants else -size
         for k in range(len(logp)):
             out.append(
                 dict(
@@ -584,7 +622,9 @@ def _rows(split: Split, spec: ModelSpec, units: dict[int, _Unit]) -> list[dict[s
                     train_acc=nan,
                     test_acc=nan,
                     test_ties=nan,
-                    **_choice_columns([logp[k : k + 1]], [top1[k : k + 1]], [size[k : k + 1]]),
+                    **_choice_columns(
+                        [logp[k : k + 1]], [top1[k : k + 1]], [size[k : k + 1]], [lc[k : k + 1]]
+                    ),
                 )
             )
         for r in out:  # the pairs' rows carry no situation
@@ -681,12 +721,14 @@ def score_model(
                 own=own,
             )  # fmt: skip
             scale = _fold_scale(fitted, sets, values, train, data, refit)
+            const = _constants_model(split, data, train)
+            cvals = None if const is None else const(data.X[sets.item])
             for i, r in enumerate(split.units):
                 who = r if r is not None and own else None
                 units[i].add_choices(
                     _scored(
                         sets, values, s_test[sit_unit[s_test] == i], scale,
-                        _native(fitted, data.X, sets, who),
+                        _native(fitted, data.X, sets, who), cvals,
                     )
                 )  # fmt: skip
             if progress is not None:
@@ -697,6 +739,7 @@ def score_model(
             f"{spec.name}: {not_applicable(spec, split.study, new_respondents=True)}"
         )
     lo, hi = chunk or (0, len(split.units))
+    consts = {f: _constants_model(split, data, split.train_mask(f)) for f in split.test_folds}
     for i in range(int(lo), int(hi)):
         r = split.units[i]
         rows = split.rows[i]
@@ -725,10 +768,12 @@ def score_model(
                 learned=dict(learned),
             )  # fmt: skip
             scale = _fold_scale(fitted, own_sets, values, train, own, refit)
+            const = consts[f]
             unit.add_choices(
                 _scored(
                     own_sets, values, np.flatnonzero(test[own_sets.pair]), scale,
                     _native(fitted, own.X, own_sets, None),
+                    None if const is None else const(own.X[own_sets.item]),
                 )
             )  # fmt: skip
         if progress is not None:
@@ -928,6 +973,8 @@ def _choice_summary(
     top1, top1_ci = ratio_ci(top, n, rng=rng, n_boot=n_boot)
     # rho-squared 1 - LL / LL0 = (LL - LL0) / -LL0: a ratio of two sums over units
     rho, rho_ci = ratio_ci(ll - ll0, -ll0, rng=rng, n_boot=n_boot)
+    llc = u["test_llc"].to_numpy(float) if "test_llc" in u else ll0
+    rhoc, rhoc_ci = ratio_ci(ll - llc, -llc, rng=rng, n_boot=n_boot)
     cal = np.zeros((CAL_BINS, 3))
     for c in u["calibration"]:
         if isinstance(c, (list, tuple, np.ndarray)) and len(c) == 3 * CAL_BINS:
@@ -953,6 +1000,8 @@ def _choice_summary(
         "top1_acc_ci95": list(top1_ci),
         "rho2_equal_shares": rho,
         "rho2_equal_shares_ci95": list(rho_ci),
+        "rho2_constants": rhoc,
+        "rho2_constants_ci95": list(rhoc_ci),
         "scale": _mean_or_none(u["scale"]) if "scale" in u else None,
         "calibration": table,
     }
@@ -1032,7 +1081,7 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
         lines.append("")
         lines.append(
             f"{'method':18s} {'choices':>7s} {'NLL/choice':>10s} {'95% CI':>15s} "
-            f"{'top-1':>6s} {'95% CI':>15s} {'rho2':>6s} "
+            f"{'top-1':>6s} {'95% CI':>15s} {'rho2':>6s} {'rho2c':>6s} "
             f"{'NLL diff vs best baseline [95% CI]':>36s}"
         )
         for name, c in choices.items():
@@ -1048,6 +1097,7 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
             lines.append(
                 f"{name:18s} {c['n_choices']:7d} {c['nll_per_choice']:10.3f} [{lo:.3f}, {hi:.3f}] "
                 f"{c['top1_acc']:6.3f} [{tlo:.3f}, {thi:.3f}] {c['rho2_equal_shares']:6.3f} "
+                f"{c.get('rho2_constants', float('nan')):6.3f} "
                 f"{diff:>36s}"
             )
     return "\n".join(lines)

@@ -94,3 +94,32 @@ def test_the_conditional_logit_scores_its_own_likelihood() -> None:
     ll0 = -np.log(np.diff(sets.start)).sum()
     assert s["rho2_equal_shares"] == pytest.approx(1 - ll / ll0, rel=1e-6)
     assert s["nll_per_choice_ci95"][0] < s["nll_per_choice"] < s["nll_per_choice_ci95"][1]
+
+
+def test_rho_squared_against_constants_only_on_labelled_alternatives(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With labelled alternatives the second reference is the constants-only logit fitted
+    on the training choices: rho2_constants = 1 - LL / LL(constants), below rho-squared
+    against equal shares."""
+    from pbo_core.evaluation import drop_features
+    from tests.fixtures.shapes import SHAPES, import_shape
+
+    monkeypatch.setenv("DTPBO_DATA_HOME", str(tmp_path / "home"))
+    key = import_shape("labelled-wide", tmp_path)
+    study = load_study(key)
+    assert study.plan.alternative == "alternative"
+    split = make_split(study, "respondents", seed=0)
+    rows = score_model(split, "mnl")
+    c = summarize(rows, seed=0, n_boot=50)["mnl"]["choices"]
+    data = study.data
+    kept = drop_features(data, study.schema, [n for n in study.schema.names if n != "alternative"])
+    const = ConditionalLogit(alternative="alternative", alpha=0).fit(
+        kept.select_pairs(split.train_mask(0))
+    )
+    test = kept.select_pairs(split.test_mask(0))
+    sets = choice_sets(test)
+    llc = situation_log_probs(const.predict(test.X), sets.item, sets.start, sets.chosen).sum()
+    assert c["rho2_constants"] == pytest.approx(1 - c["ll_total"] / llc, rel=1e-6)
+    assert c["rho2_constants"] < c["rho2_equal_shares"]
+    assert SHAPES["labelled-wide"].respondents == len(study.respondents())
