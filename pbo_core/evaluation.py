@@ -642,6 +642,7 @@ def score_model(
     reuse: bool = True,
     progress: Callable[[int, int], None] | None = None,
     fits: MutableMapping[Any, Any] | None = None,
+    choices: bool = True,
 ) -> pd.DataFrame:
     """Held-out scores of one registry model on ``split`` (rows per unit, see module doc).
 
@@ -666,6 +667,10 @@ def score_model(
         A memo of pooled fits by model, feature dropped and training comparisons: a split
         that trains on the same comparisons as an earlier one (the Tree explorer's
         evidence of one respondent of the study-level comparison) reuses its fits.
+    choices
+        Also score the held-out choice situations (NLL per choice, top-1, rho-squared:
+        its scale cross-fitted, two more fits); leave-one-out sensitivity, which reports
+        accuracy changes, does without.
 
     Returns
     -------
@@ -714,8 +719,11 @@ def score_model(
                 u = _personal(fitted, data.X, pairs[rows], r) if personal else population
                 units.setdefault(i, _Unit()).add(fitted, u, tr, te, fit_s)
                 values[by_unit[i]] = u[sets.item[by_unit[i]]]
+            if not choices:
+                if progress is not None:
+                    progress(k + 1, len(folds))
+                continue
             s_test = np.flatnonzero(test[sets.pair])
-
             refit = partial(
                 _refit_pooled, spec=spec, data=data, sets=sets, split=split, by_unit=by_unit,
                 own=own,
@@ -739,7 +747,10 @@ def score_model(
             f"{spec.name}: {not_applicable(spec, split.study, new_respondents=True)}"
         )
     lo, hi = chunk or (0, len(split.units))
-    consts = {f: _constants_model(split, data, split.train_mask(f)) for f in split.test_folds}
+    consts = {
+        f: _constants_model(split, data, split.train_mask(f)) if choices else None
+        for f in split.test_folds
+    }
     for i in range(int(lo), int(hi)):
         r = split.units[i]
         rows = split.rows[i]
@@ -761,8 +772,9 @@ def score_model(
             u = fitted.predict(own.X)
             unit = units.setdefault(i, _Unit())
             unit.add(fitted, u, own.pairs[train], own.pairs[test], fit_s)
+            if not choices:
+                continue
             values = u[own_sets.item]
-
             refit = partial(
                 _refit_own, spec=spec, study=split.study, own=own, sets=own_sets,
                 learned=dict(learned),
@@ -1269,7 +1281,7 @@ def ablation_rows(
     jobs = [(m, f) for m in models for f in [None, *feats]]
     parts = []
     for k, (m, f) in enumerate(jobs):
-        parts.append(_tag(score_model(split, m, drop_feature=f, chunk=chunk), f))
+        parts.append(_tag(score_model(split, m, drop_feature=f, chunk=chunk, choices=False), f))
         if progress is not None:
             progress(k + 1, len(jobs))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

@@ -757,6 +757,7 @@ LATENT_CLASS = {"max_classes": 6, "n_starts": 5}
 def _mixed_logit(**params: Any) -> MixedLogit:
     """The registry's mixed logit with the plan's parameters it takes (the plan's
     penalty is a conditional logit's: a mixed logit is fitted by simulated ML)."""
+    params.pop("alpha", None)  # the plan's penalty: a conditional logit's ridge, not ours
     takes = set(inspect.signature(MixedLogit).parameters)
     return MixedLogit(**{**MIXED_LOGIT, **{k: v for k, v in params.items() if k in takes}})
 
@@ -767,6 +768,7 @@ def _latent_class(**params: Any) -> LatentClassLogit:
     class's utility, where they would multiply the parameters by the classes."""
     if "membership" not in params:
         params["membership"] = tuple(params.pop("case_specific", ()))
+    params.pop("alpha", None)  # the plan's penalty is a conditional logit's; ours is fixed
     takes = set(inspect.signature(LatentClassLogit).parameters)
     return LatentClassLogit(**{**LATENT_CLASS, **{k: v for k, v in params.items() if k in takes}})
 

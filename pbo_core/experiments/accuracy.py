@@ -125,10 +125,15 @@ def accuracy_cell(
     loaders with :func:`functools.partial` for :func:`~pbo_core.experiments.runner.run_grid`.
     """
     split = cell_split(cell, load_study=load_study, load_study_file=load_study_file)
+    ablation = "drop_feature" in cell or cell.get("experiment") == "sensitivity"
     rows = score_model(
-        split, cell["method"], chunk=cell.get("chunk"), drop_feature=cell.get("drop_feature")
+        split,
+        cell["method"],
+        chunk=cell.get("chunk"),
+        drop_feature=cell.get("drop_feature"),
+        choices=not ablation,  # sensitivity reports accuracy changes only
     )
-    if "drop_feature" in cell or cell.get("experiment") == "sensitivity":
+    if ablation:
         rows = rows.assign(**{"feature removed": cell.get("drop_feature") or BASELINE_ROW})
     return rows
 
