@@ -22,7 +22,7 @@
   const root = VIEW.nodes.length ? VIEW.nodes[0].id : null;
   const INDENT = 22;
   // a number whose 95 % interval includes 0 (pbo_core.explain.export.MUTED)
-  const MUTED = "#8a8a8a";
+  const MUTED = "#4f4f4f";  // drawn in italics
   const muted = (n, t) => (n.muted || []).includes(t);
   if (OPTS.bare) document.getElementById("bar").style.display = "none";  // presentation
 
@@ -142,7 +142,7 @@
       const ty0 = b.y + 4 + 11;
       if (style === "outline") {
         const rows = b.closed ? n.outline_closed : n.outline, left = b.x - b.w / 2 + 8;
-        rows.forEach((t, k) => grp.appendChild(el("text", k ? { x: left, y: ty0 + k * 14, fill: muted(n, t) ? MUTED : "#000" } : { x: left, y: ty0, "font-weight": "bold" }, t)));
+        rows.forEach((t, k) => grp.appendChild(el("text", k ? { x: left, y: ty0 + k * 14, fill: muted(n, t) ? MUTED : "#000", "font-style": muted(n, t) ? "italic" : "normal" } : { x: left, y: ty0, "font-weight": "bold" }, t)));
         if (n.warn) grp.appendChild(el("text", { x: left, y: ty0 + rows.length * 14, fill: "#b00020" }, n.warn));
         grp.addEventListener("click", (ev) => { ev.stopPropagation(); clicked(i); });
         body.appendChild(grp);
@@ -154,7 +154,9 @@
       const off = n.title_lines.length;
       (b.closed ? n.summary : n.lines).forEach((t, k) => {
         const fill = t === n.warn ? "#b00020" : (muted(n, t) ? MUTED : "#000");
-        grp.appendChild(el("text", { x: b.x, y: ty0 + (k + off) * 14, "text-anchor": "middle", fill }, t));
+        const attrs = { x: b.x, y: ty0 + (k + off) * 14, "text-anchor": "middle", fill };
+        if (muted(n, t)) attrs["font-style"] = "italic";
+        grp.appendChild(el("text", attrs, t));
       });
       grp.addEventListener("click", (ev) => { ev.stopPropagation(); clicked(i); });
       body.appendChild(grp);
@@ -181,7 +183,7 @@
       const d = document.createElement("div"); d.className = "details";
       details.forEach((t) => {
         const line = document.createElement("div"); line.textContent = t;
-        if (muted(n, t)) line.style.color = MUTED;
+        if (muted(n, t)) { line.style.color = MUTED; line.style.fontStyle = "italic"; }
         d.appendChild(line);
       });
       panel.appendChild(d);

@@ -69,9 +69,10 @@ def _choice_tree(study: Study, key: str) -> None:
         shrunk + "Splits, the strength and the pruning are chosen by the held-out "
         "log-likelihood of whole respondents (1-SE rule; `pbo_core.models.choice_tree`). "
         "Each box shows its respondents and choices, its value of time and the slopes that "
-        "set it apart (grey: the 95 % interval includes 0; click a box for every slope, the "
-        "table below lists them). Slopes: utility per unit ± the half-width of their 95 % "
-        "interval (cluster-robust errors by respondent); value of time = time slope / money "
+        "set it apart (grey italics: the 95 % interval includes 0; click a box for every "
+        "slope, the table below lists them). Slopes: utility per unit ± the half-width of "
+        "their 95 % interval (cluster-robust errors by respondent); value of time = time "
+        "slope / money "
         "slope "
         + (
             f"(the plan's {ui.md(study.schema[money_attr].display)} and "

@@ -45,7 +45,7 @@ HOW_TO_READ = (
     "and, for linear leaves, the value of time and the one or two slopes that set the leaf "
     "apart (utility per unit of each attribute, in the units the study states, ± the "
     "half-width of the 95% interval). Grey "
-    "numbers: the 95% interval includes 0. Click a leaf for all its lines and items "
+    "italics: the 95% interval includes 0. Click a leaf for all its lines and items "
     "(also in the Leaves tab); Settings in the sidebar show every line in the boxes.\n\n"
     "Models: the paper's DT (constant leaves; the whole study's comparisons, or one "
     "respondent's), the linear-leaf tree and the pooled DT (one tree fitted on every "
@@ -181,7 +181,7 @@ else:
             job = svc.choice_job(study) if choice is None else svc.fit_job(study, target)
             with side:
                 waits.result(job, key="te_choice")
-        elif method == opening:
+        elif method == opening and choice.scored(opening):
             side.caption(choice.reason(opening))
 ui.show_in_url(model=method)
 
@@ -309,8 +309,8 @@ n_resp = len(study.respondents()) if svc.is_per_respondent(study) else 0
 label = get(method).label
 pooled_structure = get(method).scope == "pooled" and resp is not None
 if resp is None:
-    what = f"{label}, fitted on all {study.data.n_pairs:,} comparisons" + (
-        f" of {n_resp:,} respondents" if n_resp else ""
+    what = f"{label} on all {study.data.n_pairs:,} comparisons" + (
+        f" ({n_resp:,} respondents)" if n_resp else ""
     )
 elif pooled_structure:
     what = (
@@ -320,8 +320,8 @@ elif pooled_structure:
 else:
     what = f"respondent {resp}'s personal tree: {label} on their {data.n_pairs:,} comparisons"
 caption = (
-    f"**{ui.md(study.title)}** · {ui.md(what)}. Leaves in rank order (1 = best); grey "
-    "numbers: their 95% CI includes 0."
+    f"**{ui.md(study.title)}** · {ui.md(what)}; leaf 1 is the best, grey italics: the 95% CI "
+    "includes 0."
 )
 plan = svc.study_plan(study)
 if choice is not None:

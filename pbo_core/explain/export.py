@@ -184,8 +184,9 @@ BRIEF_SLOPES = 2
 #: Characters of a compact box's line (a longer slope's attribute name is shortened with
 #: "…", its numbers never; every line in full on click, in the tooltip and in tables).
 BRIEF_CHARS = 46
-#: The fill of muted text: a number whose 95 % interval includes 0.
-MUTED = "#8a8a8a"
+#: The fill of muted text (drawn in italics): a number whose 95 % interval includes 0.
+#: Dark enough to read on every leaf colour, from red to green.
+MUTED = "#4f4f4f"
 #: How much a view shows in each box: ``"compact"`` (at most four lines) or ``"full"``.
 Detail = Literal["compact", "full"]
 #: Characters per line of a box's wrapped title, and of an item name inside a leaf box
@@ -549,7 +550,7 @@ class TreeView:
                 for k, line in enumerate(rows):
                     weight = ' font-weight="bold"' if k == 0 else ""
                     if k and line in n.muted:
-                        weight = f' fill="{MUTED}"'
+                        weight = f' fill="{MUTED}" font-style="italic"'
                     parts.append(
                         f'<text x="{x - w / 2 + _PAD:.1f}" y="{ty + k * _LINE_H:.1f}"{weight}>'
                         f"{esc(line)}</text>"
@@ -571,7 +572,7 @@ class TreeView:
                 colour = (
                     ' fill="#b00020"'
                     if line == n.warn
-                    else (f' fill="{MUTED}"' if line in n.muted else "")
+                    else (f' fill="{MUTED}" font-style="italic"' if line in n.muted else "")
                 )
                 parts.append(
                     f'<text x="{x:.1f}" y="{ty + k * _LINE_H:.1f}" text-anchor="middle"{colour}>'
@@ -604,7 +605,7 @@ class TreeView:
                     f"<font color='#b00020'>{html.escape(t)}</font>"
                     if t == n.warn
                     else (
-                        f"<font color='{MUTED}'>{html.escape(t)}</font>"
+                        f"<i><font color='{MUTED}'>{html.escape(t)}</font></i>"
                         if t in n.muted
                         else html.escape(t)
                     )

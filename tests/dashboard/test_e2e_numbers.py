@@ -163,7 +163,8 @@ def test_the_favourite_card_names_the_leaf_the_tree_highlights(served, page) -> 
     page.wait_for_timeout(800)
     # the metrics, the favourite card and the trace at the top of the screenshot
     page.locator('[data-testid="stMetric"]', has_text="Answers").evaluate(
-        "e => e.scrollIntoView({block: 'start'})"
+        "e => { e.scrollIntoView({block: 'start'});"
+        " document.querySelector('[data-testid=\"stMain\"]').scrollBy(0, -70); }"
     )
     page.wait_for_timeout(600)
     snap(page, "elicitation", docs=True)
@@ -229,7 +230,7 @@ def scroll_to(pg, text: str) -> None:
 TOUR = (
     ("", "case_studies", "Attributes", None),
     ("tree_explorer?study=swissmetro&model=dt-linear", "tree_explorer", "Held-out", None),
-    ("sensitivity?study=train", "sensitivity", "Minimum detectable change", None),
+    ("sensitivity?study=train", "sensitivity", "Test accuracy with every feature", None),
     ("convergence", "convergence", "branin: regret", None),
     ("hierarchy?study=swissmetro", "hierarchy", "User groups", None),
     ("elicitation?study=electricity", None, "Question", None),

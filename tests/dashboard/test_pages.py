@@ -406,7 +406,7 @@ def test_the_tree_explorer_opens_on_the_study_and_presents_without_controls(app)
     assert tree["_opts"]["bare"] is True and "whole study" in tree["title"]
     captions = [c.value for c in shown.caption]
     assert any(c.startswith("Held\\-out accuracy\\:") for c in captions)
-    assert "Leaves in rank order" in texts(shown)
+    assert "leaf 1 is the best" in texts(shown)
     # a respondent named in the link: their personal tree, still without controls
     one = app("tree_explorer", query={"present": "1", "study": "electricity", "respondent": "5"})
     no_exception(one)

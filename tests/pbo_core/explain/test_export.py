@@ -176,8 +176,8 @@ def test_numbers_whose_interval_includes_zero_are_muted(linear_trips) -> None:
         assert muted == {t for t in n.lines if t.endswith("(sign unsure)")}
         assert not any(t.startswith(("Price", "Travel time")) for t in n.muted)
     svg = view.to_svg()
-    assert f'fill="{MUTED}">Seat colour code' in svg
-    assert f"<font color='{MUTED}'>Seat colour code" in view.to_dot()
+    assert f'fill="{MUTED}" font-style="italic">Seat colour code' in svg
+    assert f"<i><font color='{MUTED}'>Seat colour code" in view.to_dot()
     # a compact box names the slopes that are sure first
     compact = view.with_detail("compact")
     for n in (n for n in compact.nodes if n.kind == "leaf"):
