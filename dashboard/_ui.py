@@ -15,7 +15,7 @@ from dashboard import _services as svc
 from dashboard._errors import SHOW_TRACEBACKS_ENV, error_boundary, fragment  # noqa: F401
 from dashboard._services import sessions as store
 from dashboard._text import err, md, md_table, redact, safe_csv  # noqa: F401 (the pages' helpers)
-from pbo_core.explain.export import OUTLINE_LEAVES
+from pbo_core.explain.export import OUTLINE_LEAVES, OUTLINE_WIDTH
 
 # ----------------------------------------------------------------------------- visitors
 #: Cookie (and session-state key) holding this browser's visitor token; the token's form
@@ -112,6 +112,72 @@ def linked_model(options: Sequence[str]) -> str | None:
     """The model a deep link asks for, when it is one of ``options`` (else ``None``)."""
     m = st.session_state.get("_link_model")
     return m if m in options else None
+
+
+# ----------------------------------------------------------------------------- the first screen
+#: URL parameter of the presentation view (``?present=1``): the picture, its one-line
+#: caption and the held-out evidence line, and no control (the screen an analyst projects).
+PRESENT_PARAM = "present"
+
+#: The app's own layout rules: less blank space above a page's title (Streamlit's default
+#: is 6rem), so a page's picture starts on the first screen of a 1440x900 laptop.
+_PAGE_CSS = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.75rem; padding-bottom: 3rem; }
+[data-testid="stMainBlockContainer"] h1 { padding-top: 0.25rem; padding-bottom: 0.5rem; }
+</style>"""
+
+#: The presentation view also hides the sidebar, its handle and the toolbar.
+_PRESENT_CSS = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
+[data-testid="stExpandSidebarButton"], [data-testid="stToolbar"],
+[data-testid="stHeader"] { display: none !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 1.25rem; max-width: 100%; }
+</style>"""
+
+
+def presenting() -> bool:
+    """Is the page shown in the presentation view (``?present=1``, or the switch drawn by
+    :func:`presentation_switch`)?"""
+    return str(st.query_params.get(PRESENT_PARAM, "")).lower() in ("1", "true", "yes", "on")
+
+
+def page_style() -> None:
+    """The app's layout rules (:data:`_PAGE_CSS`; in the presentation view also
+    :data:`_PRESENT_CSS`). A style-only element takes no room on the page."""
+    st.html(_PAGE_CSS + (_PRESENT_CSS if presenting() else ""))
+
+
+def presentation_switch(*, key: str, where: Any = None) -> None:
+    """The switch into the presentation view (it writes ``?present=1`` into the URL, so
+    the view is also a link to share or bookmark). In that view no control is drawn,
+    this one neither: :func:`leave_presentation` is a link back."""
+
+    def go() -> None:
+        if st.session_state.get(key):
+            st.query_params[PRESENT_PARAM] = "1"
+            st.session_state[key] = False
+
+    (where if where is not None else st.sidebar).toggle(
+        "Presentation view",
+        key=key,
+        on_change=go,
+        help="Hide every control: the picture, its one-line caption and the held-out "
+        f"evidence line, the screen to project. The address gets ?{PRESENT_PARAM}=1 (a "
+        "link to share); the link at the bottom of that view comes back here.",
+    )
+
+
+def leave_presentation(page: str) -> None:
+    """A small link out of the presentation view, back to the same view with its
+    controls (``page``: the page's script under ``dashboard/views``)."""
+    params = {k: v for k, v in st.query_params.to_dict().items() if k != PRESENT_PARAM}
+    st.page_link(f"views/{page}", label="Leave the presentation view", query_params=params or None)
+
+
+def sidebar_heading(text: str) -> None:
+    """A page's own part of the sidebar starts with its name (its pickers and settings
+    below it)."""
+    st.sidebar.markdown(f"**{md(text)}**")
 
 
 def synced_selectbox(
@@ -238,9 +304,10 @@ body {{ margin: 0; font-family: Helvetica, Arial, sans-serif; font-size: 13px; b
 #bar span {{ color: #555; font-size: 12px; margin-left: 6px; }}
 #tree-svg {{ width: 100%; height: {svg_h}px; border: 1px solid #ddd; border-radius: 6px;
   cursor: grab; font-family: Helvetica, Arial, sans-serif; font-size: 11px; display: block; }}
-#tree-panel {{ display: none; max-height: 160px; overflow: auto; border: 1px solid #ddd;
+#tree-panel {{ display: none; max-height: 220px; overflow: auto; border: 1px solid #ddd;
   border-radius: 6px; padding: 4px 8px; margin-top: 4px; font-size: 12px; }}
 #tree-panel ul {{ margin: 2px 0; padding-left: 18px; columns: 2; }}
+#tree-panel .details {{ margin: 2px 0 4px; columns: 2; }}
 .node:hover rect {{ stroke-width: 2.5; }}
 </style></head><body>
 <div id="bar">
@@ -277,21 +344,33 @@ def interactive_tree(
     height: int = 560,
     max_depth: int | None = None,
     style: str = "tree",
+    bare: bool = False,
 ) -> None:
     """The tree in an interactive SVG: pan, zoom, collapse/expand, full screen.
 
     Drawn in the browser by a small script shipped with the dashboard
     (``dashboard/static/tree_view.js``, no network, no Graphviz program); ``style`` is
-    ``"tree"`` (top-down) or ``"outline"`` (one indented row per box).
+    ``"tree"`` (top-down) or ``"outline"`` (one indented row per box). ``bare``: no button
+    bar (the presentation view; drag and wheel still pan and zoom).
     """
-    opts = {"name": name, "max_depth": max_depth, "collapsed": [], "style": style}
+    opts = {"name": name, "max_depth": max_depth, "collapsed": [], "style": style, "bare": bare}
     doc = _TREE_HTML.format(
         svg_h=height,
         data=_json_for_script(view.to_dict()),
         opts=_json_for_script(opts),
         js=_TREE_JS.read_text(encoding="utf-8"),
     )
-    st.iframe(doc, height=height + 100)
+    st.iframe(doc, height=height + (12 if bare else 100))
+
+
+def _fit_height(tree: Any, max_depth: int | None, outline: bool) -> int:
+    """The view height that fits the tree: an outline's full height (up to
+    :data:`MAX_FIT_HEIGHT`), a top-down tree 560 px (it is scaled to fit)."""
+    if not outline:
+        return 560
+    rows = tree.layout(max_depth=max_depth, style="outline")
+    need = max((y + h for _, y, _, h, _ in rows.values()), default=0.0) + 12
+    return min(max(int(need), 400), MAX_FIT_HEIGHT)
 
 
 def tree_with_downloads(
@@ -302,25 +381,46 @@ def tree_with_downloads(
     json_text: str | None = None,
     height: int | None = None,
     max_depth: int | None = None,
+    present: bool | None = None,
 ) -> None:
-    """A tree view with SVG / PNG / DOT / JSON downloads.
+    """A tree view, then its layout controls and SVG / PNG / DOT / JSON downloads below it
+    (the picture first).
 
     ``tree`` is a :class:`pbo_core.explain.TreeView` (interactive view; downloads rendered
-    in Python, no system tools) or, for older callers, a DOT string (Graphviz chart and
-    DOT download only).
+    in Python, no system tools, showing what the view shows: its depth, layout and
+    :attr:`~pbo_core.explain.TreeView.detail`) or, for older callers, a DOT string
+    (Graphviz chart and DOT download only). ``present`` (default: the presentation view,
+    :func:`presenting`): the picture alone, no control.
     """
+    present = presenting() if present is None else present
     if isinstance(tree, str):
         st.graphviz_chart(tree, width="content", height=height if height is not None else "content")
-        st.download_button(
-            "Download DOT",
-            tree,
-            file_name=f"{name}.dot",
-            mime="text/vnd.graphviz",
-            key=f"{key}_dot",
-            on_click="ignore",
-        )
+        if not present:
+            st.download_button(
+                "Download DOT",
+                tree,
+                file_name=f"{name}.dot",
+                mime="text/vnd.graphviz",
+                key=f"{key}_dot",
+                on_click="ignore",
+            )
         return
     n_leaves = sum(n.kind == "leaf" for n in tree.nodes)
+    wide = tree.wide(max_depth)  # too many leaves, or too wide to read whole top-down
+    if present:  # the layout the controls would open on, and no control
+        outline = wide
+        tall = height if height in (400, 560, 760, 1000) else None
+        tall = tall or _fit_height(tree, max_depth, outline)
+        interactive_tree(
+            tree,
+            name=name,
+            height=int(tall),
+            max_depth=max_depth,
+            style="outline" if outline else "tree",
+            bare=True,
+        )
+        return
+    picture = st.container()  # drawn above the controls that set it
     c1, c2 = st.columns([2, 3])
     choice = c1.segmented_control(
         "Layout",
@@ -330,10 +430,12 @@ def tree_with_downloads(
         help=(
             "Top-down: the classic tree drawing. Outline: one indented row per box, so "
             "every box reads at 100 % however many leaves the tree has. Automatic: the "
-            f"outline above {OUTLINE_LEAVES} leaves (this tree has {n_leaves})."
+            f"outline above {OUTLINE_LEAVES} leaves (this tree has {n_leaves}) or when the "
+            f"top-down drawing is wider than {OUTLINE_WIDTH:,} px (it would open too small "
+            "to read whole)."
         ),
     )
-    outline = choice == "Outline" or (choice != "Top-down tree" and n_leaves > OUTLINE_LEAVES)
+    outline = choice == "Outline" or (choice != "Top-down tree" and wide)
     style = "outline" if outline else "tree"
     tall = c2.select_slider(
         "View height",
@@ -348,10 +450,9 @@ def tree_with_downloads(
         ),
     )
     if tall == "fit":
-        rows = tree.layout(max_depth=max_depth, style=style) if outline else {}
-        need = max((y + h for _, y, _, h, _ in rows.values()), default=0.0) + 12
-        tall = min(max(int(need), 400), MAX_FIT_HEIGHT) if outline else 560
-    interactive_tree(tree, name=name, height=int(tall), max_depth=max_depth, style=style)
+        tall = _fit_height(tree, max_depth, outline)
+    with picture:
+        interactive_tree(tree, name=name, height=int(tall), max_depth=max_depth, style=style)
 
     def svg() -> str:  # rendered when clicked (deferred download)
         return tree.to_svg(max_depth=max_depth, style=style)
@@ -402,6 +503,19 @@ def unavailable(key: str, what: str = "This page") -> None:
     st.markdown(svc.how_to_get(key))
 
 
+def picker_hidden() -> bool:
+    """Are the page's pickers left out (the presentation view)?"""
+    return presenting()
+
+
+def shown_study(predicate: Callable[[svc.StudyStatus], bool] | None = None) -> str | None:
+    """The study a page shows without a picker: the shared choice (or the link's), when it
+    qualifies, else the first usable study that does."""
+    keys = svc.usable_study_keys(predicate)
+    cur = st.session_state.get(svc.STUDY_KEY)
+    return cur if cur in keys else (keys[0] if keys else None)
+
+
 def require_study(
     what: str,
     *,
@@ -414,7 +528,10 @@ def require_study(
     Stops with a note when no study qualifies, or with the reason and how to obtain the
     data when the chosen one cannot be loaded. Returns ``(study_key, study)``.
     """
-    study_key = study_picker(key=key, predicate=predicate, container=container)
+    if picker_hidden():
+        study_key = shown_study(predicate)
+    else:
+        study_key = study_picker(key=key, predicate=predicate, container=container)
     if study_key is None:
         st.info("No study is available.")
         st.stop()

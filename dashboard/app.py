@@ -119,17 +119,20 @@ def main() -> None:
         st.Page(_VIEWS / file, title=title, icon=icon, default=(i == 0))
         for i, (file, title, icon) in enumerate(PAGES)
     ]
-    page = st.navigation(pages)
+    present = ui.presenting()  # ?present=1: the picture alone, no control (ui.presenting)
+    page = st.navigation(pages, position="hidden" if present else "sidebar")
     # an unexpected error: one sentence and an error id on the page, the traceback in the
     # server's log (ui.error_boundary); never a traceback or a server path on the page
     with ui.error_boundary(f"page {_page_name(page)!r}"):
-        st.sidebar.caption("DT-PBO Explorer: interpretable preferential Bayesian optimisation")
+        ui.page_style()
         ui.visitor_owner()
         ui.apply_deep_link()
         with st.sidebar:
             ui.keep_visitor_cookie()
-        _data_locations()
-        _warm_up_status()
+        if not present:
+            st.sidebar.caption("DT-PBO Explorer: interpretable preferential Bayesian optimisation")
+            _data_locations()
+            _warm_up_status()
         waits.script_started(_page_name(page))
         page.run()
 

@@ -94,13 +94,19 @@ def _size(study: Study) -> str:
     return f"{len(study.respondents()):,} respondents' {d.n_pairs:,} comparisons"
 
 
+def _choice_key(study: Study) -> str:
+    """The job key of the comparison on ``study`` (its trees, sample and plan)."""
+    trees = names(role="explorer")
+    plan = repr(plan_of(study).to_dict())
+    return jobs.job_key("choice", fingerprint(study), trees, CHOICE_RESPONDENTS, plan)
+
+
 def choice_job(study: Study, priority: int = jobs.VISITOR) -> jobs.Job:
     """The held-out comparison of the explorer's tree models on ``study`` (a job; its
     result is a :class:`TreeChoice`, kept on disk per study version)."""
     trees = names(role="explorer")
-    plan = repr(plan_of(study).to_dict())
     return jobs.service().submit(
-        jobs.job_key("choice", fingerprint(study), trees, CHOICE_RESPONDENTS, plan),
+        _choice_key(study),
         f"Comparing the tree models on {study.title} (the analysis plan's hold-out)",
         compare_models,
         study,
@@ -220,8 +226,7 @@ def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
     comparison then raises its error).
     """
     if not wait and not background_choice():
-        key = jobs.job_key("choice", fingerprint(study), names(role="explorer"), CHOICE_RESPONDENTS)
-        done = jobs.service().get(key)
+        done = jobs.service().get(_choice_key(study))
         return done.result if done is not None and done.state == "done" else None
     job = choice_job(study)
     if wait:
@@ -230,15 +235,38 @@ def tree_choice(study: Study, wait: bool = False) -> TreeChoice | None:
 
 
 def default_model(study: Study, choices: Sequence[str]) -> tuple[str, TreeChoice | None]:
-    """The model the Tree explorer opens on: the comparison's winner once the comparison
-    is done and the winner can be drawn (a pooled winner: its whole-study fit is done,
-    else it is started), else the paper DT; and the comparison (``None`` until done)."""
+    """The model the Tree explorer opens on (the study-level model) and the comparison
+    (``None`` until done).
+
+    Once the held-out comparison is done: the most accurate of the pooled trees among
+    ``choices`` (:meth:`TreeChoice.best_among`; fitted once on the whole study and drawn
+    with the population's leaves and slopes), as soon as its whole-study fit is done (it
+    is started here); until then, and on a study no pooled tree applies to, the paper DT
+    (on every comparison of the study, or on one respondent's in the respondent view).
+    """
+    fallback = "dt" if "dt" in choices else choices[0]
     choice = tree_choice(study)
-    if choice is None or choice.best not in choices:
-        return choices[0], choice
-    if get(choice.best).scope == "pooled" and fit_job(study, choice.best).state != "done":
-        return choices[0], choice
-    return choice.best, choice
+    if choice is None:
+        return fallback, None
+    pooled = [m for m in choices if get(m).scope == "pooled"]
+    best = choice.best_among(pooled) or (choice.best if choice.best in choices else None)
+    if best is None:
+        return fallback, choice
+    if get(best).scope == "pooled" and fit_job(study, best).state != "done":
+        return fallback, choice
+    return best, choice
+
+
+def scope_title(study: Study, respondent: Any, method: str) -> str:
+    """What the tree drawn is, for its title: the whole study, or one respondent's
+    personal tree (a tree of their own comparisons, or their own leaves on the splits the
+    study's comparisons chose)."""
+    if respondent is None:
+        n = len(study.respondents()) if study.data.respondent is not None else 0
+        return f"{study.title} — whole study" + (f" ({n:,} respondents)" if n > 1 else "")
+    if get(method).scope == "pooled":
+        return f"{study.title} — respondent {respondent}'s leaves on the study's splits"
+    return f"{study.title} — respondent {respondent}'s personal tree"
 
 
 def tradeoff_table(model: Any, money: str | None = None, time: str | None = None) -> pd.DataFrame:
@@ -419,10 +447,12 @@ def tree_view(
     money: str | None = None,
     time: str | None = None,
     named: bool = True,
+    detail: explain.Detail = "compact",
 ) -> explain.TreeView:
     """The drawable tree with each leaf's items named (from ``data``; ``named=False``: by
     their ids, while :func:`texts_job` names many items); trade-offs divide by the money
-    attribute ``money``; the value of time is the plan's ``time``'s."""
+    attribute ``money``; the value of time is the plan's ``time``'s; ``detail``: compact
+    boxes (a leaf at most four lines) or full ones."""
     return explain.tree_view(
         model,
         data=data,
@@ -432,6 +462,7 @@ def tree_view(
         title=title,
         money=money,
         time=time,
+        detail=detail,
     )
 
 

@@ -21,6 +21,10 @@
   const style = OPTS.style === "outline" ? "outline" : "tree";
   const root = VIEW.nodes.length ? VIEW.nodes[0].id : null;
   const INDENT = 22;
+  // a number whose 95 % interval includes 0 (pbo_core.explain.export.MUTED)
+  const MUTED = "#4f4f4f";  // drawn in italics
+  const muted = (n, t) => (n.muted || []).includes(t);
+  if (OPTS.bare) document.getElementById("bar").style.display = "none";  // presentation
 
   function outlineLayout() {
     // one row per visible node, depth first ("yes" side first), indented per level
@@ -103,7 +107,20 @@
     let W = 0, H = 0;
     lay.forEach((b) => { W = Math.max(W, b.x + b.w / 2); H = Math.max(H, b.y + b.h); });
     layoutBox = { w: W + 8, h: H + 8 };
-    if (VIEW.title) g.appendChild(el("text", { x: W / 2, y: 16, "text-anchor": "middle", "font-size": 13, "font-weight": "bold" }, VIEW.title));
+    const body = el("g", {});
+    if (VIEW.title) {
+      // a title wider than the tree widens the picture; the tree is centred under it
+      const t = el("text", { x: W / 2, y: 16, "text-anchor": "middle", "font-size": 13, "font-weight": "bold" }, VIEW.title);
+      g.appendChild(t);
+      const tw = t.getComputedTextLength ? t.getComputedTextLength() : 0;
+      if (tw + 16 > layoutBox.w) {
+        const dx = (tw + 16 - layoutBox.w) / 2;
+        layoutBox.w = tw + 16;
+        t.setAttribute("x", layoutBox.w / 2);
+        body.setAttribute("transform", `translate(${dx},0)`);
+      }
+    }
+    g.appendChild(body);
     lay.forEach((b, i) => {
       const n = nodes.get(i);
       if (n.parent < 0 || !lay.has(n.parent)) return;
@@ -111,11 +128,11 @@
       const bold = n.on_path && nodes.get(n.parent).on_path;
       if (style === "outline") {  // an elbow from below the parent's left edge to the row
         const x0 = p.x - p.w / 2 + INDENT / 2;
-        g.appendChild(el("path", { d: `M${x0},${y0} V${b.y + b.h / 2} H${b.x - b.w / 2}`, fill: "none", stroke: bold ? "#1f4e79" : "#888", "stroke-width": bold ? 3 : 1 }));
+        body.appendChild(el("path", { d: `M${x0},${y0} V${b.y + b.h / 2} H${b.x - b.w / 2}`, fill: "none", stroke: bold ? "#1f4e79" : "#888", "stroke-width": bold ? 3 : 1 }));
         return;
       }
-      g.appendChild(el("path", { d: `M${p.x},${y0} C${p.x},${ym} ${b.x},${ym} ${b.x},${y1}`, fill: "none", stroke: bold ? "#1f4e79" : "#666", "stroke-width": bold ? 3 : 1 }));
-      if (n.edge) g.appendChild(el("text", { x: (p.x + b.x) / 2, y: ym - 2, "text-anchor": "middle", "font-size": 11, fill: "#333" }, n.edge));
+      body.appendChild(el("path", { d: `M${p.x},${y0} C${p.x},${ym} ${b.x},${ym} ${b.x},${y1}`, fill: "none", stroke: bold ? "#1f4e79" : "#666", "stroke-width": bold ? 3 : 1 }));
+      if (n.edge) body.appendChild(el("text", { x: (p.x + b.x) / 2, y: ym - 2, "text-anchor": "middle", "font-size": 11, fill: "#333" }, n.edge));
     });
     lay.forEach((b, i) => {
       const n = nodes.get(i);
@@ -125,10 +142,10 @@
       const ty0 = b.y + 4 + 11;
       if (style === "outline") {
         const rows = b.closed ? n.outline_closed : n.outline, left = b.x - b.w / 2 + 8;
-        rows.forEach((t, k) => grp.appendChild(el("text", k ? { x: left, y: ty0 + k * 14 } : { x: left, y: ty0, "font-weight": "bold" }, t)));
+        rows.forEach((t, k) => grp.appendChild(el("text", k ? { x: left, y: ty0 + k * 14, fill: muted(n, t) ? MUTED : "#000", "font-style": muted(n, t) ? "italic" : "normal" } : { x: left, y: ty0, "font-weight": "bold" }, t)));
         if (n.warn) grp.appendChild(el("text", { x: left, y: ty0 + rows.length * 14, fill: "#b00020" }, n.warn));
         grp.addEventListener("click", (ev) => { ev.stopPropagation(); clicked(i); });
-        g.appendChild(grp);
+        body.appendChild(grp);
         return;
       }
       n.title_lines.forEach((t, k) => {
@@ -136,10 +153,13 @@
       });
       const off = n.title_lines.length;
       (b.closed ? n.summary : n.lines).forEach((t, k) => {
-        grp.appendChild(el("text", { x: b.x, y: ty0 + (k + off) * 14, "text-anchor": "middle", fill: t === n.warn ? "#b00020" : "#000" }, t));
+        const fill = t === n.warn ? "#b00020" : (muted(n, t) ? MUTED : "#000");
+        const attrs = { x: b.x, y: ty0 + (k + off) * 14, "text-anchor": "middle", fill };
+        if (muted(n, t)) attrs["font-style"] = "italic";
+        grp.appendChild(el("text", attrs, t));
       });
       grp.addEventListener("click", (ev) => { ev.stopPropagation(); clicked(i); });
-      g.appendChild(grp);
+      body.appendChild(grp);
     });
     apply();
     document.getElementById("tree-count").textContent = `${lay.size} of ${VIEW.nodes.length} boxes shown`;
@@ -152,13 +172,28 @@
       draw();
       return;
     }
+    // a leaf: every line of it (the box may show fewer) and all its items
+    const details = n.details || [];
+    if (!n.items.length && !details.length) return;
+    panel.innerHTML = "";
+    const h = document.createElement("b");
+    h.textContent = n.items.length ? `${n.title}: ${n.items.length} item${n.items.length === 1 ? "" : "s"}` : n.title;
+    panel.appendChild(h);
+    if (details.length) {
+      const d = document.createElement("div"); d.className = "details";
+      details.forEach((t) => {
+        const line = document.createElement("div"); line.textContent = t;
+        if (muted(n, t)) { line.style.color = MUTED; line.style.fontStyle = "italic"; }
+        d.appendChild(line);
+      });
+      panel.appendChild(d);
+    }
     if (n.items.length) {
-      panel.innerHTML = "";
-      const h = document.createElement("b"); h.textContent = `${n.title}: ${n.items.length} item${n.items.length === 1 ? "" : "s"}`;
       const ul = document.createElement("ul");
       n.items.forEach((t) => { const li = document.createElement("li"); li.textContent = t; ul.appendChild(li); });
-      panel.appendChild(h); panel.appendChild(ul); panel.style.display = "block";
+      panel.appendChild(ul);
     }
+    panel.style.display = "block";
   }
 
   function apply() {

@@ -18,10 +18,11 @@ from pbo_core.explain import labels
 
 st.title("Case studies")
 st.caption(
-    "Every study of the registry. Bundled studies load at once; the others appear when "
-    "their data location is set (sidebar **Data locations** or environment). The study "
-    "and respondent picked here are used by the other pages; the picked study's full "
-    "licence and provenance are below the table."
+    "Every study of the registry; the study picked below is the other pages' study.",
+    help="Bundled studies load at once; the others appear when their data location is set "
+    "(sidebar **Data locations** or environment). The study and respondent picked here are "
+    "used by the other pages; the picked study's full licence and provenance are below "
+    "the table.",
 )
 
 statuses = svc.study_statuses()
@@ -92,7 +93,7 @@ if svc.is_per_respondent(study) and svc.has_personal_data(study):
     data = svc.respondent_data(study, resp_shown)
     st.caption(
         f"Respondent {ui.md(resp_shown)}: {data.n_items} items, {data.n_pairs} comparisons. The "
-        "tree explorer and the live pages use this respondent."
+        "Tree explorer's One respondent view and the live pages use this respondent."
     )
 elif svc.is_per_respondent(study):
     st.caption(

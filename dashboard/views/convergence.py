@@ -26,13 +26,16 @@ from pbo_core.registry import get, names
 
 st.title("Convergence")
 st.caption(
-    "Regret per query from result folders written by `python -m pbo_core.bench --out DIR` "
-    "and `python -m pbo_core.experiments ... --out DIR` (one Parquet file per run; curves "
-    "show the mean and a ± one standard error band over runs). On a fresh install a small "
+    "Regret per query of each method on the benchmark functions: mean ± one standard error "
+    "over runs, lower is better.",
+    help="Curves from result folders written by `python -m pbo_core.bench --out DIR` and "
+    "`python -m pbo_core.experiments ... --out DIR` (one Parquet file per run; the "
+    "sidebar picks the folder, the function and the methods). On a fresh install a small "
     "default grid is computed on first view into your per-user data folder "
     "(`$DTPBO_DATA_HOME/results`, default `~/.cache/dtpbo/results`) and read back "
-    "instantly afterwards."
+    "instantly afterwards.",
 )
+ui.sidebar_heading("Convergence")
 
 # a path on the server: read below the allowed data roots only; fixed on a shared server
 root = str(
@@ -46,6 +49,7 @@ root = str(
         help="Default: the per-user data folder. Point it at any --out folder (or a "
         "parent) below an allowed data root.",
         kept="cv_root_value",  # also read (and checked again) by the hierarchy page
+        container=st.sidebar,
     )
 )
 where = ui.shown_path(root, "results folder")
@@ -131,10 +135,14 @@ def _budget_note(summary: list[dict]) -> None:
         )
 
 
-def bench_curves(rows: pd.DataFrame, key: str) -> None:
-    """Regret and cumulative time of one function, methods toggled."""
+def bench_curves(rows: pd.DataFrame, key: str, where: Any = None) -> None:
+    """Regret and cumulative time of one function, methods toggled (the pickers in
+    ``where``, e.g. the sidebar; default a row above the curves)."""
     functions = list(dict.fromkeys(rows["function"]))
-    c1, c2, c3 = st.columns([2, 3, 1])
+    if where is None:
+        c1, c2, c3 = st.columns([2, 3, 1])
+    else:
+        c1 = c2 = c3 = where
     fn = c1.selectbox("Function", functions, format_func=_function_label, key=f"{key}_fn")
     sub = rows[rows["function"] == fn]
     for col, label in (("init", "Initial design"), ("noise", "Noise r")):
@@ -216,12 +224,14 @@ if tab_bench.open:
                 "the **Run a small benchmark** tab."
             )
         else:
-            folder = st.selectbox("Result folder", bench_folders, format_func=_rel, key="cv_folder")
+            folder = st.sidebar.selectbox(
+                "Result folder", bench_folders, format_func=_rel, key="cv_folder"
+            )
             rows = svc.read_results(folder)
-            st.caption(
+            st.sidebar.caption(
                 f"{len(rows):,} rows; {rows.groupby(['function', 'method', 'seed']).ngroups} runs."
             )
-            bench_curves(rows, "cv_b")
+            bench_curves(rows, "cv_b", where=st.sidebar)
 
 if tab_rho.open:
     with tab_rho:

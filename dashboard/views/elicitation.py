@@ -42,15 +42,18 @@ RESTART_NOTE_S = 3600.0
 
 st.title("Live elicitation")
 st.caption(
-    "You are the decision maker: the app asks which of two options you prefer, chosen by "
-    "qEUBO on the current surrogate. After each answer the tree and its leaf posteriors "
-    "are refitted; the favourite is the compared option with the highest predicted utility. "
-    "**No preference** enters the model as one comparison each way (it pulls the two "
-    "options' utilities together); **Skip** records nothing and asks another question. "
-    "Sessions are saved after every answer and survive a refresh or a restart; the "
-    "address bar holds this session's link (bookmark it, or share it to let someone "
-    "continue it)."
+    "You are the decision maker: answer which of two options you prefer; the tree and its "
+    "favourite update after each answer.",
+    help="The app asks which of two options you prefer, chosen by qEUBO on the current "
+    "surrogate. After each answer the tree and its leaf posteriors are refitted; the "
+    "favourite is the compared option with the highest predicted utility. **No "
+    "preference** enters the model as one comparison each way (it pulls the two options' "
+    "utilities together); **Skip** records nothing and asks another question. Sessions are "
+    "saved after every answer and survive a refresh or a restart; the address bar holds "
+    "this session's link (bookmark it, or share it to let someone continue it). The "
+    "sidebar sets the options, the query rule, the seed and the participant's name.",
 )
+ui.sidebar_heading("Live elicitation")
 
 
 def _set_controls(rec: store.SessionRecord) -> None:
@@ -121,8 +124,9 @@ if note is not None:
     )
 
 # --------------------------------------------------------------------------- controls
-mode = st.radio("Options", list(MODES), format_func=MODES.get, horizontal=True, key="el_mode")
-c1, c2, c3 = st.columns([2, 2, 1])
+side = st.sidebar
+mode = side.radio("Options", list(MODES), format_func=MODES.get, horizontal=True, key="el_mode")
+c1 = c2 = c3 = side
 max_items: int | None = None
 if mode == "items":
     keys = svc.usable_study_keys()
@@ -134,6 +138,7 @@ if mode == "items":
         key="el_study",
         format_func=svc.study_titles().get,
         focus=False,  # answers need the cores more than the study's other pages do
+        container=side,
     )
     ui.show_in_url(study=source)
     study, error = svc.get_study(source)
@@ -159,7 +164,7 @@ method = c2.selectbox(
     "Query rule", names(role="elicitation"), format_func=svc.rule_label, key="el_method"
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="el_seed"))
-st.text_input(
+side.text_input(
     "Participant name (optional)",
     key="el_participant",
     max_chars=80,

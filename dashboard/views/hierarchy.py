@@ -15,14 +15,18 @@ from pbo_core.experiments.cohorts import current_arm_names
 
 st.title("User/item hierarchy")
 st.caption(
-    "A **user tree** splits respondents by their own features (age, gender, region, ...) "
-    "into groups that agree on the direction of their comparisons (Eq. 15); each group gets "
-    "an **item tree** trained on its comparisons. New users start from their group's tree. "
-    "Below: **segments** split where the trade-offs differ (a parameter-instability test "
-    "on each segment's logit), each with its slopes in units and its value of time, and "
-    "the cold-start accuracy of new respondents beside the pooled and the "
-    "covariate-interaction logit."
+    "Respondents split into groups by their own features, each group with the item tree of "
+    "its comparisons: who prefers what.",
+    help="A **user tree** splits respondents by their own features (age, gender, region, "
+    "...) into groups that agree on the direction of their comparisons (Eq. 15); each "
+    "group gets an **item tree** trained on its comparisons. New users start from their "
+    "group's tree. Below: **segments** split where the trade-offs differ (a "
+    "parameter-instability test on each segment's logit), each with its slopes in units "
+    "and its value of time, and the cold-start accuracy of new respondents beside the "
+    "pooled and the covariate-interaction logit. The sidebar sets the study, the users and "
+    "the trees' sizes.",
 )
+ui.sidebar_heading("User/item hierarchy")
 
 
 def _with_users(s: svc.StudyStatus) -> bool:
@@ -35,12 +39,13 @@ def _with_users(s: svc.StudyStatus) -> bool:
 def _choice_tree(study: Study, key: str) -> None:
     """The choice-model tree (``mnl-tree``) on every respondent: its splits, its segments'
     slopes and value of time (a job; its progress while it runs)."""
-    st.caption(
-        "The accuracy model of respondent segments: respondents split on their recorded "
-        "features, a conditional logit per segment. Growing it takes a minute or two on a "
-        "study of a thousand respondents; the result is kept for this study version."
-    )
     ct_job = svc.choice_tree_job(study)
+    if ct_job.state != "done":
+        st.caption(
+            "The accuracy model of respondent segments: respondents split on their recorded "
+            "features, a conditional logit per segment. Growing it takes a minute or two on "
+            "a study of a thousand respondents; the result is kept for this study version."
+        )
     ctree = waits.result(ct_job, key="hi_ctree")
     if ctree is None:
         return
@@ -49,6 +54,7 @@ def _choice_tree(study: Study, key: str) -> None:
     money_attr = plan.money.attribute if plan.money and plan.money.attribute in names else None
     time_attr = plan.time.attribute if plan.time and plan.time.attribute in names else None
     view, segs = svc.choice_tree_parts(ct_job, money_attr, time_attr)
+    ui.tree_with_downloads(view, name=f"choice-tree-{key}", key="hi_ctree_view")
     n_resp = int(ctree.n_respondents_leaf_.sum())
     shrunk = (
         f"{ctree.n_leaves_} segments of {n_resp:,} respondents split on their recorded "
@@ -62,8 +68,12 @@ def _choice_tree(study: Study, key: str) -> None:
     st.caption(
         shrunk + "Splits, the strength and the pruning are chosen by the held-out "
         "log-likelihood of whole respondents (1-SE rule; `pbo_core.models.choice_tree`). "
-        "Slopes: utility per unit ± the half-width of their 95 % interval "
-        "(cluster-robust errors by respondent); value of time = time slope / money slope "
+        "Each box shows its respondents and choices, its value of time and the slopes that "
+        "set it apart (grey italics: the 95 % interval includes 0; click a box for every "
+        "slope, the table below lists them). Slopes: utility per unit ± the half-width of "
+        "their 95 % interval (cluster-robust errors by respondent); value of time = time "
+        "slope / money "
+        "slope "
         + (
             f"(the plan's {ui.md(study.schema[money_attr].display)} and "
             f"{ui.md(study.schema[time_attr].display)}, in the units the study states: a time "
@@ -78,7 +88,6 @@ def _choice_tree(study: Study, key: str) -> None:
             "itself (no larger tree predicts held-out respondents' choices better "
             "by more than one standard error)."
         )
-    ui.tree_with_downloads(view, name=f"choice-tree-{key}", key="hi_ctree_view")
     st.dataframe(
         segs,
         hide_index=True,
@@ -112,6 +121,7 @@ else:
         svc.STUDY_KEY,
         key="hi_study",
         format_func=svc.study_titles().get,
+        container=st.sidebar,
     )
     ui.show_in_url(study=key)
     study, error = svc.get_study(key)
@@ -126,8 +136,8 @@ else:
             f"Tree explorer and in the report): {ui.md(vot['text'])}."
         )
     n_total = len(study.respondents())
-    c1, c2, c3, c4 = st.columns(4)
-    n_users = c1.number_input(  # a study of fewer than 20 respondents: all of them
+    side = st.sidebar
+    n_users = side.number_input(  # a study of fewer than 20 respondents: all of them
         "Users (first N)",
         min(20, n_total),
         n_total,
@@ -135,9 +145,9 @@ else:
         step=50,
         key=f"hi_n::{key}",
     )
-    depth = c2.slider("User-tree depth", 1, 6, 3, key="hi_depth")
-    min_leaf = c3.slider("Min. users per group", 5, 200, 20, step=5, key="hi_min")
-    item_depth = c4.slider("Item-tree depth", 1, 6, 3, key="hi_idepth")
+    depth = side.slider("User-tree depth", 1, 6, 3, key="hi_depth")
+    min_leaf = side.slider("Min. users per group", 5, 200, 20, step=5, key="hi_min")
+    item_depth = side.slider("Item-tree depth", 1, 6, 3, key="hi_idepth")
 
     h_job = svc.hierarchy_job(study, n_users, depth, min_leaf, item_depth)
     svc.segments_job(study, n_users, depth, min_leaf)  # started beside it
@@ -150,25 +160,25 @@ else:
     if h is None:
         st.stop()
     groups = svc.user_groups(h)
-    m1, m2 = st.columns(2)
-    m1.metric("User groups", len(groups))
-    m2.metric("Users", int(groups["users"].sum()))
 
     tab_all, tab_group, tab_choice = ui.lazy_tabs(
         ["Whole hierarchy", "One user group", "Choice-model tree"], key="hi_view"
     )
     if tab_all.open:
         with tab_all:
-            st.caption(
-                "User splits and user groups in blue; below each group hangs its item tree "
-                "(collapse a group's box to hide it, or use 'Collapse below depth 2')."
-            )
             ui.tree_with_downloads(
                 svc.hierarchy_view(h_job),
                 name=f"hierarchy-{key}",
                 key="hi_all",
-                height=760,
+                height=560,
             )
+            st.caption(
+                "User splits and user groups in blue; below each group hangs its item tree "
+                "(collapse a group's box to hide it, or use 'Collapse below depth 2')."
+            )
+            m1, m2 = st.columns(2)
+            m1.metric("User groups", len(groups))
+            m2.metric("Users", int(groups["users"].sum()))
             st.dataframe(groups, hide_index=True, width="stretch")
     if tab_group.open:
         with tab_group:

@@ -18,14 +18,20 @@ from pbo_core.explain.labels import humanize
 
 st.title("PMR features")
 st.caption(
-    "Patient message ranking: an LLM reads each message (with its EHR excerpt) and fills in "
-    "a fixed feature spec; the interpretable tree ranks the messages by urgency. The LLM "
-    "only extracts features, it never ranks."
+    "The urgency tree ranks patient messages from features an LLM extracted; the LLM only "
+    "extracts, it never ranks.",
+    help="Patient message ranking: an LLM reads each message (with its EHR excerpt) and "
+    "fills in a fixed feature spec; the interpretable tree, learned from inbox A's "
+    "comparisons, ranks the messages by urgency and is checked on inbox B. The sidebar "
+    "holds the inbox, the LLM endpoint and the tree's settings; the tabs the messages, the "
+    "extraction and the feature proposals.",
 )
+ui.sidebar_heading("PMR features")
+side = st.sidebar
 
 keys = svc.usable_study_keys(lambda s: s.info.kind == "text")
 if "pmr" not in keys:
-    with st.expander("PMR-Synth-Inboxes is not configured"):
+    with side.expander("PMR-Synth-Inboxes is not configured"):
         st.markdown(svc.how_to_get("pmr"))
 if not keys:
     ui.unavailable("pmr-demo", "This page")
@@ -37,6 +43,7 @@ key = ui.synced_selectbox(
     svc.STUDY_KEY,
     key="pmr_study",
     format_func=svc.study_titles().get,
+    container=side,
 )
 ui.show_in_url(study=key)
 study, error = svc.get_study(key)
@@ -63,7 +70,7 @@ extracted: pd.DataFrame | None = st.session_state.get(ext_key)
 props_key = f"pmr_proposals::{key}"
 
 # --------------------------------------------------------------------------- endpoint
-with st.expander("LLM endpoint (for extraction and feature proposals)"):
+with side.expander("LLM endpoint (for extraction and feature proposals)"):
     try:
         env_cfg = svc.llm_config("", "", "")
         env_base, env_model = env_cfg.base_url or "", env_cfg.model
@@ -71,7 +78,7 @@ with st.expander("LLM endpoint (for extraction and feature proposals)"):
     except ValueError as exc:
         st.error(f"LLM environment variables: {ui.err(exc)}")
         env_base, env_model, env_key = "", "", False
-    c1, c2 = st.columns(2)
+    c1 = c2 = st  # one below the other (the sidebar is narrow)
     shared = svc.shared_server()  # no server-side URLs or paths from visitors
     if shared:  # the endpoint is server configuration: no visitor's key goes elsewhere
         c1.caption("Endpoint: the server's, set by its administrator ($DTPBO_LLM_BASE_URL).")
@@ -102,7 +109,7 @@ with st.expander("LLM endpoint (for extraction and feature proposals)"):
             container=c2,
         )
     )
-    c3, c4, c5 = st.columns(3)
+    c3 = c4 = c5 = st
     limit = int(c3.number_input("Messages (first N)", 1, len(texts), len(texts), key="pmr_limit"))
     timeout = float(c4.number_input("Timeout per request (s)", 5, 600, 60, key="pmr_timeout"))
     retries = int(c5.number_input("Retries per request", 0, 8, 1, key="pmr_retries"))
@@ -113,8 +120,8 @@ with st.expander("LLM endpoint (for extraction and feature proposals)"):
         f"API key: {'set' if cfg.api_key else 'not set'}"
     )
 
-tab_msg, tab_ext, tab_cmp, tab_prop, tab_tree = ui.lazy_tabs(
-    ["Messages", "Extraction", "Extracted vs truth", "Feature proposals", "Urgency tree"],
+tab_tree, tab_msg, tab_ext, tab_cmp, tab_prop = ui.lazy_tabs(
+    ["Urgency tree", "Messages", "Extraction", "Extracted vs truth", "Feature proposals"],
     key="pmr_view",
 )
 
@@ -386,22 +393,18 @@ if tab_tree.open:
         if not sources:
             st.info("Extract the features first (Extraction tab).")
         else:
-            c1, c2, c3 = st.columns(3)
-            src = c1.radio("Features", sources, horizontal=True, key=f"pmr_src::{key}")
-            prune = c2.slider("Min. comparisons to split a node", 1, 60, 1, key="pmr_prune")
+            side.markdown("**Urgency tree**")
+            src = side.radio("Features", sources, horizontal=True, key=f"pmr_src::{key}")
+            prune = side.slider("Min. comparisons to split a node", 1, 60, 1, key="pmr_prune")
             table = extracted if src == "extracted" else None
             fstudy = svc.pmr_study(key, table)
             token = "truth" if table is None else svc.table_token(table)
             model = svc.urgency_tree(fstudy, token, prune)
             train, test = fstudy.extras["train"], fstudy.extras["test"]
-            m1, m2, m3 = st.columns(3)
-            m1.metric("Leaves", model.n_leaves_)
-            m2.metric("Train accuracy (inbox A)", f"{100 * metrics.accuracy(model, train):.1f}%")
-            m3.metric("Test accuracy (inbox B)", f"{100 * metrics.accuracy(model, test):.1f}%")
             tree_depth = int(model.tree_.max_depth)
             shown = tree_depth
             if tree_depth >= 2:
-                shown = c3.slider(
+                shown = side.slider(
                     "Max depth shown",
                     1,
                     tree_depth,
@@ -414,7 +417,11 @@ if tab_tree.open:
                 key="pmr_tree",
                 json_text=explain.to_json(model),
                 max_depth=shown if shown < tree_depth else None,
-                height=760,
+                height=560,
             )
+            m1, m2, m3 = st.columns(3)
+            m1.metric("Leaves", model.n_leaves_)
+            m2.metric("Train accuracy (inbox A)", f"{100 * metrics.accuracy(model, train):.1f}%")
+            m3.metric("Test accuracy (inbox B)", f"{100 * metrics.accuracy(model, test):.1f}%")
             ranked = svc.ranked_messages(model, fstudy, study)
             st.dataframe(ranked.rename(columns=_words), hide_index=True, width="stretch")

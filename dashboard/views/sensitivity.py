@@ -14,16 +14,21 @@ from pbo_core.registry import get
 
 st.title("Feature sensitivity")
 st.caption(
-    "Refit each model without each feature in turn and measure pairwise accuracy on "
+    "How much held-out accuracy each model loses without each feature: the longer the bar, "
+    "the more its predictions depend on it; grey bars are inside the noise.",
+    help="Refit each model without each feature in turn and measure pairwise accuracy on "
     "held-out comparisons. A large drop means the model's predictions depend on that "
     "feature. Any model of the accuracy experiments can be ablated, several side by side "
     "(default: the analysis plan's: the paper's DT, the linear-leaf tree, the best baseline "
-    "on this split by the accuracy command's rule and the plan's baseline). Per-respondent "
-    "studies pair each respondent's change on the same held-out tasks and give it a 95% "
-    "bootstrap CI over respondents: grey bars are changes inside the noise (the CI "
-    "contains 0, the dashed 'no change' line); light grey ones contain 0 on a sample too "
-    "small to detect a 5-point change (underpowered). Chance accuracy is 50%."
+    "on this split by the accuracy command's rule and the plan's baseline; the sidebar "
+    "picks them). Per-respondent studies pair each respondent's change on the same "
+    "held-out tasks and give it a 95% bootstrap CI over respondents: grey bars are changes "
+    "inside the noise (the CI contains 0, the dashed 'no change' line); light grey ones "
+    "contain 0 on a sample too small to detect a 5-point change (underpowered). Chance "
+    "accuracy is 50%.",
 )
+side = st.sidebar
+ui.sidebar_heading("Feature sensitivity")
 
 
 def _detectable(table: pd.DataFrame) -> str | None:
@@ -32,17 +37,16 @@ def _detectable(table: pd.DataFrame) -> str | None:
     return None if mdc.empty else f"{float(mdc.median()):.0f}"
 
 
-key, study = ui.require_study("Feature sensitivity", key="fs_study")
+key, study = ui.require_study("Feature sensitivity", key="fs_study", container=side)
 
 plan0 = svc.sensitivity_plan(study)
 per_resp = svc.is_per_respondent(study)
 has_split = study.extras.get("split") is not None and not per_resp
 task_split = svc.sensitivity_split(study, plan0).kind == "tasks"
 
-c1, c2, c3 = st.columns(3)
 use_split = False
 if has_split:
-    use_split = c1.toggle(
+    use_split = side.toggle(
         "Use the study's own train/test split",
         value=True,
         key="fs_use_split",
@@ -52,7 +56,7 @@ kind = "study" if use_split else ("pooled" if has_split else None)
 test_tasks = None
 if task_split:
     test_tasks = int(
-        c1.number_input(
+        side.number_input(
             "Held-out choice tasks per respondent",
             min_value=1,
             max_value=20,
@@ -62,12 +66,12 @@ if task_split:
             help="The analysis plan's hold-out (the accuracy command's and the report's).",
         )
     )
-seed = int(c2.number_input("Seed", min_value=0, value=plan0.seed, step=1, key="fs_seed"))
+seed = int(side.number_input("Seed", min_value=0, value=plan0.seed, step=1, key="fs_seed"))
 n_resp = None
 if per_resp:
     total = len(study.respondents())
     planned = svc.sample_size(study, plan0)
-    n_resp = c3.slider(
+    n_resp = side.slider(
         "Respondents averaged (first N)",
         1,
         total,
@@ -81,12 +85,6 @@ if per_resp:
     n_resp = None if n_resp == planned else int(n_resp)
 plan = svc.sensitivity_plan(
     study, seed=seed, n_respondents=n_resp, kind=kind, test_tasks=test_tasks
-)
-st.caption(
-    ui.md(plan.line())
-    + (" (as the page's settings changed it)" if plan != plan0 else "")
-    + f" Sample: {ui.md(sample_text(svc.sensitivity_split(study, plan)))}. The same "
-    f"figures: `python -m pbo_core.experiments sensitivity --study {ui.md(key)}`."
 )
 
 with st.spinner("Preparing the tree kernels (once per start)..."):
@@ -105,7 +103,7 @@ if best in labels and best != plan.baseline:
     labels[best] = f"{labels[best]} (the best baseline on this split)"
 if plan.baseline in labels:
     labels[plan.baseline] = f"{labels[plan.baseline]} (the plan's baseline)"
-methods = st.multiselect(
+methods = side.multiselect(
     "Models to ablate (side by side)",
     list(labels),
     default=[m for m in default if m in labels],
@@ -114,13 +112,67 @@ methods = st.multiselect(
     help="Models of the registry (python -m pbo_core.experiments conjoint-accuracy "
     "--help). The plan's baseline is the conditional logit an econometrician fits.",
 )
+side.caption(
+    ui.md(plan.line())
+    + (" (as the page's settings changed it)" if plan != plan0 else "")
+    + f" Sample: {ui.md(sample_text(svc.sensitivity_split(study, plan)))}. The same "
+    f"figures: `python -m pbo_core.experiments sensitivity --study {ui.md(key)}`."
+)
 if not methods:
-    st.info("Choose at least one model.")
+    st.info("Choose at least one model (sidebar).")
     st.stop()
-parts = [
-    waits.result(job, key=f"fs_blocks::{m}")
-    for m, job in zip(methods, svc.sensitivity_blocks(study, plan, methods), strict=True)
-]
+
+
+def _charts_of(m: str, table: pd.DataFrame) -> None:
+    """One model's bars (full width) and what the noise allows to see."""
+    base_row = table[table["feature removed"] == "None (baseline)"]
+    acc = (
+        f" — {base_row['test acc (%)'].iloc[0]:.1f}% held-out with every feature"
+        if len(base_row)
+        else ""
+    )
+    st.markdown(f"**{ui.md(labels.get(m, m))}**{acc}")
+    st.altair_chart(charts.sensitivity_bars(table), width="stretch")
+    noisy = table[table["within noise"].eq(True)]["feature removed"].tolist()
+    mdc = _detectable(table)
+    notes = []
+    if mdc is not None:
+        n_units = int(table["respondents"].iloc[0])
+        notes.append(
+            f"Minimum detectable change ≈ {mdc} percentage points (80% power, 5% level, "
+            + (
+                f"from the intervals over {n_units} respondents); "
+                if n_units > 1
+                else "from the intervals over the held-out comparisons); "
+            )
+            + "smaller true changes usually look like noise here"
+            + (". Averaging 4x the respondents halves it." if n_units > 1 else ".")
+        )
+    if noisy:
+        notes.append(
+            "Inside the noise (95% CI contains no change): " + ", ".join(map(ui.md, noisy)) + "."
+        )
+    elif table["delta test CI low (pp)"].isna().all():
+        notes.append("One train/test split: no CI over respondents, so small changes may be noise.")
+    if notes:
+        st.caption(" ".join(notes))
+    caution = sensitivity_caution(table)
+    if caution:
+        st.warning(ui.md(caution), icon=":material/warning:")
+
+
+names = {f.name: f.display for f in study.schema.features}
+# each model's bars as soon as its refits are done (the others' progress in their place)
+parts = []
+for m, job in zip(methods, svc.sensitivity_blocks(study, plan, methods), strict=True):
+    got = waits.result(job, key=f"fs_blocks::{m}")
+    parts.append(got)
+    if got is not None and not got.empty:
+        shown_block = got.assign(
+            **{"feature removed": got["feature removed"].map(lambda n: names.get(n, n))}
+        )
+        with st.container():
+            _charts_of(m, shown_block.reset_index(drop=True))
 if any(p is None for p in parts):
     st.stop()
 done = [p for p in parts if not p.empty]
@@ -133,7 +185,6 @@ if blocks.empty:
     )
     st.stop()
 
-names = {f.name: f.display for f in study.schema.features}
 blocks = blocks.assign(
     **{"feature removed": blocks["feature removed"].map(lambda n: names.get(n, n))}
 )
@@ -151,39 +202,6 @@ for c, m in zip(cols, shown, strict=False):
     )
 cols[-1].metric("Respondents", int(blocks["respondents"].iloc[0]))
 
-st.markdown("#### Test-accuracy change per removed feature")
-for m in shown:  # one full-width chart per model, one below the other
-    table = blocks[blocks["method"] == m].reset_index(drop=True)
-    with st.container():
-        st.markdown(f"**{ui.md(labels.get(m, m))}**")
-        st.altair_chart(charts.sensitivity_bars(table), width="stretch")
-        noisy = table[table["within noise"].eq(True)]["feature removed"].tolist()
-        mdc = _detectable(table)
-        if mdc is not None:
-            n_units = int(table["respondents"].iloc[0])
-            st.caption(
-                f"Minimum detectable change ≈ {mdc} percentage points (80% power, 5% level, "
-                + (
-                    f"from the intervals over {n_units} respondents); "
-                    if n_units > 1
-                    else "from the intervals over the held-out comparisons); "
-                )
-                + "smaller true changes usually look like noise here"
-                + (". Averaging 4x the respondents halves it." if n_units > 1 else ".")
-            )
-        caution = sensitivity_caution(table)
-        if caution:
-            st.warning(ui.md(caution), icon=":material/warning:")
-        if noisy:
-            st.caption(
-                "Inside the noise (95% CI contains no change): "
-                + ", ".join(map(ui.md, noisy))
-                + "."
-            )
-        elif table["delta test CI low (pp)"].isna().all():
-            st.caption(
-                "One train/test split: no CI over respondents, so small changes may be noise."
-            )
 st.markdown("#### Leave-one-out table (one block per model)")
 shown_table = blocks.drop(columns=["respondents"]).fillna(
     {"delta train (pp)": 0.0, "delta test (pp)": 0.0}

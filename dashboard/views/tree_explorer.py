@@ -1,9 +1,15 @@
-"""Tree explorer: a tree model of one respondent's comparisons (or the pooled data).
+"""Tree explorer: the study's preference tree first, a respondent's personal tree one click
+away.
 
-Models: the paper's DT (constant leaves, fitted on the respondent's own comparisons), the
-linear-leaf tree ``dt-linear`` and the pooled DT (both fitted on the whole study and
-shown with the respondent's posterior). The default is the one with the best held-out
-accuracy on the study (``svc.tree_choice``, computed once in the background).
+The page opens on the study-level model: the most accurate of the pooled tree models of the
+registry's ``explorer`` role on the study's held-out comparison (``svc.default_model``;
+the linear-leaf tree or the pooled DT, fitted once on every respondent's comparisons and
+drawn with the population's leaves and slopes); until that comparison is done, the paper
+DT on every comparison. The view switch in the sidebar shows one respondent instead: the
+paper DT of their own comparisons, or their own leaves on a pooled tree's splits. Pickers
+and settings live in the sidebar; the first screen holds the title, one caption, the
+held-out evidence line and the tree. ``?present=1`` (the sidebar's "Presentation view")
+shows the tree, its caption and the evidence line without any control.
 """
 
 from __future__ import annotations
@@ -23,18 +29,35 @@ from pbo_core.evaluation import evidence_caution
 from pbo_core.explain.labels import has_slopes
 from pbo_core.registry import get
 
-st.title("Tree explorer")
-st.caption(
-    "A preference tree learned from the comparisons: the paper's DT (constant leaves), the "
-    "linear-leaf tree (each leaf also holds slopes: how utility changes per unit of each "
-    "attribute, in the units the study states, and the value of time they imply) or the "
-    "pooled DT. Splits show the "
-    "question, the number of comparisons it was chosen on and its consistency score (hover "
-    "a box: it also says how many comparisons straddled the split and so reached neither "
-    "child). Leaves are numbered in rank order (leaf 1 is the best) and show the posterior "
-    "utility (mean ± sd, in units of the comparison noise) and their items by name with "
-    "the comparisons each won and lost, coloured from red (low) to green (high)."
+#: The two views: the study-level model, or one respondent.
+WHOLE, ONE = "Whole study", "One respondent"
+#: How the boxes read: at most four lines (details on click, hover and in the Leaves
+#: tab), or every line.
+DETAIL = {"compact": "Compact (at most 4 lines)", "full": "Every line and item"}
+
+#: What the tree shows, for the caption's help (the one place the reading guide lives).
+HOW_TO_READ = (
+    "A preference tree learned from the comparisons. Splits ask a question about the "
+    "items, with the number of comparisons it was chosen on and its consistency score "
+    "(hover a box: it also says how many comparisons straddled the split and so reached "
+    "neither child). Leaves are numbered in rank order (leaf 1 is the best) and show the "
+    "posterior utility (mean ± sd, in units of the comparison noise), the number of items "
+    "and, for linear leaves, the value of time and the one or two slopes that set the leaf "
+    "apart (utility per unit of each attribute, in the units the study states, ± the "
+    "half-width of the 95% interval). Grey "
+    "italics: the 95% interval includes 0. Click a leaf for all its lines and items "
+    "(also in the Leaves tab); Settings in the sidebar show every line in the boxes.\n\n"
+    "Models: the paper's DT (constant leaves; the whole study's comparisons, or one "
+    "respondent's), the linear-leaf tree and the pooled DT (one tree fitted on every "
+    "respondent's comparisons, strengths by cross-validation over choice tasks; the "
+    "whole study shows the population's leaves and slopes, one respondent their own)."
 )
+
+present = ui.presenting()
+if not present:
+    st.title("Tree explorer")
+    ui.sidebar_heading("Tree explorer")
+side = st.sidebar
 
 
 def _evidence_table(ev: pd.DataFrame, shown: str, unit: str = "respondents") -> pd.DataFrame:
@@ -46,6 +69,9 @@ def _role_pick(
     col: Any, label: str, options: list, default: Any, none: str, key: str, help: str
 ) -> Any:
     """A picker of the attribute in one role (money, travel time); ``None`` = none."""
+    if present:  # the choice made before the presentation view, else the study's own
+        kept = st.session_state.get(key, default)
+        return kept if kept in options else default
     return col.selectbox(
         label,
         options,
@@ -53,20 +79,58 @@ def _role_pick(
         format_func=lambda n: none if n is None else study.schema[n].display,
         key=key,
         help=help,
+        persist_state="session",
     )
 
 
-c_study, c_resp = st.columns(2)
-key, study = ui.require_study("The tree explorer", key="te_study", container=c_study)
-resp = ui.respondent_picker(study, key="te_resp", container=c_resp)
-if resp is None and svc.is_per_respondent(study):
-    c_resp.caption(
-        "Respondents made too few choice tasks each for a personal tree (median under "
-        "3): one tree on every respondent's comparisons, checked on whole respondents it "
-        "never saw (Held-out evidence)."
+def _setting(key: str, default: Any) -> Any:
+    """A setting's value in the presentation view, where its widget is not drawn: the
+    value chosen before (widgets keep it for the session), else its default."""
+    return st.session_state.get(key, default)
+
+
+key, study = ui.require_study("The tree explorer", key="te_study", container=side)
+personal_ok = svc.is_per_respondent(study) and svc.has_personal_data(study)
+
+# ---------------------------------------------------------------- whole study or one respondent
+if present:  # the link says: a respondent named in it is shown, else the whole study
+    wanted = st.query_params.get("respondent")
+    resp = (
+        next((r for r in study.respondents() if str(r) == str(wanted)), None)
+        if wanted and personal_ok
+        else None
     )
-elif resp is None:
-    c_resp.caption("Pooled data: one tree on all comparisons.")
+else:
+    scope_key = f"te_scope::{key}"
+    if st.session_state.get(f"_link_respondent::{study.key}") is not None:
+        st.session_state[scope_key] = ONE  # a link to one respondent's tree
+    elif st.session_state.get(scope_key) not in (WHOLE, ONE):
+        st.session_state[scope_key] = WHOLE
+    if personal_ok:
+        scope = side.segmented_control(
+            "View",
+            [WHOLE, ONE],
+            key=scope_key,
+            required=True,
+            help="Whole study: one tree of every respondent's comparisons, with the "
+            "population's utilities and slopes (the study's answer). One respondent: that "
+            "respondent's personal tree (the paper DT of their own comparisons) or their "
+            "own leaves on a pooled tree's splits.",
+        )
+    else:
+        scope = WHOLE
+        side.caption(
+            "Respondents made too few choice tasks each for a personal tree (median under "
+            "3): one tree on every respondent's comparisons."
+            if svc.is_per_respondent(study)
+            else "Pooled data: one tree on all comparisons."
+        )
+    if scope == ONE:
+        resp = ui.respondent_picker(study, key="te_resp", container=side)
+    else:
+        resp = None
+        ui.show_in_url(respondent=None)
+
 data = svc.respondent_data(study, resp)
 if data.n_pairs == 0:
     st.warning("This respondent has no comparisons.")
@@ -78,108 +142,144 @@ named = texts is None or texts.state == "done"
 with st.spinner("Preparing the tree kernels (once per start; first install compiles them)..."):
     svc.warm_up()
 
+# ---------------------------------------------------------------- the model
 choices = svc.tree_models(study)
 opening, choice = svc.default_model(study, choices)
 linked = ui.linked_model(choices)
 default = linked if linked is not None else opening
-c_model, c_why = st.columns([1, 2])
-method = c_model.selectbox(
-    "Model",
-    choices,
-    index=choices.index(default),
-    format_func=lambda k: get(k).label,
-    key=f"te_model::{key}::{default}",
-    help="Paper DT: constant leaves, fitted on the shown respondent's comparisons. "
-    "Linear-leaf tree and pooled DT: one tree fitted on every respondent's comparisons "
-    "(strengths by cross-validation over choice tasks), drawn with the shown "
-    "respondent's own leaf values and slopes.",
-)
-ui.show_in_url(model=method)
-if linked is not None:
-    c_why.caption(f"{get(linked).label}: the model this link asks for.")
-elif choice is None and not svc.background_choice():
-    c_why.caption(
-        "The paper DT is shown; the held-out comparison of the tree models (which picks the "
-        "default) runs when the Held-out evidence tab opens."
-    )
-elif choice is None or opening != choice.best:
-    with c_why:
-        st.caption(
-            "The paper DT is shown until the held-out comparison of the tree models on this "
-            "study (and the winner's fit) is done; the page then switches to the most "
-            "accurate tree."
-        )
-        job = svc.choice_job(study) if choice is None else svc.fit_job(study, choice.best)
-        waits.result(job, key="te_choice")
+if present:
+    asked = st.query_params.get("model")
+    method = asked if asked in choices else default
 else:
-    c_why.caption(choice.reason())
+    method = side.selectbox(
+        "Model",
+        choices,
+        index=choices.index(default),
+        format_func=lambda k: get(k).label,
+        key=f"te_model::{key}::{default}",
+        help="Opens on the study-level model: the most accurate of the pooled trees on "
+        "this study's held-out comparison (fitted once on every respondent's comparisons; "
+        "the linear-leaf tree's leaves hold slopes with their intervals). Paper DT: "
+        "constant leaves, fitted on the comparisons shown (the whole study's or one "
+        "respondent's).",
+    )
+    if linked is not None:
+        side.caption(f"{get(linked).label}: the model this link asks for.")
+    elif choice is None and not svc.background_choice():
+        side.caption(
+            "The held-out comparison of the tree models (which picks the default) runs "
+            "when the Held-out evidence tab opens."
+        )
+    else:
+        pooled = [m for m in choices if get(m).scope == "pooled"]
+        target = None if choice is None else choice.best_among(pooled)
+        if choice is None or (target is not None and opening != target):
+            side.caption(
+                "Comparing the tree models on this study (held-out) and fitting the "
+                "winner; the page then opens on the most accurate study-level tree."
+            )
+            job = svc.choice_job(study) if choice is None else svc.fit_job(study, target)
+            with side:
+                waits.result(job, key="te_choice")
+        elif method == opening and choice.scored(opening):
+            side.caption(choice.reason(opening))
+ui.show_in_url(model=method)
 
-c1, c2, c3 = st.columns(3)
-prune = c2.slider(
-    "Prune small leaves: min. comparisons to split a node",
-    1,
-    30,
-    1,
-    key="te_prune",
-    disabled=method != "dt",
-    help="Refits the paper DT with min_samples_split: nodes with fewer comparisons stay "
-    "leaves (the pooled trees have their size chosen by cross-validation).",
-)
+prune = int(_setting("te_prune", 1))
+settings = None if present else side.expander("Settings", icon=":material/tune:")
+if settings is not None:
+    prune = settings.slider(
+        "Prune small leaves: min. comparisons to split a node",
+        1,
+        30,
+        1,
+        key="te_prune",
+        disabled=method != "dt",
+        help="Refits the paper DT with min_samples_split: nodes with fewer comparisons stay "
+        "leaves (the pooled trees have their size chosen by cross-validation).",
+        persist_state="session",
+    )
 model = svc.fit_model(study, resp, method, min_samples_split=prune)
 if isinstance(model, svc.Job):  # a pooled tree still being fitted: its progress, then it
     st.info(f"The {get(method).label} is fitted on the whole study first (once; kept on disk).")
-    waits.result(model, key="te_fit")
+    waits.result(model, key="te_fit", cancel=not present)
     st.stop()
-tree_depth = int(model.tree_.max_depth)
-if tree_depth >= 2:
-    depth = c1.slider(
-        "Max depth shown (deeper subtrees collapse)",
-        1,
-        tree_depth,
-        min(tree_depth, 6),
-        key=f"te_depth::{tree_depth}",
-    )
-else:
-    depth = tree_depth
-    c1.caption("The tree is a single leaf." if tree_depth == 0 else "The tree has a single split.")
-features = study.schema.names
-sensitive = c3.multiselect(
-    "Flag splits on sensitive attributes",
-    features,
-    default=svc.default_sensitive(study),
-    format_func=lambda n: study.schema[n].display,
-    key=f"te_sensitive::{key}",
-)
 
+# ---------------------------------------------------------------- settings (sidebar)
+tree_depth = int(model.tree_.max_depth)
+depth_key = f"te_depth::{tree_depth}"
+depth = tree_depth if tree_depth < 2 else int(_setting(depth_key, min(tree_depth, 6)))
+features = study.schema.names
+sens_key = f"te_sensitive::{key}"
+sensitive = list(_setting(sens_key, svc.default_sensitive(study)))
 labels = svc.item_labels(data) if named else []
-pick = st.selectbox(
-    "Follow an item (its path is drawn in bold)",
-    [-1, *range(data.n_items)] if named else [-1],
-    format_func=lambda i: "(none)" if i < 0 else labels[i],
-    key=f"te_item::{key}::{resp}",
-    disabled=not named,
-    help=None if named else f"Offered once the {data.n_items:,} items are named (below).",
-)
+pick = -1
+detail = _setting("te_detail", "compact")
+if settings is not None:
+    with settings:
+        if tree_depth >= 2:
+            depth = st.slider(
+                "Max depth shown (deeper subtrees collapse)",
+                1,
+                tree_depth,
+                min(tree_depth, 6),
+                key=depth_key,
+                persist_state="session",
+            )
+        else:
+            st.caption(
+                "The tree is a single leaf." if tree_depth == 0 else "The tree has a single split."
+            )
+        detail = st.segmented_control(
+            "Leaf boxes",
+            list(DETAIL),
+            format_func=DETAIL.get,
+            key="te_detail",
+            required=True,
+            default="compact",
+            help="Compact: a leaf's rank and utility, its item count and the one or two "
+            "slopes or trade-offs that set it apart (click a leaf for the rest; the Leaves "
+            "tab lists everything). The downloads (SVG, PNG, DOT) show the boxes as drawn.",
+            persist_state="session",
+        )
+        sensitive = st.multiselect(
+            "Flag splits on sensitive attributes",
+            features,
+            default=svc.default_sensitive(study),
+            format_func=lambda n: study.schema[n].display,
+            key=sens_key,
+            persist_state="session",
+        )
+        pick = st.selectbox(
+            "Follow an item (its path is drawn in bold)",
+            [-1, *range(data.n_items)] if named else [-1],
+            format_func=lambda i: "(none)" if i < 0 else labels[i],
+            key=f"te_item::{key}::{resp}",
+            disabled=not named,
+            help=None if named else f"Offered once the {data.n_items:,} items are named.",
+        )
 highlight = data.X[pick] if pick >= 0 else None
 
 money = time_attr = None
 if has_slopes(model):  # trade-offs: the analyst says what money and travel time are
     money_options, money_default, money_why = svc.money_choice(study)
     time_options, time_default, time_why = svc.time_choice(study)
-    c_money, c_time, c_money_why = st.columns([1, 1, 2])
+    where = settings if settings is not None else side
     money = _role_pick(
-        c_money,
+        where,
         "Money attribute (divides every trade-off)",
         money_options,
         money_default,
         "(none: no trade-offs)",
         f"te_money::{key}",
         "Willingness to pay and the value of time are an attribute's slope divided by this "
-        "attribute's slope. The study's own choice is pre-selected (set at import with "
-        "--money-attribute or the Add-a-study form).",
+        "attribute's slope. The study's own choice is pre-selected "
+        f"({money_why if money_default is not None else 'none named'}; set at import with "
+        "--money-attribute or the Add-a-study form). A ratio whose money slope is not "
+        "clearly nonzero (95% CI includes 0) is shown as not identified, without a number.",
     )
     time_attr = _role_pick(
-        c_time,
+        where,
         "Travel-time attribute (value of time)",
         time_options,
         time_default,
@@ -187,118 +287,68 @@ if has_slopes(model):  # trade-offs: the analyst says what money and travel time
         f"te_time::{key}",
         "The value of time divides this attribute's slope by the money slope. Only an "
         "attribute the analysis plan or you name is a travel time: a duration in seconds "
-        "may be an acceleration.",
+        f"may be an acceleration ({time_why}).",
     )
-    c_money_why.caption(
-        "Willingness to pay and value of time are in units of **"
-        + ("—" if money is None else ui.md(study.schema[money].display))
-        + "**"
-        + (f" ({ui.md(money_why)})." if money == money_default and money is not None else ".")
-        + (
-            f" Travel time: **{ui.md(study.schema[time_attr].display)}**"
-            + (f" ({ui.md(time_why)})." if time_attr == time_default else ".")
-            if time_attr is not None
-            else " No travel-time attribute is named, so no value of time is shown."
-        )
-        + " A ratio whose money slope is not clearly nonzero (95% CI includes 0) is shown "
-        "as *not identified*, without a number."
-    )
+if settings is not None:
+    ui.presentation_switch(key="te_present", where=side)
 
-title = study.title + (f" — respondent {resp}" if resp is not None else "")
+# ---------------------------------------------------------------- the picture and its lines
 shown_depth = depth if 1 <= depth < tree_depth else None
 view = svc.tree_view(
     model,
     data,
     highlight=highlight,
     sensitive=sensitive,
-    title=title,
+    title=svc.scope_title(study, resp, method),
     money=money,
     time=time_attr,
     named=named,
+    detail=detail if detail in DETAIL else "compact",
 )
+n_resp = len(study.respondents()) if svc.is_per_respondent(study) else 0
+label = get(method).label
+pooled_structure = get(method).scope == "pooled" and resp is not None
+if resp is None:
+    what = f"{label} on all {study.data.n_pairs:,} comparisons" + (
+        f" ({n_resp:,} respondents)" if n_resp else ""
+    )
+elif pooled_structure:
+    what = (
+        f"respondent {resp}'s leaves ({explain.plural(data.n_pairs, 'comparison')}) on the "
+        f"splits the {label} learned from every respondent"
+    )
+else:
+    what = f"respondent {resp}'s personal tree: {label} on their {data.n_pairs:,} comparisons"
+caption = (
+    f"**{ui.md(study.title)}** · {ui.md(what)}; leaf 1 is the best, grey italics: the 95% CI "
+    "includes 0."
+)
+plan = svc.study_plan(study)
+if choice is not None:
+    evidence = choice.evidence_line(method, plan.baseline)
+    if resp is None and get(method).scope == "respondent" and n_resp:
+        evidence = evidence.replace(  # the figure is of per-respondent fits, say so
+            f"{label} ", f"{label} (fitted per respondent) ", 1
+        )
+elif svc.background_choice():
+    evidence = "Held-out accuracy: the tree models are being compared on this study" + (
+        "." if present else " (progress in the sidebar)."
+    )
+else:
+    evidence = "Held-out accuracy: in the Held-out evidence tab (computed when it opens)."
+tree_name = f"tree-{key}" + (f"-{resp}" if resp is not None else "")
+
+if present:  # the screen to project: the caption, the tree, the evidence line
+    st.markdown(caption)
+    ui.tree_with_downloads(view, name=tree_name, key="te_tree", max_depth=shown_depth, present=True)
+    st.caption(ui.md(evidence))
+    ui.leave_presentation("tree_explorer.py")
+    st.stop()
+
+st.caption(caption, help=HOW_TO_READ)
+st.caption(ui.md(evidence))
 
 tradeoffs = svc.tradeoff_table(model, money, time_attr) if money is not None else pd.DataFrame()
-vot_all = (
-    tradeoffs[(tradeoffs["leaf"] == "overall") & (tradeoffs["trade-off"] == "value of time")]
-    if not tradeoffs.empty
-    else tradeoffs
-)
-pooled_structure = get(method).scope == "pooled" and resp is not None
-m1, m2, m3, m4, m5 = st.columns(5)
-m1.metric("Leaves", model.n_leaves_)
-m2.metric("Depth", tree_depth)
-m3.metric(
-    "Respondent's comparisons" if pooled_structure else "Comparisons",
-    f"{data.n_pairs:,}",
-    help="The comparisons of the data shown: the leaves' values and items are theirs."
-    if pooled_structure
-    else "The comparisons the tree was fitted on (the root box counts them, less any "
-    "that straddled no split).",
-)
-m4.metric(
-    "Training accuracy",
-    f"{100 * metrics.accuracy(model, data):.1f}%",
-    help="On the comparisons the tree was fitted on; see the Held-out evidence tab for "
-    "accuracy on comparisons the tree did not see, with a 95% CI, next to the GP and the "
-    "logit baseline.",
-)
-if len(vot_all):  # a line of its own: "not identified" and its reason need the width
-    v = vot_all.iloc[0]
-    identified = v["interval"] == "Fieller"
-    m5.metric(
-        "Value of time",
-        v["value [95% CI]"].split(" ")[0] if identified else "—",
-        help=f"Overall: time slope / {ui.md(v['money attribute'])} slope of the slopes averaged "
-        "over the leaves (weighted by their items), 95% Fieller interval from the posterior.",
-    )
-    st.markdown(
-        f"**Value of time** (overall, money attribute {ui.md(v['money attribute'])}): "
-        + (
-            f"**{v['value [95% CI]']}**."
-            if identified
-            else f"**not identified**: the {ui.md(v['money attribute'])} slope's 95% CI "
-            "includes 0, so the data are consistent with any value of time (no finite "
-            "interval, so no point estimate is shown)."
-        )
-    )
-if pooled_structure:
-    st.caption(
-        f"**Pooled structure, personal leaves.** The splits were learned once from all "
-        f"{study.data.n_pairs:,} comparisons of the study's {len(study.respondents()):,} "
-        "respondents (the counts in the split boxes); the leaves show respondent "
-        f"{resp}'s own posterior from their {explain.plural(data.n_pairs, 'comparison')} "
-        "and their items (a leaf none of their items falls in says so)."
-    )
-scored = getattr(model, "cv_respondents_", None)
-if scored and getattr(model, "cv_error_", None) is not None:
-    everyone = len(model.respondents_)
-    st.caption(
-        f"Strengths chosen by {model.n_folds}-fold cross-validation over choice tasks: "
-        f"shrinkage toward the pooled fit {model.shrinkage_:.3g}, slope prior ratio "
-        f"{model.slope_ratio_:.3g}; "
-        + (
-            f"scored on the held-out tasks of a random {scored:,} of the {everyone:,} "
-            "respondents (a cost bound: the splits and the final fit use every comparison)."
-            if scored < everyone
-            else f"scored on all {everyone:,} respondents' held-out tasks."
-        )
-    )
-
-if pick >= 0:
-    leaf = int(model.apply(data.X[[pick]])[0])
-    s = explain.leaf_summaries(model)[leaf]
-    own = (
-        f" (this item: {float(model.predict(data.X[[pick]])[0]):+.2f}, from the leaf's slopes)"
-        if not tradeoffs.empty
-        else ""
-    )
-    st.info(
-        f"**{ui.md(labels[pick])}** is in leaf {s.number}: utility {s.mean:+.2f} ± "
-        f"{s.sd:.2f}{own}, rank {s.rank} of "
-        f"{explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
-        + ("Because " + " AND ".join(map(ui.md, s.conditions)) if s.conditions else "(root leaf)")
-    )
-
 flagged = [
     n
     for n in sensitive
@@ -307,12 +357,6 @@ flagged = [
         for c in model.tree_.feature[model.tree_.feature >= 0]
     )
 ]
-if flagged:
-    st.warning(
-        "The tree splits on sensitive attribute(s): "
-        + ", ".join(ui.md(study.schema[n].display) for n in flagged)
-        + " (marked ⚠ in the tree)."
-    )
 
 tab_tree, tab_items, tab_leaves, tab_ev, tab_strad, tab_est = ui.lazy_tabs(
     ["Tree", "Items", "Leaves", "Held-out evidence", "Straddlers: discard vs keep", "Estimates"],
@@ -320,19 +364,86 @@ tab_tree, tab_items, tab_leaves, tab_ev, tab_strad, tab_est = ui.lazy_tabs(
 )
 if tab_tree.open:
     with tab_tree:
+        ui.tree_with_downloads(
+            view,
+            name=tree_name,
+            key="te_tree",
+            json_text=explain.to_json(model),
+            max_depth=shown_depth,
+        )
         if not named:
             st.caption(
                 f"The leaves list their items by id until the {data.n_items:,} items are "
                 "named (progress below); the tree is the same."
             )
             waits.result(texts, key="te_texts")
-        ui.tree_with_downloads(
-            view,
-            name=f"tree-{key}" + (f"-{resp}" if resp is not None else ""),
-            key="te_tree",
-            json_text=explain.to_json(model),
-            max_depth=shown_depth,
+        if pick >= 0:
+            leaf = int(model.apply(data.X[[pick]])[0])
+            s = explain.leaf_summaries(model)[leaf]
+            own = (
+                f" (this item: {float(model.predict(data.X[[pick]])[0]):+.2f}, from the "
+                "leaf's slopes)"
+                if not tradeoffs.empty
+                else ""
+            )
+            st.info(
+                f"**{ui.md(labels[pick])}** is in leaf {s.number}: utility {s.mean:+.2f} ± "
+                f"{s.sd:.2f}{own}, rank {s.rank} of "
+                f"{explain.plural(model.n_leaves_, 'leaf', 'leaves')}.  \n"
+                + (
+                    "Because " + " AND ".join(map(ui.md, s.conditions))
+                    if s.conditions
+                    else "(root leaf)"
+                )
+            )
+        if flagged:
+            st.warning(
+                "The tree splits on sensitive attribute(s): "
+                + ", ".join(ui.md(study.schema[n].display) for n in flagged)
+                + " (marked ⚠ in the tree)."
+            )
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric("Leaves", model.n_leaves_)
+        m2.metric("Depth", tree_depth)
+        m3.metric(
+            "Respondent's comparisons" if pooled_structure else "Comparisons",
+            f"{data.n_pairs:,}",
+            help="The comparisons of the data shown: the leaves' values and items are theirs."
+            if pooled_structure
+            else "The comparisons the tree was fitted on (the root box counts them, less any "
+            "that straddled no split).",
         )
+        m4.metric(
+            "Training accuracy",
+            f"{100 * metrics.accuracy(model, data):.1f}%",
+            help="On the comparisons the tree was fitted on; the held-out accuracy (with a "
+            "95% CI, beside the baselines) is the line above the tree and the Held-out "
+            "evidence tab.",
+        )
+        if pooled_structure:
+            st.caption(
+                f"**Pooled structure, personal leaves.** The splits were learned once from "
+                f"all {study.data.n_pairs:,} comparisons of the study's "
+                f"{len(study.respondents()):,} respondents (the counts in the split boxes); "
+                f"the leaves show respondent {ui.md(resp)}'s own posterior from their "
+                f"{explain.plural(data.n_pairs, 'comparison')} and their items (a leaf none "
+                "of their items falls in says so)."
+            )
+        scored = getattr(model, "cv_respondents_", None)
+        if scored and getattr(model, "cv_error_", None) is not None:
+            everyone = len(model.respondents_)
+            st.caption(
+                f"Strengths chosen by {model.n_folds}-fold cross-validation over choice "
+                f"tasks: shrinkage toward the pooled fit {model.shrinkage_:.3g}, slope prior "
+                f"ratio {model.slope_ratio_:.3g}; "
+                + (
+                    f"scored on the held-out tasks of a random {scored:,} of the "
+                    f"{everyone:,} respondents (a cost bound: the splits and the final fit "
+                    "use every comparison)."
+                    if scored < everyone
+                    else f"scored on all {everyone:,} respondents' held-out tasks."
+                )
+            )
 if tab_items.open and not named:
     with tab_items:
         waits.result(texts, key="te_texts_items")
@@ -411,9 +522,9 @@ if tab_ev.open:
             "of the report. The paper DT is fitted per respondent; the pooled models (their "
             "strengths chosen by inner cross-validation on the training tasks) predict with "
             "each respondent's own utilities when they saw the respondent. The conditional "
-            "logit (MNL) is the econometrician's baseline; the pairwise logits are labelled "
-            "variants. CI: 95% percentile bootstrap over respondents (over comparisons when "
-            "there are none). " + ui.md(choice.plan)
+            "logit (MNL) is the econometrician's baseline (its coefficients: the Estimates "
+            "tab); the pairwise logits are labelled variants. CI: 95% percentile bootstrap "
+            "over respondents (over comparisons when there are none). " + ui.md(choice.plan)
         )
         ct = choice.table
         shown_label = get(method).label

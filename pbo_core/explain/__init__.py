@@ -11,6 +11,7 @@ are :mod:`pbo_core.evaluation`.
 from pbo_core.explain.diagnostics import GraphDiagnostics, diagnose
 from pbo_core.explain.export import (
     SENSITIVE_DEFAULT,
+    Detail,
     LeafSummary,
     TreeView,
     ViewNode,
@@ -19,6 +20,7 @@ from pbo_core.explain.export import (
     hierarchy_to_dot,
     hierarchy_view,
     is_sensitive,
+    leaf_slope_order,
     leaf_summaries,
     plural,
     split_rules,
@@ -29,6 +31,7 @@ from pbo_core.explain.export import (
 
 __all__ = [
     "SENSITIVE_DEFAULT",
+    "Detail",
     "GraphDiagnostics",
     "LeafSummary",
     "TreeView",
@@ -39,6 +42,7 @@ __all__ = [
     "hierarchy_to_dot",
     "hierarchy_view",
     "is_sensitive",
+    "leaf_slope_order",
     "leaf_summaries",
     "plural",
     "split_rules",

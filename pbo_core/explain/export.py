@@ -6,6 +6,7 @@ Export code lives here, apart from the model code (as ``sklearn.tree.export``).
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
@@ -148,9 +149,13 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 class ViewNode:
     """One box of a drawn tree (split, leaf, or user group of a hierarchy).
 
-    ``title`` is the bold first line, ``lines`` the rest; ``summary`` replaces them when the
-    subtree below is collapsed; ``items`` lists every item of a leaf (name and its observed
-    wins/losses); ``tooltip`` explains the counts (straddlers) in words.
+    ``title`` is the bold first line, ``lines`` the rest (every detail); ``summary``
+    replaces them when the subtree below is collapsed; ``items`` lists every item of a
+    leaf (name and its observed wins/losses); ``tooltip`` explains the counts
+    (straddlers) in words. ``brief`` is the box's text in a compact view (at most
+    :data:`BRIEF_LINES` lines under the title: a leaf's utility and item count and the one
+    or two slopes or trade-offs that set it apart; ``None``: ``lines``); ``muted`` names
+    the lines drawn in grey (a number whose 95 % interval includes 0).
     """
 
     id: int
@@ -166,10 +171,24 @@ class ViewNode:
     warn: str = ""
     on_path: bool = False
     depth: int = 0
+    brief: tuple[str, ...] | None = None
+    muted: tuple[str, ...] = ()
 
 
-#: Item names shown inside a leaf box before "and N more".
+#: Item names shown inside a leaf box before "and N more" (full view).
 LEAF_ITEMS_SHOWN = 3
+#: Lines under the title of a box in the compact view (the title makes the box's fourth).
+BRIEF_LINES = 3
+#: Slopes or trade-offs a compact leaf names (those that set it apart from the others).
+BRIEF_SLOPES = 2
+#: Characters of a compact box's line (a longer slope's attribute name is shortened with
+#: "…", its numbers never; every line in full on click, in the tooltip and in tables).
+BRIEF_CHARS = 46
+#: The fill of muted text (drawn in italics): a number whose 95 % interval includes 0.
+#: Dark enough to read on every leaf colour, from red to green.
+MUTED = "#4f4f4f"
+#: How much a view shows in each box: ``"compact"`` (at most four lines) or ``"full"``.
+Detail = Literal["compact", "full"]
 #: Characters per line of a box's wrapped title, and of an item name inside a leaf box
 #: (the full names are in ``items``: tooltips, the dashboard's leaf panel and Leaves tab).
 TITLE_WRAP = 34
@@ -187,6 +206,24 @@ def _short_item(text: str) -> str:
     return f"{name} ({seen})"
 
 
+def _example_item(text: str) -> str:
+    """An item's name without its wins and losses, shortened to :data:`ITEM_CHARS`."""
+    m = _ITEM_RE.match(text)
+    name = m.group(1) if m is not None else text
+    return name if len(name) <= ITEM_CHARS else name[: ITEM_CHARS - 1] + "…"
+
+
+def clip_line(line: str, width: int = BRIEF_CHARS) -> str:
+    """A ``"name: numbers"`` line at most ``width`` characters: the name before the last
+    ``": "`` is shortened with "…", the numbers after it never (a line without one is
+    kept as it is)."""
+    if len(line) <= width or ": " not in line:
+        return line
+    name, rest = line.rsplit(": ", 1)
+    keep = max(8, width - len(rest) - 3)
+    return name if len(name) <= keep else f"{name[: keep - 1]}…: {rest}"
+
+
 def wrap_title(title: str, width: int = TITLE_WRAP) -> list[str]:
     """A box title broken into lines of at most ``width`` characters (at spaces)."""
     return textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False) or [""]
@@ -200,6 +237,9 @@ OUTLINE_WRAP = 96
 #: Leaves above which the dashboard opens a tree as an outline (a top-down drawing of
 #: more leaves is wider than a page at a legible scale).
 OUTLINE_LEAVES = 16
+#: A top-down drawing wider than this at 100 % (px) opens as an outline too: in a page's
+#: ~1,100 px column it would open below the smallest legible scale (9 px text).
+OUTLINE_WIDTH = 1340
 
 
 def _text_width(text: str, bold: bool = False) -> float:
@@ -263,6 +303,10 @@ class TreeView:
 
     nodes: tuple[ViewNode, ...]
     title: str = ""
+    #: ``"compact"``: each box shows its ``brief`` (a leaf at most four lines, its items
+    #: on click, in its tooltip and in tables); ``"full"``: every line and the first
+    #: items. Every renderer (browser, SVG, PNG, DOT) follows it.
+    detail: Detail = "compact"
 
     # ---------------------------------------------------------------- structure
     def children(self) -> dict[int, list[int]]:
@@ -272,12 +316,28 @@ class TreeView:
                 out[n.parent].append(n.id)
         return out
 
+    def with_detail(self, detail: Detail) -> TreeView:
+        """The same tree showing ``detail`` in its boxes."""
+        if detail not in ("compact", "full"):
+            raise ValueError(f"detail must be 'compact' or 'full', got {detail!r}")
+        return dataclasses.replace(self, detail=detail)
+
     def node_lines(self, node: ViewNode, collapsed: bool) -> list[str]:
-        body = list(node.summary if collapsed and node.summary else node.lines)
-        if not collapsed and node.items:
-            body += [f"• {_short_item(t)}" for t in node.items[:LEAF_ITEMS_SHOWN]]
-            if len(node.items) > LEAF_ITEMS_SHOWN:
-                body.append(f"and {len(node.items) - LEAF_ITEMS_SHOWN} more")
+        """The text under a box's title as drawn: the collapsed summary, the compact
+        ``brief`` (plus one example item when it leaves room) or every line and the first
+        items; a warning last."""
+        if collapsed and node.summary:
+            body = list(node.summary)
+        elif self.detail == "compact" and node.brief is not None:
+            body = list(node.brief)
+            if node.items and len(body) < BRIEF_LINES:
+                body.append(f"e.g. {_example_item(node.items[0])}")
+        else:
+            body = list(node.lines)
+            if not collapsed and node.items:
+                body += [f"• {_short_item(t)}" for t in node.items[:LEAF_ITEMS_SHOWN]]
+                if len(node.items) > LEAF_ITEMS_SHOWN:
+                    body.append(f"and {len(node.items) - LEAF_ITEMS_SHOWN} more")
         if node.warn:
             body.append(node.warn)
         return body
@@ -288,12 +348,36 @@ class TreeView:
         ``"yes: Message actionability = emergency ...? · 211 comparisons · score 0.51"``;
         a leaf adds its utility and item count, a collapsed split its summary.
         """
+        head = f"{node.edge}: " if node.edge else ""
+        if not collapsed and self.detail == "compact" and node.brief is not None:
+            # a compact box: its lines beside the title while the row has room, a muted
+            # line (a number whose interval includes 0) on a row of its own; at most as
+            # many rows as the box has lines
+            rows = [head + node.title]
+            for line in node.brief:
+                joined = f"{rows[-1]} · {line}"
+                fits = len(joined) <= OUTLINE_WRAP and line not in node.muted
+                if fits and (len(rows) == 1 or rows[-1] not in node.muted):
+                    rows[-1] = joined
+                else:
+                    rows.append(line)
+            return rows
         body = list(node.summary if collapsed and node.summary else node.lines)
         facts = body[:2] if node.kind == "leaf" or collapsed else body[:1]
-        text = " · ".join([node.title, *(f for f in facts if not f.startswith("("))])
-        if node.edge:
-            text = f"{node.edge}: {text}"
+        text = head + " · ".join([node.title, *(f for f in facts if not f.startswith("("))])
         return textwrap.wrap(text, OUTLINE_WRAP, break_long_words=False) or [""]
+
+    def wide(self, max_depth: int | None = None) -> bool:
+        """Is the top-down drawing too wide to read whole (wider than
+        :data:`OUTLINE_WIDTH` at 100 %, or more than :data:`OUTLINE_LEAVES` leaves shown)?
+        Pages then open it as an outline."""
+        lay = self.layout(max_depth=max_depth)
+        width = max((x + w / 2 for x, _, w, _, _ in lay.values()), default=0.0)
+        shown = sum(1 for i, (*_, shut) in lay.items() if shut or self._by_id()[i].kind == "leaf")
+        return width > OUTLINE_WIDTH or shown > OUTLINE_LEAVES
+
+    def _by_id(self) -> dict[int, ViewNode]:
+        return {n.id: n for n in self.nodes}
 
     def outline_box(self, node: ViewNode, collapsed: bool = False) -> tuple[float, float]:
         lines = self.outline_lines(node, collapsed)
@@ -465,6 +549,8 @@ class TreeView:
                 rows = self.outline_lines(n, shut)
                 for k, line in enumerate(rows):
                     weight = ' font-weight="bold"' if k == 0 else ""
+                    if k and line in n.muted:
+                        weight = f' fill="{MUTED}" font-style="italic"'
                     parts.append(
                         f'<text x="{x - w / 2 + _PAD:.1f}" y="{ty + k * _LINE_H:.1f}"{weight}>'
                         f"{esc(line)}</text>"
@@ -483,7 +569,11 @@ class TreeView:
                     f' font-weight="bold">{esc(line)}</text>'
                 )
             for k, line in enumerate(self.node_lines(n, shut), start=len(head)):
-                colour = ' fill="#b00020"' if line == n.warn else ""
+                colour = (
+                    ' fill="#b00020"'
+                    if line == n.warn
+                    else (f' fill="{MUTED}" font-style="italic"' if line in n.muted else "")
+                )
                 parts.append(
                     f'<text x="{x:.1f}" y="{ty + k * _LINE_H:.1f}" text-anchor="middle"{colour}>'
                     f"{esc(line)}</text>"
@@ -514,7 +604,11 @@ class TreeView:
                 + (
                     f"<font color='#b00020'>{html.escape(t)}</font>"
                     if t == n.warn
-                    else html.escape(t)
+                    else (
+                        f"<i><font color='{MUTED}'>{html.escape(t)}</font></i>"
+                        if t in n.muted
+                        else html.escape(t)
+                    )
                 )
                 for t in self.node_lines(n, shut)
             )
@@ -552,6 +646,8 @@ class TreeView:
                     "title_lines": wrap_title(n.title),
                     "lines": self.node_lines(n, False),
                     "summary": self.node_lines(n, True),
+                    "details": list(n.lines),
+                    "muted": list(n.muted),
                     "items": list(n.items),
                     "tooltip": n.tooltip,
                     "fill": n.fill,
@@ -570,7 +666,7 @@ class TreeView:
                     "och": och,
                 }
             )
-        return {"title": self.title, "nodes": nodes}
+        return {"title": self.title, "detail": self.detail, "nodes": nodes}
 
     def texts(self) -> list[str]:
         """Every string a person sees in the drawn tree (for label checks)."""
@@ -604,6 +700,31 @@ def _items_line(n: int) -> str:
     return plural(n, "item") if n else "no shown item falls here"
 
 
+#: Two-sided 95 % normal quantile: a slope is "sure" when its interval excludes 0.
+_Z95 = 1.959963984540054
+
+
+def leaf_slope_order(model: Any, leaf: int) -> list[tuple[int, bool]]:
+    """The slope columns of a linear leaf, those that set it apart first: ``(column,
+    sure)`` in the order a compact box names them.
+
+    Sure slopes (95 % interval excludes 0) come first; within each group, the larger the
+    leaf's departure from the slopes averaged over every leaf (weighted by their items),
+    in units of the leaf slope's posterior sd, the earlier; ties (a tree of one leaf) by
+    the slope's own ``|mean| / sd``.
+    """
+    mean, cov = model.slope_posterior()
+    m = mean[int(leaf)]
+    sd = np.sqrt(np.maximum(np.diagonal(cov[int(leaf)]), 1e-300))
+    w = np.bincount(model.item_leaf_, minlength=model.n_leaves_).astype(float)
+    avg = model.slope_posterior(weights=w)[0] if w.sum() > 0 else mean.mean(axis=0)
+    apart = np.abs(m - avg) / sd
+    strength = np.abs(m) / sd
+    sure = strength > _Z95
+    order = sorted(range(len(m)), key=lambda j: (not sure[j], -round(apart[j], 6), -strength[j]))
+    return [(j, bool(sure[j])) for j in order]
+
+
 def _leaf_lines(
     s: LeafSummary,
     n_leaves: int,
@@ -611,18 +732,37 @@ def _leaf_lines(
     model: Any = None,
     money: str | None = None,
     time: str | None = None,
-) -> tuple[str, list[str]]:
+) -> tuple[str, list[str], list[str], list[str]]:
+    """A leaf's title, its every line, its compact lines and its muted lines.
+
+    Constant leaves: the utility and the item count. Linear leaves: the level at the
+    leaf's average item, the item count, every slope (``±`` the half-width of its 95 %
+    interval; muted when the interval includes 0) and an identified value of time; the
+    compact box keeps the utility with the item count on one line, the identified value
+    of time and the slopes that set the leaf apart (:func:`leaf_slope_order`), at most
+    :data:`BRIEF_LINES` lines. A value of time that is not identified is said once, in
+    the tree's title, not in every box.
+    """
     tied = sum(1 for r in ranks if r == s.rank) > 1
     title = f"Leaf {s.number}" + (f" (tied rank {s.rank})" if tied else "")
+    utility = f"utility {s.mean:+.2f} ± {s.sd:.2f}"
     if model is None or not labels.has_slopes(model):
-        return title, [f"utility {s.mean:+.2f} ± {s.sd:.2f}", _items_line(s.n_items)]
+        lines = [utility, _items_line(s.n_items)]
+        return title, lines, list(lines), []
     # linear leaf: the level at the leaf's average item, then the slopes and the VOT
-    lines = [f"utility at centre {s.mean:+.2f} ± {s.sd:.2f}", _items_line(s.n_items)]
-    lines += labels.leaf_slope_lines(model, s.leaf, short=True)
+    utility = f"utility at centre {s.mean:+.2f} ± {s.sd:.2f}"
+    slopes = labels.leaf_slope_lines(model, s.leaf, short=True)
+    order = leaf_slope_order(model, s.leaf)
+    unsure = [j for j, sure in order if not sure]
+    muted = [slopes[j] for j in unsure] + [clip_line(slopes[j]) for j in unsure]
     vot = labels.value_of_time(model, money, time).get(s.leaf)
-    if vot is not None:
-        lines.append(vot.text(short=True))
-    return title, lines
+    vot_line = vot.text(short=True) if vot is not None and vot.ratio.identified else None
+    lines = [utility, _items_line(s.n_items), *slopes, *([vot_line] if vot_line else [])]
+    brief = [f"{utility} · {_items_line(s.n_items)}"]
+    if vot is not None and vot_line:  # the money attribute is named once, in the title
+        brief.append(f"value of time {labels.ratio_text(vot.ratio, vot.unit, short=True)}")
+    brief += [clip_line(slopes[j]) for j, _ in order[: BRIEF_LINES - len(brief)]][:BRIEF_SLOPES]
+    return title, lines, brief[:BRIEF_LINES], list(dict.fromkeys(muted))
 
 
 def tree_view(
@@ -636,6 +776,7 @@ def tree_view(
     title: str | None = None,
     money: str | None = None,
     time: str | None = None,
+    detail: Detail = "compact",
 ) -> TreeView:
     """The drawable view of a fitted tree.
 
@@ -651,7 +792,9 @@ def tree_view(
     (:mod:`pbo_core.explain.labels`; ``money`` names the money attribute the trade-offs
     divide by, default the attribute measured in money; ``time`` the travel-time
     attribute, ``None``: no value of time); the title then ends with the overall value of
-    time.
+    time, the one place a value of time that is not identified is said. ``detail``:
+    ``"compact"`` boxes (a leaf at most four lines: :func:`_leaf_lines`) or ``"full"``
+    ones (:attr:`TreeView.detail`).
     """
     tree = model.tree_
     schema = schema or model.schema_
@@ -682,14 +825,14 @@ def tree_view(
         )
         if tree.children_left[node] == -1:
             s = leaves[node]
-            t, lines = _leaf_lines(s, model.n_leaves_, ranks, model, money, time)
+            t, lines, brief, muted = _leaf_lines(s, model.n_leaves_, ranks, model, money, time)
             its = tuple(items.get(s.leaf, ()))
             path_txt = " AND ".join(s.conditions) or "all items"
             tip = f"{t}: {path_txt}. Posterior utility {s.mean:+.2f} ± {s.sd:.2f}."
             if labels.has_slopes(model):
                 full = labels.leaf_slope_lines(model, s.leaf)
                 vot = labels.value_of_time(model, money, time).get(s.leaf)
-                full += [vot.text()] if vot is not None else []
+                full += [vot.text()] if vot is not None and vot.ratio.identified else []
                 tip += " Slopes (utility per unit, noise units): " + "; ".join(full) + "."
             if its:
                 tip += f" Items ({len(its)}): " + "; ".join(its[:40])
@@ -707,6 +850,8 @@ def tree_view(
                     fill=_colour(s.mean, lo, hi),
                     on_path=node in path,
                     depth=int(tree.depth[node]),
+                    brief=tuple(brief),
+                    muted=tuple(muted),
                 )
             )
             continue
@@ -769,7 +914,7 @@ def tree_view(
         title = (f"{title} · " if title else "") + (
             f"overall value of time (money: {overall.money}) {vot}"
         )
-    return TreeView(tuple(ordered), title or "")
+    return TreeView(tuple(ordered), title or "").with_detail(detail)
 
 
 def to_dot(
@@ -904,20 +1049,12 @@ def hierarchy_view(h: UserItemHierarchy, max_named_items: int = 500) -> TreeView
             ids = {n.id: base + k for k, n in enumerate(sub)}
             for n in sub:
                 nodes.append(
-                    ViewNode(
-                        ids[n.id],
-                        my if n.parent < 0 else ids[n.parent],
-                        n.edge or "item tree",
-                        n.kind,
-                        n.title,
-                        n.lines,
-                        n.summary,
-                        n.items,
-                        n.tooltip,
-                        n.fill,
-                        n.warn,
-                        n.on_path,
-                        depth + 1 + n.depth,
+                    dataclasses.replace(
+                        n,
+                        id=ids[n.id],
+                        parent=my if n.parent < 0 else ids[n.parent],
+                        edge=n.edge or "item tree",
+                        depth=depth + 1 + n.depth,
                     )
                 )
             return
@@ -963,6 +1100,23 @@ def hierarchy_to_dot(h: UserItemHierarchy) -> str:
     return hierarchy_view(h).to_dot()
 
 
+def _segment_slope_order(model: Any, leaf: int) -> list[tuple[int, bool]]:
+    """The attribute slopes of a choice-model tree's segment, those that set it apart
+    first (as :func:`leaf_slope_order`): ``(column, sure)``, sure slopes (95 % interval
+    from the cluster-robust error excludes 0) first, then by the segment's departure from
+    the respondent-weighted average of every segment's slope, in its standard errors."""
+    fits = model.leaf_models_
+    k = len(fits[leaf].attribute_columns_)
+    coef = np.array([np.asarray(f.coef_, dtype=float)[:k] for f in fits])
+    w = np.asarray(model.n_respondents_leaf_, dtype=float)
+    avg = (w / w.sum()) @ coef if w.sum() > 0 else coef.mean(axis=0)
+    se = np.maximum(np.asarray(fits[leaf].cluster_se_, dtype=float)[:k], 1e-300)
+    apart, strength = np.abs(coef[leaf] - avg) / se, np.abs(coef[leaf]) / se
+    sure = strength > _Z95
+    order = sorted(range(k), key=lambda j: (not sure[j], -round(apart[j], 6), -strength[j]))
+    return [(j, bool(sure[j])) for j in order]
+
+
 def choice_tree_view(
     model: Any, money: str | None = None, time: str | None = None, title: str = ""
 ) -> TreeView:
@@ -986,11 +1140,14 @@ def choice_tree_view(
             leaf = model.leaf_of_node_[node]
             m = model.leaf_models_[leaf]
             vot = labels.coefficient_value_of_time(m, money, time)
-            lines = [
-                f"{plural(n_resp, 'respondent')} · {plural(int(m.n_situations_), 'choice')}",
-                *labels.coefficient_slope_lines(m, short=True),
-                *([vot.text(short=True)] if vot is not None else []),
-            ]
+            slopes = labels.coefficient_slope_lines(m, short=True)
+            order = _segment_slope_order(model, leaf)
+            count = f"{plural(n_resp, 'respondent')} · {plural(int(m.n_situations_), 'choice')}"
+            lines = [count, *slopes, *([vot.text(short=True)] if vot is not None else [])]
+            brief = [count]
+            if vot is not None and vot.ratio.identified:
+                brief.append(vot.text(short=True))
+            brief += [clip_line(slopes[j]) for j, _ in order][: BRIEF_LINES - len(brief)]
             full = labels.coefficient_slope_lines(m) + ([vot.text()] if vot is not None else [])
             nodes.append(
                 ViewNode(
@@ -1006,6 +1163,15 @@ def choice_tree_view(
                     + ".",
                     fill="#dde8f5",
                     depth=int(tree.depth[node]),
+                    brief=tuple(brief),
+                    muted=tuple(
+                        dict.fromkeys(
+                            t
+                            for j, sure in order
+                            if not sure
+                            for t in (slopes[j], clip_line(slopes[j]))
+                        )
+                    ),
                 )
             )
             return

@@ -504,8 +504,10 @@ def build_report(parts: ReportParts) -> str:
     out.append(
         '<p class="muted">The decision tree DT-PBO learns from the comparisons of '
         f"{esc(who)}. Leaves are numbered in rank order (leaf 1 is the best) and show the "
-        "posterior utility (mean ± sd, in units of the comparison noise) and their items "
-        "with the comparisons each won and lost. Hover a box for its full text.</p>"
+        "posterior utility (mean ± sd, in units of the comparison noise), their item count "
+        "and an example item (linear leaves: the value of time and the slopes that set the "
+        "leaf apart; grey italics: the 95% CI includes 0). Hover a box for its full text; "
+        "every leaf's items are in the table below.</p>"
     )
     for heading, view in parts.trees:
         n_leaves = sum(1 for n in view.nodes if n.kind == "leaf")

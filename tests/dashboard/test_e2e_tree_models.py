@@ -19,7 +19,6 @@ from tests.dashboard.test_e2e import (
     CHROMIUM,
     KEEP_ENV,
     TREE_FRAME,
-    metric,
     settle,
     snap,
 )
@@ -61,19 +60,22 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
     settle(page, timeout=60_000)
     frame = page.frame_locator(TREE_FRAME).first
     svg = frame.locator("#tree-svg")
-    expect(svg).to_contain_text("Price: ", timeout=60_000)
-    expect(svg).to_contain_text("per guilder")
-    expect(svg).to_contain_text("per hour")
-    expect(svg).to_contain_text("Value of time (money: Price):")
-    expect(svg).to_contain_text("overall value of time (money: Price)")
-    # a number with its interval, or (one respondent's price slope may be 0) no number
-    vot = metric(page, "Value of time").inner_text()
-    line = page.get_by_text("Value of time (overall, money attribute Price):").inner_text()
-    if vot == "—":
-        assert "not identified: the Price slope's 95% CI includes 0" in line, line
+    expect(svg).to_contain_text("overall value of time (money: Price)", timeout=60_000)
+    # the whole study (no respondent named), compact leaves: a value of time or a slope
+    # in guilders and hours (every slope on click); a number with its interval, or no
+    # number where the price slope may be 0, said once, in the title
+    title = frame.locator("#viewport > text").first.text_content() or ""
+    assert "whole study" in title and not re.search(r"respondent \S+'s", title), title
+    expect(svg).to_contain_text(re.compile("per guilder|per hour|guilders/hour"))
+    vot = re.search(r"overall value of time \(money: Price\) (.*)$", title)
+    assert vot is not None, title
+    if vot.group(1).startswith("not identified"):
+        assert "Price slope ≈ 0" in vot.group(1)
     else:
-        assert re.fullmatch(r"[0-9.]+", vot) and float(vot) > 0, vot
-        assert f"{vot} guilders per hour [95% CI " in line, line
+        assert re.match(r"[0-9.]+ guilders/hour \[[0-9.]+, [0-9.]+\]", vot.group(1)), title
+    assert (svg.text_content() or "").count("not identified") <= 1
+    line = page.get_by_text(re.compile(r"^Held-out accuracy: Linear-leaf tree")).inner_text()
+    assert "% [" in line and "Conditional logit (MNL)" in line, line
     # the screenshot: a wide window, so the whole 8-leaf tree fits at a readable zoom
     page.set_viewport_size({"width": 2400, "height": 1500})
     settle(page)
@@ -87,7 +89,7 @@ def test_tree_explorer_defaults_to_the_linear_leaf_tree_on_train(server, page) -
         page.get_by_role("button", name="Download SVG").click()
     text = open(dl.value.path(), encoding="utf-8").read()
     ET.fromstring(text)
-    assert "per guilder" in text and "Value of time" in text
+    assert "per guilder" in text and "value of time" in text.lower()
     # the Leaves tab: slopes per leaf and the trade-off table with Fieller intervals
     page.get_by_role("tab", name="Leaves").click()
     settle(page)

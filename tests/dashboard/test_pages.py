@@ -53,6 +53,7 @@ def tree_text(tree: dict) -> str:
     parts = [tree["title"]]
     for n in tree["nodes"]:
         parts += [n["title"], *n["lines"], *n["summary"], *n["items"], n["tooltip"], n["edge"]]
+        parts += n.get("details", [])  # every line of a box (on click; compact boxes show less)
     return "\n".join(parts)
 
 
@@ -149,8 +150,14 @@ def test_respondent_choice_is_shared_with_the_tree_explorer(app) -> None:
     no_exception(at)
     assert "Respondent 5:" in texts(at)
     at.switch_page("views/tree_explorer.py").run()
+    # the Tree explorer opens on the whole study; its respondent view shows the one picked
+    title = trees(at)[0]["title"]
+    assert "whole study" in title and "respondent" not in title.replace("respondents)", "")
+    at.session_state["te_scope::electricity"] = "One respondent"
+    at.run()
+    no_exception(at)
     assert at.selectbox(key="te_resp::electricity").value == 5
-    assert "respondent 5" in trees(at)[0]["title"]
+    assert "respondent 5's personal tree" in trees(at)[0]["title"]
 
 
 def test_missing_sushi_shows_how_to_get_it(app, tmp_path, monkeypatch) -> None:
@@ -201,7 +208,7 @@ def test_tree_explorer_controls_change_the_tree(app) -> None:
     assert int(metrics(at)["Leaves"]) < leaves_before  # pruned refit
     # follow an item: its path is marked and its leaf is explained
     assert not any(n["on_path"] for n in trees(at)[0]["nodes"])
-    at.selectbox(key="te_item::electricity::1").select(0).run()
+    at.selectbox(key="te_item::electricity::None").select(0).run()
     on_path = [n for n in trees(at)[0]["nodes"] if n["on_path"]]
     assert on_path and on_path[-1]["kind"] == "leaf"
     assert "is in leaf" in texts(at)
@@ -243,8 +250,17 @@ def test_tree_leaves_name_their_items_with_wins_and_losses(app) -> None:
     import re
 
     assert re.fullmatch(r"[AB]\d\d — .+ \(won \d+, lost \d+\)", big["items"][0])
-    if len(big["items"]) > 3:
-        assert f"and {len(big['items']) - 3} more" in big["lines"]
+    # a compact box: utility, item count and one example item (every item on click)
+    assert len(big["lines"]) <= 3 and f"{len(big['items'])} items" in big["lines"]
+    assert big["lines"][-1].startswith("e.g. " + big["items"][0][:3])
+    at.session_state["te_detail"] = "full"  # every line and the first items
+    at.run()
+    full = max(
+        (n for n in trees(at)[0]["nodes"] if n["kind"] == "leaf"), key=lambda n: len(n["items"])
+    )
+    if len(full["items"]) > 3:
+        assert f"and {len(full['items']) - 3} more" in full["lines"]
+    at.session_state["te_detail"] = "compact"
     # leaves are numbered in rank order: leaf 1 is the best
     best = max(leaves, key=lambda n: float(n["lines"][0].split()[1]))
     assert best["title"].startswith("Leaf 1")
@@ -305,7 +321,12 @@ def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch, quick_
     from dashboard._services import trees as tree_svc
 
     monkeypatch.setattr(tree_svc, "CHOICE_RESPONDENTS", 5)  # the study-level table: small
-    at = app("tree_explorer", sel_study="electricity", te_view="Held-out evidence")
+    at = app(
+        "tree_explorer",
+        sel_study="electricity",
+        te_view="Held-out evidence",
+        **{"te_scope::electricity": "One respondent"},
+    )
     no_exception(at)
     models = at.dataframe[0].value  # the tree models and baselines on the study
     names = set(models["model"].str.replace("  ◀ shown above", ""))
@@ -324,6 +345,70 @@ def test_tree_explorer_held_out_evidence_with_baselines(app, monkeypatch, quick_
     assert (table["held-out comparisons"] == table["held-out comparisons"].iloc[0]).all()
     spec = charts(at)[0]
     assert {"held-out (95% CI)", "training"} <= {r.get("kind") for r in chart_data(spec)}
+    at.session_state["te_view"] = "Tree"
+    at.run()
+    no_exception(at)
+    # the comparison is done: the line above the tree gives the shown model's held-out
+    # figure beside the baseline's
+    line = next(
+        c.value.replace("\\", "") for c in at.caption if "Held\\-out accuracy\\:" in c.value
+    )
+    assert f"{get('mnl').label} " in line and "% [" in line and "held-out comparisons" in line
+
+
+#: Streamlit's input widgets, as AppTest names them (none in the presentation view).
+INPUT_WIDGETS = (
+    "selectbox",
+    "multiselect",
+    "slider",
+    "select_slider",
+    "text_input",
+    "text_area",
+    "number_input",
+    "checkbox",
+    "toggle",
+    "radio",
+    "button",
+    "download_button",
+    "button_group",
+    "tabs",
+    "file_uploader",
+)
+
+
+def test_the_tree_explorer_opens_on_the_study_and_presents_without_controls(app) -> None:
+    """The first view is the whole study (no respondent named), its pickers and settings
+    in the sidebar; ?present=1 draws the tree, its caption and the evidence line, and no
+    input widget; the switch into it writes the parameter."""
+    at = app("tree_explorer", sel_study="electricity")
+    no_exception(at)
+    (tree,) = trees(at)
+    assert tree["title"].startswith("Electricity suppliers") and "whole study" in tree["title"]
+    assert "respondent " not in tree["title"]
+    assert tree["detail"] == "compact" and tree["_opts"]["bare"] is False
+    sidebar_keys = {getattr(w, "key", None) for w in at.sidebar.selectbox}
+    assert {"te_study", "te_model::electricity::dt"} <= sidebar_keys
+    assert not [w for w in at.main.selectbox if str(w.key).startswith("te_")]  # no picker
+    assert any(c.value.startswith("Held\\-out accuracy\\:") for c in at.main.caption)
+    at.toggle(key="te_present").set_value(True).run()
+    assert at.query_params.get("present") == "1"
+
+    shown = app(query={"present": "1", "study": "electricity"})
+    shown.query_params.pop("respondent", None)  # (the first page, Case studies, names one)
+    shown.switch_page("views/tree_explorer.py").run()
+    no_exception(shown)
+    drawn = {kind: len(shown.get(kind)) for kind in INPUT_WIDGETS if shown.get(kind)}
+    assert drawn == {}, drawn
+    (tree,) = trees(shown)
+    assert tree["_opts"]["bare"] is True and "whole study" in tree["title"]
+    captions = [c.value for c in shown.caption]
+    assert any(c.startswith("Held\\-out accuracy\\:") for c in captions)
+    assert "leaf 1 is the best" in texts(shown)
+    # a respondent named in the link: their personal tree, still without controls
+    one = app("tree_explorer", query={"present": "1", "study": "electricity", "respondent": "5"})
+    no_exception(one)
+    assert "respondent 5's personal tree" in trees(one)[0]["title"]
+    assert not [k for k in INPUT_WIDGETS if one.get(k)]
 
 
 def test_tree_explorer_flags_sensitive_splits(app) -> None:
@@ -865,12 +950,12 @@ def test_sidebar_paths_persist_and_a_bad_path_does_not_hide_the_env(
 
 # ----------------------------------------------------------------------------- PMR
 def test_pmr_page_messages_and_urgency_tree(app) -> None:
-    at = app("pmr")
+    at = app("pmr", pmr_view="Messages")
     no_exception(at)
     assert len(at.dataframe[0].value) == 60
     assert any("### Patient Message" in c.value for c in at.code)
-    at.session_state["pmr_view"] = "Urgency tree"
-    at.run()
+    at = app("pmr")  # the page opens on its answer: the urgency tree
+    no_exception(at)
     m = metrics(at)
     assert float(m["Test accuracy (inbox B)"].rstrip("%")) > 60
     assert any("urgency tree" in t["title"] for t in trees(at))
@@ -1080,9 +1165,10 @@ def test_hierarchy_draws_the_choice_model_tree(app, monkeypatch) -> None:
     leaves = [n for n in tree["nodes"] if n["kind"] == "leaf"]
     assert {n["title"] for n in leaves} == {"Segment 1", "Segment 2", "Segment 3"}
     for n in leaves:
-        lines = "\n".join(n["lines"])
+        lines = "\n".join(n["details"])  # every line: on click, in the tooltip
         assert "respondents" in lines and "Travel time" in lines and " ±" in lines
         assert "Value of time (money: Cost)" in lines
+        assert len(n["lines"]) <= 3 and n["lines"][0] == n["details"][0]  # compact box
     assert all(n["title"].endswith("?") for n in tree["nodes"] if n["kind"] == "split")
     frames = {tuple(f.value.columns): f.value for f in at.dataframe}
     seg = next(v for k, v in frames.items() if "who" in k)

@@ -28,9 +28,10 @@ PAGES = ("", "tree_explorer", "sensitivity", "hierarchy", "elicitation")
 
 
 #: Whether ``t`` is on the page: in its text or a picker's shown value (a selectbox shows
-#: its choice in an input's value, which is not part of the page's text).
+#: its choice in an input's value, which is not part of the page's text); the pickers are
+#: in the sidebar (issue 53), so the whole app is searched.
 _SHOWS_JS = """t => {
-  const main = document.querySelector('[data-testid="stMain"]');
+  const main = document.querySelector('[data-testid="stAppViewContainer"]');
   if (!main) return false;
   const vals = Array.from(main.querySelectorAll('input')).map(e => e.value || '');
   return (main.innerText + '\\n' + vals.join('\\n')).includes(t);

@@ -116,3 +116,39 @@ def test_study_fingerprint_follows_the_data(train) -> None:
     assert tree_choice.study_fingerprint(dataclasses.replace(train)) == fp
     fewer = dataclasses.replace(train, data=d.select_pairs(np.arange(d.n_pairs) > 0))
     assert tree_choice.study_fingerprint(fewer) != fp
+
+
+def test_the_study_level_model_and_the_evidence_line() -> None:
+    """The best of the pooled trees (the Tree explorer's study-level default) and the one
+    line of held-out evidence its pages show beside the plan's baseline."""
+    import pandas as pd
+
+    from pbo_core.experiments.tree_choice import TreeChoice
+
+    nan = float("nan")
+    table = pd.DataFrame(
+        {
+            "key": ["dt", "dt-pooled", "dt-linear", "mnl", "gp"],
+            "method": ["Paper DT", "Pooled DT", "Linear-leaf tree", "Conditional logit", "GP"],
+            "family": ["tree", "tree", "tree", "baseline", "gp"],
+            "train": [0.9, 0.8, 0.85, 0.8, nan],
+            "heldout": [0.88, 0.81, 0.864, 0.808, nan],
+            "ci_low": [0.86, 0.79, 0.852, 0.793, nan],
+            "ci_high": [0.9, 0.83, 0.876, 0.822, nan],
+            "n_heldout": [4390, 4390, 4390, 4390, 0],
+            "error": ["", "", "", "", "too many items"],
+        }
+    )
+    choice = TreeChoice("dt", table, 1191, 4390, "two tasks per respondent", 1191, 19755, "all")
+    assert choice.best_among(["dt-pooled", "dt-linear"]) == "dt-linear"
+    assert choice.best_among(["gp"]) is None and choice.best_among([]) is None
+    line = choice.evidence_line("dt-linear", "mnl")
+    assert line == (
+        "Held-out accuracy: Linear-leaf tree 86.4% [85.2–87.6] · Conditional logit 80.8% "
+        "[79.3–82.2] · on all (4,390 held-out comparisons)"
+    )
+    assert choice.evidence_line("gp", "mnl").startswith(
+        "Held-out accuracy: GP: not scored (too many items) · Conditional logit 80.8%"
+    )
+    assert "study-level tree model" in choice.reason("dt-linear")
+    assert "the tree model with the best" in choice.reason()
