@@ -194,7 +194,10 @@ def test_the_evidence_tab_names_the_model_shown(served, page) -> None:
     snap(page, "tree_evidence")
     page.get_by_role("tab", name="Estimates").click()
     settle(page, timeout=60_000)
-    expect(page.locator('[data-testid="stDataFrame"]').first).to_contain_text("cluster-robust")
+    # (the estimates table: cluster-robust standard errors beside the robust ones)
+    expect(page.locator('[data-testid="stDataFrame"]').first).to_contain_text(
+        "Clust. Std err", timeout=60_000
+    )
 
 
 def test_a_value_of_time_whose_money_slope_may_be_zero_is_not_identified(served, page) -> None:
@@ -230,7 +233,7 @@ def scroll_to(pg, text: str) -> None:
 TOUR = (
     ("", "case_studies", "Attributes", None),
     ("tree_explorer?study=swissmetro&model=dt-linear", "tree_explorer", "Held-out", None),
-    ("sensitivity?study=train", "sensitivity", "Test accuracy with every feature", None),
+    ("sensitivity?study=train", "sensitivity", "Minimum detectable change", None),
     ("convergence", "convergence", "branin: regret", None),
     ("hierarchy?study=swissmetro", "hierarchy", "User groups", None),
     ("elicitation?study=electricity", None, "Question", None),
@@ -256,6 +259,10 @@ def test_a_tour_of_every_page_requests_nothing_beyond_the_server(served, context
         settle(pg, timeout=60_000)
         assert pg.locator('[data-testid="stException"]').count() == 0, path
         visited.add(path.split("?")[0])
+        if shot == "sensitivity" and UPDATE_DOCS:  # the docs show every model's bars
+            main = pg.locator('[data-testid="stMain"]')
+            expect(main).to_contain_text("Test accuracy with every feature", timeout=900_000)
+            settle(pg, timeout=60_000)
         if shot == "tree_explorer" and UPDATE_DOCS:  # the docs show the evidence line
             pg.get_by_role("tab", name="Held-out evidence").click()  # (the comparison)
             pg.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=900_000)
