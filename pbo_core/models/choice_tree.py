@@ -762,6 +762,12 @@ class ChoiceModelTree(Estimator):
         self._require_fitted()
         return self.model_for(respondent).prob_prefer(Xa, Xb, respondent)
 
+    def choice_probabilities(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
+        """Choice probabilities ``(n,)`` among the items ``X`` offered together, under
+        ``respondent``'s leaf logit (Eq. 2 of :mod:`pbo_core.models.mnl`)."""
+        self._require_fitted()
+        return self.model_for(respondent).choice_probabilities(X, respondent)
+
     def rank(self, X: np.ndarray, respondent: Any = None) -> np.ndarray:
         """Competition ranks (1 = best) by utility."""
         return competition_rank(self.predict(X, respondent))
