@@ -970,7 +970,8 @@ def choice_tree_view(
     respondent splits as questions ("yes" first), and every segment with its respondents,
     its choices, its conditional logit's attribute slopes in units with ``±`` the half-width
     of their 95 % interval (cluster-robust errors,
-    :func:`~pbo_core.explain.labels.coefficient_slope_lines`) and its value of time
+    :func:`~pbo_core.explain.labels.coefficient_slope_lines`), its alternative constants
+    (:func:`~pbo_core.explain.labels.coefficient_constant_lines`) and its value of time
     (``money`` and ``time``: the plan's attributes; ``None``: no value of time). Drawn by
     the one :class:`TreeView` renderer, as every tree."""
     tree, ss = model.tree_, model.split_schema_
@@ -990,8 +991,13 @@ def choice_tree_view(
                 f"{plural(n_resp, 'respondent')} · {plural(int(m.n_situations_), 'choice')}",
                 *labels.coefficient_slope_lines(m, short=True),
                 *([vot.text(short=True)] if vot is not None else []),
+                *labels.coefficient_constant_lines(m, short=True),
             ]
-            full = labels.coefficient_slope_lines(m) + ([vot.text()] if vot is not None else [])
+            full = (
+                labels.coefficient_slope_lines(m)
+                + ([vot.text()] if vot is not None else [])
+                + labels.coefficient_constant_lines(m)
+            )
             nodes.append(
                 ViewNode(
                     my,
