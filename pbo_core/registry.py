@@ -1008,7 +1008,7 @@ _entries(
             "conditional logit (constants, attribute slopes; the respondent features enter "
             "through the splits) shrunk toward its parent segment's; grown by "
             "log-likelihood gain, shrinkage and pruning by the held-out log-likelihood of "
-            "whole respondents (2-SE rule; <= 12 segments, depth <= 4, >= 50 respondents each)",
+            "whole respondents (1.5-SE rule; <= 12 segments, depth <= 4, >= 50 respondents each)",
             "tree",
             ChoiceModelTree,
             plan_as="mnl",

@@ -66,7 +66,7 @@ def _choice_tree(study: Study, key: str) -> None:
     )
     st.caption(
         shrunk + "Splits, the strength and the pruning are chosen by the held-out "
-        "log-likelihood of whole respondents (2-SE rule; `pbo_core.models.choice_tree`). "
+        "log-likelihood of whole respondents (1.5-SE rule; `pbo_core.models.choice_tree`). "
         "Slopes: utility per unit ± the half-width of their 95 % interval "
         "(cluster-robust errors by respondent); value of time = time slope / money slope "
         + (
@@ -81,7 +81,7 @@ def _choice_tree(study: Study, key: str) -> None:
         st.info(
             "No split of the respondents earns its place: one segment, the baseline "
             "itself (no larger tree predicts held-out respondents' choices better "
-            "by more than two standard errors)."
+            "by more than 1.5 standard errors)."
         )
     ui.tree_with_downloads(view, name=f"choice-tree-{key}", key="hi_ctree_view")
     st.dataframe(

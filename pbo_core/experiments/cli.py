@@ -584,10 +584,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--prune-rule",
-        choices=("max", "2se", "1se"),
+        choices=("max", "1.5se", "1se", "2se"),
         default="max",
         help="mnl-tree's pruning on the validation part: max (default: the best validation "
-        "log-likelihood), 2se / 1se (the smallest tree within two / one standard errors)",
+        "log-likelihood), 1.5se / 1se / 2se (the smallest tree within that many standard "
+        "errors)",
     )
     s.add_argument("--respondents", type=int, default=None, help="a seeded sample of N respondents")
     _common(s)
