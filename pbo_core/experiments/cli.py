@@ -74,9 +74,9 @@ Commands
     random 75/12.5/12.5 splits of the choice rows, validation for pruning and tuning only)
     and the same with whole respondents held out: held-out negative log-likelihood per
     choice and top-1 accuracy of ``mnl`` and ``mnl-tree`` (the published MNL's utility, and
-    with the plan's respondent features) and of any ``--methods`` model that gives choice
-    probabilities, with their 95 % intervals over the splits and the published figures
-    beside them (:mod:`~pbo_core.experiments.published`).
+    with the plan's respondent features) and of any pooled ``--methods`` model, with their
+    95 % intervals over the splits and the published figures beside them
+    (:mod:`~pbo_core.experiments.published`).
 ``rho-regret``
     rho-regret (top 3, App. G.1) per question, DT variants vs GP vs random pairs:
     ``--study pmr-demo`` triages an inbox of the demo against its true urgency model;
@@ -328,7 +328,9 @@ def _published(args: argparse.Namespace, base: dict[str, Any], progress: Any) ->
     study = load_swissmetro()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     rows = method_rows(methods, [u.strip() for u in args.utilities.split(",") if u.strip()])
-    skipped = {m: w for m in dict.fromkeys(m for m, _ in rows) if (w := why_not(m, study))}
+    skipped = {
+        m: w for m in dict.fromkeys(m for m, _ in rows) if (w := why_not(m, study, protocols))
+    }
     rows = [r for r in rows if r[0] not in skipped]
     for m, why in skipped.items():
         note(f"skipped {m}: {why}", args.quiet)
@@ -569,8 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--methods",
         default="mnl,mnl-tree",
-        help="registry models (default mnl,mnl-tree); a model without choice "
-        "probabilities is skipped with the reason",
+        help="registry models (default mnl,mnl-tree); a model without its own choice "
+        "probabilities is scored by the logit of its utilities with a scale fitted on the "
+        "validation part; a per-respondent model is skipped with the reason",
     )
     s.add_argument(
         "--utilities",

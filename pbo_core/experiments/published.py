@@ -49,10 +49,22 @@ the training part) and ``mnl-tree`` (:class:`~pbo_core.models.choice_tree.Choice
 with depth <= ``max_depth``, ``2^max_depth`` segments at most, ``min_segment`` respondents
 per segment, every respondent feature as a split candidate (origin and destination
 cantons too, as in the published trees), the shrinkage and pruning by the validation
-log-likelihood), each with both utilities; any other registry model named in
-``methods`` is fitted as the study's plan sets it and scored when it gives choice
-probabilities over a situation's alternatives (``choice_probabilities``), else skipped
-with the reason.
+log-likelihood), each with both utilities; any other pooled registry model named in
+``methods`` is fitted as the study's plan sets it (a model fitted one respondent at a
+time, or one that cannot predict respondents it never saw when those are held out, is
+skipped with the reason). Its choice probabilities (:func:`probability_kind`): a logit's
+utilities as they are; a model's own probabilities (a mixture of logits); else the
+logit of its utilities times the scale that maximises the validation part's
+likelihood,
+
+.. math::
+
+    P_s(j) = \\frac{e^{\\kappa u_j}}{\\sum_{k \\in C_s} e^{\\kappa u_k}}, \\qquad
+    \\hat\\kappa = \\arg\\max_\\kappa \\sum_{s \\in V} \\log P_s(c_s),          \\qquad (2)
+
+the protocol's tuning on validation only. A model predicts a respondent with
+``predict(X, respondent=r)`` when it predicts from recorded features, or, with choice
+rows held out, from the respondent's own training choices.
 """
 
 from __future__ import annotations
@@ -71,7 +83,8 @@ from scipy.stats import t as student_t
 
 from pbo_core.data import PreferenceData, Study
 from pbo_core.experiments.runner import Cell
-from pbo_core.models.mnl import choice_sets
+from pbo_core.metrics import fit_scale, situation_log_probs, situation_top1
+from pbo_core.models.mnl import ChoiceSets, choice_sets
 from pbo_core.registry import get, make_for, not_applicable
 
 __all__ = [
@@ -82,10 +95,12 @@ __all__ = [
     "format_published",
     "heldout_scores",
     "method_rows",
+    "probability_kind",
     "protocol_split",
     "published_cell",
     "published_cells",
     "summarize_published",
+    "validation_scale",
 ]
 
 #: The two ways of holding out: choice rows (the paper's) or whole respondents.
@@ -206,23 +221,73 @@ def protocol_split(
 
 
 # ----------------------------------------------------------------------------- scoring
-def heldout_scores(model: Any, data: PreferenceData) -> pd.DataFrame:
-    """One row per choice situation of ``data``: ``respondent``, ``log_p`` (the log of
-    the model's probability of the chosen alternative among the situation's, floored at
-    the smallest positive double) and ``top1`` (1 when the chosen alternative has the
-    largest probability, ``1/k`` when ``k`` tie for it, else 0)."""
+def _personal(method: str, protocol: str) -> bool:
+    """Whether ``method`` predicts a respondent with ``predict(X, respondent=r)``: from
+    their recorded features, or (choice rows held out) from their own training choices."""
+    spec = get(method)
+    return spec.feature_predict or (spec.respondent_predict and protocol == "rows")
+
+
+def _utilities(model: Any, data: PreferenceData, personal: bool) -> tuple[ChoiceSets, np.ndarray]:
+    """``data``'s choice situations and every row's utility under ``model`` (each
+    respondent's own with ``personal``, else the population's)."""
     cs = choice_sets(data)
-    resp = data.respondent[cs.pair] if data.respondent is not None else [None] * len(cs.pair)
-    logp = np.empty(cs.n_situations)
-    top1 = np.empty(cs.n_situations)
-    tiny = np.finfo(float).tiny
-    for s in range(cs.n_situations):
-        a, b = int(cs.start[s]), int(cs.start[s + 1])
-        p = np.asarray(model.choice_probabilities(data.X[cs.item[a:b]], respondent=resp[s]))
-        c = int(cs.chosen[s]) - a
-        logp[s] = math.log(max(float(p[c]), tiny))
-        best = np.flatnonzero(p >= p.max() * (1 - 1e-12))
-        top1[s] = 1.0 / len(best) if c in best else 0.0
+    if not personal or data.respondent is None:
+        return cs, np.asarray(model.predict(data.X), dtype=float)[cs.item]
+    prepare = getattr(model, "prepare_respondents", None)
+    resp = data.respondent[cs.pair]
+    ids = pd.unique(resp)
+    if prepare is not None:
+        prepare(list(ids))
+    values = np.empty(len(cs.item))
+    situation = cs.situation
+    for r in ids:
+        rows = np.flatnonzero(resp[situation] == r)
+        values[rows] = model.predict(data.X[cs.item[rows]], respondent=r)
+    return cs, values
+
+
+def probability_kind(model: Any) -> str:
+    """How a fitted model's choice probabilities come: ``"logit"`` (its utilities are a
+    logit's), ``"native"`` (it computes them: ``choice_probabilities``) or ``"fitted"``
+    (the logit of its utilities with a scale fitted on the validation part)."""
+    if getattr(model, "logit_utilities", False):
+        return "logit"
+    return "native" if hasattr(model, "choice_probabilities") else "fitted"
+
+
+def validation_scale(model: Any, val: PreferenceData, personal: bool) -> float:
+    """The scale of a model's utilities (Eq. 2 of :mod:`pbo_core.metrics`) that maximises
+    the validation part's likelihood: 1 for a logit; the protocol tunes on validation
+    only."""
+    if probability_kind(model) != "fitted" or val.n_pairs == 0:
+        return 1.0
+    cs, v = _utilities(model, val, personal)
+    return fit_scale(v, np.arange(len(v)), cs.start, cs.chosen)
+
+
+def heldout_scores(
+    model: Any, data: PreferenceData, *, personal: bool = True, scale: float = 1.0
+) -> pd.DataFrame:
+    """One row per choice situation of ``data``: ``respondent``, ``log_p`` (the log of
+    the model's probability of the chosen alternative among the situation's available
+    ones: its own probabilities, or the logit of its utilities times ``scale``) and
+    ``top1`` (1 when the chosen alternative has the largest utility, ``1/k`` when ``k``
+    tie for it, else 0)."""
+    cs, v = _utilities(model, data, personal)
+    n = cs.n_situations
+    resp = data.respondent[cs.pair] if data.respondent is not None else np.full(n, None)
+    rows = np.arange(len(v))
+    top1 = situation_top1(v, rows, cs.start, cs.chosen)
+    if probability_kind(model) == "native":
+        logp = np.empty(n)
+        for s in range(n):
+            a, b = int(cs.start[s]), int(cs.start[s + 1])
+            who = resp[s] if personal else None
+            p = np.asarray(model.choice_probabilities(data.X[cs.item[a:b]], respondent=who))
+            logp[s] = math.log(max(float(p[int(cs.chosen[s]) - a]), np.finfo(float).tiny))
+    else:
+        logp = situation_log_probs(v, rows, cs.start, cs.chosen, scale)
     return pd.DataFrame({"respondent": resp, "log_p": logp, "top1": top1})
 
 
@@ -272,21 +337,16 @@ def make_method(
     )
 
 
-def why_not(method: str, study: Study) -> str | None:
-    """Why ``method`` cannot run under this protocol (one sentence), or ``None``."""
+def why_not(method: str, study: Study, protocols: Sequence[str] = PROTOCOLS) -> str | None:
+    """Why ``method`` cannot run under these protocols (one sentence), or ``None``."""
     spec = get(method)
-    reason = not_applicable(spec, study, new_respondents=True)
-    if reason is not None:
-        return reason
-    if method in PLANNED:
-        return None
-    model = make_for(method, study)
-    if not hasattr(model, "choice_probabilities"):
-        return (
-            "gives utilities or pairwise preferences but no choice probabilities over a "
-            "situation's alternatives yet"
+    reason = not_applicable(spec, study, new_respondents="respondents" in protocols)
+    if reason is None and spec.scope != "pooled":
+        reason = (
+            "fitted on one respondent's choices at a time; the protocol fits one model on "
+            "the training part"
         )
-    return None
+    return reason
 
 
 # ----------------------------------------------------------------------------- cells
@@ -335,7 +395,9 @@ def published_cell(cell: Cell, *, load_swissmetro: LoadSwissmetro) -> pd.DataFra
     else:
         model.fit(train)
     seconds = time.perf_counter() - t0
-    scores = heldout_scores(model, test)
+    personal = _personal(str(cell["method"]), str(cell["protocol"]))
+    scale = validation_scale(model, val, personal)
+    scores = heldout_scores(model, test, personal=personal, scale=scale)
     p = np.exp(scores["log_p"].to_numpy())
     tree = getattr(model, "tree_", None)
     return pd.DataFrame(
@@ -350,6 +412,8 @@ def published_cell(cell: Cell, *, load_swissmetro: LoadSwissmetro) -> pd.DataFra
                 "segments": int(getattr(model, "n_leaves_", 1)),
                 "depth": int(tree.max_depth) if tree is not None else 0,
                 "shrinkage": float(getattr(model, "shrinkage_", float("nan"))),
+                "probabilities": probability_kind(model),
+                "scale": scale,
                 "fit_seconds": seconds,
             }
         ]

@@ -15,7 +15,9 @@ from pbo_core.experiments.published import (
     PUBLISHED,
     heldout_scores,
     method_rows,
+    probability_kind,
     protocol_split,
+    validation_scale,
 )
 from pbo_core.registry import make_for
 
@@ -57,6 +59,21 @@ def test_heldout_scores_are_the_logits_likelihood(small) -> None:
     assert 0.5 < scores["top1"].mean() < 0.9
 
 
+def test_a_scale_fitted_on_validation_makes_utilities_probabilities(small) -> None:
+    """Eq. 2: the pairwise logit's utilities, scaled to the validation choices' best
+    likelihood; a logit keeps its own scale."""
+    train, val, _ = protocol_split(small.data, "rows", 0, 0)
+    pooled = make_for("logit-pooled", small).fit(train)
+    assert probability_kind(pooled) == "fitted"
+    kappa = validation_scale(pooled, val, personal=False)
+    assert kappa > 0
+    best = heldout_scores(pooled, val, personal=False, scale=kappa)["log_p"].sum()
+    for k in (0.8 * kappa, 1.25 * kappa):  # the maximum of the validation likelihood
+        assert heldout_scores(pooled, val, personal=False, scale=k)["log_p"].sum() < best
+    mnl = make_for("mnl", small, case_specific=()).fit(train)
+    assert probability_kind(mnl) == "logit" and validation_scale(mnl, val, False) == 1.0
+
+
 def test_method_rows() -> None:
     rows = method_rows(["mnl", "mnl-tree", "dt-linear"], ["published", "features"])
     assert rows == [
@@ -74,8 +91,9 @@ def test_method_rows() -> None:
 
 def test_a_reduced_run_of_the_command(tmp_path: Path, capsys) -> None:
     """2 splits of 150 respondents: both protocols, the four rows with the published
-    figures beside the rows protocol's, and a model without choice probabilities
-    skipped with its reason."""
+    figures beside the rows protocol's, a model without its own probabilities scored
+    with a scale fitted on the validation part, and a per-respondent model skipped with
+    its reason."""
     out = tmp_path / "run.json"
     argv = [
         "published-swissmetro",
@@ -86,7 +104,7 @@ def test_a_reduced_run_of_the_command(tmp_path: Path, capsys) -> None:
         "--max-depth",
         "3",
         "--methods",
-        "mnl,mnl-tree,logit-pooled",
+        "mnl,mnl-tree,logit-pooled,dt",
         "--json",
         str(out),
         "--quiet",
@@ -95,14 +113,14 @@ def test_a_reduced_run_of_the_command(tmp_path: Path, capsys) -> None:
     table = capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert doc["protocols"] == ["rows", "respondents"] and doc["splits"] == 2
-    assert "choice probabilities" in doc["skipped"]["logit-pooled"]
-    assert "skipped logit-pooled" in table and "0.799 MNL" in table
+    assert "per-respondent" in doc["skipped"]["dt"] and list(doc["skipped"]) == ["dt"]
+    assert "skipped dt" in table and "0.799 MNL" in table
     rows = {(r["protocol"], r["label"]): r for r in doc["summary"]}
     labels = ["mnl", "mnl + respondent features", "mnl-tree"]
-    labels.append("mnl-tree + respondent features in leaves")
+    labels += ["mnl-tree + respondent features in leaves", "logit-pooled"]
     assert set(rows) == {(p, lab) for p in ("rows", "respondents") for lab in labels}
     for r in doc["summary"]:
-        assert r["splits"] == 2 and 0.3 < r["nll"] < 1.1 and 0.4 < r["top1"] < 0.95
+        assert r["splits"] == 2 and 0.3 < r["nll"] < 1.5 and 0.4 < r["top1"] < 0.95
         lo, hi = r["nll_ci95"]
         assert lo <= r["nll"] <= hi
         assert r["nll_clipped"] <= r["nll"] + 1e-12  # flooring P at 0.01 only helps
@@ -112,6 +130,9 @@ def test_a_reduced_run_of_the_command(tmp_path: Path, capsys) -> None:
     assert rows[("rows", "mnl")]["published"]["nll"] == 0.799
     assert rows[("rows", "mnl-tree")]["published"]["nll"] == 0.613
     assert "published" not in rows[("respondents", "mnl")]
-    assert len(doc["cells"]) == 2 * 2 * 4
+    assert len(doc["cells"]) == 2 * 2 * 5
+    kinds = {(c["method"], c["probabilities"]) for c in doc["cells"]}
+    assert kinds == {("mnl", "logit"), ("mnl-tree", "logit"), ("logit-pooled", "fitted")}
+    assert all(c["scale"] > 0 for c in doc["cells"])
     # the published records the command prints
     assert {r.nll for r in PUBLISHED} >= {0.799, 0.613, 0.628, 0.56, 0.604, 0.647}
