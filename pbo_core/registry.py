@@ -1007,10 +1007,10 @@ _entries(
             "mnl-tree",
             "Choice-model tree (segments of respondents, a conditional logit each)",
             "respondents split on their recorded features; per segment the plan's "
-            "conditional logit (constants, case-specific variables) shrunk toward its parent "
-            "segment's; the root is mnl's fit; grown by log-likelihood gain, shrinkage and "
-            "pruning by the held-out log-likelihood of whole respondents (1-SE; <= 12 "
-            "segments, depth <= 4, >= 50 respondents each)",
+            "conditional logit (constants, attribute slopes; the respondent features enter "
+            "through the splits) shrunk toward its parent segment's; grown by "
+            "log-likelihood gain, shrinkage and pruning by the held-out log-likelihood of "
+            "whole respondents (1.5-SE rule; <= 12 segments, depth <= 4, >= 50 respondents each)",
             "tree",
             ChoiceModelTree,
             plan_as="mnl",

@@ -56,24 +56,28 @@ def _choice_tree(study: Study, key: str) -> None:
     view, segs = svc.choice_tree_parts(ct_job, money_attr, time_attr)
     ui.tree_with_downloads(view, name=f"choice-tree-{key}", key="hi_ctree_view")
     n_resp = int(ctree.n_respondents_leaf_.sum())
+    terms = (
+        "alternative constants, attribute slopes and the case-specific variables"
+        if ctree.leaf_terms == "all"
+        else "alternative constants and attribute slopes; the respondent features enter "
+        "through the splits"
+    )
     shrunk = (
         f"{ctree.n_leaves_} segments of {n_resp:,} respondents split on their recorded "
-        "features; each holds the plan's conditional logit (the baseline `mnl`: alternative "
-        "constants and case-specific variables) shrunk toward its parent segment's "
-        f"(strength {ctree.shrinkage_:g} situations), the root being the baseline's own fit. "
+        f"features; each holds the plan's conditional logit (the baseline `mnl`: {terms}) "
+        f"shrunk toward its parent segment's (strength {ctree.shrinkage_:g} situations). "
         if ctree.n_leaves_ > 1
         else f"One segment of {n_resp:,} respondents: the plan's conditional logit (the "
-        "baseline `mnl`), which a split would have shrunk toward. "
+        f"baseline `mnl`: {terms}), which a split would have shrunk toward. "
     )
     st.caption(
         shrunk + "Splits, the strength and the pruning are chosen by the held-out "
-        "log-likelihood of whole respondents (1-SE rule; `pbo_core.models.choice_tree`). "
+        "log-likelihood of whole respondents (1.5-SE rule; `pbo_core.models.choice_tree`). "
         "Each box shows its respondents and choices, its value of time and the slopes that "
         "set it apart (grey italics: the 95 % interval includes 0; click a box for every "
         "slope, the table below lists them). Slopes: utility per unit ± the half-width of "
         "their 95 % interval (cluster-robust errors by respondent); value of time = time "
-        "slope / money "
-        "slope "
+        "slope / money slope "
         + (
             f"(the plan's {ui.md(study.schema[money_attr].display)} and "
             f"{ui.md(study.schema[time_attr].display)}, in the units the study states: a time "
@@ -86,7 +90,7 @@ def _choice_tree(study: Study, key: str) -> None:
         st.info(
             "No split of the respondents earns its place: one segment, the baseline "
             "itself (no larger tree predicts held-out respondents' choices better "
-            "by more than one standard error)."
+            "by more than 1.5 standard errors)."
         )
     st.dataframe(
         segs,

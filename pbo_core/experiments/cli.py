@@ -69,6 +69,14 @@ Commands
     logit (baselines), the Eq. 15 user tree and the parameter-instability user tree with
     segment logits; mean held-out accuracy per number of tasks with a 95 % CI, paired
     differences, the cold-start verdict and the last cohort's segments (value of time).
+``published-swissmetro``
+    The segmentation-trees paper's SwissMetro protocol (all purposes, ``CHOICE > 0``; 10
+    random 75/12.5/12.5 splits of the choice rows, validation for pruning and tuning only)
+    and the same with whole respondents held out: held-out negative log-likelihood per
+    choice and top-1 accuracy of ``mnl`` and ``mnl-tree`` (the published MNL's utility, and
+    with the plan's respondent features) and of any pooled ``--methods`` model, with their
+    95 % intervals over the splits and the published figures beside them
+    (:mod:`~pbo_core.experiments.published`).
 ``rho-regret``
     rho-regret (top 3, App. G.1) per question, DT variants vs GP vs random pairs:
     ``--study pmr-demo`` triages an inbox of the demo against its true urgency model;
@@ -94,6 +102,7 @@ import argparse
 import dataclasses
 import runpy
 import sys
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -103,6 +112,7 @@ import pandas as pd
 
 from data_loaders.cached import load_study_cached, load_study_file
 from data_loaders.pmr import inbox_urgency
+from data_loaders.swissmetro import load_swissmetro
 from data_loaders.user_studies import add_column_args, column_map
 from pbo_core import __version__
 from pbo_core.data import DataValidationError, Study
@@ -140,6 +150,16 @@ from pbo_core.experiments.cohorts import (
     summarize_cohorts,
     summarize_hierarchy,
     sushi_cold_start,
+)
+from pbo_core.experiments.published import (
+    PROTOCOLS,
+    UTILITIES,
+    format_published,
+    method_rows,
+    published_cell,
+    published_cells,
+    summarize_published,
+    why_not,
 )
 from pbo_core.experiments.report import write_report
 from pbo_core.experiments.rho_regret import (
@@ -293,6 +313,67 @@ def _accuracy(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> 
         "best_baseline_rule": BEST_BASELINE_RULE,
         "caution": caution,
         "baseline_fit": _baseline_fit(split.study) if cmd == "conjoint-accuracy" else None,
+    }
+
+
+def _published(args: argparse.Namespace, base: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """``published-swissmetro``: the cells, the table (stdout; stderr with ``--json -``)
+    and the JSON document."""
+    protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+    bad = [p for p in protocols if p not in PROTOCOLS]
+    if bad or not protocols:
+        raise SystemExit(f"unknown protocols {bad}; choose from {list(PROTOCOLS)}")
+    if args.splits < 1:
+        raise SystemExit("--splits must be at least 1")
+    study = load_swissmetro()
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    rows = method_rows(methods, [u.strip() for u in args.utilities.split(",") if u.strip()])
+    skipped = {
+        m: w for m in dict.fromkeys(m for m, _ in rows) if (w := why_not(m, study, protocols))
+    }
+    rows = [r for r in rows if r[0] not in skipped]
+    for m, why in skipped.items():
+        note(f"skipped {m}: {why}", args.quiet)
+    if not rows:
+        raise SystemExit("no model to score: " + "; ".join(f"{m}: {w}" for m, w in skipped.items()))
+    cell = dict(
+        base,
+        experiment=args.command,
+        max_depth=args.max_depth,
+        min_segment=args.min_segment,
+        prune_rule=args.prune_rule,
+        **({"respondents": args.respondents} if args.respondents is not None else {}),
+    )
+    t0 = time.perf_counter()
+    results = run_grid(
+        published_cells(cell, rows, protocols, args.splits),
+        partial(published_cell, load_swissmetro=load_swissmetro),
+        out_dir=args.out,
+        jobs=args.jobs,
+        fresh=args.fresh,
+        progress=progress,
+    )
+    seconds = time.perf_counter() - t0
+    summary = summarize_published(results)
+    table = format_published(summary, skipped)
+    if not args.quiet or args.json != "-":
+        out = sys.stderr if args.json == "-" else sys.stdout
+        print(f"{table}\n({seconds:.0f} s)", file=out)
+    return {
+        "command": args.command,
+        "study": "swissmetro (bundled; all trip purposes, CHOICE > 0)",
+        "protocols": protocols,
+        "splits": args.splits,
+        "seed": args.seed,
+        "respondents": args.respondents,
+        "max_depth": args.max_depth,
+        "min_segment": args.min_segment,
+        "prune_rule": args.prune_rule,
+        "utilities": {u: UTILITIES[u] for u in dict.fromkeys(u for _, u in rows) if u in UTILITIES},
+        "skipped": skipped,
+        "summary": summary,
+        "cells": results.to_dict(orient="records"),
+        "seconds": seconds,
     }
 
 
@@ -474,6 +555,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="the attribute the segments' value of time divides by (default: the study's "
         "own, chosen at import, else the one measured in money: swissmetro cost)",
     )
+    _common(s)
+    s = sub.add_parser(
+        "published-swissmetro",
+        help="the segmentation-trees paper's SwissMetro protocol: held-out NLL per choice "
+        "and top-1 accuracy beside the published figures",
+    )
+    s.add_argument("--splits", type=int, default=10, help="random splits per protocol (10)")
+    s.add_argument(
+        "--protocols",
+        default=",".join(PROTOCOLS),
+        help="rows (the paper's: choice rows held out), respondents (whole respondents "
+        "held out); default both",
+    )
+    s.add_argument(
+        "--methods",
+        default="mnl,mnl-tree",
+        help="registry models (default mnl,mnl-tree); a model without its own choice "
+        "probabilities is scored by the logit of its utilities with a scale fitted on the "
+        "validation part; a per-respondent model is skipped with the reason",
+    )
+    s.add_argument(
+        "--utilities",
+        default=",".join(UTILITIES),
+        help="utilities of mnl and mnl-tree: published (constants, time, cost, headway), "
+        "features (plus the plan's respondent features); default both",
+    )
+    s.add_argument("--max-depth", type=int, default=7, help="mnl-tree's depth cap (7)")
+    s.add_argument(
+        "--min-segment", type=int, default=5, help="mnl-tree's fewest respondents per segment"
+    )
+    s.add_argument(
+        "--prune-rule",
+        choices=("max", "1.5se", "1se", "2se"),
+        default="max",
+        help="mnl-tree's pruning on the validation part: max (default: the best validation "
+        "log-likelihood), 1.5se / 1se / 2se (the smallest tree within that many standard "
+        "errors)",
+    )
+    s.add_argument("--respondents", type=int, default=None, help="a seeded sample of N respondents")
     _common(s)
     s = sub.add_parser("rho-regret", help="rho-regret per question on bundled data (App. G.1)")
     s.add_argument("--study", choices=RHO_STUDIES, required=True)
@@ -683,6 +803,9 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             for v in SUSHI_VARIANTS
         ]
         fn = partial(hierarchy_cell, load_study=load_study_cached)
+    elif cmd == "published-swissmetro":
+        write_json(_published(args, base, progress), args.json)
+        return 0
     elif cmd in ("sushi-generalization", "conjoint-accuracy", "straddler-ablation"):
         write_json(_accuracy(args, base, progress), args.json)
         return 0

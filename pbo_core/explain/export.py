@@ -1124,7 +1124,8 @@ def choice_tree_view(
     respondent splits as questions ("yes" first), and every segment with its respondents,
     its choices, its conditional logit's attribute slopes in units with ``±`` the half-width
     of their 95 % interval (cluster-robust errors,
-    :func:`~pbo_core.explain.labels.coefficient_slope_lines`) and its value of time
+    :func:`~pbo_core.explain.labels.coefficient_slope_lines`), its alternative constants
+    (:func:`~pbo_core.explain.labels.coefficient_constant_lines`) and its value of time
     (``money`` and ``time``: the plan's attributes; ``None``: no value of time). Drawn by
     the one :class:`TreeView` renderer, as every tree."""
     tree, ss = model.tree_, model.split_schema_
@@ -1143,12 +1144,21 @@ def choice_tree_view(
             slopes = labels.coefficient_slope_lines(m, short=True)
             order = _segment_slope_order(model, leaf)
             count = f"{plural(n_resp, 'respondent')} · {plural(int(m.n_situations_), 'choice')}"
-            lines = [count, *slopes, *([vot.text(short=True)] if vot is not None else [])]
+            lines = [
+                count,
+                *slopes,
+                *([vot.text(short=True)] if vot is not None else []),
+                *labels.coefficient_constant_lines(m, short=True),
+            ]
             brief = [count]
             if vot is not None and vot.ratio.identified:
                 brief.append(vot.text(short=True))
             brief += [clip_line(slopes[j]) for j, _ in order][: BRIEF_LINES - len(brief)]
-            full = labels.coefficient_slope_lines(m) + ([vot.text()] if vot is not None else [])
+            full = (
+                labels.coefficient_slope_lines(m)
+                + ([vot.text()] if vot is not None else [])
+                + labels.coefficient_constant_lines(m)
+            )
             nodes.append(
                 ViewNode(
                     my,

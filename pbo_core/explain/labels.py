@@ -416,6 +416,30 @@ def coefficient_slope_lines(model: Any, short: bool = False) -> list[str]:
     ]
 
 
+def coefficient_constant_lines(model: Any, short: bool = False) -> list[str]:
+    """The alternative-specific constants of a conditional logit (its ``column_kinds_``
+    ``"constant"``: the utility of an alternative over the reference's at equal
+    attributes), each with its 95 % interval from the cluster-robust standard error
+    (``short``: ``±`` half-width): ``"Constant: Train (vs Swissmetro): -0.70 ±0.16"``."""
+    kinds = list(getattr(model, "column_kinds_", []))
+    coef, se = np.asarray(model.coef_), np.asarray(model.cluster_se_)
+    out = []
+    for j, kind in enumerate(kinds):
+        if kind != "constant":
+            continue
+        label, c = model.feature_names_[j], float(coef[j])
+        half = _Z95 * float(se[j]) if math.isfinite(float(se[j])) else float("nan")
+        if not math.isfinite(half) or half <= 0:
+            out.append(f"{label}: {_num(c)}")
+            continue
+        est, ci = ci_text(c, c - half, c + half, signed=True)
+        if short:
+            out.append(f"{label}: {est} ±{_fixed(half, ci_decimals(-half, half))}")
+        else:
+            out.append(f"{label}: {est} [95% CI {ci[1:-1]}]")
+    return out
+
+
 def coefficient_tradeoffs(model: Any, money: str | None, time: str | None = None) -> list[TradeOff]:
     """The trade-offs of a model with one coefficient per attribute (the conditional
     logit: ``attribute_columns_``, ``column_names_``, ``coef_``, ``cluster_cov_``) against

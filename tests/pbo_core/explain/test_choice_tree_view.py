@@ -28,7 +28,13 @@ def test_the_tree_and_table_show_each_segments_slopes_and_value_of_time() -> Non
         assert n.lines[0].startswith(f"{model.n_respondents_leaf_[k]} respondents")
         assert list(n.lines[1:3]) == labels.coefficient_slope_lines(m, short=True)
         assert n.lines[3] == labels.coefficient_value_of_time(m, "cost", "time").text(short=True)
-        assert model.rules_[k] in n.tooltip
+        # each segment's constants with their intervals: B's differs by segment here
+        consts = labels.coefficient_constant_lines(m, short=True)
+        assert list(n.lines[4:]) == consts and len(consts) == 2
+        j = m.column_names_.index("ASC B")
+        assert consts[0].startswith(f"Constant: B (vs A): {m.coef_[j]:+.2f}"[:22])
+        assert " ±" in consts[0]
+        assert model.rules_[k] in n.tooltip and "Constant: B (vs A)" in n.tooltip
     table = segment_table(model, "cost", "time")
     assert list(table["segment"]) == [1, 2, 3, 4]
     assert table["respondents"].sum() == 400

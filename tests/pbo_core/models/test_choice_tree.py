@@ -43,14 +43,23 @@ def _users(rng: np.random.Generator, R: int) -> pd.DataFrame:
 
 def _segment(users: pd.DataFrame, kind: str) -> np.ndarray:
     """Planted segment of every respondent: ``quad`` (age < 40 x south/east region),
-    ``bands`` (age < 30, 30-50, >= 50), ``none`` (one segment)."""
+    ``bands`` (age < 30, 30-50, >= 50), ``two`` (car owners or not), ``none`` (one
+    segment)."""
     young = (users["age"] < 40).to_numpy()
     south = users["region"].isin(["s", "e"]).to_numpy()
     if kind == "quad":
         return 2 * young + south
     if kind == "bands":
         return np.digitize(users["age"].to_numpy(), [30, 50])
+    if kind == "two":
+        return (users["car"] == "yes").to_numpy().astype(int)
     return np.zeros(len(users), dtype=int)
+
+
+#: The planted coefficients: cost slope and B's constant (vs A) of every segment; time
+#: -0.05 per minute and C's constant 0 everywhere.
+COST = {"quad": [-0.2, -0.2, -1.0, -1.0], "bands": [-1.5, -0.6, -0.1], "two": [-0.3, -1.2]}
+ASC_B = {"quad": [-0.5, 1.5, -0.5, 1.5], "bands": [0.0, 0.0, 0.0], "two": [1.0, -0.5]}
 
 
 def _choices(
@@ -59,8 +68,8 @@ def _choices(
     """Each respondent makes ``T`` choices among modes A, B, C (random cost and time),
     with the cost slope and constants of their planted segment."""
     seg = _segment(users, kind)
-    cost = {"quad": [-0.2, -0.2, -1.0, -1.0], "bands": [-1.5, -0.6, -0.1], "none": [-0.8]}[kind]
-    asc_b = {"quad": [-0.5, 1.5, -0.5, 1.5], "bands": [0.0, 0.0, 0.0], "none": [0.0]}[kind]
+    cost = {**COST, "none": [-0.8]}[kind]
+    asc_b = {**ASC_B, "none": [0.0]}[kind]
     X, pairs, resp, task = [], [], [], []
     for r, s in zip(users.index, seg, strict=True):
         for t in range(T):
@@ -104,6 +113,54 @@ def test_recovers_a_planted_segmentation() -> None:
     young = {k for k in range(4) if (seg[leaf == k] >= 2).all()}
     assert max(cost[k] for k in young) < min(cost[k] for k in set(cost) - young)
     assert model.tree_.max_depth == 2 and len(model.leaf_table()) == 4
+
+
+def _by_respondents(data: PreferenceData, share: float, seed: int) -> tuple[PreferenceData, ...]:
+    """``data`` split into a training part and a validation part of whole respondents."""
+    resp = np.unique(data.respondent)
+    held = np.random.default_rng(seed).permutation(resp)[: int(share * len(resp))]
+    val = np.isin(data.respondent, held)
+    return data.select_pairs(~val), data.select_pairs(val)
+
+
+@pytest.mark.parametrize("pruning", ["folds", "validation"])
+def test_recovers_two_planted_segments_and_their_coefficients(pruning: str) -> None:
+    """Car owners and the others differ in their cost slope and B's constant: the tree
+    splits once, on the car, and each leaf's logit is its segment's (within sampling
+    error), whether pruned by folds of training respondents or by a validation set."""
+    rng = np.random.default_rng(31)
+    users = _users(rng, 500)
+    data = _choices(rng, users, "two")
+    model = _tree(random_state=np.random.default_rng(32))
+    if pruning == "folds":
+        model.fit(data)
+    else:
+        train, val = _by_respondents(data, 0.2, 33)
+        model.fit(train, validation=val)
+    assert model.n_leaves_ == 2 and model.tree_.max_depth == 1
+    assert model.tree_.split[0] is not None
+    assert model.split_schema_ is not None
+    assert model.split_schema_.names[model.tree_.split[0].column] == "car"
+    seg = _segment(users, "two")
+    leaf = model.assign(users)
+    for k, m in enumerate(model.leaf_models_):
+        (truth,) = np.unique(seg[leaf == k])  # every leaf is one planted segment
+        cost = m.coef_[m.column_names_.index("cost")]
+        asc = m.coef_[m.column_names_.index("ASC B")]
+        time = m.coef_[m.column_names_.index("time")]
+        se = m.cluster_se_
+        assert abs(cost - COST["two"][truth]) < 4 * se[m.column_names_.index("cost")] + 0.05
+        assert abs(asc - ASC_B["two"][truth]) < 4 * se[m.column_names_.index("ASC B")] + 0.05
+        assert abs(time + 0.05) < 0.02
+
+
+def test_keeps_one_segment_without_planted_ones_on_a_validation_set() -> None:
+    rng = np.random.default_rng(35)
+    users = _users(rng, 500)
+    train, val = _by_respondents(_choices(rng, users, "none"), 0.2, 36)
+    model = _tree().fit(train, validation=val)
+    assert model.n_leaves_ == 1 and model.rules_ == ["all respondents"]
+    assert model.cv_loglik_ is not None and len(model.cv_loglik_) >= 2
 
 
 def test_predicts_respondents_it_never_saw() -> None:
@@ -181,17 +238,22 @@ def test_the_registry_entry_takes_the_plan() -> None:
     assert model.alternative == "mode" and model.reference == "A"
     assert tuple(model.case_specific) == ("age", "car") and model.user_schema is USERS
     model.fit(data)
-    # splits on every respondent feature; the segments' logits carry the plan's
-    # case-specific variables
+    # splits on every respondent feature; by default the segments' logits hold the
+    # constants and attribute slopes (the respondent features enter through the splits)
     assert model.split_schema_ is not None
     assert model.split_schema_.names == ["age", "region", "car", "noise"]
     assert model.n_leaves_ == 1  # 60 respondents: no two leaves of 50
-    # the root is the plan's baseline, bit for bit: never worse than mnl by construction
+    plain = make_for("mnl", study, case_specific=()).fit(data)
+    assert np.array_equal(model.root_.coef_, plain.coef_)
+    assert not any(n.startswith("age [") for n in model.root_.column_names_)
+    # leaf_terms="all": every segment's logit is the plan's, case-specific variables too;
+    # the root is then the plan's baseline, bit for bit
+    full = make_for("mnl-tree", study, leaf_terms="all").fit(data)
     mnl = make_for("mnl", study).fit(data)
-    assert np.array_equal(model.root_.coef_, mnl.coef_)
-    assert any(n.startswith("age [") for n in model.root_.column_names_)
+    assert np.array_equal(full.root_.coef_, mnl.coef_)
+    assert any(n.startswith("age [") for n in full.root_.column_names_)
     for r in (0, 7, 59):
-        assert np.array_equal(model.predict(data.X, respondent=r), mnl.predict(data.X, r))
+        assert np.array_equal(full.predict(data.X, respondent=r), mnl.predict(data.X, r))
 
 
 def test_segments_are_shrunk_toward_their_parent() -> None:
