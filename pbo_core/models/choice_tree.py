@@ -113,15 +113,32 @@ import heapq
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 
 from pbo_core.data import DataValidationError, PreferenceData, Schema
 from pbo_core.metrics import competition_rank
-from pbo_core.models.base import Estimator
-from pbo_core.models.mnl import CV_TOL, ConditionalLogit, _fit, _Problem, choice_sets
+from pbo_core.models.base import (
+    COUNT,
+    NAMES,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    RANDOM_STATE,
+    ArrayOf,
+    Estimator,
+    Options,
+)
+from pbo_core.models.mnl import (
+    CV_TOL,
+    DESIGN_CONSTRAINTS,
+    ConditionalLogit,
+    _fit,
+    _Problem,
+    choice_sets,
+)
 from pbo_core.plan import MAX_CASE_SPECIFIC_LEVELS
 from pbo_core.rules import describe_path
 
@@ -299,6 +316,24 @@ class ChoiceModelTree(Estimator):
     #: Its utilities are its segments' logits: probabilities are their softmax.
     logit_utilities = True
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **DESIGN_CONSTRAINTS,
+        "split_features": [NAMES],
+        "alpha": [NON_NEGATIVE, Options("cv")],
+        "shrinkage": [POSITIVE, Options("cv")],
+        "shrinkages": [ArrayOf(POSITIVE), None],
+        "max_depth": [NON_NEGATIVE_INT],
+        "max_leaves": [COUNT],
+        "min_respondents_leaf": [COUNT],
+        "max_cuts": [COUNT],
+        "n_exact": [COUNT],
+        "n_folds": [NON_NEGATIVE_INT],
+        "prune_rule": [Options("1se", "max")],
+        "random_state": list(RANDOM_STATE),
+        "max_iter": [COUNT],
+        "tol": [POSITIVE],
+    }
+
     def __init__(
         self,
         *,
@@ -387,6 +422,7 @@ class ChoiceModelTree(Estimator):
     # ------------------------------------------------------------------ fit
     def fit(self, data: PreferenceData) -> ChoiceModelTree:
         """Grow, prune and fit the segments on ``data`` (its ``users`` hold the features)."""
+        self._validate_params()
         if self.prune_rule not in ("max", "1se"):
             raise ValueError(f"prune_rule must be 'max' or '1se', got {self.prune_rule!r}")
         grid = self._grid()
