@@ -1,4 +1,4 @@
-"""Bounds on an analyst's own files, checked before any parsing that can grow (issue 31).
+"""Bounds on an analyst's own files, checked before any parsing that can grow.
 
 One module of named limits, used by every entry point of an analyst's own data: the
 Add-a-study form, :func:`data_loaders.user_studies.check_upload` and
@@ -63,7 +63,6 @@ __all__ = [
     "file_bytes",
     "json_depth_over",
     "load_json_bytes",
-    "read_csv_bytes",
 ]
 
 #: Largest CSV text of an own study (each file; gzip counted decompressed), in MB.
@@ -288,16 +287,6 @@ def csv_file_refusal(path: str | os.PathLike[str], name: str | None = None) -> s
     except _Refused as exc:
         return str(exc)
     return None
-
-
-@_public
-def read_csv_bytes(path: str | os.PathLike[str], name: str | None = None) -> bytes:
-    """The CSV text of a file (decompressed when gzip), after :func:`check_csv_file`."""
-    check_csv_file.__wrapped__(path, name)  # type: ignore[attr-defined]
-    with open(path, "rb") as raw:
-        gz = raw.read(2) == _GZIP_MAGIC
-        raw.seek(0)
-        return b"".join(_chunks(raw, gz, name or str(path)))
 
 
 _JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')

@@ -70,7 +70,6 @@ __all__ = [
     "best_baseline",
     "best_baseline_of",
     "compare",
-    "default_models",
     "drop_features",
     "evidence_caution",
     "evidence_split",
@@ -1183,11 +1182,6 @@ def scorable(split: Split, models: Sequence[str]) -> list[str]:
         if m in fit
         and not_applicable(get(m), split.study, new_respondents=split.new_respondents) is None
     ]
-
-
-def default_models(split: Split, role: str = "accuracy") -> list[str]:
-    """The models of ``role`` that can be scored on ``split``, in registry order."""
-    return scorable(split, names(role=role, fits=True))
 
 
 def compare(

@@ -1135,10 +1135,10 @@ _entries(
 
 # ----------------------------------------------------------------------------- cohort arms
 # The grid's and the report's order. ``logit-pooled-update`` is segments.PooledLogit (folds
-# of whole respondents) updated from the respondent's own answers by Eq. 6; until issue 45
-# it was called ``logit-pooled``, the name of the MODELS entry (one utility for everybody,
-# folds of tasks). The page's default grid leaves out ``hierarchy-linear`` (in the full
-# experiment only).
+# of whole respondents) updated from the respondent's own answers by Eq. 6; result files
+# written before it had its own name call it ``logit-pooled`` (its ``formerly``), the name
+# of the MODELS entry (one utility for everybody, folds of tasks). The page's default
+# grid leaves out ``hierarchy-linear`` (in the full experiment only).
 _arms = [
     CohortArm(
         "plain",

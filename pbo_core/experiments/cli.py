@@ -471,8 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--money-attribute",
         default=None,
-        help="the attribute the segments' value of time divides by (default: the study's "
-        "own, chosen at import, else the one measured in money: swissmetro cost)",
+        help="the attribute the segments' value of time divides by (default: the analysis "
+        "plan's money attribute: swissmetro cost)",
     )
     _common(s)
     s = sub.add_parser("rho-regret", help="rho-regret per question on bundled data (App. G.1)")

@@ -290,17 +290,6 @@ class _Rows:
         f = np.einsum("bnp,bp->bn", self.F[group], beta)
         return _item_margins(f, self.wi[group], self.li[group])
 
-    def take(self, idx: np.ndarray) -> _Rows:
-        """The problems ``idx`` alone, padded as here (the same arithmetic per problem)."""
-        out = object.__new__(_Rows)
-        out.__dict__.update(self.__dict__)
-        out.mask = self.mask[idx]
-        if self.D is not None:
-            out.D = self.D[idx]
-        else:
-            out.F, out.wi, out.li = self.F[idx], self.wi[idx], self.li[idx]
-        return out
-
 
 def _item_margins(f: np.ndarray, wi: np.ndarray, li: np.ndarray) -> np.ndarray:
     """``(f[w] - f[l]) / sqrt 2`` per problem: ``f`` ``(B, N)``, indices ``(B, n)``."""
@@ -1119,11 +1108,6 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
     def respondent_cov_(self) -> np.ndarray:
         """``(R, p, p)`` every respondent's conditioned posterior covariance."""
         return self._all_posteriors()[1]
-
-    @property
-    def respondent_map_(self) -> np.ndarray:
-        """``(R, p)`` every respondent's MAP before conditioning on the sum of the levels."""
-        return self._all_posteriors()[2]
 
     def prepare_respondents(self, respondents: Sequence[Any]) -> None:
         """Solve the posteriors of ``respondents`` in one batch for the

@@ -1,5 +1,5 @@
 """One truth per number, trade-offs an economist would sign, no request off the machine, and
-every page at 1440x900 (issue 32, items 2-5), in a real browser.
+every page at 1440x900, in a real browser.
 
 * Live elicitation: after 10 answers the favourite card names the leaf the tree beside it
   highlights (the displayed leaf number, rank order; never the model's leaf index).

@@ -1,4 +1,4 @@
-"""The Add-a-study form reads every format the command line reads (issue 42, item 1):
+"""The Add-a-study form reads every format the command line reads:
 its uploader accepts :data:`data_loaders.readers.ACCEPTED_SUFFIXES` and says them, the
 caption names the separator found, the Separator choice overrides it, and a
 tab-separated upload imports to the study the command line makes of the same table."""

@@ -1,4 +1,4 @@
-"""Readers, one per format, in one registry (issue 42, item 1): every file of the formats
+"""Readers, one per format, in one registry: every file of the formats
 corpus reads to the same table, the separator found is reported, the form and the
 command accept the same list and say it, every compressed format stays bounded, and a
 long file imports to the same study from every format through the command line."""
@@ -22,7 +22,7 @@ from pbo_core.data import DataValidationError
 from tests.fixtures.formats import HERE, LONG, WIDE, corpus_file
 from tests.fixtures.formats.generate import DETERMINISTIC, files, long_table, wide_table
 
-#: Issue 42's layouts (tests/data_loaders/test_layouts.py imports them).
+#: The wide and long layouts (tests/data_loaders/test_layouts.py imports them).
 LAYOUTS = ("biogeme.dat", "long_sets.csv", "missing_weight.csv")
 
 ROOT = Path(__file__).resolve().parents[2]

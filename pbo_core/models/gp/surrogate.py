@@ -58,7 +58,7 @@ KappaSharpMode = Literal[
     "off", "static", "adaptive", "fixed20", "jitter", "diagonal", "metriconly", "covonly"
 ]
 
-#: BoTorch 0.6-era behaviours the GP can take one at a time (docs/fidelity.md, issue 33):
+#: BoTorch 0.6-era behaviours the GP can take one at a time (docs/fidelity.md):
 #: ``raw`` lengthscale prior on the raw inputs (0.6 had no input normalisation), ``fallback``
 #: a failed hyperparameter fit keeps BoTorch's initial values (``unfitted``: every fit
 #: does, the limit of BoTorch's 82-93 % failed fits under the 0.6 priors), ``clamp`` the

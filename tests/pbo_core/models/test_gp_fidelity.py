@@ -1,4 +1,4 @@
-"""The GP's BoTorch 0.6-era options (issue 33, docs/fidelity.md)."""
+"""The GP's BoTorch 0.6-era options (docs/fidelity.md)."""
 
 import numpy as np
 import pytest
