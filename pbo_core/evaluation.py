@@ -29,8 +29,8 @@ Summaries
 ---------
 Units are respondents; with a single unit (data without respondents, one respondent) its
 tested comparisons are the units. Per model: mean, sd, median and a 95 % percentile
-bootstrap CI of (1) over units, and the paired difference to the best ``"baseline"``
-(highest mean) with its CI (:func:`summarize`).
+bootstrap CI of (1) over units, and the paired difference to the best baseline (the
+highest mean among the registry's ``reference`` entries) with its CI (:func:`summarize`).
 """
 
 from __future__ import annotations
@@ -1025,21 +1025,24 @@ def _nll_difference(
 
 #: :func:`best_baseline_of` in words (the JSON outputs carry it beside the name).
 BEST_BASELINE_RULE = (
-    "the baseline-family model with the highest mean held-out accuracy among those scored "
-    "on the split (conjoint-accuracy's default baselines)"
+    "the textbook baseline (a registry model with the reference role) with the highest mean "
+    "held-out accuracy among those scored on the split (conjoint-accuracy's default "
+    "baselines)"
 )
 
 
 def best_baseline_of(summary: dict[str, dict[str, Any]]) -> str | None:
     """The one rule that names the best baseline, for ``conjoint-accuracy``, ``sensitivity``,
-    the report and the pages: the ``"baseline"``-family model of a :func:`summarize` result
-    with the highest mean held-out accuracy (on a tie the first in registry order, so the
-    order the models were scored in does not matter); ``None`` when no baseline was
-    scored."""
+    the report and the pages: the model of a :func:`summarize` result with the registry's
+    ``reference`` role (a declared role, not its family: a new baseline is compared, not
+    compared against, until its entry says so) with the highest mean held-out accuracy (on
+    a tie the first in registry order, so the order the models were scored in does not
+    matter); ``None`` when no such model was scored."""
+    references = set(names(role="reference"))
     ok = [
         m
         for m, v in summary.items()
-        if v.get("family") == "baseline" and np.isfinite(v.get("test_acc_mean", np.nan))
+        if m in references and np.isfinite(v.get("test_acc_mean", np.nan))
     ]
     rank = {n: i for i, n in enumerate(names())}
     return (
@@ -1051,9 +1054,10 @@ def best_baseline_of(summary: dict[str, dict[str, Any]]) -> str | None:
 
 def best_baseline(rows: pd.DataFrame, seed: int = 0) -> str | None:
     """The best baseline (:func:`best_baseline_of`) of the rows of :func:`score_model`."""
+    rows = rows[rows["method"].isin(names(role="reference"))] if not rows.empty else rows
     if rows.empty:
         return None
-    return best_baseline_of(summarize(rows[rows["family"] == "baseline"], seed=seed, n_boot=1))
+    return best_baseline_of(summarize(rows, seed=seed, n_boot=1))
 
 
 def format_table(summary: dict[str, dict[str, Any]]) -> str:
@@ -1472,7 +1476,7 @@ def plan_best_baseline(
     (:func:`best_baseline_of`) among the baselines it scores by default
     (:func:`plan_models`), each fitted with every attribute."""
     plan = plan or plan_of(split.study)
-    candidates = [m for m in plan_models(split, "accuracy", plan) if get(m).family == "baseline"]
+    candidates = [m for m in plan_models(split, "accuracy", plan) if "reference" in get(m).roles]
     if not candidates:
         return None
     rows, _ = score_models(split, candidates, progress=progress)

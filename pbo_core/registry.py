@@ -108,14 +108,17 @@ Scope = Literal["respondent", "pooled"]
 NEEDS = frozenset({"conjoint_design", "item_set", "respondent_features", "panel"})
 
 #: Where pages and commands offer an entry by default: ``accuracy`` (the accuracy
-#: experiments' default list), ``explorer`` (drawn by the Tree explorer, which opens on the
-#: most accurate), ``choice_baseline`` (scored beside the explorer's trees), ``sensitivity``
-#: (ablated by default, beside the best baseline), ``elicitation`` (a query rule of the
-#: live elicitation page), ``sushi_pbo`` and ``rho_regret`` (the default methods of those
-#: commands).
+#: experiments' default list), ``reference`` (a ``baseline`` that may be the best baseline,
+#: the reference of every paired difference: :func:`pbo_core.evaluation.best_baseline_of`;
+#: only by this declared role, never by its family alone), ``explorer`` (drawn by the Tree
+#: explorer, which opens on the most accurate), ``choice_baseline`` (scored beside the
+#: explorer's trees), ``sensitivity`` (ablated by default, beside the best baseline),
+#: ``elicitation`` (a query rule of the live elicitation page), ``sushi_pbo`` and
+#: ``rho_regret`` (the default methods of those commands).
 ROLES = frozenset(
     {
         "accuracy",
+        "reference",
         "explorer",
         "choice_baseline",
         "sensitivity",
@@ -139,8 +142,8 @@ class ModelSpec:
     description
         One line for ``--help``, tables and the README.
     family
-        ``"tree"``, ``"gp"`` or ``"baseline"``; the best ``"baseline"`` is the reference
-        of every paired difference.
+        ``"tree"``, ``"gp"`` or ``"baseline"``; a ``"baseline"`` with the ``reference``
+        role may be the best baseline, the reference of every paired difference.
     scope
         ``"respondent"``: fitted on one respondent's comparisons at a time;
         ``"pooled"``: fitted once on every respondent's comparisons.
@@ -233,6 +236,8 @@ def register(spec: ModelSpec) -> ModelSpec:
         raise ValueError(f"{spec.name}: scope must be respondent or pooled")
     if not spec.needs <= NEEDS or not spec.roles <= ROLES:
         raise ValueError(f"{spec.name}: unknown needs or roles")
+    if "reference" in spec.roles and spec.family != "baseline":
+        raise ValueError(f"{spec.name}: only a baseline may be a paired-difference reference")
     if spec.estimator is None and spec.strategy is None:
         raise ValueError(f"{spec.name}: an entry needs an estimator or a strategy")
     if spec.model_of is not None and spec.model_of not in MODELS:
@@ -683,7 +688,7 @@ def _item_baseline(
         estimator=model,
         respondent_predict=respondent_predict,
         needs=_ITEMS,
-        roles=_ACC,
+        roles=_REF,
     )
 
 
@@ -738,6 +743,8 @@ def _linear_leaf_rule(name: str, params: dict[str, Any]) -> Callable[..., Strate
 
 
 _ACC = frozenset({"accuracy"})
+#: A textbook baseline of the accuracy commands, a candidate for the best baseline.
+_REF = frozenset({"accuracy", "reference"})
 _ITEMS = frozenset({"item_set"})
 _DESIGN = frozenset({"conjoint_design"})
 _PANEL = frozenset({"panel"})
@@ -999,7 +1006,7 @@ _entries(
             "the MLE is not identified, and then said), robust and cluster-robust errors",
             "baseline",
             ConditionalLogit,
-            roles=frozenset({"accuracy", "choice_baseline"}),
+            roles=_REF | {"choice_baseline"},
         ),
         _planned_pooled(
             "mnl-tree",
@@ -1027,7 +1034,7 @@ _entries(
             plan_as="mnl",
             respondent_predict=True,
             needs=_PANEL,
-            roles=_ACC,
+            roles=_REF,
         ),
         _planned_pooled(
             "latent-class",
@@ -1041,7 +1048,7 @@ _entries(
             plan_as="mnl",
             respondent_predict=True,
             needs=_PANEL,
-            roles=_ACC,
+            roles=_REF,
         ),
     ]
 )
@@ -1058,7 +1065,7 @@ for _link in ("logit", "probit"):
                 "baseline",
                 scope="pooled",
                 estimator=lambda k=_link, **kw: LinearUtilitySurrogate(k, **kw),
-                roles=frozenset({"accuracy", "choice_baseline"}) if _link == "logit" else _ACC,
+                roles=_REF | {"choice_baseline"} if _link == "logit" else _REF,
             ),
             ModelSpec(
                 f"{_link}-respondent",
@@ -1069,7 +1076,7 @@ for _link in ("logit", "probit"):
                 estimator=lambda k=_link, **kw: RespondentLinearSurrogate(k, **kw),
                 respondent_predict=True,
                 predicts_new=False,
-                roles=_ACC,
+                roles=_REF,
             ),
             ModelSpec(
                 f"{_link}-shrink",
@@ -1079,7 +1086,7 @@ for _link in ("logit", "probit"):
                 scope="pooled",
                 estimator=lambda k=_link, **kw: RespondentLinearSurrogate(k, shrink=True, **kw),
                 respondent_predict=True,
-                roles=frozenset({"accuracy", "choice_baseline"}) if _link == "logit" else _ACC,
+                roles=_REF | {"choice_baseline"} if _link == "logit" else _REF,
             ),
         ]
     )

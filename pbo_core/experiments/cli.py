@@ -336,7 +336,7 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
     # without --methods: every baseline conjoint-accuracy scores by default, with all
     # attributes, so the best is named by its rule on the same candidates
     candidates = (
-        [m for m in plan_models(split, "accuracy", plan) if get(m).family == "baseline"]
+        [m for m in plan_models(split, "accuracy", plan) if "reference" in get(m).roles]
         if args.methods is None
         else []
     )
