@@ -252,7 +252,7 @@ def test_the_command_states_the_accepted_list() -> None:
     assert readers.accepted_text() == (
         "accepted: .csv, .tsv, .dat, .txt, .parquet, .xlsx, and .gz/.bz2/.zip of those"
     )
-    assert set(readers.ACCEPTED_SUFFIXES) == set(readers.READERS) | set(readers.COMPRESSIONS)
+    assert set(readers.accepted_suffixes()) == set(readers.READERS) | set(readers.COMPRESSIONS)
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices["import-study"]
     help_text = " ".join(sub.format_help().split())
