@@ -58,6 +58,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from data_loaders import limits
+from data_loaders.access import check_file
+from pbo_core.errors import DataValidationError, LimitError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,6 +82,7 @@ __all__ = [
     "read_table",
     "refusal",
     "register",
+    "scrub",
     "separator_name",
     "uploader_types",
 ]
@@ -130,10 +133,13 @@ class _Refused(Exception):
 def _raise(exc: _Refused) -> NoReturn:
     """Re-raise as :class:`~data_loaders.limits.LimitError` or ``DataValidationError``."""
     if exc.limit:
-        raise limits.LimitError(str(exc)) from None
-    from pbo_core.data import DataValidationError
-
+        raise LimitError(str(exc)) from None
     raise DataValidationError(str(exc)) from None
+
+
+def scrub(message: str) -> str:
+    """A parser's message with quoted fragments (possibly file content) removed."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", message)[:200]
 
 
 def _too_big(name: str, what: str) -> _Refused:
@@ -766,8 +772,6 @@ def _parse(text: bytes, name: str, sep: str, decimal: str = ".") -> pd.DataFrame
     ``12,5`` as 12.5."""
     import pandas as pd
 
-    from data_loaders._common import _scrub
-
     try:
         frame = pd.read_csv(io.BytesIO(text), sep=sep, skip_blank_lines=False, decimal=decimal)
     except pd.errors.EmptyDataError:
@@ -780,7 +784,7 @@ def _parse(text: bytes, name: str, sep: str, decimal: str = ".") -> pd.DataFrame
     except (pd.errors.ParserError, ValueError) as exc:
         raise _Refused(
             f"{name}: cannot be read as {_separated(sep)} text: "
-            f"{_scrub(str(exc))}; check that line, or name another separator"
+            f"{scrub(str(exc))}; check that line, or name another separator"
         ) from None
     frame.index = pd.RangeIndex(2, 2 + len(frame))
     blank = frame.isna().all(axis=1)
@@ -855,8 +859,6 @@ class Table:
 def _raw(source: bytes | str | os.PathLike[str], what: str) -> bytes:
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source)
-    from data_loaders.access import check_file
-
     p = check_file(source, what)
     size = os.stat(p).st_size
     if size > limits.MAX_FILE_BYTES:

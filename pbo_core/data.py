@@ -53,6 +53,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from pbo_core.errors import DataValidationError
 from pbo_core.text import fmt_number, humanize, with_unit
 
 FeatureKind = Literal["numeric", "ordinal", "categorical", "binary", "multi_hot"]
@@ -73,10 +74,6 @@ def split_multi_hot(value: Any) -> list[str]:
 
 #: :attr:`Study.extras` key of the true utility per item id (as text), when a study knows it.
 TRUE_UTILITY = "true_utility"
-
-
-class DataValidationError(ValueError):
-    """Raised when items, pairs or a schema are malformed; the message names the place."""
 
 
 #: What a study is made of: ``conjoint`` (choices among profiles described by attributes),

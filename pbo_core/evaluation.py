@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData, Schema, Study
+from pbo_core.errors import NotApplicableError
 from pbo_core.metrics import (
     bootstrap_ci,
     fit_scale,
@@ -173,10 +174,6 @@ def evidence_caution(table: pd.DataFrame, unit: str = "respondents") -> str | No
         return None
     half = ((ok["ci_high"] - ok["ci_low"]) / 2).tolist()
     return heldout_caution(half, int(ok["n_heldout"].max()), unit)
-
-
-class NotApplicableError(ValueError):
-    """A model cannot be scored on this split; the message says why."""
 
 
 def drop_features(data: PreferenceData, schema: Schema, names_: Sequence[str]) -> PreferenceData:
