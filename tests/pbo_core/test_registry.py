@@ -149,7 +149,7 @@ def test_panel_models_need_a_panel() -> None:
         assert not_applicable(spec, panel) is None
         assert not_applicable(spec, panel, new_respondents=True) is None
         assert "panel" in not_applicable(spec, once) and "panel" in not_applicable(spec, pooled)
-        assert "choice_baseline" not in spec.roles  # registry.py says why
+        assert "choice_baseline" not in spec.roles  # registry/catalogue.py says why
     # the plan's respondent features explain the latent classes' membership
     lc = make_model("latent-class", case_specific=("age",))
     assert lc.membership == ("age",) and lc.case_specific == ()
@@ -191,3 +191,22 @@ def test_plan_parameters_an_estimator_does_not_take_are_not_passed(monkeypatch) 
     m = make_for("no-ridge", study)
     assert m.alternative == "mode"
     assert make_for("mnl", study).alpha == "cv"
+
+
+def test_the_botorch_entries_are_there_with_their_extra_and_named_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``botorch-gp*`` register themselves when the optional bench extra is installed;
+    without it, asking for one names the extra."""
+    import importlib.util
+
+    from pbo_core import registry
+
+    installed = importlib.util.find_spec("botorch") is not None
+    assert ("botorch-gp" in MODELS) == installed
+    monkeypatch.delitem(MODELS, "botorch-gp", raising=False)
+    monkeypatch.setitem(registry.UNAVAILABLE, "botorch-", registry.BOTORCH_EXTRA)
+    with pytest.raises(KeyError, match=r"botorch-gp needs the optional bench extra"):
+        get("botorch-gp")
+    with pytest.raises(KeyError, match="unknown model 'no-such'"):
+        get("no-such")
