@@ -78,23 +78,6 @@ def axis_title(text: str, width: int = 32) -> str | list[str]:
     return lines[0] if len(lines) == 1 else lines
 
 
-def line_chart(
-    data: pd.DataFrame, *, x: str, y: str, color: str, x_title: str, y_title: str, title: str = ""
-) -> alt.Chart:
-    """Plain lines per group."""
-    return (
-        alt.Chart(data)
-        .mark_line()
-        .encode(
-            x=alt.X(f"{x}:Q", title=x_title),
-            y=alt.Y(f"{y}:Q", title=y_title),
-            color=alt.Color(f"{color}:N", title=color, scale=alt.Scale(scheme="tableau10")),
-            tooltip=[f"{color}:N", f"{x}:Q", alt.Tooltip(f"{y}:Q", format=".4g")],
-        )
-        .properties(title=title, height=260, autosize=FIT_WIDTH)
-    )
-
-
 def sensitivity_bars(table: pd.DataFrame) -> alt.Chart:
     """Bars of the test-accuracy change when each feature is removed (Table 10), with
     95 % CIs over respondents where known, a "no change" rule at 0, and grey bars for

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from data_loaders import access, registry
 from data_loaders import user_studies as us
 
 __all__ = ["inspect_upload", "load_study", "read_columns", "save_upload"]
@@ -141,8 +142,5 @@ def load_study(
     """A registry study loaded here, inside the allowed data roots
     (:func:`data_loaders.access.confined`), for the server to keep only the result: the
     parse's temporaries stay in the worker."""
-    from data_loaders import access
-    from data_loaders.registry import load_study as load
-
     with access.confined():
-        return load(key, **dict(options))
+        return registry.load_study(key, **dict(options))

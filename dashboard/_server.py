@@ -59,6 +59,8 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
+from data_loaders.access import data_home
+
 __all__ = [
     "COOKIE_AGE_S",
     "LOOPBACK",
@@ -182,8 +184,6 @@ def server_secret() -> bytes:
 
 
 def _stored_secret() -> bytes:
-    from data_loaders._common import data_home
-
     path = data_home() / ".server-secret"
     for _ in range(3):
         try:

@@ -248,8 +248,7 @@ def add_study_form() -> None:
         key="add_choices",
         max_upload_size=us.MAX_UPLOAD_MB,
         help=f"The formats the command line reads too ({readers.accepted_text()}); a "
-        ".zip holds one table, an .xlsx is read from its first sheet (an old .xls: save "
-        "it as .xlsx or CSV).",
+        f".zip holds one table. {readers.format_notes()}",
     )
     c1, c2, c3 = st.columns(3)
     users_up = c1.file_uploader(
@@ -289,9 +288,8 @@ def add_study_form() -> None:
         "Separator",
         list(SEPARATORS),
         key="add_sep",
-        help="Of a text file (.csv, .tsv, .dat, .txt, compressed or not): detected from "
-        "its first lines, or named here (as --sep on the command line). Parquet and "
-        "Excel files have none.",
+        help="Of a text file: detected from its first lines, or named here (as --sep on "
+        f"the command line). {readers.format_notes()}",
     )
     enc_label = s2.selectbox(
         "Text encoding",
@@ -299,8 +297,7 @@ def add_study_form() -> None:
         key="add_encoding",
         help="Of a text file: detected (UTF-8; UTF-16 with its byte-order mark; else "
         "Windows' cp1252, else latin-1), or named here (as --encoding on the command "
-        "line) when the detection reads some letters wrongly. Parquet and Excel files "
-        "have none.",
+        f"line) when the detection reads some letters wrongly. {readers.format_notes()}",
     )
     sep = SEPARATORS.get(str(sep_label))
     if sep is None and recipe is not None:

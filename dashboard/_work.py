@@ -28,8 +28,11 @@ from pbo_core import registry
 from pbo_core.data import Study
 from pbo_core.evaluation import plan_best_baseline, plan_sensitivity, plan_split, sample_text
 from pbo_core.experiments.runner import run_grid
+from pbo_core.explain import naming
+from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.plan import AnalysisPlan
 from pbo_core.registry import get, not_applicable
+from pbo_core.segments import SegmentLogitHierarchy, cohort_arrays
 from pbo_core.splits import Split
 
 __all__ = [
@@ -131,8 +134,6 @@ def hierarchy(
     progress: Progress | None = None,
 ) -> Any:
     """User/item hierarchy on the first ``n_users`` respondents."""
-    from pbo_core.hierarchy import UserItemHierarchy
-
     n = min(int(n_users), len(study.respondents()))
     if progress is not None:
         progress(0.0, f"growing the user tree on {n:,} respondents")
@@ -150,8 +151,6 @@ def segments(
     progress: Progress | None = None,
 ) -> Any:
     """Parameter-instability user tree with segment logits on the first ``n_users``."""
-    from pbo_core.segments import SegmentLogitHierarchy, cohort_arrays
-
     n = min(int(n_users), len(study.respondents()))
     if progress is not None:
         progress(0.0, f"fitting the segment logits of {n:,} respondents")
@@ -217,8 +216,6 @@ def item_texts(data: Any, *, progress: Progress | None = None) -> dict[Any, Any]
     """The Tree explorer's texts of many items: labels (70 characters), leaf names (44
     and 60) and the formatted attribute table, keyed as ``dashboard._services.trees``
     caches them."""
-    from pbo_core.explain import naming
-
     out: dict[Any, Any] = {}
     steps = [
         (("labels", 70), lambda: naming.item_labels(data, 70), "labelling the items"),

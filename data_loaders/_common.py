@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from data_loaders.access import DATA_HOME_ENV, check_file, check_path, data_home
+from data_loaders.readers import scrub
 from pbo_core.data import DataValidationError
+from pbo_core.errors import DataNotAvailableError
 
 __all__ = ["DATA_HOME_ENV", "data_home"]  # re-exported for the loaders and the dashboard
 
@@ -43,10 +45,6 @@ MAX_OWN_NAMES = 120
 #: What a quotable name or value looks like: letters, digits and ``_ . - + / ( ) %`` and
 #: inner spaces; no ``=``, ``:``, quotes or control characters.
 _PLAIN = re.compile(r"[\w.+\-/()%]+(?: [\w.+\-/()%]+)*")
-
-
-class DataNotAvailableError(FileNotFoundError):
-    """The data of a study are not on this machine; the message says how to get them."""
 
 
 def _plain(text: str) -> bool:
@@ -92,11 +90,6 @@ def describe_columns(
         f"the header has {len(names)} column(s) and does not match the expected ones "
         "(names not shown)"
     )
-
-
-def _scrub(message: str) -> str:
-    """A parser message with quoted fragments (possibly file content) removed."""
-    return re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", message)[:200]
 
 
 def resolve_path(
@@ -189,7 +182,7 @@ def read_csv_lines(path: Path, *, exact_lines: bool = False, **kwargs: Any) -> p
             "read_csv_kwargs={'encoding': ...} for another encoding"
         ) from None
     except (pd.errors.ParserError, ValueError) as exc:
-        raise DataValidationError(f"{path}: cannot be read as CSV: {_scrub(str(exc))}") from None
+        raise DataValidationError(f"{path}: cannot be read as CSV: {scrub(str(exc))}") from None
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
             raise

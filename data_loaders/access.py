@@ -44,6 +44,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from pbo_core.errors import PathRefusedError
+
 __all__ = [
     "DATASET_ENV_VARS",
     "DATA_HOME_ENV",
@@ -88,10 +90,6 @@ _VENDORED = Path(__file__).resolve().parent / "data"
 _SYSTEM = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 _CONFINED: contextvars.ContextVar[bool] = contextvars.ContextVar("dtpbo_confined", default=False)
-
-
-class PathRefusedError(PermissionError):
-    """A data path the loaders will not open; the message names the path and the rule."""
 
 
 def data_home() -> Path:

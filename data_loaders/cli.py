@@ -32,6 +32,7 @@ imported it; the operator decides what everyone sees:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +40,21 @@ from pathlib import Path
 from data_loaders import limits, readers
 from data_loaders.access import check_file
 from data_loaders.flags import add_column_args
-from data_loaders.plans import PLAN_KEYS
+from data_loaders.plans import PLAN_KEYS, edit_plan, remove_plan, save_plan
+from data_loaders.recipes import preview_lines, read_recipe, recipe_of
+from data_loaders.registry import load_study
+from data_loaders.user_studies import (
+    attributes_from_json,
+    check_upload,
+    column_map,
+    list_user_studies,
+    remove_user_study,
+    save_study,
+    set_public,
+    user_study,
+)
+from pbo_core.errors import DataValidationError
+from pbo_core.plan import plan_of
 
 __all__ = ["build_parser", "main"]
 
@@ -158,19 +173,10 @@ def import_study(args: argparse.Namespace) -> int:
         _say(f"error: --sep: {exc}")
         return 2
     encoding = getattr(args, "encoding", None)
-    refusal = readers.refusal(path, str(path), sep, encoding=encoding)  # standard library only
+    refusal = readers.refusal(path, str(path), sep, encoding=encoding)  # before any parsing
     if refusal:
         _say(f"error: {refusal}")
         return 2
-    from data_loaders.recipes import preview_lines, read_recipe, recipe_of
-    from data_loaders.user_studies import (
-        attributes_from_json,
-        check_upload,
-        column_map,
-        save_study,
-    )
-    from pbo_core.data import DataValidationError
-
     try:
         content = path.read_bytes()  # bounded by the refusal above; read by save_study
         attributes = None
@@ -254,8 +260,6 @@ def _who(meta: object) -> str:
 
 def publish_study(args: argparse.Namespace) -> int:
     """Publish (or withdraw) a saved study; the exit status."""
-    from data_loaders.user_studies import set_public
-
     try:
         meta = set_public(args.key, not args.withdraw)
     except KeyError as exc:
@@ -267,8 +271,6 @@ def publish_study(args: argparse.Namespace) -> int:
 
 def list_studies(args: argparse.Namespace) -> int:
     """One line per saved study: key, who sees it, title."""
-    from data_loaders.user_studies import list_user_studies
-
     for meta in list_user_studies():
         print(f"{meta.key}\t{_who(meta)}\t{meta.title}")
     return 0
@@ -276,8 +278,6 @@ def list_studies(args: argparse.Namespace) -> int:
 
 def remove_study(args: argparse.Namespace) -> int:
     """Delete a saved study; the exit status."""
-    from data_loaders.user_studies import remove_user_study, user_study
-
     if user_study(args.key) is None:
         _say(f"error: no imported study {args.key!r}")
         return 2
@@ -288,13 +288,6 @@ def remove_study(args: argparse.Namespace) -> int:
 
 def plan(args: argparse.Namespace) -> int:
     """Show, edit or reset a study's analysis plan; the exit status."""
-    import json
-
-    from data_loaders.plans import edit_plan, remove_plan, save_plan
-    from data_loaders.registry import load_study
-    from pbo_core.data import DataValidationError
-    from pbo_core.plan import plan_of
-
     try:
         if args.reset:
             _say("reset" if remove_plan(args.study) else "no saved edits")
@@ -310,7 +303,7 @@ def plan(args: argparse.Namespace) -> int:
             new = edit_plan(study, changes)
             _say(f"saved {save_plan(args.study, new)}")
             study = load_study(args.study)
-    except (KeyError, ValueError, OSError) as exc:
+    except (KeyError, ValueError, OSError) as exc:  # DataValidationError is a ValueError
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         _say(f"error: {msg}")
         return 2
@@ -321,7 +314,6 @@ def plan(args: argparse.Namespace) -> int:
         print(p.line())
         for note in p.notes:
             print(f"  note: {note}")
-    del DataValidationError  # a ValueError: caught above
     return 0
 
 

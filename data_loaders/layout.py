@@ -45,6 +45,7 @@ from data_loaders.conjoint import Attribute, is_missing, normalize_value
 from data_loaders.conjoint.build import CHOSEN_FALSE, CHOSEN_TRUE
 from data_loaders.limits import MAX_ALTERNATIVES
 from pbo_core.data import DataValidationError
+from pbo_core.errors import WideLayoutError
 from pbo_core.units import unit_in_name
 
 __all__ = [
@@ -564,11 +565,6 @@ def _natural(values: Iterable[Any]) -> list[str]:
 def _shown(values: Sequence[Any], k: int = 8) -> str:
     more = f" and {len(values) - k} more" if len(values) > k else ""
     return ", ".join(str(v) for v in values[:k]) + more
-
-
-class WideLayoutError(DataValidationError):
-    """The file is wide (attribute columns per alternative were found) but its choices are
-    not clear: values naming no alternative, several candidate choice columns."""
 
 
 @dataclass

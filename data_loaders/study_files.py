@@ -884,7 +884,7 @@ def _attribute_columns_missing(
 def read_upload_table(
     content: bytes, file: str, sep: str | None = None, encoding: str | None = None
 ) -> tuple[readers.Table | None, list[Problem]]:
-    """An upload (any format of :data:`data_loaders.readers.ACCEPTED_SUFFIXES`, chosen
+    """An upload (any format of :func:`data_loaders.readers.accepted_suffixes`, chosen
     by the suffixes of ``file``, a base name) read after the limits, with how it was read
     (:meth:`~data_loaders.readers.Table.describe`); or its problem."""
     try:

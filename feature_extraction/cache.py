@@ -318,12 +318,6 @@ class ExtractionCache:
         """A :class:`feature_extraction.client.CallLog` writing to this cache's call table."""
         return CacheCallLog(self, key, model)
 
-    def log_calls(self, calls: Sequence[CallRecord], *, key: str, model: str) -> None:
-        """Record HTTP calls that belong to no extraction row (e.g. proposal steps)."""
-        with self._lock:
-            self._insert_calls(calls, key, model)
-            self._con.commit()
-
     def extractions(
         self, *, model: str | None = None, spec_hash: str | None = None
     ) -> pd.DataFrame:

@@ -37,7 +37,7 @@ import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 import openai
@@ -766,8 +766,3 @@ def config_from_args(args: argparse.Namespace) -> LLMConfig:
     if not cfg.model:
         raise SystemExit("error: no model given (--model or DTPBO_LLM_MODEL)")
     return cfg
-
-
-def with_overrides(config: LLMConfig, **overrides: Any) -> LLMConfig:
-    """Copy of ``config`` with non-``None`` overrides applied."""
-    return replace(config, **{k: v for k, v in overrides.items() if v is not None})

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pbo_core.data import Feature, Schema
+from pbo_core.errors import AnswerValidationError, SpecError
 
 SpecType = Literal["categorical", "ordinal", "multi_hot", "numeric"]
 SPEC_TYPES: tuple[str, ...] = ("categorical", "ordinal", "multi_hot", "numeric")
@@ -54,24 +55,6 @@ PROMPT_VERSION = "extract-v1"
 DEFAULT_SPEC_NAME = "pmr_table9.yaml"
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-class SpecError(ValueError):
-    """Raised for a malformed spec or spec file; the message names the place."""
-
-
-class AnswerValidationError(ValueError):
-    """An LLM answer that does not match the spec.
-
-    Attributes
-    ----------
-    errors
-        One human-readable problem per entry (fed back to the model on a retry).
-    """
-
-    def __init__(self, errors: Sequence[str]) -> None:
-        self.errors = list(errors)
-        super().__init__("; ".join(self.errors))
 
 
 @dataclass(frozen=True)

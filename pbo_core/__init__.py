@@ -3,6 +3,7 @@
 Subpackages and modules, lowest layer first (each imports only those above it in this
 list; ``lint-imports`` checks it):
 
+errors        The project's exception types (standard library only).
 data          ``Feature`` / ``Schema`` / ``PreferenceData`` / ``Study``: the one data model.
 metrics       rho-regret, top-1 rank error, pairwise accuracy (the only accuracy).
 benchmarks    Benchmark utility functions, the App. F.6 noise scale, ruggedness.
@@ -22,21 +23,22 @@ experiments   Resumable grids (joblib/Dask), benchmark cells, case studies (the 
               layer: ``python -m pbo_core.experiments``); ``python -m pbo_core.bench``.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from pbo_core.data import (  # after __version__: submodules read it
-    DataValidationError,
-    Feature,
-    PreferenceData,
-    Schema,
-    Study,
-)
-from pbo_core.loop import RunResult, run_pbo
-from pbo_core.models import DTSurrogate, GPSurrogate, Surrogate
-from pbo_core.problem import PreferenceOracle, Problem
-from pbo_core.registry import MODELS, make_model, make_strategy
-from pbo_core.session import ElicitationSession
-from pbo_core.strategies import DTStrategy, GPStrategy
+if TYPE_CHECKING:
+    from pbo_core.data import Feature, PreferenceData, Schema, Study
+    from pbo_core.errors import DataValidationError
+    from pbo_core.loop import RunResult, run_pbo
+    from pbo_core.models import DTSurrogate, GPSurrogate, Surrogate
+    from pbo_core.problem import PreferenceOracle, Problem
+    from pbo_core.registry import MODELS, make_model, make_strategy
+    from pbo_core.session import ElicitationSession
+    from pbo_core.strategies import DTStrategy, GPStrategy
 
 __all__ = [
     "MODELS",
@@ -59,3 +61,24 @@ __all__ = [
     "make_strategy",
     "run_pbo",
 ]
+
+#: Where each public name lives; imported on first use, so a light module of the package
+#: (``pbo_core.errors``: the exception types) is imported without the models.
+_HOME = {
+    "DataValidationError": "pbo_core.errors",
+    **dict.fromkeys(("Feature", "PreferenceData", "Schema", "Study"), "pbo_core.data"),
+    **dict.fromkeys(("RunResult", "run_pbo"), "pbo_core.loop"),
+    **dict.fromkeys(("DTSurrogate", "GPSurrogate", "Surrogate"), "pbo_core.models"),
+    **dict.fromkeys(("PreferenceOracle", "Problem"), "pbo_core.problem"),
+    **dict.fromkeys(("MODELS", "make_model", "make_strategy"), "pbo_core.registry"),
+    "ElicitationSession": "pbo_core.session",
+    **dict.fromkeys(("DTStrategy", "GPStrategy"), "pbo_core.strategies"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'pbo_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value

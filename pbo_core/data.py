@@ -53,6 +53,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from pbo_core.errors import DataValidationError
 from pbo_core.text import fmt_number, humanize, with_unit
 
 FeatureKind = Literal["numeric", "ordinal", "categorical", "binary", "multi_hot"]
@@ -73,10 +74,6 @@ def split_multi_hot(value: Any) -> list[str]:
 
 #: :attr:`Study.extras` key of the true utility per item id (as text), when a study knows it.
 TRUE_UTILITY = "true_utility"
-
-
-class DataValidationError(ValueError):
-    """Raised when items, pairs or a schema are malformed; the message names the place."""
 
 
 #: What a study is made of: ``conjoint`` (choices among profiles described by attributes),
@@ -203,7 +200,7 @@ class Feature:
         optional labels of 0 and 1 (binary). Unused for numeric features.
     bounds
         ``(low, high)`` of a numeric feature. Used to sample points inside tree leaves
-        and to format thresholds. ``None`` lets :meth:`Schema.infer_bounds` fill it in.
+        and to format thresholds. ``None``: the schema's encoding takes ``(0, 1)``.
     label
         Human-readable name for display (defaults to ``name``).
     unit
@@ -431,11 +428,6 @@ class Schema:
         """``(n_columns, 2)`` array of encoded column ranges."""
         return _frozen(np.array([c.bounds for c in self.columns], dtype=float).reshape(-1, 2))
 
-    @cached_property
-    def column_feature(self) -> np.ndarray:
-        """Index of the owning feature for every encoded column."""
-        return _frozen(np.array([c.feature for c in self.columns], dtype=np.int64))
-
     def without(self, names: Iterable[str]) -> Schema:
         """Schema without the named features (for leave-one-out analyses)."""
         drop = set(names)
@@ -490,17 +482,6 @@ class Schema:
                     )
                 feats.append(Feature(str(name), "categorical", levels=tuple(levels)))
         return cls(tuple(feats))
-
-    def infer_bounds(self, items: pd.DataFrame) -> Schema:
-        """Fill in missing numeric bounds from the observed range of ``items``."""
-        feats = []
-        for f in self.features:
-            if f.kind == "numeric" and f.bounds is None and f.name in items:
-                col = pd.to_numeric(items[f.name], errors="coerce")
-                lo, hi = float(col.min()), float(col.max())
-                f = replace(f, bounds=(lo, hi))
-            feats.append(f)
-        return Schema(tuple(feats))
 
     # ------------------------------------------------------------------ encoding
     def encode(self, items: pd.DataFrame, *, source: str = "items") -> np.ndarray:

@@ -29,8 +29,8 @@ Summaries
 ---------
 Units are respondents; with a single unit (data without respondents, one respondent) its
 tested comparisons are the units. Per model: mean, sd, median and a 95 % percentile
-bootstrap CI of (1) over units, and the paired difference to the best ``"baseline"``
-(highest mean) with its CI (:func:`summarize`).
+bootstrap CI of (1) over units, and the paired difference to the best baseline (the
+highest mean among the registry's ``reference`` entries) with its CI (:func:`summarize`).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData, Schema, Study
+from pbo_core.errors import NotApplicableError
 from pbo_core.metrics import (
     bootstrap_ci,
     fit_scale,
@@ -70,7 +71,6 @@ __all__ = [
     "best_baseline",
     "best_baseline_of",
     "compare",
-    "default_models",
     "drop_features",
     "evidence_caution",
     "evidence_split",
@@ -174,10 +174,6 @@ def evidence_caution(table: pd.DataFrame, unit: str = "respondents") -> str | No
         return None
     half = ((ok["ci_high"] - ok["ci_low"]) / 2).tolist()
     return heldout_caution(half, int(ok["n_heldout"].max()), unit)
-
-
-class NotApplicableError(ValueError):
-    """A model cannot be scored on this split; the message says why."""
 
 
 def drop_features(data: PreferenceData, schema: Schema, names_: Sequence[str]) -> PreferenceData:
@@ -1038,21 +1034,24 @@ def _nll_difference(
 
 #: :func:`best_baseline_of` in words (the JSON outputs carry it beside the name).
 BEST_BASELINE_RULE = (
-    "the baseline-family model with the highest mean held-out accuracy among those scored "
-    "on the split (conjoint-accuracy's default baselines)"
+    "the textbook baseline (a registry model with the reference role) with the highest mean "
+    "held-out accuracy among those scored on the split (conjoint-accuracy's default "
+    "baselines)"
 )
 
 
 def best_baseline_of(summary: dict[str, dict[str, Any]]) -> str | None:
     """The one rule that names the best baseline, for ``conjoint-accuracy``, ``sensitivity``,
-    the report and the pages: the ``"baseline"``-family model of a :func:`summarize` result
-    with the highest mean held-out accuracy (on a tie the first in registry order, so the
-    order the models were scored in does not matter); ``None`` when no baseline was
-    scored."""
+    the report and the pages: the model of a :func:`summarize` result with the registry's
+    ``reference`` role (a declared role, not its family: a new baseline is compared, not
+    compared against, until its entry says so) with the highest mean held-out accuracy (on
+    a tie the first in registry order, so the order the models were scored in does not
+    matter); ``None`` when no such model was scored."""
+    references = set(names(role="reference"))
     ok = [
         m
         for m, v in summary.items()
-        if v.get("family") == "baseline" and np.isfinite(v.get("test_acc_mean", np.nan))
+        if m in references and np.isfinite(v.get("test_acc_mean", np.nan))
     ]
     rank = {n: i for i, n in enumerate(names())}
     return (
@@ -1064,9 +1063,10 @@ def best_baseline_of(summary: dict[str, dict[str, Any]]) -> str | None:
 
 def best_baseline(rows: pd.DataFrame, seed: int = 0) -> str | None:
     """The best baseline (:func:`best_baseline_of`) of the rows of :func:`score_model`."""
+    rows = rows[rows["method"].isin(names(role="reference"))] if not rows.empty else rows
     if rows.empty:
         return None
-    return best_baseline_of(summarize(rows[rows["family"] == "baseline"], seed=seed, n_boot=1))
+    return best_baseline_of(summarize(rows, seed=seed, n_boot=1))
 
 
 def format_table(summary: dict[str, dict[str, Any]]) -> str:
@@ -1195,11 +1195,6 @@ def scorable(split: Split, models: Sequence[str]) -> list[str]:
         if m in fit
         and not_applicable(get(m), split.study, new_respondents=split.new_respondents) is None
     ]
-
-
-def default_models(split: Split, role: str = "accuracy") -> list[str]:
-    """The models of ``role`` that can be scored on ``split``, in registry order."""
-    return scorable(split, names(role=role, fits=True))
 
 
 def compare(
@@ -1490,7 +1485,7 @@ def plan_best_baseline(
     (:func:`best_baseline_of`) among the baselines it scores by default
     (:func:`plan_models`), each fitted with every attribute."""
     plan = plan or plan_of(split.study)
-    candidates = [m for m in plan_models(split, "accuracy", plan) if get(m).family == "baseline"]
+    candidates = [m for m in plan_models(split, "accuracy", plan) if "reference" in get(m).roles]
     if not candidates:
         return None
     rows, _ = score_models(split, candidates, progress=progress)

@@ -32,7 +32,7 @@ does not fit its study.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -417,16 +417,4 @@ def check_plan(study: Study, plan: AnalysisPlan) -> list[str]:
         out.append(f"case-specific variables {bad} are not respondent features ({users})")
     if plan.case_specific and plan.alternative is None:
         out.append("case-specific variables need labelled alternatives (name the attribute)")
-    return out
-
-
-def roles_text(plan: AnalysisPlan) -> Sequence[str]:
-    """The roles in words (one line each), for captions and the report."""
-    out = []
-    for label, role in (("Money", plan.money), ("Travel time", plan.time)):
-        out.append(
-            f"{label}: {role.attribute} ({role.unit or 'no unit'}; {role.how})"
-            if role
-            else f"{label}: none"
-        )
     return out

@@ -47,6 +47,7 @@ import pandas as pd
 
 from pbo_core.benchmarks import get_benchmark
 from pbo_core.data import TRUE_UTILITY, PreferenceData, Schema, Study
+from pbo_core.errors import ReplayTimeout
 from pbo_core.explain.export import leaf_summaries
 from pbo_core.loop import initial_design, recommend
 from pbo_core.problem import Problem
@@ -71,15 +72,6 @@ TIE_NAME = "tie"
 #: Action of a skipped question in :attr:`ElicitationSession.actions`.
 SKIP_NAME = "skip"
 _TIE_WORDS = {"tie", "none", "no preference", "=", "equal"}
-
-
-class ReplayTimeout(TimeoutError):
-    """:meth:`ElicitationSession.replay` reached its deadline after ``done`` of ``total``
-    rows."""
-
-    def __init__(self, done: int, total: int) -> None:
-        super().__init__(f"replayed {done} of {total} rows before the deadline")
-        self.done, self.total = done, total
 
 
 # ----------------------------------------------------------------------------- records

@@ -209,7 +209,7 @@ def test_check_flags_made_up_names() -> None:
         """
     # A page
 
-    The registry lives in `pbo_core/registry.py` (`pbo_core.registry.MODELS`, built by
+    The registry lives in `pbo_core/registry/base.py` (`pbo_core.registry.MODELS`, built by
     `pbo_core.registry.register`); `data_loaders.registry.load_study("train")` loads a
     study and `glm.GaussianLinearUtility` predicts. Stale: `pbo_core/no_such_module.py`,
     `pbo_core.registry.ACCURACY_METHODS`, `pbo_core.no_such.thing`,

@@ -1,4 +1,4 @@
-"""KappaSharp on the paper's own stack, BoTorch 0.6.3 (docs/fidelity.md round four, issue 46).
+"""KappaSharp on the paper's own stack, BoTorch 0.6.3 (docs/fidelity.md round four).
 
 Command (from the repository root, in the project's environment; niced, resumable)::
 

@@ -1,4 +1,4 @@
-"""One PBO run on BoTorch 0.6.3's own stack, for ``botorch063_fidelity.py`` (issue 46).
+"""One PBO run on BoTorch 0.6.3's own stack, for ``botorch063_fidelity.py``.
 
 Run by ``docs/scripts/botorch063_fidelity.py`` with the Python of the separate BoTorch 0.6.3
 environment it builds (never the project's)::

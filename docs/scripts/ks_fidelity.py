@@ -1,4 +1,4 @@
-"""Static KappaSharp against the plain GP under each BoTorch 0.6-era variant (issue 33).
+"""Static KappaSharp against the plain GP under each BoTorch 0.6-era variant.
 
 Reads the per-cell files of ``python -m pbo_core.bench ... --gp-variant ... --out DIR``
 (methods ``gp``, ``gp-ks-static`` and ``random``) and prints one row per (function,

@@ -2,7 +2,7 @@
 
 The paper reports 0.888 for DT-PBO (the GP: 0.895) without saying how a test pair the
 tree predicts as a tie (both sushi in one leaf) is scored, nor how the tree chooses
-between equally consistent splits (docs/fidelity.md, issue 33). This fits the paper's
+between equally consistent splits (docs/fidelity.md). This fits the paper's
 DT (``dt``: straddlers discarded, depth unrestricted) per user on the same 80/20 pair
 split as ``python -m pbo_core.experiments sushi-generalization`` with every split tie rule
 of :mod:`pbo_core.models.tree.splits` (``gap``, ours; ``first``; ``random``, seeded;

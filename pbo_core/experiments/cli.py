@@ -417,7 +417,7 @@ def _sensitivity(args: argparse.Namespace, base: dict[str, Any], progress: Any) 
     # without --methods: every baseline conjoint-accuracy scores by default, with all
     # attributes, so the best is named by its rule on the same candidates
     candidates = (
-        [m for m in plan_models(split, "accuracy", plan) if get(m).family == "baseline"]
+        [m for m in plan_models(split, "accuracy", plan) if "reference" in get(m).roles]
         if args.methods is None
         else []
     )
@@ -552,8 +552,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--money-attribute",
         default=None,
-        help="the attribute the segments' value of time divides by (default: the study's "
-        "own, chosen at import, else the one measured in money: swissmetro cost)",
+        help="the attribute the segments' value of time divides by (default: the analysis "
+        "plan's money attribute: swissmetro cost)",
     )
     _common(s)
     s = sub.add_parser(

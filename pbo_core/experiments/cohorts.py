@@ -808,7 +808,7 @@ def summarize_cohorts(rows: pd.DataFrame) -> dict[str, Any]:
 
 
 def _cold_start(out: dict[str, Any], wide: pd.DataFrame) -> dict[str, Any]:
-    """Best tree-family arm at 0 own tasks against every baseline arm (issue 21's test)."""
+    """Best tree-family arm at 0 own tasks against every baseline arm: the cold-start test."""
     at0 = {
         v: x["test_acc_mean"][x["tasks_answered"].index(0)]
         for v, x in out["variants"].items()

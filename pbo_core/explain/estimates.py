@@ -144,13 +144,6 @@ class Estimates:
         """How the model was estimated, in one sentence (:func:`estimation_text`)."""
         return estimation_text(self.statistics)
 
-    def coefficient(self, name: str) -> pd.Series:
-        """The row of parameter ``name``."""
-        rows = self.parameters[self.parameters["parameter"] == name]
-        if rows.empty:
-            raise KeyError(f"no parameter {name!r}; parameters: {list(self.parameters.parameter)}")
-        return rows.iloc[0]
-
 
 # ----------------------------------------------------------------------------- building
 def estimation_text(stats: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.explain import labels
+from pbo_core.explain.naming import item_names
 from pbo_core.hierarchy import UserItemHierarchy
 from pbo_core.metrics import competition_rank
 from pbo_core.models.dt import DTSurrogate
@@ -1082,8 +1083,6 @@ def hierarchy_view(h: UserItemHierarchy, max_named_items: int = 500) -> TreeView
 
 def _group_items(h: UserItemHierarchy, leaf: int, model: DTSurrogate, limit: int) -> dict[str, Any]:
     """``data=`` and ``item_names=`` of a group's item tree: the items the group compared."""
-    from pbo_core.explain.naming import item_names
-
     pairs = getattr(h, "group_pairs_", {}).get(leaf)
     study = getattr(h, "study_", None)
     if pairs is None or study is None or len(np.unique(pairs)) > limit:

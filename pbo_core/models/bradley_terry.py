@@ -30,21 +30,21 @@ item get the prior). ``respondent=None`` means the global model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData
 from pbo_core.metrics import competition_rank, margin_scores
-from pbo_core.models.base import Estimator
+from pbo_core.models.base import POSITIVE, Estimator, Options
 from pbo_core.models.glm import (
+    CV_CONSTRAINTS,
     PaddedBatch,
     alpha_grid,
     cv_respondents,
     heldout_loss,
     item_map,
-    link_terms,
     newton_batch,
     predictive_prob,
     resolve_strength,
@@ -186,6 +186,11 @@ class ItemUtilitySurrogate(_ItemPredictor):
     cv_loss_ : ndarray or None
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **CV_CONSTRAINTS,
+        "alpha": [POSITIVE, Options("cv")],
+    }
+
     def __init__(
         self,
         link: Link = "logit",
@@ -211,7 +216,6 @@ class ItemUtilitySurrogate(_ItemPredictor):
         self, data: PreferenceData
     ) -> tuple[float, np.ndarray, int, np.ndarray | None, np.ndarray]:
         """Chosen alpha, pair folds, K, CV losses, and the fold fits at the chosen alpha."""
-        link_terms(np.zeros(1), self.link)
         m = data.n_items
         _, rcode = _respondents(data)
         grid = alpha_grid(self.alphas)
@@ -246,6 +250,7 @@ class ItemUtilitySurrogate(_ItemPredictor):
 
     def fit(self, data: PreferenceData) -> ItemUtilitySurrogate:
         """Fit the pooled utilities to all comparisons of ``data``."""
+        self._validate_params()
         alpha, _, _, loss, _ = self._fold_fits(data)
         w, lo, total = self._agg
         u, H = item_map(
@@ -328,6 +333,12 @@ class ItemOffsetSurrogate(_ItemPredictor):
         MAP). Items a user never compared have the global covariance plus ``I / tau_``.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **CV_CONSTRAINTS,
+        "alpha": [POSITIVE, Options("cv")],
+        "tau": [POSITIVE, Options("cv")],
+    }
+
     def __init__(
         self,
         link: Link = "logit",
@@ -353,6 +364,7 @@ class ItemOffsetSurrogate(_ItemPredictor):
 
     def fit(self, data: PreferenceData) -> ItemOffsetSurrogate:
         """Fit the global utilities, then every user's offsets."""
+        self._validate_params()
         glob = ItemUtilitySurrogate(
             self.link,
             alpha=self.alpha,
@@ -488,6 +500,7 @@ class CopelandSurrogate(_ItemPredictor):
 
     def fit(self, data: PreferenceData) -> CopelandSurrogate:
         """Count wins and losses per user."""
+        self._validate_params()
         ids, rcode = _respondents(data)
         R, m = len(ids), data.n_items
         s = np.zeros((R, m))

@@ -156,7 +156,7 @@ import heapq
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -164,9 +164,20 @@ from scipy import sparse
 
 from pbo_core.data import DataValidationError, PreferenceData, Schema
 from pbo_core.metrics import competition_rank
-from pbo_core.models.base import Estimator
+from pbo_core.models.base import (
+    COUNT,
+    NAMES,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    RANDOM_STATE,
+    ArrayOf,
+    Estimator,
+    Options,
+)
 from pbo_core.models.mnl import (
     CV_TOL,
+    DESIGN_CONSTRAINTS,
     ConditionalLogit,
     _CaseSpecific,
     _fit,
@@ -385,6 +396,25 @@ class ChoiceModelTree(Estimator):
     #: Its utilities are its segments' logits: probabilities are their softmax.
     logit_utilities = True
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **DESIGN_CONSTRAINTS,
+        "split_features": [NAMES],
+        "alpha": [NON_NEGATIVE, Options("cv")],
+        "shrinkage": [POSITIVE, Options("cv")],
+        "shrinkages": [ArrayOf(POSITIVE), None],
+        "max_depth": [NON_NEGATIVE_INT],
+        "max_leaves": [COUNT],
+        "min_respondents_leaf": [COUNT],
+        "max_cuts": [COUNT],
+        "n_exact": [COUNT],
+        "n_folds": [NON_NEGATIVE_INT],
+        "prune_rule": [Options(*PRUNE_RULES)],
+        "leaf_terms": [Options(*LEAF_TERMS)],
+        "random_state": list(RANDOM_STATE),
+        "max_iter": [COUNT],
+        "tol": [POSITIVE],
+    }
+
     def __init__(
         self,
         *,
@@ -484,12 +514,7 @@ class ChoiceModelTree(Estimator):
         ``beta`` of Eq. 5 are then chosen by its log-likelihood instead of the
         cross-validation of whole training respondents, and the tree is grown and its
         segments fitted on ``data`` alone."""
-        if self.prune_rule not in PRUNE_RULES:
-            raise ValueError(
-                f"prune_rule must be one of {list(PRUNE_RULES)}, got {self.prune_rule!r}"
-            )
-        if self.leaf_terms not in LEAF_TERMS:
-            raise ValueError(f"leaf_terms must be one of {LEAF_TERMS}, got {self.leaf_terms!r}")
+        self._validate_params()
         grid = self._grid()
         rng = (
             self.random_state

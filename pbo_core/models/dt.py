@@ -7,12 +7,24 @@ piecewise constant: two items in the same leaf have the same utility distributio
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from pbo_core.data import PreferenceData, Schema
-from pbo_core.models.base import Estimator, check_input, competition_rank, probit_preference
+from pbo_core.models.base import (
+    CALLABLE,
+    POSITIVE,
+    Estimator,
+    Options,
+    check_input,
+    competition_rank,
+    probit_preference,
+)
 from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.tree import (
+    GROWTH_CONSTRAINTS,
+    SPLIT_TIES,
     Backend,
     SplitCache,
     SplitTies,
@@ -70,6 +82,15 @@ class DTSurrogate(Estimator):
         The back-end that grew ``tree_`` (``"numba"`` or ``"numpy"``).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "ratio": [POSITIVE],
+        **GROWTH_CONSTRAINTS,
+        "prior_mean": [CALLABLE, None],
+        "prior_precision": [CALLABLE, None],
+        "split_ties": [Options(*SPLIT_TIES)],
+        "split_rng": [np.random.Generator, None],
+    }
+
     def __init__(
         self,
         ratio: float = 0.25,
@@ -97,6 +118,7 @@ class DTSurrogate(Estimator):
 
     def fit(self, data: PreferenceData) -> DTSurrogate:
         """Grow the tree on ``data`` and fit the leaf posterior. Returns self."""
+        self._validate_params()
         schema = data.get_schema()
         tree, backend = self._grow(data, schema)
         leaf = tree.apply(data.X)

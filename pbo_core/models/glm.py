@@ -65,7 +65,15 @@ from scipy.special import expit, log_ndtr, ndtr
 from threadpoolctl import ThreadpoolController
 
 from pbo_core.metrics import competition_rank, margin_scores
-from pbo_core.models.base import Estimator
+from pbo_core.models.base import (
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    RANDOM_STATE,
+    ArrayOf,
+    Estimator,
+    Options,
+)
 from pbo_core.models.probit import probit_terms
 from pbo_core.models.solver import (
     ConvergenceWarning,
@@ -76,6 +84,7 @@ from pbo_core.models.solver import (
 
 __all__ = [
     "BATCH_CELLS",
+    "CV_CONSTRAINTS",
     "DEFAULT_ALPHAS",
     "GLMConvergenceWarning",
     "GaussianLinearUtility",
@@ -103,6 +112,21 @@ DEFAULT_ALPHAS: np.ndarray = np.logspace(3, -3, 13)
 
 #: Cap on ``problems x rows x columns`` of one batched Newton call (memory bound).
 BATCH_CELLS = 4_000_000
+
+#: What the parameters every penalised comparison GLM shares may be (the link, a
+#: strength chosen by CV among ``alphas`` in ``n_folds`` folds by ``cv_score``, the
+#: Newton controls), as the baselines declare them
+#: (:attr:`pbo_core.models.base.Estimator._parameter_constraints`).
+CV_CONSTRAINTS: dict[str, list] = {
+    "link": [Options("logit", "probit")],
+    "alpha": [NON_NEGATIVE, Options("cv")],
+    "alphas": [ArrayOf(POSITIVE), None],
+    "n_folds": [COUNT],
+    "cv_score": [Options("log_loss", "error")],
+    "random_state": list(RANDOM_STATE),
+    "max_iter": [COUNT],
+    "tol": [POSITIVE],
+}
 
 
 #: The old name of the one solver's warning (some fits stopped at ``max_iter`` above the

@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -91,7 +91,17 @@ from scipy.optimize import minimize
 from scipy.special import expit, logsumexp, ndtr
 
 from pbo_core.data import DataValidationError, PreferenceData, Schema
-from pbo_core.models.base import Estimator, check_input, competition_rank
+from pbo_core.models.base import (
+    COUNT,
+    NAMES,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    RANDOM_STATE,
+    Estimator,
+    check_input,
+    competition_rank,
+)
 from pbo_core.models.glm import blas_single_thread
 from pbo_core.models.linear import LinearDesign
 from pbo_core.models.mixed_logit import (
@@ -101,7 +111,13 @@ from pbo_core.models.mixed_logit import (
     panel_design,
     sandwich_errors,
 )
-from pbo_core.models.mnl import ConditionalLogit, _fit, _Problem, choice_sets
+from pbo_core.models.mnl import (
+    DESIGN_CONSTRAINTS,
+    ConditionalLogit,
+    _fit,
+    _Problem,
+    choice_sets,
+)
 from pbo_core.models.solver import ConvergenceWarning, NewtonStep, newton_minimize
 
 __all__ = ["EM_TOL", "MEMBERSHIP_ALPHA", "START_ITER", "LatentClassLogit"]
@@ -247,6 +263,18 @@ class LatentClassLogit(LazyErrors, Estimator):
     converged_ : bool
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **DESIGN_CONSTRAINTS,
+        "membership": [NAMES],
+        "n_classes": [COUNT, None],
+        "max_classes": [COUNT],
+        "n_starts": [COUNT],
+        "alpha": [NON_NEGATIVE],
+        "random_state": list(RANDOM_STATE),
+        "max_iter": [NON_NEGATIVE_INT],
+        "tol": [POSITIVE],
+    }
+
     def __init__(
         self,
         *,
@@ -313,8 +341,7 @@ class LatentClassLogit(LazyErrors, Estimator):
     def fit(self, data: PreferenceData) -> LatentClassLogit:
         """Estimate Eq. 1 on the choice situations of ``data``, grouped by respondent, with
         ``n_classes`` classes or the number BIC chooses."""
-        if not float(self.alpha) >= 0:
-            raise ValueError(f"alpha must be >= 0, got {self.alpha}")
+        self._validate_params()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # a separable start is fine
             logit = ConditionalLogit(
@@ -351,8 +378,6 @@ class LatentClassLogit(LazyErrors, Estimator):
         Q = Xm.shape[1]
         if self.n_classes is not None:
             C = int(self.n_classes)
-            if C < 1:
-                raise ValueError(f"n_classes must be >= 1, got {self.n_classes}")
             if C > 1 and C > G:
                 raise DataValidationError(
                     f"{data.source}: {C} classes need at least {C} respondents; {G} here"
@@ -360,8 +385,6 @@ class LatentClassLogit(LazyErrors, Estimator):
             candidates = [C]
         else:
             top = int(self.max_classes)
-            if top < 1:
-                raise ValueError(f"max_classes must be >= 1, got {self.max_classes}")
             candidates = [
                 c for c in range(1, top + 1) if c == 1 or (c <= G and c * K + (c - 1) * Q < S)
             ]

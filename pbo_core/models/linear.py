@@ -61,21 +61,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
 from pbo_core.data import PreferenceData, Schema
-from pbo_core.models.base import check_input
+from pbo_core.models.base import BOOLEAN, Options, check_input
 from pbo_core.models.glm import (
+    CV_CONSTRAINTS,
     DEFAULT_ALPHAS,
     GaussianLinearUtility,
     alpha_grid,
     cv_respondents,
     heldout_loss,
-    link_terms,
     newton_batch,
     newton_chunked,
     pad_respondents,
@@ -393,6 +393,8 @@ class LinearUtilitySurrogate(_LinearPredictor):
     design_ : LinearDesign
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {**CV_CONSTRAINTS, "standardize": [BOOLEAN]}
+
     def __init__(
         self,
         link: Link = "logit",
@@ -418,7 +420,7 @@ class LinearUtilitySurrogate(_LinearPredictor):
 
     def fit(self, data: PreferenceData) -> LinearUtilitySurrogate:
         """Fit to the comparisons of ``data`` (CV folds keep each of ``data.task`` whole)."""
-        link_terms(np.zeros(1), self.link)  # validates the link
+        self._validate_params()
         design = LinearDesign(data.get_schema())
         d, _ = _pair_design(data, design)
         scale = rms_scale(d) if self.standardize else np.ones(d.shape[1])
@@ -513,6 +515,14 @@ class RespondentLinearSurrogate(_LinearPredictor):
         average Laplace covariance divided by R).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **CV_CONSTRAINTS,
+        "shrink": [BOOLEAN],
+        "alpha_selection": [Options("respondent", "pooled")],
+        "pooled_alpha": CV_CONSTRAINTS["alpha"],
+        "standardize": [BOOLEAN],
+    }
+
     def __init__(
         self,
         link: Link = "logit",
@@ -544,8 +554,8 @@ class RespondentLinearSurrogate(_LinearPredictor):
 
     def fit(self, data: PreferenceData) -> RespondentLinearSurrogate:
         """Fit every respondent of ``data`` (CV folds keep each of ``data.task`` whole)."""
+        self._validate_params()
         link = self.link
-        link_terms(np.zeros(1), link)
         design = LinearDesign(data.get_schema())
         d, _ = _pair_design(data, design)
         n, p = d.shape
@@ -558,10 +568,8 @@ class RespondentLinearSurrogate(_LinearPredictor):
         K = int(folds.max(initial=0)) + 1
         P = pad_respondents(d, resp, folds)
         R = len(P.ids)
-        selection = self.alpha_selection or "pooled"
+        selection = self.alpha_selection
         score = self.cv_score
-        if selection not in ("respondent", "pooled"):
-            raise ValueError(f"alpha_selection must be 'respondent' or 'pooled', got {selection!r}")
 
         # pooled model (the prior centre) and its fold refits
         pooled: LinearUtilitySurrogate | None = None

@@ -93,16 +93,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 
 from pbo_core.data import PreferenceData, Schema
 from pbo_core.metrics import margin_scores
-from pbo_core.models.base import check_input, probit_preference
+from pbo_core.models.base import (
+    COUNT,
+    NAMES,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    ArrayOf,
+    Options,
+    check_input,
+    probit_preference,
+)
 from pbo_core.models.glm import (
     BATCH_CELLS,
+    CV_CONSTRAINTS,
     GaussianLinearUtility,
     blas_single_thread,
     link_nll,
@@ -116,7 +127,7 @@ from pbo_core.models.glm import (
 from pbo_core.models.leaves import laplace_fit
 from pbo_core.models.linear import LinearDesign
 from pbo_core.models.solver import newton_minimize_batch, newton_probit_items
-from pbo_core.models.tree import StraddlerMode, Tree, build_tree
+from pbo_core.models.tree import GROWTH_CONSTRAINTS, StraddlerMode, Tree, build_tree
 from pbo_core.splits import pair_tasks, task_folds
 
 __all__ = ["DEFAULT_SHRINKAGES", "LinearLeafDTSurrogate", "SlopePrior", "condition_on_sum"]
@@ -278,17 +289,6 @@ class _Rows:
             return np.einsum("bnp,bp->bn", self.D[group], beta)
         f = np.einsum("bnp,bp->bn", self.F[group], beta)
         return _item_margins(f, self.wi[group], self.li[group])
-
-    def take(self, idx: np.ndarray) -> _Rows:
-        """The problems ``idx`` alone, padded as here (the same arithmetic per problem)."""
-        out = object.__new__(_Rows)
-        out.__dict__.update(self.__dict__)
-        out.mask = self.mask[idx]
-        if self.D is not None:
-            out.D = self.D[idx]
-        else:
-            out.F, out.wi, out.li = self.F[idx], self.wi[idx], self.li[idx]
-        return out
 
 
 def _item_margins(f: np.ndarray, wi: np.ndarray, li: np.ndarray) -> np.ndarray:
@@ -519,6 +519,29 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
 
     _default_linear: Sequence[str] | None = None
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "ratio": [POSITIVE],
+        "linear_features": [NAMES, Options("all"), None],
+        "slope_ratio": [POSITIVE, Options("cv")],
+        "slope_ratios": [ArrayOf(POSITIVE), None],
+        "slopes": [Options("leaf", "shared", "both")],
+        "slope_prior": [SlopePrior, None],
+        "leaf_slope_ratio": [POSITIVE],
+        "pooling": [Options("none", "shrink")],
+        "shrinkage": [NON_NEGATIVE, Options("cv")],
+        "shrinkages": [ArrayOf(NON_NEGATIVE), None],
+        **GROWTH_CONSTRAINTS,
+        "max_depth": [*GROWTH_CONSTRAINTS["max_depth"], Options("cv")],
+        "depths": [ArrayOf(NON_NEGATIVE_INT), None],
+        "max_leaves": [COUNT],
+        "depth_patience": [COUNT, None],
+        "n_folds": [COUNT],
+        "cv_respondents": [COUNT, None],
+        "random_state": CV_CONSTRAINTS["random_state"],
+        "max_iter": [COUNT],
+        "tol": [POSITIVE],
+    }
+
     def __init__(
         self,
         ratio: float = 0.25,
@@ -576,9 +599,7 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         names = self.linear_features
         if names is None:
             names = [f.name for f in schema.features if f.kind == "numeric"]
-        elif isinstance(names, str):
-            if names != "all":
-                raise ValueError(f"linear_features must be names, None or 'all', got {names!r}")
+        elif isinstance(names, str):  # "all"
             names = [f.name for f in schema.features]
         names = list(names)
         unknown = set(names) - {f.name for f in schema.features}
@@ -805,10 +826,7 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         -------
         self
         """
-        if self.slopes not in ("leaf", "shared", "both"):
-            raise ValueError(f"slopes must be 'leaf', 'shared' or 'both', got {self.slopes!r}")
-        if self.pooling not in ("none", "shrink"):
-            raise ValueError(f"pooling must be 'none' or 'shrink', got {self.pooling!r}")
+        self._validate_params()
         schema = data.get_schema()
         X, pairs = data.X, data.pairs
         n = len(pairs)
@@ -873,8 +891,6 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
         unbiased estimate of the full sum up to its scale, at a bounded cost; trees and
         the pooled fits of the folds still use every training comparison)."""
         cap = self.cv_respondents
-        if cap is not None and not (isinstance(cap, int | np.integer) and cap >= 1):
-            raise ValueError(f"cv_respondents must be a positive int or None, got {cap!r}")
         if cap is None or n_resp <= cap:
             return np.arange(n_resp)
         return np.sort(rng.choice(n_resp, size=int(cap), replace=False))
@@ -882,33 +898,21 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
     def _grid_lams(self) -> list[float]:
         if self.pooling == "none":
             return [0.0]
-        if isinstance(self.shrinkage, str):
-            if self.shrinkage != "cv":
-                raise ValueError(f"shrinkage must be a number or 'cv', got {self.shrinkage!r}")
-            g = list(DEFAULT_SHRINKAGES if self.shrinkages is None else self.shrinkages)
-            if any(x < 0 for x in g) or not g:
-                raise ValueError("shrinkages must be a non-empty grid of numbers >= 0")
+        if isinstance(self.shrinkage, str):  # "cv"
+            g = DEFAULT_SHRINKAGES if self.shrinkages is None else self.shrinkages
             return sorted(float(x) for x in g)[::-1]  # strongest first: ties -> pooling
-        if not float(self.shrinkage) >= 0:
-            raise ValueError(f"shrinkage must be >= 0, got {self.shrinkage}")
         return [float(self.shrinkage)]
 
     def _grid_rhos(self, k: int) -> list[float]:
         if k == 0:
             return [1.0]
-        if isinstance(self.slope_ratio, str):
-            if self.slope_ratio != "cv":
-                raise ValueError(f"slope_ratio must be a number or 'cv', got {self.slope_ratio!r}")
+        if isinstance(self.slope_ratio, str):  # "cv"
             g = DEFAULT_SLOPE_RATIOS if self.slope_ratios is None else self.slope_ratios
             return sorted((float(x) for x in g), reverse=True)
-        if not float(self.slope_ratio) > 0:
-            raise ValueError(f"slope_ratio must be positive, got {self.slope_ratio}")
         return [float(self.slope_ratio)]
 
     def _grid_depths(self, X: np.ndarray, pairs: np.ndarray, schema: Schema) -> list[int | None]:
-        if not (isinstance(self.max_depth, str) and self.max_depth == "cv"):
-            if isinstance(self.max_depth, str):
-                raise ValueError(f"max_depth must be an int, None or 'cv', got {self.max_depth!r}")
+        if self.max_depth != "cv":
             return [self.max_depth]
         out: list[int | None] = []
         for dd in sorted(DEFAULT_DEPTHS if self.depths is None else self.depths):
@@ -1104,11 +1108,6 @@ class LinearLeafDTSurrogate(GaussianLinearUtility):
     def respondent_cov_(self) -> np.ndarray:
         """``(R, p, p)`` every respondent's conditioned posterior covariance."""
         return self._all_posteriors()[1]
-
-    @property
-    def respondent_map_(self) -> np.ndarray:
-        """``(R, p)`` every respondent's MAP before conditioning on the sum of the levels."""
-        return self._all_posteriors()[2]
 
     def prepare_respondents(self, respondents: Sequence[Any]) -> None:
         """Solve the posteriors of ``respondents`` in one batch for the

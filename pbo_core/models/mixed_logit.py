@@ -91,7 +91,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -101,10 +101,18 @@ from scipy.special import expit, logsumexp, ndtr, ndtri
 from scipy.stats import qmc
 
 from pbo_core.data import DataValidationError, PreferenceData, Schema
-from pbo_core.models.base import Estimator, check_input, competition_rank
+from pbo_core.models.base import (
+    COUNT,
+    NAMES,
+    POSITIVE,
+    RANDOM_STATE,
+    Estimator,
+    check_input,
+    competition_rank,
+)
 from pbo_core.models.compiled import kernel_array
 from pbo_core.models.glm import blas_single_thread, run_split
-from pbo_core.models.mnl import ChoiceSets, ConditionalLogit, choice_sets
+from pbo_core.models.mnl import DESIGN_CONSTRAINTS, ChoiceSets, ConditionalLogit, choice_sets
 from pbo_core.models.solver import ConvergenceWarning
 
 __all__ = [
@@ -550,6 +558,15 @@ class MixedLogit(LazyErrors, Estimator):
         ``"hessian"`` or ``"bhhh"``.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **DESIGN_CONSTRAINTS,
+        "random": [NAMES, str, Mapping, None],
+        "n_draws": [COUNT],
+        "random_state": list(RANDOM_STATE),
+        "max_iter": [COUNT],
+        "tol": [POSITIVE],
+    }
+
     def __init__(
         self,
         *,
@@ -619,8 +636,7 @@ class MixedLogit(LazyErrors, Estimator):
     # ------------------------------------------------------------------ fit
     def fit(self, data: PreferenceData) -> MixedLogit:
         """Estimate Eq. 2 on the choice situations of ``data``, grouped by respondent."""
-        if int(self.n_draws) < 1:
-            raise ValueError(f"n_draws must be >= 1, got {self.n_draws}")
+        self._validate_params()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # a separable start is fine
             logit = self._logit().fit(data)

@@ -76,9 +76,10 @@ uncertainty (the probit approximation of the logistic, as the pairwise logit doe
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -86,8 +87,9 @@ from scipy import sparse
 from scipy.special import ndtr
 
 from pbo_core.data import DataValidationError, Feature, PreferenceData, Schema
-from pbo_core.models.base import check_input
+from pbo_core.models.base import NAMES, NON_NEGATIVE, ArrayOf, Interval, Options, check_input
 from pbo_core.models.glm import (
+    CV_CONSTRAINTS,
     GaussianLinearUtility,
     blas_single_thread,
     predictive_prob,
@@ -98,6 +100,7 @@ from pbo_core.models.solver import NewtonStep, newton_minimize
 from pbo_core.splits import pair_tasks, task_folds
 
 __all__ = [
+    "DESIGN_CONSTRAINTS",
     "MNL_ALPHAS",
     "RUNOFF",
     "ChoiceSets",
@@ -105,6 +108,17 @@ __all__ = [
     "choice_sets",
     "mle_problem",
 ]
+
+#: What the design parameters of a conditional logit may be (the alternative attribute,
+#: its reference level, the case-specific variables, their schema, attributes left out),
+#: as every model built on it declares them.
+DESIGN_CONSTRAINTS: dict[str, list] = {
+    "alternative": [str, None],
+    "reference": [str, None],
+    "case_specific": [NAMES],
+    "user_schema": [Schema, None],
+    "exclude": [NAMES],
+}
 
 #: The strengths ``alpha="cv"`` chooses from, strongest first (ties go to the stronger).
 MNL_ALPHAS: tuple[float, ...] = (100.0, 10.0, 1.0, 0.1, 0.01, 0.0)
@@ -588,6 +602,18 @@ class ConditionalLogit(GaussianLinearUtility):
     #: :mod:`pbo_core.evaluation` fits no scale).
     logit_utilities = True
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **DESIGN_CONSTRAINTS,
+        "alpha": [NON_NEGATIVE, Options("cv")],
+        "alphas": [ArrayOf(NON_NEGATIVE), None],
+        "n_folds": CV_CONSTRAINTS["n_folds"],
+        "random_state": CV_CONSTRAINTS["random_state"],
+        "max_iter": CV_CONSTRAINTS["max_iter"],
+        "tol": CV_CONSTRAINTS["tol"],
+        "center": [ArrayOf(Interval(numbers.Real)), None],
+        "scale": [ArrayOf(Interval(numbers.Real, 0, None, "neither")), None],
+    }
+
     def __init__(
         self,
         *,
@@ -757,6 +783,7 @@ class ConditionalLogit(GaussianLinearUtility):
     # ------------------------------------------------------------------ fit
     def fit(self, data: PreferenceData) -> ConditionalLogit:
         """Estimate (1) on the choice situations of ``data`` (:func:`choice_sets`)."""
+        self._validate_params()
         self._setup(data)
         cs = choice_sets(data)
         if cs.n_situations == 0:
@@ -791,8 +818,6 @@ class ConditionalLogit(GaussianLinearUtility):
         self.cv_loglik_: np.ndarray | None = None
         start = np.zeros(K) if center is None else center.copy()
         if isinstance(self.alpha, str):
-            if self.alpha != "cv":
-                raise ValueError(f"alpha must be a number or 'cv', got {self.alpha!r}")
             if center is not None:
                 raise ValueError("alpha='cv' takes no center; give the strength")
             alpha, start = self._cv(data, cs, full, scale, grid)
@@ -802,8 +827,6 @@ class ConditionalLogit(GaussianLinearUtility):
             )
         else:
             alpha = float(self.alpha)
-            if not alpha >= 0:
-                raise ValueError(f"alpha must be >= 0, got {alpha}")
             reason = f"asked: strength {alpha:g}"
         prec = alpha * scale**2
         theta, H, ok = _fit(full, prec, start, self.max_iter, self.tol, alpha > 0, center)

@@ -7,7 +7,7 @@ pages and tabs in Chromium (Playwright; Debian's ``/usr/bin/chromium``, never
 page's URL, or the click on the tab) until its content is on screen and no progress bar
 is left: the tree drawn, the table or chart shown, the question asked. It also records
 when a progress bar first appeared: any view that takes more than 2 s must show one
-(issue 32: "no silent wait"; target: every view <= 10 s).
+(no silent wait; target: every view <= 10 s).
 
 Navigation (``--navigate``): ``sidebar`` (default), as an analyst moves through the app:
 each study's first page opened by its link (``/?study=KEY``: a new browser page, so
@@ -233,7 +233,7 @@ OTHER_VIEWS: tuple[tuple[str, str | None, str], ...] = (
     ("convergence", "Sushi", "text:No Sushi results"),
     ("convergence", "Run a small benchmark", "text:Run DT-PBO and baselines"),
     ("hierarchy", None, "text:Cold start beside the baselines"),
-    ("pmr", None, "tree"),  # the urgency tree first (issue 53)
+    ("pmr", None, "tree"),  # the urgency tree first
     ("pmr", "Messages", "table"),
 )
 

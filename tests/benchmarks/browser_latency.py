@@ -7,7 +7,7 @@ the page; the page is then left to finish drawing (tree, charts) before the next
 as a person would read it. Runs on the electricity study and on a 2-D benchmark
 (Branin), then times warm switches between pages from the sidebar.
 
-Targets (issue 13): answer -> next question p50 <= 0.3 s, p95 <= 0.6 s; warm page
+Targets: answer -> next question p50 <= 0.3 s, p95 <= 0.6 s; warm page
 switch <= 1 s; first tree view after app start <= 2 s.
 
 ``first_tree_view`` starts fresh servers (fresh data folders) and times a browser (a new

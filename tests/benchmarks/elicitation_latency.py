@@ -13,7 +13,7 @@ Two measurements per method (default ``dt``, ``dt-linear``, ``linear-eubo``):
     the page's "Query rule" box, then the time from the click on an answer button until
     the next question's heading is in the page (as ``browser_latency.py``).
 
-Target (issue 20): ``dt-linear`` answer -> next question p50 <= 0.3 s in the browser.
+Target: ``dt-linear`` answer -> next question p50 <= 0.3 s in the browser.
 
     python tests/benchmarks/elicitation_latency.py --answers 15 --json -
 """

@@ -1,4 +1,4 @@
-"""Wall time of the mixed logit's fit at xlogit's benchmark size (issue 54's speed line).
+"""Wall time of the mixed logit's fit at xlogit's benchmark size.
 
 The workload of xlogit's CPU benchmark (its ``artificial`` data; Arteaga et al. 2022): a
 simulated study of 4,000 respondents, one choice each among 3 alternatives described by 10

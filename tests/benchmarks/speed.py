@@ -1,4 +1,4 @@
-"""Speed rows of issue 13, each with a reference workload measured in the same process.
+"""Speed rows of docs/speed.md, each with a reference workload measured in the same process.
 
 Wall times on a shared VM move with the host's load; the ratio of a row to a fixed
 reference workload measured in the same process moves much less, so the ``ratio`` column

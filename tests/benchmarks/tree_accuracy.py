@@ -1,4 +1,4 @@
-"""Tree-family accuracy on the exact split of ``conjoint-accuracy`` (issue 16, section 2).
+"""Tree-family accuracy on the exact split of ``conjoint-accuracy``.
 
 Per respondent, 2 tasks are held out with ``np.random.default_rng([seed, respondent_index])``
 exactly as ``python -m pbo_core.experiments conjoint-accuracy --study S --seed SEED`` (and

@@ -1,4 +1,4 @@
-"""The answer first (issue 53), in a real browser at 1440x900: one tour of every page on
+"""The answer first, in a real browser at 1440x900: one tour of every page on
 each bundled study and an imported one.
 
 * Every page's main picture (the tree, the segment tree, the sensitivity chart, the
@@ -12,7 +12,7 @@ each bundled study and an imported one.
 * ``?present=1`` shows the tree, its caption and the held-out evidence line, and no input
   widget.
 
-One browser session and one server for the whole tour (CI time: issue 32). Skipped without
+One browser session and one server for the whole tour (CI time). Skipped without
 Playwright or ``/usr/bin/chromium`` (as ``test_e2e.py``).
 """
 

@@ -1,6 +1,6 @@
 """The formats corpus through the Add-a-study form in a real browser: every format the
 import reads (comma, semicolon and tab text, ``.dat``, gzip, bzip2, zip, Parquet, Excel)
-and issue 42's layouts (a Biogeme-style wide ``.dat`` with ``*_AV`` availability, a long
+and the wide and long layouts (a Biogeme-style wide ``.dat`` with ``*_AV`` availability, a long
 file with varying choice sets, missing codes and a weight) import through the form to
 the study ``python -m data_loaders import-study`` makes of the same file. Skipped without
 Playwright or /usr/bin/chromium."""

@@ -281,7 +281,7 @@ if __name__ == "__main__":
 """
 
 
-def test_a_worker_whose_server_is_gone_ends_within_a_second(tmp_path) -> None:
+def test_a_worker_whose_server_is_gone_ends(tmp_path) -> None:
     import subprocess
     import sys
     from pathlib import Path
@@ -293,7 +293,7 @@ def test_a_worker_whose_server_is_gone_ends_within_a_second(tmp_path) -> None:
     with (tmp_path / "out").open("w") as out:  # not a pipe: the worker would hold it open
         subprocess.run([sys.executable, str(script)], stdout=out, env=env, timeout=300)
     pid = int((tmp_path / "out").read_text().split()[0])
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + 60.0  # a hang guard, not a speed claim
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
@@ -302,18 +302,34 @@ def test_a_worker_whose_server_is_gone_ends_within_a_second(tmp_path) -> None:
         time.sleep(0.1)
     else:
         os.kill(pid, 9)
-        pytest.fail("the orphaned worker was still running 5 s after its server ended")
+        pytest.fail("the orphaned worker was still running a minute after its server ended")
 
 
-def test_background_work_waits_for_a_quiet_moment_between_answers() -> None:
+class _Clock:
+    """A clock that moves only when slept on (``time.monotonic`` and ``time.sleep``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_background_work_waits_for_a_quiet_moment_between_answers(monkeypatch) -> None:
     """The precompute's next job waits until no answer has arrived for a while."""
-    assert jobs.wait_for_quiet(quiet=0.3) < 0.1  # no answer yet: at once
+    clock = _Clock()
+    monkeypatch.setattr(jobs, "time", clock)
+    monkeypatch.setattr(jobs, "_LAST_ANSWER", [float("-inf")])
+    assert jobs.wait_for_quiet(quiet=0.3) == 0.0  # no answer yet: at once
     jobs.note_answer()
-    waited = jobs.wait_for_quiet(quiet=0.4)
-    assert 0.3 <= waited < 2.0
+    clock.sleep(0.1)
+    assert jobs.wait_for_quiet(quiet=0.4) == pytest.approx(0.3)  # the rest of the 0.4 s
     jobs.note_answer()
-    time.sleep(0.5)
-    assert jobs.wait_for_quiet(quiet=0.4) < 0.1  # quiet long enough already
+    clock.sleep(0.5)
+    assert jobs.wait_for_quiet(quiet=0.4) == 0.0  # quiet long enough already
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="raising a worker's priority needs root")

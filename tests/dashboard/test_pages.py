@@ -1110,8 +1110,9 @@ def test_hierarchy_never_shows_another_studys_cohort_curves(app, tmp_path) -> No
 
 
 def test_hierarchy_reads_cells_written_before_an_arm_was_renamed(app, tmp_path) -> None:
-    """A folder from before issue 45 names the cohort's pooled logit ``logit-pooled`` (the
-    registry model's name): its curve and cold-start row are ``logit-pooled-update``'s."""
+    """A folder written before the arm had its own name calls the cohort's pooled logit
+    ``logit-pooled`` (the registry model's name): its curve and cold-start row are
+    ``logit-pooled-update``'s."""
     folder = tmp_path / "data_home" / "results" / "hierarchy-old"
     folder.mkdir(parents=True)
     pd.DataFrame(

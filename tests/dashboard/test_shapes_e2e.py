@@ -29,7 +29,7 @@ PAGES = ("", "tree_explorer", "sensitivity", "hierarchy", "elicitation")
 
 #: Whether ``t`` is on the page: in its text or a picker's shown value (a selectbox shows
 #: its choice in an input's value, which is not part of the page's text); the pickers are
-#: in the sidebar (issue 53), so the whole app is searched.
+#: in the sidebar, so the whole app is searched.
 _SHOWS_JS = """t => {
   const main = document.querySelector('[data-testid="stAppViewContainer"]');
   if (!main) return false;

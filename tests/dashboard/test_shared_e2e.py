@@ -276,7 +276,7 @@ def _context(browser, address: str | None = None):
 
 
 def test_a_crowd_behind_one_address_stops_at_its_cap(browser, server: Server) -> None:
-    """Point 2 of issue 44: every new browser is a new visitor, so the cap that holds a crowd
+    """Every new browser is a new visitor, so the cap that holds a crowd
     is the address's (1 study here); another address still imports."""
     csv = server.work / "crowd.csv"
     csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
@@ -312,7 +312,7 @@ def _links_to_evil(pg) -> list[str]:
 
 
 def test_urls_in_a_title_and_in_links_are_no_links(browser, server: Server) -> None:
-    """Point 4 of issue 44 in a browser: a study title and link parameters holding a URL, a
+    """A study title and link parameters holding a URL, a
     ``www.`` name and an e-mail address are shown as text, with no link, on every page
     they reach."""
     csv = server.work / "phish.csv"
@@ -339,7 +339,7 @@ def test_urls_in_a_title_and_in_links_are_no_links(browser, server: Server) -> N
 
 
 def test_a_forged_visitor_cookie_is_replaced(browser, server: Server) -> None:
-    """Point 6 of issue 44: a cookie the server did not sign is not taken as an identity;
+    """A cookie the server did not sign is not taken as an identity;
     the server's page replaces it with one it signed."""
     ctx, pg = _context(browser)
     ctx.add_cookies([{"name": "dtpbo_visitor", "value": "forged-token", "url": server.url}])
@@ -374,7 +374,7 @@ def _workers(pid: int) -> list[int]:
 
 
 def test_a_killed_worker_is_no_answer_for_the_next_visitor(browser, tmp_path: Path) -> None:
-    """Point 1 of issue 44 in a browser: the Tree explorer's comparison loses its worker
+    """The Tree explorer's comparison loses its worker
     (SIGKILL from outside): the page says so in one sentence with "Try again", no error
     id; a new browser on the same study starts the comparison afresh and gets the tree
     model it picks; "Try again" in the first does too."""
@@ -413,11 +413,13 @@ def test_a_killed_worker_is_no_answer_for_the_next_visitor(browser, tmp_path: Pa
 # ----------------------------------------------------------------------------- hostile load
 @dataclass
 class Watch:
-    """The server while a case runs: health-check latency and resident memory."""
+    """The server while a case runs: its health checks (every one answered; the worst
+    latency recorded), its resident memory and its CPU time."""
 
     url: str
     pid: int
     worst_health: float = 0.0
+    health_failures: int = 0
     peak_rss_mb: float = 0.0
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -427,6 +429,12 @@ class Watch:
                 return int(line.split()[1]) / 1024
         return 0.0
 
+    def cpu_s(self) -> float:
+        """CPU seconds of the server and its finished children (``/proc/PID/stat``)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def run(self) -> None:
         while not self.stop.is_set():
             t = time.perf_counter()
@@ -434,7 +442,7 @@ class Watch:
                 with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=30) as r:
                     r.read()
             except OSError:
-                pass
+                self.health_failures += 1
             self.worst_health = max(self.worst_health, time.perf_counter() - t)
             self.peak_rss_mb = max(self.peak_rss_mb, self.rss_mb())
             time.sleep(0.1)
@@ -444,6 +452,7 @@ class Watch:
 def watched(url: str, pid: int, what: str, results: dict) -> Iterator[Watch]:
     w = Watch(url, pid)
     base = w.rss_mb()
+    cpu0 = w.cpu_s()
     t = threading.Thread(target=w.run, daemon=True)
     t0 = time.perf_counter()
     t.start()
@@ -455,7 +464,9 @@ def watched(url: str, pid: int, what: str, results: dict) -> Iterator[Watch]:
         t.join()
         results[what] = {
             "seconds": round(seconds, 2),
+            "cpu_s": round(w.cpu_s() - cpu0, 2),
             "health_worst_s": round(w.worst_health, 3),
+            "health_failures": w.health_failures,
             "extra_rss_mb": round(max(w.peak_rss_mb - base, 0.0), 1),
         }
         print(f"\n[hostile-e2e] {what}: {results[what]}")
@@ -477,7 +488,8 @@ def _session(base: list, actions: list | None = None, **cfg: object) -> bytes:
 
 
 def _sigterm(pid: int) -> float:
-    """Seconds from SIGTERM until the process is gone (or a zombie its parent reaps)."""
+    """Seconds from SIGTERM until the process is gone (or a zombie its parent reaps);
+    ``inf`` when it is still running 30 s later."""
     t0 = time.perf_counter()
     os.kill(pid, signal.SIGTERM)
     status = Path(f"/proc/{pid}/status")
@@ -489,6 +501,8 @@ def _sigterm(pid: int) -> float:
         except (ProcessLookupError, FileNotFoundError):
             break
         time.sleep(0.05)
+    else:
+        return float("inf")
     return time.perf_counter() - t0
 
 
@@ -571,8 +585,11 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
     results["SIGTERM"] = {"seconds": round(seconds, 2)}
     print(f"\n[hostile-e2e] SIGTERM: {results['SIGTERM']}")
     (server.work / "hostile-e2e.json").write_text(json.dumps(results, indent=1))
+    # bounds on the server's own work, not on the machine's load: CPU time (wall times
+    # and health latency are recorded; tests/benchmarks/ measures speed)
+    assert results["SIGTERM"]["seconds"] < float("inf"), "the server ignored SIGTERM"
     for what, r in results.items():
-        assert r["seconds"] < (5.0 if what == "SIGTERM" else 10.0), (what, r)
         if what != "SIGTERM":
-            assert r["health_worst_s"] < 1.0, (what, r)
+            assert r["cpu_s"] < 10.0, (what, r)
+            assert r["health_failures"] == 0, (what, r)
             assert r["extra_rss_mb"] < 500.0, (what, r)

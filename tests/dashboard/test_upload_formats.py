@@ -1,5 +1,5 @@
-"""The Add-a-study form reads every format the command line reads (issue 42, item 1):
-its uploader accepts :data:`data_loaders.readers.ACCEPTED_SUFFIXES` and says them, the
+"""The Add-a-study form reads every format the command line reads:
+its uploader accepts :func:`data_loaders.readers.accepted_suffixes` and says them, the
 caption names the separator found, the Separator choice overrides it, and a
 tab-separated upload imports to the study the command line makes of the same table."""
 
@@ -30,7 +30,7 @@ def test_the_form_accepts_the_commands_list_and_says_it(app) -> None:
     from dashboard._study_import import EXPLAINED_TYPES  # taken only to say: save as .xlsx
 
     explained = {f".{t}" for t in EXPLAINED_TYPES}
-    assert set(up.proto.type) == set(readers.ACCEPTED_SUFFIXES) | explained
+    assert set(up.proto.type) == set(readers.accepted_suffixes()) | explained
     assert readers.accepted_text() in " ".join(up.proto.help.split())
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices["import-study"]

@@ -1,4 +1,4 @@
-"""The Add-a-study form on issue 42's layouts: a Biogeme-style wide ``.dat`` (``*_AV``
+"""The Add-a-study form on the wide and long layouts: a Biogeme-style wide ``.dat`` (``*_AV``
 availability, a numbered choice, a cost for two of three modes), a long file with
 varying choice sets, a file with -1/-2 missing codes and a weight column. The form shows
 the preview (``import-study --dry-run``'s lines, counts asserted), takes the same answers

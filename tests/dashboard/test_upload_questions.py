@@ -1,4 +1,4 @@
-"""The Add-a-study form asks what the file leaves open (issue 50): its preview names the
+"""The Add-a-study form asks what the file leaves open: its preview names the
 columns and the form's fields that answer, the import is refused until they are
 answered, and the answered form gives the command's study (units and a row selection
 included)."""

@@ -1,4 +1,4 @@
-"""Units never assumed, one value of time everywhere (issue 50's done-when).
+"""Units never assumed, one value of time everywhere.
 
 Biogeme's SwissMetro ``.dat`` (the vendored file written tab-separated, as Biogeme ships
 it) imported with 01logit's selection and roles:

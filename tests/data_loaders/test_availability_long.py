@@ -1,4 +1,4 @@
-"""Availability by a condition in a long file (issue 42's leftover): ``--available-when
+"""Availability by a condition in a long file: ``--available-when
 'CAR: license == 1'`` removes the rows of CAR where the condition is false, so a long file
 gives the same study (choice situations, their alternatives, choices, what was dropped)
 as the same data in wide layout with the same condition; the checks and messages are the

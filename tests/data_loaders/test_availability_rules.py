@@ -1,4 +1,4 @@
-"""Availability given by a condition on a column (issue 42): ``--available-when 'CAR:
+"""Availability given by a condition on a column: ``--available-when 'CAR:
 license == 1'`` (and the form's field) makes the same study as a ``CAR_AV`` column
 holding the condition; the rule's operators, its rows counted, and its errors in words."""
 

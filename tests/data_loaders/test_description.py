@@ -1,4 +1,4 @@
-"""The study description (issue 50): every bundled loader and the importer say what each
+"""The study description: every bundled loader and the importer say what each
 column of the data means (role, type, unit), the registry entries say how a study is
 asked about and where its data lie, and the plan holds the roles: nothing in extras."""
 

@@ -1,4 +1,4 @@
-"""Text files as spreadsheets write them (issue 42): latin-1/cp1252 instead of UTF-8 and
+"""Text files as spreadsheets write them: latin-1/cp1252 instead of UTF-8 and
 numbers with decimal commas (``12,5``) in semicolon- or tab-separated text are read,
 said, and import to the study their UTF-8, decimal-point copy makes."""
 

@@ -1,4 +1,4 @@
-"""Issue 42, items 2-4: wide layouts by name pattern (prefix or suffix, with or without a
+"""Wide layouts by name pattern (prefix or suffix, with or without a
 separator), availability columns, numbered choices, attributes of some alternatives,
 missing-value codes, text with many levels, single-alternative choice situations, a
 weight column; the preview (``import-study --dry-run``) and the recipe that replays an

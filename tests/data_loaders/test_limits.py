@@ -1,4 +1,4 @@
-"""Bounded input (issue 31): every own-file entry point refuses oversized input before
+"""Bounded input: every own-file entry point refuses oversized input before
 parsing it, in one sentence naming the file and the limit."""
 
 from __future__ import annotations

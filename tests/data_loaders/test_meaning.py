@@ -1,4 +1,4 @@
-"""Nothing meaningless scored (issue 50): every file of the meaning corpus is refused or
+"""Nothing meaningless scored: every file of the meaning corpus is refused or
 asked about with its columns named, and imports once the analyst answers; labelled
 alternatives get constants by default, generic designs do not; a code is missing only
 with evidence."""

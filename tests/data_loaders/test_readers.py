@@ -1,4 +1,4 @@
-"""Readers, one per format, in one registry (issue 42, item 1): every file of the formats
+"""Readers, one per format, in one registry: every file of the formats
 corpus reads to the same table, the separator found is reported, the form and the
 command accept the same list and say it, every compressed format stays bounded, and a
 long file imports to the same study from every format through the command line."""
@@ -22,7 +22,7 @@ from pbo_core.data import DataValidationError
 from tests.fixtures.formats import HERE, LONG, WIDE, corpus_file
 from tests.fixtures.formats.generate import DETERMINISTIC, files, long_table, wide_table
 
-#: Issue 42's layouts (tests/data_loaders/test_layouts.py imports them).
+#: The wide and long layouts (tests/data_loaders/test_layouts.py imports them).
 LAYOUTS = ("biogeme.dat", "long_sets.csv", "missing_weight.csv")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,7 +252,7 @@ def test_the_command_states_the_accepted_list() -> None:
     assert readers.accepted_text() == (
         "accepted: .csv, .tsv, .dat, .txt, .parquet, .xlsx, and .gz/.bz2/.zip of those"
     )
-    assert set(readers.ACCEPTED_SUFFIXES) == set(readers.READERS) | set(readers.COMPRESSIONS)
+    assert set(readers.accepted_suffixes()) == set(readers.READERS) | set(readers.COMPRESSIONS)
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices["import-study"]
     help_text = " ".join(sub.format_help().split())

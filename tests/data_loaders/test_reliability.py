@@ -1,4 +1,4 @@
-"""Loader errors under bad input name the file, line and column (issue 14, item 8)."""
+"""Loader errors under bad input name the file, line and column."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The analyst's own split (issue 54, item 3): a split column given at import
+"""The analyst's own split: a split column given at import
 (``--split-col``) and chosen in the plan (``split=column:NAME``), and a panel's latest
 tasks held out (``latest``)."""
 

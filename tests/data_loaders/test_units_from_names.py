@@ -1,4 +1,4 @@
-"""Units from column names at import (issue 41): a file that states no unit gets the one
+"""Units from column names at import: a file that states no unit gets the one
 its column names state (``time_min`` -> min, ``cost_chf`` -> CHF), shown in the preview
 and written to the attribute table, where the analyst may change it; a unit never names
 the travel-time role."""

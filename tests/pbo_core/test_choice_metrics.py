@@ -1,4 +1,4 @@
-"""The field's metrics on choice situations (issue 54): golden values, the scale fitted on
+"""The field's metrics on choice situations: golden values, the scale fitted on
 training data only, situations kept by every selection, and the evaluation core's
 held-out NLL per choice equal to the conditional logit's own likelihood."""
 

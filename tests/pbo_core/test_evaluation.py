@@ -157,12 +157,12 @@ def test_summary_has_ci_median_and_paired_difference_to_best_baseline() -> None:
     rows = _rows(
         {
             "tree": ("tree", base - 0.2),
-            "weak": ("baseline", base - 0.1),
-            "strong": ("baseline", base),
+            "probit-pooled": ("baseline", base - 0.1),
+            "logit-pooled": ("baseline", base),
         }
     )
     s = summarize(rows, seed=3)
-    assert list(s) == ["tree", "weak", "strong"]
+    assert list(s) == ["tree", "probit-pooled", "logit-pooled"]
     for name, m in s.items():
         lo, hi = m["test_acc_ci95"]
         assert lo <= m["test_acc_mean"] <= hi, name
@@ -172,20 +172,22 @@ def test_summary_has_ci_median_and_paired_difference_to_best_baseline() -> None:
             m["test_acc_sd"] / 40**0.5
         )
     d = s["tree"]["paired_diff_vs_best_baseline"]
-    assert d["baseline"] == "strong" and d["mean_diff"] == pytest.approx(-0.2)
+    assert d["baseline"] == "logit-pooled" and d["mean_diff"] == pytest.approx(-0.2)
     assert d["ci95"] == pytest.approx([-0.2, -0.2])  # a constant difference: no spread
-    assert s["weak"]["paired_diff_vs_best_baseline"]["mean_diff"] == pytest.approx(-0.1)
-    assert s["tree"]["mean_leaves"] == 3.0 and s["strong"]["mean_leaves"] is None
+    assert s["probit-pooled"]["paired_diff_vs_best_baseline"]["mean_diff"] == pytest.approx(-0.1)
+    assert s["tree"]["mean_leaves"] == 3.0 and s["logit-pooled"]["mean_leaves"] is None
     # a method's CI does not depend on which other methods ran
-    alone = summarize(rows[rows.method != "weak"], seed=3)
+    alone = summarize(rows[rows.method != "probit-pooled"], seed=3)
     assert alone["tree"]["test_acc_ci95"] == s["tree"]["test_acc_ci95"]
     # the plan's baseline: a second paired difference, whichever baseline is best
     assert s["tree"]["paired_diff_vs_plan_baseline"] is None  # no reference given
-    planned = summarize(rows, seed=3, reference="weak")
+    planned = summarize(rows, seed=3, reference="probit-pooled")
     d = planned["tree"]["paired_diff_vs_plan_baseline"]
-    assert d["baseline"] == "weak" and d["mean_diff"] == pytest.approx(-0.1)
-    assert planned["strong"]["paired_diff_vs_plan_baseline"]["mean_diff"] == pytest.approx(0.1)
-    assert planned["tree"]["paired_diff_vs_best_baseline"]["baseline"] == "strong"
+    assert d["baseline"] == "probit-pooled" and d["mean_diff"] == pytest.approx(-0.1)
+    assert planned["logit-pooled"]["paired_diff_vs_plan_baseline"]["mean_diff"] == pytest.approx(
+        0.1
+    )
+    assert planned["tree"]["paired_diff_vs_best_baseline"]["baseline"] == "logit-pooled"
     assert (
         summarize(rows, seed=3, reference="absent")["tree"]["paired_diff_vs_plan_baseline"] is None
     )

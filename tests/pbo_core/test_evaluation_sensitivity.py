@@ -173,7 +173,7 @@ def test_underpowered_only_when_the_interval_includes_zero() -> None:
 
 
 def test_one_rule_names_the_best_baseline() -> None:
-    """best_baseline_of: the baseline-family model with the highest mean; a tie goes to
+    """best_baseline_of: the reference baseline with the highest mean; a tie goes to
     the first in registry order, whatever order the summary lists them in."""
     from pbo_core.evaluation import best_baseline_of
 

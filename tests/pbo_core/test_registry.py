@@ -13,6 +13,7 @@ from pbo_core.models.gp import GPSurrogate
 from pbo_core.models.gp.kappasharp import EQ1_NOISE_VAR
 from pbo_core.registry import (
     MODELS,
+    ROLES,
     ModelSpec,
     get,
     is_panel,
@@ -118,10 +119,12 @@ def test_gp_entries_state_their_parameters_once() -> None:
 def test_entries_say_what_they_need_and_where_they_appear() -> None:
     assert get("dt").tree and get("dt").scope == "respondent"
     assert get("logit-shrink").respondent_predict and not get("logit-pooled").respondent_predict
-    assert names(role="explorer") == ["dt", "dt-pooled", "dt-linear"]
-    assert set(names(role="choice_baseline")) == {"mnl", "logit-pooled", "logit-shrink"}
+    for role in ROLES:  # a role's entries, in registry order, as their specs say
+        assert names(role=role) == [n for n, s in MODELS.items() if role in s.roles]
+    assert all(get(n).tree and get(n).fits for n in names(role="explorer"))
+    assert all(get(n).family == "baseline" for n in names(role="choice_baseline"))
+    assert all(get(n).strategy is not None for n in names(role="elicitation"))
     assert get("mnl").feature_predict and get("mnl").planned
-    assert {"dt", "dt-linear", "gp", "linear-eubo", "dt-literal"} == set(names(role="elicitation"))
     assert get("dt-toponly").model_of == "dt" and not get("dt-toponly").fits
     assert get("dt-linear").takes_prior and not get("dt").takes_prior
     study = _study()
@@ -146,7 +149,7 @@ def test_panel_models_need_a_panel() -> None:
         assert not_applicable(spec, panel) is None
         assert not_applicable(spec, panel, new_respondents=True) is None
         assert "panel" in not_applicable(spec, once) and "panel" in not_applicable(spec, pooled)
-        assert spec.roles == {"accuracy"}  # not choice_baseline: registry.py says why
+        assert "choice_baseline" not in spec.roles  # registry/catalogue.py says why
     # the plan's respondent features explain the latent classes' membership
     lc = make_model("latent-class", case_specific=("age",))
     assert lc.membership == ("age",) and lc.case_specific == ()
@@ -188,3 +191,22 @@ def test_plan_parameters_an_estimator_does_not_take_are_not_passed(monkeypatch) 
     m = make_for("no-ridge", study)
     assert m.alternative == "mode"
     assert make_for("mnl", study).alpha == "cv"
+
+
+def test_the_botorch_entries_are_there_with_their_extra_and_named_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``botorch-gp*`` register themselves when the optional bench extra is installed;
+    without it, asking for one names the extra."""
+    import importlib.util
+
+    from pbo_core import registry
+
+    installed = importlib.util.find_spec("botorch") is not None
+    assert ("botorch-gp" in MODELS) == installed
+    monkeypatch.delitem(MODELS, "botorch-gp", raising=False)
+    monkeypatch.setitem(registry.UNAVAILABLE, "botorch-", registry.BOTORCH_EXTRA)
+    with pytest.raises(KeyError, match=r"botorch-gp needs the optional bench extra"):
+        get("botorch-gp")
+    with pytest.raises(KeyError, match="unknown model 'no-such'"):
+        get("no-such")

@@ -1,4 +1,4 @@
-"""A loaded comparison table must stay inside the problem's domain (issue 14, item 7)."""
+"""A loaded comparison table must stay inside the problem's domain."""
 
 from __future__ import annotations
 

@@ -82,3 +82,24 @@ def test_a_toy_model_is_found_by_every_default(toy: str, capsys, monkeypatch, tm
     assert toy in set(choice.table["key"])
     # the sensitivity analysis ablates it by default
     assert toy in plan_sensitivity_models(split)
+
+
+def test_a_new_baseline_is_a_reference_only_by_its_declared_role(toy: str) -> None:
+    """The toy is a ``baseline`` scoring best here: it is compared against the best of the
+    reference baselines, and becomes the reference only when its entry declares the role."""
+    import dataclasses
+
+    from pbo_core.evaluation import best_baseline_of
+
+    summary = {
+        "dt": {"family": "tree", "test_acc_mean": 0.80},
+        "mnl": {"family": "baseline", "test_acc_mean": 0.70},
+        "logit-pooled": {"family": "baseline", "test_acc_mean": 0.72},
+        toy: {"family": "baseline", "test_acc_mean": 0.95},
+    }
+    assert best_baseline_of(summary) == "logit-pooled"
+    spec = registry.MODELS[toy]
+    registry.register(dataclasses.replace(spec, roles=spec.roles | {"reference"}))
+    assert best_baseline_of(summary) == toy
+    with pytest.raises(ValueError, match="only a baseline may be a paired-difference reference"):
+        registry.register(dataclasses.replace(spec, family="tree", roles={"reference"}))

@@ -23,15 +23,9 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from pbo_core.errors import GPSizeWarning, GPTooLargeError
+
 __all__ = ["DEFAULT_LIMITS", "GPSizeLimits", "GPSizeWarning", "GPTooLargeError", "check_gp_size"]
-
-
-class GPSizeWarning(UserWarning):
-    """The GP is fitted on many comparisons or items; the fit may be slow."""
-
-
-class GPTooLargeError(ValueError):
-    """The GP would be fitted on more comparisons or items than its limit allows."""
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,28 @@ See :mod:`pbo_core.models.gp` for the model; the numerics are in
 
 from __future__ import annotations
 
-from typing import Literal
+import numbers
+from typing import ClassVar, Literal
 
 import numpy as np
 from scipy import linalg
 from scipy.optimize import minimize
 
 from pbo_core.data import PreferenceData
-from pbo_core.models.base import Estimator, check_input, competition_rank, probit_preference
+from pbo_core.models.base import (
+    BOOLEAN,
+    COUNT,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    ArrayOf,
+    Estimator,
+    Interval,
+    Options,
+    check_input,
+    competition_rank,
+    probit_preference,
+)
 from pbo_core.models.gp.kappasharp import (
     ALPHA,
     MODEL_NOISE_VAR,
@@ -44,7 +58,7 @@ KappaSharpMode = Literal[
     "off", "static", "adaptive", "fixed20", "jitter", "diagonal", "metriconly", "covonly"
 ]
 
-#: BoTorch 0.6-era behaviours the GP can take one at a time (docs/fidelity.md, issue 33):
+#: BoTorch 0.6-era behaviours the GP can take one at a time (docs/fidelity.md):
 #: ``raw`` lengthscale prior on the raw inputs (0.6 had no input normalisation), ``fallback``
 #: a failed hyperparameter fit keeps BoTorch's initial values (``unfitted``: every fit
 #: does, the limit of BoTorch's 82-93 % failed fits under the 0.6 priors), ``clamp`` the
@@ -139,6 +153,27 @@ class GPSurrogate(Estimator):
     eta_ : float or None, the calibrated correction strength
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "kappasharp": [Options(*MODES)],
+        "lengthscale": [POSITIVE, ArrayOf(POSITIVE), None],
+        "outputscale": [POSITIVE, None],
+        "fit_hyperparameters": [BOOLEAN],
+        "priors": [Options(*PRIORS)],
+        "input_units": [Options("unit", "raw")],
+        "fit_failure": [Options("keep", "initial", "always")],
+        "zlim": [POSITIVE, None],
+        "merge": [BOOLEAN],
+        "max_opt_iter": [COUNT],
+        "merge_atol": [NON_NEGATIVE],
+        "jitter": [NON_NEGATIVE],
+        "kappasharp_tau": [Interval(numbers.Real, 0, 1)],
+        "kappasharp_alpha": [NON_NEGATIVE],
+        "kappasharp_min_step": [NON_NEGATIVE_INT, None],
+        "kappasharp_score_noise_var": [POSITIVE],
+        "size_limits": [GPSizeLimits],
+        "allow_large": [BOOLEAN],
+    }
+
     def __init__(
         self,
         *,
@@ -161,16 +196,6 @@ class GPSurrogate(Estimator):
         size_limits: GPSizeLimits = DEFAULT_LIMITS,
         allow_large: bool = False,
     ) -> None:
-        if kappasharp not in MODES:
-            raise ValueError(f"kappasharp must be one of {MODES}, got {kappasharp!r}")
-        if priors not in PRIORS:
-            raise ValueError(f"priors must be one of {tuple(PRIORS)}, got {priors!r}")
-        if input_units not in ("unit", "raw"):
-            raise ValueError(f"input_units must be 'unit' or 'raw', got {input_units!r}")
-        if fit_failure not in ("keep", "initial", "always"):
-            raise ValueError(
-                f"fit_failure must be 'keep', 'initial' or 'always', got {fit_failure!r}"
-            )
         self.priors = priors
         self.input_units = input_units
         self.fit_failure = fit_failure
@@ -223,6 +248,7 @@ class GPSurrogate(Estimator):
         raises :class:`~.size_guard.GPTooLargeError` above ``size_limits.max_*``
         comparisons or items unless ``allow_large`` (here or as an attribute).
         """
+        self._validate_params()
         big = self.allow_large if allow_large is None else allow_large
         check_gp_size(data.n_pairs, data.n_items, self.size_limits, allow_large=big)
         schema = data.get_schema()

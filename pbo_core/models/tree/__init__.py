@@ -7,7 +7,13 @@ Modules: :mod:`~pbo_core.models.tree.splits` (consistency scores, best split),
 """
 
 from pbo_core.models.tree.arrays import Tree
-from pbo_core.models.tree.build import Backend, SplitCache, build_tree, resolve_backend
+from pbo_core.models.tree.build import (
+    GROWTH_CONSTRAINTS,
+    Backend,
+    SplitCache,
+    build_tree,
+    resolve_backend,
+)
 from pbo_core.models.tree.splits import (
     MAX_CATEGORIES,
     SPLIT_TIES,
@@ -18,6 +24,7 @@ from pbo_core.models.tree.splits import (
 )
 
 __all__ = [
+    "GROWTH_CONSTRAINTS",
     "MAX_CATEGORIES",
     "SPLIT_TIES",
     "Backend",

@@ -20,6 +20,7 @@ choice is made; both give identical trees (property-tested).
 
 from __future__ import annotations
 
+import numbers
 import sys
 from dataclasses import dataclass
 from itertools import pairwise
@@ -28,6 +29,7 @@ from typing import Literal
 import numpy as np
 
 from pbo_core.data import Schema
+from pbo_core.models.base import COUNT, NON_NEGATIVE_INT, Interval, Options
 from pbo_core.models.compiled import kernel_array
 from pbo_core.models.tree import kernels
 from pbo_core.models.tree.arrays import Tree
@@ -41,9 +43,19 @@ from pbo_core.models.tree.splits import (
     goes_right,
 )
 
-__all__ = ["Backend", "SplitCache", "build_tree", "resolve_backend"]
+__all__ = ["GROWTH_CONSTRAINTS", "Backend", "SplitCache", "build_tree", "resolve_backend"]
 
 Backend = Literal["auto", "numba", "numpy"]
+
+#: What the growth controls of :func:`build_tree` may be, as every tree model declares
+#: them (:attr:`pbo_core.models.base.Estimator._parameter_constraints`).
+GROWTH_CONSTRAINTS: dict[str, list] = {
+    "max_depth": [NON_NEGATIVE_INT, None],
+    "min_samples_split": [COUNT],
+    "min_split_score": [Interval(numbers.Real)],
+    "straddlers": [Options("discard", "keep")],
+    "backend": [Options("auto", "numba", "numpy")],
+}
 
 
 def resolve_backend(

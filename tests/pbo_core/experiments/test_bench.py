@@ -273,7 +273,7 @@ def test_a_single_option_value_is_named_in_the_summary(capsys) -> None:
 
 
 def test_gp_priors_variants_and_random_search(capsys) -> None:
-    """Issue 33's command: our GP with the 0.6 priors and a variant grid, beside random."""
+    """The fidelity command: our GP with the 0.6 priors and a variant grid, beside random."""
     args = ["--functions", "dtlz2_8", "--methods", "gp,gp-ks-static,random", "--gp-priors"]
     args += ["0.6", "--gp-variant", "none,clamp+raw", "--init", "pool_n6_k15"]
     args += ["--seeds", "2", "--iters", "2", "--json", "-", "--quiet"]

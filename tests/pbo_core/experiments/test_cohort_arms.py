@@ -1,4 +1,4 @@
-"""The cohort experiment's arms come from the registry (issue 45): one registry entry adds
+"""The cohort experiment's arms come from the registry: one registry entry adds
 an arm to the ``hierarchy`` grid, its report and the Hierarchy page's family column, with
 no list elsewhere to update."""
 
@@ -45,26 +45,17 @@ def toy_arm() -> Iterator[str]:
     COHORT_ARMS.pop(TOY, None)
 
 
-def test_the_arms_state_what_the_experiment_reported_before() -> None:
-    # the grid's order and the families of the lists they replace (TREE_FAMILY, BASELINES)
-    assert list(COHORT_ARMS) == [
-        "plain",
-        "pooled",
-        "hierarchy",
-        "logit-pooled-update",
-        "logit-interaction",
-        "hierarchy-linear",
-        "hierarchy-mob",
-    ]
-    assert arm_names(family="tree") == [
-        "plain",
-        "pooled",
-        "hierarchy",
-        "hierarchy-linear",
-        "hierarchy-mob",
-    ]
-    assert arm_names(family="baseline") == ["logit-pooled-update", "logit-interaction"]
-    assert arm_names(build="own") == ["plain"] and COHORT_ARMS["plain"].model == "dt"
+def test_every_arm_is_one_family_and_can_be_built() -> None:
+    """The arms the grid runs split into the two families the summary pairs, in registry
+    order, and every arm names what the experiment needs to build it."""
+    tree, baseline = arm_names(family="tree"), arm_names(family="baseline")
+    assert tree and baseline and not set(tree) & set(baseline)
+    assert sorted(tree + baseline, key=list(COHORT_ARMS).index) == list(COHORT_ARMS)
+    for name in arm_names(build="own"):  # fitted on the respondent's own answers
+        assert registry.get(COHORT_ARMS[name].model).fits, name
+    for name in arm_names(build="linear"):
+        assert COHORT_ARMS[name].centre in registry.COHORT_CENTRES, name
+    assert set(arm_names(on_page_by_default=True)) <= set(COHORT_ARMS)
     # every centre a linear arm may name has a builder
     assert set(cohorts.CENTRES) == registry.COHORT_CENTRES
 

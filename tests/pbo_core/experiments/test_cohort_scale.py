@@ -1,5 +1,5 @@
 """The hierarchy grid at scale: the per-study indexes give what the per-cell scans gave, and
-the pre-run estimate grows with the grid (issue 43)."""
+the pre-run estimate grows with the grid."""
 
 from __future__ import annotations
 

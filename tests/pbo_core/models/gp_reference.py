@@ -1,4 +1,4 @@
-"""Reference GP Laplace core: the comparison-space implementation before issue 13.
+"""Reference GP Laplace core: the former comparison-space implementation.
 
 These functions factorise ``B = I + L K L^T`` with ``L = diag(sqrt(omega)) C`` of size
 ``(comparisons, comparisons)``. :mod:`pbo_core.models.gp.laplace` now works in the item

@@ -1,4 +1,4 @@
-"""Reference leaf Laplace fit: the dense-incidence implementation before issue 13.
+"""Reference leaf Laplace fit: the former dense-incidence implementation.
 
 ``reference_laplace_fit`` builds the likelihood Hessian as ``(D.T * h) @ D`` over the
 distinct comparisons (O(pairs x leaves^2)). The aggregated implementation in

@@ -1,4 +1,4 @@
-"""The GP's BoTorch 0.6-era options (issue 33, docs/fidelity.md)."""
+"""The GP's BoTorch 0.6-era options (docs/fidelity.md)."""
 
 import numpy as np
 import pytest
@@ -58,8 +58,8 @@ def test_fitted_outputscale_stays_in_the_06_box() -> None:
     data = PreferenceData(X, pairs, schema=Schema.numeric(np.tile([0.0, 1.0], (2, 1))))
     m = GPSurrogate(priors="0.6").fit(data)
     assert 1.0 <= m.outputscale_ <= 4.0
-    with pytest.raises(ValueError, match="priors"):
-        GPSurrogate(priors="0.5")
+    with pytest.raises(ValueError, match=r"priors must be 'current' or '0\.6', got '0\.5'"):
+        GPSurrogate(priors="0.5").fit(data)
 
 
 def test_raw_inputs_put_the_prior_on_raw_lengthscales() -> None:

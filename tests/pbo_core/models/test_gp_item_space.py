@@ -1,4 +1,4 @@
-"""The item-space GP Laplace core (issue 13) against the former comparison-space one."""
+"""The item-space GP Laplace core against the former comparison-space one."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The GP fit warns on large data and refuses very large data (issue 14, item 10)."""
+"""The GP fit warns on large data and refuses very large data."""
 
 from __future__ import annotations
 

@@ -152,7 +152,7 @@ def test_bad_arguments() -> None:
     warm=st.booleans(),
 )
 def test_aggregated_fit_matches_the_dense_reference(m, n, seed, ratio, warm) -> None:
-    # the aggregated Hessian (issue 13) against the former dense (D.T * h) @ D fit
+    # the aggregated Hessian against the former dense (D.T * h) @ D fit
     rng = np.random.default_rng(seed)
     w = rng.integers(0, m, n)
     lo = rng.integers(0, m, n)  # self-pairs included: both drop them
