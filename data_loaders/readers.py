@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCEPTED_SUFFIXES",
     "COMPRESSIONS",
+    "ENCODINGS",
     "PARQUET_MAX_BYTES",
     "READERS",
     "SEPARATORS",
@@ -71,6 +72,7 @@ __all__ = [
     "accepted_text",
     "csv_text",
     "detect_sep",
+    "encoding_name",
     "parse_sep",
     "read_table",
     "refusal",
@@ -463,10 +465,33 @@ def _check_text(data: bytes, name: str, sep: str) -> None:
 #: Encodings a text that is not UTF-8 is read in, in order: Windows' Western European
 #: code page (Excel's "CSV" on Windows), then ISO Latin-1 (every byte is a character).
 FALLBACK_ENCODINGS = ("cp1252", "latin-1")
-#: Encodings the Add-a-study form offers besides detecting one (``--encoding`` takes any
-#: name Python's codecs know): UTF-8, UTF-16 (Excel's "Unicode text"), Windows' Western,
-#: Central European and Cyrillic code pages, ISO Latin-1 and Latin-9, Mac Roman.
-ENCODINGS = ("utf-8", "utf-16", "cp1252", "latin-1", "iso-8859-15", "cp1250", "cp1251", "mac-roman")
+#: The text encodings the import reads, a closed list: the Add-a-study form offers them
+#: (besides detecting one), ``--encoding`` and a recipe's ``encoding`` take one of them
+#: (or another name of the same codec: ``utf8``, ``latin1``, ``windows-1252``).
+#: UTF-8, UTF-16 (Excel's "Unicode text"), Windows' Western, Central European, Cyrillic,
+#: Greek and Turkish code pages, ISO Latin-1, Latin-2 and Latin-9, Mac Roman, KOI8-R,
+#: Japanese, Chinese and Korean. Each decodes in time linear in the text; a codec that is
+#: no text encoding (``punycode``: quadratic, ``zlib_codec``, ``rot13``) is refused.
+ENCODINGS = (
+    "utf-8",
+    "utf-16",
+    "cp1252",
+    "latin-1",
+    "iso-8859-15",
+    "cp1250",
+    "cp1251",
+    "mac-roman",
+    "iso-8859-2",
+    "cp1253",
+    "cp1254",
+    "koi8-r",
+    "shift_jis",
+    "euc-jp",
+    "gb18030",
+    "big5",
+    "euc-kr",
+)
+_ENCODING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 _DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
 _DECIMAL_POINT = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
 
@@ -823,18 +848,38 @@ def _raw(source: bytes | str | os.PathLike[str], what: str) -> bytes:
     return Path(p).read_bytes()
 
 
-def _decoded(data: bytes, name: str, encoding: str) -> bytes:
-    """A text in ``encoding`` (``--encoding``) as UTF-8; a refusal in words for an unknown
-    encoding or bytes it does not decode."""
+def encoding_name(value: str) -> str:
+    """The encoding of :data:`ENCODINGS` that ``value`` names (``"UTF8"`` -> ``"utf-8"``,
+    ``"windows-1252"`` -> ``"cp1252"``).
+
+    Raises
+    ------
+    ValueError
+        For any other name (another codec, or no name at all), in words listing them.
+    """
     import codecs
 
+    text = str(value).strip()
+    known = {codecs.lookup(e).name: e for e in ENCODINGS}
     try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise _Refused(
-            f"{name}: --encoding {encoding!r} is not an encoding (utf-8, cp1252, latin-1, "
-            "utf-16, ...)"
+        if not _ENCODING_NAME.fullmatch(text):
+            raise LookupError(text)
+        return known[codecs.lookup(text).name]
+    except (LookupError, KeyError):
+        what = repr(text) if len(text) <= 40 and text.isprintable() else "that name"
+        raise ValueError(
+            f"{what} is not an encoding the import reads; name one of "
+            f"{', '.join(ENCODINGS)}, or leave it out to detect it"
         ) from None
+
+
+def _decoded(data: bytes, name: str, encoding: str) -> bytes:
+    """A text in ``encoding`` (``--encoding``, one of :data:`ENCODINGS`) as UTF-8; a
+    refusal in words for another encoding or bytes it does not decode."""
+    try:
+        encoding = encoding_name(encoding)
+    except ValueError as exc:
+        raise _Refused(f"{name}: --encoding {exc}") from None
     try:
         return data.decode(encoding).encode("utf-8")
     except UnicodeDecodeError as exc:
