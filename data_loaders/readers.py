@@ -26,8 +26,12 @@ detection (:func:`parse_sep` reads ``,``, ``;``, ``tab``, ``\\t``, ``|``, ``spac
 the file itself at most :data:`~data_loaders.limits.MAX_FILE_BYTES`; every compressed
 format decompressed in chunks and stopped at that limit (a ``.zip`` member by its
 declared size, read with the same cap); an ``.xlsx``'s own zip parts at most
-:data:`XLSX_MAX_BYTES` together; a Parquet file's rows, columns and uncompressed size from
-its footer before any column is read. Parquet and Excel tables are converted to
+:data:`XLSX_MAX_BYTES` together and its shared strings at most
+:data:`XLSX_SHARED_MAX_BYTES`, each row's text measured before it is written (a string
+shared by many cells is copied into each); a Parquet file's rows, columns and
+uncompressed size from its footer before any column is read, and its text columns read
+as dictionaries and measured as written out (a value repeated from a dictionary page)
+before any is copied into its rows. Parquet and Excel tables are converted to
 comma-separated text, which is then bounded (header, lines, cells) and parsed exactly as
 a CSV file, so every format gives the same table for the same data, and
 :attr:`Table.text` is what a saved study keeps as ``choices.csv``.
@@ -67,6 +71,7 @@ __all__ = [
     "READERS",
     "SEPARATORS",
     "XLSX_MAX_BYTES",
+    "XLSX_SHARED_MAX_BYTES",
     "Format",
     "Table",
     "accepted_text",
@@ -105,6 +110,9 @@ _SEP_WORDS = {
 COMPRESSIONS: dict[str, str] = {".gz": "gzip", ".bz2": "bz2", ".zip": "zip"}
 #: Largest sum of the uncompressed parts of an ``.xlsx`` (its sheets are verbose XML).
 XLSX_MAX_BYTES = 8 * limits.MAX_FILE_BYTES
+#: Largest shared-string part of an ``.xlsx`` (uncompressed), read whole before any row:
+#: the strings of a table within the text limit, with their XML.
+XLSX_SHARED_MAX_BYTES = 2 * limits.MAX_FILE_BYTES
 #: Largest uncompressed Parquet table (from its footer), before it is read.
 PARQUET_MAX_BYTES = 4 * limits.MAX_FILE_BYTES
 #: Lines (and bytes) of a text the separator is detected from.
@@ -617,7 +625,22 @@ def _read_parquet(data: bytes, name: str, sep: str | None) -> _Read:
             True,
         )
     try:
-        frame = pd.read_parquet(io.BytesIO(data))
+        schema = pq.ParquetFile(io.BytesIO(data)).schema_arrow
+        texts = [
+            f.name
+            for f in schema
+            if pa.types.is_string(f.type)
+            or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type)
+            or pa.types.is_large_binary(f.type)
+        ]
+        # text columns kept as dictionaries (a value and its row's index), so a value
+        # repeated from a dictionary page is counted before it is copied into every row
+        table = pq.read_table(io.BytesIO(data), read_dictionary=texts or None)
+        _check_expanded(table, name)
+        frame = table.to_pandas()
+    except _Refused:
+        raise
     except (pa.ArrowException, OSError, ValueError, TypeError):
         raise _Refused(
             f"{name}: cannot be read as Parquet (a column of a type the import does not "
@@ -626,6 +649,35 @@ def _read_parquet(data: bytes, name: str, sep: str | None) -> _Read:
     if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
         frame = frame.reset_index()
     return _Read(_csv_text(frame))
+
+
+def _check_expanded(table: Any, name: str) -> None:
+    """Refuse a Parquet table whose text columns, written out once per row, would be larger
+    than the text limit (:data:`~data_loaders.limits.MAX_FILE_BYTES`): a dictionary-encoded
+    column is measured from its dictionary's lengths and its rows' indices, so a short
+    file whose dictionary holds one long value for every row (23 KB: 8,000 x 1 MB) is
+    refused before that value is copied 8,000 times."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for column in table.columns:
+        for chunk in column.chunks:
+            if pa.types.is_dictionary(chunk.type):
+                lengths = pc.binary_length(chunk.dictionary)
+                total += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0)
+            elif pa.types.is_string(chunk.type) or pa.types.is_binary(chunk.type):
+                total += int(pc.sum(pc.binary_length(chunk)).as_py() or 0)
+            elif pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type):
+                total += int(pc.sum(pc.binary_length(chunk)).as_py() or 0)
+            if total > limits.MAX_FILE_BYTES:
+                raise _Refused(
+                    f"{name}: its text columns hold more than {limits.MAX_FILE_MB} MB of text "
+                    "once every row is written out (values repeated from the file's "
+                    "dictionaries), the limit for an own study (data_loaders.limits."
+                    "MAX_FILE_MB).",
+                    True,
+                )
 
 
 def _cell(value: Any) -> str:
@@ -663,6 +715,14 @@ def _read_xlsx(data: bytes, name: str, sep: str | None) -> _Read:
         raise _Refused(
             f"{name}: the workbook's parts are larger than {XLSX_MAX_BYTES // 2**20} MB "
             "uncompressed, the limit for an own study (data_loaders.readers.XLSX_MAX_BYTES).",
+            True,
+        )
+    shared = sum(p.file_size for p in parts if p.filename.lower().endswith("sharedstrings.xml"))
+    if shared > XLSX_SHARED_MAX_BYTES:  # read whole by openpyxl before any row
+        raise _Refused(
+            f"{name}: the workbook's shared strings are larger than "
+            f"{XLSX_SHARED_MAX_BYTES // 2**20} MB uncompressed, the limit for an own study "
+            "(data_loaders.readers.XLSX_SHARED_MAX_BYTES).",
             True,
         )
     try:
@@ -717,11 +777,13 @@ def _read_xlsx(data: bytes, name: str, sep: str | None) -> _Read:
                     "study (data_loaders.limits.MAX_ROWS).",
                     True,
                 )
-            start = out.tell()
-            writer.writerow([_cell(v) for v in row[:width]] + [""] * (width - len(row)))
-            size += out.tell() - start
+            cells = [_cell(v) for v in row[:width]] + [""] * (width - len(row))
+            # measured before it is written: a shared string is one object however many
+            # cells name it, its copies into the text are what grows
+            size += sum(map(len, cells)) + len(cells)
             if size > limits.MAX_FILE_BYTES:
                 raise _too_big(name, "sheet as text")
+            writer.writerow(cells)
         title, count = sheet.title, len(sheets)
     except _Refused:
         raise
