@@ -45,6 +45,7 @@ import pytest
 from dashboard.pages import PAGES, url_titles
 from tests.dashboard.test_e2e import BROWSER_ARGS, CHROMIUM, sync_api
 from tests.fixtures.forwarding_proxy import forwarding_proxy
+from tests.fixtures.malformed.amplify import amplifying_parquet, amplifying_xlsx
 from tests.fixtures.shapes import SHAPES
 from tests.fixtures.streamlit_server import attach_file, streamlit_server, wait_until_idle
 
@@ -620,10 +621,15 @@ class Watch:
     pid: int
     worst_health: float = 0.0
     peak_rss_mb: float = 0.0
+    worker_peak_mb: float = 0.0
     stop: threading.Event = field(default_factory=threading.Event)
 
-    def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+    def rss_mb(self, pid: int | None = None) -> float:
+        try:
+            status = Path(f"/proc/{pid or self.pid}/status").read_text()
+        except OSError:
+            return 0.0
+        for line in status.splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         return 0.0
@@ -638,6 +644,8 @@ class Watch:
                 pass
             self.worst_health = max(self.worst_health, time.perf_counter() - t)
             self.peak_rss_mb = max(self.peak_rss_mb, self.rss_mb())
+            for worker in _workers(self.pid):  # the job workers that read uploads
+                self.worker_peak_mb = max(self.worker_peak_mb, self.rss_mb(worker))
             time.sleep(0.1)
 
 
@@ -645,6 +653,7 @@ class Watch:
 def watched(url: str, pid: int, what: str, results: dict) -> Iterator[Watch]:
     w = Watch(url, pid)
     base = w.rss_mb()
+    worker_base = max([w.rss_mb(k) for k in _workers(pid)] or [0.0])
     t = threading.Thread(target=w.run, daemon=True)
     t0 = time.perf_counter()
     t.start()
@@ -658,6 +667,8 @@ def watched(url: str, pid: int, what: str, results: dict) -> Iterator[Watch]:
             "seconds": round(seconds, 2),
             "health_worst_s": round(w.worst_health, 3),
             "extra_rss_mb": round(max(w.peak_rss_mb - base, 0.0), 1),
+            "worker_peak_mb": round(w.worker_peak_mb, 1),
+            "worker_before_mb": round(worker_base, 1),
         }
         print(f"\n[hostile-e2e] {what}: {results[what]}")
 
@@ -739,6 +750,18 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
     with watched(url, pid, f"200,000-deep attribute JSON ({mb[deep]})", results):
         attach_file(boxes.nth(2), deep)
         sync_api.expect(pg.get_by_text("nest deeper than 32 levels")).to_be_visible()
+    # issue 52: tiny files that expand to gigabytes once read (refused before they expand,
+    # in the import worker)
+    for name, blob, words in (
+        ("tiny.xlsx", amplifying_xlsx(), "the sheet as text is larger than 20 MB"),
+        ("tiny.parquet", amplifying_parquet(), "its text columns hold more than 20 MB"),
+    ):
+        path = files / name
+        path.write_bytes(blob)
+        what = f"{name}, {len(blob) / 1e3:.0f} kB expanding to {'2' if 'xlsx' in name else '8'} GB"
+        with watched(url, pid, what, results):
+            attach_file(boxes.nth(0), path)
+            sync_api.expect(pg.get_by_text(words)).to_be_visible()
 
     cases = [
         (s50k, f"valid session file, 50,000 comparisons ({mb[s50k]})"),
@@ -777,3 +800,5 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
         if what != "SIGTERM":
             assert r["health_worst_s"] < 1.0, (what, r)
             assert r["extra_rss_mb"] < 500.0, (what, r)
+        if what.startswith("tiny."):  # issue 52: refused at once, the worker under 500 MB
+            assert r["seconds"] < 2.0 and r["worker_peak_mb"] < 500.0, (what, r)
