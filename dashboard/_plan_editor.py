@@ -11,7 +11,11 @@ edit, :func:`~data_loaders.plans.save_plan` saves it), so an edit saved here is 
 command. Reset removes the saved edits (the loader's or the import's plan again).
 
 On a shared server (``DTPBO_SHARED_SERVER``) only the visitor who imported a study may
-edit its plan; a bundled study's plan is read-only there (every visitor reads it).
+edit its plan, until it is published; a bundled or published study's plan is read-only
+there for everybody (every visitor reads it; the operator edits it with the command).
+Every text the panel echoes (the pending command, errors, the saved edit) goes through
+the one escaping helper (:func:`dashboard._ui.md`): a unit typed into the plan is shown
+as text, never as Markdown (no link, no image).
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ import streamlit as st
 
 from dashboard import _services as svc
 from dashboard import _ui as ui
+from data_loaders import fields
 from data_loaders import user_studies as us
 from data_loaders.plans import (
+    MAX_COUNT,
+    MAX_SEED,
     PLAN_KEYS,
     edit_plan,
     plan_changes,
@@ -59,6 +66,13 @@ def plan_refusal(key: str) -> str | None:
             f"`python -m data_loaders plan --study {key} --set NAME=VALUE`"
         )
     meta = us.user_study(key)
+    if meta is not None and meta.public:
+        return (
+            "this study is published to every visitor of this server, so its plan is "
+            "read-only here (every visitor reads the same one, its importer too); the "
+            f"server's operator changes it with `python -m data_loaders plan --study {key} "
+            "--set NAME=VALUE`"
+        )
     if meta is None or not meta.owner or meta.owner != svc.visitor():
         return "only the visitor who imported this study may edit its plan"
     return None
@@ -135,8 +149,8 @@ def plan_panel(study: Study, key: str) -> None:
             return
         wanted = _editor(study, key)
         changes = plan_changes(plan, wanted)
-        if changes:
-            st.caption("Same as the command: `" + command(key, changes) + "`")
+        if changes:  # typed values: text, never Markdown (a backtick ends no code span)
+            st.caption("Same as the command: " + ui.md(command(key, changes)))
         c_save, c_reset = st.columns(2)
         if c_save.button(
             "Save plan",
@@ -205,14 +219,21 @@ def _editor(study: Study, key: str) -> dict[str, str]:
     )
     out["seed"] = str(
         c2.number_input(
-            "Seed", min_value=0, value=plan.seed, step=1, key=k("seed"), help=PLAN_KEYS["seed"]
+            "Seed",
+            min_value=0,
+            max_value=MAX_SEED,
+            value=min(plan.seed, MAX_SEED),
+            step=1,
+            key=k("seed"),
+            help=PLAN_KEYS["seed"],
         )
     )
     out["test_tasks"] = str(
         c3.number_input(
             "Held-out tasks per respondent",
             min_value=1,
-            value=plan.test_tasks,
+            max_value=MAX_COUNT,
+            value=min(plan.test_tasks, MAX_COUNT),
             step=1,
             key=k("test_tasks"),
             help=PLAN_KEYS["test_tasks"] + " (a task split).",
@@ -249,7 +270,11 @@ def _editor(study: Study, key: str) -> dict[str, str]:
         (c3b, "sensitivity_respondents", "Sensitivity sample"),
     ):
         out[name] = col.text_input(
-            label, now[name], key=f"plan_{name}::{key}::{version}", help=PLAN_KEYS[name] + "."
+            label,
+            now[name],
+            key=f"plan_{name}::{key}::{version}",
+            help=PLAN_KEYS[name] + ".",
+            max_chars=fields.MAX_TEXT_CHARS,
         )
 
     c1, c2, _ = st.columns([1, 1, 2])
@@ -302,9 +327,10 @@ def _editor(study: Study, key: str) -> dict[str, str]:
         )
         out[f"{role}_unit"] = c2.text_input(
             "Unit",
-            unit,
+            unit[: fields.MAX_TEXT_CHARS],
             key=f"plan_{role}_unit::{attr}::{key}::{version}",
             help=PLAN_KEYS[f"{role}_unit"] + ".",
+            max_chars=fields.MAX_TEXT_CHARS,
         )
         if current is not None and current.attribute == attr:
             c3.caption(f"How it was chosen: {ui.md(current.how)}.")

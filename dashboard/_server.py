@@ -66,17 +66,20 @@ __all__ = [
     "LOOPBACK",
     "STOP_GRACE_S",
     "TOKEN",
+    "TRUSTED_PROXIES_ENV",
     "UPLOAD_MB",
     "VISITOR_COOKIE",
     "LaunchError",
     "LoopbackOnly",
     "VisitorCookie",
     "address_id",
+    "client_ip",
     "install",
     "on_stop",
     "server_args",
     "server_secret",
     "signed",
+    "trusted_proxies",
     "verified_token",
 ]
 
@@ -145,6 +148,10 @@ def server_args(args: Sequence[str], *, shared: bool) -> list[str]:
             "network, use shared mode: DTPBO_SHARED_SERVER=1 (make serve; "
             "docs/shared-server.md)."
         )
+    try:
+        trusted_proxies()  # a wrong proxy setting stops the launch, not an import
+    except ValueError as exc:
+        raise LaunchError(str(exc)) from None
     if _option(out, "client.showErrorDetails") is None:
         out.append("--client.showErrorDetails=none")
     if _option(out, "server.maxUploadSize") is None:
@@ -248,9 +255,85 @@ def address_id(address: str) -> str:
     return _mac("address", norm).hex()[:32]
 
 
+#: Environment variable: the reverse proxies whose ``X-Forwarded-For`` is believed,
+#: comma-separated addresses or networks (``127.0.0.1``, ``10.0.0.0/8``, ``::1``); empty
+#: (the default): none, every visitor counts by the address it connects from.
+TRUSTED_PROXIES_ENV = "DTPBO_TRUSTED_PROXIES"
+#: The address a loopback peer counts as (Streamlit gives no address for one).
+LOOPBACK_PEER = "127.0.0.1"
+#: The most ``X-Forwarded-For`` entries read (a proxy chain is short; a longer header is
+#: a client's invention past that point).
+MAX_FORWARDED = 16
+
+_Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def trusted_proxies(value: str | None = None) -> tuple[_Network, ...]:
+    """The networks of :data:`TRUSTED_PROXIES_ENV` (``value``: instead of the
+    environment's); ``()`` when unset.
+
+    Raises
+    ------
+    ValueError
+        For an entry that is no address or network, naming it (the server refuses to
+        start rather than trust the wrong proxies).
+    """
+    text = os.environ.get(TRUSTED_PROXIES_ENV, "") if value is None else value
+    out = []
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"${TRUSTED_PROXIES_ENV}: {item[:60]!r} is no address or network (write "
+                "e.g. 127.0.0.1 or 10.0.0.0/8, comma-separated)"
+            ) from None
+    return tuple(out)
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        ip = ipaddress.ip_address(text.strip().strip("[]").split("%")[0])
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def _trusted(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address, proxies: Sequence[_Network]
+) -> bool:
+    return any(ip.version == n.version and ip in n for n in proxies)
+
+
+def client_ip(peer: str | None, forwarded: str, proxies: Sequence[_Network] = ()) -> str:
+    """The address a visitor counts by (the per-address quotas): the connection's peer
+    (``None``, as Streamlit gives a loopback peer: :data:`LOOPBACK_PEER`; the launcher
+    keeps Streamlit's server from rewriting it from the header, :func:`install`), unless the peer
+    is one of the trusted ``proxies``; then the last ``X-Forwarded-For`` entry that is no
+    trusted proxy (the one the nearest proxy appended; entries before it are whatever the
+    client sent). An entry that is no address, or a header without one, counts as the
+    proxy itself: every visitor gets a cap. Never ``""``."""
+    peer_ip = _ip(peer or LOOPBACK_PEER) or _ip(LOOPBACK_PEER)
+    assert peer_ip is not None
+    if not _trusted(peer_ip, proxies):
+        return str(peer_ip)
+    entries = (forwarded or "").split(",")[-MAX_FORWARDED:]
+    for entry in reversed(entries):
+        ip = _ip(entry)
+        if ip is None:
+            break  # not an address: nothing before it is believed
+        if not _trusted(ip, proxies):
+            return str(ip)
+    return str(peer_ip)
+
+
 def forwarded_for(header: str) -> str:
-    """The client address a proxy on this machine appended to ``X-Forwarded-For`` (its
-    last entry: the earlier ones are whatever the client sent), ``""`` for none."""
+    """The last entry of an ``X-Forwarded-For`` header, ``""`` for none (the address a
+    proxy appends; believed only from a trusted proxy, :func:`client_ip`)."""
     parts = [p.strip() for p in (header or "").split(",") if p.strip()]
     return parts[-1] if parts else ""
 
@@ -448,8 +531,23 @@ def _wrap_signal_handlers() -> bool:
     return True
 
 
+def _no_proxy_headers() -> bool:
+    """Keep Streamlit's server (uvicorn) from taking a loopback peer's ``X-Forwarded-For``
+    as the client's address (its default trusts 127.0.0.1 and ::1: any local client, or a
+    proxy that passes the client's header on, would name its own address). The
+    dashboard reads the header itself, from the proxies ``$DTPBO_TRUSTED_PROXIES`` names
+    only (:func:`client_ip`)."""
+    os.environ["FORWARDED_ALLOW_IPS"] = ""  # uvicorn: trust no peer's proxy headers
+    return True
+
+
 def install(*, shared: bool) -> dict[str, bool]:
     """Hook the cookie middleware (on a personal server, ``shared`` false, the loopback
-    check before it) and the stop watchdog into Streamlit (before it starts); which hooks
-    took."""
-    return {"cookie": _add_middleware(shared), "stop": _wrap_signal_handlers()}
+    check before it) and the stop watchdog into Streamlit (before it starts), and turn
+    off its server's own reading of proxy headers (:func:`_no_proxy_headers`); which
+    hooks took."""
+    return {
+        "cookie": _add_middleware(shared),
+        "stop": _wrap_signal_handlers(),
+        "proxy_headers": _no_proxy_headers(),
+    }

@@ -23,7 +23,7 @@ import streamlit as st
 from dashboard import _services as svc
 from dashboard import _ui as ui
 from dashboard._uploads import upload_name
-from data_loaders import limits, readers
+from data_loaders import fields, limits, readers
 from data_loaders import user_studies as us
 from data_loaders.layout import list_columns, readable
 from data_loaders.recipes import Recipe, parse_recipe
@@ -44,6 +44,28 @@ PICKER = "cs_study"
 EXPLAINED_TYPES = ("xls",)
 #: "No such column" in the column pickers.
 NONE = "(none)"
+#: Most characters typed into a text input holding a list (alternatives, codes,
+#: conditions separated by ';'); each entry is bounded again
+#: (:data:`data_loaders.fields.MAX_TEXT_CHARS`), whatever a browser sends.
+LIST_CHARS = 10 * fields.MAX_TEXT_CHARS
+#: The form's label of each column-map field it sets (for a refusal's sentence).
+FIELD_LABELS = {
+    "respondent": "Respondent column",
+    "task": "Task column",
+    "profile": "Profile column",
+    "chosen": "Chosen column",
+    "alternatives": "Alternatives (wide)",
+    "rank": "Rank column",
+    "opt_out": "Opt-out values",
+    "missing": "Missing-value codes",
+    "weight": "Weight column",
+    "levels": "Text levels",
+    "available_when": "Availability conditions",
+    "fill_attributes": "Attributes of some alternatives",
+    "availability": "Availability columns (wide)",
+    "no_choice": "No-choice values",
+    "respondent_features": "Respondent features",
+}
 #: The form's separator choices: label -> separator (``None``: detected).
 SEPARATORS: dict[str, str | None] = {
     "detect": None,
@@ -365,8 +387,9 @@ def add_study_form() -> None:
         )  # fmt: skip
         alts = m[3].text_input(
             "Alternatives (wide)",
-            str(_kept("add_alts", ", ".join(guess.alternatives))),
+            str(_kept("add_alts", ", ".join(guess.alternatives)))[:LIST_CHARS],
             key="add_alts",
+            max_chars=LIST_CHARS,
             help="As in the column names (price1 -> 1, ic.gc -> gc), comma-separated; "
             "pre-filled from the file, empty = inferred.",
         )
@@ -376,6 +399,7 @@ def add_study_form() -> None:
         "Opt-out values",
         str(_kept("add_opt_out", "")),
         key="add_opt_out",
+        max_chars=LIST_CHARS,
         help="Values meaning 'none of these' (long: of the profile column; wide: of the "
         "chosen column), comma-separated. Such tasks give no comparisons.",
     )
@@ -394,19 +418,26 @@ def add_study_form() -> None:
     )
     _keep("add_alt_attr", alt_attr)
     split = [a.strip() for a in alts.split(",") if a.strip()]
-    extra = _layout_choices(fmt, have, guess)
-    columns = us.ColumnMap(
-        fmt,  # type: ignore[arg-type]
-        respondent,
-        task,
-        profile,
-        chosen if fmt == "wide" or not rank else "",
-        tuple(split),
-        rank=rank,
-        opt_out=tuple(v.strip() for v in opt_out.split(",") if v.strip()),
-        alternative_attribute=CONSTANTS[str(alt_attr)],
-        **extra,  # type: ignore[arg-type]
-    )
+    chosen_fields: dict[str, Any] = {
+        "format": fmt,
+        "respondent": respondent,
+        "task": task,
+        "profile": profile,
+        "chosen": chosen if fmt == "wide" or not rank else "",
+        "alternatives": tuple(split),
+        "rank": rank,
+        "opt_out": tuple(v.strip() for v in opt_out.split(",") if v.strip()),
+        "alternative_attribute": CONSTANTS[str(alt_attr)],
+        **_layout_choices(fmt, have, guess),
+    }
+    try:  # every text bounded and every condition read here, before a worker reads any
+        fields.check_column_fields(chosen_fields, labels=FIELD_LABELS)
+        for k, rule in enumerate(chosen_fields.get("available_when", ()), start=1):
+            fields.parse_availability_rule(rule, f"Availability conditions, condition {k}")
+        columns = us.ColumnMap(**chosen_fields)
+    except DataValidationError as exc:
+        st.error(ui.err(exc))
+        return
     ins = _inspect(content, name, columns.to_json(), sep, encoding)
     if ins.columns is None:
         _show_problems(ins.problems)
@@ -430,7 +461,10 @@ def add_study_form() -> None:
         for k, f in enumerate(picked):
             lkey = f"add_feature_label::{name}::{f}"
             label = cells[k % len(cells)].text_input(
-                f"Label of {ui.md(f)}", str(_kept(lkey, readable(f))), key=lkey
+                f"Label of {ui.md(f)}",
+                str(_kept(lkey, readable(f)))[: fields.MAX_TEXT_CHARS],
+                key=lkey,
+                max_chars=fields.MAX_TEXT_CHARS,
             )
             _keep(lkey, label)
             features.append((f, label.strip() or readable(f)))
@@ -481,24 +515,19 @@ def add_study_form() -> None:
         "(its slope over the money slope) only for it. Never guessed: a duration in seconds "
         "may be an acceleration.",
     )
-    columns = replace(
-        columns,
-        respondent_features=tuple(features),
-        money_attribute=money,
-        time_attribute=time_attr or None,
-    )
+    roles = {
+        "respondent_features": tuple(features),
+        "money_attribute": money,
+        "time_attribute": time_attr or None,
+    }
+    try:  # the labels typed, bounded
+        fields.check_column_fields(roles, labels=FIELD_LABELS)
+        columns = replace(columns, **roles)  # type: ignore[arg-type]
+        recipe = Recipe(replace(ins.columns, **roles), tuple(edited_attrs), sep, encoding)  # type: ignore[arg-type]
+    except DataValidationError as exc:
+        st.error(ui.err(exc))
+        return
     _show_preview(ins, features)
-    recipe = Recipe(
-        replace(
-            ins.columns,
-            respondent_features=tuple(features),
-            money_attribute=money,
-            time_attribute=time_attr or None,
-        ),
-        tuple(edited_attrs),
-        sep,
-        encoding,
-    )
     st.download_button(
         "Download the recipe (JSON)",
         recipe.to_json(),
@@ -509,7 +538,12 @@ def add_study_form() -> None:
         "RECIPE --title T` imports the same file to the same study (the study keeps it "
         "too, as recipe.json).",
     )
-    title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
+    title = st.text_input(
+        "Study title",
+        Path(name).stem[: fields.MAX_TEXT_CHARS],
+        key=f"add_title::{name}",
+        max_chars=fields.MAX_TEXT_CHARS,
+    )
     if st.button("Import study", type="primary", key="add_import"):
         attributes, problems = us.attributes_from_rows(edited)
         if problems:
@@ -549,7 +583,12 @@ def _replay(
         _show_problems(ins.problems)
         return
     _show_preview(ins, list(recipe.columns.respondent_features))
-    title = st.text_input("Study title", Path(name).stem, key=f"add_title::{name}")
+    title = st.text_input(
+        "Study title",
+        Path(name).stem[: fields.MAX_TEXT_CHARS],
+        key=f"add_title::{name}",
+        max_chars=fields.MAX_TEXT_CHARS,
+    )
     if st.button("Import study", type="primary", key="add_import"):
         attributes = list(recipe.attributes) if recipe.attributes is not None else None
         _import(title, content, name, attributes, recipe.columns, users_up, sep, encoding)
@@ -594,7 +633,9 @@ def _import(
 
 def _text_choice(col: object, label: str, default: str, key: str, **kw) -> str:
     """A text input whose value survives a layout switch (:func:`_kept`)."""
-    value = col.text_input(label, str(_kept(key, default)), key=key, **kw)  # type: ignore[attr-defined]
+    kw.setdefault("max_chars", LIST_CHARS)
+    shown = str(_kept(key, default))[: kw["max_chars"]]
+    value = col.text_input(label, shown, key=key, **kw)  # type: ignore[attr-defined]
     _keep(key, value)
     return str(value).strip()
 

@@ -37,7 +37,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from data_loaders import limits, readers
+from data_loaders import fields, limits, readers
 from data_loaders.access import check_file
 from data_loaders.flags import add_column_args
 from data_loaders.plans import PLAN_KEYS, edit_plan, remove_plan, save_plan
@@ -59,8 +59,10 @@ from pbo_core.plan import plan_of
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m data_loaders`` parser."""
+def build_parser(plan_keys: bool = True) -> argparse.ArgumentParser:
+    """The ``python -m data_loaders`` parser (``plan_keys``: list the analysis plan's
+    names in ``plan --help``, which loads the data model; :func:`main` does only for
+    ``plan``, so ``import-study`` answers a refused file or flag before loading it)."""
     p = argparse.ArgumentParser(
         prog="python -m data_loaders",
         description="Import an analyst's own choice data into the per-user data folder.",
@@ -87,9 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--encoding",
         default=None,
-        help="the encoding of a text file (utf-8, cp1252, latin-1, utf-16, ...: any name "
-        "Python's codecs know; default: a recipe's, else detected: UTF-8, UTF-16 with its "
-        "mark, else cp1252, else latin-1)",
+        help=f"the encoding of a text file, one of {', '.join(readers.ENCODINGS)} "
+        "(default: a recipe's, else detected: UTF-8, UTF-16 with its mark, else cp1252, "
+        "else latin-1)",
     )
     imp.add_argument("--title", default=None, help="the study's title (needed unless --dry-run)")
     imp.add_argument(
@@ -128,13 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list-studies", help="list the saved studies and who sees them")
     rm = sub.add_parser("remove-study", help="delete a saved study, whoever imported it")
     rm.add_argument("key", help="the study's key (my-...)")
+    names = ""
+    if plan_keys:
+        names = " Names: " + "; ".join(f"{k}: {v}" for k, v in PLAN_KEYS.items())
     pl = sub.add_parser(
         "plan",
         help="show or edit a study's analysis plan (split, sample, roles, baseline)",
         description="Show a study's analysis plan, the one set of choices every page, "
         "command and the report read; --set NAME=VALUE edits it (saved in "
-        "$DTPBO_DATA_HOME/plans), --reset goes back to the loader's or import's. Names: "
-        + "; ".join(f"{k}: {v}" for k, v in PLAN_KEYS.items()),
+        "$DTPBO_DATA_HOME/plans), --reset goes back to the loader's or import's." + names,
     )
     pl.add_argument("--study", required=True, help="the study's key (train, my-...)")
     pl.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="edits")
@@ -154,11 +158,25 @@ def _count(n: int, plural: str) -> str:
 def import_study(args: argparse.Namespace) -> int:
     """Check and save; the exit status.
 
-    The file's access and bounds (and a text file's separator) are checked first, with
-    the standard library only (:func:`data_loaders.readers.refusal`); pandas and the data
-    model are loaded after that.
+    The column flags (:func:`data_loaders.fields.flags_refusal`: every text bounded, the
+    availability conditions and zero rules read), the encoding, a recipe's bytes
+    (:func:`data_loaders.fields.recipe_refusal`) and the file's access and bounds (and a
+    text file's separator, :func:`data_loaders.readers.refusal`) are checked first, with
+    the standard library only; pandas and the data model are loaded after that.
     """
     path = Path(args.file)
+    refusal = fields.flags_refusal(args)
+    if refusal:
+        _say(f"error: {refusal}")
+        return 2
+    if getattr(args, "recipe", None):
+        try:
+            refusal = fields.recipe_file_refusal(check_file(args.recipe, "recipe"))
+        except OSError as exc:
+            refusal = str(exc)
+        if refusal:
+            _say(f"error: {refusal}")
+            return 2
     if not args.title and not args.dry_run:
         _say("error: --title is needed to save a study (or --dry-run to only preview it)")
         return 2
@@ -173,7 +191,13 @@ def import_study(args: argparse.Namespace) -> int:
         _say(f"error: --sep: {exc}")
         return 2
     encoding = getattr(args, "encoding", None)
-    refusal = readers.refusal(path, str(path), sep, encoding=encoding)  # before any parsing
+    if encoding is not None:
+        try:
+            encoding = readers.encoding_name(encoding)
+        except ValueError as exc:
+            _say(f"error: {path}: --encoding {exc}")
+            return 2
+    refusal = readers.refusal(path, str(path), sep, encoding=encoding)  # standard library only
     if refusal:
         _say(f"error: {refusal}")
         return 2
@@ -319,7 +343,8 @@ def plan(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(plan_keys=argv[:1] == ["plan"]).parse_args(argv)
     commands = {
         "import-study": import_study,
         "publish-study": publish_study,

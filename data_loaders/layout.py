@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from data_loaders import fields
 from data_loaders._common import describe_columns
 from data_loaders.conjoint import Attribute, is_missing, normalize_value
 from data_loaders.conjoint.build import CHOSEN_FALSE, CHOSEN_TRUE
@@ -275,6 +276,10 @@ class ColumnMap:
     numeric: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     split: str = ""
+
+    def __post_init__(self) -> None:
+        # every field bounded before anything reads it (a new field too)
+        fields.check_column_fields(self.__dict__)
 
     @property
     def chosen_column(self) -> str:
@@ -1324,9 +1329,6 @@ def _resolve_columns(
     return cols, notes
 
 
-_ZERO_RULE = re.compile(r"^\s*(\S+)(?:\s+for\s+(\S+))?\s+when\s+([^=\s]+)\s*=\s*(\S+)\s*$")
-
-
 def parse_zero_rule(rule: str) -> tuple[str, tuple[str, ...], str, str]:
     """``"CO for TRAIN,SM when GA=1"`` -> ``("CO", ("TRAIN", "SM"), "GA", "1")`` (no
     alternatives: all of them).
@@ -1336,14 +1338,7 @@ def parse_zero_rule(rule: str) -> tuple[str, tuple[str, ...], str, str]:
     DataValidationError
         For another form, in words.
     """
-    m = _ZERO_RULE.match(rule)
-    if not m:
-        raise DataValidationError(
-            f"zero rule {rule!r}: write ATTRIBUTE [for ALT,ALT] when COLUMN=VALUE (CO for "
-            "TRAIN,SM when GA=1)"
-        )
-    alts = tuple(a for a in (m.group(2) or "").split(",") if a)
-    return m.group(1), alts, m.group(3), m.group(4)
+    return fields.parse_zero_rule(rule)  # in one pass, bounded
 
 
 def _check_zero_rules(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from data_loaders.access import data_home
+from data_loaders.fields import MAX_TEXT_CHARS
 from pbo_core.data import DataValidationError, Study
 from pbo_core.evaluation import plan_split
 from pbo_core.plan import AnalysisPlan, Role, check_plan, penalty_alpha, plan_of
@@ -26,6 +27,8 @@ from pbo_core.registry import MODELS, estimates_models, get, reports_estimates
 from pbo_core.splits import SPLIT_KINDS
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_SEED",
     "PLAN_KEYS",
     "apply_saved_plan",
     "edit_plan",
@@ -39,6 +42,10 @@ __all__ = [
 ]
 
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+#: Largest seed of a plan (numpy's legacy generators take seeds below 2**32).
+MAX_SEED = 2**32 - 1
+#: Largest count of a plan (held-out tasks, sample sizes): far above any study's.
+MAX_COUNT = 10**9
 
 #: What ``--set NAME=VALUE`` may change, with what a value means.
 PLAN_KEYS = {
@@ -212,7 +219,12 @@ def edit_plan(study: Study, changes: dict[str, str]) -> AnalysisPlan:
             raise DataValidationError(
                 f"the analysis plan has no {name!r}; it has: {', '.join(PLAN_KEYS)}"
             )
-        v = value.strip()
+        v = str(value).strip()
+        if len(v) > MAX_TEXT_CHARS:
+            raise DataValidationError(
+                f"{name}: a text of {len(v):,} characters is longer than {MAX_TEXT_CHARS:,}, "
+                "the limit (data_loaders.fields.MAX_TEXT_CHARS)"
+            )
         if name in ("money", "time"):
             unit = study.schema[v].unit if not _none(v) and v in study.schema.names else ""
             over[name] = None if _none(v) else Role(v, unit, "chosen by the analyst")
@@ -293,4 +305,7 @@ def _int(name: str, v: str) -> int:
         raise DataValidationError(f"{name} must be a whole number, got {v!r}") from None
     if n < 0 or (name in ("respondents", "sensitivity_respondents", "test_tasks") and n < 1):
         raise DataValidationError(f"{name} must be at least 1, got {n}")
+    top = MAX_SEED if name == "seed" else MAX_COUNT
+    if n > top:
+        raise DataValidationError(f"{name} must be at most {top:,}, got {v[:24]}")
     return n

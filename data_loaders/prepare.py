@@ -14,7 +14,6 @@ and why. :func:`drop_long_tasks` does the same for a long table's choice situati
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from data_loaders import fields
 from data_loaders.conjoint import Attribute, is_missing, normalize_value
 from data_loaders.conjoint.build import parse_flags
 from data_loaders.layout import OTHER_LEVEL, ColumnMap, missing_codes, parse_zero_rule
@@ -133,7 +133,6 @@ def _chosen_index(frame: pd.DataFrame, cols: ColumnMap, name: str) -> np.ndarray
     return idx[values] if len(uniques) else np.zeros(0, dtype=np.int64)
 
 
-_RULE = re.compile(r"^\s*([^:]+?)\s*:\s*([^=!<>\s]+)\s*(==|!=|>=|<=|=|>|<)\s*(\S.*?)\s*$")
 _OPS = {
     "==": operator.eq,
     "=": operator.eq,
@@ -148,16 +147,9 @@ _OPS = {
 def parse_availability_rule(rule: str, name: str = "") -> tuple[str, str, str, str]:
     """``"car: license == 1"`` -> ``("car", "license", "==", "1")`` (quotes around the
     value removed); a :class:`~pbo_core.data.DataValidationError` in words for another
-    form (``name``: the file, for the message)."""
-    m = _RULE.match(str(rule))
-    if not m:
-        raise DataValidationError(
-            (f"{name}: " if name else "")
-            + f"availability rule {rule!r}: write ALTERNATIVE: COLUMN == VALUE (car: "
-            "license == 1; operators == != > >= < <=)"
-        )
-    alt, col, op, value = m.groups()
-    return alt, col, op, value.strip("'\"")
+    form or a text over :data:`data_loaders.fields.MAX_TEXT_CHARS` (``name``: the file,
+    for the message). Read in one pass (:func:`data_loaders.fields.parse_availability_rule`)."""
+    return fields.parse_availability_rule(rule, name)
 
 
 def availability_rule(

@@ -29,8 +29,12 @@ detection (:func:`parse_sep` reads ``,``, ``;``, ``tab``, ``\\t``, ``|``, ``spac
 the file itself at most :data:`~data_loaders.limits.MAX_FILE_BYTES`; every compressed
 format decompressed in chunks and stopped at that limit (a ``.zip`` member by its
 declared size, read with the same cap); an ``.xlsx``'s own zip parts at most
-:data:`XLSX_MAX_BYTES` together; a Parquet file's rows, columns and uncompressed size from
-its footer before any column is read. Parquet and Excel tables are converted to
+:data:`XLSX_MAX_BYTES` together and its shared strings at most
+:data:`XLSX_SHARED_MAX_BYTES`, each row's text measured before it is written (a string
+shared by many cells is copied into each); a Parquet file's rows, columns and
+uncompressed size from its footer before any column is read, and its text columns read
+as dictionaries and measured as written out (a value repeated from a dictionary page)
+before any is copied into its rows. Parquet and Excel tables are converted to
 comma-separated text, which is then bounded (header, lines, cells) and parsed exactly as
 a CSV file, so every format gives the same table for the same data, and
 :attr:`Table.text` is what a saved study keeps as ``choices.csv``.
@@ -66,10 +70,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPRESSIONS",
+    "ENCODINGS",
     "PARQUET_MAX_BYTES",
     "READERS",
     "SEPARATORS",
     "XLSX_MAX_BYTES",
+    "XLSX_SHARED_MAX_BYTES",
     "Format",
     "Read",
     "Table",
@@ -77,6 +83,7 @@ __all__ = [
     "accepted_text",
     "csv_text",
     "detect_sep",
+    "encoding_name",
     "format_notes",
     "parse_sep",
     "read_table",
@@ -111,6 +118,9 @@ _SEP_WORDS = {
 COMPRESSIONS: dict[str, str] = {".gz": "gzip", ".bz2": "bz2", ".zip": "zip"}
 #: Largest sum of the uncompressed parts of an ``.xlsx`` (its sheets are verbose XML).
 XLSX_MAX_BYTES = 8 * limits.MAX_FILE_BYTES
+#: Largest shared-string part of an ``.xlsx`` (uncompressed), read whole before any row:
+#: the strings of a table within the text limit, with their XML.
+XLSX_SHARED_MAX_BYTES = 2 * limits.MAX_FILE_BYTES
 #: Largest uncompressed Parquet table (from its footer), before it is read.
 PARQUET_MAX_BYTES = 4 * limits.MAX_FILE_BYTES
 #: Lines (and bytes) of a text the separator is detected from.
@@ -511,10 +521,33 @@ def _check_text(data: bytes, name: str, sep: str) -> None:
 #: Encodings a text that is not UTF-8 is read in, in order: Windows' Western European
 #: code page (Excel's "CSV" on Windows), then ISO Latin-1 (every byte is a character).
 FALLBACK_ENCODINGS = ("cp1252", "latin-1")
-#: Encodings the Add-a-study form offers besides detecting one (``--encoding`` takes any
-#: name Python's codecs know): UTF-8, UTF-16 (Excel's "Unicode text"), Windows' Western,
-#: Central European and Cyrillic code pages, ISO Latin-1 and Latin-9, Mac Roman.
-ENCODINGS = ("utf-8", "utf-16", "cp1252", "latin-1", "iso-8859-15", "cp1250", "cp1251", "mac-roman")
+#: The text encodings the import reads, a closed list: the Add-a-study form offers them
+#: (besides detecting one), ``--encoding`` and a recipe's ``encoding`` take one of them
+#: (or another name of the same codec: ``utf8``, ``latin1``, ``windows-1252``).
+#: UTF-8, UTF-16 (Excel's "Unicode text"), Windows' Western, Central European, Cyrillic,
+#: Greek and Turkish code pages, ISO Latin-1, Latin-2 and Latin-9, Mac Roman, KOI8-R,
+#: Japanese, Chinese and Korean. Each decodes in time linear in the text; a codec that is
+#: no text encoding (``punycode``: quadratic, ``zlib_codec``, ``rot13``) is refused.
+ENCODINGS = (
+    "utf-8",
+    "utf-16",
+    "cp1252",
+    "latin-1",
+    "iso-8859-15",
+    "cp1250",
+    "cp1251",
+    "mac-roman",
+    "iso-8859-2",
+    "cp1253",
+    "cp1254",
+    "koi8-r",
+    "shift_jis",
+    "euc-jp",
+    "gb18030",
+    "big5",
+    "euc-kr",
+)
+_ENCODING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 _DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
 _DECIMAL_POINT = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
 
@@ -640,7 +673,22 @@ def _read_parquet(data: bytes, name: str, sep: str | None) -> Read:
             True,
         )
     try:
-        frame = pd.read_parquet(io.BytesIO(data))
+        schema = pq.ParquetFile(io.BytesIO(data)).schema_arrow
+        texts = [
+            f.name
+            for f in schema
+            if pa.types.is_string(f.type)
+            or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type)
+            or pa.types.is_large_binary(f.type)
+        ]
+        # text columns kept as dictionaries (a value and its row's index), so a value
+        # repeated from a dictionary page is counted before it is copied into every row
+        table = pq.read_table(io.BytesIO(data), read_dictionary=texts or None)
+        _check_expanded(table, name)
+        frame = table.to_pandas()
+    except _Refused:
+        raise
     except (pa.ArrowException, OSError, ValueError, TypeError):
         raise _Refused(
             f"{name}: cannot be read as Parquet (a column of a type the import does not "
@@ -649,6 +697,35 @@ def _read_parquet(data: bytes, name: str, sep: str | None) -> Read:
     if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
         frame = frame.reset_index()
     return Read(_csv_text(frame))
+
+
+def _check_expanded(table: Any, name: str) -> None:
+    """Refuse a Parquet table whose text columns, written out once per row, would be larger
+    than the text limit (:data:`~data_loaders.limits.MAX_FILE_BYTES`): a dictionary-encoded
+    column is measured from its dictionary's lengths and its rows' indices, so a short
+    file whose dictionary holds one long value for every row (23 KB: 8,000 x 1 MB) is
+    refused before that value is copied 8,000 times."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for column in table.columns:
+        for chunk in column.chunks:
+            if pa.types.is_dictionary(chunk.type):
+                lengths = pc.binary_length(chunk.dictionary)
+                total += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0)
+            elif pa.types.is_string(chunk.type) or pa.types.is_binary(chunk.type):
+                total += int(pc.sum(pc.binary_length(chunk)).as_py() or 0)
+            elif pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type):
+                total += int(pc.sum(pc.binary_length(chunk)).as_py() or 0)
+            if total > limits.MAX_FILE_BYTES:
+                raise _Refused(
+                    f"{name}: its text columns hold more than {limits.MAX_FILE_MB} MB of text "
+                    "once every row is written out (values repeated from the file's "
+                    "dictionaries), the limit for an own study (data_loaders.limits."
+                    "MAX_FILE_MB).",
+                    True,
+                )
 
 
 def _cell(value: Any) -> str:
@@ -692,6 +769,14 @@ def _read_xlsx(data: bytes, name: str, sep: str | None) -> Read:
         raise _Refused(
             f"{name}: the workbook's parts are larger than {XLSX_MAX_BYTES // 2**20} MB "
             "uncompressed, the limit for an own study (data_loaders.readers.XLSX_MAX_BYTES).",
+            True,
+        )
+    shared = sum(p.file_size for p in parts if p.filename.lower().endswith("sharedstrings.xml"))
+    if shared > XLSX_SHARED_MAX_BYTES:  # read whole by openpyxl before any row
+        raise _Refused(
+            f"{name}: the workbook's shared strings are larger than "
+            f"{XLSX_SHARED_MAX_BYTES // 2**20} MB uncompressed, the limit for an own study "
+            "(data_loaders.readers.XLSX_SHARED_MAX_BYTES).",
             True,
         )
     try:
@@ -746,11 +831,13 @@ def _read_xlsx(data: bytes, name: str, sep: str | None) -> Read:
                     "study (data_loaders.limits.MAX_ROWS).",
                     True,
                 )
-            start = out.tell()
-            writer.writerow([_cell(v) for v in row[:width]] + [""] * (width - len(row)))
-            size += out.tell() - start
+            cells = [_cell(v) for v in row[:width]] + [""] * (width - len(row))
+            # measured before it is written: a shared string is one object however many
+            # cells name it, its copies into the text are what grows
+            size += sum(map(len, cells)) + len(cells)
             if size > limits.MAX_FILE_BYTES:
                 raise _too_big(name, "sheet as text")
+            writer.writerow(cells)
         title, count = sheet.title, len(sheets)
     except _Refused:
         raise
@@ -870,18 +957,38 @@ def _raw(source: bytes | str | os.PathLike[str], what: str) -> bytes:
     return Path(p).read_bytes()
 
 
-def _decoded(data: bytes, name: str, encoding: str) -> bytes:
-    """A text in ``encoding`` (``--encoding``) as UTF-8; a refusal in words for an unknown
-    encoding or bytes it does not decode."""
+def encoding_name(value: str) -> str:
+    """The encoding of :data:`ENCODINGS` that ``value`` names (``"UTF8"`` -> ``"utf-8"``,
+    ``"windows-1252"`` -> ``"cp1252"``).
+
+    Raises
+    ------
+    ValueError
+        For any other name (another codec, or no name at all), in words listing them.
+    """
     import codecs
 
+    text = str(value).strip()
+    known = {codecs.lookup(e).name: e for e in ENCODINGS}
     try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise _Refused(
-            f"{name}: --encoding {encoding!r} is not an encoding (utf-8, cp1252, latin-1, "
-            "utf-16, ...)"
+        if not _ENCODING_NAME.fullmatch(text):
+            raise LookupError(text)
+        return known[codecs.lookup(text).name]
+    except (LookupError, KeyError):
+        what = repr(text) if len(text) <= 40 and text.isprintable() else "that name"
+        raise ValueError(
+            f"{what} is not an encoding the import reads; name one of "
+            f"{', '.join(ENCODINGS)}, or leave it out to detect it"
         ) from None
+
+
+def _decoded(data: bytes, name: str, encoding: str) -> bytes:
+    """A text in ``encoding`` (``--encoding``, one of :data:`ENCODINGS`) as UTF-8; a
+    refusal in words for another encoding or bytes it does not decode."""
+    try:
+        encoding = encoding_name(encoding)
+    except ValueError as exc:
+        raise _Refused(f"{name}: --encoding {exc}") from None
     try:
         return data.decode(encoding).encode("utf-8")
     except UnicodeDecodeError as exc:

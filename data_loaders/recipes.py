@@ -23,13 +23,14 @@ a saved one states everything and replays the import exactly.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from dataclasses import fields as fields_of
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import numpy as np
 
-from data_loaders import limits
+from data_loaders import fields, limits, readers
 from data_loaders.conjoint import Attribute
 from data_loaders.layout import ColumnMap
 from data_loaders.prepare import parse_availability_rule
@@ -76,62 +77,111 @@ def recipe_of(study: Study, sep: str | None = None, encoding: str | None = None)
     return Recipe(cols, attrs, sep, encoding)
 
 
+#: Values a column-map field takes besides ``null`` where its type says only "a text".
+_ALLOWED = {"position": ("suffix", "prefix"), "choice_coding": ("names", "0", "1")}
+#: Pair fields whose second text may be left out (``[column]``: no label).
+_SHORT_PAIRS = ("respondent_features",)
+
+
+def _check_columns(raw: dict[str, Any], name: str) -> None:
+    """The recipe's column choices by their types in
+    :class:`~data_loaders.layout.ColumnMap`, the allowed values and the rules' grammars."""
+    fields.check_record(
+        raw, get_type_hints(ColumnMap), f"{name}: field 'columns", _ALLOWED, _SHORT_PAIRS
+    )
+    fields.check_column_fields(raw, source=name)  # counts of entries
+    for k, rule in enumerate(raw.get("available_when") or (), start=1):
+        where = f"{name}: field 'columns.available_when', entry {k}"
+        fields.parse_availability_rule(str(rule), where)
+    for k, rule in enumerate(raw.get("zero_when") or (), start=1):
+        fields.parse_zero_rule(str(rule), f"{name}: field 'columns.zero_when', entry {k}")
+
+
+def _attribute(a: Any, where: str) -> Attribute:
+    """One attribute of a recipe (:meth:`~data_loaders.conjoint.Attribute.from_dict`
+    checks its fields by their types)."""
+    try:
+        return Attribute.from_dict(a, where)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise DataValidationError(_plain(exc)) from None
+
+
+def _plain(exc: Exception) -> str:
+    """An error's message on one line, at most 200 characters."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
 def parse_recipe(content: bytes, name: str) -> Recipe:
-    """A recipe from JSON bytes (bounded as an attribute table is).
+    """A recipe from JSON bytes, bounded before it is read: its size and nesting
+    (:func:`data_loaders.limits.check_json_bytes`), every text and list
+    (:func:`data_loaders.fields.check_json_texts`), then one schema: the separator as
+    ``--sep`` reads it, the encoding from :data:`data_loaders.readers.ENCODINGS`, each
+    column choice by its type in :class:`~data_loaders.layout.ColumnMap` and its
+    grammar (availability conditions, zero rules), the attributes as an attribute table.
 
     Raises
     ------
     DataValidationError
-        For text that is no recipe, naming the file and the field.
+        For text that is no recipe, in one sentence naming the file and the field.
     """
     try:
         limits.check_json_bytes(content, name)
         d = json.loads(content.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataValidationError(f"{name}: not a JSON recipe ({exc})") from None
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise DataValidationError(f"{name}: not a JSON recipe ({why})") from None
     if not isinstance(d, dict):
         raise DataValidationError(f"{name}: a recipe is a JSON object with {', '.join(_KEYS)}")
     unknown = sorted(set(d) - set(_KEYS))
     if unknown:
         raise DataValidationError(
-            f"{name}: unknown field {unknown[0]!r} (a recipe has {', '.join(_KEYS)})"
+            f"{name}: unknown field {fields.shown(unknown[0])} (a recipe has {', '.join(_KEYS)})"
         )
+    fields.check_json_texts(d, name)
     version = d.get("recipe", RECIPE_VERSION)
-    if version != RECIPE_VERSION:
-        raise DataValidationError(f"{name}: field 'recipe': version {version} is not 1")
+    if version != RECIPE_VERSION or isinstance(version, bool):
+        raise DataValidationError(f"{name}: field 'recipe': the version is 1")
     sep = d.get("sep")
-    if sep is not None and not isinstance(sep, str):
-        raise DataValidationError(f"{name}: field 'sep': a text such as ',' or '\\t'")
+    if sep is not None:
+        try:
+            if not isinstance(sep, str):
+                raise ValueError("a text such as ',' or '\\t'")
+            sep = readers.parse_sep(sep)
+        except ValueError as exc:
+            raise DataValidationError(f"{name}: field 'sep': {exc}") from None
     encoding = d.get("encoding")
-    if encoding is not None and not isinstance(encoding, str):
-        raise DataValidationError(f"{name}: field 'encoding': a text such as 'cp1252' or null")
+    if encoding is not None:
+        if not isinstance(encoding, str):
+            raise DataValidationError(f"{name}: field 'encoding': a text such as 'cp1252' or null")
+        try:
+            encoding = readers.encoding_name(encoding)
+        except ValueError as exc:
+            raise DataValidationError(f"{name}: field 'encoding': {exc}") from None
     raw = d.get("columns") or {}
     if not isinstance(raw, dict):
         raise DataValidationError(f"{name}: field 'columns': a JSON object of column choices")
-    known = {f.name for f in fields(ColumnMap)}
+    known = {f.name for f in fields_of(ColumnMap)}
     bad = sorted(set(raw) - known)
     if bad:
         raise DataValidationError(
-            f"{name}: field 'columns.{bad[0]}' is not a column choice (choices: "
-            f"{', '.join(sorted(known))})"
+            f"{name}: field {fields.shown('columns.' + bad[0], 80)} is not a column choice "
+            f"(choices: {', '.join(sorted(known))})"
         )
+    _check_columns(raw, name)
     raw = {"format": "auto", **raw}
     try:
         cols = ColumnMap.from_dict(raw)
-    except (TypeError, ValueError, IndexError) as exc:
-        raise DataValidationError(f"{name}: field 'columns': {exc}") from None
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+        raise DataValidationError(f"{name}: field 'columns': {_plain(exc)}") from None
     attrs = None
     if d.get("attributes") is not None:
         if not isinstance(d["attributes"], list):
             raise DataValidationError(f"{name}: field 'attributes': a list of attributes")
-        out = []
-        for k, a in enumerate(d["attributes"]):
-            try:
-                out.append(Attribute.from_dict(a))
-            except (TypeError, ValueError, KeyError, AttributeError) as exc:
-                raise DataValidationError(
-                    f"{name}: field 'attributes', entry {k + 1}: {exc}"
-                ) from None
+        out = [
+            _attribute(a, f"{name}: field 'attributes', entry {k}")
+            for k, a in enumerate(d["attributes"], start=1)
+        ]
         attrs = tuple(out)
     return Recipe(cols, attrs, sep, encoding)
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from data_loaders import limits, readers
+from data_loaders import fields, limits, readers
 from data_loaders._common import data_home, quoted, read_csv_lines, where
 from data_loaders.access import check_file
 from data_loaders.conjoint import (
@@ -98,6 +98,8 @@ DIRECTIONS = ("", "higher is better", "lower is better")
 #: Name of the attribute ``--alternative-attribute`` adds (alternative-specific constants).
 ALTERNATIVE_ATTRIBUTE = "alternative"
 _LEVEL_SEP = " | "
+#: The attribute editor's columns, for a refusal's sentence.
+_ROW_FIELDS = {c: c for c in ("name", "label", "unit", "description")} | {"levels": "levels"}
 
 
 @dataclass(frozen=True)
@@ -741,8 +743,11 @@ def attribute_rows(attributes: Sequence[Attribute]) -> pd.DataFrame:
 
 
 def attributes_from_rows(rows: pd.DataFrame) -> tuple[list[Attribute], list[Problem]]:
-    """Attributes from edited rows (:func:`attribute_rows`), and every row's problem."""
+    """Attributes from edited rows (:func:`attribute_rows`), and every row's problem
+    (each text bounded first, :func:`data_loaders.fields.check_column_fields`)."""
     out, problems = [], []
+    if len(rows) > limits.MAX_COLUMNS:
+        return [], [Problem("attribute table", f"more than {limits.MAX_COLUMNS:,} rows")]
     for k, r in enumerate(rows.fillna("").to_dict(orient="records")):
         name = str(r.get("name", "")).strip()
         levels = tuple(
@@ -754,6 +759,8 @@ def attributes_from_rows(rows: pd.DataFrame) -> tuple[list[Attribute], list[Prob
         if direction:
             desc = f"{desc} ({direction})".strip()
         try:
+            typed = {c: str(r.get(c, "")) for c in ("name", "label", "unit", "description")}
+            fields.check_column_fields({**typed, "levels": levels}, labels=_ROW_FIELDS)
             out.append(
                 Attribute(
                     name,
@@ -765,7 +772,8 @@ def attributes_from_rows(rows: pd.DataFrame) -> tuple[list[Attribute], list[Prob
                 )
             )
         except DataValidationError as exc:
-            problems.append(Problem("attribute table", str(exc), line=str(k + 1), column=name))
+            column = name if len(name) <= 40 else f"({len(name):,} characters)"
+            problems.append(Problem("attribute table", str(exc), line=str(k + 1), column=column))
     return out, problems
 
 

@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from data_loaders import readers
+from data_loaders import fields, readers
 from data_loaders._common import data_home
 from data_loaders.conjoint import (
     Attribute,
@@ -384,6 +384,15 @@ def save_study(
     (:attr:`data_loaders.readers.Table.text`: the file's own text when it was one).
     """
     title = title.strip() or Path(file).stem
+    if len(title) > fields.MAX_TEXT_CHARS:
+        return None, [
+            Problem(
+                file,
+                f"the study's title has {len(title):,} characters, more than "
+                f"{fields.MAX_TEXT_CHARS:,} (data_loaders.fields.MAX_TEXT_CHARS); give a "
+                "shorter one",
+            )
+        ]
     if limit_owner:
         size = len(content) + (len(respondents[0]) if respondents else 0)
         refused = owner_refusal(owner, size, address)

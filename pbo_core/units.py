@@ -64,8 +64,20 @@ _NAME_UNITS = {
     "pence": "pence", "yen": "yen", "€": "EUR", "$": "USD", "£": "GBP", "¥": "yen",
     "pct": "%", "percent": "%", "%": "%", "km": "km",
 }  # fmt: skip
-_BRACKETED = re.compile(r"[(\[]\s*([^()\[\]]+?)\s*[)\]]\s*$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _bracketed(text: str) -> str | None:
+    """What the last brackets at the end of ``text`` hold (``time (min)`` -> ``min``;
+    ``None`` without them, or when they hold nothing or another bracket). In one pass: a
+    regular expression for it took 9 s on a 2,000-character column name."""
+    if not text.endswith((")", "]")):
+        return None
+    start = max(text.rfind("(", 0, len(text) - 1), text.rfind("[", 0, len(text) - 1))
+    inside = text[start + 1 : -1]
+    if start < 0 or not inside or any(c in "()[]" for c in inside):
+        return None
+    return inside
 
 
 def unit_in_name(name: str) -> str:
@@ -76,9 +88,9 @@ def unit_in_name(name: str) -> str:
     Only the unit: whether a duration is a travel time is the analysis plan's question.
     """
     text = str(name).strip()
-    m = _BRACKETED.search(text)
-    if m:
-        return _NAME_UNITS.get(m.group(1).strip().lower(), "")
+    inside = _bracketed(text)
+    if inside is not None:
+        return _NAME_UNITS.get(inside.strip().lower(), "")
     words = [w for w in re.split(r"[^0-9A-Za-z€$£¥%]+", _CAMEL.sub("_", text)) if w]
     if len(words) < 2:  # a column named "min" or "hours" states no stem's unit
         return ""

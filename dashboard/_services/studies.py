@@ -88,16 +88,22 @@ def visitor() -> str:
 
 def client_address() -> str:
     """This visitor's network address as the keyed hash the per-address limits count
-    (:func:`dashboard._server.address_id`), ``""`` when there is none. The websocket's
-    peer; when that is this machine (a reverse proxy here), the last address of
-    ``X-Forwarded-For``, which the proxy appends (docs/shared-server.md)."""
+    (:func:`dashboard._server.address_id`): the websocket's peer (a loopback peer is one
+    address), or, only when that peer is a proxy the server is told to trust
+    (``$DTPBO_TRUSTED_PROXIES``, none by default), the address it appended to
+    ``X-Forwarded-For`` (:func:`dashboard._server.client_ip`; docs/shared-server.md).
+    Never ``""`` on a page: a visitor without an address counts as the loopback one."""
     try:
-        ip = st.context.ip_address  # None for a loopback peer
-        if not ip:
-            ip = _server.forwarded_for(str(st.context.headers.get("X-Forwarded-For") or ""))
-    except Exception:  # no script run context
+        peer = st.context.ip_address  # None for a loopback peer
+        header = str(st.context.headers.get("X-Forwarded-For") or "")
+    except Exception:  # no script run context: no page, no import
         return ""
-    return _server.address_id(ip or "")
+    try:
+        proxies = _server.trusted_proxies()
+    except ValueError:  # refused at launch (dashboard._server.server_args)
+        proxies = ()
+    ip = _server.client_ip(peer, header, proxies)
+    return _server.address_id(ip)
 
 
 def dataset_of(study_key: str) -> str | None:

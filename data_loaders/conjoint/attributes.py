@@ -17,14 +17,16 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
 import numpy as np
 import pandas as pd
 
 from data_loaders._common import quoted, where
 from data_loaders.access import check_file
+from data_loaders.fields import check_json_texts, check_record, shown, shown_type
 from data_loaders.limits import MAX_JSON_BYTES, file_bytes, load_json_bytes
 from pbo_core.data import DataValidationError, Feature
 
@@ -45,8 +47,10 @@ AttributeKind = Literal["numeric", "ordinal", "categorical", "binary"]
 MAX_MAGNITUDE = 1e12
 
 _ATTRIBUTE_KINDS = ("numeric", "ordinal", "categorical", "binary")
+#: A number and a unit after it (``"20 min"``, ``"60%"``). The unit's characters include
+#: the blanks between (one class, no overlapping parts: linear in the cell's length).
 _NUMBER_WITH_UNIT = re.compile(
-    r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([%A-Za-z/.\s]*)$"
+    r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)[%A-Za-z/.\s]*$"
 )
 
 
@@ -378,15 +382,35 @@ class Attribute:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Attribute:
-        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+    def from_dict(cls, d: Mapping[str, Any], where: str = "") -> Attribute:
+        """Inverse of :meth:`to_dict`, for an attribute table's or a recipe's JSON: unknown
+        keys are an error, ``name`` and ``kind`` are needed and every field is checked by
+        its type before the attribute is made (:func:`data_loaders.fields.check_record`),
+        so a hostile table gets one sentence naming the field (``where``: the file and
+        the entry, for the message).
+
+        Raises
+        ------
+        DataValidationError
+            For an entry that is no attribute, naming the field.
+        """
+        if not isinstance(d, Mapping):
+            raise DataValidationError(
+                f"{where or 'attribute'}: an object (name, kind, ...), not {shown_type(d)}"
+            )
+        where = where or f"attribute {shown(d.get('name', ''))}"
         allowed = set(cls.__dataclass_fields__)
         unknown = set(d) - allowed
         if unknown:
+            first = sorted(map(str, unknown))[0]
             raise DataValidationError(
-                f"attribute {d.get('name')!r}: unknown keys {sorted(unknown)}; "
+                f"{where}: unknown keys [{shown(first)}{', ...' if len(unknown) > 1 else ''}]; "
                 f"allowed: {sorted(allowed)}"
             )
+        absent = [k for k in ("name", "kind") if k not in d]
+        if absent:
+            raise DataValidationError(f"{where}: an attribute needs {' and '.join(absent)}")
+        check_record(d, _field_types(), where)
         kw = dict(d)
         for k in ("levels", "values"):
             if k in kw:
@@ -394,6 +418,12 @@ class Attribute:
         if kw.get("bounds") is not None:
             kw["bounds"] = tuple(kw["bounds"])
         return cls(**kw)
+
+
+@cache
+def _field_types() -> dict[str, Any]:
+    """The types of :class:`Attribute`'s fields (what :meth:`Attribute.from_dict` checks)."""
+    return get_type_hints(Attribute)
 
 
 def _isnumeric_text(s: str) -> bool:
@@ -422,10 +452,11 @@ def read_attribute_table(path: str | os.PathLike[str]) -> list[Attribute]:
     if not isinstance(items, list):
         raise DataValidationError(f"{p}: expected a list of attributes")
     out = []
+    check_json_texts(items, p.name)
     for i, d in enumerate(items):
         try:
-            out.append(Attribute.from_dict(d))
-        except (DataValidationError, TypeError) as exc:
+            out.append(Attribute.from_dict(d, f"{p}: attribute #{i + 1}"))
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
             raise DataValidationError(f"{p}: attribute #{i + 1}: {exc}") from None
     return out
 

@@ -98,11 +98,17 @@ def child(args: argparse.Namespace) -> dict:
     from streamlit.testing.v1 import AppTest
 
     app = Path(args.root) / "dashboard" / "app.py"
-    csv = big_csv(Path(args.work) / "big.csv", args.mb)
-    content = csv.read_bytes()
+
+    def upload(k: int) -> bytes:
+        """The k-th visitor's file (written by the parent before this process started,
+        so making it costs this process nothing): its own, or the same (``--same-file``)."""
+        return (Path(args.work) / f"big-{0 if args.same_file else k}.csv").read_bytes()
+
+    content = upload(0)
     out: dict = {
         "root": str(args.root),
         "file_mb": round(len(content) / 2**20, 1),
+        "distinct_files": not args.same_file,
         "imports": [],
     }
     # the server's preload: the job workers start before any visitor
@@ -123,6 +129,7 @@ def child(args: argparse.Namespace) -> dict:
     before = rss_mb()[0]
     t_all = time.perf_counter()
     for k in range(args.imports):
+        content = upload(k)
         at = AppTest.from_file(str(app), default_timeout=600)
         at.session_state["dtpbo_visitor"] = secrets.token_urlsafe(24)
         at.run()
@@ -162,11 +169,129 @@ def child(args: argparse.Namespace) -> dict:
     return out
 
 
+def browser_run(args: argparse.Namespace, work: Path, env: dict[str, str]) -> dict:
+    """The same visitors in Chromium against a real ``python -m dashboard`` (``--browser``):
+    each a new browser context that opens the Case studies page, imports its own file
+    through the form, sees its study and closes; the server process's resident size after
+    each, its peak, the job workers', and the server idle after the sessions of the
+    closed tabs have expired (Streamlit keeps a closed tab's session, with its upload,
+    ``server.disconnectedSessionTTL`` seconds)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.fixtures.streamlit_server import (
+        BROWSER_ARGS,
+        CHROMIUM,
+        attach_file,
+        streamlit_server,
+        wait_until_idle,
+    )
+
+    def workers_mb(pid: int) -> float:
+        total = 0.0
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    parent = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    if parent == pid:
+                        total += rss_mb(d.name)[0]
+                except (OSError, IndexError, ValueError):
+                    pass
+        return total
+
+    extra = {k: v for k, v in env.items() if k.startswith("DTPBO_") and k != "DTPBO_DATA_HOME"}
+    out: dict = {"root": str(args.root), "browser": True, "distinct_files": not args.same_file}
+    out["imports"] = []
+    ttl = 120  # Streamlit's server.disconnectedSessionTTL (the dashboard keeps its default)
+    with (
+        streamlit_server(
+            work,
+            root=Path(args.root),
+            extra_env=extra,
+            data_home=Path(env["DTPBO_DATA_HOME"]),
+            timeout=180,
+        ) as url,
+        sync_playwright() as p,
+    ):
+        pid = int((work / "streamlit.pid").read_text())
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        expect.set_options(timeout=600_000)
+        time.sleep(5)  # the launcher's preload (modules, the first study, the workers)
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+        pg = ctx.new_page()
+        pg.goto(url)
+        wait_until_idle(pg, timeout=600_000)
+        ctx.close()
+        time.sleep(2)
+        out["rss_before_mb"] = round(rss_mb(pid)[0], 1)
+        t_all = time.perf_counter()
+        for k in range(args.imports):
+            path = work / f"big-{0 if args.same_file else k}.csv"
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+            pg = ctx.new_page()
+            pg.set_default_timeout(600_000)
+            t0 = time.perf_counter()
+            pg.goto(url)
+            wait_until_idle(pg, timeout=600_000)
+            pg.get_by_text("Add a study (your own choice data)").click()
+            box = pg.locator('[data-testid="stFileUploader"]').first
+            box.wait_for(state="visible")
+            attach_file(box, path, wait_ms=120_000)
+            wait_until_idle(pg, timeout=600_000)
+            title = pg.get_by_label("Study title")
+            title.fill(f"Big {k}")
+            title.press("Enter")
+            wait_until_idle(pg, timeout=600_000)
+            pg.get_by_role("button", name="Import study").click()
+            expect(pg.get_by_text("it is selected below")).to_be_visible()
+            wait_until_idle(pg, timeout=600_000)
+            seconds = time.perf_counter() - t0
+            ctx.close()  # the visitor leaves
+            time.sleep(1)
+            rss, hwm = rss_mb(pid)
+            out["imports"].append(
+                {
+                    "n": k + 1,
+                    "seconds": round(seconds, 1),
+                    "rss_mb": round(rss, 1),
+                    "peak_mb": round(hwm, 1),
+                    "workers_rss_mb": round(workers_mb(pid), 1),
+                }
+            )
+            print(json.dumps(out["imports"][-1]), file=sys.stderr, flush=True)
+        time.sleep(ttl + 10)  # the closed tabs' sessions expire (and their uploads)
+        rss, hwm = rss_mb(pid)
+        out.update(
+            rss_after_mb=round(out["imports"][-1]["rss_mb"], 1) if out["imports"] else rss,
+            rss_idle_mb=round(rss, 1),
+            peak_mb=round(hwm, 1),
+            held_mb=round(rss - out["rss_before_mb"], 1),
+            workers_rss_mb=round(workers_mb(pid), 1),
+            seconds=round(time.perf_counter() - t_all, 1),
+            session_ttl_s=ttl,
+        )
+        browser.close()
+    out["studies"] = len(list((Path(env["DTPBO_DATA_HOME"]) / "studies").glob("my-*")))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--imports", type=int, default=17, help="visitors importing (default 17)")
     p.add_argument("--mb", type=float, default=18.0, help="size of each file (default 18)")
     p.add_argument("--root", default=str(ROOT), help="the checkout to run (default this one)")
+    p.add_argument(
+        "--browser",
+        action="store_true",
+        help="drive a real python -m dashboard in Chromium (Playwright, /usr/bin/chromium) "
+        "instead of AppTest in one process",
+    )
+    p.add_argument(
+        "--same-file",
+        action="store_true",
+        help="every visitor imports the same file (default: each its own, as visitors do)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-': stdout)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--work", help=argparse.SUPPRESS)
@@ -188,6 +313,11 @@ def main(argv: list[str] | None = None) -> int:
             DTPBO_MAX_VISITOR_STUDY_BYTES=str(64 * 2**30),
             DTPBO_MAX_ADDRESS_STUDY_BYTES=str(64 * 2**30),
         )
+        for k in range(1 if args.same_file else max(args.imports, 1)):
+            big_csv(Path(work) / f"big-{k}.csv", args.mb, seed=k)
+        if args.browser:
+            result = browser_run(args, Path(work), env)
+            return _report(result, args)
         cmd = [
             sys.executable,
             str(Path(__file__).resolve()),
@@ -200,9 +330,14 @@ def main(argv: list[str] | None = None) -> int:
             str(args.mb),
             "--root",
             str(Path(args.root).resolve()),
+            *(["--same-file"] if args.same_file else []),
         ]
         subprocess.run(cmd, cwd=args.root, env=env, check=True)
         result = json.loads(Path(work, "result.json").read_text())
+    return _report(result, args)
+
+
+def _report(result: dict, args: argparse.Namespace) -> int:
     result["load_avg"] = os.getloadavg()[0]
     text = json.dumps(result, indent=1)
     if args.json == "-":

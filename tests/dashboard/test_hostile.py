@@ -165,6 +165,42 @@ def test_a_200000_deep_attribute_table_is_refused(app, home) -> None:
     assert stored(home) == before
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        (  # the issue's 60,000-character condition: cut to the input's max_chars by the
+            # server (5,000), then refused
+            "add_avail_when",
+            "CAR: license == " + "1" * 60_000,
+            "Availability conditions, entry 1: a text of 5,000 characters is longer than 500",
+        ),
+        ("add_avail_when", "CAR license == 1", "Availability conditions, condition 1: "),
+        ("add_missing", "-1, " + "9" * 1_000, "Missing-value codes, entry 2: a text of 1,000"),
+        ("add_levels", "x=" + "k" * 1_000, "Text levels, entry 1: a text of 1,000"),
+    ],
+)
+def test_a_hostile_field_on_the_form_is_refused_before_a_worker_reads_it(
+    app, home, key: str, value: str, words: str
+) -> None:
+    """A field is bounded and read on the page (one sentence naming the form's
+    field), before any worker inspects the upload with it; a browser that ignores the
+    inputs' ``max_chars`` gets the same (``set_value`` sends the text whole)."""
+    from tests.data_loaders.test_availability_rules import licence_frame
+
+    at = app("case_studies")
+    content = licence_frame().to_csv(index=False).encode()
+    at.file_uploader(key="add_choices").upload("licence.csv", content, "text/csv").run()
+    before = stored(home)
+    with bounded(f"{len(value):,}-character {key}") as cost:
+        at.text_input(key=key).set_value(value).run()
+    no_exception(at)
+    assert words in errors(at), errors(at)
+    assert len(at.error) == 1 and "\n" not in errors(at)
+    assert not [b for b in at.button if b.key == "add_import"]  # nothing to import
+    assert stored(home) == before
+    assert cost.seconds < LIMIT_S
+
+
 def test_a_200000_deep_proposal_file_is_refused(app, home) -> None:
     at = app("pmr", pmr_view="Feature proposals")
     with bounded("200,000-deep proposal JSON"):

@@ -150,6 +150,40 @@ def test_addresses_are_keyed_hashes_by_host() -> None:
     assert _server.forwarded_for("") == ""
 
 
+def test_a_forwarded_address_is_believed_only_from_a_trusted_proxy() -> None:
+    """``X-Forwarded-For`` is read only when the peer is a proxy the server is
+    told to trust (``$DTPBO_TRUSTED_PROXIES``, none by default); a loopback peer is one
+    address; a header without an address counts as the proxy (every visitor a cap)."""
+    from dashboard._server import LaunchError, client_ip, server_args, trusted_proxies
+
+    none = trusted_proxies("")
+    assert none == ()
+    for forged in ("198.51.100.9", "10.9.9.1", "not-an-ip-at-all", ""):
+        assert client_ip(None, forged, none) == "127.0.0.1"  # a loopback peer: one address
+        assert client_ip("203.0.113.5", forged, none) == "203.0.113.5"
+    local = trusted_proxies("127.0.0.1, ::1")
+    assert client_ip(None, "6.6.6.6, 203.0.113.7", local) == "203.0.113.7"  # the proxy's
+    assert client_ip(None, "", local) == "127.0.0.1"  # none appended: the proxy's cap
+    assert client_ip(None, "203.0.113.7, not-an-ip-at-all", local) == "127.0.0.1"
+    assert client_ip("203.0.113.5", "6.6.6.6", local) == "203.0.113.5"  # not a proxy
+    assert client_ip("::ffff:127.0.0.1", "203.0.113.7", local) == "203.0.113.7"
+    chain = trusted_proxies("127.0.0.1,10.0.0.0/8")  # two proxies: the client before both
+    assert client_ip(None, "6.6.6.6, 203.0.113.7, 10.1.2.3", chain) == "203.0.113.7"
+    assert client_ip(None, ", ".join(["10.0.0.1"] * 100), chain) == "127.0.0.1"
+    with pytest.raises(ValueError, match="'nginx' is no address or network"):
+        trusted_proxies("127.0.0.1, nginx")
+    old = os.environ.get("DTPBO_TRUSTED_PROXIES")
+    os.environ["DTPBO_TRUSTED_PROXIES"] = "nginx"
+    try:
+        with pytest.raises(LaunchError, match="DTPBO_TRUSTED_PROXIES"):
+            server_args([], shared=True)  # refused at launch, not at an import
+    finally:
+        if old is None:
+            del os.environ["DTPBO_TRUSTED_PROXIES"]
+        else:
+            os.environ["DTPBO_TRUSTED_PROXIES"] = old
+
+
 def test_the_owner_sees_when_their_studies_expire(app, shared, monkeypatch) -> None:
     monkeypatch.setenv(us.IDLE_DAYS_ENV, "3")
     at, key = import_on_page(app, A, "Kept a while")

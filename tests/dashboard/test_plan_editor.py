@@ -118,7 +118,7 @@ def test_a_shared_server_lets_only_the_owner_edit(app, shared) -> None:
     b = app("case_studies", dtpbo_visitor=B)
     b.selectbox(key="cs_study").set_value(key).run()
     no_exception(b)
-    assert "only the visitor who imported this study may edit its plan" in "\n".join(
+    assert "this study is published to every visitor of this server" in "\n".join(
         shown(i.value) for i in b.info
     )
     assert not [x for x in b.button if str(x.key).startswith("plan_")]
@@ -127,6 +127,76 @@ def test_a_shared_server_lets_only_the_owner_edit(app, shared) -> None:
     with pytest.raises(PermissionError):  # the editor's save refuses too (no visitor here)
         _plan_editor.save_edit(study, key, {"respondents": "3"})
     assert '"respondents": 2' in plan_path(key).read_text(encoding="utf-8")
+
+    # published, the plan is read-only for its importer too (every visitor
+    # reads it); the save refuses whoever asks
+    a = app("case_studies", dtpbo_visitor=A)
+    a.selectbox(key="cs_study").set_value(key).run()
+    no_exception(a)
+    info = "\n".join(shown(i.value) for i in a.info)
+    assert "Read-only: this study is published to every visitor of this server" in info
+    assert not [x for x in a.button if str(x.key).startswith("plan_")]
+    assert not [t for t in a.text_input if str(t.key).startswith("plan_")]
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(studies, "visitor", lambda: us.user_study(key).owner)  # type: ignore[union-attr]
+    try:
+        with pytest.raises(PermissionError, match="published"):
+            _plan_editor.save_edit(study, key, {"seed": "9007199254740991"})
+    finally:
+        monkey.undo()
+    assert '"respondents": 2' in plan_path(key).read_text(encoding="utf-8")
+
+
+#: A unit typed into the plan that Markdown would turn into links and an image.
+HOSTILE_UNIT = (
+    "CHF` [pay](https://evil.example/x) ![i](http://127.0.0.1:9/img) <mailto:a@evil.example> `"
+)
+
+
+def test_a_typed_unit_is_text_in_the_pending_command_and_after_saving(app) -> None:
+    """The pending caption ("Same as the command: ...") rendered a unit as
+    Markdown (a backtick ends the code span): links, a mailto: link, an image request.
+    Now every echo of it is text; the save keeps the unit as typed."""
+    from tests.dashboard._shown import autolinks
+
+    at = on_train(app)
+    at.selectbox(key=widget_key("money", "train")).set_value("price").run()
+    unit = next(t for t in at.text_input if str(t.key).startswith("plan_money_unit::price::"))
+    unit.set_value(HOSTILE_UNIT).run()
+    no_exception(at)
+    pending = [c.value for c in at.caption if "Same as the command" in c.value]
+    assert len(pending) == 1 and HOSTILE_UNIT in shown(pending[0])
+    assert autolinks(pending[0]) == [] and "<img" not in _rendered(pending[0])
+    at.button(key="plan_save::train").click().run()
+    no_exception(at)
+    assert HOSTILE_UNIT in plan_path("train").read_text(encoding="utf-8").replace("\\", "\\")
+    sources = [m.value for m in (*at.caption, *at.markdown, *at.success, *at.info)]
+    assert any("evil.example" in shown(v) for v in sources)  # shown, as text
+    for v in sources:
+        assert autolinks(v) == [] and "<img" not in _rendered(v), v
+
+
+def _rendered(markdown: str) -> str:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").render(markdown)
+
+
+@pytest.mark.parametrize(
+    ("widget", "value", "words"),
+    [
+        ("seed", 2**32, "must be at most 4,294,967,295"),
+        ("respondents", "1" + "0" * 26, "respondents must be at most 1,000,000,000"),
+    ],
+)
+def test_a_plan_count_is_bounded(app, widget, value, words) -> None:
+    """The issue's seed 9,007,199,254,740,991 and sample 10^26 are refused in words."""
+    from data_loaders.plans import edit_plan
+    from data_loaders.registry import load_study
+    from pbo_core.data import DataValidationError
+
+    with pytest.raises(DataValidationError, match=words):
+        edit_plan(load_study("train"), {widget: str(value)})
 
 
 @pytest.mark.parametrize("key", ["electricity", "swissmetro", "pmr-demo"])

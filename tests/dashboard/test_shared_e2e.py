@@ -35,7 +35,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -44,6 +44,8 @@ import pytest
 
 from dashboard.pages import PAGES, url_titles
 from tests.dashboard.test_e2e import BROWSER_ARGS, CHROMIUM, sync_api
+from tests.fixtures.forwarding_proxy import forwarding_proxy
+from tests.fixtures.malformed.amplify import amplifying_parquet, amplifying_xlsx
 from tests.fixtures.shapes import SHAPES
 from tests.fixtures.streamlit_server import attach_file, streamlit_server, wait_until_idle
 
@@ -135,6 +137,17 @@ class Server:
     pid: int
     img_port: int
     hits: list[str]
+    stack: ExitStack = field(default_factory=ExitStack)
+    proxies: dict[str, str] = field(default_factory=dict)
+
+    def via(self, address: str) -> str:
+        """The URL a browser opens to be a visitor from ``address``: through a proxy on
+        loopback that appends it to ``X-Forwarded-For`` (as the documented nginx does;
+        a browser cannot put the header on its websocket itself)."""
+        if address not in self.proxies:
+            port = int(self.url.rsplit(":", 1)[1])
+            self.proxies[address] = self.stack.enter_context(forwarding_proxy(port, address))
+        return self.proxies[address]
 
     @property
     def studies(self) -> Path:
@@ -165,10 +178,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "DTPBO_SHARED_SERVER": "1",
         "DTPBO_NO_TREE_CHOICE": "1",  # no background comparison: lean on CI's 2 cores
         "DTPBO_REPLAY_SECONDS": "2",  # below any machine's 200-answer dt-linear replay
-        "DTPBO_MAX_STUDIES_PER_ADDRESS": "1",  # the crowd test's cap (loopback: no address)
+        "DTPBO_MAX_STUDIES_PER_ADDRESS": "1",  # the crowd test's cap
+        # as behind the documented proxy on this machine: a test's visitors come through
+        # proxies appending their addresses (Server.via); the forged-header test runs a
+        # server that trusts none
+        "DTPBO_TRUSTED_PROXIES": "127.0.0.1,::1",
     }
     with image_server() as (img_port, hits), streamlit_server(work, extra_env=env) as url:
-        yield Server(url, work, int((work / "streamlit.pid").read_text()), img_port, hits)
+        srv = Server(url, work, int((work / "streamlit.pid").read_text()), img_port, hits)
+        with srv.stack:
+            yield srv
 
 
 @pytest.fixture(scope="module")
@@ -184,13 +203,11 @@ def browser() -> Iterator[object]:
 def test_visitor_b_neither_sees_nor_removes_a_study_and_markdown_makes_no_request(
     browser, server: Server
 ) -> None:
-    url, img_port = server.url, server.img_port
+    url, img_port = server.via("192.0.2.10"), server.img_port
     before, _ = server.stored()
     requested: list[str] = []
     csv, title = hostile_csv(server.work, img_port)
-    a = browser.new_context(viewport={"width": 1400, "height": 1600})
-    pa = a.new_page()
-    pa.set_default_timeout(60_000)
+    a, pa = _context(browser)
     pa.on("request", lambda r: requested.append(r.url))
     pa.goto(url)
     settle(pa)
@@ -211,9 +228,7 @@ def test_visitor_b_neither_sees_nor_removes_a_study_and_markdown_makes_no_reques
     remove = pa.get_by_role("button", name=re.compile("^Remove"))
     sync_api.expect(remove).to_have_count(1)  # A's own (drawn after the page's first idle)
 
-    b = browser.new_context(viewport={"width": 1400, "height": 1600})
-    pb = b.new_page()
-    pb.set_default_timeout(60_000)
+    b, pb = _context(browser)
     pb.on("request", lambda r: requested.append(r.url))
     pb.goto(url + f"/?study={key}")  # A's link
     settle(pb)
@@ -265,11 +280,10 @@ def test_no_page_shows_a_traceback_or_a_server_path(browser, server: Server) -> 
 
 
 # ----------------------------------------------------------------------------- the crowd
-def _context(browser, address: str | None = None):
-    """A new browser (a new visitor: no cookie), behind the proxy address ``address``
-    (``X-Forwarded-For``, as the documented proxy appends it) when given."""
-    headers = {"X-Forwarded-For": address} if address else {}
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1600}, extra_http_headers=headers)
+def _context(browser):
+    """A new browser (a new visitor: no cookie); it opens ``Server.via(address)`` to come
+    from ``address``."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
     pg = ctx.new_page()
     pg.set_default_timeout(60_000)
     return ctx, pg
@@ -280,20 +294,20 @@ def test_a_crowd_behind_one_address_stops_at_its_cap(browser, server: Server) ->
     is the address's (1 study here); another address still imports."""
     csv = server.work / "crowd.csv"
     csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
-    first, p1 = _context(browser, "198.51.100.7")
-    p1.goto(server.url)
+    first, p1 = _context(browser)
+    p1.goto(server.via("198.51.100.7"))
     settle(p1)
     import_study(p1, csv, "Crowd study")
-    second, p2 = _context(browser, "198.51.100.7")  # another cookie, the same address
-    p2.goto(server.url)
+    second, p2 = _context(browser)  # another cookie, the same address
+    p2.goto(server.via("198.51.100.7"))
     settle(p2)
     p2.get_by_text("Add a study (your own choice data)").click()
     sync_api.expect(
         p2.get_by_text("visitors from your network address already have 1 studies here")
     ).to_be_visible()
     assert p2.locator('[data-testid="stFileUploader"]').count() == 0
-    other, p3 = _context(browser, "198.51.100.8")
-    p3.goto(server.url)
+    other, p3 = _context(browser)
+    p3.goto(server.via("198.51.100.8"))
     settle(p3)
     p3.get_by_text("Add a study (your own choice data)").click()
     p3.locator('[data-testid="stFileUploader"]').first.wait_for(state="visible")
@@ -318,20 +332,21 @@ def test_urls_in_a_title_and_in_links_are_no_links(browser, server: Server) -> N
     csv = server.work / "phish.csv"
     csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
     ctx, pg = _context(browser)
-    pg.goto(server.url)
+    url = server.via("192.0.2.20")
+    pg.goto(url)
     settle(pg)
     before = set(server.stored()[0])
     import_study(pg, csv, f"Session expired: {_PHISH}")
     (key,) = set(server.stored()[0]) - before
     for script in ("case_studies.py", "tree_explorer.py", "elicitation.py"):
-        pg.goto(page_url(server.url, script) + f"?study={key}")
+        pg.goto(page_url(url, script) + f"?study={key}")
         settle(pg)
         if script == "case_studies.py":  # the title's heading: shown, as text
             assert "evil.example/login" in pg.inner_text("body")
         assert _links_to_evil(pg) == [], script
     phish = "Your session expired - " + _PHISH
     for script in ("tree_explorer.py", "sensitivity.py", "hierarchy.py", "elicitation.py"):
-        pg.goto(page_url(server.url, script) + "?study=" + urllib.parse.quote(phish))
+        pg.goto(page_url(url, script) + "?study=" + urllib.parse.quote(phish))
         settle(pg)
         assert _links_to_evil(pg) == [], script
         assert pg.locator('[data-testid="stException"]').count() == 0, script
@@ -410,6 +425,193 @@ def test_a_killed_worker_is_no_answer_for_the_next_visitor(browser, tmp_path: Pa
         second.close()
 
 
+# ----------------------------------------------------------------------------- the third round
+def _address_held(pg, url: str) -> bool:
+    """Whether the Add-a-study form tells this browser its address is at its cap (and
+    shows no uploader)."""
+    pg.goto(url)
+    settle(pg)
+    pg.get_by_text("Add a study (your own choice data)").click()
+    held = pg.get_by_text("visitors from your network address already have 1 studies")
+    sync_api.expect(held).to_be_visible()
+    return pg.locator('[data-testid="stFileUploader"]').count() == 0
+
+
+def test_forged_forwarded_addresses_import_at_most_one_addresss_cap(browser, tmp_path) -> None:
+    """With the default setting (no trusted proxy), ``X-Forwarded-For`` is not
+    read: a client on loopback that invents an address per browser (the issue's
+    198.51.100.9, 10.9.9.1, not-an-ip-at-all, and none at all) is one address, held at
+    its cap of 1 study."""
+    env = {
+        "DTPBO_NO_DEFAULT_RESULTS": "1",
+        "DTPBO_SHARED_SERVER": "1",
+        "DTPBO_NO_TREE_CHOICE": "1",
+        "DTPBO_NO_PRECOMPUTE": "1",
+        "DTPBO_MAX_STUDIES_PER_ADDRESS": "1",
+    }
+    csv = tmp_path / "forged.csv"
+    csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
+    with streamlit_server(tmp_path, extra_env=env) as url, ExitStack() as proxies:
+        port = int(url.rsplit(":", 1)[1])
+
+        def via(address: str) -> str:  # a proxy (or a client) that sends this address
+            return url if address == "-" else proxies.enter_context(forwarding_proxy(port, address))
+
+        first, p1 = _context(browser)
+        p1.goto(via("198.51.100.9"))
+        settle(p1)
+        import_study(p1, csv, "First forged")
+        held = {}
+        for forged in ("10.9.9.1", "not-an-ip-at-all", "198.51.100.10", "-"):
+            ctx, pg = _context(browser)
+            held[forged] = _address_held(pg, via(forged))
+            ctx.close()
+        first.close()
+        studies = list((tmp_path / "data_home" / "studies").iterdir())
+    assert len(studies) == 1, studies
+    assert all(held.values()), held
+
+
+#: What Markdown would make of a typed value: links (https, mailto:, a bare www. name) and
+#: an image request to IMG (the image server's port).
+HOSTILE = (
+    "x` [pay](https://evil.example/l) ![i](http://127.0.0.1:IMG/img) "
+    "<mailto:m@evil.example> www.evil.example `"
+)
+
+
+def _hostile_marks(pg, img_port: int) -> list[str]:
+    """Links and images the hostile values made on the page (and its frames): to the
+    hostile host or the image server, or a ``mailto:`` link (the page's own links and
+    anchors carry the study's key, whose slug may spell ``evil-example``: not counted)."""
+    own = urllib.parse.urlsplit(pg.url).netloc
+    found: list[str] = []
+    for frame in pg.frames:
+        try:
+            hrefs = frame.eval_on_selector_all("a", "els => els.map(e => e.href || '')")
+            srcs = frame.eval_on_selector_all("img", "els => els.map(e => e.src || '')")
+        except Exception:  # a frame gone while the page redraws
+            continue
+        for ref in (*hrefs, *srcs):
+            where = urllib.parse.urlsplit(ref)
+            made = "evil" in ref or f":{img_port}" in where.netloc
+            if where.scheme == "mailto" or (made and where.netloc != own):
+                found.append(ref)
+    return found
+
+
+def _fill(pg, label: str, value: str, nth: int = 0) -> None:
+    box = pg.get_by_role("textbox", name=label, exact=True).nth(nth)
+    box.fill(value)
+    box.press("Enter")
+    settle(pg)
+
+
+def test_hostile_fields_make_no_link_or_image_pending_or_saved(browser, server: Server) -> None:
+    """A hostile value in every free-text field of the Add-a-study form and of
+    the plan editor (pending: the previews, the equivalent command, the errors; saved:
+    every page with the study) makes 0 links and 0 images; the image's server is never
+    asked. Then the operator publishes the study and its plan editor saves nothing."""
+    hostile = HOSTILE.replace("IMG", str(server.img_port))
+    url = server.via("192.0.2.30")
+    ctx, pg = _context(browser)
+    requested: list[str] = []
+    pg.on("request", lambda r: requested.append(r.url))
+    pg.goto(url)
+    settle(pg)
+    before = set(server.stored()[0])
+    csv = server.work / "fields.csv"
+    csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
+    pg.get_by_text("Add a study (your own choice data)").click()
+    box = pg.locator('[data-testid="stFileUploader"]').first
+    box.wait_for(state="visible")
+    attach_file(box, csv)
+    settle(pg)
+    marks: dict[str, list[str]] = {}
+    # pending: each form field with the hostile value (errors and previews echo them)
+    for label, value in (
+        ("Opt-out values", hostile),
+        ("Missing-value codes", hostile),
+        ("Text levels", f"speed={hostile}"),
+        ("Availability conditions", f"fast: price == {hostile}"),
+        ("Availability conditions", ""),
+        ("Text levels", ""),
+    ):
+        _fill(pg, label, value)
+        marks[f"form {label} pending"] = _hostile_marks(pg, server.img_port)
+    _fill(pg, "Study title", f"Fields {hostile}")
+    pg.get_by_role("button", name="Import study").click()
+    settle(pg)
+    sync_api.expect(pg.get_by_text("it is selected below")).to_be_visible()
+    (key,) = set(server.stored()[0]) - before
+    marks["form saved"] = _hostile_marks(pg, server.img_port)
+    assert "evil.example" in pg.inner_text("body")  # the values are shown, as text
+
+    # the plan editor: pending (the command), an error, saved
+    pg.goto(url + f"/?study={key}")
+    settle(pg)
+    pg.get_by_text("Analysis plan: the choices behind every figure").click()
+    settle(pg)
+    _fill(pg, "Evaluation sample", hostile)
+    marks["plan sample pending"] = _hostile_marks(pg, server.img_port)
+    pg.get_by_role("button", name="Save plan").click()
+    settle(pg)
+    sync_api.expect(pg.get_by_text("must be a whole number").first).to_be_visible()
+    marks["plan sample error"] = _hostile_marks(pg, server.img_port)
+    _fill(pg, "Evaluation sample", "all")
+    _fill(pg, "Unit", hostile)  # the money attribute's (price: inferred)
+    sync_api.expect(pg.get_by_text("Same as the command").first).to_be_visible()
+    marks["plan unit pending"] = _hostile_marks(pg, server.img_port)
+    pg.get_by_role("button", name="Save plan").click()
+    settle(pg)
+    sync_api.expect(pg.get_by_text("Saved: every page now shows").first).to_be_visible()
+    marks["plan unit saved"] = _hostile_marks(pg, server.img_port)
+    plan_file = server.work / "data_home" / "plans" / f"{key}.json"
+    assert "evil.example" in plan_file.read_text()
+
+    for script, _title, _icon in PAGES:  # saved: every page with the study
+        pg.goto(page_url(url, script) + f"?study={key}")
+        settle(pg)
+        marks[script] = _hostile_marks(pg, server.img_port)
+        assert pg.locator('[data-testid="stException"]').count() == 0, script
+
+    # published by the operator: the editor open before saves nothing after
+    pg.goto(url + f"/?study={key}")
+    settle(pg)
+    pg.get_by_text("Analysis plan: the choices behind every figure").click()
+    settle(pg)
+    _fill(pg, "Evaluation sample", "7")
+    saved = plan_file.read_text()
+    env = {**os.environ, "DTPBO_DATA_HOME": str(server.work / "data_home")}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "data_loaders", "publish-study", key],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    time.sleep(6)  # the pages pick a change up within 5 s
+    pg.get_by_role("button", name="Save plan").click()  # the stale page's button
+    settle(pg)
+    assert plan_file.read_text() == saved  # nothing saved
+    published = pg.get_by_text("this study is published to every visitor").first
+    sync_api.expect(published).to_be_attached()  # in the panel (collapsed by the rerun)
+    assert pg.get_by_role("button", name="Save plan").count() == 0
+    pg.goto(url + f"/?study={key}")
+    settle(pg)
+    pg.get_by_text("Analysis plan: the choices behind every figure").click()
+    settle(pg)
+    assert pg.get_by_role("button", name="Save plan").count() == 0
+    assert pg.get_by_role("textbox", name="Evaluation sample").count() == 0
+    assert plan_file.read_text() == saved
+    ctx.close()
+    print(f"\n[hostile-fields-e2e] {json.dumps({k: len(v) for k, v in marks.items()})}")
+    assert {k: v for k, v in marks.items() if v} == {}
+    assert server.hits == [], server.hits
+    assert not [u for u in requested if f":{server.img_port}" in u]
+
+
 # ----------------------------------------------------------------------------- hostile load
 @dataclass
 class Watch:
@@ -421,10 +623,15 @@ class Watch:
     worst_health: float = 0.0
     health_failures: int = 0
     peak_rss_mb: float = 0.0
+    worker_peak_mb: float = 0.0
     stop: threading.Event = field(default_factory=threading.Event)
 
-    def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+    def rss_mb(self, pid: int | None = None) -> float:
+        try:
+            status = Path(f"/proc/{pid or self.pid}/status").read_text()
+        except OSError:
+            return 0.0
+        for line in status.splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         return 0.0
@@ -445,6 +652,8 @@ class Watch:
                 self.health_failures += 1
             self.worst_health = max(self.worst_health, time.perf_counter() - t)
             self.peak_rss_mb = max(self.peak_rss_mb, self.rss_mb())
+            for worker in _workers(self.pid):  # the job workers that read uploads
+                self.worker_peak_mb = max(self.worker_peak_mb, self.rss_mb(worker))
             time.sleep(0.1)
 
 
@@ -453,6 +662,7 @@ def watched(url: str, pid: int, what: str, results: dict) -> Iterator[Watch]:
     w = Watch(url, pid)
     base = w.rss_mb()
     cpu0 = w.cpu_s()
+    worker_base = max([w.rss_mb(k) for k in _workers(pid)] or [0.0])
     t = threading.Thread(target=w.run, daemon=True)
     t0 = time.perf_counter()
     t.start()
@@ -468,6 +678,8 @@ def watched(url: str, pid: int, what: str, results: dict) -> Iterator[Watch]:
             "health_worst_s": round(w.worst_health, 3),
             "health_failures": w.health_failures,
             "extra_rss_mb": round(max(w.peak_rss_mb - base, 0.0), 1),
+            "worker_peak_mb": round(w.worker_peak_mb, 1),
+            "worker_before_mb": round(worker_base, 1),
         }
         print(f"\n[hostile-e2e] {what}: {results[what]}")
 
@@ -552,6 +764,18 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
     with watched(url, pid, f"200,000-deep attribute JSON ({mb[deep]})", results):
         attach_file(boxes.nth(2), deep)
         sync_api.expect(pg.get_by_text("nest deeper than 32 levels")).to_be_visible()
+    # tiny files that expand to gigabytes once read (refused before they expand,
+    # in the import worker)
+    for name, blob, words in (
+        ("tiny.xlsx", amplifying_xlsx(), "the sheet as text is larger than 20 MB"),
+        ("tiny.parquet", amplifying_parquet(), "its text columns hold more than 20 MB"),
+    ):
+        path = files / name
+        path.write_bytes(blob)
+        what = f"{name}, {len(blob) / 1e3:.0f} kB expanding to {'2' if 'xlsx' in name else '8'} GB"
+        with watched(url, pid, what, results):
+            attach_file(boxes.nth(0), path)
+            sync_api.expect(pg.get_by_text(words)).to_be_visible()
 
     cases = [
         (s50k, f"valid session file, 50,000 comparisons ({mb[s50k]})"),
@@ -593,3 +817,5 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
             assert r["cpu_s"] < 10.0, (what, r)
             assert r["health_failures"] == 0, (what, r)
             assert r["extra_rss_mb"] < 500.0, (what, r)
+        if what.startswith("tiny."):  # refused at once, the worker under 500 MB
+            assert r["seconds"] < 2.0 and r["worker_peak_mb"] < 500.0, (what, r)

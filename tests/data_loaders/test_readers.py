@@ -8,6 +8,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -316,3 +317,57 @@ def test_the_form_path_reads_every_format_too(home: Path) -> None:
     _, problems = us.check_upload(files()["wide.dat"], "wide.dat", None, us.ColumnMap())
     assert problems and all("a name of" not in p.message for p in problems)
     assert "'TRAIN_TT'" in problems[0].message
+
+
+_AMPLIFY = """
+import resource, sys, time
+from data_loaders import readers
+from pbo_core.data import DataValidationError
+from tests.fixtures.malformed import amplify
+blob = getattr(amplify, sys.argv[1])()
+name = {"amplifying_xlsx": "tiny.xlsx", "amplifying_parquet": "tiny.parquet"}[sys.argv[1]]
+t = time.process_time()
+try:
+    readers.read_table(blob, name)
+    said = "read"
+except DataValidationError as exc:
+    said = str(exc)
+print(len(blob))
+print(time.process_time() - t)
+# this process's own peak (ru_maxrss keeps the forking parent's across exec)
+hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM:")]
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((int(hwm[0].split()[1]) if hwm else peak) / 1024)
+print(said)
+"""
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        ("amplifying_xlsx", "tiny.xlsx: the sheet as text is larger than 20 MB"),
+        ("amplifying_parquet", "tiny.parquet: its text columns hold more than 20 MB of text"),
+    ],
+)
+def test_a_tiny_file_that_expands_to_gigabytes_is_refused_before_it_expands(
+    make: str, words: str
+) -> None:
+    """A 19 KB workbook (one 1 MiB shared string in 2,000 cells) and a 22 KB
+    Parquet file (one 1 MiB dictionary value over 8,000 rows) drove a worker to 3.9 GB;
+    each is now refused in one sentence, its process under 500 MB (the imports alone
+    are ~330 MB) and within 2 s of CPU."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", _AMPLIFY, make], capture_output=True, text=True, env=env, cwd=root
+    )
+    size, seconds, peak_mb, said = out.stdout.strip().split("\n", 3)
+    print(
+        f"\n[amplify] {make}: {int(size):,} bytes, {float(seconds):.2f} s, {float(peak_mb):.0f} MB"
+    )
+    assert int(size) < 25_000
+    assert said.startswith(words) and "\n" not in said, said
+    assert float(seconds) < 2.0 and float(peak_mb) < 500, (seconds, peak_mb)
