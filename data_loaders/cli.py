@@ -37,9 +37,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from data_loaders import fields, limits, readers
+from data_loaders import command_args, limits, readers
 from data_loaders.access import check_file
-from data_loaders.flags import add_column_args
 from data_loaders.plans import PLAN_KEYS, edit_plan, remove_plan, save_plan
 from data_loaders.recipes import preview_lines, read_recipe, recipe_of
 from data_loaders.registry import load_study
@@ -60,91 +59,9 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser(plan_keys: bool = True) -> argparse.ArgumentParser:
-    """The ``python -m data_loaders`` parser (``plan_keys``: list the analysis plan's
-    names in ``plan --help``, which loads the data model; :func:`main` does only for
-    ``plan``, so ``import-study`` answers a refused file or flag before loading it)."""
-    p = argparse.ArgumentParser(
-        prog="python -m data_loaders",
-        description="Import an analyst's own choice data into the per-user data folder.",
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-    imp = sub.add_parser(
-        "import-study",
-        help="check a choice file and save it as a study (as the Add-a-study form does)",
-        description=f"Check a choice file (long or wide; {readers.accepted_text()}) and save "
-        "it as a study in $DTPBO_DATA_HOME/studies. Prints the study's key on the last line of "
-        "stdout; what was inferred and any problem go to stderr (exit status 2, nothing "
-        "saved, on a problem).",
-    )
-    imp.add_argument(
-        "file",
-        help=f"the choice data ({readers.accepted_text()}); a zip must hold one table",
-    )
-    imp.add_argument(
-        "--sep",
-        default=None,
-        help="the separator of a text file: ',' ';' '\\t' (or tab) '|' or spaces "
-        "(default: detected from the first lines; the detected one is said on stderr)",
-    )
-    imp.add_argument(
-        "--encoding",
-        default=None,
-        help=f"the encoding of a text file, one of {', '.join(readers.ENCODINGS)} "
-        "(default: a recipe's, else detected: UTF-8, UTF-16 with its mark, else cp1252, "
-        "else latin-1)",
-    )
-    imp.add_argument("--title", default=None, help="the study's title (needed unless --dry-run)")
-    imp.add_argument(
-        "--public",
-        action="store_true",
-        help="publish it to every visitor of a shared server (default: seen by no visitor "
-        "until publish-study)",
-    )
-    imp.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print what the import understood (layout, alternatives and their attributes, "
-        "availability, respondents, choice situations, rows dropped by reason) and save nothing",
-    )
-    imp.add_argument(
-        "--recipe",
-        default=None,
-        help="a recipe (JSON) of an earlier import (recipe.json of a saved study, or the "
-        "form's download) replayed exactly; its column choices replace the column flags",
-    )
-    imp.add_argument(
-        "--write-recipe",
-        default=None,
-        metavar="PATH",
-        help="also write the import's recipe to PATH (with --dry-run too)",
-    )
-    add_column_args(imp)
-    pub = sub.add_parser(
-        "publish-study",
-        help="publish a saved study to every visitor of a shared server",
-        description="Publish a saved study (its key, as import-study printed it) to every "
-        "visitor of a shared server, or withdraw it with --withdraw.",
-    )
-    pub.add_argument("key", help="the study's key (my-...)")
-    pub.add_argument("--withdraw", action="store_true", help="withdraw a published study")
-    sub.add_parser("list-studies", help="list the saved studies and who sees them")
-    rm = sub.add_parser("remove-study", help="delete a saved study, whoever imported it")
-    rm.add_argument("key", help="the study's key (my-...)")
-    names = ""
-    if plan_keys:
-        names = " Names: " + "; ".join(f"{k}: {v}" for k, v in PLAN_KEYS.items())
-    pl = sub.add_parser(
-        "plan",
-        help="show or edit a study's analysis plan (split, sample, roles, baseline)",
-        description="Show a study's analysis plan, the one set of choices every page, "
-        "command and the report read; --set NAME=VALUE edits it (saved in "
-        "$DTPBO_DATA_HOME/plans), --reset goes back to the loader's or import's." + names,
-    )
-    pl.add_argument("--study", required=True, help="the study's key (train, my-...)")
-    pl.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="edits")
-    pl.add_argument("--reset", action="store_true", help="remove the saved edits")
-    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
-    return p
+    """The ``python -m data_loaders`` parser (:func:`data_loaders.command_args.build_parser`;
+    ``plan_keys``: list the analysis plan's names in ``plan --help``)."""
+    return command_args.build_parser(PLAN_KEYS if plan_keys else None)
 
 
 def _say(line: str) -> None:
@@ -158,46 +75,12 @@ def _count(n: int, plural: str) -> str:
 def import_study(args: argparse.Namespace) -> int:
     """Check and save; the exit status.
 
-    The column flags (:func:`data_loaders.fields.flags_refusal`: every text bounded, the
-    availability conditions and zero rules read), the encoding, a recipe's bytes
-    (:func:`data_loaders.fields.recipe_refusal`) and the file's access and bounds (and a
-    text file's separator, :func:`data_loaders.readers.refusal`) are checked first, with
-    the standard library only; pandas and the data model are loaded after that.
+    What needs no data is checked first (:func:`data_loaders.command_args.first_checks`:
+    the column flags, a recipe's bytes, the title, the file's access and bounds, the
+    separator and the encoding); then the file is read and the study built.
     """
     path = Path(args.file)
-    refusal = fields.flags_refusal(args)
-    if refusal:
-        _say(f"error: {refusal}")
-        return 2
-    if getattr(args, "recipe", None):
-        try:
-            refusal = fields.recipe_file_refusal(check_file(args.recipe, "recipe"))
-        except OSError as exc:
-            refusal = str(exc)
-        if refusal:
-            _say(f"error: {refusal}")
-            return 2
-    if not args.title and not args.dry_run:
-        _say("error: --title is needed to save a study (or --dry-run to only preview it)")
-        return 2
-    try:
-        check_file(path, "choice file")
-    except OSError as exc:  # absent, refused by the access rules
-        _say(f"error: {exc}")
-        return 2
-    try:
-        sep = readers.parse_sep(getattr(args, "sep", None))
-    except ValueError as exc:
-        _say(f"error: --sep: {exc}")
-        return 2
-    encoding = getattr(args, "encoding", None)
-    if encoding is not None:
-        try:
-            encoding = readers.encoding_name(encoding)
-        except ValueError as exc:
-            _say(f"error: {path}: --encoding {exc}")
-            return 2
-    refusal = readers.refusal(path, str(path), sep, encoding=encoding)  # standard library only
+    refusal, sep, encoding = command_args.first_checks(args)
     if refusal:
         _say(f"error: {refusal}")
         return 2

@@ -277,20 +277,18 @@ def _command_cpu(*args: str) -> tuple[int, str, float]:
     return out.returncode, out.stderr, seconds
 
 
-def test_the_command_answers_a_hostile_field_in_one_sentence_at_no_extra_cost(
+def test_the_command_answers_a_hostile_field_in_one_sentence_under_half_a_second(
     tmp_path: Path,
 ) -> None:
     """The issue's command, a recipe with the same condition and a recipe's codec: each
-    answered in one sentence for at most :data:`CPU_S` more than the same refusal of a
-    one-character value costs (the command's own start-up, measured alongside)."""
+    answered in one sentence before pandas or the data model is loaded
+    (:mod:`data_loaders.command_args`)."""
     data = ROOT / "tests" / "fixtures" / "formats" / "wide.csv"
     blanks = " " * 5_000
     recipe = tmp_path / "r.json"
     recipe.write_text(json.dumps({"columns": {"available_when": [blanks]}}))
     codec = tmp_path / "codec.json"
     codec.write_text(json.dumps({"encoding": "zlib_codec"}))
-    status, err, start_up = _command_cpu(str(data), "--available-when", "x")
-    assert status == 2 and "availability rule 'x'" in err, err
     for args, words in (
         (("--available-when", blanks), "--available-when, entry 1: a text of 5,000"),
         (("--recipe", str(recipe)), "r.json: field 'columns.available_when[1]'"),
@@ -301,4 +299,4 @@ def test_the_command_answers_a_hostile_field_in_one_sentence_at_no_extra_cost(
         status, err, seconds = _command_cpu(str(data), *args)
         assert status == 2 and err.startswith("error: ") and err.count("\n") == 1, err
         assert words in err, err
-        assert seconds < start_up + CPU_S, (args[0], seconds, start_up)
+        assert seconds < CPU_S, (args[0], seconds)
