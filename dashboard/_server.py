@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import base64
 import faulthandler
+import gc
 import hashlib
 import hmac
 import http.cookies
@@ -55,6 +56,7 @@ import secrets
 import signal
 import sys
 import threading
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
@@ -79,6 +81,7 @@ __all__ = [
     "server_args",
     "server_secret",
     "signed",
+    "sweep_ended_sessions",
     "trusted_proxies",
     "verified_token",
 ]
@@ -531,6 +534,111 @@ def _wrap_signal_handlers() -> bool:
     return True
 
 
+# ----------------------------------------------------------------------------- ended sessions
+#: Seconds between two sweeps of the browser sessions Streamlit has let go of.
+SESSION_SWEEP_S = 30.0
+_SEEN: dict[str, Any] = {}  # session id -> its AppSession, as of the last sweep
+
+
+def sweep_ended_sessions(runtime: Any = None) -> int:
+    """Free what Streamlit keeps of browser sessions it no longer holds; the bytes of the
+    uploads freed.
+
+    A closed tab's session is kept ``server.disconnectedSessionTTL`` seconds (120) for a
+    reconnect, then dropped from Streamlit's session storage without being shut down: its
+    uploads (a 12 MB choice file each), its media files and its data frames' sources
+    stayed in the server for good (20 imports of 12 MB files: 466 MB -> 1,063 MB, still
+    1,063 MB idle; docs/shared-server.md). Each sweep releases them for the sessions that
+    left the session manager since the last one, and any upload whose session it no
+    longer knows. Uses Streamlit's runtime (``Runtime.instance()``, or ``runtime``);
+    nothing before it runs."""
+    try:
+        from streamlit.runtime import Runtime
+
+        if runtime is None and not Runtime.exists():
+            return 0
+        rt = runtime if runtime is not None else Runtime.instance()
+        live = {info.session.id: info.session for info in rt._session_mgr.list_sessions()}
+    except Exception:  # another Streamlit: nothing to sweep with
+        return 0
+    uploads = rt.uploaded_file_mgr
+    storage = getattr(uploads, "file_storage", {})
+    freed = 0
+    ended = (set(_SEEN) | set(storage)) - set(live)
+    for sid in ended:
+        freed += sum(len(getattr(f, "data", b"")) for f in storage.get(sid, {}).values())
+        uploads.remove_session_files(sid)
+        try:
+            rt.media_file_mgr.clear_session_refs(sid)
+            rt.dataframe_source_mgr.clear_all_for_session(sid)
+        except Exception:  # another Streamlit
+            pass
+    if ended:
+        try:
+            rt.media_file_mgr.remove_orphaned_files()
+        except Exception:
+            pass
+        # an ended session is cyclic garbage (its script runner, its widgets' values: an
+        # upload's bytes) and the server runs no full collection after its reruns
+        # (runner.postScriptGC false): collect it now, then give the pages back
+        gc.collect()
+        _trim()
+    _SEEN.clear()
+    _SEEN.update(live)
+    return freed
+
+
+#: Allocations at least this large are their own memory mappings, given back to the
+#: system when freed (:func:`_tune_malloc`).
+MMAP_THRESHOLD = 2**20
+
+
+def _libc() -> Any:
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    return ctypes.CDLL(name) if name else None
+
+
+def _tune_malloc() -> bool:
+    """glibc's malloc: every allocation of :data:`MMAP_THRESHOLD` or more its own mapping.
+
+    By default glibc raises that threshold to the size of the largest block freed (up to
+    32 MB), so after the first upload every 12 MB upload and table came from the heap,
+    whose freed pages it keeps: 8 imports left 357 MB free inside the server's heap and
+    counted in its resident size. Fixed at 1 MiB, such blocks go back to the system when
+    freed. ``False`` where there is no glibc."""
+    try:
+        libc = _libc()
+        return bool(libc is not None and libc.mallopt(-3, MMAP_THRESHOLD))  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        return False
+
+
+def _trim() -> None:
+    """Give the heap's free pages back to the system (glibc's ``malloc_trim``)."""
+    try:
+        libc = _libc()
+        if libc is not None:
+            libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _start_session_sweeper() -> bool:
+    def sweep() -> None:
+        while True:
+            time.sleep(SESSION_SWEEP_S)
+            try:
+                sweep_ended_sessions()
+            except Exception:  # never the server's end
+                pass
+
+    threading.Thread(target=sweep, name="dtpbo-session-sweep", daemon=True).start()
+    return True
+
+
 def _no_proxy_headers() -> bool:
     """Keep Streamlit's server (uvicorn) from taking a loopback peer's ``X-Forwarded-For``
     as the client's address (its default trusts 127.0.0.1 and ::1: any local client, or a
@@ -543,11 +651,13 @@ def _no_proxy_headers() -> bool:
 
 def install(*, shared: bool) -> dict[str, bool]:
     """Hook the cookie middleware (on a personal server, ``shared`` false, the loopback
-    check before it) and the stop watchdog into Streamlit (before it starts), and turn
-    off its server's own reading of proxy headers (:func:`_no_proxy_headers`); which
-    hooks took."""
+    check before it) and the stop watchdog into Streamlit (before it starts), turn off
+    its server's own reading of proxy headers (:func:`_no_proxy_headers`) and start the
+    sweep of ended sessions (:func:`sweep_ended_sessions`); which hooks took."""
     return {
         "cookie": _add_middleware(shared),
         "stop": _wrap_signal_handlers(),
         "proxy_headers": _no_proxy_headers(),
+        "session_sweep": _start_session_sweeper(),
+        "malloc": _tune_malloc(),
     }

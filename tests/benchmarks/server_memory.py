@@ -211,6 +211,7 @@ def browser_run(args: argparse.Namespace, work: Path, env: dict[str, str]) -> di
             extra_env=extra,
             data_home=Path(env["DTPBO_DATA_HOME"]),
             timeout=180,
+            launcher=os.environ.get("DTPBO_MEMORY_LAUNCHER", "module"),
         ) as url,
         sync_playwright() as p,
     ):
@@ -260,7 +261,8 @@ def browser_run(args: argparse.Namespace, work: Path, env: dict[str, str]) -> di
                 }
             )
             print(json.dumps(out["imports"][-1]), file=sys.stderr, flush=True)
-        time.sleep(ttl + 10)  # the closed tabs' sessions expire (and their uploads)
+        # the closed tabs' sessions expire (and the server's sweep, every 30 s, frees them)
+        time.sleep(ttl + 60)
         rss, hwm = rss_mb(pid)
         out.update(
             rss_after_mb=round(out["imports"][-1]["rss_mb"], 1) if out["imports"] else rss,

@@ -202,3 +202,34 @@ def test_only_a_personal_server_installs_the_loopback_check(monkeypatch) -> None
         assert _server._add_middleware(shared)
         stack = [m.cls for m in starlette_app.create_streamlit_middleware()]
         assert stack == [*ours, dict]
+
+
+def test_ended_sessions_give_back_their_uploads(monkeypatch) -> None:
+    """Streamlit drops a closed tab's session from its storage after
+    ``server.disconnectedSessionTTL`` without shutting it down, so its uploads stayed in
+    the server for good; the sweep frees the uploads of every session the session
+    manager no longer lists (and keeps those of live and stored sessions)."""
+    from types import SimpleNamespace
+
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+    uploads = MemoryUploadedFileManager("/_stcore/upload_file")
+    for sid in ("live", "stored", "ended"):
+        uploads.add_file(sid, UploadedFileRec(f"f-{sid}", "x.csv", "text/csv", b"x" * 1000))
+    sessions = [SimpleNamespace(session=SimpleNamespace(id=s)) for s in ("live", "stored")]
+    cleared: list[str] = []
+    media = SimpleNamespace(clear_session_refs=cleared.append, remove_orphaned_files=lambda: None)
+    runtime = SimpleNamespace(
+        _session_mgr=SimpleNamespace(list_sessions=lambda: list(sessions)),
+        uploaded_file_mgr=uploads,
+        media_file_mgr=media,
+        dataframe_source_mgr=SimpleNamespace(clear_all_for_session=lambda sid: None),
+    )
+    monkeypatch.setattr(_server, "_SEEN", {})
+    assert _server.sweep_ended_sessions(runtime) == 1000  # "ended": listed by no manager
+    assert set(uploads.file_storage) == {"live", "stored"} and cleared == ["ended"]
+    sessions.pop()  # the stored one expires
+    assert _server.sweep_ended_sessions(runtime) == 1000
+    assert set(uploads.file_storage) == {"live"}
+    assert _server.sweep_ended_sessions(runtime) == 0
