@@ -92,7 +92,8 @@ def texts(at: Any) -> str:
 
 
 def no_exception(at: Any) -> None:
-    assert not at.exception, [e.value for e in at.exception]
+    """No exception on the page; else its message and the last frames of its trace."""
+    assert not at.exception, [(e.value, list(e.stack_trace)[-4:]) for e in at.exception]
 
 
 def sushi_dir(tmp_path: Path, n_users: int = 60) -> Path:

@@ -108,9 +108,11 @@ def test_tree_explorer_defaults_to_the_best_tree_and_reads_in_units(app, quick_m
     assert "value of time" not in set(trade["trade-off"])
     at.session_state["te_view"] = "Tree"
     at.run()
+    no_exception(at)
     assert "value of time" not in tree_views(at)[0]["title"]
     at.session_state["te_view"] = "Leaves"
     at.run()
+    no_exception(at)
     travel = next(s for s in at.selectbox if s.label.startswith("Travel-time attribute"))
     travel.set_value("time").run()
     money = next(s for s in at.selectbox if s.label.startswith("Money attribute"))

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import numbers
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal
@@ -79,6 +82,33 @@ def resolve_backend(
             "the numba back-end grows discard-mode trees with the gap tie rule only; use 'numpy'"
         )
     return backend
+
+
+_ROOM_LOCK = threading.Lock()
+_room: dict[str, int] = {"builders": 0, "saved": 0}
+
+
+@contextmanager
+def _recursion_room(frames: int) -> Iterator[None]:
+    """Let the interpreter's recursion limit admit ``frames`` for the duration.
+
+    The limit is one per process: threads that build trees at once (a page and a
+    background fit) share one raise, and the saved limit comes back only when the last
+    of them leaves, so no builder's limit is lowered under it mid-recursion.
+    """
+    with _ROOM_LOCK:
+        if _room["builders"] == 0:
+            _room["saved"] = sys.getrecursionlimit()
+        _room["builders"] += 1
+        if sys.getrecursionlimit() < frames:
+            sys.setrecursionlimit(frames)
+    try:
+        yield
+    finally:
+        with _ROOM_LOCK:
+            _room["builders"] -= 1
+            if _room["builders"] == 0:
+                sys.setrecursionlimit(_room["saved"])
 
 
 _NODE_DTYPE = np.dtype(
@@ -361,12 +391,8 @@ def build_tree(
     root_mask = np.zeros((len(pairs), d), dtype=bool) if keep else None
     # every split separates at least one pair, so the depth is at most the number of
     # pairs (keep mode: pairs times columns); leave room for the caller's frames
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, len(pairs) * (d if keep else 1) + 2000))
-    try:
+    with _recursion_room(len(pairs) * (d if keep else 1) + 2000):
         sub = grow(np.arange(len(pairs)), root_mask, 0)
-    finally:
-        sys.setrecursionlimit(limit)
     if cache is not None:
         cache.rotate()
 

@@ -1,4 +1,5 @@
 import itertools
+import sys
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ from hypothesis import strategies as st
 
 from pbo_core.data import Feature, Schema
 from pbo_core.models.tree import SplitCache, best_split, build_tree
+from pbo_core.models.tree.build import _recursion_room
 from tests.pbo_core.models.tree_reference import consistency_score, mean_z
 
 
@@ -340,3 +342,19 @@ def test_split_tie_rules_reach_the_dt_and_need_a_generator_for_random() -> None:
         DTSurrogate(split_ties="random").fit(data)
     with pytest.raises(ValueError, match="split_ties"):
         DTSurrogate(split_ties="widest").fit(data)
+
+
+def test_overlapping_builders_never_lower_each_others_recursion_limit() -> None:
+    """The recursion limit is one per process: a builder that finishes while another is
+    still deep in its recursion must not restore the old limit under it."""
+    before = sys.getrecursionlimit()
+    with _recursion_room(before + 5_000):
+        with _recursion_room(before + 100):  # a second, smaller builder
+            assert sys.getrecursionlimit() == before + 5_000
+        assert sys.getrecursionlimit() == before + 5_000  # still room for the first
+        outer = _recursion_room(before + 9_000)
+        outer.__enter__()
+    # the first left while the third is still inside: its room stays
+    assert sys.getrecursionlimit() == before + 9_000
+    outer.__exit__(None, None, None)
+    assert sys.getrecursionlimit() == before
