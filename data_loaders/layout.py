@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -641,9 +641,40 @@ def _coding_text(coding: str, alts: Sequence[str], no_choice: Sequence[str]) -> 
     return f"numbers {pairs} (the alternatives in the order of the columns{extra})"
 
 
-def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[str]) -> _Wide:
-    """Choice column, alternatives, separator, position, availability and choice coding
-    of a wide file (inferred where unset)."""
+@dataclass
+class _WideScan:
+    """What the wide layout's inference reads: the file, the column map, the columns that
+    may hold attributes (``names``: not named for another role, not availability flags)
+    and the chosen column (``""``: to be found)."""
+
+    frame: pd.DataFrame
+    cols: ColumnMap
+    name: str
+    have: list[str]
+    chosen: str
+    opt: set[str]
+    avail_found: dict[tuple[str, str], dict[str, str]]
+    avail_cols: list[str]
+    names: list[str]
+    positions: tuple[str, ...]
+
+    def choice_values(self, col: str) -> list[Any] | None:
+        """A column's values that may name an alternative (``None``: too many)."""
+        vals = _values(self.frame, col, MAX_ALTERNATIVES + len(self.opt) + 1)
+        if vals is None:
+            return None
+        return [v for v in vals if not (_choice_keys(v, col) & self.opt)]
+
+    def has_avail(self, g: _Group) -> bool:
+        """Has every alternative of ``g`` an availability column (``TRAIN_AV``)?"""
+        found = self.avail_found.get((g.position, g.sep), {})
+        return all(a in found for a in g.alts)
+
+
+def _scan(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[str]) -> _WideScan:
+    """The chosen column as named (or ``choice``), the values naming no alternative
+    (opt-outs, no-choice and missing-value codes), availability columns and the columns
+    left for attributes."""
     reserved = {
         c for c in (cols.respondent, cols.task, cols.rank, cols.weight, *cols.feature_names) if c
     }
@@ -657,180 +688,207 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
     # missing-value codes (declared, else -1 and -2) name no alternative either
     codes = global_missing_codes(cols) if cols.missing is not None else MISSING_CODES[:2]
     opt = {normalize_value(v) for v in (*cols.opt_out, *cols.no_choice, *codes)}
-    notes: list[str] = []
     avail_found = _availability_columns([c for c in have if c not in reserved and c != chosen])
     avail_cols: list[str] = []
     if cols.availability is None:  # availability columns are no attribute stems
         avail_cols = [c for c in have if c in {c for m in avail_found.values() for c in m.values()}]
         reserved |= set(avail_cols)
-
-    def choice_values(col: str) -> list[Any] | None:
-        vals = _values(frame, col, MAX_ALTERNATIVES + len(opt) + 1)
-        if vals is None:
-            return None
-        return [v for v in vals if not (_choice_keys(v, col) & opt)]
-
     names = [c for c in have if c not in reserved and c != chosen]
     positions = (cols.position,) if cols.position else ("suffix", "prefix")
-    how = "given"
-    coding: tuple[str, tuple[str, ...]] | None = None
-    if cols.alternatives:
-        alts = tuple(cols.alternatives)
-        if len(alts) > MAX_ALTERNATIVES:
-            raise DataValidationError(
-                f"{name}: {len(alts)} alternatives are more than {MAX_ALTERNATIVES}, the limit "
-                "(data_loaders.limits.MAX_ALTERNATIVES)"
-            )
-        if cols.separator is not None:
-            sep, stems, pos = cols.separator, [], positions[0]
-            for pos in positions:
-                stems = _stems(names, alts, sep, pos)[0]
-                if stems:
-                    break
-        else:
-            sep, stems, pos = _separator(names, alts, positions)
-        bare = _bare(names, alts) if not stems else []
-        if bare and len(bare) < len(alts):  # alternatives with no column: constant only
-            sep, stems, pos = _separator(names, [a for a in alts if a not in bare], positions)
-        groups = [_Group(sep, alts, tuple(stems), pos)] if stems else []
-    else:
-        found = [
-            g
-            for p in positions
-            for g0 in _suffix_groups([*names, *avail_cols], p)
-            if (g := _without_availability(g0, names)) is not None
-        ]
-        groups = [g for g in found if not _numbered_items(g)]
-        items = [g for g in found if _numbered_items(g)]
-        if items and not groups:
-            g = items[0]
-            shown = ", ".join(g.column(s, a) for s in g.stems[:2] for a in g.alts[:3])
-            raise DataValidationError(
-                f"{name}: the only columns that could hold the alternatives' attributes are "
-                f"numbered items ({shown}, ...): a number split in two ('{g.stems[0]}' + "
-                f"'{g.alts[0]}'), such as survey questions (Likert scales), not an attribute "
-                "per alternative; name the alternatives (--alternatives, e.g. "
-                "--alternatives PT,Car,Slow for TimePT, TimeCar: an alternative without "
-                "columns has its constant only) or give the long layout"
-            )
+    return _WideScan(
+        frame, cols, name, have, chosen, opt, avail_found, avail_cols, names, positions
+    )
 
-        # an alternative with an availability column (TRAIN_AV) is one: such groups first
-        def has_avail(g: _Group) -> bool:
-            found = avail_found.get((g.position, g.sep), {})
-            return all(a in found for a in g.alts)
 
-        groups.sort(key=lambda g: (not has_avail(g), -len(g.alts) if has_avail(g) else 0))
-        how = "from the column names"
-        vals = (choice_values(chosen) or []) if chosen else []
-        if vals:
-            zero = float((pd.to_numeric(frame[chosen], errors="coerce") == 0).mean())
-            cover = [g for g in groups if not _uncovered(vals, g.alts, chosen)]
-            numbered = [(g, _number_coding(vals, len(g.alts), zero)) for g in groups]
-            numbered = [(g, c) for g, c in numbered if c is not None]
-            # an alternative with an availability column first, then an exact numbering
-            # (no value left over as "no choice"), then one whose every alternative is
-            # chosen (TRAIN_TT, CAR_TT with CHOICE 1, 2: the alternatives are TRAIN and CAR,
-            # not TT, CO, comfort), then the order above
-            n_vals = len({normalize_value(v) for v in vals})
-
-            def rank(gc: tuple[_Group, tuple[str, tuple[str, ...]]]) -> tuple[bool, ...]:
-                return (
-                    not has_avail(gc[0]),
-                    bool(gc[1][1]),
-                    len(gc[0].alts) != n_vals - len(gc[1][1]),
-                )
-
-            numbered.sort(key=lambda gc: (*rank(gc), _mismatch(frame, gc[0])))
-            if cover:
-                groups = cover[:1]
-                how = f"from the column names and the values of {chosen!r}"
-            elif numbered and (has_avail(numbered[0][0]) or not _integers_name(groups)):
-                if (
-                    len(numbered) > 1
-                    and rank(numbered[0]) == rank(numbered[1])
-                    and _columns_of(numbered[0][0]) != _columns_of(numbered[1][0])
-                ):
-                    a, b = _mismatch(frame, numbered[0][0]), _mismatch(frame, numbered[1][0])
-                    if not a < 0.5 * b:  # the column names read both ways: ask
-                        g1, g2 = numbered[0][0], numbered[1][0]
-                        raise WideLayoutError(
-                            f"{name}: the columns read two ways: alternatives "
-                            f"{', '.join(g1.alts)} with attributes {', '.join(g1.stems[:4])}, or "
-                            f"alternatives {', '.join(g2.alts)} with attributes "
-                            f"{', '.join(g2.stems[:4])} ({g1.column(g1.stems[0], g1.alts[0])}); "
-                            "name the alternatives (--alternatives)"
-                        )
-                groups, coding = [numbered[0][0]], numbered[0][1]
-                how = f"from the column names; {chosen!r} numbers them"
-            elif (
-                groups
-                and (ints := _integers(vals)) is not None
-                and set(ints) == set(range(len(groups[0].alts) + 1))
-            ):
-                g0 = groups[0]
-                raise WideLayoutError(
-                    f"{name}: column {chosen!r} holds the numbers 0 to {len(g0.alts)} for the "
-                    f"{len(g0.alts)} alternatives {', '.join(g0.alts)} of the column names, and "
-                    f"0 in {zero:.0%} of the rows: if 0 means 'no choice', give --no-choice 0 "
-                    "(the row is dropped), if 'none of these', --opt-out 0; "
-                    "if it or another number is an alternative without attribute columns, "
-                    f"name all of them in order (--alternatives {','.join(g0.alts)},NAME "
-                    "--choice-coding 0 or 1)"
-                )
-            elif groups and len(_uncovered(vals, groups[0].alts, chosen)) < len(vals):
-                bad = _uncovered(vals, groups[0].alts, chosen)
-                raise WideLayoutError(
-                    f"{name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
-                    f"(the column names give {', '.join(groups[0].alts)}); if they mean 'none "
-                    "of these', give them as opt-out values (--opt-out)"
-                )
-            else:
-                alts = tuple(_natural(_alternative_of(v, chosen) for v in vals))
-                sep, stems, pos = _separator(names, alts, positions)
-                groups = [_Group(sep, alts, tuple(stems), pos)] if stems else []
-                how = f"from the values of {chosen!r}"
-    if not groups or not groups[0].stems:
-        given = f" for the alternatives {', '.join(cols.alternatives)}" if cols.alternatives else ""
+def _given_groups(s: _WideScan) -> list[_Group]:
+    """The attribute columns of the alternatives the analyst named."""
+    alts = tuple(s.cols.alternatives)
+    if len(alts) > MAX_ALTERNATIVES:
         raise DataValidationError(
-            f"{name}: no attribute columns of the wide layout{given} (columns like price1, "
-            "price2, ... or ic.gc, ic.gr, ... or TRAIN_TT, SM_TT, ... for every alternative); "
-            f"give the alternatives (--alternatives a,b,c) or the long layout; "
-            f"{list_columns(have)}"
+            f"{s.name}: {len(alts)} alternatives are more than {MAX_ALTERNATIVES}, the limit "
+            "(data_loaders.limits.MAX_ALTERNATIVES)"
         )
-    if not chosen:
-        found: tuple[str, _Group] | None = None
-        for g in groups:
-            stem_cols = {g.column(s, a) for s in g.stems for a in g.alts}
-            hits = []
-            for c in names:
-                vals = None if c in stem_cols else choice_values(c)
-                if vals and not _uncovered(vals, g.alts, c):
-                    hits.append(c)
-            if len(hits) > 1:
-                raise WideLayoutError(
-                    f"{name}: several columns could name the chosen alternative "
-                    f"({', '.join(hits)}); say which (--chosen-col)"
-                )
-            if hits:
-                found = (hits[0], g)
+    if s.cols.separator is not None:
+        sep, stems, pos = s.cols.separator, [], s.positions[0]
+        for pos in s.positions:
+            stems = _stems(s.names, alts, sep, pos)[0]
+            if stems:
                 break
-        if found is None:
-            raise DataValidationError(
-                f"{name}, line 1 (header): no column 'choice' and no other column names the "
-                f"chosen alternative (values among {', '.join(groups[0].alts)}); say which "
-                f"(--chosen-col); {list_columns(have)}"
-            )
-        chosen, g = found
-        notes.append(f"choice column: {chosen!r} (its values name the alternatives)")
     else:
-        g = groups[0]
-    if how != "given":
-        notes.insert(0, f"alternatives: {', '.join(g.alts)} ({how})")
-    vals = choice_values(chosen)
+        sep, stems, pos = _separator(s.names, alts, s.positions)
+    bare = _bare(s.names, alts) if not stems else []
+    if bare and len(bare) < len(alts):  # alternatives with no column: constant only
+        sep, stems, pos = _separator(s.names, [a for a in alts if a not in bare], s.positions)
+    return [_Group(sep, alts, tuple(stems), pos)] if stems else []
+
+
+def _name_groups(s: _WideScan) -> list[_Group]:
+    """The alternatives the column names share, best first (an alternative with an
+    availability column first); numbered survey items are refused."""
+    found = [
+        g
+        for p in s.positions
+        for g0 in _suffix_groups([*s.names, *s.avail_cols], p)
+        if (g := _without_availability(g0, s.names)) is not None
+    ]
+    groups = [g for g in found if not _numbered_items(g)]
+    items = [g for g in found if _numbered_items(g)]
+    if items and not groups:
+        g = items[0]
+        shown = ", ".join(g.column(st, a) for st in g.stems[:2] for a in g.alts[:3])
+        raise DataValidationError(
+            f"{s.name}: the only columns that could hold the alternatives' attributes are "
+            f"numbered items ({shown}, ...): a number split in two ('{g.stems[0]}' + "
+            f"'{g.alts[0]}'), such as survey questions (Likert scales), not an attribute "
+            "per alternative; name the alternatives (--alternatives, e.g. "
+            "--alternatives PT,Car,Slow for TimePT, TimeCar: an alternative without "
+            "columns has its constant only) or give the long layout"
+        )
+    groups.sort(key=lambda g: (not s.has_avail(g), -len(g.alts) if s.has_avail(g) else 0))
+    return groups
+
+
+_Coding = tuple[str, tuple[str, ...]]
+
+
+def _numbered_groups(
+    s: _WideScan, groups: Sequence[_Group], vals: Sequence[Any], zero: float
+) -> tuple[list[tuple[_Group, _Coding]], Callable[[tuple[_Group, _Coding]], tuple[bool, ...]]]:
+    """The groups whose alternatives the chosen column numbers, best first, and the rank
+    ordering them: an alternative with an availability column first, then an exact
+    numbering (no value left over as "no choice"), then one whose every alternative is
+    chosen (TRAIN_TT, CAR_TT with CHOICE 1, 2: the alternatives are TRAIN and CAR, not TT,
+    CO, comfort), then the order of ``groups``."""
+    numbered = [(g, _number_coding(vals, len(g.alts), zero)) for g in groups]
+    found = [(g, c) for g, c in numbered if c is not None]
+    n_vals = len({normalize_value(v) for v in vals})
+
+    def rank(gc: tuple[_Group, _Coding]) -> tuple[bool, ...]:
+        return (
+            not s.has_avail(gc[0]),
+            bool(gc[1][1]),
+            len(gc[0].alts) != n_vals - len(gc[1][1]),
+        )
+
+    found.sort(key=lambda gc: (*rank(gc), _mismatch(s.frame, gc[0])))
+    return found, rank
+
+
+def _two_readings(
+    s: _WideScan,
+    numbered: Sequence[tuple[_Group, _Coding]],
+    rank: Callable[[tuple[_Group, _Coding]], tuple[bool, ...]],
+) -> None:
+    """Refuse column names that read two ways equally well (alternatives and attributes
+    swapped), unless one reading's columns are scaled far more alike."""
+    if not (
+        len(numbered) > 1
+        and rank(numbered[0]) == rank(numbered[1])
+        and _columns_of(numbered[0][0]) != _columns_of(numbered[1][0])
+    ):
+        return
+    a, b = _mismatch(s.frame, numbered[0][0]), _mismatch(s.frame, numbered[1][0])
+    if not a < 0.5 * b:  # the column names read both ways: ask
+        g1, g2 = numbered[0][0], numbered[1][0]
+        raise WideLayoutError(
+            f"{s.name}: the columns read two ways: alternatives "
+            f"{', '.join(g1.alts)} with attributes {', '.join(g1.stems[:4])}, or "
+            f"alternatives {', '.join(g2.alts)} with attributes "
+            f"{', '.join(g2.stems[:4])} ({g1.column(g1.stems[0], g1.alts[0])}); "
+            "name the alternatives (--alternatives)"
+        )
+
+
+def _groups_by_choice(
+    s: _WideScan, groups: list[_Group]
+) -> tuple[list[_Group], str, _Coding | None]:
+    """The alternatives of the column names checked against the chosen column's values
+    (which may name them, number them, or be the only source of them): the groups left,
+    how the alternatives were found and how the chosen column numbers them."""
+    chosen = s.chosen
+    vals = (s.choice_values(chosen) or []) if chosen else []
+    if not vals:
+        return groups, "from the column names", None
+    zero = float((pd.to_numeric(s.frame[chosen], errors="coerce") == 0).mean())
+    cover = [g for g in groups if not _uncovered(vals, g.alts, chosen)]
+    numbered, rank = _numbered_groups(s, groups, vals, zero)
+    if cover:
+        return cover[:1], f"from the column names and the values of {chosen!r}", None
+    if numbered and (s.has_avail(numbered[0][0]) or not _integers_name(groups)):
+        _two_readings(s, numbered, rank)
+        return [numbered[0][0]], f"from the column names; {chosen!r} numbers them", numbered[0][1]
+    if (
+        groups
+        and (ints := _integers(vals)) is not None
+        and set(ints) == set(range(len(groups[0].alts) + 1))
+    ):
+        g0 = groups[0]
+        raise WideLayoutError(
+            f"{s.name}: column {chosen!r} holds the numbers 0 to {len(g0.alts)} for the "
+            f"{len(g0.alts)} alternatives {', '.join(g0.alts)} of the column names, and "
+            f"0 in {zero:.0%} of the rows: if 0 means 'no choice', give --no-choice 0 "
+            "(the row is dropped), if 'none of these', --opt-out 0; "
+            "if it or another number is an alternative without attribute columns, "
+            f"name all of them in order (--alternatives {','.join(g0.alts)},NAME "
+            "--choice-coding 0 or 1)"
+        )
+    if groups and len(_uncovered(vals, groups[0].alts, chosen)) < len(vals):
+        bad = _uncovered(vals, groups[0].alts, chosen)
+        raise WideLayoutError(
+            f"{s.name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
+            f"(the column names give {', '.join(groups[0].alts)}); if they mean 'none "
+            "of these', give them as opt-out values (--opt-out)"
+        )
+    alts = tuple(_natural(_alternative_of(v, chosen) for v in vals))
+    sep, stems, pos = _separator(s.names, alts, s.positions)
+    found = [_Group(sep, alts, tuple(stems), pos)] if stems else []
+    return found, f"from the values of {chosen!r}", None
+
+
+def _chosen_and_group(
+    s: _WideScan, groups: Sequence[_Group], notes: list[str]
+) -> tuple[str, _Group]:
+    """The chosen column (found among the columns when not named: the one whose values
+    all name alternatives) and the alternatives' group."""
+    if s.chosen:
+        return s.chosen, groups[0]
+    found: tuple[str, _Group] | None = None
+    for g in groups:
+        stem_cols = {g.column(st, a) for st in g.stems for a in g.alts}
+        hits = []
+        for c in s.names:
+            vals = None if c in stem_cols else s.choice_values(c)
+            if vals and not _uncovered(vals, g.alts, c):
+                hits.append(c)
+        if len(hits) > 1:
+            raise WideLayoutError(
+                f"{s.name}: several columns could name the chosen alternative "
+                f"({', '.join(hits)}); say which (--chosen-col)"
+            )
+        if hits:
+            found = (hits[0], g)
+            break
+    if found is None:
+        raise DataValidationError(
+            f"{s.name}, line 1 (header): no column 'choice' and no other column names the "
+            f"chosen alternative (values among {', '.join(groups[0].alts)}); say which "
+            f"(--chosen-col); {list_columns(s.have)}"
+        )
+    notes.append(f"choice column: {found[0]!r} (its values name the alternatives)")
+    return found
+
+
+def _choice_coding(
+    s: _WideScan, chosen: str, g: _Group, coding: _Coding | None, notes: list[str]
+) -> tuple[_Coding | None, tuple[str, ...]]:
+    """How the chosen column names the alternatives (``None``: by name; else numbers from
+    0 or 1) and its no-choice values; every value must name an alternative."""
+    cols = s.cols
+    vals = s.choice_values(chosen)
     if vals is None:
         raise DataValidationError(
-            f"{name}: column {chosen!r} has more than {MAX_ALTERNATIVES} distinct values, so it "
-            "cannot name the chosen alternative; say which column does (--chosen-col)"
+            f"{s.name}: column {chosen!r} has more than {MAX_ALTERNATIVES} distinct values, so "
+            "it cannot name the chosen alternative; say which column does (--chosen-col)"
         )
     no_choice = tuple(cols.no_choice)
     if cols.choice_coding in ("0", "1"):
@@ -838,7 +896,7 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
     elif cols.choice_coding == "names":
         coding = None
     elif cols.choice_coding is None and coding is None and _uncovered(vals, g.alts, chosen):
-        zero = float((pd.to_numeric(frame[chosen], errors="coerce") == 0).mean())
+        zero = float((pd.to_numeric(s.frame[chosen], errors="coerce") == 0).mean())
         coding = _number_coding(vals, len(g.alts), zero)
     if coding is not None and cols.choice_coding is None:
         no_choice = tuple(dict.fromkeys((*no_choice, *coding[1])))
@@ -851,37 +909,48 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         bad = _uncovered([v for v in vals if normalize_value(v) not in no_choice], g.alts, chosen)
     if bad:
         raise WideLayoutError(
-            f"{name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
+            f"{s.name}: column {chosen!r}: the values {_shown(bad)} name no alternative "
             f"(expected {', '.join(g.alts)}"
             + (f", numbered from {coding[0]}" if coding is not None else "")
             + "); if they mean 'none of these', give them as opt-out values (--opt-out), if "
             "'no answer', as no-choice values (--no-choice)"
         )
-    stems, partial = _stems([c for c in names if c != chosen], g.alts, g.sep, g.position)
-    fill = [s for s in cols.fill_attributes if s not in stems]
-    bare = _bare([c for c in names if c != chosen], g.alts)
+    return coding, no_choice
+
+
+def _stems_and_fill(
+    s: _WideScan, chosen: str, g: _Group, notes: list[str]
+) -> tuple[list[str], list[str]]:
+    """The attribute stems given for every alternative, and those filled with 0 for the
+    alternatives without the column (``--fill-attributes``; every stem of a constant-only
+    alternative); what is not an attribute is said in ``notes``."""
+    cols = s.cols
+    names = [c for c in s.names if c != chosen]
+    stems, partial = _stems(names, g.alts, g.sep, g.position)
+    fill = [st for st in cols.fill_attributes if st not in stems]
+    bare = _bare(names, g.alts)
     if bare:  # every attribute of the others is 0 for them: their constant is their utility
-        fill += [s for s in g.stems if s not in fill and s not in stems]
+        fill += [st for st in g.stems if st not in fill and st not in stems]
         notes.append(
             f"alternative{'s' if len(bare) > 1 else ''} {', '.join(bare)}: no attribute "
             "columns, so the utility is the alternative's constant only (its attributes "
             "count as 0)"
         )
-    unknown = [s for s in fill if s not in partial]
+    unknown = [st for st in fill if st not in partial]
     if unknown:
         raise DataValidationError(
-            f"{name}: --fill-attributes {', '.join(unknown)}: no such attribute given for some "
-            f"alternatives (columns like {g.column(unknown[0], g.alts[0])}); "
-            f"{list_columns(have)}"
+            f"{s.name}: --fill-attributes {', '.join(unknown)}: no such attribute given for "
+            f"some alternatives (columns like {g.column(unknown[0], g.alts[0])}); "
+            f"{list_columns(s.have)}"
         )
-    rest = {s: cs for s, cs in partial.items() if s not in fill}
-    for s in fill:
-        absent = [a for a in g.alts if g.column(s, a) not in partial.get(s, [])]
+    rest = {st: cs for st, cs in partial.items() if st not in fill}
+    for st in fill:
+        absent = [a for a in g.alts if g.column(st, a) not in partial.get(st, [])]
         if set(absent) <= set(bare):
             continue  # said once above
         notes.append(
-            f"attribute {s!r} given for {len(g.alts) - len(absent)} of {len(g.alts)} "
-            f"alternatives: 0 for {', '.join(absent)} (no column {g.column(s, absent[0])})"
+            f"attribute {st!r} given for {len(g.alts) - len(absent)} of {len(g.alts)} "
+            f"alternatives: 0 for {', '.join(absent)} (no column {g.column(st, absent[0])})"
         )
     if rest:
         shown = sorted(c for cs in rest.values() for c in cs)
@@ -899,27 +968,60 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         notes.append(
             f"the alternative is the start of the column names ({g.column(stems[0], g.alts[0])})"
         )
-    availability: tuple[str, ...] = ()
+    return stems, fill
+
+
+def _wide_availability(s: _WideScan, g: _Group, notes: list[str]) -> tuple[str, ...]:
+    """The availability column of each alternative (``""``: always available), as given
+    or found by name (``TRAIN_AV``)."""
+    cols = s.cols
     if cols.availability is not None:
         availability = tuple(cols.availability)
         if availability and len(availability) != len(g.alts):
             raise DataValidationError(
-                f"{name}: --availability names {len(availability)} columns for "
+                f"{s.name}: --availability names {len(availability)} columns for "
                 f"{len(g.alts)} alternatives ({', '.join(g.alts)})"
             )
         for c in availability:
-            if c and c not in have:
-                raise _missing(name, c, "an availability flag", "--availability", have)
+            if c and c not in s.have:
+                raise _missing(s.name, c, "an availability flag", "--availability", s.have)
+        return availability
+    found_av = s.avail_found.get((g.position, g.sep), {})
+    if not any(a in found_av for a in g.alts):
+        return ()
+    availability = tuple(found_av.get(a, "") for a in g.alts)
+    always = [a for a, c in zip(g.alts, availability, strict=True) if not c]
+    notes.append(
+        f"availability: {', '.join(c for c in availability if c)} (1 = in the choice "
+        "set; rows of unavailable alternatives are no profiles)"
+        + (f"; always available: {', '.join(always)}" if always else "")
+    )
+    return availability
+
+
+def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[str]) -> _Wide:
+    """Choice column, alternatives, separator, position, availability and choice coding
+    of a wide file (inferred where unset)."""
+    s = _scan(frame, cols, name, have)
+    how, coding = "given", None
+    if cols.alternatives:
+        groups = _given_groups(s)
     else:
-        found_av = avail_found.get((g.position, g.sep), {})
-        if any(a in found_av for a in g.alts):
-            availability = tuple(found_av.get(a, "") for a in g.alts)
-            always = [a for a, c in zip(g.alts, availability, strict=True) if not c]
-            notes.append(
-                f"availability: {', '.join(c for c in availability if c)} (1 = in the choice "
-                "set; rows of unavailable alternatives are no profiles)"
-                + (f"; always available: {', '.join(always)}" if always else "")
-            )
+        groups, how, coding = _groups_by_choice(s, _name_groups(s))
+    if not groups or not groups[0].stems:
+        given = f" for the alternatives {', '.join(cols.alternatives)}" if cols.alternatives else ""
+        raise DataValidationError(
+            f"{name}: no attribute columns of the wide layout{given} (columns like price1, "
+            "price2, ... or ic.gc, ic.gr, ... or TRAIN_TT, SM_TT, ... for every alternative); "
+            f"give the alternatives (--alternatives a,b,c) or the long layout; "
+            f"{list_columns(have)}"
+        )
+    notes: list[str] = []
+    chosen, g = _chosen_and_group(s, groups, notes)
+    if how != "given":
+        notes.insert(0, f"alternatives: {', '.join(g.alts)} ({how})")
+    coding, no_choice = _choice_coding(s, chosen, g, coding, notes)
+    stems, fill = _stems_and_fill(s, chosen, g, notes)
     return _Wide(
         chosen,
         g.alts,
@@ -927,7 +1029,7 @@ def _resolve_wide(frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[st
         [*stems, *fill],
         notes,
         g.position,
-        availability,
+        _wide_availability(s, g, notes),
         coding[0] if coding is not None else "names",
         no_choice,
         tuple(fill),
@@ -1185,12 +1287,10 @@ def resolve_columns(
     return resolved, notes + more
 
 
-def _resolve_columns(
-    frame: pd.DataFrame, columns: ColumnMap, name: str
-) -> tuple[ColumnMap, list[str]]:
-    have = [str(c) for c in frame.columns]
-    notes: list[str] = []
-    cols = columns
+def _named_columns(cols: ColumnMap, name: str, have: Sequence[str]) -> tuple[ColumnMap, bool]:
+    """The map with the default respondent and task columns dropped when the file lacks
+    them, and whether to look for the respondent under another name; a named column the
+    file lacks is an error."""
     resp, task = cols.respondent, cols.task
     find_resp = False  # the default column is absent: look for it under another name
     if resp and resp not in have:
@@ -1206,118 +1306,160 @@ def _resolve_columns(
             raise _missing(name, f, "a respondent feature", "--respondent-features", have)
     if cols.rank and cols.rank not in have:
         raise _missing(name, cols.rank, "the rank", "--rank-col", have)
-    cols = replace(cols, respondent=resp, task=task)
-    fmt = cols.format
+    return replace(cols, respondent=resp, task=task), find_resp
+
+
+def _auto_format(
+    frame: pd.DataFrame, cols: ColumnMap, name: str, have: list[str], notes: list[str]
+) -> tuple[ColumnMap, _Wide | None]:
+    """The layout of a file given as ``auto``: long with a rank, a profile column or a
+    chosen flag; wide when a column names (or numbers) the alternatives of the column
+    names; else long with a chosen flag found by name."""
     wide: _Wide | None = None
-    if fmt not in ("long", "wide", "auto"):
-        raise ValueError(f"format must be 'long', 'wide' or 'auto', got {fmt!r}")
-    if fmt == "auto":
-        if cols.rank:
-            fmt, why = "long", f"a rank column, {cols.rank!r}"
-        elif cols.profile and cols.profile in have:
-            fmt, why = "long", f"a profile column, {cols.profile!r}"
-        elif cols.chosen and cols.chosen in have and _is_flag(frame, cols.chosen):
-            fmt, why = "long", f"the chosen column {cols.chosen!r} holds yes/no flags"
-        else:
-            try:
-                wide = _resolve_wide(frame, replace(cols, format="wide"), name, have)
-                verb = "numbers" if wide.coding in ("0", "1") else "names"
-                fmt, why = (
-                    "wide",
-                    f"column {wide.chosen!r} {verb} the alternatives; no profile column",
-                )
-            except DataValidationError as exc:
-                flag = cols.chosen or "chosen"
-                if flag not in have and not cols.chosen:  # the flag under another name?
-                    other = _flag_column(frame, have, (resp, task, *cols.feature_names))
-                    if other is not None:
-                        flag = other
-                        cols = replace(cols, chosen=other)
-                        notes.append(f"chosen flag: {other!r} (its values are yes/no flags)")
-                if isinstance(exc, WideLayoutError) and flag not in have:
-                    raise
-                if flag not in have:
-                    raise DataValidationError(
-                        f"{name}: cannot tell the layout: no profile column "
-                        f"{cols.profile!r} (long) and {_reason(exc, name)}; give --format "
-                        f"and the columns; {list_columns(have)}"
-                    ) from None
-                fmt, why = "long", f"a chosen column, {flag!r}; no profile column"
-        notes.append(f"layout: {fmt} ({why})")
-    cols = replace(cols, format=fmt)
-    if fmt == "long":
-        profile = cols.profile
-        if profile and profile not in have:
-            if profile != DEFAULT_PROFILE:
-                raise _missing(name, profile, "the alternative", "--profile-col", have)
-            profile = ""
-        chosen = "" if cols.rank else (cols.chosen or "chosen")
-        if chosen and chosen not in have:
-            if cols.chosen or DEFAULT_RANK not in have:
-                raise _missing(
-                    name, chosen, "the chosen flag", "--chosen-col, or --rank-col for ranks", have
-                )
-            chosen = ""
-            cols = replace(cols, rank=DEFAULT_RANK)
-            notes.append(f"rank column: {DEFAULT_RANK!r} (1 = best; there is no chosen flag)")
-        if find_resp:
-            resp = _respondent_column(frame, have, (task, profile, chosen, cols.rank), True, notes)
-            cols = replace(cols, respondent=resp)
-        if not resp and not task:
-            raise DataValidationError(
-                f"{name}: no respondent column and no task column, so the tasks cannot be "
-                f"told apart; name one (--respondent-col, --task-col); {list_columns(have)}"
-            )
-        if not profile:
-            found = _profile_column(
-                frame, have, (resp, task), (chosen, cols.rank, cols.weight or "",
-                                            *cols.feature_names, *cols.ignore)
-            )  # fmt: skip
-            if found is not None:
-                profile = found[0]
-                notes.append(
-                    f"alternative column: {profile!r} ({found[1]}; --profile-col to change)"
-                )
-            else:
-                notes.append(
-                    "profile column: none (the alternatives of a task are numbered by row)"
-                )
-        cols = replace(cols, profile=profile, chosen=chosen, alternatives=(), separator=None)
-        if not task:
-            notes.append("task column: none (each respondent's rows are one task)")
-        if not resp:
-            notes.append("respondent column: none (every task is a respondent of its own)")
+    if cols.rank:
+        fmt, why = "long", f"a rank column, {cols.rank!r}"
+    elif cols.profile and cols.profile in have:
+        fmt, why = "long", f"a profile column, {cols.profile!r}"
+    elif cols.chosen and cols.chosen in have and _is_flag(frame, cols.chosen):
+        fmt, why = "long", f"the chosen column {cols.chosen!r} holds yes/no flags"
     else:
-        if cols.rank:
-            raise DataValidationError(
-                f"{name}: a rank column ({cols.rank!r}) needs the long layout (one row per "
-                "alternative)"
+        try:
+            wide = _resolve_wide(frame, replace(cols, format="wide"), name, have)
+            verb = "numbers" if wide.coding in ("0", "1") else "names"
+            fmt, why = "wide", f"column {wide.chosen!r} {verb} the alternatives; no profile column"
+        except DataValidationError as exc:
+            flag = cols.chosen or "chosen"
+            if flag not in have and not cols.chosen:  # the flag under another name?
+                taken = (cols.respondent, cols.task, *cols.feature_names)
+                other = _flag_column(frame, have, taken)
+                if other is not None:
+                    flag = other
+                    cols = replace(cols, chosen=other)
+                    notes.append(f"chosen flag: {other!r} (its values are yes/no flags)")
+            if isinstance(exc, WideLayoutError) and flag not in have:
+                raise
+            if flag not in have:
+                raise DataValidationError(
+                    f"{name}: cannot tell the layout: no profile column "
+                    f"{cols.profile!r} (long) and {_reason(exc, name)}; give --format "
+                    f"and the columns; {list_columns(have)}"
+                ) from None
+            fmt, why = "long", f"a chosen column, {flag!r}; no profile column"
+    notes.append(f"layout: {fmt} ({why})")
+    return replace(cols, format=fmt), wide
+
+
+def _resolve_long(
+    frame: pd.DataFrame,
+    cols: ColumnMap,
+    name: str,
+    have: list[str],
+    find_resp: bool,
+    notes: list[str],
+) -> ColumnMap:
+    """A long file's profile, chosen (or rank) and respondent columns, inferred where
+    unset."""
+    resp, task = cols.respondent, cols.task
+    profile = cols.profile
+    if profile and profile not in have:
+        if profile != DEFAULT_PROFILE:
+            raise _missing(name, profile, "the alternative", "--profile-col", have)
+        profile = ""
+    chosen = "" if cols.rank else (cols.chosen or "chosen")
+    if chosen and chosen not in have:
+        if cols.chosen or DEFAULT_RANK not in have:
+            raise _missing(
+                name, chosen, "the chosen flag", "--chosen-col, or --rank-col for ranks", have
             )
-        wide = wide or _resolve_wide(frame, cols, name, have)
-        cols = replace(
-            cols,
-            chosen=wide.chosen,
-            alternatives=wide.alts,
-            separator=wide.sep,
-            profile="",
-            position=wide.position,
-            availability=wide.availability,
-            choice_coding=wide.coding,
-            no_choice=wide.no_choice,
-            fill_attributes=wide.fill,
+        chosen = ""
+        cols = replace(cols, rank=DEFAULT_RANK)
+        notes.append(f"rank column: {DEFAULT_RANK!r} (1 = best; there is no chosen flag)")
+    if find_resp:
+        resp = _respondent_column(frame, have, (task, profile, chosen, cols.rank), True, notes)
+        cols = replace(cols, respondent=resp)
+    if not resp and not task:
+        raise DataValidationError(
+            f"{name}: no respondent column and no task column, so the tasks cannot be "
+            f"told apart; name one (--respondent-col, --task-col); {list_columns(have)}"
         )
-        notes += wide.notes
-        _check_zero_rules(cols, have, name, wide.stems)
-        if find_resp:
-            stems = {cols.column(st, a) for st in wide.stems for a in wide.alts}
-            resp = _respondent_column(frame, have, (task, wide.chosen, *stems), False, notes)
-            cols = replace(cols, respondent=resp)
-        if not resp:
-            notes.append(
-                "respondent column: none (every row is a respondent of its own; id = file line)"
-            )
-        elif not task:
-            notes.append("task column: none (a respondent's rows are tasks 1, 2, ...)")
+    if not profile:
+        found = _profile_column(
+            frame, have, (resp, task), (chosen, cols.rank, cols.weight or "",
+                                        *cols.feature_names, *cols.ignore)
+        )  # fmt: skip
+        if found is not None:
+            profile = found[0]
+            notes.append(f"alternative column: {profile!r} ({found[1]}; --profile-col to change)")
+        else:
+            notes.append("profile column: none (the alternatives of a task are numbered by row)")
+    cols = replace(cols, profile=profile, chosen=chosen, alternatives=(), separator=None)
+    if not task:
+        notes.append("task column: none (each respondent's rows are one task)")
+    if not resp:
+        notes.append("respondent column: none (every task is a respondent of its own)")
+    return cols
+
+
+def _resolve_wide_columns(
+    frame: pd.DataFrame,
+    cols: ColumnMap,
+    name: str,
+    have: list[str],
+    wide: _Wide | None,
+    find_resp: bool,
+    notes: list[str],
+) -> ColumnMap:
+    """A wide file's chosen column, alternatives, separator, availability and coding
+    (:func:`_resolve_wide`, unless the layout's inference already did), and its
+    respondent column."""
+    resp, task = cols.respondent, cols.task
+    if cols.rank:
+        raise DataValidationError(
+            f"{name}: a rank column ({cols.rank!r}) needs the long layout (one row per alternative)"
+        )
+    wide = wide or _resolve_wide(frame, cols, name, have)
+    cols = replace(
+        cols,
+        chosen=wide.chosen,
+        alternatives=wide.alts,
+        separator=wide.sep,
+        profile="",
+        position=wide.position,
+        availability=wide.availability,
+        choice_coding=wide.coding,
+        no_choice=wide.no_choice,
+        fill_attributes=wide.fill,
+    )
+    notes += wide.notes
+    _check_zero_rules(cols, have, name, wide.stems)
+    if find_resp:
+        stems = {cols.column(st, a) for st in wide.stems for a in wide.alts}
+        resp = _respondent_column(frame, have, (task, wide.chosen, *stems), False, notes)
+        cols = replace(cols, respondent=resp)
+    if not resp:
+        notes.append(
+            "respondent column: none (every row is a respondent of its own; id = file line)"
+        )
+    elif not task:
+        notes.append("task column: none (a respondent's rows are tasks 1, 2, ...)")
+    return cols
+
+
+def _resolve_columns(
+    frame: pd.DataFrame, columns: ColumnMap, name: str
+) -> tuple[ColumnMap, list[str]]:
+    have = [str(c) for c in frame.columns]
+    notes: list[str] = []
+    cols, find_resp = _named_columns(columns, name, have)
+    if cols.format not in ("long", "wide", "auto"):
+        raise ValueError(f"format must be 'long', 'wide' or 'auto', got {cols.format!r}")
+    wide: _Wide | None = None
+    if cols.format == "auto":
+        cols, wide = _auto_format(frame, cols, name, have, notes)
+    if cols.format == "long":
+        cols = _resolve_long(frame, cols, name, have, find_resp, notes)
+    else:
+        cols = _resolve_wide_columns(frame, cols, name, have, wide, find_resp, notes)
     for attr, rule in cols.levels:
         if rule not in ("keep", "drop") and not rule.startswith("group:"):
             raise DataValidationError(
