@@ -190,169 +190,42 @@ def build_from_long(
         raise missing_columns_error(name, missing, frame.columns, from_file, hint, needed=needed)
     if len(frame) == 0:
         raise DataValidationError(f"{name}: no data rows")
-    labels = frame.index.to_numpy()
-    for c in (respondent, task, alternative):
-        na = frame[c].isna().to_numpy()
-        if na.any():
-            raise DataValidationError(
-                f"{where(name, labels[np.argmax(na)], from_file)}: column {c!r} is empty"
-            )
-
-    tkey = frame.groupby([respondent, task], sort=False).ngroup().to_numpy()
-    n_tasks = int(tkey.max()) + 1
-    ranks = None
-    if rank:
-        ranks = _parse_ranks(frame[rank], name, from_file, rank)
-        best = np.full(n_tasks, np.inf)
-        np.minimum.at(best, tkey, ranks)
-        is_chosen = np.isfinite(ranks) & (ranks == best[tkey])
-    else:
-        is_chosen = parse_flags(frame[chosen], name, from_file, chosen)
+    t = _tasks(frame, name, from_file, respondent, task, alternative)
+    is_chosen, ranks = _chosen_rows(frame, t, chosen, rank)
     opt_keys = {normalize_value(v) for v in opt_out_alternatives}
     alt_codes, alt_uniques = pd.factorize(frame[alternative])
     alt_is_opt = np.array([normalize_value(u) in opt_keys for u in alt_uniques], dtype=bool)
-    is_opt = alt_is_opt[alt_codes] if len(alt_uniques) else np.zeros(len(frame), dtype=bool)
-    real = ~is_opt
+    real = ~(alt_is_opt[alt_codes] if len(alt_uniques) else np.zeros(len(frame), dtype=bool))
+    _check_duplicates(frame, t, name, from_file, respondent, task, alternative)
+    answered, opted_out, dropped = _outcomes(t, name, from_file, real, is_chosen, ranks, no_choice)
+    summary, excluded = _respondent_summary(t, answered, opted_out, dropped, exclude)
 
-    dup = frame.duplicated([respondent, task, alternative]).to_numpy()
-    if dup.any():
-        i = int(np.argmax(dup))
-        r, t, a = (py(frame[c].iloc[i]) for c in (respondent, task, alternative))
-        same = (
-            (frame[respondent] == r) & (frame[task] == t) & (frame[alternative] == a)
-        ).to_numpy()
-        raise DataValidationError(
-            f"{where(name, labels[i], from_file)}: respondent {quoted(r)}, task {quoted(t)}: "
-            f"alternative {quoted(a)} appears more than once (lines/rows {_lines(labels[same])})"
-        )
-
-    n_real = np.bincount(tkey, weights=real, minlength=n_tasks)
-    n_chosen = np.bincount(tkey, weights=is_chosen, minlength=n_tasks)
-    n_chosen_real = np.bincount(tkey, weights=is_chosen & real, minlength=n_tasks)
-    _, first_row = np.unique(tkey, return_index=True)
-    resp_values = frame[respondent].to_numpy()
-    task_values = frame[task].to_numpy()
-
-    def task_error(t: int, msg: str) -> DataValidationError:
-        rows = np.flatnonzero(tkey == t)
-        i = int(rows[0])
-        return DataValidationError(
-            f"{where(name, labels[i], from_file)}: respondent {quoted(resp_values[i])}, task "
-            f"{quoted(task_values[i])} (lines/rows {_lines(labels[rows])}): {msg}"
-        )
-
-    bad = np.flatnonzero(n_chosen > 1) if ranks is None else np.zeros(0, dtype=np.int64)
-    if len(bad):
-        raise task_error(int(bad[0]), f"{int(n_chosen[bad[0]])} alternatives are chosen")
-    bad = np.flatnonzero(n_real < 2)
-    if len(bad):
-        raise task_error(int(bad[0]), "fewer than two profiles (besides the opt-out)")
-    if ranks is None:
-        answered = n_chosen_real == 1
-        opted_out = (n_chosen == 1) & ~answered
-    else:  # ranks: the best-ranked row decides; an opt-out among the best makes it an opt-out
-        opted_out = n_chosen > n_chosen_real
-        answered = (n_chosen_real >= 1) & ~opted_out
-    none = n_chosen == 0
-    if none.any() and no_choice == "error":
-        raise task_error(
-            int(np.argmax(none)),
-            "no alternative is chosen (pass no_choice='opt_out' or 'drop' to accept this)",
-        )
-    if no_choice == "opt_out":
-        opted_out |= none
-    dropped = none & (no_choice == "drop")
-
-    task_resp = resp_values[first_row]
-    per_task = pd.DataFrame(
-        {
-            "respondent": task_resp,
-            "n_tasks": 1,
-            "n_answered": answered.astype(int),
-            "n_opt_out": opted_out.astype(int),
-            "n_dropped": dropped.astype(int),
-        }
+    rows, parsed_frame = _kept_profiles(
+        frame, attrs, acol, t, real & ~dropped[t.key], answered, excluded
     )
-    summary = per_task.groupby("respondent", sort=False).sum()
-    responded = summary["n_answered"] + summary["n_opt_out"]
-    summary["opt_out_share"] = (summary["n_opt_out"] / responded.where(responded > 0)).fillna(0)
-    excluded: dict[Any, str] = {}
-    for rule in exclude:
-        mask = pd.Series(rule(summary), index=summary.index).fillna(False).astype(bool)
-        for r in summary.index[mask.to_numpy()]:
-            excluded.setdefault(r, rule_reason(rule))
-    summary["excluded"] = summary.index.isin(list(excluded))
-
-    # parse the attributes of every real profile of a task that is not dropped
-    parse_rows = real & ~dropped[tkey]
-    sub = frame[parse_rows]
-    parsed = {
-        a.name: parse_attribute(sub[acol[a.name]], a, name, from_file, acol[a.name]) for a in attrs
-    }
-    parsed_frame = pd.DataFrame(parsed)
-    rows = np.flatnonzero(parse_rows)
-    keep_resp = ~pd.Series(resp_values[rows]).isin(list(excluded)).to_numpy()
-    keep = answered[tkey[rows]] & keep_resp
-    rows, parsed_frame = rows[keep], parsed_frame.loc[keep].reset_index(drop=True)
-
-    schema = Schema(
-        tuple(
-            a.to_feature(parsed_frame[a.name].to_numpy(dtype=float))
-            if a.kind == "numeric"
-            else a.to_feature()
-            for a in attrs
-        )
+    schema, items, item_of_row = _items(attrs, parsed_frame)
+    pairs, pair_rows, n_identical, situations = _comparisons(
+        t, rows, item_of_row, is_chosen, ranks, name
     )
-    if len(rows):
-        item_of_row = parsed_frame.groupby(list(parsed), sort=False, dropna=False).ngroup()
-        item_of_row = item_of_row.to_numpy()
-        first = np.unique(item_of_row, return_index=True)[1]
-        items = parsed_frame.iloc[first].reset_index(drop=True)
-    else:
-        item_of_row = np.zeros(0, dtype=np.int64)
-        items = parsed_frame.iloc[:0]
-    for a in attrs:
-        if a.kind == "numeric":
-            items[a.name] = items[a.name].astype(float)
-
-    if ranks is None:
-        win = is_chosen[rows]
-        winner_item = np.full(n_tasks, -1, dtype=np.int64)
-        winner_item[tkey[rows[win]]] = item_of_row[win]
-        lose = ~win
-        pairs = np.column_stack([winner_item[tkey[rows[lose]]], item_of_row[lose]])
-        pair_rows = rows[lose]
-    else:
-        pairs, pair_rows = _ranked_pairs(tkey[rows], ranks[rows], item_of_row, rows, name)
-    same = pairs[:, 0] == pairs[:, 1]
-    n_identical = int(same.sum())
-    pairs, pair_rows = pairs[~same], pair_rows[~same]
-    situations = (
-        _situations(tkey, rows, item_of_row, is_chosen[rows], resp_values, task_values, pair_rows)
-        if ranks is None
-        else None  # a ranking: its successive choices are rebuilt from its pairs
-    )
-
     users = None
     if user_columns:
         users = user_table(frame, respondent, list(user_columns), excluded, name, from_file)
         if user_schema is None:
             user_schema = Schema.infer(users)
-    X = _encode(schema, items)
     data = PreferenceData(
-        X=X,
+        X=_encode(schema, items),
         pairs=pairs.astype(np.int64),
         schema=schema,
         items=items,
         item_ids=np.arange(len(items)),
-        respondent=resp_values[pair_rows],
+        respondent=t.respondent[pair_rows],
         users=users,
         source=meta.key,
-        task=task_values[pair_rows],
+        task=t.task[pair_rows],
         situations=situations,
     )
     extras: dict[str, Any] = {
-        "pair_line": labels[pair_rows],
+        "pair_line": t.labels[pair_rows],
         "respondent_summary": summary,
         "excluded": excluded,
         "n_identical_skipped": n_identical,
@@ -372,6 +245,238 @@ def build_from_long(
         user_schema=user_schema if users is not None else None,
         extras=extras,
     )
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """The rows' tasks: ``key`` numbers each row's (respondent, task) in order of first
+    appearance; ``labels`` are the rows' file lines (or labels)."""
+
+    key: np.ndarray
+    n: int
+    first_row: np.ndarray
+    labels: np.ndarray
+    respondent: np.ndarray
+    task: np.ndarray
+    name: str
+    from_file: bool
+
+    def error(self, t: int, msg: str) -> DataValidationError:
+        """An error on task ``t``, naming its respondent, task and lines."""
+        rows = np.flatnonzero(self.key == t)
+        i = int(rows[0])
+        return DataValidationError(
+            f"{where(self.name, self.labels[i], self.from_file)}: respondent "
+            f"{quoted(self.respondent[i])}, task {quoted(self.task[i])} (lines/rows "
+            f"{_lines(self.labels[rows])}): {msg}"
+        )
+
+
+def _tasks(
+    frame: pd.DataFrame, name: str, from_file: bool, respondent: str, task: str, alternative: str
+) -> _Tasks:
+    """The tasks of the rows (respondent, task and alternative must not be empty)."""
+    labels = frame.index.to_numpy()
+    for c in (respondent, task, alternative):
+        na = frame[c].isna().to_numpy()
+        if na.any():
+            raise DataValidationError(
+                f"{where(name, labels[np.argmax(na)], from_file)}: column {c!r} is empty"
+            )
+    tkey = frame.groupby([respondent, task], sort=False).ngroup().to_numpy()
+    _, first_row = np.unique(tkey, return_index=True)
+    return _Tasks(
+        tkey,
+        int(tkey.max()) + 1,
+        first_row,
+        labels,
+        frame[respondent].to_numpy(),
+        frame[task].to_numpy(),
+        name,
+        from_file,
+    )
+
+
+def _chosen_rows(
+    frame: pd.DataFrame, t: _Tasks, chosen: str, rank: str | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each row's chosen flag (with ranks: a best-ranked row of its task) and the ranks."""
+    if not rank:
+        return parse_flags(frame[chosen], t.name, t.from_file, chosen), None
+    ranks = _parse_ranks(frame[rank], t.name, t.from_file, rank)
+    best = np.full(t.n, np.inf)
+    np.minimum.at(best, t.key, ranks)
+    return np.isfinite(ranks) & (ranks == best[t.key]), ranks
+
+
+def _check_duplicates(
+    frame: pd.DataFrame,
+    t: _Tasks,
+    name: str,
+    from_file: bool,
+    respondent: str,
+    task: str,
+    alternative: str,
+) -> None:
+    """No alternative twice in a task."""
+    dup = frame.duplicated([respondent, task, alternative]).to_numpy()
+    if not dup.any():
+        return
+    i = int(np.argmax(dup))
+    r, k, a = (py(frame[c].iloc[i]) for c in (respondent, task, alternative))
+    same = ((frame[respondent] == r) & (frame[task] == k) & (frame[alternative] == a)).to_numpy()
+    raise DataValidationError(
+        f"{where(name, t.labels[i], from_file)}: respondent {quoted(r)}, task {quoted(k)}: "
+        f"alternative {quoted(a)} appears more than once (lines/rows {_lines(t.labels[same])})"
+    )
+
+
+def _outcomes(
+    t: _Tasks,
+    name: str,
+    from_file: bool,
+    real: np.ndarray,
+    is_chosen: np.ndarray,
+    ranks: np.ndarray | None,
+    no_choice: NoChoice,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per task: answered (a real alternative chosen), opted out, dropped (no choice,
+    ``no_choice="drop"``); a task with two chosen rows, fewer than two profiles or (by
+    default) no choice is an error."""
+    n_real = np.bincount(t.key, weights=real, minlength=t.n)
+    n_chosen = np.bincount(t.key, weights=is_chosen, minlength=t.n)
+    n_chosen_real = np.bincount(t.key, weights=is_chosen & real, minlength=t.n)
+    bad = np.flatnonzero(n_chosen > 1) if ranks is None else np.zeros(0, dtype=np.int64)
+    if len(bad):
+        raise t.error(int(bad[0]), f"{int(n_chosen[bad[0]])} alternatives are chosen")
+    bad = np.flatnonzero(n_real < 2)
+    if len(bad):
+        raise t.error(int(bad[0]), "fewer than two profiles (besides the opt-out)")
+    if ranks is None:
+        answered = n_chosen_real == 1
+        opted_out = (n_chosen == 1) & ~answered
+    else:  # ranks: the best-ranked row decides; an opt-out among the best makes it an opt-out
+        opted_out = n_chosen > n_chosen_real
+        answered = (n_chosen_real >= 1) & ~opted_out
+    none = n_chosen == 0
+    if none.any() and no_choice == "error":
+        raise t.error(
+            int(np.argmax(none)),
+            "no alternative is chosen (pass no_choice='opt_out' or 'drop' to accept this)",
+        )
+    if no_choice == "opt_out":
+        opted_out |= none
+    return answered, opted_out, none & (no_choice == "drop")
+
+
+def _respondent_summary(
+    t: _Tasks,
+    answered: np.ndarray,
+    opted_out: np.ndarray,
+    dropped: np.ndarray,
+    exclude: Sequence[ExclusionRule],
+) -> tuple[pd.DataFrame, dict[Any, str]]:
+    """Tasks, answers, opt-outs and drops per respondent, and the respondents the
+    exclusion rules leave out (with the first rule's reason)."""
+    per_task = pd.DataFrame(
+        {
+            "respondent": t.respondent[t.first_row],
+            "n_tasks": 1,
+            "n_answered": answered.astype(int),
+            "n_opt_out": opted_out.astype(int),
+            "n_dropped": dropped.astype(int),
+        }
+    )
+    summary = per_task.groupby("respondent", sort=False).sum()
+    responded = summary["n_answered"] + summary["n_opt_out"]
+    summary["opt_out_share"] = (summary["n_opt_out"] / responded.where(responded > 0)).fillna(0)
+    excluded: dict[Any, str] = {}
+    for rule in exclude:
+        mask = pd.Series(rule(summary), index=summary.index).fillna(False).astype(bool)
+        for r in summary.index[mask.to_numpy()]:
+            excluded.setdefault(r, rule_reason(rule))
+    summary["excluded"] = summary.index.isin(list(excluded))
+    return summary, excluded
+
+
+def _kept_profiles(
+    frame: pd.DataFrame,
+    attrs: Sequence[Attribute],
+    acol: Mapping[str, str],
+    t: _Tasks,
+    parse_rows: np.ndarray,
+    answered: np.ndarray,
+    excluded: Mapping[Any, str],
+) -> tuple[np.ndarray, pd.DataFrame]:
+    """The rows of the profiles kept (answered tasks of respondents not excluded) and
+    their parsed attributes; every real profile of a task that is not dropped is parsed
+    (``parse_rows``), so a bad cell is an error wherever it is."""
+    sub = frame[parse_rows]
+    parsed = {
+        a.name: parse_attribute(sub[acol[a.name]], a, t.name, t.from_file, acol[a.name])
+        for a in attrs
+    }
+    parsed_frame = pd.DataFrame(parsed)
+    rows = np.flatnonzero(parse_rows)
+    keep_resp = ~pd.Series(t.respondent[rows]).isin(list(excluded)).to_numpy()
+    keep = answered[t.key[rows]] & keep_resp
+    return rows[keep], parsed_frame.loc[keep].reset_index(drop=True)
+
+
+def _comparisons(
+    t: _Tasks,
+    rows: np.ndarray,
+    item_of_row: np.ndarray,
+    is_chosen: np.ndarray,
+    ranks: np.ndarray | None,
+    name: str,
+) -> tuple[np.ndarray, np.ndarray, int, ChoiceSituations | None]:
+    """The comparisons of the kept rows (``rows``: real alternatives of answered tasks):
+    (winner, loser) items, each one's row (the loser's), how many compared identical
+    profiles (skipped) and the choice situations (``None`` for rankings)."""
+    if ranks is None:
+        win = is_chosen[rows]
+        winner_item = np.full(t.n, -1, dtype=np.int64)
+        winner_item[t.key[rows[win]]] = item_of_row[win]
+        lose = ~win
+        pairs = np.column_stack([winner_item[t.key[rows[lose]]], item_of_row[lose]])
+        pair_rows = rows[lose]
+    else:
+        pairs, pair_rows = _ranked_pairs(t.key[rows], ranks[rows], item_of_row, rows, name)
+    same = pairs[:, 0] == pairs[:, 1]
+    pairs, pair_rows = pairs[~same], pair_rows[~same]
+    situations = (
+        _situations(t.key, rows, item_of_row, is_chosen[rows], t.respondent, t.task, pair_rows)
+        if ranks is None
+        else None  # a ranking: its successive choices are rebuilt from its pairs
+    )
+    return pairs, pair_rows, int(same.sum()), situations
+
+
+def _items(
+    attrs: Sequence[Attribute], parsed_frame: pd.DataFrame
+) -> tuple[Schema, pd.DataFrame, np.ndarray]:
+    """The schema, the distinct profiles (items) of the parsed rows and each row's item."""
+    schema = Schema(
+        tuple(
+            a.to_feature(parsed_frame[a.name].to_numpy(dtype=float))
+            if a.kind == "numeric"
+            else a.to_feature()
+            for a in attrs
+        )
+    )
+    if len(parsed_frame):
+        item_of_row = parsed_frame.groupby(list(parsed_frame.columns), sort=False, dropna=False)
+        item_of_row = item_of_row.ngroup().to_numpy()
+        first = np.unique(item_of_row, return_index=True)[1]
+        items = parsed_frame.iloc[first].reset_index(drop=True)
+    else:
+        item_of_row = np.zeros(0, dtype=np.int64)
+        items = parsed_frame.iloc[:0]
+    for a in attrs:
+        if a.kind == "numeric":
+            items[a.name] = items[a.name].astype(float)
+    return schema, items, item_of_row
 
 
 def _encode(schema: Schema, items: pd.DataFrame) -> np.ndarray:
