@@ -19,9 +19,10 @@ A study is one folder ``$DTPBO_DATA_HOME/studies/<key>/`` holding canonical file
     and who may see it: ``owner`` (the hash of the dashboard visitor who imported it;
     empty for the command line) and ``public`` (published to every visitor).
 
-:func:`save_study` checks an upload (:func:`data_loaders.study_files.check_upload`) and
-writes the folder only when the loader succeeds; :func:`load_user_study` loads a saved
-study, which the registry lists beside the bundled ones (key ``my-...``).
+:func:`save_study` runs the import's stages on an upload (:mod:`data_loaders.pipeline`:
+read, interpret, describe, build, then save) and writes the folder only when the study
+builds; :func:`load_user_study` loads a saved study, which the registry lists beside the
+bundled ones (key ``my-...``).
 
 **Ownership** (what a shared server enforces, :meth:`UserStudy.visible_to`): a study is
 listed, loaded, linked and removed only by its owner, unless the operator published it
@@ -41,27 +42,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
-from data_loaders import fields, readers
-from data_loaders._common import data_home
-from data_loaders.conjoint import (
-    Attribute,
-    StudyMeta,
-    read_attribute_table,
-    write_attribute_table,
-)
+from data_loaders import fields
+from data_loaders.conjoint import Attribute, StudyMeta, read_attribute_table
 from data_loaders.layout import ColumnMap
+from data_loaders.pipeline.problems import Problem, Refused
+from data_loaders.pipeline.save import KEY_PREFIX, RECIPE_FILE, UserStudy, save, studies_dir
 from data_loaders.plans import remove_plan
-from data_loaders.recipes import recipe_of
-from data_loaders.study_files import Problem, check_upload, load_choice_file, with_respondents
+from data_loaders.study_files import check, load_choice_file, with_respondents
 from pbo_core.data import DataValidationError, Study
 
 __all__ = [
@@ -92,10 +85,6 @@ __all__ = [
     "user_study",
 ]
 
-#: The import's recipe in a study folder (:mod:`data_loaders.recipes`).
-RECIPE_FILE = "recipe.json"
-#: Registry keys of imported studies start with this.
-KEY_PREFIX = "my-"
 #: Environment variable: the most studies one visitor may hold (default 10).
 MAX_STUDIES_ENV = "DTPBO_MAX_STUDIES_PER_VISITOR"
 #: Environment variable: the most bytes all visitors' studies may hold together (default
@@ -114,52 +103,6 @@ IDLE_DAYS_ENV = "DTPBO_VISITOR_STUDY_DAYS"
 _USED = ".used"
 #: A use is written at most this often per study (seconds).
 _TOUCH_EVERY_S = 600.0
-
-
-@dataclass(frozen=True)
-class UserStudy:
-    """``study.json`` of a saved study."""
-
-    key: str
-    title: str
-    format: str
-    columns: dict[str, Any]
-    files: dict[str, str] = field(default_factory=dict)
-    imported: str = ""
-    description: str = ""
-    notes: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    owner: str = ""
-    public: bool = False
-    #: The network address the owner imported from, as a keyed hash (never the address):
-    #: the per-address limits count it.
-    address: str = ""
-
-    def visible_to(self, owner: str) -> bool:
-        """May the visitor ``owner`` see (list, load, link) this study on a shared server?
-        Its owner may, and everyone when it is published; a study imported on the command
-        line (no owner) and not published is seen by no visitor."""
-        return bool(self.public) or (bool(owner) and owner == self.owner)
-
-    def removable_by(self, owner: str) -> bool:
-        """May the visitor ``owner`` remove it on a shared server? Only its owner, and only
-        while it is not published (the operator withdraws a published study)."""
-        return bool(owner) and owner == self.owner and not self.public
-
-    @property
-    def folder(self) -> Path:
-        """Where its files are."""
-        return studies_dir() / self.key
-
-    @property
-    def column_map(self) -> ColumnMap:
-        """The resolved column mapping it was imported with."""
-        return ColumnMap.from_dict(self.columns)
-
-
-def studies_dir() -> Path:
-    """``$DTPBO_DATA_HOME/studies``: one folder per imported study."""
-    return data_home() / "studies"
 
 
 def _env_int(name: str, default: int) -> int:
@@ -350,11 +293,6 @@ def owner_refusal(owner: str, incoming: int = 0, address: str = "") -> str | Non
     return None
 
 
-def _slug(title: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40].strip("-")
-    return s or "study"
-
-
 def save_study(
     title: str,
     content: bytes,
@@ -370,84 +308,52 @@ def save_study(
     encoding: str | None = None,
     address: str = "",
 ) -> tuple[UserStudy | None, list[Problem]]:
-    """Check the upload and, only when it loads, save it as a new study folder.
+    """Check the upload and, only when it loads, save it as a new study folder: the
+    import's five stages (:mod:`data_loaders.pipeline`), the one entry of the command
+    line and the dashboard's form.
 
     ``study.json`` keeps the resolved column map (what was inferred is fixed there, and in
     ``notes``), so the saved study loads the same way every time. ``owner`` (a visitor's
     hash) and ``public`` say who may see it (:meth:`UserStudy.visible_to`); with
     ``limit_owner`` the owner's limits (:func:`owner_refusal`, with the network
-    ``address``'s) are checked first, before anything is parsed. A visitor's study
-    (``owner`` given, not ``public``) gets a key with a random part
-    (``my-<title>-<random>``): it tells nobody whether another visitor holds a study of
-    that title. ``content`` may be any accepted format (``sep``: see
-    :func:`check_upload`); ``choices.csv`` keeps it as comma-separated text
-    (:attr:`data_loaders.readers.Table.text`: the file's own text when it was one).
+    ``address``'s) are checked first, before anything is parsed. ``content`` may be any
+    accepted format (``sep``, ``encoding``: see :func:`check_upload`); the folder is
+    written by :func:`data_loaders.pipeline.save.save`.
     """
     title = title.strip() or Path(file).stem
+    refused = _refusal(title, file, content, respondents, owner if limit_owner else "", address)
+    if refused is not None:
+        return None, [refused]
+    try:
+        built = check(content, file, attributes, columns, respondents, sep, encoding)
+    except Refused as exc:
+        return None, exc.problems
+    return save(built, title, owner=owner, public=public, address=address), []
+
+
+def _refusal(
+    title: str,
+    file: str,
+    content: bytes,
+    respondents: tuple[bytes, str] | None,
+    owner: str,
+    address: str,
+) -> Problem | None:
+    """Why an import is refused before the upload is parsed: a title too long, or the
+    limits of the visitor ``owner`` (``""``: none checked)."""
     if len(title) > fields.MAX_TEXT_CHARS:
-        return None, [
-            Problem(
-                file,
-                f"the study's title has {len(title):,} characters, more than "
-                f"{fields.MAX_TEXT_CHARS:,} (data_loaders.fields.MAX_TEXT_CHARS); give a "
-                "shorter one",
-            )
-        ]
-    if limit_owner:
+        return Problem(
+            file,
+            f"the study's title has {len(title):,} characters, more than "
+            f"{fields.MAX_TEXT_CHARS:,} (data_loaders.fields.MAX_TEXT_CHARS); give a "
+            "shorter one",
+        )
+    if owner:
         size = len(content) + (len(respondents[0]) if respondents else 0)
         refused = owner_refusal(owner, size, address)
         if refused:
-            return None, [Problem(file, refused)]
-    study, problems = check_upload(content, file, attributes, columns, respondents, sep, encoding)
-    if study is None:
-        return None, problems
-    # parsed again only for another separator (or encoding: saved as UTF-8)
-    text = readers.csv_text(content, file, sep, encoding=encoding)
-    cols: ColumnMap = study.extras["columns"]
-    root = studies_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    base = KEY_PREFIX + _slug(title)
-    key, n = base, 2
-    if owner and not public:  # independent of every other visitor's studies
-        key = f"{base}-{_random_part()}"
-    while (root / key).exists():
-        key, n = (f"{base}-{_random_part()}" if owner and not public else f"{base}-{n}"), n + 1
-    files = {"choices": file} | ({"respondents": respondents[1]} if respondents else {})
-    counts = study.counts()
-    meta = UserStudy(
-        key,
-        title,
-        cols.format,
-        cols.as_dict(),
-        files,
-        time.strftime("%Y-%m-%d %H:%M:%S"),
-        f"Imported from {file} ({counts['comparisons']} comparisons).",
-        list(study.extras.get("import_notes", [])),
-        counts,
-        owner,
-        bool(public),
-        address,
-    )
-    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=root))
-    try:
-        (staging / "choices.csv").write_bytes(text)
-        write_attribute_table(list(study.extras["attribute_table"]), staging / "attributes.json")
-        (staging / RECIPE_FILE).write_text(
-            recipe_of(study, sep, encoding).to_json(), encoding="utf-8"
-        )
-        if respondents is not None:
-            (staging / "respondents.csv").write_bytes(respondents[0])
-        (staging / "study.json").write_text(json.dumps(asdict(meta), indent=2), encoding="utf-8")
-        staging.rename(root / key)  # all files at once, or none
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return meta, []
-
-
-def _random_part() -> str:
-    """Eight random lower-case letters and digits (41 bits)."""
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    return "".join(secrets.choice(alphabet) for _ in range(8))
+            return Problem(file, refused)
+    return None
 
 
 def _read_meta(folder: Path) -> UserStudy | None:
