@@ -236,67 +236,94 @@ def preview_lines(study: Study) -> list[str]:
     sel = study.extras.get("selected")
     if sel:
         out.append(f"rows: {sel['rows']:,} of {sel['of']:,} meet the selection {sel['where']!r}")
-    if cols.format == "wide":
-        out.append(
-            f"layout: wide, one row per choice situation; chosen column {cols.chosen_column!r}"
-            + (
-                f" numbered from {cols.choice_coding}"
-                if cols.choice_coding in ("0", "1")
-                else " naming the alternative"
-            )
-        )
-        for k, alt in enumerate(cols.alternatives):
-            parts = []
-            for a in attrs:
-                c = cols.column(a.source_column, alt)
-                filled = a.source_column in cols.fill_attributes and c not in set(
-                    study.extras.get("file_columns", ())
-                )
-                parts.append(f"{a.name} ({c})" if not filled else f"{a.name} ({c}, else 0)")
-            av = (cols.availability or ())[k] if cols.availability else ""
-            when = [f"{av} = 1"] if av else []
-            for rule in cols.available_when:
-                r_alt, col, op, value = parse_availability_rule(rule)
-                if r_alt == alt:
-                    when.append(f"{col} {op} {value}")
-            out.append(
-                f"alternative {alt}: "
-                + (", ".join(parts) or "no attributes")
-                + (f"; available when {' and '.join(when)}" if when else "; always available")
-            )
-    else:
-        out.append(
-            "layout: long, one row per alternative; "
-            + (f"alternative column {cols.profile!r}" if cols.profile else "alternatives by row")
-            + (f"; rank column {cols.rank!r}" if cols.rank else f"; chosen flag {cols.chosen!r}")
-        )
-        out.append("attributes: " + (", ".join(a.name for a in attrs) or "none"))
-        when: dict[str, list[str]] = {}
-        for rule in cols.available_when:  # its rows where the condition is false removed
-            r_alt, col, op, value = parse_availability_rule(rule)
-            when.setdefault(r_alt, []).append(f"{col} {op} {value}")
-        for r_alt, conditions in when.items():
-            out.append(f"alternative {r_alt}: available when {' and '.join(conditions)}")
-    data = study.data
-    if len(data.pairs):
-        key = np.unique(
-            np.column_stack(
-                [
-                    np.unique(data.respondent.astype(str), return_inverse=True)[1],
-                    np.unique(data.task.astype(str), return_inverse=True)[1],
-                ]
-            ),
-            axis=0,
-            return_counts=True,
-        )[1]
-        sizes = key + 1
-        lo, hi = int(sizes.min()), int(sizes.max())
-        out.append(
-            f"choice situations: {len(sizes):,} with comparisons; alternatives per choice "
-            f"situation: {lo if lo == hi else f'{lo} to {hi}'}"
-        )
-    units = [f"{a.name} {a.unit}" for a in attrs if a.kind == "numeric" and a.unit]
+    out += _wide_lines(study, cols, attrs) if cols.format == "wide" else _long_lines(cols, attrs)
+    out += _situation_lines(study)
+    out += _meaning_lines(study, cols, attrs)
+    out += _dropped_lines(study, cols)
+    c = study.counts()
     out.append(
+        f"study: {_n(c['respondents'], 'respondent')}, {_n(c['items'], 'item')}, "
+        f"{_n(c['comparisons'], 'comparison')}"
+    )
+    return out
+
+
+def _wide_lines(study: Study, cols: ColumnMap, attrs: list[Attribute]) -> list[str]:
+    """A wide file's layout, and each alternative's attribute columns and availability."""
+    out = [
+        f"layout: wide, one row per choice situation; chosen column {cols.chosen_column!r}"
+        + (
+            f" numbered from {cols.choice_coding}"
+            if cols.choice_coding in ("0", "1")
+            else " naming the alternative"
+        )
+    ]
+    file_columns = set(study.extras.get("file_columns", ()))
+    for k, alt in enumerate(cols.alternatives):
+        parts = []
+        for a in attrs:
+            c = cols.column(a.source_column, alt)
+            filled = a.source_column in cols.fill_attributes and c not in file_columns
+            parts.append(f"{a.name} ({c})" if not filled else f"{a.name} ({c}, else 0)")
+        av = (cols.availability or ())[k] if cols.availability else ""
+        when = [f"{av} = 1"] if av else []
+        for rule in cols.available_when:
+            r_alt, col, op, value = parse_availability_rule(rule)
+            if r_alt == alt:
+                when.append(f"{col} {op} {value}")
+        out.append(
+            f"alternative {alt}: "
+            + (", ".join(parts) or "no attributes")
+            + (f"; available when {' and '.join(when)}" if when else "; always available")
+        )
+    return out
+
+
+def _long_lines(cols: ColumnMap, attrs: list[Attribute]) -> list[str]:
+    """A long file's layout, its attributes and the alternatives' availability."""
+    out = [
+        "layout: long, one row per alternative; "
+        + (f"alternative column {cols.profile!r}" if cols.profile else "alternatives by row")
+        + (f"; rank column {cols.rank!r}" if cols.rank else f"; chosen flag {cols.chosen!r}"),
+        "attributes: " + (", ".join(a.name for a in attrs) or "none"),
+    ]
+    when: dict[str, list[str]] = {}
+    for rule in cols.available_when:  # its rows where the condition is false removed
+        r_alt, col, op, value = parse_availability_rule(rule)
+        when.setdefault(r_alt, []).append(f"{col} {op} {value}")
+    for r_alt, conditions in when.items():
+        out.append(f"alternative {r_alt}: available when {' and '.join(conditions)}")
+    return out
+
+
+def _situation_lines(study: Study) -> list[str]:
+    """How many choice situations give comparisons, and their sizes."""
+    data = study.data
+    if not len(data.pairs):
+        return []
+    key = np.unique(
+        np.column_stack(
+            [
+                np.unique(data.respondent.astype(str), return_inverse=True)[1],
+                np.unique(data.task.astype(str), return_inverse=True)[1],
+            ]
+        ),
+        axis=0,
+        return_counts=True,
+    )[1]
+    sizes = key + 1
+    lo, hi = int(sizes.min()), int(sizes.max())
+    return [
+        f"choice situations: {len(sizes):,} with comparisons; alternatives per choice "
+        f"situation: {lo if lo == hi else f'{lo} to {hi}'}"
+    ]
+
+
+def _meaning_lines(study: Study, cols: ColumnMap, attrs: list[Attribute]) -> list[str]:
+    """The units, the alternatives' constants, the money and time roles, the respondents
+    and their features."""
+    units = [f"{a.name} {a.unit}" for a in attrs if a.kind == "numeric" and a.unit]
+    out = [
         "units: "
         + (
             ", ".join(units)
@@ -304,7 +331,7 @@ def preview_lines(study: Study) -> list[str]:
             "then per unit, never per hour)"
         )
         + ("" if not units else " (a unit names no role: the plan names the travel time)")
-    )
+    ]
     plan = study.plan
     if plan is not None and plan.alternative and plan.alternative in study.schema.names:
         levels = study.schema[plan.alternative].levels
@@ -326,20 +353,25 @@ def preview_lines(study: Study) -> list[str]:
     out.append(f"respondents: {len(study.respondents()):,} (column {resp})")
     feats = [f"{n} ({lb})" if lb else n for n, lb in cols.respondent_features]
     out.append("respondent features: " + (", ".join(feats) or "none"))
+    return out
+
+
+def _dropped_lines(study: Study, cols: ColumnMap) -> list[str]:
+    """What was dropped, skipped and not used, the missing-value codes and the weights."""
     dropped = study.extras.get("dropped") or {}
     lines = study.extras.get("dropped_lines") or {}
-    if dropped:
-        out.append(
-            "dropped: "
-            + "; ".join(
-                f"{_n(n, 'choice situation')} {why}" + _lines_text(lines.get(why, []))
-                for why, n in dropped.items()
-            )
+    out = [
+        "dropped: "
+        + "; ".join(
+            f"{_n(n, 'choice situation')} {why}" + _lines_text(lines.get(why, []))
+            for why, n in dropped.items()
         )
-    else:
-        out.append("dropped: nothing")
+        if dropped
+        else "dropped: nothing"
+    ]
     same = int(study.extras.get("n_identical_skipped", 0) or 0)
     if same:
+        plan = study.plan
         out.append(
             f"skipped: {_n(same, 'comparison')} between alternatives with identical "
             "attributes (nothing tells them apart"
@@ -360,9 +392,4 @@ def preview_lines(study: Study) -> list[str]:
             + (f"; {w['min']:g} to {w['max']:g}" if w else "")
             + ")"
         )
-    c = study.counts()
-    out.append(
-        f"study: {_n(c['respondents'], 'respondent')}, {_n(c['items'], 'item')}, "
-        f"{_n(c['comparisons'], 'comparison')}"
-    )
     return out
