@@ -13,7 +13,7 @@ opt-out values, a rank column, respondent features with labels and the money att
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -238,11 +238,76 @@ def own_studies_note() -> None:
 
 def add_study_form() -> None:
     """Upload a choice file (+ respondent features), map its columns (pre-filled from
-    inference), edit the inferred attribute table and import."""
+    inference), edit the inferred attribute table and import: one small function per
+    section of the form, in the order it shows them."""
     refused = svc.owner_refusal()
     if refused:
         st.info(f"Importing is closed for you here: {ui.md(refused)}.")
         return
+    _form_caption()
+    up, users_up, attrs_up, recipe_up = _uploaders()
+    if up is None:
+        return
+    name = upload_name(up.name, "choices.csv")
+    content = up.getvalue()
+    recipe = None
+    if recipe_up is not None:
+        try:
+            recipe = parse_recipe(recipe_up.getvalue(), upload_name(recipe_up.name, "recipe.json"))
+        except DataValidationError as exc:
+            st.error(ui.err(str(exc)))
+            return
+    sep, encoding = _read_choices(recipe)
+    have_or_none, problems, how = _read(content, name, sep, encoding)
+    if have_or_none is None:
+        _show_problems(problems)
+        return
+    _new_file((name, len(content), hash(content), sep, encoding))
+    have = list(have_or_none)
+    st.caption(f"Read {ui.md(how)}; {ui.md(list_columns(have))}.{_utf8_note(how, encoding)}")
+    if recipe is not None:
+        _replay(recipe, content, name, sep, users_up, encoding)
+        return
+    upload = _Upload(content, name, sep, encoding)
+    picked = _column_choices(upload, have)
+    if picked is None:
+        return
+    fmt, columns = picked
+    ins = _inspect(content, name, columns.to_json(), sep, encoding)
+    if ins.columns is None:
+        _show_problems(ins.problems)
+        return
+    if ins.notes:
+        st.caption("Inferred: " + ui.md("; ".join(ins.notes)) + ".")
+    features = _feature_choices(ins, name)
+    table = _attribute_table(ins, attrs_up, name, fmt)
+    if table is None:
+        return
+    edited, edited_attrs = table
+    roles = _role_choices(ins, edited_attrs, features)
+    try:  # the labels typed, bounded
+        fields.check_column_fields(roles, labels=FIELD_LABELS)
+        columns = replace(columns, **roles)  # type: ignore[arg-type]
+        recipe = Recipe(replace(ins.columns, **roles), tuple(edited_attrs), sep, encoding)  # type: ignore[arg-type]
+    except DataValidationError as exc:
+        st.error(ui.err(exc))
+        return
+    _show_preview(ins, features)
+    _import_section(upload, recipe, ins, edited, columns, attrs_up, users_up)
+
+
+@dataclass(frozen=True)
+class _Upload:
+    """The uploaded choice file and how to read it (``None``: detected)."""
+
+    content: bytes
+    name: str
+    sep: str | None
+    encoding: str | None
+
+
+def _form_caption() -> None:
+    """What the layouts are, the limits, and where the study is kept."""
     where = (
         "The study is kept on this server for you only (other visitors do not see it), "
         "appears on every page like a bundled study and can be removed here; "
@@ -264,6 +329,11 @@ def add_study_form() -> None:
         f"{us.MAX_UPLOAD_MB} MB, {limits.MAX_COLUMNS:,} columns and {limits.MAX_ROWS:,} "
         "lines per file. " + where
     )
+
+
+def _uploaders() -> tuple[Any, Any, Any, Any]:
+    """The choice file's uploader, then those of the optional respondent features,
+    attribute table and recipe."""
     up = st.file_uploader(
         "Choice data",
         type=[*readers.uploader_types(), *EXPLAINED_TYPES],
@@ -294,17 +364,11 @@ def add_study_form() -> None:
         "downloaded below): the file is imported exactly with them, as `python -m "
         "data_loaders import-study FILE --recipe RECIPE` does.",
     )
-    if up is None:
-        return
-    name = upload_name(up.name, "choices.csv")
-    content = up.getvalue()
-    recipe = None
-    if recipe_up is not None:
-        try:
-            recipe = parse_recipe(recipe_up.getvalue(), upload_name(recipe_up.name, "recipe.json"))
-        except DataValidationError as exc:
-            st.error(ui.err(str(exc)))
-            return
+    return up, users_up, attrs_up, recipe_up
+
+
+def _read_choices(recipe: Recipe | None) -> tuple[str | None, str | None]:
+    """The separator and text encoding chosen (``None``: detected, or the recipe's)."""
     s1, s2 = st.columns(2)
     sep_label = s1.selectbox(
         "Separator",
@@ -327,18 +391,14 @@ def add_study_form() -> None:
     encoding = TEXT_ENCODINGS.get(str(enc_label))
     if encoding is None and recipe is not None:
         encoding = recipe.encoding  # the recipe's encoding unless another one is named here
-    have_or_none, problems, how = _read(content, name, sep, encoding)
-    if have_or_none is None:
-        _show_problems(problems)
-        return
-    _new_file((name, len(content), hash(content), sep, encoding))
-    have = list(have_or_none)
-    st.caption(f"Read {ui.md(how)}; {ui.md(list_columns(have))}.{_utf8_note(how, encoding)}")
-    if recipe is not None:
-        _replay(recipe, content, name, sep, users_up, encoding)
-        return
+    return sep, encoding
 
-    auto = _defaults(content, name, None, sep, encoding)
+
+def _column_choices(upload: _Upload, have: list[str]) -> tuple[str, us.ColumnMap] | None:
+    """The layout and the columns, pre-set from inference, as a column map (every text
+    bounded and every condition read here, before a worker reads any); ``None`` after
+    showing why the choices are refused."""
+    auto = _defaults(upload.content, upload.name, None, upload.sep, upload.encoding)
     fmt = st.radio(
         "Layout",
         ["long", "wide"],
@@ -348,7 +408,27 @@ def add_study_form() -> None:
         help="Pre-set from the file: wide when a column names the alternatives and there "
         "is no profile column.",
     )
-    guess = auto if auto.format == fmt else _defaults(content, name, fmt, sep, encoding)
+    guess = (
+        auto
+        if auto.format == fmt
+        else _defaults(upload.content, upload.name, fmt, upload.sep, upload.encoding)
+    )
+    chosen_fields = {"format": fmt, **_key_columns(fmt, have, guess)}
+    chosen_fields.update(_layout_choices(fmt, have, guess))
+    try:
+        fields.check_column_fields(chosen_fields, labels=FIELD_LABELS)
+        for k, rule in enumerate(chosen_fields.get("available_when", ()), start=1):
+            fields.parse_availability_rule(rule, f"Availability conditions, condition {k}")
+        return str(fmt), us.ColumnMap(**chosen_fields)
+    except DataValidationError as exc:
+        st.error(ui.err(exc))
+        return None
+
+
+def _key_columns(fmt: str, have: list[str], guess: us.ColumnMap) -> dict[str, Any]:
+    """The respondent, task, profile (long), chosen and rank (long) columns, the
+    alternatives (wide), the opt-out values and the alternatives' constants; the
+    :class:`~data_loaders.layout.ColumnMap` fields they set."""
     m = st.columns(4)
     respondent = _pick(
         m[0], "Respondent column", have, guess.respondent, "add_col_resp",
@@ -359,16 +439,8 @@ def add_study_form() -> None:
         help="(none): long, each respondent's rows are one task; wide, a respondent's "
         "rows are numbered as tasks.",
     )  # fmt: skip
-    profile, rank, alts = "", "", ""
     if fmt == "long":
-        profile = _pick(
-            m[2], "Profile column", have, guess.profile, "add_col_profile",
-            help="The alternative of a row; (none) numbers a task's rows.",
-        )  # fmt: skip
-        chosen = _pick(
-            m[3], "Chosen column", have, guess.chosen_column, "add_col_chosen::long",
-            help="1/0 flag of the chosen row; (none) with a rank column.",
-        )  # fmt: skip
+        profile, chosen, alts = *_long_columns(m, have, guess), ""
         r = st.columns(4)
         rank = _pick(
             r[0], "Rank column", have, guess.rank, "add_col_rank",
@@ -376,24 +448,8 @@ def add_study_form() -> None:
             "ranks give no comparison.",
         )  # fmt: skip
     else:
-        # a choice given as 0/1 columns per alternative is offered by their stem
-        stem = guess.chosen_column if guess.chosen_column not in ("", *have) else ""
-        chosen = _pick(
-            m[2], "Chosen column", [*have, *([stem] if stem else [])], guess.chosen_column,
-            "add_col_chosen::wide",
-            help="The column naming the chosen alternative (1, choice1, gc...), or the stem "
-            "of 0/1 columns, one per alternative, with one 1 per row (BestAlternative for "
-            "BestAlternative_1, BestAlternative_2, ...).",
-        )  # fmt: skip
-        alts = m[3].text_input(
-            "Alternatives (wide)",
-            str(_kept("add_alts", ", ".join(guess.alternatives)))[:LIST_CHARS],
-            key="add_alts",
-            max_chars=LIST_CHARS,
-            help="As in the column names (price1 -> 1, ic.gc -> gc), comma-separated; "
-            "pre-filled from the file, empty = inferred.",
-        )
-        _keep("add_alts", alts)
+        profile, rank = "", ""
+        chosen, alts = _wide_columns(m, have, guess)
         r = st.columns(4)
     opt_out = r[1].text_input(
         "Opt-out values",
@@ -404,9 +460,59 @@ def add_study_form() -> None:
         "chosen column), comma-separated. Such tasks give no comparisons.",
     )
     _keep("add_opt_out", opt_out)
+    return {
+        "respondent": respondent,
+        "task": task,
+        "profile": profile,
+        "chosen": chosen if fmt == "wide" or not rank else "",
+        "alternatives": tuple(a.strip() for a in alts.split(",") if a.strip()),
+        "rank": rank,
+        "opt_out": tuple(v.strip() for v in opt_out.split(",") if v.strip()),
+        "alternative_attribute": CONSTANTS[_constants_choice(r[2])],
+    }
+
+
+def _long_columns(m: list[Any], have: list[str], guess: us.ColumnMap) -> tuple[str, str]:
+    """A long file's profile and chosen columns."""
+    profile = _pick(
+        m[2], "Profile column", have, guess.profile, "add_col_profile",
+        help="The alternative of a row; (none) numbers a task's rows.",
+    )  # fmt: skip
+    chosen = _pick(
+        m[3], "Chosen column", have, guess.chosen_column, "add_col_chosen::long",
+        help="1/0 flag of the chosen row; (none) with a rank column.",
+    )  # fmt: skip
+    return profile, chosen
+
+
+def _wide_columns(m: list[Any], have: list[str], guess: us.ColumnMap) -> tuple[str, str]:
+    """A wide file's chosen column (or the stem of its 0/1 columns) and alternatives."""
+    # a choice given as 0/1 columns per alternative is offered by their stem
+    stem = guess.chosen_column if guess.chosen_column not in ("", *have) else ""
+    chosen = _pick(
+        m[2], "Chosen column", [*have, *([stem] if stem else [])], guess.chosen_column,
+        "add_col_chosen::wide",
+        help="The column naming the chosen alternative (1, choice1, gc...), or the stem "
+        "of 0/1 columns, one per alternative, with one 1 per row (BestAlternative for "
+        "BestAlternative_1, BestAlternative_2, ...).",
+    )  # fmt: skip
+    alts = m[3].text_input(
+        "Alternatives (wide)",
+        str(_kept("add_alts", ", ".join(guess.alternatives)))[:LIST_CHARS],
+        key="add_alts",
+        max_chars=LIST_CHARS,
+        help="As in the column names (price1 -> 1, ic.gc -> gc), comma-separated; "
+        "pre-filled from the file, empty = inferred.",
+    )
+    _keep("add_alts", alts)
+    return chosen, alts
+
+
+def _constants_choice(col: Any) -> str:
+    """The "Alternative constants" choice (a key of :data:`CONSTANTS`)."""
     choices = list(CONSTANTS)
     kept_constants = str(_kept("add_alt_attr", "auto"))
-    alt_attr = r[2].selectbox(
+    alt_attr = col.selectbox(
         "Alternative constants",
         choices,
         index=choices.index(kept_constants) if kept_constants in choices else 0,
@@ -417,34 +523,11 @@ def add_study_form() -> None:
         "generic design; the preview says which.",
     )
     _keep("add_alt_attr", alt_attr)
-    split = [a.strip() for a in alts.split(",") if a.strip()]
-    chosen_fields: dict[str, Any] = {
-        "format": fmt,
-        "respondent": respondent,
-        "task": task,
-        "profile": profile,
-        "chosen": chosen if fmt == "wide" or not rank else "",
-        "alternatives": tuple(split),
-        "rank": rank,
-        "opt_out": tuple(v.strip() for v in opt_out.split(",") if v.strip()),
-        "alternative_attribute": CONSTANTS[str(alt_attr)],
-        **_layout_choices(fmt, have, guess),
-    }
-    try:  # every text bounded and every condition read here, before a worker reads any
-        fields.check_column_fields(chosen_fields, labels=FIELD_LABELS)
-        for k, rule in enumerate(chosen_fields.get("available_when", ()), start=1):
-            fields.parse_availability_rule(rule, f"Availability conditions, condition {k}")
-        columns = us.ColumnMap(**chosen_fields)
-    except DataValidationError as exc:
-        st.error(ui.err(exc))
-        return
-    ins = _inspect(content, name, columns.to_json(), sep, encoding)
-    if ins.columns is None:
-        _show_problems(ins.problems)
-        return
-    if ins.notes:
-        st.caption("Inferred: " + ui.md("; ".join(ins.notes)) + ".")
+    return str(alt_attr)
 
+
+def _feature_choices(ins: us.Inspection, name: str) -> list[tuple[str, str]]:
+    """The respondent features picked among the candidates, with their labels."""
     kept = [f for f in list(_kept("add_features", [])) if f in ins.candidates]  # type: ignore[call-overload]
     picked = st.multiselect(
         "Respondent features (columns constant within a respondent)",
@@ -468,14 +551,21 @@ def add_study_form() -> None:
             )
             _keep(lkey, label)
             features.append((f, label.strip() or readable(f)))
+    return features
 
+
+def _attribute_table(
+    ins: us.Inspection, attrs_up: Any, name: str, fmt: str
+) -> tuple[pd.DataFrame, list[Any]] | None:
+    """The attribute table (uploaded, or inferred) in an editor: the edited rows and the
+    attributes they give; ``None`` after showing an uploaded table's problems."""
     if attrs_up is not None:
         attrs, problems = us.attributes_from_json(
             attrs_up.getvalue(), upload_name(attrs_up.name, "attributes.json")
         )
         if problems:
             _show_problems(problems)
-            return
+            return None
         source = "from the uploaded attribute table"
     else:
         attrs = ins.attributes
@@ -495,6 +585,14 @@ def add_study_form() -> None:
         },
     )
     edited_attrs, _ = us.attributes_from_rows(edited)
+    return edited, edited_attrs
+
+
+def _role_choices(
+    ins: us.Inspection, edited_attrs: list[Any], features: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """The money and travel-time attributes, and the respondent features with their
+    labels; the :class:`~data_loaders.layout.ColumnMap` fields they set."""
     numeric = [a.name for a in edited_attrs if a.kind == "numeric"] or ins.numeric
     default_money = money_candidate(edited_attrs)[0] or ins.money
     money = _pick(
@@ -515,19 +613,24 @@ def add_study_form() -> None:
         "(its slope over the money slope) only for it. Never guessed: a duration in seconds "
         "may be an acceleration.",
     )
-    roles = {
+    return {
         "respondent_features": tuple(features),
         "money_attribute": money,
         "time_attribute": time_attr or None,
     }
-    try:  # the labels typed, bounded
-        fields.check_column_fields(roles, labels=FIELD_LABELS)
-        columns = replace(columns, **roles)  # type: ignore[arg-type]
-        recipe = Recipe(replace(ins.columns, **roles), tuple(edited_attrs), sep, encoding)  # type: ignore[arg-type]
-    except DataValidationError as exc:
-        st.error(ui.err(exc))
-        return
-    _show_preview(ins, features)
+
+
+def _import_section(
+    upload: _Upload,
+    recipe: Recipe,
+    ins: us.Inspection,
+    edited: pd.DataFrame,
+    columns: us.ColumnMap,
+    attrs_up: Any,
+    users_up: Any,
+) -> None:
+    """The recipe's download, the study's title and the import button."""
+    name = upload.name
     st.download_button(
         "Download the recipe (JSON)",
         recipe.to_json(),
@@ -552,7 +655,14 @@ def add_study_form() -> None:
         # the inferred table, unedited, is the command's inference: asked about as it is
         given = attrs_up is not None or list(attributes) != list(ins.attributes)
         _import(
-            title, content, name, attributes if given else None, columns, users_up, sep, encoding
+            title,
+            upload.content,
+            name,
+            attributes if given else None,
+            columns,
+            users_up,
+            upload.sep,
+            upload.encoding,
         )
 
 
