@@ -2,7 +2,8 @@
 
 Each stage is one module and one function of the module's name
 (``data_loaders.pipeline.read.read``); each returns a typed value (a frozen
-dataclass) that the next stage reads, and holds the one before it:
+dataclass) that the next stage reads, and up to the built study each value holds the one
+before it (the last reaches the upload itself):
 
 1. :mod:`~data_loaders.pipeline.read`: the upload's bytes read into a table
    (``read`` -> :class:`ReadFile`);
