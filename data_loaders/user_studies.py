@@ -4,10 +4,11 @@ One import path for the form and the command line, in three modules by job; this
 re-exports their public names, so ``from data_loaders import user_studies as us`` and
 ``from data_loaders.user_studies import save_study`` keep working:
 
-* :mod:`data_loaders.study_files`: reading and checking an own study's files (the one
-  loader :func:`load_choice_file` that ``conjoint-accuracy --data FILE`` and a saved
-  study go through; :func:`check_upload`, which collects *every* problem of an upload
-  before the loader runs; the attribute editor's rows; the form's inspection);
+* :mod:`data_loaders.study_files`: the import's stages (:mod:`data_loaders.pipeline`:
+  read, interpret, describe, build, save) run for their callers (the one loader
+  :func:`load_choice_file` that ``conjoint-accuracy --data FILE`` and a saved study go
+  through; :func:`check_upload`, which collects *every* problem of an upload before the
+  loader runs; the attribute editor's rows; the form's inspection);
 * :mod:`data_loaders.study_store`: saved studies (``$DTPBO_DATA_HOME/studies/<key>/``:
   :func:`save_study`, :func:`load_user_study`, :func:`list_user_studies`,
   :func:`remove_user_study`), who may see them (:class:`UserStudy`, publishing) and a
