@@ -32,11 +32,13 @@ declared size, read with the same cap); an ``.xlsx``'s own zip parts at most
 :data:`XLSX_MAX_BYTES` together and its shared strings at most
 :data:`XLSX_SHARED_MAX_BYTES`, each row's text measured before it is written (a string
 shared by many cells is copied into each); a Parquet file's rows, columns and
-uncompressed size from its footer before any column is read, and its text columns read
-as dictionaries and measured as written out (a value repeated from a dictionary page)
-before any is copied into its rows. Parquet and Excel tables are converted to
-comma-separated text, which is then bounded (header, lines, cells) and parsed exactly as
-a CSV file, so every format gives the same table for the same data, and
+uncompressed size from its footer before any column is read, then the same size from
+its pages' own headers (:func:`parquet_page_bytes`: a footer may claim less than the
+pages hold), and its text columns read as dictionaries and measured as written out (a
+value repeated from a dictionary page) before any is copied into its rows. Parquet and
+Excel tables are converted to comma-separated text, which is then bounded (header,
+lines, cells) and parsed exactly as a CSV file, so every format gives the same table
+for the same data, and
 :attr:`Table.text` is what a saved study keeps as ``choices.csv``.
 
 Errors are one sentence naming the file and saying what to do; they never quote a
@@ -666,6 +668,13 @@ def _read_parquet(data: bytes, name: str, sep: str | None) -> Read:
             "data_loaders.limits.MAX_ROWS, MAX_CELLS).",
             True,
         )
+    try:  # the footer's sizes may lie: its pages say what decompressing them takes
+        size = max(size, parquet_page_bytes(data, meta))
+    except ValueError:
+        raise _Refused(
+            f"{name}: cannot be read as Parquet (a page header that does not parse, or "
+            "pages outside the file); write it again or give the table as CSV"
+        ) from None
     if size > PARQUET_MAX_BYTES:
         raise _Refused(
             f"{name}: the uncompressed table is larger than {PARQUET_MAX_BYTES // 2**20} MB, "
@@ -697,6 +706,116 @@ def _read_parquet(data: bytes, name: str, sep: str | None) -> Read:
     if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
         frame = frame.reset_index()
     return Read(_csv_text(frame))
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned LEB128 varint of Thrift's compact protocol at ``pos``: (value, next)."""
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _skip(data: bytes, pos: int, kind: int, depth: int = 0) -> int:
+    """Past one value of compact type ``kind`` at ``pos`` (nesting at most 16 deep)."""
+    if depth > 16:
+        raise ValueError("nesting")
+    if kind in (1, 2):  # a boolean field's value is in its type
+        return pos
+    if kind == 3:  # byte
+        return pos + 1
+    if kind in (4, 5, 6):  # i16, i32, i64: zigzag varints
+        return _varint(data, pos)[1]
+    if kind == 7:  # double
+        return pos + 8
+    if kind == 8:  # binary: its length, then the bytes
+        n, pos = _varint(data, pos)
+        return pos + n
+    if kind in (9, 10):  # list, set: size and element type in one byte (15: size follows)
+        if pos >= len(data):
+            raise ValueError("list")
+        head, pos = data[pos], pos + 1
+        n, elem = head >> 4, head & 0x0F
+        if n == 15:
+            n, pos = _varint(data, pos)
+        for _ in range(n):
+            pos = pos + 1 if elem in (1, 2) else _skip(data, pos, elem, depth + 1)
+        return pos
+    if kind == 11:  # map: size, then key and value types in one byte
+        n, pos = _varint(data, pos)
+        if n:
+            types, pos = data[pos], pos + 1
+            for _ in range(n):
+                pos = _skip(data, pos, types >> 4, depth + 1)
+                pos = _skip(data, pos, types & 0x0F, depth + 1)
+        return pos
+    if kind == 12:  # struct
+        return _struct(data, pos, depth + 1)[0]
+    raise ValueError(f"type {kind}")
+
+
+def _struct(data: bytes, pos: int, depth: int = 0) -> tuple[int, dict[int, int]]:
+    """Past a compact struct at ``pos``: (next position, its top-level integer fields)."""
+    ints: dict[int, int] = {}
+    field_id = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("struct")
+        head, pos = data[pos], pos + 1
+        if head == 0:  # stop
+            return pos, ints
+        delta, kind = head >> 4, head & 0x0F
+        if delta:
+            field_id += delta
+        else:
+            raw, pos = _varint(data, pos)
+            field_id = (raw >> 1) ^ -(raw & 1)
+        if kind in (4, 5, 6):
+            raw, pos = _varint(data, pos)
+            ints[field_id] = (raw >> 1) ^ -(raw & 1)
+        else:
+            pos = _skip(data, pos, kind, depth)
+
+
+def parquet_page_bytes(data: bytes, meta: Any) -> int:
+    """The uncompressed bytes of every page of a Parquet file, read from each page's
+    own header (Thrift compact ``PageHeader``: field 2 its uncompressed size, field 3
+    its compressed size), walking each column chunk from its first page for the
+    chunk's compressed size. The footer's sizes are not trusted: a 46 kB file whose
+    footer claims 1 kB for a page that inflates to 1 GiB is counted as 1 GiB, before
+    anything is decompressed.
+
+    Raises
+    ------
+    ValueError
+        When a header does not parse or a page lies outside the file.
+    """
+    total = 0
+    end_of_pages = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            col = group.column(c)
+            start = col.data_page_offset
+            if col.has_dictionary_page and col.dictionary_page_offset:
+                start = min(start, col.dictionary_page_offset)
+            pos, end = start, min(start + col.total_compressed_size, end_of_pages)
+            if not 4 <= pos < end:
+                raise ValueError("a column chunk outside the file")
+            while pos < end:
+                pos, header = _struct(data, pos)
+                uncompressed, compressed = header.get(2, -1), header.get(3, -1)
+                if uncompressed < 0 or compressed < 0:
+                    raise ValueError("a page header without its sizes")
+                total += uncompressed
+                pos += compressed
+    return total
 
 
 def _check_expanded(table: Any, name: str) -> None:

@@ -720,6 +720,8 @@ class JobService:
         only."""
         with self._lock:
             self._workers = [w for w in self._workers if not w.dead]
+            if self._closed.is_set():  # stopping: a killed worker's reader starts none
+                return
             while len(self._workers) < self.n_workers:
                 self._new_worker()
             blocked: list[tuple[int, int, str]] = []

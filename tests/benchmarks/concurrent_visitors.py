@@ -29,6 +29,9 @@ seeded A/B pattern, then each reloads its page. Checked and reported:
 
     python tests/benchmarks/concurrent_visitors.py --visitors 16 --answers 5 --json -
 
+``--shared`` starts the servers in shared mode (``make serve``'s setting; the one-command
+fault suite ``tests/benchmarks/red_team.py`` runs the workload so).
+
 Beyond one process: ``--processes 2`` starts two dashboard processes sharing one data folder
 (one SQLite session store) behind a reverse proxy with sticky sessions (``--proxy python``:
 ``tests/benchmarks/sticky_proxy.py``; ``--proxy nginx``: Debian's nginx with
@@ -519,6 +522,7 @@ async def run(
     switch_interval: float | None = None,
     clients_nice: int | str = CLIENTS_NICE,
     answer_log: Path | None = None,
+    shared: bool = False,
 ) -> dict:
     from playwright.async_api import async_playwright
 
@@ -528,6 +532,8 @@ async def run(
         log = work / "answers.jsonl"
         home = work / "data_home"  # one store for every process
         env = {"DTPBO_NO_DEFAULT_RESULTS": "1", "DTPBO_ANSWER_LOG": str(log)}
+        if shared:  # a shared server's settings (make serve)
+            env["DTPBO_SHARED_SERVER"] = "1"
         if switch_interval is not None:  # the servers' (dashboard/__main__.py), to compare
             env["DTPBO_SWITCH_INTERVAL_S"] = str(switch_interval)
         urls, pids = [], []
@@ -569,6 +575,7 @@ async def run(
         "visitors": n,
         "answers_each": k,
         "processes": processes,
+        "shared": shared,
         "proxy": proxy if processes > 1 else None,
         "open_at_once": open_at_once,
         "screen_polling": polling,
@@ -593,6 +600,18 @@ async def run(
             {k_: v for k_, v in r.items() if k_ not in ("latencies", "on_screen")} for r in runs
         ],
     }
+
+
+def checks_hold(res: dict) -> bool:
+    """Every answer stored once in its own session, every visitor's own count and
+    favourite after the reload, no visitor's answers on two processes."""
+    return (
+        res["stored_answers"] == res["expected_answers"]
+        and res["mixed"] == 0
+        and res["duplicated"] == 0
+        and res["visitors_seeing_own_answers_after_reload"] == res["visitors"]
+        and res["server"]["sessions_served_by_several_processes"] == 0
+    )
 
 
 def _nice_arg(text: str) -> int | str:
@@ -668,6 +687,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="keep the servers' answer log (one JSON line per answer) in this file",
     )
+    ap.add_argument(
+        "--shared",
+        action="store_true",
+        help="start the servers in shared mode (DTPBO_SHARED_SERVER=1, as make serve)",
+    )
     ap.add_argument("--json", default="-", help="write the figures here ('-' = stdout)")
     args = ap.parse_args(argv)
     res = asyncio.run(
@@ -682,6 +706,7 @@ def main(argv: list[str] | None = None) -> int:
             args.switch_interval,
             args.clients_nice,
             args.answer_log,
+            args.shared,
         )
     )
     text = json.dumps(res, indent=1)
@@ -689,14 +714,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     else:
         Path(args.json).write_text(text)
-    ok = (
-        res["stored_answers"] == res["expected_answers"]
-        and res["mixed"] == 0
-        and res["duplicated"] == 0
-        and res["visitors_seeing_own_answers_after_reload"] == res["visitors"]
-        and res["server"]["sessions_served_by_several_processes"] == 0
-    )
-    return 0 if ok else 1
+    return 0 if checks_hold(res) else 1
 
 
 if __name__ == "__main__":

@@ -95,6 +95,27 @@ def test_a_dead_worker_fails_its_job_and_is_replaced(service) -> None:
     assert ok.wait(120) != os.getpid()
 
 
+def test_no_worker_is_started_once_the_workers_are_killed(monkeypatch) -> None:
+    """The server's SIGTERM kills the workers; each worker's reader then notices its end
+    and asks for the queue to be served, which used to spawn two new workers while the
+    server exited (each left "EOFError: Ran out of input" in the log)."""
+    import multiprocessing
+
+    monkeypatch.delenv("DTPBO_JOBS", raising=False)
+    s = jobs.JobService()
+    s._dispatch()  # its two workers
+    first = list(s._workers)
+    assert len(first) == 2
+    before = set(multiprocessing.active_children())  # other services' workers too
+    s.kill_workers()
+    for w in first:
+        w._reader.join(60)  # each reader saw its worker end
+        assert not w._reader.is_alive()
+    assert [w for w in s._workers if not w.dead] == []
+    spawned = set(multiprocessing.active_children()) - before
+    assert not [p for p in spawned if p.name == "dtpbo-jobs"], spawned
+
+
 def test_a_job_over_its_memory_or_time_budget_is_stopped_with_a_sentence(
     service, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,70 +22,47 @@ test last. Skipped without the ``playwright`` package or ``/usr/bin/chromium``.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import re
 import signal
-import socketserver
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
-from dashboard.pages import PAGES, url_titles
+from dashboard.pages import PAGES
 from tests.dashboard.test_e2e import BROWSER_ARGS, CHROMIUM, sync_api
 from tests.fixtures.forwarding_proxy import forwarding_proxy
 from tests.fixtures.malformed.amplify import amplifying_parquet, amplifying_xlsx
+from tests.fixtures.server_visits import (
+    HOSTILE,
+    fill,
+    hostile_marks,
+    image_server,
+    import_study,
+    new_visitor,
+    page_url,
+    settle,
+    sigterm,
+    stored,
+    watched,
+    workers,
+)
 from tests.fixtures.shapes import SHAPES
-from tests.fixtures.streamlit_server import attach_file, streamlit_server, wait_until_idle
+from tests.fixtures.streamlit_server import attach_file, streamlit_server
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 sync_api.expect.set_options(timeout=60_000)
-
-
-def settle(pg) -> float:
-    return wait_until_idle(pg, quiet_ms=400, timeout=60_000)
-
-
-# ----------------------------------------------------------------------------- helpers
-class _Counter(http.server.BaseHTTPRequestHandler):
-    hits: ClassVar[list[str]] = []
-
-    def do_GET(self) -> None:
-        type(self).hits.append(self.path)
-        self.send_response(200)
-        self.send_header("Content-Type", "image/png")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextmanager
-def image_server() -> Iterator[tuple[int, list[str]]]:
-    """A server that counts the requests an image URL would draw."""
-    hits: list[str] = []
-    handler = type("Counter", (_Counter,), {"hits": hits})
-    srv = socketserver.TCPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield srv.server_address[1], hits
-    finally:
-        srv.shutdown()
-        srv.server_close()
 
 
 def hostile_csv(folder: Path, img_port: int) -> tuple[Path, str]:
@@ -97,31 +74,6 @@ def hostile_csv(folder: Path, img_port: int) -> tuple[Path, str]:
     df.to_csv(path, index=False)
     title = f"![xssimg](http://127.0.0.1:{img_port}/img) **xssbold** <b>xsshtml</b>"
     return path, title
-
-
-def page_url(url: str, script: str) -> str:
-    path = {f: p for p, f in zip(url_titles(), (f for f, _, _ in PAGES), strict=True)}[script]
-    return f"{url}/{path}"
-
-
-def import_study(pg, csv: Path, title: str) -> None:
-    pg.get_by_text("Add a study (your own choice data)").click()
-    box = pg.locator('[data-testid="stFileUploader"]').first
-    box.wait_for(state="visible")
-    attach_file(box, csv)
-    settle(pg)
-    try:
-        pg.get_by_role("button", name="Import study").wait_for(state="visible")
-    except Exception:
-        pg.screenshot(path=str(csv.parent / "import-failed.png"), full_page=True)
-        raise
-    field_ = pg.get_by_label("Study title")
-    field_.fill(title)
-    field_.press("Enter")
-    settle(pg)
-    pg.get_by_role("button", name="Import study").click()
-    settle(pg)
-    sync_api.expect(pg.get_by_text("it is selected below")).to_be_visible()
 
 
 def exact(pg, tag: str, text: str) -> int:
@@ -155,18 +107,7 @@ class Server:
 
     def stored(self) -> tuple[list[str], int]:
         """Study folders and stored answers."""
-        import sqlite3
-
-        folders = sorted(p.name for p in self.studies.iterdir()) if self.studies.exists() else []
-        db = self.work / "data_home" / "dashboard" / "sessions.sqlite"
-        answers = 0
-        if db.exists():
-            con = sqlite3.connect(db)
-            try:
-                answers = con.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-            finally:
-                con.close()
-        return folders, answers
+        return stored(self.work / "data_home")
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +148,7 @@ def test_visitor_b_neither_sees_nor_removes_a_study_and_markdown_makes_no_reques
     before, _ = server.stored()
     requested: list[str] = []
     csv, title = hostile_csv(server.work, img_port)
-    a, pa = _context(browser)
+    a, pa = new_visitor(browser)
     pa.on("request", lambda r: requested.append(r.url))
     pa.goto(url)
     settle(pa)
@@ -228,7 +169,7 @@ def test_visitor_b_neither_sees_nor_removes_a_study_and_markdown_makes_no_reques
     remove = pa.get_by_role("button", name=re.compile("^Remove"))
     sync_api.expect(remove).to_have_count(1)  # A's own (drawn after the page's first idle)
 
-    b, pb = _context(browser)
+    b, pb = new_visitor(browser)
     pb.on("request", lambda r: requested.append(r.url))
     pb.goto(url + f"/?study={key}")  # A's link
     settle(pb)
@@ -280,25 +221,16 @@ def test_no_page_shows_a_traceback_or_a_server_path(browser, server: Server) -> 
 
 
 # ----------------------------------------------------------------------------- the crowd
-def _context(browser):
-    """A new browser (a new visitor: no cookie); it opens ``Server.via(address)`` to come
-    from ``address``."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    return ctx, pg
-
-
 def test_a_crowd_behind_one_address_stops_at_its_cap(browser, server: Server) -> None:
     """Every new browser is a new visitor, so the cap that holds a crowd
     is the address's (1 study here); another address still imports."""
     csv = server.work / "crowd.csv"
     csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
-    first, p1 = _context(browser)
+    first, p1 = new_visitor(browser)
     p1.goto(server.via("198.51.100.7"))
     settle(p1)
     import_study(p1, csv, "Crowd study")
-    second, p2 = _context(browser)  # another cookie, the same address
+    second, p2 = new_visitor(browser)  # another cookie, the same address
     p2.goto(server.via("198.51.100.7"))
     settle(p2)
     p2.get_by_text("Add a study (your own choice data)").click()
@@ -306,7 +238,7 @@ def test_a_crowd_behind_one_address_stops_at_its_cap(browser, server: Server) ->
         p2.get_by_text("visitors from your network address already have 1 studies here")
     ).to_be_visible()
     assert p2.locator('[data-testid="stFileUploader"]').count() == 0
-    other, p3 = _context(browser)
+    other, p3 = new_visitor(browser)
     p3.goto(server.via("198.51.100.8"))
     settle(p3)
     p3.get_by_text("Add a study (your own choice data)").click()
@@ -331,7 +263,7 @@ def test_urls_in_a_title_and_in_links_are_no_links(browser, server: Server) -> N
     they reach."""
     csv = server.work / "phish.csv"
     csv.write_bytes(SHAPES["panel-long"].file.read_bytes())
-    ctx, pg = _context(browser)
+    ctx, pg = new_visitor(browser)
     url = server.via("192.0.2.20")
     pg.goto(url)
     settle(pg)
@@ -356,7 +288,7 @@ def test_urls_in_a_title_and_in_links_are_no_links(browser, server: Server) -> N
 def test_a_forged_visitor_cookie_is_replaced(browser, server: Server) -> None:
     """A cookie the server did not sign is not taken as an identity;
     the server's page replaces it with one it signed."""
-    ctx, pg = _context(browser)
+    ctx, pg = new_visitor(browser)
     ctx.add_cookies([{"name": "dtpbo_visitor", "value": "forged-token", "url": server.url}])
     pg.goto(server.url)
     settle(pg)
@@ -373,21 +305,6 @@ def test_a_forged_visitor_cookie_is_replaced(browser, server: Server) -> None:
     ctx.close()
 
 
-def _workers(pid: int) -> list[int]:
-    """The job service's worker processes of server ``pid`` (its spawned children; not
-    multiprocessing's resource tracker)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parent = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if parent == pid and b"spawn_main" in (d / "cmdline").read_bytes():
-                    out.append(int(d.name))
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
-
-
 def test_a_killed_worker_is_no_answer_for_the_next_visitor(browser, tmp_path: Path) -> None:
     """The Tree explorer's comparison loses its worker
     (SIGKILL from outside): the page says so in one sentence with "Try again", no error
@@ -401,11 +318,11 @@ def test_a_killed_worker_is_no_answer_for_the_next_visitor(browser, tmp_path: Pa
     with streamlit_server(tmp_path, extra_env=env) as url:
         pid = int((tmp_path / "streamlit.pid").read_text())
         link = page_url(url, "tree_explorer.py") + "?study=electricity"
-        first, p1 = _context(browser)
+        first, p1 = new_visitor(browser)
         p1.goto(link)
         running = re.compile(r"Comparing the tree models.*: \d+ %")  # started in its worker
         p1.get_by_text(running).first.wait_for(state="visible", timeout=120_000)
-        for worker in _workers(pid):
+        for worker in workers(pid):
             os.kill(worker, signal.SIGKILL)
         sync_api.expect(
             p1.get_by_text("its worker process ended before it finished").first
@@ -415,7 +332,7 @@ def test_a_killed_worker_is_no_answer_for_the_next_visitor(browser, tmp_path: Pa
         assert "error id" not in p1.inner_text("body")
 
         picked = "the tree model with the best held-out accuracy on this study"
-        second, p2 = _context(browser)
+        second, p2 = new_visitor(browser)
         p2.goto(link)
         sync_api.expect(p2.get_by_text(picked)).to_be_visible(timeout=240_000)
         assert "its worker process ended" not in p2.inner_text("body")
@@ -457,54 +374,19 @@ def test_forged_forwarded_addresses_import_at_most_one_addresss_cap(browser, tmp
         def via(address: str) -> str:  # a proxy (or a client) that sends this address
             return url if address == "-" else proxies.enter_context(forwarding_proxy(port, address))
 
-        first, p1 = _context(browser)
+        first, p1 = new_visitor(browser)
         p1.goto(via("198.51.100.9"))
         settle(p1)
         import_study(p1, csv, "First forged")
         held = {}
         for forged in ("10.9.9.1", "not-an-ip-at-all", "198.51.100.10", "-"):
-            ctx, pg = _context(browser)
+            ctx, pg = new_visitor(browser)
             held[forged] = _address_held(pg, via(forged))
             ctx.close()
         first.close()
         studies = list((tmp_path / "data_home" / "studies").iterdir())
     assert len(studies) == 1, studies
     assert all(held.values()), held
-
-
-#: What Markdown would make of a typed value: links (https, mailto:, a bare www. name) and
-#: an image request to IMG (the image server's port).
-HOSTILE = (
-    "x` [pay](https://evil.example/l) ![i](http://127.0.0.1:IMG/img) "
-    "<mailto:m@evil.example> www.evil.example `"
-)
-
-
-def _hostile_marks(pg, img_port: int) -> list[str]:
-    """Links and images the hostile values made on the page (and its frames): to the
-    hostile host or the image server, or a ``mailto:`` link (the page's own links and
-    anchors carry the study's key, whose slug may spell ``evil-example``: not counted)."""
-    own = urllib.parse.urlsplit(pg.url).netloc
-    found: list[str] = []
-    for frame in pg.frames:
-        try:
-            hrefs = frame.eval_on_selector_all("a", "els => els.map(e => e.href || '')")
-            srcs = frame.eval_on_selector_all("img", "els => els.map(e => e.src || '')")
-        except Exception:  # a frame gone while the page redraws
-            continue
-        for ref in (*hrefs, *srcs):
-            where = urllib.parse.urlsplit(ref)
-            made = "evil" in ref or f":{img_port}" in where.netloc
-            if where.scheme == "mailto" or (made and where.netloc != own):
-                found.append(ref)
-    return found
-
-
-def _fill(pg, label: str, value: str, nth: int = 0) -> None:
-    box = pg.get_by_role("textbox", name=label, exact=True).nth(nth)
-    box.fill(value)
-    box.press("Enter")
-    settle(pg)
 
 
 def test_hostile_fields_make_no_link_or_image_pending_or_saved(browser, server: Server) -> None:
@@ -514,7 +396,7 @@ def test_hostile_fields_make_no_link_or_image_pending_or_saved(browser, server: 
     asked. Then the operator publishes the study and its plan editor saves nothing."""
     hostile = HOSTILE.replace("IMG", str(server.img_port))
     url = server.via("192.0.2.30")
-    ctx, pg = _context(browser)
+    ctx, pg = new_visitor(browser)
     requested: list[str] = []
     pg.on("request", lambda r: requested.append(r.url))
     pg.goto(url)
@@ -537,14 +419,14 @@ def test_hostile_fields_make_no_link_or_image_pending_or_saved(browser, server: 
         ("Availability conditions", ""),
         ("Text levels", ""),
     ):
-        _fill(pg, label, value)
-        marks[f"form {label} pending"] = _hostile_marks(pg, server.img_port)
-    _fill(pg, "Study title", f"Fields {hostile}")
+        fill(pg, label, value)
+        marks[f"form {label} pending"] = hostile_marks(pg, server.img_port)
+    fill(pg, "Study title", f"Fields {hostile}")
     pg.get_by_role("button", name="Import study").click()
     settle(pg)
     sync_api.expect(pg.get_by_text("it is selected below")).to_be_visible()
     (key,) = set(server.stored()[0]) - before
-    marks["form saved"] = _hostile_marks(pg, server.img_port)
+    marks["form saved"] = hostile_marks(pg, server.img_port)
     assert "evil.example" in pg.inner_text("body")  # the values are shown, as text
 
     # the plan editor: pending (the command), an error, saved
@@ -552,27 +434,27 @@ def test_hostile_fields_make_no_link_or_image_pending_or_saved(browser, server: 
     settle(pg)
     pg.get_by_text("Analysis plan: the choices behind every figure").click()
     settle(pg)
-    _fill(pg, "Evaluation sample", hostile)
-    marks["plan sample pending"] = _hostile_marks(pg, server.img_port)
+    fill(pg, "Evaluation sample", hostile)
+    marks["plan sample pending"] = hostile_marks(pg, server.img_port)
     pg.get_by_role("button", name="Save plan").click()
     settle(pg)
     sync_api.expect(pg.get_by_text("must be a whole number").first).to_be_visible()
-    marks["plan sample error"] = _hostile_marks(pg, server.img_port)
-    _fill(pg, "Evaluation sample", "all")
-    _fill(pg, "Unit", hostile)  # the money attribute's (price: inferred)
+    marks["plan sample error"] = hostile_marks(pg, server.img_port)
+    fill(pg, "Evaluation sample", "all")
+    fill(pg, "Unit", hostile)  # the money attribute's (price: inferred)
     sync_api.expect(pg.get_by_text("Same as the command").first).to_be_visible()
-    marks["plan unit pending"] = _hostile_marks(pg, server.img_port)
+    marks["plan unit pending"] = hostile_marks(pg, server.img_port)
     pg.get_by_role("button", name="Save plan").click()
     settle(pg)
     sync_api.expect(pg.get_by_text("Saved: every page now shows").first).to_be_visible()
-    marks["plan unit saved"] = _hostile_marks(pg, server.img_port)
+    marks["plan unit saved"] = hostile_marks(pg, server.img_port)
     plan_file = server.work / "data_home" / "plans" / f"{key}.json"
     assert "evil.example" in plan_file.read_text()
 
     for script, _title, _icon in PAGES:  # saved: every page with the study
         pg.goto(page_url(url, script) + f"?study={key}")
         settle(pg)
-        marks[script] = _hostile_marks(pg, server.img_port)
+        marks[script] = hostile_marks(pg, server.img_port)
         assert pg.locator('[data-testid="stException"]').count() == 0, script
 
     # published by the operator: the editor open before saves nothing after
@@ -580,7 +462,7 @@ def test_hostile_fields_make_no_link_or_image_pending_or_saved(browser, server: 
     settle(pg)
     pg.get_by_text("Analysis plan: the choices behind every figure").click()
     settle(pg)
-    _fill(pg, "Evaluation sample", "7")
+    fill(pg, "Evaluation sample", "7")
     saved = plan_file.read_text()
     env = {**os.environ, "DTPBO_DATA_HOME": str(server.work / "data_home")}
     env["PYTHONPATH"] = str(ROOT)
@@ -613,77 +495,6 @@ def test_hostile_fields_make_no_link_or_image_pending_or_saved(browser, server: 
 
 
 # ----------------------------------------------------------------------------- hostile load
-@dataclass
-class Watch:
-    """The server while a case runs: its health checks (every one answered; the worst
-    latency recorded), its resident memory and its CPU time."""
-
-    url: str
-    pid: int
-    worst_health: float = 0.0
-    health_failures: int = 0
-    peak_rss_mb: float = 0.0
-    worker_peak_mb: float = 0.0
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def rss_mb(self, pid: int | None = None) -> float:
-        try:
-            status = Path(f"/proc/{pid or self.pid}/status").read_text()
-        except OSError:
-            return 0.0
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
-
-    def cpu_s(self) -> float:
-        """CPU seconds of the server and its finished children (``/proc/PID/stat``)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
-        return ticks / os.sysconf("SC_CLK_TCK")
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            t = time.perf_counter()
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=30) as r:
-                    r.read()
-            except OSError:
-                self.health_failures += 1
-            self.worst_health = max(self.worst_health, time.perf_counter() - t)
-            self.peak_rss_mb = max(self.peak_rss_mb, self.rss_mb())
-            for worker in _workers(self.pid):  # the job workers that read uploads
-                self.worker_peak_mb = max(self.worker_peak_mb, self.rss_mb(worker))
-            time.sleep(0.1)
-
-
-@contextmanager
-def watched(url: str, pid: int, what: str, results: dict) -> Iterator[Watch]:
-    w = Watch(url, pid)
-    base = w.rss_mb()
-    cpu0 = w.cpu_s()
-    worker_base = max([w.rss_mb(k) for k in _workers(pid)] or [0.0])
-    t = threading.Thread(target=w.run, daemon=True)
-    t0 = time.perf_counter()
-    t.start()
-    try:
-        yield w
-    finally:
-        seconds = time.perf_counter() - t0
-        w.stop.set()
-        t.join()
-        results[what] = {
-            "seconds": round(seconds, 2),
-            "cpu_s": round(w.cpu_s() - cpu0, 2),
-            "health_worst_s": round(w.worst_health, 3),
-            "health_failures": w.health_failures,
-            "extra_rss_mb": round(max(w.peak_rss_mb - base, 0.0), 1),
-            "worker_peak_mb": round(w.worker_peak_mb, 1),
-            "worker_before_mb": round(worker_base, 1),
-        }
-        print(f"\n[hostile-e2e] {what}: {results[what]}")
-
-
 def _session(base: list, actions: list | None = None, **cfg: object) -> bytes:
     config = {"kind": "items", "source": "electricity", "method": "dt", "seed": 0}
     config["max_items"] = None
@@ -697,25 +508,6 @@ def _session(base: list, actions: list | None = None, **cfg: object) -> bytes:
         "actions": actions or [],
     }
     return json.dumps(doc, separators=(",", ":")).encode()
-
-
-def _sigterm(pid: int) -> float:
-    """Seconds from SIGTERM until the process is gone (or a zombie its parent reaps);
-    ``inf`` when it is still running 30 s later."""
-    t0 = time.perf_counter()
-    os.kill(pid, signal.SIGTERM)
-    status = Path(f"/proc/{pid}/status")
-    while time.perf_counter() - t0 < 30:
-        try:
-            os.kill(pid, 0)
-            if "zombie" in status.read_text():
-                break
-        except (ProcessLookupError, FileNotFoundError):
-            break
-        time.sleep(0.05)
-    else:
-        return float("inf")
-    return time.perf_counter() - t0
 
 
 def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
@@ -805,7 +597,7 @@ def test_hostile_uploads_keep_the_server_healthy_and_sigterm_stops_it(
     pg.screenshot(path=str(server.work / "hostile-last.png"))  # the last refusal, to look at
     ctx.close()
     assert server.stored() == before  # no study folder, no answer of the files
-    seconds = _sigterm(pid)
+    seconds = sigterm(pid)
     results["SIGTERM"] = {"seconds": round(seconds, 2)}
     print(f"\n[hostile-e2e] SIGTERM: {results['SIGTERM']}")
     (server.work / "hostile-e2e.json").write_text(json.dumps(results, indent=1))
