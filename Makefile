@@ -5,6 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# One pytest worker per core (pytest-xdist); tests take turns by file chunks and steal
+# when idle. `make test JOBS=0` runs in one process.
+JOBS ?= auto
+XDIST := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist worksteal)
 # `make run PORT=8600` (default: Streamlit's 8501)
 PORT ?=
 PORT_ARG := $(if $(PORT),--server.port=$(PORT))
@@ -21,13 +25,13 @@ $(STAMP): pyproject.toml requirements.txt
 
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The edit-test loop: everything but the tests marked slow, the browser (e2e) and the
 # real-model (llm) tests; `make test` (CI) runs them all.
 test-fast: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -m "not slow and not e2e and not llm" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not e2e and not llm" $(XDIST) $(PYTEST_ARGS)
 
 # A personal server: listens on 127.0.0.1 only (python -m dashboard refuses another address).
 run: $(STAMP)
