@@ -21,7 +21,15 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["DEFAULT_NICE", "idle_class", "niceness", "serve", "set_priority"]
+__all__ = [
+    "DEFAULT_NICE",
+    "IDLE_ENV",
+    "idle_class",
+    "idle_wanted",
+    "niceness",
+    "serve",
+    "set_priority",
+]
 
 #: Niceness of the worker that runs background jobs (``os.nice``; ``DTPBO_JOB_NICE``):
 #: work nobody waits for yields to pages and to the jobs a visitor waits for, which run
@@ -38,12 +46,26 @@ def niceness() -> int:
         return DEFAULT_NICE
 
 
+#: ``DTPBO_JOB_IDLE=0`` keeps the background worker in the normal scheduling class, at its
+#: niceness alone: on a machine whose cores are never idle (a test run on every core, a
+#: batch host) the idle class would starve background work for good.
+IDLE_ENV = "DTPBO_JOB_IDLE"
+
+
+def idle_wanted() -> bool:
+    """Whether background work goes to the idle scheduling class (``$DTPBO_JOB_IDLE``,
+    default yes)."""
+    return os.environ.get(IDLE_ENV, "1").strip() not in ("0", "no", "false")
+
+
 def idle_class(pid: int, idle: bool) -> None:
     """Put process ``pid`` (0: this one; on Linux its main thread, and the threads it
     starts later) in the idle scheduling class (``SCHED_IDLE``: it runs only on a core no
     other task wants, so background work never delays a visitor's page, whatever the
     number of tasks competing: a niceness only weighs it) or back in the normal one.
-    Nothing where the system has no such class."""
+    Nothing where the system has no such class; the normal class when
+    :func:`idle_wanted` says no."""
+    idle = idle and idle_wanted()
     policy = getattr(os, "SCHED_IDLE", None) if idle else getattr(os, "SCHED_OTHER", None)
     if policy is None or not hasattr(os, "sched_setscheduler"):
         return

@@ -44,6 +44,9 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
     # jobs run in the test's thread: an AppTest cannot wait for a worker process (the
     # job service's own tests start workers)
     monkeypatch.setenv("DTPBO_JOBS", "inline")
+    # background workers at their niceness, not in the idle class: `make test` keeps every
+    # core busy, and a job in the idle class would wait for a core nothing else wants
+    monkeypatch.setenv("DTPBO_JOB_IDLE", "0")
     # an unexpected exception reaches AppTest's ``at.exception`` (instead of the page's
     # one sentence and error id; tests of that unset it)
     monkeypatch.setenv("DTPBO_SHOW_TRACEBACKS", "1")

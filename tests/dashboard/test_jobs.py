@@ -373,11 +373,14 @@ def test_a_promoted_background_worker_swaps_roles_with_an_idle_front_worker(serv
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="Linux threads only")
-def test_set_priority_reaches_every_thread_of_a_worker(tmp_path) -> None:
+def test_set_priority_reaches_every_thread_of_a_worker(tmp_path, monkeypatch) -> None:
     """A worker's threads (the kernels' thread pool) follow its role: niceness and the idle
-    class are set on each of them, not on its main thread alone."""
+    class are set on each of them, not on its main thread alone; ``DTPBO_JOB_IDLE=0``
+    keeps them in the normal class."""
     import subprocess
     import sys
+
+    monkeypatch.setenv("DTPBO_JOB_IDLE", "1")  # the server's default
 
     code = (
         "import threading, time\n"
@@ -395,6 +398,12 @@ def test_set_priority_reaches_every_thread_of_a_worker(tmp_path) -> None:
             assert os.getpriority(os.PRIO_PROCESS, tid) == min(19, here + 7)
             if hasattr(os, "SCHED_IDLE"):
                 assert os.sched_getscheduler(tid) == os.SCHED_IDLE
+        monkeypatch.setenv("DTPBO_JOB_IDLE", "0")
+        _workers.set_priority(child.pid, min(19, here + 7), True)
+        for tid in tids:
+            assert os.getpriority(os.PRIO_PROCESS, tid) == min(19, here + 7)
+            if hasattr(os, "SCHED_OTHER"):
+                assert os.sched_getscheduler(tid) == os.SCHED_OTHER
     finally:
         child.kill()
         child.wait()

@@ -178,7 +178,7 @@ def test_upload_edit_import_view_restart_remove(tmp_path: Path) -> None:
                 nav(pg, "Tree explorer")  # same session: the study chosen stays chosen
                 frame = pg.frame_locator(TREE_FRAME).first
                 expect(frame.locator("#tree-svg")).to_contain_text(TITLE)
-                assert frame.locator("g.node").count() >= 1
+                expect(frame.locator("g.node").first).to_be_attached()
                 pg.get_by_role("tab", name="Held-out evidence").click()
                 settle(pg)
                 pg.locator('[data-testid="stVegaLiteChart"]').first.wait_for(state="visible")
