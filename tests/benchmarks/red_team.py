@@ -645,14 +645,7 @@ def check_markdown_fields(suite: Suite) -> str:
             attach_file(boxes.nth(0), SHAPES["panel-long"].file)
             sv.settle(pg)
             marks: dict[str, list[str]] = {}
-            for label, value in (
-                ("Opt-out values", hostile),
-                ("Missing-value codes", hostile),
-                ("Text levels", f"speed={hostile}"),
-                ("Availability conditions", f"fast: price == {hostile}"),
-                ("Availability conditions", ""),
-                ("Text levels", ""),
-            ):
+            for label, value in sv.hostile_form_fields(hostile):
                 sv.fill(pg, label, value)
                 marks[f"{label} pending"] = sv.hostile_marks(pg, img_port)
             sv.fill(pg, "Study title", f"Fields {hostile}")

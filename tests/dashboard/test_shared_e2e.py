@@ -45,6 +45,7 @@ from tests.fixtures.malformed.amplify import amplifying_parquet, amplifying_xlsx
 from tests.fixtures.server_visits import (
     HOSTILE,
     fill,
+    hostile_form_fields,
     hostile_marks,
     image_server,
     import_study,
@@ -411,14 +412,7 @@ def test_hostile_fields_make_no_link_or_image_pending_or_saved(browser, server: 
     settle(pg)
     marks: dict[str, list[str]] = {}
     # pending: each form field with the hostile value (errors and previews echo them)
-    for label, value in (
-        ("Opt-out values", hostile),
-        ("Missing-value codes", hostile),
-        ("Text levels", f"speed={hostile}"),
-        ("Availability conditions", f"fast: price == {hostile}"),
-        ("Availability conditions", ""),
-        ("Text levels", ""),
-    ):
+    for label, value in hostile_form_fields(hostile):
         fill(pg, label, value)
         marks[f"form {label} pending"] = hostile_marks(pg, server.img_port)
     fill(pg, "Study title", f"Fields {hostile}")
