@@ -18,13 +18,12 @@ its last use (a form left half-filled), and hands the memory back to the system.
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import hashlib
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from dashboard import _memory
 from data_loaders import access, registry
 from data_loaders import user_studies as us
 
@@ -39,22 +38,13 @@ KEEP_S = 120.0
 _TIMER: list[threading.Timer] = []
 
 
-def _trim() -> None:
-    """Return freed memory to the system (glibc's ``malloc_trim``, where there is one)."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def release() -> None:
-    """Let the kept table go (and its memory, :func:`_trim`)."""
+    """Let the kept table go (and its memory, :func:`dashboard._memory.trim`)."""
     with _LOCK:
         had = bool(_LAST)
         _LAST.clear()
     if had:
-        _trim()
+        _memory.trim(collect=True)
 
 
 def _keep_for_a_while() -> None:
@@ -131,7 +121,7 @@ def save_upload(
     try:
         return us.save_study(*args, **kwargs)
     finally:
-        _trim()  # the worker holds nothing of the check afterwards
+        _memory.trim(collect=True)  # the worker holds nothing of the check afterwards
 
 
 def load_study(

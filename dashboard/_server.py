@@ -1,6 +1,6 @@
 """How ``python -m dashboard`` serves: the address, error details, uploads, the visitor
-cookie and stopping (used by :mod:`dashboard.__main__`; standard library and Streamlit
-only).
+cookie and stopping (used by :mod:`dashboard.__main__`; standard library, Streamlit and
+:mod:`dashboard._memory`).
 
 **Safe by default.** A personal server (``make run``) listens on 127.0.0.1 only: it
 trusts its visitor (typed data paths, the LLM endpoint, benchmark runs), so nobody else
@@ -61,6 +61,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
+from dashboard import _memory
 from data_loaders.access import data_home
 
 __all__ = [
@@ -582,48 +583,10 @@ def sweep_ended_sessions(runtime: Any = None) -> int:
         # upload's bytes) and the server runs no full collection after its reruns
         # (runner.postScriptGC false): collect it now, then give the pages back
         gc.collect()
-        _trim()
+        _memory.trim()
     _SEEN.clear()
     _SEEN.update(live)
     return freed
-
-
-#: Allocations at least this large are their own memory mappings, given back to the
-#: system when freed (:func:`_tune_malloc`).
-MMAP_THRESHOLD = 2**20
-
-
-def _libc() -> Any:
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    return ctypes.CDLL(name) if name else None
-
-
-def _tune_malloc() -> bool:
-    """glibc's malloc: every allocation of :data:`MMAP_THRESHOLD` or more its own mapping.
-
-    By default glibc raises that threshold to the size of the largest block freed (up to
-    32 MB), so after the first upload every 12 MB upload and table came from the heap,
-    whose freed pages it keeps: 8 imports left 357 MB free inside the server's heap and
-    counted in its resident size. Fixed at 1 MiB, such blocks go back to the system when
-    freed. ``False`` where there is no glibc."""
-    try:
-        libc = _libc()
-        return bool(libc is not None and libc.mallopt(-3, MMAP_THRESHOLD))  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        return False
-
-
-def _trim() -> None:
-    """Give the heap's free pages back to the system (glibc's ``malloc_trim``)."""
-    try:
-        libc = _libc()
-        if libc is not None:
-            libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _start_session_sweeper() -> bool:
@@ -659,5 +622,5 @@ def install(*, shared: bool) -> dict[str, bool]:
         "stop": _wrap_signal_handlers(),
         "proxy_headers": _no_proxy_headers(),
         "session_sweep": _start_session_sweeper(),
-        "malloc": _tune_malloc(),
+        "malloc": _memory.tune_malloc(),
     }

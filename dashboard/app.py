@@ -22,6 +22,7 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a plain 
 
 import streamlit as st  # noqa: E402
 
+from dashboard import _memory  # noqa: E402
 from dashboard import _progress as waits  # noqa: E402
 from dashboard import _services as svc  # noqa: E402
 from dashboard import _ui as ui  # noqa: E402
@@ -115,6 +116,7 @@ def main() -> None:
     # a local icon: a ":material/...:" page icon makes the browser fetch the favicon from
     # an external font host (no request leaves the server; docs/dashboard.md)
     st.set_page_config(page_title="DT-PBO Explorer", page_icon=str(_FAVICON), layout="wide")
+    _memory.tune_malloc()  # once per process, however the server was started
     pages = [
         st.Page(_VIEWS / file, title=title, icon=icon, default=(i == 0))
         for i, (file, title, icon) in enumerate(PAGES)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from dashboard import _import_jobs, _server
+from dashboard import _import_jobs, _memory, _server
 from dashboard._services import jobs
 from dashboard._text import err, md
 from data_loaders import access, user_studies
@@ -335,33 +335,46 @@ def how_to_get(key: str) -> str:
     return "\n\n".join(lines)
 
 
-#: Environment variable: imported studies the server keeps loaded at once (default 4; each
-#: up to a 20 MB file, about 100 MB loaded); the least recently used one goes first, and
-#: any goes after :data:`OWN_STUDY_TTL_S` unused.
+#: Environment variables: the imported studies the server keeps loaded at once, at most
+#: this many (default 4) and this many MB in memory (default 256, measured by
+#: :func:`dashboard._memory.footprint`); the least recently used one goes first, any after
+#: :data:`OWN_STUDY_TTL_S` unused, and a study larger than the budget on its own is loaded
+#: for each visit and not kept. A study within the import limits holds about 20-145 MB.
 OWN_STUDY_CACHE_ENV = "DTPBO_OWN_STUDY_CACHE"
+OWN_STUDY_CACHE_MB_ENV = "DTPBO_OWN_STUDY_CACHE_MB"
+OWN_STUDY_CACHE_MB = 256
 OWN_STUDY_TTL_S = 900.0
 
 
-def _own_cache_entries() -> int:
+def _env_int(name: str, default: int) -> int:
     try:
-        return max(int(os.environ.get(OWN_STUDY_CACHE_ENV, "") or 4), 1)
+        return max(int(os.environ.get(name, "") or default), 1)
     except ValueError:
-        return 4
+        return default
 
 
-@st.cache_resource(
-    show_spinner="Loading study...", max_entries=_own_cache_entries(), ttl=OWN_STUDY_TTL_S
+_OWN_STUDIES: _memory.SizedCache[Study] = _memory.SizedCache(
+    max_bytes=_env_int(OWN_STUDY_CACHE_MB_ENV, OWN_STUDY_CACHE_MB) * 2**20,
+    max_entries=_env_int(OWN_STUDY_CACHE_ENV, 4),
+    ttl=OWN_STUDY_TTL_S,
 )
+
+
 def _load_own_study(
     key: str, options: tuple[tuple[str, str], ...], env: Any, plan: tuple[int, int] = (0, 0)
 ) -> Study:
     """An imported study, loaded in a budgeted worker (:func:`dashboard._import_jobs.
-    load_study`): the server holds the finished study only, and at most
-    ``$DTPBO_OWN_STUDY_CACHE`` of them."""
-    del env, plan  # cache keys only
-    return _in_worker(
-        "study-load", "Loading the study", _import_jobs.load_study, key, options, key=key
-    )
+    load_study`): the server holds the finished study only, and keeps at most
+    ``$DTPBO_OWN_STUDY_CACHE`` of them in ``$DTPBO_OWN_STUDY_CACHE_MB``
+    (:data:`_OWN_STUDIES`)."""
+
+    def load() -> Study:
+        with st.spinner("Loading study..."):
+            return _in_worker(
+                "study-load", "Loading the study", _import_jobs.load_study, key, options, key=key
+            )
+
+    return _OWN_STUDIES.get((key, options, env, plan), load)
 
 
 @st.cache_resource(show_spinner="Loading study...", max_entries=16)
@@ -615,7 +628,7 @@ def sweep_studies() -> list[str]:
         _LOG.info("expired %d visitors' studies unused for %g days", len(gone), _idle())
         _list_studies.clear()
         _user_metas.clear()
-        _load_own_study.clear()
+        _OWN_STUDIES.clear()
     return gone
 
 
@@ -669,4 +682,4 @@ def remove_study(key: str) -> None:
     _list_studies.clear()
     _user_metas.clear()
     _load_study.clear()
-    _load_own_study.clear()
+    _OWN_STUDIES.clear()
