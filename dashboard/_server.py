@@ -559,6 +559,7 @@ def sweep_ended_sessions(runtime: Any = None) -> int:
         if runtime is None and not Runtime.exists():
             return 0
         rt = runtime if runtime is not None else Runtime.instance()
+        _reap_expired(rt._session_mgr)
         live = {info.session.id: info.session for info in rt._session_mgr.list_sessions()}
     except Exception:  # another Streamlit: nothing to sweep with
         return 0
@@ -574,6 +575,7 @@ def sweep_ended_sessions(runtime: Any = None) -> int:
             rt.dataframe_source_mgr.clear_all_for_session(sid)
         except Exception:  # another Streamlit
             pass
+        _shut_down(_SEEN.get(sid))
     if ended:
         try:
             rt.media_file_mgr.remove_orphaned_files()
@@ -587,6 +589,30 @@ def sweep_ended_sessions(runtime: Any = None) -> int:
     _SEEN.clear()
     _SEEN.update(live)
     return freed
+
+
+def _reap_expired(session_mgr: Any) -> None:
+    """Drop the sessions whose time in Streamlit's session storage is over.
+
+    Its storage (``MemorySessionStorage``, a ``TTLCache``) stops listing a session when
+    its ``server.disconnectedSessionTTL`` is over but keeps the object, with its widgets'
+    values (an upload's bytes), until the next tab that closes writes to it: on a server
+    that fell quiet, 8 visitors who imported 12 MB files left it at 680 MB from 403 MB.
+    """
+    cache = getattr(getattr(session_mgr, "_session_storage", None), "_cache", None)
+    expire = getattr(cache, "expire", None)
+    if callable(expire):
+        expire()
+
+
+def _shut_down(session: Any) -> None:
+    """Shut an ended session down, as Streamlit does for a stored session it closes
+    (its script runner, its state and its uploads' references go)."""
+    try:
+        if session is not None:
+            session.shutdown()
+    except Exception:  # already shut down, or another Streamlit
+        pass
 
 
 def _start_session_sweeper() -> bool:

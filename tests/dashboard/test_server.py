@@ -233,3 +233,51 @@ def test_ended_sessions_give_back_their_uploads(monkeypatch) -> None:
     assert _server.sweep_ended_sessions(runtime) == 1000
     assert set(uploads.file_storage) == {"live"}
     assert _server.sweep_ended_sessions(runtime) == 0
+
+
+def test_sessions_whose_time_is_over_are_let_go_on_a_quiet_server(monkeypatch) -> None:
+    """Streamlit's session storage stops listing a closed tab's session when its time is
+    over but keeps the object (its state: an upload's bytes) until another tab closes; the
+    sweep drops it then and there and shuts it down, as Streamlit does for a session it
+    closes, so the state is garbage."""
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    from streamlit.runtime.memory_session_storage import MemorySessionStorage
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.session_manager import SessionInfo
+
+    shut: list[str] = []
+
+    class Session:
+        def __init__(self, sid: str) -> None:
+            self.id, self.state = sid, bytearray(10**6)
+
+        def shutdown(self) -> None:
+            shut.append(self.id)
+
+    now = [0.0]
+    storage = MemorySessionStorage(maxsize=8, ttl_seconds=120)
+    storage._cache._timer = lambda: now[0]  # the storage's clock, for the test
+    closed = Session("closed")
+    storage.save(SessionInfo(client=None, session=closed))
+    runtime = SimpleNamespace(
+        _session_mgr=SimpleNamespace(
+            _session_storage=storage, list_sessions=lambda: storage.list()
+        ),
+        uploaded_file_mgr=MemoryUploadedFileManager("/_stcore/upload_file"),
+        media_file_mgr=SimpleNamespace(
+            clear_session_refs=lambda sid: None, remove_orphaned_files=lambda: None
+        ),
+        dataframe_source_mgr=SimpleNamespace(clear_all_for_session=lambda sid: None),
+    )
+    monkeypatch.setattr(_server, "_SEEN", {})
+    _server.sweep_ended_sessions(runtime)
+    assert shut == []  # stored: its tab may come back within the 120 s
+    now[0] = 121.0  # its time is over; nothing writes to the storage on a quiet server
+    gone = weakref.ref(closed)
+    del closed
+    _server.sweep_ended_sessions(runtime)
+    gc.collect()
+    assert len(storage._cache._data) == 0 and shut == ["closed"] and gone() is None
