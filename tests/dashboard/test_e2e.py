@@ -22,6 +22,10 @@ from tests.fixtures.streamlit_server import (
     BROWSER_ARGS,
     BUSY_JS,
     CHROMIUM,
+    CONTENT,
+    PROGRESS,
+    TREE_FRAME,
+    first_paint,
     streamlit_server,
     wait_until_idle,
 )
@@ -129,9 +133,6 @@ def metric(pg, label: str):
     return pg.locator('[data-testid="stMetric"]', has_text=label).locator(
         '[data-testid="stMetricValue"]'
     )
-
-
-TREE_FRAME = 'iframe[srcdoc*="tree-data"]'
 
 
 def pick_study(pg, title: str) -> None:
@@ -277,14 +278,6 @@ def test_page_switches_and_screenshots(server, page) -> None:
 
 #: Sidebar pages: path and title.
 PAGES = list(url_titles().items())
-CONTENT = (
-    '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, '
-    '[data-testid="stGraphVizChart"] svg, [data-testid="stDataFrame"], [data-testid="stTable"], '
-    '[data-testid="stMarkdown"] table, '
-    f"{TREE_FRAME}"
-)
-#: A job's progress bar (``dashboard/_progress.py``): the page is working, not stuck.
-PROGRESS = '[data-testid="stProgress"]'
 
 
 def wait_for_content(pg, what: str, quiet_ms: int = 3000) -> tuple[str, float]:
@@ -293,8 +286,7 @@ def wait_for_content(pg, what: str, quiet_ms: int = 3000) -> tuple[str, float]:
     or its script running between two stages), however busy the machine: it fails only
     when the page has stopped working for ``quiet_ms`` with no content. Returns which came
     first and when (``time.perf_counter()``)."""
-    pg.locator(f"{CONTENT}, {PROGRESS}").first.wait_for(state="visible", timeout=60_000)
-    first = "content" if pg.locator(CONTENT).count() else "progress bar", time.perf_counter()
+    first = first_paint(pg), time.perf_counter()
     quiet = 0
     while not pg.locator(CONTENT).count():
         working = pg.locator(PROGRESS).count() or pg.evaluate(BUSY_JS)
