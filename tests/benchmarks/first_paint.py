@@ -8,8 +8,9 @@ first page by its address and every other page by a click in the sidebar, as a v
 does. For each page it records the seconds from the navigation to its first chart, tree
 or table, or its progress bar, whichever comes first (the page is answering, not
 blank), which of the two it was, when the page's title was shown (the first page's
-includes the browser loading Streamlit's frontend), and the load average then. The target: every page
-within :data:`TARGET_S` (2 s); the exit status is 1 when a page misses it.
+includes the browser loading Streamlit's frontend), and the load average then. The
+target: every page within :data:`TARGET_S` (2 s); the exit status is 1 when a page
+misses it.
 
     python tests/benchmarks/first_paint.py --json -
     python tests/benchmarks/first_paint.py --busy 0 --load 0 --json -   # a quiet machine
