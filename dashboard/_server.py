@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import base64
 import faulthandler
-import gc
 import hashlib
 import hmac
 import http.cookies
@@ -584,8 +583,7 @@ def sweep_ended_sessions(runtime: Any = None) -> int:
         # an ended session is cyclic garbage (its script runner, its widgets' values: an
         # upload's bytes) and the server runs no full collection after its reruns
         # (runner.postScriptGC false): collect it now, then give the pages back
-        gc.collect()
-        _memory.trim()
+        _memory.trim(collect=True)
     _SEEN.clear()
     _SEEN.update(live)
     return freed
